@@ -1,0 +1,3 @@
+"""lobatto: GPU-native high-order spectral-element framework."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from lobatto.cli import main
+
+raise SystemExit(main())
