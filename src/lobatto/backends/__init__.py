@@ -1,0 +1,38 @@
+"""Backends: where arrays live and kernels run. `get_backend` picks one by name."""
+
+from __future__ import annotations
+
+from lobatto.backends.base import Backend
+from lobatto.errors import InputError
+
+BACKEND_NAMES = ("cpu", "cuda", "auto")
+
+
+def cuda_available() -> tuple[bool, str]:
+    """(True, '') when CuPy imports and sees a GPU, else (False, reason)."""
+    try:
+        import cupy  # noqa: F401  (probing only)
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # ImportError, CUDARuntimeError, missing driver ...
+        return False, f"CuPy or a CUDA device is not available ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return False, "no CUDA device found"
+    return True, ""
+
+
+def get_backend(name: str = "cpu", precision: str = "float64", device_id: int | None = None) -> Backend:
+    if name not in BACKEND_NAMES:
+        raise InputError(f"unknown backend '{name}' (expected one of {', '.join(BACKEND_NAMES)})")
+    if name == "auto":
+        name = "cuda" if cuda_available()[0] else "cpu"
+    if name == "cuda":
+        ok, why = cuda_available()
+        if not ok:
+            raise InputError(f"backend 'cuda' was requested but {why}; use --backend cpu")
+        from lobatto.backends.cuda.backend import CudaBackend
+
+        return CudaBackend(precision=precision, device_id=device_id)
+    from lobatto.backends.cpu import CpuBackend
+
+    return CpuBackend(precision=precision)

@@ -1,0 +1,17 @@
+"""Meshes: generators, connectivity, face-point ids and geometric factors."""
+
+from lobatto.mesh.box import box_mesh
+from lobatto.mesh.connectivity import connectivity_from_vertices, face_point_ids
+from lobatto.mesh.geometry import Geometry, compute_geometry
+from lobatto.mesh.mesh import BOUNDARY_KINDS, INTERIOR, HexMesh
+
+__all__ = [
+    "BOUNDARY_KINDS",
+    "INTERIOR",
+    "Geometry",
+    "HexMesh",
+    "box_mesh",
+    "compute_geometry",
+    "connectivity_from_vertices",
+    "face_point_ids",
+]

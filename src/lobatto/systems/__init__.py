@@ -1,0 +1,1 @@
+"""Physical systems: each a short declarative class over the backend contract."""

@@ -1,0 +1,1 @@
+"""Time-domain Maxwell equations by SEDG (NekCEM formulation)."""

@@ -1,0 +1,430 @@
+"""Safe arithmetic expressions for case files.
+
+A case file gives initial conditions, exact solutions and mesh deformations as
+strings such as ``"sin(pi*x)*sin(pi*y)*cos(sqrt(2)*pi*t)"``. They are parsed
+with :mod:`ast` in ``eval`` mode and the syntax tree is checked node by node
+against a small whitelist; the accepted tree is converted into lobatto's own
+node objects, which are the only thing ever evaluated. User text is never
+passed to :func:`eval`, :func:`exec` or :func:`compile`.
+
+Evaluation takes an array namespace (``numpy`` or ``cupy``) and looks the
+functions up on it by name, so the same expression runs on the host or on the
+device.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from lobatto.errors import InputError
+
+__all__ = [
+    "Expression",
+    "compile_expression",
+    "FUNCTIONS",
+    "CONSTANTS",
+]
+
+#: Allowed functions and the number of arguments each takes.
+FUNCTIONS: dict[str, int] = {
+    "sin": 1,
+    "cos": 1,
+    "tan": 1,
+    "exp": 1,
+    "log": 1,
+    "sqrt": 1,
+    "abs": 1,
+    "tanh": 1,
+    "sinh": 1,
+    "cosh": 1,
+    "arctan2": 2,
+}
+
+#: Named constants.
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_UNARYOPS = {ast.UAdd: "+", ast.USub: "-"}
+_REJECTED_BINOPS = {
+    ast.BitXor: "'^' is not a power operator here; use ** (for example x**2)",
+    ast.FloorDiv: "operator '//' is not allowed; use /",
+    ast.Mod: "operator '%' is not allowed",
+    ast.MatMult: "operator '@' is not allowed",
+    ast.LShift: "operator '<<' is not allowed",
+    ast.RShift: "operator '>>' is not allowed",
+    ast.BitOr: "operator '|' is not allowed",
+    ast.BitAnd: "operator '&' is not allowed",
+}
+_MAX_LENGTH = 10_000
+
+
+# --------------------------------------------------------------------------- nodes
+class _Node:
+    __slots__ = ()
+    constant = False
+
+
+class _Num(_Node):
+    __slots__ = ("value",)
+    constant = True
+
+    def __init__(self, value: float):
+        self.value = float(value)
+
+
+class _Var(_Node):
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class _Unary(_Node):
+    __slots__ = ("op", "operand")
+
+    def __init__(self, op: str, operand: _Node):
+        self.op = op
+        self.operand = operand
+
+
+class _Binary(_Node):
+    __slots__ = ("op", "left", "right")
+
+    def __init__(self, op: str, left: _Node, right: _Node):
+        self.op = op
+        self.left = left
+        self.right = right
+
+
+class _Call(_Node):
+    __slots__ = ("func", "args")
+
+    def __init__(self, func: str, args: tuple):
+        self.func = func
+        self.args = args
+
+
+def _apply(xp, node: _Node, env: Mapping[str, Any]):
+    """Evaluate a validated node tree. ``xp`` supplies the functions."""
+    if isinstance(node, _Num):
+        return node.value
+    if isinstance(node, _Var):
+        return env[node.name]
+    if isinstance(node, _Unary):
+        v = _apply(xp, node.operand, env)
+        return -v if node.op == "-" else +v
+    if isinstance(node, _Binary):
+        a = _apply(xp, node.left, env)
+        b = _apply(xp, node.right, env)
+        op = node.op
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        return a**b
+    if isinstance(node, _Call):
+        args = [_apply(xp, a, env) for a in node.args]
+        return getattr(xp, node.func)(*args)
+    raise TypeError(f"unexpected node {node!r}")  # pragma: no cover
+
+
+def _fold(node: _Node) -> _Node:
+    """Fold constant sub-trees into numbers (evaluated with numpy float64)."""
+    if isinstance(node, _Unary):
+        node.operand = _fold(node.operand)
+        sub = (node.operand,)
+    elif isinstance(node, _Binary):
+        node.left = _fold(node.left)
+        node.right = _fold(node.right)
+        sub = (node.left, node.right)
+    elif isinstance(node, _Call):
+        node.args = tuple(_fold(a) for a in node.args)
+        sub = node.args
+    else:
+        return node
+    if all(isinstance(s, _Num) for s in sub):
+        with np.errstate(all="ignore"):
+            env: dict[str, Any] = {}
+            value = float(_apply(np, _wrap_numbers(node), env))
+        if not math.isfinite(value):
+            raise _NotFinite(value)
+        return _Num(value)
+    return node
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _wrap_numbers(node: _Node) -> _Node:
+    """Copy of a constant tree whose numbers are numpy float64 (IEEE semantics:
+    1/0 gives inf, (-1)**0.5 gives nan, never a Python exception or a complex)."""
+    if isinstance(node, _Num):
+        n = _Num(0.0)
+        n.value = np.float64(node.value)
+        return n
+    if isinstance(node, _Unary):
+        return _Unary(node.op, _wrap_numbers(node.operand))
+    if isinstance(node, _Binary):
+        return _Binary(node.op, _wrap_numbers(node.left), _wrap_numbers(node.right))
+    if isinstance(node, _Call):
+        return _Call(node.func, tuple(_wrap_numbers(a) for a in node.args))
+    return node
+
+
+# ----------------------------------------------------------------------- expression
+class Expression:
+    """A validated expression. Immutable; evaluate with :meth:`evaluate`."""
+
+    __slots__ = ("_text", "_tree", "_variables", "_used", "_where")
+
+    def __init__(self, text: str, tree: _Node, variables: tuple, used: tuple, where: str):
+        self._text = text
+        self._tree = tree
+        self._variables = variables
+        self._used = used
+        self._where = where
+
+    @property
+    def text(self) -> str:
+        """The expression as written in the case file."""
+        return self._text
+
+    @property
+    def variables(self) -> tuple:
+        """The variables the expression was allowed to use."""
+        return self._variables
+
+    @property
+    def variables_used(self) -> tuple:
+        """The variables the expression actually uses, in the order of ``variables``."""
+        return self._used
+
+    @property
+    def is_constant(self) -> bool:
+        """True when the expression uses no variable."""
+        return not self._used
+
+    @property
+    def where(self) -> str:
+        return self._where
+
+    def evaluate(self, xp=np, **values):
+        """Evaluate on arrays from namespace ``xp`` (numpy or cupy).
+
+        ``values`` maps variable names to arrays or scalars; they are broadcast
+        together and the result always has the broadcast shape (a constant
+        expression gives ``xp.full(shape, value)``). The result's dtype is the
+        floating dtype of the given arrays (float64 when none is an array).
+        Variables the expression does not use may be passed and are ignored.
+        """
+        missing = [v for v in self._used if v not in values]
+        if missing:
+            raise TypeError(
+                f"{self._where}: expression {self._text!r} needs a value for "
+                + ", ".join(repr(m) for m in missing)
+            )
+        shapes = []
+        dtypes = []
+        for v in values.values():
+            shape = getattr(v, "shape", None)
+            if shape is None:
+                shapes.append(())
+                continue
+            shapes.append(tuple(shape))
+            dtype = getattr(v, "dtype", None)
+            if dtype is not None:
+                dtypes.append(np.dtype(dtype))
+        shape = np.broadcast_shapes(*shapes) if shapes else ()
+        dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+        if not np.issubdtype(dtype, np.floating):
+            dtype = np.dtype(np.float64)
+
+        if isinstance(self._tree, _Num):
+            return xp.full(shape, self._tree.value, dtype=dtype)
+        env = {name: xp.asarray(values[name], dtype=dtype) for name in self._used}
+        result = xp.asarray(_apply(xp, self._tree, env))
+        if any(result is a for a in env.values()):
+            result = result.copy()  # never hand back the caller's own array
+        if result.dtype != dtype:
+            result = result.astype(dtype)
+        if tuple(result.shape) != tuple(shape):
+            out = xp.empty(shape, dtype=dtype)
+            out[...] = result
+            result = out
+        return result
+
+    def __call__(self, xp=np, **values):
+        return self.evaluate(xp, **values)
+
+    def __repr__(self) -> str:
+        return f"Expression({self._text!r})"
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Expression):
+            return NotImplemented
+        return self._text == other._text and self._variables == other._variables
+
+    def __hash__(self) -> int:
+        return hash((self._text, self._variables))
+
+    def __reduce__(self):
+        return (compile_expression, (self._text, self._variables, self._where))
+
+
+# -------------------------------------------------------------------------- compile
+class _Checker:
+    def __init__(self, text: str, variables: tuple, where: str):
+        self.text = text
+        self.variables = variables
+        self.where = where
+        self.used: set[str] = set()
+
+    def fail(self, message: str):
+        raise InputError(f"{self.where}: {message}")
+
+    def segment(self, node: ast.AST) -> str:
+        seg = None
+        try:
+            seg = ast.get_source_segment(self.text, node)
+        except Exception:  # pragma: no cover - defensive
+            seg = None
+        return seg if seg else type(node).__name__
+
+    def allowed_names(self) -> str:
+        parts = []
+        if self.variables:
+            parts.append("variables " + ", ".join(self.variables))
+        parts.append("constants " + ", ".join(CONSTANTS))
+        return "; ".join(parts)
+
+    def convert(self, node: ast.AST) -> _Node:
+        if isinstance(node, ast.Expression):
+            return self.convert(node.body)
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                if isinstance(value, str):
+                    self.fail(f"strings are not allowed: {self.segment(node)}")
+                self.fail(f"'{self.segment(node)}' is not a number")
+            try:
+                f = float(value)
+            except OverflowError:
+                self.fail(f"number {self.segment(node)} is too large")
+            if not math.isfinite(f):
+                self.fail(f"number {self.segment(node)} is not finite")
+            return _Num(f)
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name in self.variables:
+                self.used.add(name)
+                return _Var(name)
+            if name in CONSTANTS:
+                return _Num(CONSTANTS[name])
+            if name in FUNCTIONS:
+                self.fail(f"'{name}' is a function; call it as {name}(...)")
+            self.fail(f"unknown name '{name}' (allowed: {self.allowed_names()})")
+        if isinstance(node, ast.UnaryOp):
+            op = _UNARYOPS.get(type(node.op))
+            if op is None:
+                self.fail(f"operator in '{self.segment(node)}' is not allowed (use + - * / **)")
+            return _Unary(op, self.convert(node.operand))
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                hint = _REJECTED_BINOPS.get(type(node.op), "operator is not allowed")
+                self.fail(f"{hint}: '{self.segment(node)}'")
+            return _Binary(op, self.convert(node.left), self.convert(node.right))
+        if isinstance(node, ast.Call):
+            func = node.func
+            if not isinstance(func, ast.Name):
+                if isinstance(func, ast.Attribute):
+                    self.fail(f"attribute access is not allowed: '{self.segment(func)}'")
+                self.fail(f"only named functions can be called, not '{self.segment(func)}'")
+            name = func.id
+            if name not in FUNCTIONS:
+                self.fail(
+                    f"unknown function '{name}' (allowed: {', '.join(FUNCTIONS)})"
+                )
+            if node.keywords:
+                self.fail(f"keyword arguments are not allowed in call to {name}()")
+            if any(isinstance(a, ast.Starred) for a in node.args):
+                self.fail(f"argument unpacking is not allowed in call to {name}()")
+            nargs = FUNCTIONS[name]
+            if len(node.args) != nargs:
+                self.fail(
+                    f"{name}() takes {nargs} argument{'s' if nargs != 1 else ''}, "
+                    f"got {len(node.args)} in '{self.segment(node)}'"
+                )
+            return _Call(name, tuple(self.convert(a) for a in node.args))
+        if isinstance(node, ast.Attribute):
+            self.fail(f"attribute access is not allowed: '{self.segment(node)}'")
+        if isinstance(node, ast.Subscript):
+            self.fail(f"indexing is not allowed: '{self.segment(node)}'")
+        if isinstance(node, ast.Lambda):
+            self.fail("lambda is not allowed")
+        if isinstance(node, ast.Compare):
+            self.fail(f"comparisons are not allowed: '{self.segment(node)}'")
+        if isinstance(node, ast.BoolOp):
+            self.fail(f"'and'/'or' are not allowed: '{self.segment(node)}'")
+        if isinstance(node, ast.IfExp):
+            self.fail(f"conditional expressions are not allowed: '{self.segment(node)}'")
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            self.fail(f"lists, tuples, sets and dicts are not allowed: '{self.segment(node)}'")
+        if isinstance(node, (ast.JoinedStr, ast.FormattedValue)):
+            self.fail(f"strings are not allowed: '{self.segment(node)}'")
+        self.fail(f"'{self.segment(node)}' is not allowed ({type(node).__name__})")
+        raise AssertionError  # unreachable
+
+
+def compile_expression(
+    text: str,
+    variables: Sequence[str] = ("x", "y", "z", "t"),
+    where: str = "initial.Ez",
+) -> Expression:
+    """Parse and validate ``text``; return an :class:`Expression`.
+
+    Raises :class:`lobatto.errors.InputError` whose message starts with
+    ``where`` and names the offending token.
+    """
+    variables = tuple(variables)
+    if not isinstance(text, str):
+        raise InputError(f"{where}: expression must be a string, got {text!r}")
+    if len(text) > _MAX_LENGTH:
+        raise InputError(f"{where}: expression is longer than {_MAX_LENGTH} characters")
+    source = text.strip()
+    if not source:
+        raise InputError(f"{where}: expression is empty")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as err:
+        col = f" at column {err.offset}" if err.offset else ""
+        raise InputError(
+            f"{where}: invalid expression {text!r}{col}: {err.msg}"
+        ) from None
+    except (RecursionError, MemoryError, ValueError) as err:
+        raise InputError(f"{where}: expression cannot be parsed ({type(err).__name__})") from None
+    checker = _Checker(source, variables, where)
+    try:
+        node = checker.convert(tree)
+        node = _fold(node)
+    except RecursionError:
+        raise InputError(f"{where}: expression is nested too deeply") from None
+    except _NotFinite as err:
+        raise InputError(
+            f"{where}: a constant part of {source!r} evaluates to {err.args[0]} "
+            "(division by zero, log of zero or overflow?)"
+        ) from None
+    used = tuple(v for v in variables if v in checker.used)
+    return Expression(source, node, variables, used, where)

@@ -1,0 +1,726 @@
+"""Case-file schema: reading, checking and normalising a TOML case.
+
+``load_case(path)`` reads a file, ``parse_case(data, source)`` checks an
+already-parsed dict. Every key is typed, defaults are filled in, unknown keys
+are rejected with the nearest valid name, and expressions are compiled, so a
+bad case fails before any work is done. Errors are
+:class:`lobatto.errors.InputError` whose message starts with the file name and
+names the dotted key.
+
+The result is a :class:`Case`: immutable sections with attribute access
+(``case.mesh.elements``, ``case.time.t_end``), ``case.to_dict()`` for the
+effective configuration (defaults included) and ``case.to_toml()`` for the
+same as TOML text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from lobatto.config.expressions import Expression, compile_expression
+from lobatto.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "Case",
+    "MeshSection",
+    "DiscretizationSection",
+    "PhysicsSection",
+    "FieldsSection",
+    "TimeSection",
+    "OutputSection",
+    "BackendSection",
+    "ParallelSection",
+    "load_case",
+    "parse_case",
+    "to_toml",
+    "FIELD_NAMES",
+    "SIDES",
+    "BOUNDARY_KINDS",
+]
+
+FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
+SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
+AXES = ("x", "y", "z")
+BOUNDARY_KINDS = ("pec", "pmc", "absorbing")
+INTEGRATORS = ("lsrk45", "rk4", "ssprk3")
+FLUXES = ("upwind", "central")
+OUTPUT_FORMATS = ("hdf5", "nek")
+BACKENDS = ("cpu", "cuda", "auto")
+PRECISIONS = ("float64", "float32")
+EXCHANGES = ("auto", "nccl", "cuda-aware-mpi", "host")
+METHODS = ("auto", "pairwise", "crystal_router", "allreduce")
+PARTITIONERS = ("rcb", "metis")
+MAX_ORDER = 24
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+# =========================================================================== sections
+@dataclass(frozen=True)
+class MeshSection:
+    generator: str
+    elements: tuple  # (ex, ey, ez) ints
+    lower: tuple  # (x, y, z) floats
+    upper: tuple
+    periodic: tuple  # (bool, bool, bool)
+    boundary: str  # default kind for every non-periodic side
+    boundaries: dict  # side -> "pec"|"pmc"|"absorbing"|"periodic", all six sides
+    deform: dict  # axis -> Expression, only the axes given (may be empty)
+
+    @property
+    def num_elements(self) -> int:
+        ex, ey, ez = self.elements
+        return ex * ey * ez
+
+
+@dataclass(frozen=True)
+class DiscretizationSection:
+    order: int
+    flux: str
+
+
+@dataclass(frozen=True)
+class PhysicsSection:
+    equations: str
+    epsilon: float
+    mu: float
+
+
+@dataclass(frozen=True)
+class FieldsSection:
+    """``[initial]`` or ``[exact]``.
+
+    ``fields`` maps every name of FIELD_NAMES to an Expression (a missing
+    component is the constant ``0``), or is None for an ``[exact]`` section
+    that the case does not have. ``given`` lists the components the file set.
+    """
+
+    fields: dict | None
+    given: tuple = ()
+
+    @property
+    def present(self) -> bool:
+        return self.fields is not None
+
+    def __bool__(self) -> bool:
+        return self.fields is not None
+
+
+@dataclass(frozen=True)
+class TimeSection:
+    integrator: str
+    t_end: float
+    cfl: float
+    dt: float | None  # None: computed from cfl
+
+
+@dataclass(frozen=True)
+class OutputSection:
+    every: int
+    formats: tuple
+    name: str
+
+
+@dataclass(frozen=True)
+class BackendSection:
+    name: str
+    precision: str
+
+
+@dataclass(frozen=True)
+class ParallelSection:
+    exchange: str
+    method: str
+    partitioner: str
+
+
+@dataclass(frozen=True)
+class Case:
+    """A checked case. Sections are attributes; ``name`` is the file stem."""
+
+    name: str
+    source: str
+    mesh: MeshSection
+    discretization: DiscretizationSection
+    physics: PhysicsSection
+    initial: FieldsSection
+    exact: FieldsSection
+    time: TimeSection
+    output: OutputSection
+    backend: BackendSection
+    parallel: ParallelSection
+    _raw: dict = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """The effective configuration (defaults included) as plain Python data."""
+        m = self.mesh
+        mesh: dict[str, Any] = {
+            "generator": m.generator,
+            "elements": list(m.elements),
+            "lower": list(m.lower),
+            "upper": list(m.upper),
+            "periodic": list(m.periodic),
+            "boundary": m.boundary,
+        }
+        sides = {s: k for s, k in m.boundaries.items() if k != "periodic"}
+        if sides:
+            mesh["boundaries"] = sides
+        if m.deform:
+            mesh["deform"] = {a: e.text for a, e in m.deform.items()}
+        out: dict[str, Any] = {
+            "mesh": mesh,
+            "discretization": {
+                "order": self.discretization.order,
+                "flux": self.discretization.flux,
+            },
+            "physics": {
+                "equations": self.physics.equations,
+                "epsilon": self.physics.epsilon,
+                "mu": self.physics.mu,
+            },
+            "initial": {n: e.text for n, e in self.initial.fields.items()},
+        }
+        if self.exact.fields is not None:
+            out["exact"] = {n: e.text for n, e in self.exact.fields.items()}
+        time: dict[str, Any] = {
+            "integrator": self.time.integrator,
+            "t_end": self.time.t_end,
+            "cfl": self.time.cfl,
+        }
+        if self.time.dt is not None:
+            time["dt"] = self.time.dt
+        out["time"] = time
+        out["output"] = {
+            "every": self.output.every,
+            "formats": list(self.output.formats),
+            "name": self.output.name,
+        }
+        out["backend"] = {"name": self.backend.name, "precision": self.backend.precision}
+        out["parallel"] = {
+            "exchange": self.parallel.exchange,
+            "method": self.parallel.method,
+            "partitioner": self.parallel.partitioner,
+        }
+        return out
+
+    def to_toml(self) -> str:
+        """TOML text of the effective configuration; parses back to the same case."""
+        header = f"# effective configuration of case '{self.name}' (source: {self.source})\n"
+        return header + to_toml(self.to_dict())
+
+    @property
+    def raw(self) -> dict:
+        """The dict the case was parsed from (as read, before defaults)."""
+        return self._raw
+
+
+# ====================================================================== TOML emitter
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml_string(key)
+
+
+def _toml_string(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        text = repr(v)
+        if not any(c in text for c in ".eE"):
+            text += ".0"
+        return text
+    if isinstance(v, str):
+        return _toml_string(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    # numpy scalars and the like
+    if hasattr(v, "item"):
+        return _toml_value(v.item())
+    raise TypeError(f"cannot write {type(v).__name__} as a TOML value")
+
+
+def to_toml(data: Mapping[str, Any]) -> str:
+    """Write a nested dict (tables of scalars, strings and lists) as TOML text."""
+    lines: list[str] = []
+
+    def emit_table(prefix: tuple, table: Mapping[str, Any]):
+        scalars = [(k, v) for k, v in table.items() if not isinstance(v, Mapping)]
+        subtables = [(k, v) for k, v in table.items() if isinstance(v, Mapping)]
+        if prefix and (scalars or not subtables):
+            if lines:
+                lines.append("")
+            lines.append("[" + ".".join(_toml_key(p) for p in prefix) + "]")
+        for k, v in scalars:
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+        for k, v in subtables:
+            emit_table(prefix + (k,), v)
+
+    emit_table((), data)
+    return "\n".join(lines) + "\n"
+
+
+# ========================================================================== checking
+def _show(value: Any) -> str:
+    """A value as it would appear in a TOML file, for error messages."""
+    if isinstance(value, Mapping):
+        return "a table"
+    try:
+        text = _toml_value(value)
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Ctx:
+    """Where we are: the source name and the section, for messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, message: str) -> InputError:
+        return InputError(f"{self.source}: {message}")
+
+    def bad(self, section: str, key: str, expected: str, value: Any, hint: str = "") -> InputError:
+        msg = f"[{section}] {key} must be {expected}, got {_show(value)}"
+        if hint:
+            msg += f" ({hint})"
+        return self.error(msg)
+
+
+# Known keys, for "did you mean" suggestions across sections.
+_SCHEMA_KEYS: dict[str, tuple] = {
+    "": (
+        "mesh",
+        "discretization",
+        "physics",
+        "initial",
+        "exact",
+        "time",
+        "output",
+        "backend",
+        "parallel",
+    ),
+    "mesh": ("generator", "elements", "lower", "upper", "periodic", "boundary", "boundaries", "deform"),
+    "mesh.boundaries": SIDES,
+    "mesh.deform": AXES,
+    "discretization": ("order", "flux"),
+    "physics": ("equations", "epsilon", "mu"),
+    "initial": FIELD_NAMES,
+    "exact": FIELD_NAMES,
+    "time": ("integrator", "t_end", "cfl", "dt"),
+    "output": ("every", "formats", "name"),
+    "backend": ("name", "precision"),
+    "parallel": ("exchange", "method", "partitioner"),
+}
+
+
+def _dotted(section: str, key: str) -> str:
+    return f"{section}.{key}" if section else key
+
+
+def _suggest(section: str, key: str) -> str:
+    """A ' (did you mean ...?)' hint for an unknown key, or a list of valid keys."""
+    valid = _SCHEMA_KEYS[section]
+    lower = {v.lower(): v for v in valid}
+    if key.lower() in lower:
+        return f" (did you mean '{_dotted(section, lower[key.lower()])}'?)"
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean '{_dotted(section, close[0])}'?)"
+    # The key may belong to another section (e.g. 'order' at top level).
+    elsewhere = []
+    for sec, keys in _SCHEMA_KEYS.items():
+        if sec == section:
+            continue
+        for k in keys:
+            if k == key or k.lower() == key.lower():
+                elsewhere.append(_dotted(sec, k))
+    if not elsewhere:
+        allk = [_dotted(s, k) for s, ks in _SCHEMA_KEYS.items() for k in ks if s != section]
+        close = difflib.get_close_matches(key, [a.rsplit(".", 1)[-1] for a in allk], n=1, cutoff=0.75)
+        if close:
+            elsewhere = [a for a in allk if a.rsplit(".", 1)[-1] == close[0]][:1]
+    if elsewhere:
+        return f" (did you mean '{elsewhere[0]}'?)"
+    where = f"[{section}]" if section else "the top level"
+    return f" (valid keys in {where}: {', '.join(valid)})"
+
+
+def _check_keys(ctx: _Ctx, section: str, table: Mapping[str, Any]):
+    valid = _SCHEMA_KEYS[section]
+    for key in table:
+        if key not in valid:
+            raise ctx.error(f"unknown key '{_dotted(section, key)}'{_suggest(section, key)}")
+
+
+def _table(ctx: _Ctx, data: Mapping[str, Any], section: str, key: str, required=False) -> dict | None:
+    value = data.get(key)
+    full = _dotted(section, key)
+    if value is None:
+        if required:
+            raise ctx.error(f"missing required section [{full}]")
+        return None
+    if not isinstance(value, Mapping):
+        raise ctx.error(f"[{full}] must be a table (a [{full}] section), got {_show(value)}")
+    _check_keys(ctx, full, value)
+    return dict(value)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _get(table: Mapping, key: str, default: Any, ctx: _Ctx, section: str, required_hint: str = ""):
+    if key in table:
+        return table[key]
+    if default is _REQUIRED:
+        raise ctx.error(f"[{section}] {key} is required{required_hint}")
+    return default
+
+
+_REQUIRED = object()
+
+
+def _choice(ctx, section, table, key, choices, default):
+    v = _get(table, key, default, ctx, section)
+    if not isinstance(v, str) or v not in choices:
+        opts = ", ".join(f'"{c}"' for c in choices)
+        hint = ""
+        if isinstance(v, str):
+            close = difflib.get_close_matches(v.lower(), choices, n=1, cutoff=0.6)
+            if close:
+                hint = f'did you mean "{close[0]}"?'
+        if len(choices) == 1:
+            raise ctx.bad(section, key, f'"{choices[0]}" (the only supported value)', v, hint)
+        raise ctx.bad(section, key, f"one of {opts}", v, hint)
+    return v
+
+
+def _int(ctx, section, table, key, default, lo=None, hi=None, required_hint=""):
+    v = _get(table, key, default, ctx, section, required_hint)
+    if lo is not None and hi is not None:
+        expected = f"an integer from {lo} to {hi}"
+    elif lo is not None:
+        expected = f"an integer >= {lo}"
+    else:
+        expected = "an integer"
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ctx.bad(section, key, expected, v)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ctx.bad(section, key, expected, v)
+    return v
+
+
+def _positive(ctx, section, table, key, default, required_hint=""):
+    v = _get(table, key, default, ctx, section, required_hint)
+    if v is None:
+        return None
+    if not _is_number(v) or not math.isfinite(v) or v <= 0:
+        raise ctx.bad(section, key, "a positive number", v)
+    return float(v)
+
+
+def _vector(ctx, section, table, key, default, kind, required_hint=""):
+    v = _get(table, key, default, ctx, section, required_hint)
+    what = {
+        "posint": "a list of 3 positive integers",
+        "float": "a list of 3 finite numbers",
+        "bool": "a list of 3 booleans (true/false)",
+    }[kind]
+    if not isinstance(v, (list, tuple)) or len(v) != 3:
+        raise ctx.bad(section, key, what, v)
+    out = []
+    for x in v:
+        if kind == "posint":
+            ok = isinstance(x, int) and not isinstance(x, bool) and x >= 1
+        elif kind == "float":
+            ok = _is_number(x) and math.isfinite(x)
+            x = float(x) if ok else x
+        else:
+            ok = isinstance(x, bool)
+        if not ok:
+            raise ctx.bad(section, key, what, v)
+        out.append(x)
+    return tuple(out)
+
+
+def _expressions(ctx, section: str, table: Mapping | None, names: tuple, variables: tuple) -> dict:
+    out = {}
+    if not table:
+        return out
+    for name in names:
+        if name not in table:
+            continue
+        text = table[name]
+        if not isinstance(text, str):
+            if _is_number(text):
+                text = repr(float(text)) if isinstance(text, float) else str(text)
+            else:
+                raise ctx.bad(
+                    section, name, "an expression string (for example \"sin(pi*x)\")", text
+                )
+        out[name] = compile_expression(text, variables, where=f"{ctx.source}: [{section}] {name}")
+    return out
+
+
+def _sanitize_name(stem: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem)
+    name = name.lstrip("._-+") or "case"
+    return name
+
+
+# ============================================================================ parsing
+def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None = None) -> Case:
+    """Check a parsed TOML document and return a :class:`Case`.
+
+    ``source`` prefixes every error message (normally the file name); ``name``
+    defaults to the stem of ``source`` (or ``"case"`` when source is not a
+    file name).
+    """
+    ctx = _Ctx(source)
+    if not isinstance(data, Mapping):
+        raise ctx.error(f"a case must be a TOML table, got {_show(data)}")
+    if name is None:
+        if source.startswith("<") and source.endswith(">"):
+            name = "case"
+        else:
+            name = Path(source).stem or "case"
+    _check_keys(ctx, "", data)
+
+    # ---- [mesh]
+    mesh = _table(ctx, data, "", "mesh", required=True)
+    gen = _choice(ctx, "mesh", mesh, "generator", ("box",), "box")
+    elements = _vector(
+        ctx, "mesh", mesh, "elements", _REQUIRED, "posint",
+        required_hint=" (for example elements = [4, 4, 4])",
+    )
+    lower = _vector(ctx, "mesh", mesh, "lower", [0.0, 0.0, 0.0], "float")
+    upper = _vector(ctx, "mesh", mesh, "upper", [1.0, 1.0, 1.0], "float")
+    for a, lo, hi in zip(AXES, lower, upper):
+        if not hi > lo:
+            raise ctx.error(
+                f"[mesh] upper must be greater than lower on every axis, "
+                f"got lower = {_show(list(lower))}, upper = {_show(list(upper))} ({a} axis)"
+            )
+    periodic = _vector(ctx, "mesh", mesh, "periodic", [False, False, False], "bool")
+    boundary = _choice(ctx, "mesh", mesh, "boundary", BOUNDARY_KINDS, "pec")
+    overrides = _table(ctx, mesh, "mesh", "boundaries") or {}
+    boundaries = {}
+    for i, side in enumerate(SIDES):
+        axis = i // 2
+        if side in overrides:
+            if periodic[axis]:
+                raise ctx.error(
+                    f"[mesh.boundaries] {side} is set but the {AXES[axis]} axis is periodic "
+                    f"(mesh.periodic = {_show(list(periodic))}); remove it or make the axis non-periodic"
+                )
+            boundaries[side] = _choice(ctx, "mesh.boundaries", overrides, side, BOUNDARY_KINDS, None)
+        else:
+            boundaries[side] = "periodic" if periodic[axis] else boundary
+    deform_table = _table(ctx, mesh, "mesh", "deform")
+    deform = _expressions(ctx, "mesh.deform", deform_table, AXES, AXES)
+    mesh_sec = MeshSection(
+        generator=gen,
+        elements=elements,
+        lower=lower,
+        upper=upper,
+        periodic=periodic,
+        boundary=boundary,
+        boundaries=boundaries,
+        deform=deform,
+    )
+
+    # ---- [discretization]
+    disc = _table(ctx, data, "", "discretization") or {}
+    disc_sec = DiscretizationSection(
+        order=_int(ctx, "discretization", disc, "order", 7, 1, MAX_ORDER),
+        flux=_choice(ctx, "discretization", disc, "flux", FLUXES, "upwind"),
+    )
+
+    # ---- [physics]
+    phys = _table(ctx, data, "", "physics") or {}
+    phys_sec = PhysicsSection(
+        equations=_choice(ctx, "physics", phys, "equations", ("maxwell",), "maxwell"),
+        epsilon=_positive(ctx, "physics", phys, "epsilon", 1.0),
+        mu=_positive(ctx, "physics", phys, "mu", 1.0),
+    )
+
+    # ---- [initial], [exact]
+    variables = ("x", "y", "z", "t")
+    init_table = _table(ctx, data, "", "initial")
+    init = _expressions(ctx, "initial", init_table, FIELD_NAMES, variables)
+    zero = None
+
+    def full(given: dict) -> dict:
+        nonlocal zero
+        if zero is None:
+            zero = compile_expression("0", variables, where="zero")
+        return {n: given.get(n, zero) for n in FIELD_NAMES}
+
+    initial_sec = FieldsSection(fields=full(init), given=tuple(init))
+    exact_table = _table(ctx, data, "", "exact")
+    if exact_table is None:
+        exact_sec = FieldsSection(fields=None, given=())
+    else:
+        ex = _expressions(ctx, "exact", exact_table, FIELD_NAMES, variables)
+        exact_sec = FieldsSection(fields=full(ex), given=tuple(ex))
+
+    # ---- [time]
+    time = _table(ctx, data, "", "time", required=True)
+    time_sec = TimeSection(
+        integrator=_choice(ctx, "time", time, "integrator", INTEGRATORS, "lsrk45"),
+        t_end=_positive(ctx, "time", time, "t_end", _REQUIRED, " (the final time, for example t_end = 1.0)"),
+        cfl=_positive(ctx, "time", time, "cfl", 0.5),
+        dt=_positive(ctx, "time", time, "dt", None),
+    )
+
+    # ---- [output]
+    out = _table(ctx, data, "", "output") or {}
+    every = _int(ctx, "output", out, "every", 0, 0)
+    formats = _get(out, "formats", ["hdf5"], ctx, "output")
+    opts = ", ".join(f'"{c}"' for c in OUTPUT_FORMATS)
+    if isinstance(formats, str):
+        raise ctx.bad("output", "formats", f"a list of formats from {opts}", formats,
+                      f'write formats = ["{formats}"]')
+    if not isinstance(formats, (list, tuple)):
+        raise ctx.bad("output", "formats", f"a list of formats from {opts}", formats)
+    seen = []
+    for f in formats:
+        if not isinstance(f, str) or f not in OUTPUT_FORMATS:
+            hint = ""
+            if isinstance(f, str):
+                close = difflib.get_close_matches(f.lower(), OUTPUT_FORMATS, n=1, cutoff=0.5)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+            raise ctx.error(
+                f"[output] formats: unknown format {_show(f)}{hint}; allowed: {opts}"
+            )
+        if f not in seen:
+            seen.append(f)
+    out_name = _get(out, "name", _sanitize_name(name), ctx, "output")
+    if not isinstance(out_name, str) or not _NAME_RE.match(out_name):
+        raise ctx.bad(
+            "output", "name",
+            "a file-name stem of letters, digits and _ . + - (starting with a letter or digit)",
+            out_name,
+        )
+    out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name)
+
+    # ---- [backend]
+    be = _table(ctx, data, "", "backend") or {}
+    be_sec = BackendSection(
+        name=_choice(ctx, "backend", be, "name", BACKENDS, "cpu"),
+        precision=_choice(ctx, "backend", be, "precision", PRECISIONS, "float64"),
+    )
+
+    # ---- [parallel]
+    par = _table(ctx, data, "", "parallel") or {}
+    par_sec = ParallelSection(
+        exchange=_choice(ctx, "parallel", par, "exchange", EXCHANGES, "auto"),
+        method=_choice(ctx, "parallel", par, "method", METHODS, "auto"),
+        partitioner=_choice(ctx, "parallel", par, "partitioner", PARTITIONERS, "rcb"),
+    )
+
+    return Case(
+        name=name,
+        source=source,
+        mesh=mesh_sec,
+        discretization=disc_sec,
+        physics=phys_sec,
+        initial=initial_sec,
+        exact=exact_sec,
+        time=time_sec,
+        output=out_sec,
+        backend=be_sec,
+        parallel=par_sec,
+        _raw=dict(data),
+    )
+
+
+_LINE_COL = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_END_DOC = re.compile(r"\s*\(at end of document\)\s*$")
+
+
+def _toml_error(path: str, text: str, err: Exception) -> InputError:
+    msg = str(err)
+    line = getattr(err, "lineno", None)
+    col = getattr(err, "colno", None)
+    m = _LINE_COL.search(msg)
+    if m:
+        line = line or int(m.group(1))
+        col = col or int(m.group(2))
+        msg = msg[: m.start()]
+    elif _END_DOC.search(msg):
+        msg = msg[: _END_DOC.search(msg).start()] + " (at end of file)"
+        line = line or max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+    msg = getattr(err, "msg", None) or msg
+    msg = _LINE_COL.sub("", msg)
+    where = f"line {line}" if line else "unknown line"
+    if line and col:
+        where += f", column {col}"
+    return InputError(f"{path}: {where}: invalid TOML: {msg}")
+
+
+def load_case(path) -> Case:
+    """Read and check a TOML case file; errors are InputError naming the file."""
+    p = Path(path)
+    shown = str(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{shown}: no such case file") from None
+    except IsADirectoryError:
+        raise InputError(f"{shown}: is a directory, not a case file") from None
+    except PermissionError:
+        raise InputError(f"{shown}: permission denied") from None
+    except OSError as err:
+        raise InputError(f"{shown}: cannot read case file ({err.strerror or err})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise InputError(f"{shown}: line {line}: not valid UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise _toml_error(shown, text, err) from None
+    return parse_case(data, source=shown, name=p.stem or "case")

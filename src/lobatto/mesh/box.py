@@ -1,0 +1,89 @@
+"""Box mesh generator: a structured block of hexahedra stored as general unstructured data."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.errors import InputError
+from lobatto.mesh.mesh import BOUNDARY_KINDS, INTERIOR, HexMesh
+from lobatto.mesh.topology import NUM_FACES
+
+SIDE_NAMES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")  # matches face numbering
+
+
+def box_mesh(
+    elements,
+    lower=(0.0, 0.0, 0.0),
+    upper=(1.0, 1.0, 1.0),
+    periodic=(False, False, False),
+    boundary="pec",
+    boundaries: dict | None = None,
+    deform=None,
+) -> HexMesh:
+    """Elements (nx, ny, nz) on [lower, upper]; element index e = ix + nx*(iy + ny*iz).
+
+    The r, s, t axes of every element are aligned with x, y, z, so the box's own
+    connectivity has orientation code 0 everywhere; meshes from other sources use the
+    general codes (see connectivity.connectivity_from_vertices).
+    """
+    nx, ny, nz = (int(n) for n in elements)
+    counts = np.array([nx, ny, nz])
+    if np.any(counts < 1):
+        raise InputError(f"[mesh] elements must be >= 1 in each direction, got {list(elements)}")
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    if np.any(upper <= lower):
+        raise InputError(f"[mesh] upper must exceed lower on every axis, got lower={lower.tolist()} upper={upper.tolist()}")
+    kinds = {}
+    for side in SIDE_NAMES:
+        kind = (boundaries or {}).get(side, boundary)
+        if kind not in BOUNDARY_KINDS:
+            raise InputError(f"[mesh] boundary '{kind}' for {side} is not one of {', '.join(BOUNDARY_KINDS)}")
+        kinds[side] = BOUNDARY_KINDS.index(kind)
+
+    # Vertices of the (nx+1)(ny+1)(nz+1) lattice, vertex index ix + (nx+1)*(iy + (ny+1)*iz).
+    axes = [np.linspace(lower[d], upper[d], counts[d] + 1) for d in range(3)]
+    vz, vy, vx = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
+    vertices = np.stack([vx.ravel(), vy.ravel(), vz.ravel()], axis=1)
+
+    iz, iy, ix = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    ix, iy, iz = ix.ravel(), iy.ravel(), iz.ravel()
+    num_elements = nx * ny * nz
+
+    def vertex_id(a, b, c):
+        return a + (nx + 1) * (b + (ny + 1) * c)
+
+    element_vertices = np.empty((num_elements, 8), dtype=np.int64)
+    for v in range(8):
+        p, q, l = v & 1, (v >> 1) & 1, (v >> 2) & 1
+        element_vertices[:, v] = vertex_id(ix + p, iy + q, iz + l)
+
+    face_neighbour = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    neighbour_face = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    boundary_kind = np.full((num_elements, NUM_FACES), INTERIOR, dtype=np.int64)
+    index = np.stack([ix, iy, iz], axis=1)
+    for face in range(NUM_FACES):
+        axis, step = face // 2, (1 if face % 2 else -1)
+        nb = index.copy()
+        nb[:, axis] += step
+        outside = (nb[:, axis] < 0) | (nb[:, axis] >= counts[axis])
+        if periodic[axis]:
+            nb[:, axis] %= counts[axis]
+            outside[:] = False
+        nb_id = nb[:, 0] + nx * (nb[:, 1] + ny * nb[:, 2])
+        face_neighbour[:, face] = np.where(outside, -1, nb_id)
+        neighbour_face[:, face] = np.where(outside, -1, face ^ 1)
+        boundary_kind[:, face] = np.where(outside, kinds[SIDE_NAMES[face]], INTERIOR)
+
+    mesh = HexMesh(
+        vertices=vertices,
+        element_vertices=element_vertices,
+        face_neighbour=face_neighbour,
+        neighbour_face=neighbour_face,
+        face_orientation=np.zeros((num_elements, NUM_FACES), dtype=np.int64),
+        boundary_kind=boundary_kind,
+        element_labels=index,
+        deform=deform,
+    )
+    mesh.check()
+    return mesh

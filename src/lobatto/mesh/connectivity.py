@@ -1,0 +1,70 @@
+"""Face connectivity from element vertex ids, and global ids of face points.
+
+The face-point ids are the heart of the flux exchange: two face points that coincide get
+the same id, so a gather–scatter sum over the ids adds a point's value to its neighbour's
+(NekCEM's formulation, seed paper eqs. (6)-(7)). Boundary face points get ids of their own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.mesh.mesh import INTERIOR
+from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, find_orientation, reorient
+
+
+def connectivity_from_vertices(element_vertices: np.ndarray):
+    """Match faces by their sorted corner vertex ids (any conforming hex mesh).
+
+    Returns (face_neighbour, neighbour_face, face_orientation), each (E, 6); -1 where a
+    face has no partner. A face shared by more than two elements is an error.
+    """
+    element_vertices = np.asarray(element_vertices, dtype=np.int64)
+    num_elements = element_vertices.shape[0]
+    corners = element_vertices[:, np.array(FACE_CORNERS)]  # (E, 6, 4)
+    keys = np.sort(corners, axis=2).reshape(-1, 4)
+    order = np.lexsort(keys.T[::-1])
+    sorted_keys = keys[order]
+    same_as_next = np.all(sorted_keys[1:] == sorted_keys[:-1], axis=1)
+    if np.any(same_as_next[1:] & same_as_next[:-1]):
+        raise ValueError("a face is shared by more than two elements: the mesh is not conforming")
+    face_neighbour = np.full(num_elements * NUM_FACES, -1, dtype=np.int64)
+    neighbour_face = np.full(num_elements * NUM_FACES, -1, dtype=np.int64)
+    first = order[:-1][same_as_next]
+    second = order[1:][same_as_next]
+    face_neighbour[first], neighbour_face[first] = second // NUM_FACES, second % NUM_FACES
+    face_neighbour[second], neighbour_face[second] = first // NUM_FACES, first % NUM_FACES
+    face_neighbour = face_neighbour.reshape(num_elements, NUM_FACES)
+    neighbour_face = neighbour_face.reshape(num_elements, NUM_FACES)
+
+    face_orientation = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    for e, f in zip(*np.nonzero(face_neighbour >= 0)):
+        nb, nf = face_neighbour[e, f], neighbour_face[e, f]
+        code = find_orientation(corners[e, f], corners[nb, nf])
+        if code < 0:
+            raise ValueError(f"element {e} face {f}: corners do not match its neighbour's face")
+        face_orientation[e, f] = code
+    return face_neighbour, neighbour_face, face_orientation
+
+
+def face_point_ids(mesh, order: int, first_id: int = 1) -> np.ndarray:
+    """Global ids (E, 6, N+1, N+1) of face points; shared points carry equal ids.
+
+    Each face pair is numbered once, from the face with the smaller (element, face) key;
+    its partner receives the same ids re-oriented onto its own [a, b] grid.
+    """
+    nq = order + 1
+    num_elements = mesh.num_elements
+    ids = np.zeros((num_elements, NUM_FACES, nq, nq), dtype=np.int64)
+    key = np.arange(num_elements)[:, None] * NUM_FACES + np.arange(NUM_FACES)[None, :]
+    nb_key = np.where(mesh.face_neighbour >= 0, mesh.face_neighbour * NUM_FACES + mesh.neighbour_face, -1)
+    owner = (mesh.face_neighbour < 0) | (key <= nb_key)
+    num_owned = int(owner.sum())
+    ids[owner] = first_id + np.arange(num_owned * nq * nq, dtype=np.int64).reshape(num_owned, nq, nq)
+    # Partners of non-owned faces are owned, so one vectorised pass per orientation code.
+    for code in np.unique(mesh.face_orientation[~owner]):
+        e, f = np.nonzero(~owner & (mesh.face_orientation == code))
+        ids[e, f] = reorient(ids[mesh.face_neighbour[e, f], mesh.neighbour_face[e, f]], int(code))
+    assert np.all(ids > 0)
+    assert np.all((mesh.boundary_kind == INTERIOR) == (mesh.face_neighbour >= 0))
+    return ids

@@ -1,0 +1,65 @@
+"""Unstructured hexahedral mesh data: vertices, elements, face connectivity, boundary tags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lobatto.mesh.topology import NUM_FACES
+
+BOUNDARY_KINDS = ("pec", "pmc", "absorbing")
+INTERIOR = -1  # boundary_kind value of a face that has a neighbour
+
+
+@dataclass
+class HexMesh:
+    """A conforming mesh of (possibly curved) hexahedra.
+
+    vertices:           (V, 3) vertex coordinates.
+    element_vertices:   (E, 8) vertex indices, lexicographic (see topology).
+    face_neighbour:     (E, 6) neighbouring element index, or -1 on a boundary.
+    neighbour_face:     (E, 6) the neighbour's face index that touches this face.
+    face_orientation:   (E, 6) code mapping the neighbour's face data onto this face.
+    boundary_kind:      (E, 6) index into BOUNDARY_KINDS on boundary faces, INTERIOR elsewhere.
+    element_labels:     optional (E, 3) structured indices, used in error messages.
+    deform:             optional callable (x, y, z) -> (dx, dy, dz) applied to every GLL point.
+    """
+
+    vertices: np.ndarray
+    element_vertices: np.ndarray
+    face_neighbour: np.ndarray
+    neighbour_face: np.ndarray
+    face_orientation: np.ndarray
+    boundary_kind: np.ndarray
+    element_labels: np.ndarray | None = None
+    deform: object | None = None
+    periodic_shift: np.ndarray | None = field(default=None)
+
+    @property
+    def num_elements(self) -> int:
+        return int(self.element_vertices.shape[0])
+
+    def describe_element(self, e: int) -> str:
+        corners = self.vertices[self.element_vertices[e]]
+        centre = corners.mean(axis=0)
+        label = ""
+        if self.element_labels is not None:
+            label = " (box index " + ",".join(str(int(v)) for v in self.element_labels[e]) + ")"
+        return f"element {e}{label} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
+
+    def check(self) -> None:
+        """Consistency of the connectivity: neighbours point back at us."""
+        e_idx, f_idx = np.nonzero(self.face_neighbour >= 0)
+        nb = self.face_neighbour[e_idx, f_idx]
+        nf = self.neighbour_face[e_idx, f_idx]
+        back_e = self.face_neighbour[nb, nf]
+        back_f = self.neighbour_face[nb, nf]
+        bad = (back_e != e_idx) | (back_f != f_idx)
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            raise ValueError(f"face connectivity is not symmetric at element {e_idx[i]} face {f_idx[i]}")
+        boundary = self.face_neighbour < 0
+        if np.any(self.boundary_kind[boundary] < 0):
+            raise ValueError("a boundary face has no boundary kind")
+        assert self.face_neighbour.shape == (self.num_elements, NUM_FACES)

@@ -1,0 +1,71 @@
+"""Reference Maxwell kernels, written once against the array namespace `xp`.
+
+They define what every tuned kernel must compute. Layouts:
+  u, du:    (6, E, n, n, n) fields Ex Ey Ez Hx Hy Hz, axes [k, j, i]
+  traces:   (6, E, 6, n, n) -n x E and -n x H at the face points of every face
+  metrics:  (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a
+  normals:  (3, E, 6, n, n); lift: (E, 6, n, n); face_factors: (2, E, 6)
+"""
+
+from __future__ import annotations
+
+from lobatto.backends.base import reference_kernel
+from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.operators.tensor import physical_gradient
+
+
+def cross(xp, a, b):
+    return xp.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def face_values(xp, u, order):
+    """(..., E, 6, n, n) values at the face points, face by face."""
+    return xp.stack([u[face_slice(f, order)] for f in range(NUM_FACES)], axis=-3)
+
+
+@reference_kernel("maxwell_traces")
+def make_traces(backend, order):
+    xp = backend.xp
+
+    def traces(u, normals, out):
+        faces = face_values(xp, u, order)
+        out[0:3] = -cross(xp, normals, faces[0:3])
+        out[3:6] = -cross(xp, normals, faces[3:6])
+        return out
+
+    return traces
+
+
+@reference_kernel("maxwell_rhs")
+def make_rhs(backend, order):
+    xp = backend.xp
+
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha):
+        d = geometry["derivative"]
+        grad_e = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3)]
+        grad_h = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3, 6)]
+        # curl F = (dFz/dy - dFy/dz, dFx/dz - dFz/dx, dFy/dx - dFx/dy)
+        out[0] = (grad_h[2][1] - grad_h[1][2]) / epsilon
+        out[1] = (grad_h[0][2] - grad_h[2][0]) / epsilon
+        out[2] = (grad_h[1][0] - grad_h[0][1]) / epsilon
+        out[3] = -(grad_e[2][1] - grad_e[1][2]) / mu
+        out[4] = -(grad_e[0][2] - grad_e[2][0]) / mu
+        out[5] = -(grad_e[1][0] - grad_e[0][1]) / mu
+        add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha)
+        return out
+
+    return rhs
+
+
+def add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha):
+    """du += lift * F at face points, boundary ghost factors applied to the sums first."""
+    normals, lift, factors = geometry["normals"], geometry["lift"], geometry["face_factors"]
+    impedance = (mu / epsilon) ** 0.5
+    sum_e = sums[0:3] * factors[0][:, :, None, None]
+    sum_h = sums[3:6] * factors[1][:, :, None, None]
+    flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, normals, sum_e)) * (lift / epsilon)
+    flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, normals, sum_h)) * (lift / mu)
+    for f in range(NUM_FACES):
+        sl = face_slice(f, order)
+        out[0:3][sl] += flux_e[:, :, f]
+        out[3:6][sl] += flux_h[:, :, f]
