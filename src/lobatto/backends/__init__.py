@@ -21,7 +21,8 @@ def cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
-def get_backend(name: str = "cpu", precision: str = "float64", device_id: int | None = None) -> Backend:
+def get_backend(name: str = "cpu", precision: str = "float64", device_id: int | None = None, rank: int = 0) -> Backend:
+    """The backend called `name`; with CUDA, `device_id` picks the GPU (the node-local rank)."""
     if name not in BACKEND_NAMES:
         raise InputError(f"unknown backend '{name}' (expected one of {', '.join(BACKEND_NAMES)})")
     if name == "auto":
@@ -30,6 +31,15 @@ def get_backend(name: str = "cpu", precision: str = "float64", device_id: int | 
         ok, why = cuda_available()
         if not ok:
             raise InputError(f"backend 'cuda' was requested but {why}; use --backend cpu")
+        if device_id is not None:
+            import cupy
+
+            count = cupy.cuda.runtime.getDeviceCount()
+            if device_id >= count:
+                raise InputError(
+                    f"rank {rank} needs GPU {device_id} of its node but the node has {count}: "
+                    "start at most one rank per GPU"
+                )
         from lobatto.backends.cuda.backend import CudaBackend
 
         return CudaBackend(precision=precision, device_id=device_id)

@@ -19,8 +19,12 @@ def box_mesh(
     boundary="pec",
     boundaries: dict | None = None,
     deform=None,
+    element_ids=None,
 ) -> HexMesh:
     """Elements (nx, ny, nz) on [lower, upper]; element index e = ix + nx*(iy + ny*iz).
+
+    With `element_ids` only those elements are built (a rank's part of a partitioned box):
+    memory and work scale with the part, not with the whole box.
 
     The r, s, t axes of every element are aligned with x, y, z, so the box's own
     connectivity has orientation code 0 everywhere; meshes from other sources use the
@@ -41,22 +45,25 @@ def box_mesh(
             raise InputError(f"[mesh] boundary '{kind}' for {side} is not one of {', '.join(BOUNDARY_KINDS)}")
         kinds[side] = BOUNDARY_KINDS.index(kind)
 
-    # Vertices of the (nx+1)(ny+1)(nz+1) lattice, vertex index ix + (nx+1)*(iy + (ny+1)*iz).
-    axes = [np.linspace(lower[d], upper[d], counts[d] + 1) for d in range(3)]
-    vz, vy, vx = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
-    vertices = np.stack([vx.ravel(), vy.ravel(), vz.ravel()], axis=1)
+    num_global = nx * ny * nz
+    if element_ids is None:
+        element_ids = np.arange(num_global, dtype=np.int64)
+    element_ids = np.asarray(element_ids, dtype=np.int64)
+    if element_ids.size and (element_ids.min() < 0 or element_ids.max() >= num_global):
+        raise ValueError("element_ids outside the box")
+    ix, iy, iz = element_ids % nx, (element_ids // nx) % ny, element_ids // (nx * ny)
+    num_elements = element_ids.size
 
-    iz, iy, ix = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
-    ix, iy, iz = ix.ravel(), iy.ravel(), iz.ravel()
-    num_elements = nx * ny * nz
-
-    def vertex_id(a, b, c):
-        return a + (nx + 1) * (b + (ny + 1) * c)
-
-    element_vertices = np.empty((num_elements, 8), dtype=np.int64)
+    # Lattice vertex (a, b, c) has global index a + (nx+1)*(b + (ny+1)*c); keep only the
+    # vertices of our elements, renumbered locally.
+    global_vertex = np.empty((num_elements, 8), dtype=np.int64)
     for v in range(8):
         p, q, l = v & 1, (v >> 1) & 1, (v >> 2) & 1
-        element_vertices[:, v] = vertex_id(ix + p, iy + q, iz + l)
+        global_vertex[:, v] = (ix + p) + (nx + 1) * ((iy + q) + (ny + 1) * (iz + l))
+    used, element_vertices = np.unique(global_vertex, return_inverse=True)
+    element_vertices = element_vertices.reshape(num_elements, 8)
+    lattice = np.stack([used % (nx + 1), (used // (nx + 1)) % (ny + 1), used // ((nx + 1) * (ny + 1))], axis=1)
+    vertices = lower + (upper - lower) * lattice / counts
 
     face_neighbour = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
     neighbour_face = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
@@ -82,8 +89,10 @@ def box_mesh(
         neighbour_face=neighbour_face,
         face_orientation=np.zeros((num_elements, NUM_FACES), dtype=np.int64),
         boundary_kind=boundary_kind,
+        element_ids=element_ids,
         element_labels=index,
         deform=deform,
+        num_global_elements=num_global,
     )
     mesh.check()
     return mesh

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.mesh.mesh import INTERIOR
 from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, find_orientation, reorient
 
 
@@ -47,24 +46,23 @@ def connectivity_from_vertices(element_vertices: np.ndarray):
     return face_neighbour, neighbour_face, face_orientation
 
 
-def face_point_ids(mesh, order: int, first_id: int = 1) -> np.ndarray:
-    """Global ids (E, 6, N+1, N+1) of face points; shared points carry equal ids.
+def face_point_ids(mesh, order: int) -> np.ndarray:
+    """Global ids (E, 6, N+1, N+1) of face points; coinciding points carry equal ids.
 
-    Each face pair is numbered once, from the face with the smaller (element, face) key;
-    its partner receives the same ids re-oriented onto its own [a, b] grid.
+    A face pair is numbered by the face with the smaller global key (element id * 6 + face):
+    id = 1 + key * (N+1)^2 + point index on that face; its partner takes the same ids
+    re-oriented onto its own [a, b] grid. Only global element ids are needed, so every rank
+    numbers its own faces without seeing the rest of the mesh.
     """
     nq = order + 1
-    num_elements = mesh.num_elements
-    ids = np.zeros((num_elements, NUM_FACES, nq, nq), dtype=np.int64)
-    key = np.arange(num_elements)[:, None] * NUM_FACES + np.arange(NUM_FACES)[None, :]
-    nb_key = np.where(mesh.face_neighbour >= 0, mesh.face_neighbour * NUM_FACES + mesh.neighbour_face, -1)
-    owner = (mesh.face_neighbour < 0) | (key <= nb_key)
-    num_owned = int(owner.sum())
-    ids[owner] = first_id + np.arange(num_owned * nq * nq, dtype=np.int64).reshape(num_owned, nq, nq)
-    # Partners of non-owned faces are owned, so one vectorised pass per orientation code.
+    keys = mesh.element_ids[:, None] * NUM_FACES + np.arange(NUM_FACES)[None, :]
+    nb_keys = np.where(mesh.face_neighbour >= 0, mesh.face_neighbour * NUM_FACES + mesh.neighbour_face, -1)
+    owner = (mesh.face_neighbour < 0) | (keys <= nb_keys)
+    owner_keys = np.where(owner, keys, nb_keys)
+    local = np.arange(nq * nq, dtype=np.int64).reshape(nq, nq)
+    ids = np.empty(keys.shape + (nq, nq), dtype=np.int64)
+    ids[owner] = local
     for code in np.unique(mesh.face_orientation[~owner]):
-        e, f = np.nonzero(~owner & (mesh.face_orientation == code))
-        ids[e, f] = reorient(ids[mesh.face_neighbour[e, f], mesh.neighbour_face[e, f]], int(code))
-    assert np.all(ids > 0)
-    assert np.all((mesh.boundary_kind == INTERIOR) == (mesh.face_neighbour >= 0))
+        ids[~owner & (mesh.face_orientation == code)] = reorient(local, int(code))
+    ids += 1 + owner_keys[:, :, None, None] * (nq * nq)
     return ids

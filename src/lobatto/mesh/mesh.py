@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,10 +18,12 @@ class HexMesh:
 
     vertices:           (V, 3) vertex coordinates.
     element_vertices:   (E, 8) vertex indices, lexicographic (see topology).
-    face_neighbour:     (E, 6) neighbouring element index, or -1 on a boundary.
+    face_neighbour:     (E, 6) global id of the neighbouring element, or -1 on a boundary.
     neighbour_face:     (E, 6) the neighbour's face index that touches this face.
     face_orientation:   (E, 6) code mapping the neighbour's face data onto this face.
     boundary_kind:      (E, 6) index into BOUNDARY_KINDS on boundary faces, INTERIOR elsewhere.
+    element_ids:        (E,) global element ids (0..E-1 when the mesh is whole; a rank's part
+                        of a partitioned mesh holds its own elements' ids).
     element_labels:     optional (E, 3) structured indices, used in error messages.
     deform:             optional callable (x, y, z) -> (dx, dy, dz) applied to every GLL point.
     """
@@ -32,9 +34,16 @@ class HexMesh:
     neighbour_face: np.ndarray
     face_orientation: np.ndarray
     boundary_kind: np.ndarray
+    element_ids: np.ndarray | None = None
     element_labels: np.ndarray | None = None
     deform: object | None = None
-    periodic_shift: np.ndarray | None = field(default=None)
+    num_global_elements: int | None = None
+
+    def __post_init__(self):
+        if self.element_ids is None:
+            self.element_ids = np.arange(self.element_vertices.shape[0], dtype=np.int64)
+        if self.num_global_elements is None:
+            self.num_global_elements = int(self.element_vertices.shape[0])
 
     @property
     def num_elements(self) -> int:
@@ -46,14 +55,24 @@ class HexMesh:
         label = ""
         if self.element_labels is not None:
             label = " (box index " + ",".join(str(int(v)) for v in self.element_labels[e]) + ")"
-        return f"element {e}{label} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
+        return f"element {int(self.element_ids[e])}{label} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
+
+    def local_index(self, global_ids: np.ndarray) -> np.ndarray:
+        """Position of each global element id among this mesh's elements, -1 if not held."""
+        sorter = np.argsort(self.element_ids)
+        sorted_ids = self.element_ids[sorter]
+        pos = np.clip(np.searchsorted(sorted_ids, global_ids), 0, max(len(sorted_ids) - 1, 0))
+        found = sorted_ids[pos] == global_ids if len(sorted_ids) else np.zeros(np.shape(global_ids), bool)
+        return np.where(found, sorter[pos], -1)
 
     def check(self) -> None:
-        """Consistency of the connectivity: neighbours point back at us."""
+        """Consistency of the connectivity where both sides are held here: neighbours point back."""
         e_idx, f_idx = np.nonzero(self.face_neighbour >= 0)
-        nb = self.face_neighbour[e_idx, f_idx]
+        nb = self.local_index(self.face_neighbour[e_idx, f_idx])
+        held = nb >= 0
+        e_idx, f_idx, nb = e_idx[held], f_idx[held], nb[held]
         nf = self.neighbour_face[e_idx, f_idx]
-        back_e = self.face_neighbour[nb, nf]
+        back_e = self.local_index(self.face_neighbour[nb, nf])
         back_f = self.neighbour_face[nb, nf]
         bad = (back_e != e_idx) | (back_f != f_idx)
         if np.any(bad):

@@ -1,0 +1,224 @@
+"""Runs a case: mesh -> system -> stepper -> outputs -> summary.
+
+`run_case` is what `lobatto run` calls. It writes snapshots and `summary.json` into the
+output directory (each written under a temporary name and renamed, so a crash never leaves
+a half-written file) and returns the summary dictionary.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from lobatto import __version__
+from lobatto.backends import get_backend
+from lobatto.errors import InputError, SolverError
+from lobatto.integrators import Stepper, get_scheme, plan_steps, stable_time_step
+from lobatto.mesh import box_mesh, compute_geometry
+from lobatto.mesh.partition import partition_box
+from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
+from lobatto.systems.maxwell.system import FIELD_NAMES, MaxwellSystem
+
+# How often (in steps) the state is checked for NaN/Inf between outputs: often enough to
+# stop a blow-up quickly, rarely enough to cost nothing measurable.
+FINITE_CHECK_STEPS = 20
+
+
+def deformation_from_expressions(deform: dict):
+    """A callable (x, y, z) -> (dx, dy, dz) from the [mesh.deform] expressions, or None."""
+    if not deform:
+        return None
+
+    def displacement(x, y, z):
+        return tuple(
+            deform[axis].evaluate(np, x=x, y=y, z=z) if axis in deform else np.zeros_like(x)
+            for axis in ("x", "y", "z")
+        )
+
+    return displacement
+
+
+def build_mesh(case, comm=None):
+    """This rank's part of the case's mesh (the whole mesh without comm)."""
+    m = case.mesh
+    sides = {side: kind for side, kind in m.boundaries.items() if kind != "periodic"}
+    rank, size = rank_and_size(comm)
+    element_ids = None if size == 1 else partition_box(m.elements, size, rank, case.parallel.partitioner)
+    return box_mesh(
+        m.elements, m.lower, m.upper, m.periodic, boundary=m.boundary, boundaries=sides,
+        deform=deformation_from_expressions(m.deform), element_ids=element_ids,
+    )
+
+
+def build_system(case, backend, comm=None) -> MaxwellSystem:
+    if case.physics.equations != "maxwell":
+        raise InputError(f"{case.source}: [physics] equations '{case.physics.equations}' is not available")
+    with collective_errors(comm):  # a bad element may sit on one rank only
+        mesh = build_mesh(case, comm)
+        geometry = compute_geometry(mesh, case.discretization.order)
+    return MaxwellSystem(
+        mesh, case.discretization.order, backend, geometry=geometry,
+        epsilon=case.physics.epsilon, mu=case.physics.mu, flux=case.discretization.flux,
+        comm=comm, exchange_method=case.parallel.method,
+    )
+
+
+class SnapshotWriter:
+    """Writes the requested formats for one state and remembers what it wrote.
+
+    With several ranks each writes its own elements: HDF5 parts joined by a virtual
+    dataset (io/hdf5_parts.py), and Nek5000's own multi-file snapshots (one file per rank).
+    """
+
+    def __init__(self, case, system, output_dir: Path, comm=None):
+        self.case, self.system, self.output_dir, self.comm = case, system, output_dir, comm
+        self.rank, self.size = rank_and_size(comm)
+        self.formats = tuple(case.output.formats)
+        self.name = case.output.name
+        self.config_toml = case.to_toml()
+        self.records: list[dict] = []
+        self.nek_count = 0
+        self.part_counts = [system.num_elements] if comm is None else comm.allgather(system.num_elements)
+
+    def write(self, u, step: int, t: float) -> None:
+        from lobatto.io import hdf5, hdf5_parts, nek5000
+
+        fields = self.system.backend.to_host(u).astype(np.float64, copy=False)
+        coords = self.system.geometry.coords
+        order = self.system.order
+        mesh = self.system.mesh
+        attrs = dict(time=t, step=step, order=order, config_toml=self.config_toml,
+                     extra_attrs={"backend": self.system.backend.name, "ranks": self.size})
+        files = []
+        if "hdf5" in self.formats:
+            path = self.output_dir / f"{self.name}_{step:06d}.h5"
+            if self.size == 1:
+                hdf5.write_snapshot(path, coords, fields, FIELD_NAMES, **attrs)
+            else:
+                hdf5_parts.write_snapshot_part(path, self.rank, coords, fields, FIELD_NAMES, mesh.element_ids, **attrs)
+                self.comm.Barrier()
+                if self.rank == 0:
+                    hdf5_parts.write_virtual_snapshot(
+                        path, self.part_counts, order, FIELD_NAMES, np.float64,
+                        {"time": t, "step": step, "order": order, "config": self.config_toml,
+                         "layout": hdf5.LAYOUT, "field_names": list(FIELD_NAMES), "ranks": self.size,
+                         "lobatto_version": __version__})
+            files.append(path.name)
+        if "nek" in self.formats:
+            self.nek_count += 1
+            path = self.output_dir / nek5000.field_file_name(self.name, self.nek_count, self.rank)
+            nek5000.write_field_file(path, coords, fields, t, step, order, element_ids=mesh.element_ids + 1,
+                                     nelgt=mesh.num_global_elements, fid=self.rank, nfiles=self.size)
+            if self.rank == 0:
+                nek5000.write_index(self.output_dir / f"{self.name}.nek5000", self.name, 1, self.nek_count)
+            files.append(nek5000.field_file_name(self.name, self.nek_count, 0))
+        if self.comm is not None:
+            self.comm.Barrier()
+        self.records.append({"step": step, "time": t, "files": files})
+
+
+def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,
+             progress: Callable[[int, int, float], None] | None = None, comm="world") -> dict:
+    """Solve the case; write outputs and summary.json; return the summary.
+
+    comm: an mpi4py communicator, None for serial, or "world" for COMM_WORLD when the
+    program was started on several ranks. Progress is reported by rank 0 only.
+    """
+    from lobatto.io.summary import write_summary
+
+    comm = world_comm() if comm == "world" else comm
+    rank, size = rank_and_size(comm)
+    output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
+    with collective_errors(comm):
+        if rank == 0:
+            output_dir.mkdir(parents=True, exist_ok=True)
+        backend_obj = get_backend(backend or case.backend.name, precision=case.backend.precision,
+                                  device_id=node_local_rank(comm), rank=rank)
+    if comm is not None:
+        comm.Barrier()
+        progress = progress if rank == 0 else None
+    system = build_system(case, backend_obj, comm=comm)
+    scheme = get_scheme(case.time.integrator)
+    stepper = Stepper(system, scheme)
+
+    min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
+    dt_max = case.time.dt if case.time.dt is not None else stable_time_step(case.time.cfl, min_spacing, system.wave_speed)
+    steps, dt = plan_steps(case.time.t_end, dt_max)
+
+    initial = case.initial.fields or {}
+    u = backend_obj.asarray(system.evaluate_fields(initial, 0.0))
+    energy_initial = allreduce(comm, system.energy(u))
+    writer = SnapshotWriter(case, system, output_dir, comm)
+    every = case.output.every
+
+    t, compute_seconds = 0.0, 0.0
+    for step in range(1, steps + 1):
+        backend_obj.synchronize()
+        start = time.perf_counter()
+        stepper.step(u, t, dt)
+        backend_obj.synchronize()
+        compute_seconds += time.perf_counter() - start
+        t = step * dt
+        if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
+            check_finite(system, u, step, t, dt, case, comm)
+        if every and step % every == 0 and step != steps:
+            writer.write(u, step, t)
+        if progress is not None:
+            progress(step, steps, t)
+    writer.write(u, steps, t)
+
+    compute_seconds = allreduce(comm, compute_seconds, "max")
+    summary = make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy_initial, writer, comm)
+    if rank == 0:
+        write_summary(output_dir / "summary.json", summary)
+    return summary
+
+
+def check_finite(system, u, step, t, dt, case, comm=None) -> None:
+    xp = system.backend.xp
+    if allreduce(comm, int(bool(xp.isfinite(u).all())), "min"):
+        return
+    hint = (f"the time step dt = {dt:.3g} may be over the stability limit; lower [time] "
+            + (f"dt (stable estimate at cfl 0.5: {0.5 * system.geometry.min_spacing / system.wave_speed:.3g})"
+               if case.time.dt is not None else f"cfl (now {case.time.cfl})"))
+    raise SolverError(f"non-finite field values (NaN/Inf) at step {step}, time {t:.6g}: {hint}")
+
+
+def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy_initial, writer, comm=None) -> dict:
+    points = allreduce(comm, system.points)
+    elements = allreduce(comm, system.num_elements)
+    seconds_per_step = compute_seconds / steps
+    summary = {
+        "case": case.name,
+        "lobatto_version": __version__,
+        "order": system.order,
+        "elements": elements,
+        "points": points,
+        "steps": steps,
+        "dt": dt,
+        "t_final": t,
+        "integrator": stepper.scheme.name,
+        "stages": stepper.stages,
+        "wall_seconds": compute_seconds,
+        "seconds_per_step": seconds_per_step,
+        "point_steps_per_second": points / seconds_per_step,
+        "gflops": allreduce(comm, system.flops_per_step(stepper.stages)) / seconds_per_step / 1e9,
+        "backend": system.backend.name,
+        "precision": system.backend.precision,
+        "ranks": rank_and_size(comm)[1],
+        "exchange_method": system.exchange.method,
+        "energy": {"initial": energy_initial, "final": allreduce(comm, system.energy(u))},
+        "outputs": writer.records,
+        "config": case.to_dict(),
+    }
+    if case.exact.fields is not None:
+        squares, maxima = system.error_sums(u, system.evaluate_fields(case.exact.fields, t))
+        squares, maxima = allreduce(comm, squares), allreduce(comm, maxima, "max")
+        errors = {name: {"l2": math.sqrt(squares[c]), "max": float(maxima[c])} for c, name in enumerate(FIELD_NAMES)}
+        errors["all"] = {"l2": math.sqrt(float(squares.sum())), "max": float(maxima.max())}
+        summary["errors"] = errors
+    return summary
