@@ -1,0 +1,62 @@
+"""Starting scripts under mpiexec from pytest: find the launcher, pick its flags, run."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent.parent / "src"
+
+
+def find_mpiexec() -> str | None:
+    """mpiexec next to sys.executable first (pip's mpich), then on PATH."""
+    for name in ("mpiexec", "mpirun"):
+        cand = Path(sys.executable).parent / name
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    for name in ("mpiexec", "mpirun"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def launcher_flags(mpiexec: str) -> list[str]:
+    """Oversubscription flags for the MPI that `mpiexec` belongs to."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
+        text = (out.stdout + out.stderr).lower()
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    if "open mpi" in text or "openrte" in text or "open-mpi" in text:
+        flags = ["--oversubscribe"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            flags.append("--allow-run-as-root")
+        return flags
+    return []  # MPICH (Hydra), Intel MPI: no flag needed
+
+
+MPIEXEC = find_mpiexec()
+SKIP_REASON = None
+if importlib.util.find_spec("mpi4py") is None:
+    SKIP_REASON = "mpi4py is not installed (pip install mpich mpi4py)"
+elif MPIEXEC is None:
+    SKIP_REASON = "no mpiexec next to the Python executable or on PATH (pip install mpich mpi4py)"
+
+
+def run(nprocs: int, argv: list[str], timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
+    """Run `python argv...` on nprocs ranks with the checkout's src on PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    cmd = [MPIEXEC, *launcher_flags(MPIEXEC), "-n", str(nprocs), sys.executable, *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+def describe(result: subprocess.CompletedProcess) -> str:
+    return (f"command: {' '.join(result.args)}\nexit code: {result.returncode}\n"
+            f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}")
