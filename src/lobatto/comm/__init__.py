@@ -10,4 +10,4 @@ See docs/gather-scatter.md.
 from lobatto.comm.gather_scatter import METHOD_NAMES, GatherScatter, Handle
 from lobatto.comm.ops import OPS
 
-__all__ = ["GatherScatter", "Handle", "METHOD_NAMES", "OPS"]
+__all__ = ["METHOD_NAMES", "OPS", "GatherScatter", "Handle"]

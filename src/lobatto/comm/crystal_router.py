@@ -9,7 +9,9 @@ has one rank more, and that rank (``hi - 1``) sends to the last lower rank
 records whose destination lies in the other half, keeps the rest, adds what it
 received, and continues in its own half.  After the last stage every record it
 holds is addressed to it.  Works for any P and any message sizes; each stage is
-two messages per pair (a header of records and one concatenated payload).
+two messages per pair (a header of records and one concatenated payload) the
+first time a given vn is exchanged; the headers depend only on the topology and
+vn, so they are kept and later exchanges send one message per pair and stage.
 """
 
 from __future__ import annotations
@@ -22,13 +24,10 @@ _TAG_HDR = TAG + 1
 _TAG_DATA = TAG + 2
 
 
-def route(comm, records, dtype):
-    """Deliver ``records`` [(dest, src, 1-D payload)]; returns the records addressed to this rank."""
-    from mpi4py import MPI
-
-    me, P = comm.Get_rank(), comm.Get_size()
+def _stages(me: int, P: int):
+    """Per stage: (partner, sources, lower bound of my half, upper bound of my half)."""
     lo, hi = 0, P
-    held = list(records)
+    out = []
     while hi - lo > 1:
         n = hi - lo
         nlow = n // 2
@@ -37,34 +36,62 @@ def route(comm, records, dtype):
             partner = me + nlow
             sources = [partner]
             if n % 2 and me == mid - 1:
-                sources.append(hi - 1)
-            mine = lambda d: d < mid  # noqa: E731
+                sources.append(hi - 1)  # the upper half's extra rank has no partner of its own
             hi = mid
         else:
             i = me - mid
             partner = lo + i if i < nlow else mid - 1
             sources = [partner] if i < nlow else []
-            mine = lambda d: d >= mid  # noqa: E731
             lo = mid
-        out = [r for r in held if not mine(r[0])]
-        held = [r for r in held if mine(r[0])]
-        hdr = np.array([(d, s, len(p)) for d, s, p in out], dtype=np.int64).reshape(-1, 3)
+        out.append((partner, sources, lo, hi))
+    return out
+
+
+def route(comm, records, dtype, headers=None):
+    """Deliver ``records`` [(dest, src, 1-D payload)]; returns those addressed to this rank.
+
+    ``headers``: None to discover the incoming record headers with MPI_Probe
+    (two messages per pair and stage), or the list returned by an earlier call
+    with records of the same shapes (then one message per pair and stage, sizes
+    known, no probing).  Returns ``(delivered, headers)``.
+    """
+    from mpi4py import MPI
+
+    me, P = comm.Get_rank(), comm.Get_size()
+    held = list(records)
+    learned = []
+    for s, (partner, sources, lo, hi) in enumerate(_stages(me, P)):
+        out = [r for r in held if not lo <= r[0] < hi]
+        held = [r for r in held if lo <= r[0] < hi]
         data = np.concatenate([p for _, _, p in out]) if out else np.empty(0, dtype=dtype)
-        reqs = [comm.Isend(hdr, dest=partner, tag=_TAG_HDR), comm.Isend(data, dest=partner, tag=_TAG_DATA)]
-        for src in sources:
-            st = MPI.Status()
-            comm.Probe(source=src, tag=_TAG_HDR, status=st)
-            rh = np.empty(st.Get_count(MPI.INT64_T), dtype=np.int64)
-            comm.Recv(rh, source=src, tag=_TAG_HDR)
-            rh = rh.reshape(-1, 3)
-            rd = np.empty(int(rh[:, 2].sum()), dtype=dtype)
-            comm.Recv(rd, source=src, tag=_TAG_DATA)
+        if headers is None:
+            hdr = np.array([(d, src, len(p)) for d, src, p in out], dtype=np.int64).reshape(-1, 3)
+            reqs = [comm.Isend(hdr, dest=partner, tag=_TAG_HDR), comm.Isend(data, dest=partner, tag=_TAG_DATA)]
+            incoming = []
+            for src in sources:
+                st = MPI.Status()
+                comm.Probe(source=src, tag=_TAG_HDR, status=st)
+                rh = np.empty(st.Get_count(MPI.INT64_T), dtype=np.int64)
+                comm.Recv(rh, source=src, tag=_TAG_HDR)
+                rh = rh.reshape(-1, 3)
+                rd = np.empty(int(rh[:, 2].sum()), dtype=dtype)
+                comm.Recv(rd, source=src, tag=_TAG_DATA)
+                incoming.append((rh, rd))
+            MPI.Request.Waitall(reqs)
+            learned.append([rh for rh, _ in incoming])
+        else:
+            rhs = headers[s]
+            rds = [np.empty(int(rh[:, 2].sum()), dtype=dtype) for rh in rhs]
+            reqs = [comm.Irecv(rd, source=src, tag=_TAG_DATA) for src, rd in zip(sources, rds)]
+            reqs.append(comm.Isend(data, dest=partner, tag=_TAG_DATA))
+            MPI.Request.Waitall(reqs)
+            incoming = list(zip(rhs, rds))
+        for rh, rd in incoming:
             pos = 0
-            for d, s, m in rh.tolist():
-                held.append((d, s, rd[pos : pos + m]))
+            for d, src, m in rh.tolist():
+                held.append((d, src, rd[pos : pos + m]))
                 pos += m
-        MPI.Request.Waitall(reqs)
-    return held
+    return held, (learned if headers is None else headers)
 
 
 class CrystalRouterExchange(NeighbourExchange):
@@ -77,7 +104,9 @@ class CrystalRouterExchange(NeighbourExchange):
         records = [
             (q, t.rank, sendbuf[vn * int(off[g]) : vn * int(off[g + 1])]) for g, q in enumerate(t.nbr_ranks.tolist())
         ]
-        got = route(self.comm, records, sendbuf.dtype)
+        # the first exchange of each vn learns the stage headers (sizes); later ones reuse them
+        key = ("headers", vn)
+        got, self._cache[key] = route(self.comm, records, sendbuf.dtype, self._cache.get(key))
         recvbuf = np.empty(vn * int(off[-1]), dtype=sendbuf.dtype)
         where = {q: g for g, q in enumerate(t.nbr_ranks.tolist())}
         seen = 0
@@ -85,7 +114,9 @@ class CrystalRouterExchange(NeighbourExchange):
             g = where.get(s)
             a, b = (vn * int(off[g]), vn * int(off[g + 1])) if g is not None else (0, -1)
             if d != t.rank or g is None or len(p) != b - a:
-                raise RuntimeError(f"crystal router: rank {t.rank} got a bad record (dest {d}, src {s}, {len(p)} values)")
+                raise RuntimeError(
+                    f"crystal router: rank {t.rank} got a bad record (dest {d}, src {s}, {len(p)} values)"
+                )
             recvbuf[a:b] = p
             seen += 1
         if seen != t.nnbr:

@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from lobatto.comm.discovery import Topology
+from lobatto.comm.ops import identity, ufunc
 
 #: tag of the gather-scatter's messages (on the gather-scatter's own duplicated communicator)
 TAG = 0x6C6F  # "lo"
@@ -35,7 +36,7 @@ TAG = 0x6C6F  # "lo"
 class Handle:
     """An exchange in flight (returned by ``Exchange.start``)."""
 
-    __slots__ = ("shared_vals", "op", "request", "k")
+    __slots__ = ("k", "op", "request", "shared_vals")
 
     def __init__(self, shared_vals, op, request, k):
         self.shared_vals = shared_vals
@@ -113,30 +114,66 @@ class NeighbourExchange(Exchange):
         pos = vn * off[None, :] + v * t.nbr_counts[g][None, :] + j[None, :]  # (vn, M)
         send_flat = np.empty(vn * M, dtype=np.int64)
         send_flat[pos.ravel()] = (v * ns + t.nbr_idx[None, :]).ravel()
-        # combine: own columns (source = me) and received columns, ordered by (id, source rank)
-        col_sidx = np.concatenate([np.arange(ns), t.nbr_idx])
-        col_src = np.concatenate([np.full(ns, t.rank), t.nbr_ranks[g]])
-        cperm = np.lexsort((col_src, col_sidx))
-        first = np.ones(len(cperm), dtype=bool)
-        first[1:] = col_sidx[cperm][1:] != col_sidx[cperm][:-1]
-        cstarts = np.flatnonzero(first)
-        # flat source of each (v, sorted column) in concat(shared_vals.ravel(), recvbuf)
-        colsrc = np.concatenate([v * ns + np.arange(ns)[None, :], vn * ns + pos], axis=1)  # (vn, ns+M)
-        comb_flat = colsrc[:, cperm].ravel()
-        lay = (k.asindex(send_flat), k.asindex(comb_flat), k.asindex(cstarts), ns + M)
+        lay = k.asindex(send_flat)
         self._cache[key] = lay
         return lay
 
+    def _columns(self, k):
+        """(lower, upper): per neighbour of lower / higher rank, in rank order, (g, its shared
+        columns as a slice or an index array)."""
+        key = (k.__name__, "cols")
+        cols = self._cache.get(key)
+        if cols is None:
+            t = self.topo
+            cols = []
+            for g in range(t.nnbr):
+                c = t.nbr_idx[t.nbr_offsets[g] : t.nbr_offsets[g + 1]]
+                if len(c) and c[-1] - c[0] + 1 == len(c) and np.all(np.diff(c) == 1):
+                    sel = slice(int(c[0]), int(c[-1]) + 1)
+                else:
+                    sel = k.asindex(c)
+                cols.append((g, sel))
+            cols = (
+                [c for c in cols if t.nbr_ranks[c[0]] < t.rank],
+                [c for c in cols if t.nbr_ranks[c[0]] > t.rank],
+            )
+            self._cache[key] = cols
+        return cols
+
     def pack(self, shared_vals, op, k):
-        send_flat, _, _, _ = self._layout(shared_vals.shape[0], k)
+        send_flat = self._layout(shared_vals.shape[0], k)
         return k.xp.take(shared_vals.reshape(-1), send_flat)
 
     def unpack(self, shared_vals, recvbuf, op, k):
-        vn = shared_vals.shape[0]
-        _, comb_flat, cstarts, width = self._layout(vn, k)
-        both = k.xp.concatenate([shared_vals.reshape(-1), recvbuf])
-        ext = k.xp.take(both, comb_flat).reshape(vn, width)
-        return k.gather(ext, cstarts, op)
+        """Combine contributions in increasing rank order (own one at this rank's place).
+
+        Every sharer of an id then performs the same operations on the same
+        values in the same order, so all copies of an id agree bit for bit.
+        """
+        vn, ns = shared_vals.shape
+        f = ufunc(op, k.xp)
+        lower, upper = self._columns(k)
+        if lower:
+            acc = k.xp.full((vn, ns), identity(op, shared_vals.dtype), dtype=shared_vals.dtype)
+            for g, sel in lower:
+                self._combine(acc, sel, self._recv_block(recvbuf, vn, g), f)
+            f(acc, shared_vals, out=acc)
+        else:
+            acc = shared_vals.copy()
+        for g, sel in upper:
+            self._combine(acc, sel, self._recv_block(recvbuf, vn, g), f)
+        return acc
+
+    def _recv_block(self, recvbuf, vn, g):
+        off = self.topo.nbr_offsets
+        return recvbuf[vn * int(off[g]) : vn * int(off[g + 1])].reshape(vn, -1)
+
+    @staticmethod
+    def _combine(acc, sel, block, f):
+        if isinstance(sel, slice):
+            f(acc[:, sel], block, out=acc[:, sel])
+        else:
+            acc[:, sel] = f(acc[:, sel], block)
 
     def bytes_per_exchange(self, vn: int = 1, itemsize: int = 8) -> int:
         return int(self.topo.nbr_offsets[-1]) * vn * itemsize

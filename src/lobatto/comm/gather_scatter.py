@@ -41,7 +41,7 @@ def _check_ids(ids) -> tuple[np.ndarray | None, str | None]:
 class Handle:
     """A gather-scatter in flight, from :meth:`GatherScatter.start` to :meth:`GatherScatter.finish`."""
 
-    __slots__ = ("u", "u2", "k", "idx", "xh", "done")
+    __slots__ = ("done", "idx", "k", "u", "u2", "xh")
 
     def __init__(self, u, u2, k, idx, xh):
         self.u, self.u2, self.k, self.idx, self.xh = u, u2, k, idx, xh
@@ -81,7 +81,7 @@ class GatherScatter:
         elif err is not None:
             raise InputError(err)
 
-        self.n = int(len(a))
+        self.n = len(a)
         self.xp = xp
         self.timings: dict[str, float] = {}
         spts, uids, starts = local.unique_ids(a)

@@ -5,9 +5,8 @@ Everything here is precomputed index arrays plus two vectorised kernels:
 ``gather(u_sorted, starts, op)``
     ``u_sorted`` is a ``(vn, m)`` array whose columns are grouped by id (all
     columns of one id are adjacent, groups start at ``starts``); returns the
-    ``(vn, len(starts))`` array of the groups combined with ``op``.  The same
-    kernel combines a rank's own partial values with those received from other
-    ranks (the exchange's unpack step).
+    ``(vn, len(starts))`` array of the groups combined with ``op`` (``u_sorted``
+    itself when every group has one column: callers pass a fresh array).
 
 ``scatter(values, u, dest, src)``
     ``u[:, dest] = values[:, src]`` in place.
@@ -20,6 +19,7 @@ the same names for CuPy arrays and is picked by :func:`kernels_for`.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +40,8 @@ def take(u, idx):
 
 def gather(u_sorted, starts, op):
     """Combine each run of columns of ``u_sorted`` starting at ``starts`` with ``op``."""
-    if len(starts) == 0:
-        return np.empty(u_sorted.shape[:1] + (0,), dtype=u_sorted.dtype)
+    if len(starts) == u_sorted.shape[1]:  # every group has one column (also the empty case)
+        return u_sorted
     return ufunc(op).reduceat(u_sorted, starts, axis=1)
 
 
@@ -64,16 +64,13 @@ def array_module(u):
 def kernels_for(xp_mod):
     """The local-kernel module for array module ``xp_mod``."""
     if xp_mod is np:
-        import lobatto.comm.local as mod
-
-        return mod
+        return sys.modules[__name__]
     if getattr(xp_mod, "__name__", "") == "cupy":
         try:
             import lobatto.comm.local_cuda as mod
         except ImportError as exc:  # written later: say so clearly
             raise NotImplementedError(
-                "gather-scatter on CuPy arrays needs lobatto.comm.local_cuda, which is not available"
-                f" ({exc})"
+                f"gather-scatter on CuPy arrays needs lobatto.comm.local_cuda, which is not available ({exc})"
             ) from exc
         return mod
     raise NotImplementedError(f"gather-scatter: no local kernels for array module {xp_mod!r}")

@@ -15,18 +15,21 @@ class PairwiseExchange(NeighbourExchange):
     name = "pairwise"
     overlaps = True
 
-    def post(self, sendbuf, vn, op):
-        from mpi4py import MPI  # noqa: F401  (mpi4py is present when comm is)
+    def _chunks(self, vn):
+        key = ("chunks", vn)
+        ch = self._cache.get(key)
+        if ch is None:
+            off = self.topo.nbr_offsets
+            ch = [(q, vn * int(off[g]), vn * int(off[g + 1])) for g, q in enumerate(self.topo.nbr_ranks.tolist())]
+            self._cache[key] = ch
+        return ch
 
-        t = self.topo
-        recvbuf = np.empty(vn * int(t.nbr_offsets[-1]), dtype=sendbuf.dtype)
-        reqs = []
-        for g, q in enumerate(t.nbr_ranks.tolist()):
-            a, b = vn * int(t.nbr_offsets[g]), vn * int(t.nbr_offsets[g + 1])
-            reqs.append(self.comm.Irecv(recvbuf[a:b], source=q, tag=TAG))
-        for g, q in enumerate(t.nbr_ranks.tolist()):
-            a, b = vn * int(t.nbr_offsets[g]), vn * int(t.nbr_offsets[g + 1])
-            reqs.append(self.comm.Isend(sendbuf[a:b], dest=q, tag=TAG))
+    def post(self, sendbuf, vn, op):
+        chunks = self._chunks(vn)
+        recvbuf = np.empty_like(sendbuf)  # same layout and size as sendbuf (same array module too)
+        comm = self.comm
+        reqs = [comm.Irecv(recvbuf[a:b], source=q, tag=TAG) for q, a, b in chunks]
+        reqs += [comm.Isend(sendbuf[a:b], dest=q, tag=TAG) for q, a, b in chunks]
         return reqs, recvbuf, sendbuf
 
     def wait(self, request):
