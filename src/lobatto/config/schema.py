@@ -21,9 +21,9 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from lobatto.config.expressions import Expression, compile_expression
+from lobatto.config.expressions import compile_expression
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -216,7 +216,8 @@ class Case:
 
     def to_toml(self) -> str:
         """TOML text of the effective configuration; parses back to the same case."""
-        header = f"# effective configuration of case '{self.name}' (source: {self.source})\n"
+        about = " ".join(f"case '{self.name}' (source: {self.source})".split())
+        header = f"# effective configuration of {about}\n"
         return header + to_toml(self.to_dict())
 
     @property

@@ -1,0 +1,267 @@
+"""Nek5000 binary field files (``<case>0.f00001`` ...) and the ``.nek5000`` index.
+
+ParaView, VisIt and pymech read these. Layout of one file:
+
+* a 132-byte ASCII header
+  ``#std wdsz nx ny nz nelt nelgt time istep fid0 nfileo rdcode``
+  (``wdsz`` 8: float64 data, 4: float32; ``rdcode`` here ``XUS03``);
+* the float32 value 6.54321, from which a reader learns the byte order;
+* ``nelt`` int32 global element numbers (1-based), the element map;
+* geometry ``X``: element by element, in each element all x, then all y,
+  then all z;
+* vector ``U``: element by element, in each element ux, uy, uz blocks;
+* scalars ``S01``..``S03``: scalar by scalar, each for all elements (the
+  outer loop is over scalars here, unlike X and U);
+* in 3D, per-element (min, max) float32 pairs of every component, in the
+  same group order (metadata Nek5000 writes; readers may ignore it).
+
+Within an element points run with i (along r) fastest, then j, then k, which
+is C order of lobatto's ``[k, j, i]`` arrays.
+
+lobatto maps E to the "velocity" U (Ex, Ey, Ez) and H to the passive scalars
+S01, S02, S03 (Hx, Hy, Hz).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from lobatto.io.atomic import atomic_open, atomic_write_text
+
+__all__ = [
+    "write_field_file",
+    "read_field_file",
+    "write_index",
+    "field_file_name",
+    "FIELD_NAMES",
+    "RDCODE",
+]
+
+FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
+RDCODE = "XUS03"
+ENDIAN_TAG = 6.54321
+HEADER_BYTES = 132
+_CHUNK_POINTS = 1 << 20  # write in pieces of about this many points per component
+
+
+def field_file_name(case_name: str, number: int, rank_file: int = 0) -> str:
+    """``<case><rank_file>.f<number:05d>``, matching ``filetemplate: <case>%01d.f%05d``."""
+    if not 0 <= number <= 99999:
+        raise ValueError(f"Nek5000 file numbers run from 0 to 99999, got {number}")
+    return f"{case_name}{rank_file:01d}.f{number:05d}"
+
+
+def _host(a) -> np.ndarray:
+    if hasattr(a, "get") and not isinstance(a, np.ndarray):
+        a = a.get()
+    return np.asarray(a)
+
+
+def _header(wdsz, n, nelt, nelgt, time, step, fid, nfiles, rdcode) -> bytes:
+    text = "#std %1i %2i %2i %2i %10i %10i %20.13E %9i %6i %6i %s" % (
+        wdsz, n, n, n, nelt, nelgt, time, step, fid, nfiles, rdcode,
+    )
+    if len(text) > HEADER_BYTES:
+        raise ValueError(f"Nek5000 header does not fit in {HEADER_BYTES} bytes: {text!r}")
+    return text.ljust(HEADER_BYTES).encode("ascii")
+
+
+def write_field_file(
+    path: str | os.PathLike,
+    coords,
+    fields,
+    time: float,
+    step: int,
+    order: int,
+    *,
+    wdsz: int = 8,
+    element_ids: Sequence[int] | None = None,
+    nelgt: int | None = None,
+    fid: int = 0,
+    nfiles: int = 1,
+) -> None:
+    """Write one Nek5000 field file atomically.
+
+    ``coords`` (3, E, N+1, N+1, N+1); ``fields`` (6, E, N+1, N+1, N+1) in the
+    order Ex Ey Ez Hx Hy Hz (or a mapping from those names to arrays).
+    ``wdsz`` 8 writes float64, 4 float32. ``element_ids`` are the 1-based
+    global element numbers (default 1..E), ``nelgt`` the global element count
+    (default E).
+    """
+    if wdsz not in (4, 8):
+        raise ValueError(f"wdsz must be 4 or 8, got {wdsz}")
+    real = np.dtype(np.float64 if wdsz == 8 else np.float32)
+    coords = _host(coords)
+    if isinstance(fields, Mapping):
+        fields = np.stack([_host(fields[n]) for n in FIELD_NAMES])
+    elif isinstance(fields, (list, tuple)):
+        fields = np.stack([_host(f) for f in fields])
+    else:
+        fields = _host(fields)
+    n = int(order) + 1
+    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] != (n, n, n):
+        raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}), got {coords.shape}")
+    nel = coords.shape[1]
+    if fields.shape != (6,) + coords.shape[1:]:
+        raise ValueError(f"fields must have shape {(6,) + coords.shape[1:]}, got {fields.shape}")
+    npts = n * n * n
+    if element_ids is None:
+        elmap = np.arange(1, nel + 1, dtype=np.int32)
+    else:
+        elmap = np.asarray(element_ids, dtype=np.int32)
+        if elmap.shape != (nel,):
+            raise ValueError(f"element_ids must have {nel} entries, got {elmap.shape}")
+    nelgt = nel if nelgt is None else int(nelgt)
+
+    x = coords.reshape(3, nel, npts)
+    f = fields.reshape(6, nel, npts)
+    chunk = max(1, _CHUNK_POINTS // npts)
+
+    with atomic_open(path, "wb") as fh:
+        fh.write(_header(wdsz, n, nel, nelgt, float(time), int(step), fid, nfiles, RDCODE))
+        fh.write(np.array([ENDIAN_TAG], dtype=np.float32).tobytes())
+        fh.write(elmap.tobytes())
+        # X and U: element by element, component by component inside.
+        for group in (x, f[0:3]):
+            for e0 in range(0, nel, chunk):
+                block = group[:, e0 : e0 + chunk].transpose(1, 0, 2)
+                fh.write(np.ascontiguousarray(block, dtype=real).tobytes())
+        # S01..S03: scalar by scalar, all elements each.
+        for s in range(3, 6):
+            for e0 in range(0, nel, chunk):
+                fh.write(np.ascontiguousarray(f[s, e0 : e0 + chunk], dtype=real).tobytes())
+        # Metadata (3D): float32 (min, max) per element and component.
+        for group in (x, f[0:3]):
+            mm = np.stack([group.min(axis=2), group.max(axis=2)], axis=-1)  # (3, E, 2)
+            fh.write(np.ascontiguousarray(mm.transpose(1, 0, 2), dtype=np.float32).tobytes())
+        for s in range(3, 6):
+            mm = np.stack([f[s].min(axis=1), f[s].max(axis=1)], axis=-1)  # (E, 2)
+            fh.write(np.ascontiguousarray(mm, dtype=np.float32).tobytes())
+
+
+def _parse_rdcode(code: str, ndim: int) -> list[tuple[str, int]]:
+    """'XUPTS03' -> [('X', ndim), ('U', ndim), ('P', 1), ('T', 1), ('S', 3)]."""
+    groups = []
+    i = 0
+    while i < len(code):
+        c = code[i]
+        if c in "XU":
+            groups.append((c, ndim))
+            i += 1
+        elif c in "PT":
+            groups.append((c, 1))
+            i += 1
+        elif c == "S":
+            digits = code[i + 1 : i + 3]
+            if not digits.isdigit():
+                raise ValueError(f"bad scalar count in rdcode {code!r}")
+            groups.append(("S", int(digits)))
+            i += 3
+        else:
+            raise ValueError(f"unknown variable {c!r} in rdcode {code!r}")
+    return groups
+
+
+def read_field_file(path: str | os.PathLike) -> dict:
+    """Read a Nek5000 field file (any of X, U, P, T, Snn; either byte order).
+
+    Returns ``{"coords": (3, E, nz, ny, nx) or None, "fields": {name: (E, nz,
+    ny, nx)}, "time", "step", "order", "wdsz", "nelgt", "fid", "nfiles",
+    "rdcode", "element_ids", "byteorder"}``. U is returned as Ex, Ey, Ez,
+    scalars S01..S03 as Hx, Hy, Hz (further scalars as S04...), P and T as
+    "P" and "T". Elements are sorted by their global number.
+    """
+    data = Path(path).read_bytes()
+    if len(data) < HEADER_BYTES + 4:
+        raise ValueError(f"{path}: too short for a Nek5000 field file")
+    header = data[:HEADER_BYTES].decode("ascii", "replace").split()
+    if not header or header[0] != "#std" or len(header) < 12:
+        raise ValueError(f"{path}: not a Nek5000 field file (header {' '.join(header[:3])!r})")
+    wdsz = int(header[1])
+    nx, ny, nz = (int(v) for v in header[2:5])
+    nelt, nelgt = int(header[5]), int(header[6])
+    time = float(header[7])
+    step = int(header[8])
+    fid, nfiles = int(header[9]), int(header[10])
+    rdcode = "".join(header[11:])
+    ndim = 3 if nz > 1 else 2
+
+    pos = HEADER_BYTES
+    tag = data[pos : pos + 4]
+    if abs(np.frombuffer(tag, dtype="<f4")[0] - ENDIAN_TAG) < 1e-5:
+        bo = "<"
+    elif abs(np.frombuffer(tag, dtype=">f4")[0] - ENDIAN_TAG) < 1e-5:
+        bo = ">"
+    else:
+        raise ValueError(f"{path}: cannot tell the byte order (bad endianness tag)")
+    pos += 4
+    elmap = np.frombuffer(data, dtype=bo + "i4", count=nelt, offset=pos).astype(np.int64)
+    pos += 4 * nelt
+    real = np.dtype(bo + ("f8" if wdsz == 8 else "f4"))
+    npts = nx * ny * nz
+    shape = (nelt, nz, ny, nx)
+
+    def read_block(count: int) -> np.ndarray:
+        nonlocal pos
+        nbytes = count * real.itemsize
+        if pos + nbytes > len(data):
+            raise ValueError(f"{path}: file is truncated")
+        a = np.frombuffer(data, dtype=real, count=count, offset=pos)
+        pos += nbytes
+        return a
+
+    order_idx = np.argsort(elmap, kind="stable")
+    coords = None
+    fields: dict[str, np.ndarray] = {}
+    for kind, ncomp in _parse_rdcode(rdcode, ndim):
+        if kind in "XU":
+            a = read_block(nelt * ncomp * npts).reshape(nelt, ncomp, npts).transpose(1, 0, 2)
+            comps = [np.array(a[c].reshape(shape)[order_idx], dtype=real.newbyteorder("=")) for c in range(ncomp)]
+            if kind == "X":
+                coords = np.stack(comps)
+            else:
+                for name, arr in zip(("Ex", "Ey", "Ez"), comps):
+                    fields[name] = arr
+        elif kind in "PT":
+            a = read_block(nelt * npts).reshape(shape)[order_idx]
+            fields[kind] = np.array(a, dtype=real.newbyteorder("="))
+        else:  # scalars, scalar-major
+            for s in range(ncomp):
+                a = read_block(nelt * npts).reshape(shape)[order_idx]
+                name = ("Hx", "Hy", "Hz")[s] if s < 3 else f"S{s + 1:02d}"
+                fields[name] = np.array(a, dtype=real.newbyteorder("="))
+    return {
+        "coords": coords,
+        "fields": fields,
+        "time": time,
+        "step": step,
+        "order": nx - 1,
+        "wdsz": wdsz,
+        "nelgt": nelgt,
+        "fid": fid,
+        "nfiles": nfiles,
+        "rdcode": rdcode,
+        "element_ids": elmap[order_idx],
+        "byteorder": "little" if bo == "<" else "big",
+    }
+
+
+def write_index(path_nek5000: str | os.PathLike, case_name: str, first: int, last: int) -> None:
+    """Write the ``<case>.nek5000`` file that ParaView and VisIt open.
+
+    ``first`` and ``last`` are the numbers of the first and last field files
+    (``<case>0.f<first:05d>`` .. ``<case>0.f<last:05d>``).
+    """
+    first, last = int(first), int(last)
+    if last < first:
+        raise ValueError(f"last ({last}) must not be smaller than first ({first})")
+    text = (
+        f"filetemplate: {case_name}%01d.f%05d\n"
+        f"firsttimestep: {first}\n"
+        f"numtimesteps: {last - first + 1}\n"
+    )
+    atomic_write_text(path_nek5000, text)

@@ -1,0 +1,170 @@
+"""Run summary: ``summary.json`` and the table the command line prints."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import PurePath
+from typing import Any, Mapping
+
+import numpy as np
+
+from lobatto.io.atomic import atomic_write_text
+
+__all__ = ["write_summary", "read_summary", "to_jsonable", "format_summary_table"]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON data from numpy scalars/arrays, tuples, sets and paths.
+
+    Non-finite floats become ``null`` (JSON has no NaN or infinity).
+    """
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return [to_jsonable(v) for v in sorted(value, key=repr)]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if hasattr(value, "get") and hasattr(value, "dtype") and hasattr(value, "shape"):
+        return to_jsonable(value.get())  # cupy array
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, complex):
+        return [to_jsonable(value.real), to_jsonable(value.imag)]
+    return str(value)
+
+
+def write_summary(path: str | os.PathLike, summary: Mapping[str, Any]) -> None:
+    """Write ``summary`` as indented JSON, atomically."""
+    text = json.dumps(to_jsonable(summary), indent=2, allow_nan=False) + "\n"
+    atomic_write_text(path, text)
+
+
+def read_summary(path: str | os.PathLike) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+# ----------------------------------------------------------------------------- table
+def _num(v: Any, fmt: str) -> str:
+    if v is None:
+        return "-"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return str(f)
+    return format(f, fmt)
+
+
+def _int(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (list, tuple)):
+        total = 1
+        for x in v:
+            total *= int(x)
+        return f"{total:,}  ({' x '.join(str(int(x)) for x in v)})"
+    try:
+        return f"{int(v):,}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _duration(seconds: Any) -> str:
+    if seconds is None:
+        return "-"
+    s = float(seconds)
+    if not math.isfinite(s):
+        return str(s)
+    if s < 60:
+        return f"{s:.3f} s"
+    m, s = divmod(s, 60)
+    h, m = divmod(int(m), 60)
+    if h:
+        return f"{h}h {m:02d}m {s:04.1f}s"
+    return f"{m}m {s:04.1f}s"
+
+
+def format_summary_table(summary: Mapping[str, Any]) -> str:
+    """A fixed-width, human-readable table of a run summary.
+
+    Only the entries present in ``summary`` are shown.
+    """
+    s = summary
+    rows: list[tuple[str, str]] = []
+
+    def add(label: str, key: str, render):
+        if key in s and s[key] is not None:
+            rows.append((label, render(s[key])))
+
+    add("case", "case", str)
+    add("order", "order", _int)
+    add("elements", "elements", _int)
+    add("points", "points", _int)
+    add("steps", "steps", _int)
+    add("dt", "dt", lambda v: _num(v, ".6g"))
+    add("t_final", "t_final", lambda v: _num(v, ".6f"))
+    add("wall time", "wall_seconds", _duration)
+    add("s/step", "seconds_per_step", lambda v: _num(v, ".3e"))
+    add("point-steps/s", "point_steps_per_second", lambda v: _num(v, ".3e"))
+    add("GFLOP/s", "gflops", lambda v: _num(v, ".3f"))
+    if "backend" in s:
+        backend = str(s["backend"])
+        if s.get("precision"):
+            backend += f" ({s['precision']})"
+        rows.append(("backend", backend))
+    add("ranks", "ranks", _int)
+
+    width = max((len(label) for label, _ in rows), default=0) + 2
+    lines = []
+    title = "lobatto run summary"
+    if s.get("case"):
+        title += f": {s['case']}"
+        rows = [r for r in rows if r[0] != "case"]
+    lines.append(title)
+    lines.append("-" * max(len(title), 40))
+    for label, value in rows:
+        lines.append(f"  {label:<{width}}{value}")
+
+    errors = s.get("errors")
+    if isinstance(errors, Mapping) and errors:
+        lines.append("")
+        lines.append(f"  {'error':<8}{'L2':>14}{'max':>14}")
+        items = [(k, v) for k, v in errors.items() if k != "all"]
+        if "all" in errors:
+            items.append(("all", errors["all"]))
+        for name, val in items:
+            if isinstance(val, Mapping):
+                l2, mx = val.get("l2"), val.get("max")
+            else:
+                l2, mx = val, None
+            lines.append(f"  {str(name):<8}{_num(l2, '.4e'):>14}{_num(mx, '.4e'):>14}")
+
+    energy = s.get("energy")
+    if isinstance(energy, Mapping) and energy:
+        e0, e1 = energy.get("initial"), energy.get("final")
+        lines.append("")
+        text = f"  {'energy':<8}initial {_num(e0, '.10e')}   final {_num(e1, '.10e')}"
+        try:
+            if e0 is not None and e1 is not None and float(e0) != 0.0:
+                text += f"   (relative change {(float(e1) - float(e0)) / float(e0):+.3e})"
+        except (TypeError, ValueError):
+            pass
+        lines.append(text)
+
+    outputs = s.get("outputs")
+    if isinstance(outputs, (list, tuple)) and outputs:
+        lines.append("")
+        lines.append(f"  {len(outputs)} snapshot{'s' if len(outputs) != 1 else ''} written")
+    return "\n".join(lines)

@@ -1,0 +1,311 @@
+"""``lobatto run`` on bad input: exit 2, one line on stderr naming the file and
+key, and no traceback. Runs the real command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+
+GOOD = """\
+[mesh]
+elements = [2, 2, 2]
+
+[initial]
+Ez = "sin(pi*x)*sin(pi*y)"
+
+[time]
+t_end = 0.1
+"""
+
+
+def run_cli(*args, cwd=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("LOBATTO_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "lobatto", *args],
+        capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+    )
+
+
+def assert_one_line_error(proc, *fragments, code=2):
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    err = proc.stderr
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("lobatto: error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def write_case(tmp_path, text, name="cavity.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_unknown_key(tmp_path):
+    path = write_case(tmp_path, GOOD + "\n[discretisation]\norder = 5\n")
+    proc = run_cli("run", str(path), "--output", str(tmp_path / "out"))
+    assert_one_line_error(proc, "cavity.toml", "'discretisation'", "did you mean 'discretization'?")
+
+
+def test_unknown_key_in_section(tmp_path):
+    path = write_case(tmp_path, GOOD.replace("t_end = 0.1", "t_end = 0.1\ncfll = 0.2"))
+    proc = run_cli("run", str(path))
+    assert_one_line_error(proc, "cavity.toml", "time.cfll", "time.cfl")
+
+
+def test_wrong_type(tmp_path):
+    path = write_case(tmp_path, GOOD.replace("t_end = 0.1", 't_end = 0.1\ncfl = "fast"'))
+    proc = run_cli("run", str(path))
+    line = assert_one_line_error(proc, "cavity.toml", "[time] cfl must be a positive number", '"fast"')
+    assert line == f'lobatto: error: {path}: [time] cfl must be a positive number, got "fast"'
+
+
+def test_out_of_range_order(tmp_path):
+    path = write_case(tmp_path, GOOD + "\n[discretization]\norder = 31\n")
+    proc = run_cli("run", str(path))
+    assert_one_line_error(proc, "cavity.toml", "[discretization] order", "31")
+
+
+def test_unknown_function_in_expression(tmp_path):
+    path = write_case(tmp_path, GOOD.replace("sin(pi*x)*sin", "sinn(pi*x)*sin"))
+    proc = run_cli("run", str(path))
+    assert_one_line_error(proc, "cavity.toml", "[initial] Ez", "unknown function 'sinn'")
+
+
+def test_unsafe_expression(tmp_path):
+    path = write_case(tmp_path, GOOD.replace('"sin(pi*x)*sin(pi*y)"', "\"__import__('os').getcwd()\""))
+    proc = run_cli("run", str(path))
+    assert_one_line_error(proc, "cavity.toml", "[initial] Ez")
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "does_not_exist.toml"
+    proc = run_cli("run", str(missing))
+    assert_one_line_error(proc, "does_not_exist.toml", "no such case file")
+
+
+def test_toml_syntax_error(tmp_path):
+    path = write_case(tmp_path, GOOD.replace("t_end = 0.1", "t_end = = 0.1"))
+    proc = run_cli("run", str(path))
+    assert_one_line_error(proc, "cavity.toml", "line 8", "invalid TOML")
+
+
+def test_boundary_on_periodic_axis(tmp_path):
+    text = GOOD.replace("elements = [2, 2, 2]",
+                        "elements = [2, 2, 2]\nperiodic = [true, false, false]\n"
+                        "[mesh.boundaries]\nxmin = \"pmc\"")
+    path = write_case(tmp_path, text)
+    proc = run_cli("run", str(path))
+    assert_one_line_error(proc, "cavity.toml", "xmin", "periodic")
+
+
+def test_output_path_is_a_file(tmp_path):
+    path = write_case(tmp_path, GOOD)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    proc = run_cli("run", str(path), "--output", str(blocker))
+    assert_one_line_error(proc, "blocker")
+
+
+def test_bad_option_is_a_usage_error(tmp_path):
+    path = write_case(tmp_path, GOOD)
+    proc = run_cli("run", str(path), "--backend", "tpu")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "invalid choice" in proc.stderr
+
+
+def test_version():
+    from lobatto import __version__
+
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"lobatto {__version__}"
+
+
+def test_main_returns_exit_codes(tmp_path, capsys):
+    from lobatto.cli import main
+
+    path = write_case(tmp_path, GOOD.replace("0.1", "-1.0"))
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "[time] t_end must be a positive number, got -1.0" in err
+    assert main(["--version"]) == 0
+    assert main([]) == 2
+
+
+def test_solver_error_exit_1_and_interrupt_130(tmp_path, capsys, monkeypatch):
+    import types
+
+    from lobatto import cli
+    from lobatto.errors import SolverError
+
+    path = write_case(tmp_path, GOOD)
+    calls = {}
+
+    def failing_run_case(case, backend, output_dir, progress):
+        calls["args"] = (case.name, backend, Path(output_dir))
+        progress(1, 10, 0.01)
+        raise SolverError("NaN in Ez at step 3 (element 7)")
+
+    fake = types.ModuleType("lobatto.driver")
+    fake.run_case = failing_run_case
+    monkeypatch.setitem(sys.modules, "lobatto.driver", fake)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", str(path), "--backend", "cpu", "--quiet"]) == 1
+    assert calls["args"] == ("cavity", "cpu", Path("cavity_out"))
+    assert (tmp_path / "cavity_out").is_dir()
+    err = capsys.readouterr().err
+    assert err == "lobatto: error: NaN in Ez at step 3 (element 7)\n"
+
+    def interrupted(case, backend, output_dir, progress):
+        raise KeyboardInterrupt
+
+    fake.run_case = interrupted
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "o2")]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "lobatto: interrupted" and "Traceback" not in err
+
+
+def test_run_prints_summary_from_driver(tmp_path, capsys, monkeypatch):
+    import types
+
+    from lobatto import cli
+
+    path = write_case(tmp_path, GOOD)
+    seen = {}
+
+    def fake_run_case(case, backend, output_dir, progress):
+        seen["backend"] = backend
+        return {"order": case.discretization.order, "steps": 17, "backend": backend,
+                "errors": {"Ez": {"l2": 1.5e-7, "max": 2.5e-7}}}
+
+    fake = types.ModuleType("lobatto.driver")
+    fake.run_case = fake_run_case
+    monkeypatch.setitem(sys.modules, "lobatto.driver", fake)
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "out"), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert seen["backend"] == "cpu"
+    assert "steps" in out and "17" in out and "1.5000e-07" in out
+
+
+def test_bench_dispatch_passes_remaining_argv(monkeypatch, capsys):
+    import types
+
+    from lobatto import cli
+
+    got = {}
+    fake = types.ModuleType("lobatto.bench.cli")
+
+    def bench_main(argv):
+        got["argv"] = list(argv)
+        return 3
+
+    fake.main = bench_main
+    monkeypatch.setitem(sys.modules, "lobatto.bench.cli", fake)
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: object())
+    assert cli.main(["bench", "--order", "7", "-x"]) == 3
+    assert got["argv"] == ["--order", "7", "-x"]
+
+
+@pytest.mark.parametrize("argv", [["bench"], ["bench", "--help"]])
+def test_bench_missing_module_is_an_error_not_a_traceback(argv, monkeypatch, capsys):
+    from lobatto import cli
+
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: None)
+    assert cli.main(argv) == 2
+    assert "lobatto bench" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- progress bar
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class Stream:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_silent_at_first_then_plain_lines_when_not_a_tty():
+    from lobatto.progress import ProgressBar
+
+    clock, stream = FakeClock(), Stream(tty=False)
+    bar = ProgressBar(None, stream=stream, min_seconds=2.0, clock=clock)
+    for step in range(1, 51):
+        clock.now += 0.01  # 0.5 s in all: still inside min_seconds
+        bar(step, 1000, step * 1e-3)
+    assert stream.text == ""
+    for step in range(51, 1001):
+        clock.now += 0.01
+        bar(step, 1000, step * 1e-3)
+    bar.close()
+    lines = stream.text.splitlines()
+    assert "\r" not in stream.text
+    assert 8 <= len(lines) <= 10, lines  # about one line per 10 %
+    assert lines[-1].startswith("100.0%") and "step 1000/1000" in lines[-1]
+    assert "steps/s" in lines[-1] and "ETA" in lines[-1]
+
+
+def test_progress_tty_redraws_one_line_throttled():
+    from lobatto.progress import ProgressBar
+
+    clock, stream = FakeClock(), Stream(tty=True)
+    bar = ProgressBar(500, stream=stream, min_seconds=0.0, clock=clock)
+    for step in range(1, 501):
+        clock.now += 0.001  # 0.5 s over 500 steps: about 5 redraws at 10/s
+        bar(step, None, step * 0.01)
+    bar.close()
+    bar.close()
+    assert stream.text.count("\r") <= 8
+    assert stream.text.endswith("\n") and stream.text.count("\n") == 1
+    assert "100.0%" in stream.text.split("\r")[-1]
+
+
+def test_summary_printed_on_rank_0_only(tmp_path, capsys, monkeypatch):
+    import types
+
+    from lobatto import cli
+
+    path = write_case(tmp_path, GOOD)
+    got = {}
+
+    def fake_run_case(case, backend, output_dir, progress):
+        got["progress"] = progress
+        return {"order": 7, "steps": 3}
+
+    fake = types.ModuleType("lobatto.driver")
+    fake.run_case = fake_run_case
+    monkeypatch.setitem(sys.modules, "lobatto.driver", fake)
+    for var in cli._RANK_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PMI_RANK", "1")
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "o")]) == 0
+    assert capsys.readouterr().out == ""
+    assert got["progress"] is cli._no_progress
+    monkeypatch.setenv("PMI_RANK", "0")
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "o"), "-q"]) == 0
+    assert "steps" in capsys.readouterr().out
