@@ -1,0 +1,334 @@
+/* Compiled CPU kernels of the SEDG Maxwell operator (lobatto.backends.cpu_kernels).
+ *
+ * Specialised at compile time on the number of GLL points per direction and the
+ * floating-point type:
+ *     cc -O3 -march=native -fno-math-errno -ffp-contract=fast -shared -fPIC -fopenmp \
+ *        -DNQ=8 -DREAL=double maxwell.c -o maxwell_nq8_f64.so
+ * so every loop over points has a constant trip count and is unrolled / vectorised.
+ *
+ * Layouts (C order, n = NQ, axes [k, j, i] with i fastest) -- identical to the NumPy
+ * reference in lobatto/systems/maxwell/reference.py, which defines what these compute:
+ *     u, residual, out : (6, E, n, n, n)        Ex Ey Ez Hx Hy Hz
+ *     traces / sums    : (6, E, 6, n, n)
+ *     metrics          : (3, 3, E, n, n, n)     metrics[b, a] = d r_b / d x_a
+ *     normals          : (3, E, 6, n, n)
+ *     lift             : (E, 6, n, n)
+ *     face_factors     : (2, E, 6)
+ *     affine           : (E,) int8             1: metrics / normals / lift constant per element (face)
+ *     derivative D     : (n, n)                 D[i, l] = h_l'(x_i)
+ * Face f's points [a, b] are the volume slice with the normal index fixed
+ * ([k, j] on faces 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
+ *
+ * Elements are independent: an OpenMP `parallel for` over elements, static schedule.
+ */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include <stdint.h>
+#include <stdlib.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef NQ
+#error "compile with -DNQ=<points per direction>"
+#endif
+#ifndef REAL
+#define REAL double
+#endif
+
+#define N1 (NQ - 1)
+#define NQ2 (NQ * NQ)
+#define NQ3 (NQ * NQ * NQ)
+
+/* Full unrolling pays up to NQ = 9 and costs (spills, compile time) above it. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(LOBATTO_NO_UNROLL) && NQ <= 9
+#define UNROLL _Pragma("GCC unroll 16")
+#else
+#define UNROLL
+#endif
+
+#ifdef _OPENMP
+#define OMP_FOR _Pragma("omp for schedule(static)")
+#define OMP_PARALLEL _Pragma("omp parallel")
+#else
+#define OMP_FOR
+#define OMP_PARALLEL
+#endif
+
+typedef int64_t idx_t;
+
+/* ---- introspection / threads ----------------------------------------------------------- */
+int lobatto_nq(void) { return NQ; }
+int lobatto_real_size(void) { return (int)sizeof(REAL); }
+int lobatto_has_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+void lobatto_set_num_threads(int n)
+{
+#ifdef _OPENMP
+    if (n > 0) omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+int lobatto_get_max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* Volume index of face point (a, b) of face f: off[f] + a * sa[f] + b * sb[f]. */
+static const int FACE_OFF[6] = {0, N1, 0, N1 * NQ, 0, N1 * NQ2};
+static const int FACE_SA[6] = {NQ2, NQ2, NQ2, NQ2, NQ, NQ};
+static const int FACE_SB[6] = {NQ, NQ, 1, 1, 1, 1};
+
+/* ---- traces: out[0:3] = -n x E, out[3:6] = -n x H at the face points ------------------ */
+void maxwell_traces(const REAL *restrict u, const REAL *restrict normals, REAL *restrict out,
+                    idx_t E)
+{
+    const idx_t fs = E * NQ3;      /* field stride of u */
+    const idx_t ts = E * 6 * NQ2;  /* field stride of traces and normals */
+    OMP_PARALLEL
+    {
+        OMP_FOR
+        for (idx_t e = 0; e < E; ++e) {
+            const REAL *ue = u + e * NQ3;
+            for (int f = 0; f < 6; ++f) {
+                const idx_t fo = (e * 6 + f) * NQ2;
+                const REAL *n0 = normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
+                REAL *o = out + fo;
+                const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
+                for (int a = 0; a < NQ; ++a) {
+                    UNROLL
+                    for (int b = 0; b < NQ; ++b) {
+                        const int p = a * NQ + b;
+                        const idx_t v = off + a * sa + b * sb;
+                        const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];
+                        const REAL e0 = ue[v], e1 = ue[v + fs], e2 = ue[v + 2 * fs];
+                        const REAL h0 = ue[v + 3 * fs], h1 = ue[v + 4 * fs], h2 = ue[v + 5 * fs];
+                        o[p] = -(x1 * e2 - x2 * e1);
+                        o[p + ts] = -(x2 * e0 - x0 * e2);
+                        o[p + 2 * ts] = -(x0 * e1 - x1 * e0);
+                        o[p + 3 * ts] = -(x1 * h2 - x2 * h1);
+                        o[p + 4 * ts] = -(x2 * h0 - x0 * h2);
+                        o[p + 5 * ts] = -(x0 * h1 - x1 * h0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- the operator on one element -------------------------------------------------------
+ * r: output with field stride rs (rs = NQ3 for a per-element buffer, E*NQ3 for the global
+ * out array, already offset to element e).  Dt[l][i] = D[i][l].
+ */
+typedef struct {
+    const REAL *u, *sums, *metrics, *normals, *lift, *factors;
+    const int8_t *affine;
+    idx_t E;
+    REAL D[NQ][NQ], Dt[NQ][NQ];
+    REAL inv_eps, inv_mu, ae, ah, alpha;
+} ctx_t;
+
+static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *metrics,
+                      const REAL *normals, const REAL *lift, const REAL *factors,
+                      const int8_t *affine, const REAL *D, idx_t E, double eps, double mu,
+                      double alpha)
+{
+    c->u = u; c->sums = sums; c->metrics = metrics; c->normals = normals; c->lift = lift;
+    c->factors = factors; c->affine = affine; c->E = E;
+    for (int i = 0; i < NQ; ++i)
+        for (int l = 0; l < NQ; ++l) {
+            c->D[i][l] = D[i * NQ + l];
+            c->Dt[l][i] = D[i * NQ + l];
+        }
+    const double z = sqrt(mu / eps);
+    c->inv_eps = (REAL)(1.0 / eps);
+    c->inv_mu = (REAL)(1.0 / mu);
+    c->ae = (REAL)(alpha / z);
+    c->ah = (REAL)(alpha * z);
+    c->alpha = (REAL)alpha;
+}
+
+static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
+{
+    const idx_t E = c->E;
+    const idx_t fs = E * NQ3;
+    const REAL *ue = c->u + e * NQ3;
+    const REAL ie = c->inv_eps, im = c->inv_mu;
+    const int affine = c->affine[e] != 0;
+    const idx_t ms = E * NQ3; /* stride between metric components */
+    const REAL *me = c->metrics + e * NQ3;
+    REAL mc[3][3];
+    if (affine)
+        for (int b = 0; b < 3; ++b)
+            for (int a = 0; a < 3; ++a) mc[b][a] = me[(b * 3 + a) * ms];
+
+    /* Volume: curl by the 18 reference derivatives and the chain rule, row by row. */
+    for (int k = 0; k < NQ; ++k) {
+        for (int j = 0; j < NQ; ++j) {
+            REAL g[6][3][NQ];
+            const int row = (k * NQ + j) * NQ;
+            for (int f = 0; f < 6; ++f) {
+                const REAL *uf = ue + f * fs;
+                REAL gr[NQ], gs[NQ], gt[NQ];
+                UNROLL
+                for (int i = 0; i < NQ; ++i) gr[i] = gs[i] = gt[i] = 0;
+                UNROLL
+                for (int l = 0; l < NQ; ++l) {
+                    const REAL ul = uf[row + l];
+                    const REAL ds = c->D[j][l], dt = c->D[k][l];
+                    const REAL *us = uf + (k * NQ + l) * NQ;
+                    const REAL *ut = uf + (l * NQ + j) * NQ;
+                    UNROLL
+                    for (int i = 0; i < NQ; ++i) {
+                        gr[i] += c->Dt[l][i] * ul;
+                        gs[i] += ds * us[i];
+                        gt[i] += dt * ut[i];
+                    }
+                }
+                UNROLL
+                for (int i = 0; i < NQ; ++i) {
+                    g[f][0][i] = gr[i];
+                    g[f][1][i] = gs[i];
+                    g[f][2][i] = gt[i];
+                }
+            }
+            REAL *r0 = r + row, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs, *r4 = r3 + rs, *r5 = r4 + rs;
+            if (affine) {
+                UNROLL
+                for (int i = 0; i < NQ; ++i) {
+                    /* d/dx_a of field f = sum_b m[b][a] g[f][b] */
+#define PD(f, a) (mc[0][a] * g[f][0][i] + mc[1][a] * g[f][1][i] + mc[2][a] * g[f][2][i])
+                    r0[i] = (PD(5, 1) - PD(4, 2)) * ie;
+                    r1[i] = (PD(3, 2) - PD(5, 0)) * ie;
+                    r2[i] = (PD(4, 0) - PD(3, 1)) * ie;
+                    r3[i] = -(PD(2, 1) - PD(1, 2)) * im;
+                    r4[i] = -(PD(0, 2) - PD(2, 0)) * im;
+                    r5[i] = -(PD(1, 0) - PD(0, 1)) * im;
+#undef PD
+                }
+            } else {
+                const REAL *mp = me + row;
+                UNROLL
+                for (int i = 0; i < NQ; ++i) {
+                    REAL m[3][3];
+                    for (int b = 0; b < 3; ++b)
+                        for (int a = 0; a < 3; ++a) m[b][a] = mp[(b * 3 + a) * ms + i];
+#define PD(f, a) (m[0][a] * g[f][0][i] + m[1][a] * g[f][1][i] + m[2][a] * g[f][2][i])
+                    r0[i] = (PD(5, 1) - PD(4, 2)) * ie;
+                    r1[i] = (PD(3, 2) - PD(5, 0)) * ie;
+                    r2[i] = (PD(4, 0) - PD(3, 1)) * ie;
+                    r3[i] = -(PD(2, 1) - PD(1, 2)) * im;
+                    r4[i] = -(PD(0, 2) - PD(2, 0)) * im;
+                    r5[i] = -(PD(1, 0) - PD(0, 1)) * im;
+#undef PD
+                }
+            }
+        }
+    }
+
+    /* Surface: r += lift * F at the face points (boundary ghost factors on the sums). */
+    const idx_t ts = E * 6 * NQ2;
+    const REAL ae = c->ae, ah = c->ah, half = (REAL)0.5;
+    for (int f = 0; f < 6; ++f) {
+        const idx_t fo = (e * 6 + f) * NQ2;
+        const REAL fe = c->factors[e * 6 + f], fh = c->factors[(E + e) * 6 + f];
+        const REAL *s = c->sums + fo;
+        const REAL *n0 = c->normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
+        const REAL *lf = c->lift + fo;
+        const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
+        const int cst = affine; /* normals and lift constant on an affine element's face */
+        for (int a = 0; a < NQ; ++a) {
+            UNROLL
+            for (int b = 0; b < NQ; ++b) {
+                const int p = a * NQ + b, q = cst ? 0 : p;
+                const idx_t v = off + a * sa + b * sb;
+                const REAL x0 = n0[q], x1 = n1[q], x2 = n2[q];
+                const REAL le = lf[q] * ie, lh = lf[q] * im;
+                const REAL se0 = s[p] * fe, se1 = s[p + ts] * fe, se2 = s[p + 2 * ts] * fe;
+                const REAL sh0 = s[p + 3 * ts] * fh, sh1 = s[p + 4 * ts] * fh, sh2 = s[p + 5 * ts] * fh;
+                r[v] += half * (sh0 - ae * (x1 * se2 - x2 * se1)) * le;
+                r[v + rs] += half * (sh1 - ae * (x2 * se0 - x0 * se2)) * le;
+                r[v + 2 * rs] += half * (sh2 - ae * (x0 * se1 - x1 * se0)) * le;
+                r[v + 3 * rs] += half * (-se0 - ah * (x1 * sh2 - x2 * sh1)) * lh;
+                r[v + 4 * rs] += half * (-se1 - ah * (x2 * sh0 - x0 * sh2)) * lh;
+                r[v + 5 * rs] += half * (-se2 - ah * (x0 * sh1 - x1 * sh0)) * lh;
+            }
+        }
+    }
+}
+
+/* ---- rhs: out = L(u) ------------------------------------------------------------------ */
+void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *normals,
+                 const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
+                 REAL *out, idx_t E, double eps, double mu, double alpha)
+{
+    ctx_t c;
+    setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, eps, mu, alpha);
+    OMP_PARALLEL
+    {
+        OMP_FOR
+        for (idx_t e = 0; e < E; ++e) element_rhs(&c, e, out + e * NQ3, E * NQ3);
+    }
+}
+
+/* ---- fused low-storage RK stage -------------------------------------------------------
+ * residual = a * residual + dt * L(u); u += b * residual, element by element (the rhs of
+ * one element lives in a per-thread buffer).  a == 0 discards the old residual unread.
+ */
+int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics,
+                  const REAL *normals, const REAL *lift, const REAL *factors,
+                  const int8_t *affine, const REAL *D, idx_t E, double eps, double mu,
+                  double alpha, double a, double b, double dt)
+{
+    ctx_t c;
+    setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, eps, mu, alpha);
+    const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
+    const idx_t fs = E * NQ3;
+    int failed = 0;
+    OMP_PARALLEL
+    {
+        REAL *buf = NULL;
+        if (posix_memalign((void **)&buf, 64, 6 * NQ3 * sizeof(REAL)) != 0) buf = NULL;
+        if (!buf) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = 1;
+        }
+        OMP_FOR
+        for (idx_t e = 0; e < E; ++e) {
+            if (!buf) continue;
+            element_rhs(&c, e, buf, NQ3);
+            for (int f = 0; f < 6; ++f) {
+                REAL *uf = u + f * fs + e * NQ3, *rf = residual + f * fs + e * NQ3;
+                const REAL *bf = buf + f * NQ3;
+                if (ra == 0) {
+                    for (int p = 0; p < NQ3; ++p) {
+                        const REAL res = rdt * bf[p];
+                        rf[p] = res;
+                        uf[p] += rb * res;
+                    }
+                } else {
+                    for (int p = 0; p < NQ3; ++p) {
+                        const REAL res = ra * rf[p] + rdt * bf[p];
+                        rf[p] = res;
+                        uf[p] += rb * res;
+                    }
+                }
+            }
+        }
+        free(buf);
+    }
+    return failed; /* 1: a per-thread buffer could not be allocated */
+}
