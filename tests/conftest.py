@@ -12,6 +12,7 @@ SRC = ROOT / "src"
 
 if importlib.util.find_spec("lobatto") is None:  # not installed: use the checkout
     sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(ROOT / "tests"))  # shared helpers: tests/analytic.py
 
 
 def pytest_configure(config):

@@ -8,29 +8,7 @@ from lobatto.integrators import Stepper, get_scheme, plan_steps, stable_time_ste
 from lobatto.mesh import box_mesh
 from lobatto.systems.maxwell.system import MaxwellSystem
 
-PI, SQRT2 = np.pi, np.sqrt(2.0)
-
-
-class Fn:
-    """Minimal stand-in for a compiled case expression."""
-
-    def __init__(self, f):
-        self.f = f
-
-    def evaluate(self, xp, x, y, z, t):
-        return self.f(x, y, z, t)
-
-
-CAVITY_TM110 = {
-    "Ez": Fn(lambda x, y, z, t: np.sin(PI * x) * np.sin(PI * y) * np.cos(SQRT2 * PI * t)),
-    "Hx": Fn(lambda x, y, z, t: -np.sin(PI * x) * np.cos(PI * y) * np.sin(SQRT2 * PI * t) / SQRT2),
-    "Hy": Fn(lambda x, y, z, t: np.cos(PI * x) * np.sin(PI * y) * np.sin(SQRT2 * PI * t) / SQRT2),
-}
-
-
-def bump(x, y, z):
-    b = 0.05 * np.sin(PI * x) * np.sin(PI * y) * np.sin(PI * z)
-    return b, b, 0.0 * b
+from analytic import CAVITY_TM110, PI, Fn, bump
 
 
 def make_system(elements=(2, 2, 2), order=5, deform=None, **kwargs):
