@@ -63,7 +63,7 @@ def build_system(case, backend, comm=None) -> MaxwellSystem:
     return MaxwellSystem(
         mesh, case.discretization.order, backend, geometry=geometry,
         epsilon=case.physics.epsilon, mu=case.physics.mu, flux=case.discretization.flux,
-        comm=comm, exchange_method=case.parallel.method,
+        comm=comm, exchange_method=case.parallel.method, exchange=case.parallel.exchange,
     )
 
 
@@ -211,6 +211,8 @@ def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy
         "precision": system.backend.precision,
         "ranks": rank_and_size(comm)[1],
         "exchange_method": system.exchange.method,
+        "exchange": system.exchange.exchange,
+        "exchange_detail": system.exchange.describe(),
         "energy": {"initial": energy_initial, "final": allreduce(comm, system.energy(u))},
         "outputs": writer.records,
         "config": case.to_dict(),

@@ -3,8 +3,9 @@
 Every rank builds the same random global problem from a fixed seed (random
 global ids with multiplicities 1..5, some zeros, points randomly partitioned
 over the ranks), keeps its slice, and checks every method x op x vn in {1, 6} x
-{blocking, start/finish} against a serial reference computed from the whole
-problem.  Exits 1 (on every rank) and prints each failing case on mismatch.
+{blocking, start/finish} x exchange in {auto, host} against a serial reference
+computed from the whole problem, and that asking for a device transport (nccl,
+cuda-aware-mpi) with NumPy data or without CuPy raises InputError on every rank.  Exits 1 (on every rank) and prints each failing case on mismatch.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lobatto.comm import GatherScatter
 from lobatto.errors import InputError
 
 METHODS = ["auto", "pairwise", "crystal_router", "allreduce"]
+EXCHANGES = ["auto", "host"]  # NumPy data: both are the host transport
 OPS = ["sum", "prod", "min", "max"]
 UFUNC = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
 
@@ -96,12 +98,18 @@ def main() -> int:
         sharedpt[np.flatnonzero(nz)] = nranks_of[inv] > 1
         want_nshared = int(sharedpt[mine].sum())
 
-        for method in METHODS:
+        for method, exchange in [(m, x) for m in METHODS for x in EXCHANGES]:
             try:
-                gs = GatherScatter(ids, comm, method=method, vn_hint=6)
+                gs = GatherScatter(ids, comm, method=method, vn_hint=6, exchange=exchange)
             except Exception:  # noqa: BLE001
-                fail(f"problem {prob} method {method}: setup raised\n{traceback.format_exc()}")
+                fail(f"problem {prob} method {method} exchange {exchange}: setup raised\n{traceback.format_exc()}")
                 continue
+            want_exchange = "local" if P == 1 else "host"
+            if gs.exchange != want_exchange or gs.setup_info()["exchange"] != want_exchange:
+                fail(f"problem {prob} {method}/{exchange}: exchange reported as {gs.exchange!r}, expected"
+                     f" {want_exchange!r}")
+            if not gs.describe().startswith("gather-scatter:"):
+                fail(f"problem {prob} {method}/{exchange}: describe() = {gs.describe()!r}")
             if method == "auto":
                 chosen = comm.allgather(gs.method)
                 if len(set(chosen)) != 1:
@@ -119,7 +127,8 @@ def main() -> int:
                 for vn in (1, 6):
                     for mode in ("blocking", "start/finish"):
                         ncases += 1
-                        case = f"problem {prob} method={method}({gs.method}) op={op} vn={vn} mode={mode}"
+                        case = (f"problem {prob} method={method}({gs.method}) exchange={exchange}({gs.exchange})"
+                                f" op={op} vn={vn} mode={mode}")
                         u = src[:vn, mine].copy()
                         if vn == 1:
                             u = u[0].copy()
@@ -179,6 +188,42 @@ def main() -> int:
         else:
             if me == 0 or P > 1:
                 fail(f"{label}: no InputError")
+
+    # device transports on NumPy data (or without CuPy): InputError on every rank, no hang
+    ids = np.array([1, 2, 3 + me], dtype=np.int64)
+    for exchange in ("nccl", "cuda-aware-mpi"):
+        for xp in (None, np):
+            label = f"exchange={exchange} xp={'numpy' if xp is np else None}"
+            try:
+                gs = GatherScatter(ids, comm, exchange=exchange, xp=xp)
+            except InputError as exc:
+                if exchange not in str(exc):
+                    fail(f"{label}: message does not name the transport: {exc}")
+                continue
+            except Exception:  # noqa: BLE001
+                fail(f"{label}: raised a non-InputError\n{traceback.format_exc()}")
+                continue
+            if xp is np:
+                fail(f"{label}: no InputError at setup")
+                continue
+            # CuPy and the transport exist here: NumPy data must still be refused
+            try:
+                gs.apply(np.ones(3), "sum")
+            except InputError as exc:
+                if "NumPy" not in str(exc):
+                    fail(f"{label}: unclear message: {exc}")
+            except Exception:  # noqa: BLE001
+                fail(f"{label}: apply on NumPy raised a non-InputError\n{traceback.format_exc()}")
+            else:
+                fail(f"{label}: apply on NumPy data did not raise InputError")
+            gs.free()
+    try:
+        GatherScatter(ids, comm, exchange="mpi")
+    except InputError as exc:
+        if "unknown exchange" not in str(exc):
+            fail(f"exchange='mpi': unclear message: {exc}")
+    else:
+        fail("exchange='mpi': no InputError")
 
     allf = comm.gather(failures, root=0)
     nfail = comm.allreduce(len(failures))

@@ -32,7 +32,7 @@ class AllreduceExchange(Exchange):
     def unpack(self, shared_vals, recvbuf, op, k):
         return k.take(recvbuf, self._gidx(k))
 
-    def post(self, sendbuf, vn, op):
+    def post(self, sendbuf, vn, op, recvbuf=None):  # in place; recvbuf: unused
         from mpi4py import MPI
 
         req = self.comm.Iallreduce(MPI.IN_PLACE, sendbuf, op=mpi_op(op))

@@ -98,7 +98,7 @@ class CrystalRouterExchange(NeighbourExchange):
     name = "crystal_router"
     overlaps = False  # all stages run in post()
 
-    def post(self, sendbuf, vn, op):
+    def post(self, sendbuf, vn, op, recvbuf=None):  # host buffers only; recvbuf: unused
         t = self.topo
         off = t.nbr_offsets
         records = [

@@ -8,7 +8,8 @@ transport can later move device buffers (NCCL) while packing stays array work:
 packing (array work in the array module of the data, via the local kernels)
     ``pack(shared_vals, op, k) -> sendbuf`` and
     ``unpack(shared_vals, recvbuf, op, k) -> combined``.
-transport (moves flat buffers; here host buffers through mpi4py)
+transport (moves flat buffers with MPI; ``comm/transport`` wraps it: host staging of
+device data, or NCCL / CUDA-aware MPI on device buffers for pairwise)
     ``post(sendbuf, vn, op) -> request`` then ``wait(request) -> recvbuf``;
     ``exchange(sendbuf, vn, op) -> recvbuf`` is both at once.
 
@@ -68,8 +69,13 @@ class Exchange(ABC):
 
     # -- transport layer --------------------------------------------------
     @abstractmethod
-    def post(self, sendbuf, vn: int, op: str):
-        """Start moving ``sendbuf``; returns a request for :meth:`wait`."""
+    def post(self, sendbuf, vn: int, op: str, recvbuf=None):
+        """Start moving ``sendbuf`` with MPI; returns a request for :meth:`wait`.
+
+        ``recvbuf``: where to receive (same shape and dtype as ``sendbuf``), for methods
+        that receive into one flat buffer (pairwise); others ignore it.  The transports
+        (``comm/transport``) call this with host buffers, or with device buffers
+        (CUDA-aware MPI, pairwise only)."""
 
     @abstractmethod
     def wait(self, request):

@@ -8,6 +8,13 @@ from lobatto.comm import local
 from lobatto.comm.auto import METHODS, choose
 from lobatto.comm.discovery import discover, serial_topology
 from lobatto.comm.ops import check_op
+from lobatto.comm.transport import (
+    DEVICE_METHODS,
+    DEVICE_TRANSPORTS,
+    EXCHANGE_NAMES,
+    HostTransport,
+    Route,
+)
 from lobatto.errors import InputError
 
 #: values accepted for ``method``
@@ -38,6 +45,12 @@ def _check_ids(ids) -> tuple[np.ndarray | None, str | None]:
     return a.astype(np.int64, copy=False), None
 
 
+def _cupy():
+    import cupy
+
+    return cupy
+
+
 class Handle:
     """A gather-scatter in flight, from :meth:`GatherScatter.start` to :meth:`GatherScatter.finish`."""
 
@@ -55,35 +68,60 @@ class GatherScatter:
     ``comm``: an mpi4py communicator, or None for serial (local only).
     ``method``: "auto", "pairwise", "crystal_router", "allreduce" (or "local",
     which is what any method becomes with no communicator or one rank).
-    ``xp``: array module to use for the data (default: that of each ``u``).
+    ``xp``: array module to use for the data (default: that of each ``u``).  Pass
+    ``xp=cupy`` for device data so that the transport (and ``auto``'s method) is chosen
+    at setup; with ``xp=None`` it is chosen at the first ``start`` on a CuPy array.
     ``vn_hint``: number of fields usually applied at once; "auto" times it too.
+    ``exchange``: transport, "auto", "nccl", "cuda-aware-mpi" or "host" (see
+    :mod:`lobatto.comm.transport`); NumPy data always uses "host".
     """
 
-    def __init__(self, ids, comm=None, method: str = "auto", xp=None, vn_hint: int | None = None):
+    def __init__(self, ids, comm=None, method: str = "auto", xp=None, vn_hint: int | None = None,
+                 exchange: str = "auto"):
         a, err = _check_ids(ids)
         if err is None and method not in METHOD_NAMES:
             err = f"gather-scatter: unknown method {method!r}; expected one of {', '.join(METHOD_NAMES)}"
+        if err is None and exchange not in EXCHANGE_NAMES:
+            err = f"gather-scatter: unknown exchange {exchange!r}; expected one of {', '.join(EXCHANGE_NAMES)}"
+        xp_name = None if xp is None else getattr(xp, "__name__", repr(xp))
+        if err is None and exchange in DEVICE_TRANSPORTS and xp_name not in (None, "cupy"):
+            err = (f"gather-scatter: exchange {exchange!r} moves device (CuPy) arrays but xp={xp_name};"
+                   " NumPy data uses exchange 'host' (or 'auto')")
+        # device data known at setup: xp=cupy, or a device transport named explicitly
+        self._device_at_setup = xp_name == "cupy" or (xp is None and exchange in DEVICE_TRANSPORTS)
+        if err is None and self._device_at_setup:
+            from lobatto.comm.transport import cupy_status
+
+            why = cupy_status()
+            if why is not None:
+                err = (f"gather-scatter: exchange {exchange!r} needs CuPy arrays on a GPU, but {why}"
+                       if exchange in DEVICE_TRANSPORTS else f"gather-scatter: xp=cupy, but {why}")
         size = 1 if comm is None else comm.Get_size()
         if err is None and method == "local" and size > 1:
             err = f"gather-scatter: method 'local' needs comm=None or one rank, the communicator has {size}"
         if comm is not None and size > 1:
             # every rank raises together (no rank is left waiting in a collective)
-            everyone = comm.allgather((err, method, vn_hint))
-            bad = [(r, e) for r, (e, _, _) in enumerate(everyone) if e is not None]
+            mine = (method, vn_hint, exchange, xp_name)
+            everyone = comm.allgather((err, mine))
+            bad = [(r, e) for r, (e, _) in enumerate(everyone) if e is not None]
             if bad:
                 r, e = bad[0]
                 raise InputError(e if r == comm.Get_rank() else f"{e} (reported by rank {r})")
-            if len({(m, h) for _, m, h in everyone}) != 1:
+            if len({m for _, m in everyone}) != 1:
                 raise InputError(
-                    "gather-scatter: all ranks must pass the same method and vn_hint, got "
-                    + ", ".join(f"rank {r}: {m!r}/{h!r}" for r, (_, m, h) in enumerate(everyone))
+                    "gather-scatter: all ranks must pass the same method, vn_hint, exchange and xp, got "
+                    + ", ".join(f"rank {r}: {m!r}" for r, (_, m) in enumerate(everyone))
                 )
         elif err is not None:
             raise InputError(err)
 
         self.n = len(a)
         self.xp = xp
+        self.requested_method = method
+        self.requested_exchange = exchange
+        self.vn_hint = vn_hint
         self.timings: dict[str, float] = {}
+        self.exchange_reason = ""
         spts, uids, starts = local.unique_ids(a)
         if size > 1:
             self.comm = comm.Dup()
@@ -94,13 +132,60 @@ class GatherScatter:
         self.topo = topo
         self.plan = local.build_plan(self.n, spts, uids, starts, topo.shared_mask)
         self.nshared = self.plan.nshared_points
+        self._routes: dict[str, Route | None] = {}
+        self._route = None
         if self.comm is None:
-            self.method, self.exchange = "local", None
-        elif method == "auto":
-            self.method, self.exchange, self.timings = choose(self.comm, topo, vn_hint)
+            self.method, self.exchange = "local", "local"
         else:
-            self.method, self.exchange = method, METHODS[method](self.comm, topo)
+            k = local.kernels_for(_cupy() if self._device_at_setup else (xp if xp is not None else np))
+            self._use(self._resolve(k))
         self._idx: dict[str, dict] = {}
+
+    # -- routes (method + transport per array module) ----------------------------
+    def _resolve(self, k) -> Route:
+        """Collective: choose transport and method for data of kernel module ``k``."""
+        route = self._routes.get(k.__name__)
+        if route is not None:
+            return route
+        ex_req = self.requested_exchange
+        if k.xp is np:
+            if ex_req in DEVICE_TRANSPORTS:
+                raise InputError(
+                    f"gather-scatter: exchange {ex_req!r} moves device (CuPy) arrays, got NumPy data;"
+                    " NumPy data uses exchange 'host' (or 'auto')"
+                )
+            host = HostTransport(self.comm)
+            device = host
+            reason = "NumPy data: host"
+        else:
+            from lobatto.comm.transport import select
+
+            host = HostTransport(self.comm)
+            if ex_req == "host":
+                device, reason = host, "requested"
+            else:
+                device, reason = select(ex_req, self.comm)
+
+        def transport_for(name):
+            return device if name in DEVICE_METHODS else host
+
+        if self.requested_method == "auto":
+            kw = {} if k.xp is np else {"sync": lambda: _cupy().cuda.get_current_stream().synchronize()}
+            name, route, timings = choose(self.comm, self.topo, self.vn_hint, k=k, transport_for=transport_for, **kw)
+        else:
+            name, timings = self.requested_method, {}
+            route = Route(name, METHODS[name](self.comm, self.topo), transport_for(name), k)
+        if device is not host and route.transport is host:
+            reason += f"; method {name} is host-staged"
+        route.timings, route.reason = timings, reason
+        self._routes[k.__name__] = route
+        return route
+
+    def _use(self, route: Route) -> None:
+        if route is not self._route:
+            self._route = route
+            self.method, self.exchange = route.method, route.transport.name
+            self.timings, self.exchange_reason = dict(route.timings), route.reason
 
     # -- helpers ------------------------------------------------------------
     def _index(self, k) -> dict:
@@ -126,15 +211,27 @@ class GatherScatter:
 
     # -- public -------------------------------------------------------------
     def start(self, u, op: str = "sum") -> Handle:
-        """Begin ``apply``: local gather, post the exchange, scatter local-only ids."""
+        """Begin ``apply``: local gather, post the exchange, scatter local-only ids.
+
+        With NCCL the transfer runs on its own stream: GPU work launched on the current
+        stream before :meth:`finish` overlaps it (do not touch ``u``'s shared points)."""
         check_op(op)
         u2 = self._as2d(u)
         k = local.kernels_for(self.xp if self.xp is not None else local.array_module(u))
+        route = None
+        if k.xp is np and self.requested_exchange in DEVICE_TRANSPORTS:
+            raise InputError(
+                f"gather-scatter: exchange {self.requested_exchange!r} moves device (CuPy) arrays, got NumPy data;"
+                " NumPy data uses exchange 'host' (or 'auto')"
+            )
+        if self.comm is not None:
+            route = self._resolve(k)  # collective the first time a new array module is seen
+            self._use(route)
         idx = self._index(k)
         compact = k.gather(k.take(u2, idx["perm"]), idx["starts"], op)
         xh = None
-        if self.exchange is not None:
-            xh = self.exchange.start(k.take(compact, idx["shared_cols"]), op, k)
+        if route is not None:
+            xh = (route, route.start(k.take(compact, idx["shared_cols"]), op))
         k.scatter(compact, u2, idx["dest_local"], idx["src_local"])
         return Handle(u, u2, k, idx, xh)
 
@@ -144,7 +241,8 @@ class GatherScatter:
             raise InputError("gather-scatter: finish() called twice on the same handle")
         h.done = True
         if h.xh is not None:
-            combined = self.exchange.finish(h.xh)
+            route, xh = h.xh
+            combined = route.finish(xh)
             h.k.scatter(combined, h.u2, h.idx["dest_shared"], h.idx["src_shared"])
         return h.u
 
@@ -154,9 +252,13 @@ class GatherScatter:
 
     def setup_info(self) -> dict:
         """Numbers for reports (this rank's view; method and timings agree on all ranks)."""
-        ex = self.exchange
+        ex = None if self._route is None else self._route.ex
         return {
             "method": self.method,
+            "exchange": self.exchange,
+            "exchange_requested": self.requested_exchange,
+            "exchange_reason": self.exchange_reason,
+            "device_direct": bool(self._route is not None and self._route.transport.device_direct),
             "timings": dict(self.timings),
             "ranks": 1 if self.comm is None else self.comm.Get_size(),
             "n": self.n,
@@ -167,12 +269,27 @@ class GatherScatter:
             "bytes_per_exchange": 0 if ex is None else int(ex.bytes_per_exchange(1, 8)),
         }
 
+    def describe(self) -> str:
+        """One line for run summaries: method, transport, ranks, neighbours, shared points."""
+        if self.comm is None:
+            return f"gather-scatter: local (1 rank), {self.n} points"
+        direct = "device-direct" if self._route.transport.device_direct else "host"
+        line = (f"gather-scatter: method {self.method}, exchange {self.exchange} ({direct}),"
+                f" {self.comm.Get_size()} ranks, {int(self.topo.nnbr)} neighbours, {self.nshared} shared points")
+        if self.exchange_reason and self.exchange_reason != "requested":
+            line += f" [{self.exchange_reason}]"
+        return line
+
     def free(self) -> None:
         """Release the duplicated communicator (collective); the object is unusable after."""
         if self.comm is not None:
+            for route in self._routes.values():
+                route.transport.free()
+            self._routes.clear()
+            self._route = None
             self.comm.Free()
             self.comm = None
-            self.exchange = None
 
     def __repr__(self) -> str:
-        return f"GatherScatter(n={self.n}, method={self.method!r}, nshared={self.nshared})"
+        return (f"GatherScatter(n={self.n}, method={self.method!r}, exchange={self.exchange!r},"
+                f" nshared={self.nshared})")

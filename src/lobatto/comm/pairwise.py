@@ -24,9 +24,10 @@ class PairwiseExchange(NeighbourExchange):
             self._cache[key] = ch
         return ch
 
-    def post(self, sendbuf, vn, op):
+    def post(self, sendbuf, vn, op, recvbuf=None):
         chunks = self._chunks(vn)
-        recvbuf = np.empty_like(sendbuf)  # same layout and size as sendbuf (same array module too)
+        if recvbuf is None:
+            recvbuf = np.empty_like(sendbuf)  # same layout and size as sendbuf
         comm = self.comm
         reqs = [comm.Irecv(recvbuf[a:b], source=q, tag=TAG) for q, a, b in chunks]
         reqs += [comm.Isend(sendbuf[a:b], dest=q, tag=TAG) for q, a, b in chunks]

@@ -30,7 +30,7 @@ class MaxwellSystem(System):
     field_names = FIELD_NAMES
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
-                 exchange_method="auto"):
+                 exchange_method="auto", exchange="auto"):
         from lobatto.comm import GatherScatter
 
         if flux not in FLUX_ALPHA:
@@ -61,7 +61,8 @@ class MaxwellSystem(System):
             "mass": to_dev(g.mass),
         }
         ids = face_point_ids(mesh, self.order)
-        self.exchange = GatherScatter(ids.reshape(-1), comm=comm, method=exchange_method)
+        self.exchange = GatherScatter(ids.reshape(-1), comm=comm, method=exchange_method, xp=backend.xp,
+                                      vn_hint=6, exchange=exchange)
         self.trace_buffer = backend.zeros((6, self.num_elements, 6, n, n))
         self._traces = backend.kernel("maxwell_traces", order=self.order)
         self._rhs = backend.kernel("maxwell_rhs", order=self.order)
