@@ -228,6 +228,11 @@ class GatherScatter:
             route = self._resolve(k)  # collective the first time a new array module is seen
             self._use(route)
         idx = self._index(k)
+        if route is None and k.xp is np and u2.flags.c_contiguous:
+            combine = local.compiled_combine(u2.dtype)  # serial: every kept id is local
+            if combine is not None:
+                combine(u2, idx["perm"], idx["starts"], op)
+                return Handle(u, u2, k, idx, None)
         compact = k.gather(k.take(u2, idx["perm"]), idx["starts"], op)
         xh = None
         if route is not None:

@@ -51,6 +51,27 @@ def scatter(values, u, dest, src):
         u[:, dest] = np.take(values, src, axis=1)
 
 
+_COMPILED_COMBINE: dict = {}
+
+
+def compiled_combine(dtype):
+    """The compiled in-place ``combine(u2, perm, starts, op)`` for NumPy arrays of ``dtype``, or None.
+
+    It gathers and scatters every group in one pass (the CPU backend's C kernel); without a
+    C compiler it is None and the NumPy kernels above are used.
+    """
+    key = np.dtype(dtype).name
+    if key not in _COMPILED_COMBINE:
+        fn = None
+        if key in ("float64", "float32"):
+            from lobatto.backends.cpu_kernels import gs_kernels
+
+            kernels = gs_kernels(key)
+            fn = None if kernels is None else kernels["combine"]
+        _COMPILED_COMBINE[key] = fn
+    return _COMPILED_COMBINE[key]
+
+
 def array_module(u):
     """``numpy`` or ``cupy``, by the type of ``u`` (without importing CuPy)."""
     mod = type(u).__module__.split(".")[0]
