@@ -58,25 +58,9 @@ INITIAL = {
 }
 
 
-def use_c_gather_scatter(system):
-    """Route this system's (serial) face exchange through the C local gather-scatter kernel.
-
-    Benchmark-only stand-in for the hook proposed to lobatto.comm (docs/backends.md).
-    """
-    gs = system.exchange
-    k = cpu_kernels.gs_kernels(system.backend.precision)
-    if k is None or gs.exchange is not None:
-        return False
-    perm, starts, combine = gs.plan.perm, gs.plan.starts, k["combine"]
-    gs.apply = lambda u, op="sum": combine(u, perm, starts, op)
-    return True
-
-
-def make_case(order, elements, backend, c_gs=False):
+def make_case(order, elements, backend):
     mesh = box_mesh(elements, periodic=(True, True, True))
     system = MaxwellSystem(mesh, order, backend)
-    if c_gs and not use_c_gather_scatter(system):
-        raise SystemExit("--gs c: C gather-scatter kernels unavailable (or not a serial run)")
     u = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
     stepper = Stepper(system, get_scheme("lsrk45"))
     dt = stable_time_step(0.5, system.geometry.min_spacing, system.wave_speed)
@@ -142,8 +126,6 @@ def main(argv=None):
     p.add_argument("--elements", type=int, nargs="+", default=[5], help="per direction (1 or 3 numbers)")
     p.add_argument("--threads", nargs="+", default=["1", "all"], help="thread counts; 'all' = os.cpu_count()")
     p.add_argument("--precision", default="float64", choices=["float64", "float32"])
-    p.add_argument("--gs", nargs="+", default=["numpy", "c"], choices=["numpy", "c"],
-                   help="local gather-scatter: lobatto.comm's NumPy path and/or the C kernel")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--no-reference", action="store_true", help="skip the NumPy reference path")
     p.add_argument("--json", type=Path, default=None)
@@ -158,16 +140,15 @@ def main(argv=None):
     info = backend.describe()
     compiled = "compiled" if info.get("compiled_kernels") else "numpy (fallback)"
     for order in args.orders:
-        for gs_kind in args.gs:
-            system, stepper, u, dt = make_case(order, elements, backend, c_gs=gs_kind == "c")
-            for t in threads:
-                backend.set_threads(t)
-                rows.append(measure(f"{compiled}, gs {gs_kind}", t, system, stepper, u, dt, args.repeats))
-                if not np.all(np.isfinite(backend.to_host(u))):
-                    raise SystemExit("non-finite fields: the benchmark run is unstable")
+        system, stepper, u, dt = make_case(order, elements, backend)
+        for t in threads:
+            backend.set_threads(t)
+            rows.append(measure(f"{compiled} kernels", t, system, stepper, u, dt, args.repeats))
+            if not np.all(np.isfinite(backend.to_host(u))):
+                raise SystemExit("non-finite fields: the benchmark run is unstable")
         if not args.no_reference:
             ref = NumpyBackend(precision=args.precision)
-            rows.append(measure("numpy reference", 1, *make_case(order, elements, ref), max(3, args.repeats // 2)))
+            rows.append(measure("numpy reference kernels", 1, *make_case(order, elements, ref), max(3, args.repeats // 2)))
 
     model = "unknown"
     try:
