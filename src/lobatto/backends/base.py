@@ -71,6 +71,14 @@ class Backend:
     def has_tuned(self, name: str) -> bool:
         return name in self.tuned_kernels
 
+    def whole_step(self, system, stepper):
+        """A callable doing whole low-storage steps of `system`, or None (the default).
+
+        A backend may take over entire steps where it can do better than stage by stage
+        (the CUDA backend folds a one-rank face exchange into its stage kernel).
+        """
+        return None
+
     # Graphs -------------------------------------------------------------------------------
     def capture(self, function: Callable) -> Callable:
         """Return a callable replaying `function`; backends with graph capture record it once."""

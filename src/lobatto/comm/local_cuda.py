@@ -1,7 +1,7 @@
 """Local (on-rank) gather-scatter kernels for CuPy arrays: the GPU twin of ``local.py``.
 
 Same names and meanings as :mod:`lobatto.comm.local` (``xp``, ``asindex``, ``take``,
-``gather``, ``scatter``), implemented as CUDA kernels (``backends/cuda/kernels/
+``gather``, ``scatter``, ``compiled_combine``), implemented as CUDA kernels (``backends/cuda/kernels/
 gather_scatter.cu``) on CuPy's current stream. Nothing here copies to or from the host or
 synchronises, so a gather-scatter on device arrays can be recorded into a CUDA graph.
 
@@ -78,12 +78,16 @@ def _kernel(name: str, dtype, *index_dtypes, op: int | None = None):
                 names.append(f"lobatto::gs_gather<{t}, {i}, {o}>")
             for j in _INDEX_TYPES.values():
                 names.append(f"lobatto::gs_scatter<{t}, {i}, {j}>")
+                for o in range(4):
+                    names.append(f"lobatto::gs_combine<{t}, {i}, {j}, {o}>")
         module = get_module("gather_scatter.cu", tuple(names))
         idx = [_INDEX_TYPES[np.dtype(i)] for i in index_dtypes]
         if name == "take":
             expr = f"lobatto::gs_take<{t}, {idx[0]}>"
         elif name == "gather":
             expr = f"lobatto::gs_gather<{t}, {idx[0]}, {op}>"
+        elif name == "combine":
+            expr = f"lobatto::gs_combine<{t}, {idx[0]}, {idx[1]}, {op}>"
         else:
             expr = f"lobatto::gs_scatter<{t}, {idx[0]}, {idx[1]}>"
         fn = _functions[key] = module.get_function(expr)
@@ -191,3 +195,34 @@ def scatter(values, u, dest, src):
             (_THREADS,),
             (values, np.int64(_row_stride(values)), u, np.int64(_row_stride(u)), dest, src, np.int64(count), np.int32(vn)),
         )
+
+
+def compiled_combine(dtype):
+    """In-place one-pass ``combine(u2, perm, starts, op)`` for CuPy arrays of ``dtype``, or None.
+
+    The device twin of :func:`lobatto.comm.local.compiled_combine`: for a serial
+    gather-scatter (every kept id local) it replaces take + gather + scatter, reading and
+    writing each participating value once (one kernel, no buffers, capturable in a graph).
+    ``u2`` must be a (vn, n) array with unit column stride.
+    """
+    if np.dtype(dtype) not in CTYPES:
+        return None
+    return combine
+
+
+def combine(u2, perm, starts, op):
+    """``u2[:, perm[q]] = op over its group`` for every group (in place)."""
+    perm = _as_device_index(perm)
+    starts = _as_device_index(starts)
+    groups = int(starts.size)
+    if groups == 0 or u2.shape[0] == 0:
+        return u2
+    if not _fast(u2):
+        raise ValueError("combine: u2 must be a 2-D array with unit column stride")
+    fn = _kernel("combine", u2.dtype, perm.dtype, starts.dtype, op=_OPS[op])
+    fn(
+        (_grid(groups),),
+        (_THREADS,),
+        (u2, np.int64(_row_stride(u2)), perm, starts, np.int64(groups), np.int64(perm.size), np.int32(u2.shape[0])),
+    )
+    return u2

@@ -32,8 +32,10 @@ class Stepper:
     def __init__(self, system, scheme):
         self.system, self.scheme = system, scheme
         backend = system.backend
+        self.whole_step = None
         if isinstance(scheme, LowStorageScheme):
             self.residual = backend.xp.zeros_like(system.allocate_state())
+            self.whole_step = backend.whole_step(system, self)
         else:
             self.stage_derivatives = [system.allocate_state() for _ in range(scheme.stages)]
             self.stage_state = system.allocate_state()
@@ -49,7 +51,14 @@ class Stepper:
         else:
             self._step_butcher(u, t, dt)
 
+    @property
+    def path(self) -> str:
+        """'whole-step' when the backend runs entire steps, else 'stages'."""
+        return "whole-step" if self.whole_step is not None else "stages"
+
     def _step_low_storage(self, u, t, dt):
+        if self.whole_step is not None:
+            return self.whole_step(u, t, dt)
         s = self.scheme
         # The residual need not be cleared: A[0] = 0 discards it.
         for a, b, c in zip(s.A, s.B, s.C):

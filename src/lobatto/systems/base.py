@@ -11,6 +11,7 @@ class System:
     """
 
     field_names: tuple[str, ...] = ()
+    time_dependent = False  # True when L depends on t (sources, time-varying boundaries)
 
     def rhs(self, u, t, out):
         raise NotImplementedError

@@ -1,0 +1,1 @@
+"""CUDA backend (CuPy + NVRTC kernels): see docs/cuda.md."""

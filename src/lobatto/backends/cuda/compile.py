@@ -1,0 +1,79 @@
+"""Run-time compilation of the CUDA kernel sources (NVRTC through ``cupy.RawModule``).
+
+Sources live in ``kernels/*.cu`` and include headers from the same folder. The text handed
+to NVRTC is the source with its local ``#include "..."`` lines inlined, so that CuPy's
+on-disk kernel cache (keyed on the code) notices a change in a header too. Each module is
+compiled once per (source, name expressions, options) and kept for the process; CuPy also
+caches the binary on disk (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+
+#: C++ spelling of the NumPy dtypes the templates are instantiated for.
+CTYPES = {
+    np.dtype(np.float64): "double",
+    np.dtype(np.float32): "float",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.int32): "int",
+    np.dtype(np.uint64): "unsigned long long",
+    np.dtype(np.uint32): "unsigned int",
+}
+
+#: Options every module is compiled with.
+BASE_OPTIONS = ("-std=c++17",)
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
+_MODULES: dict = {}
+
+
+def ctype(dtype) -> str:
+    try:
+        return CTYPES[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"no CUDA kernel instantiation for dtype {np.dtype(dtype)}") from None
+
+
+def source_text(name: str, _seen: set | None = None) -> str:
+    """The source ``kernels/name`` with local includes inlined (each header once)."""
+    seen = set() if _seen is None else _seen
+    path = KERNEL_DIR / name
+    out = []
+    for line in path.read_text().splitlines():
+        m = _INCLUDE.match(line)
+        if m and (KERNEL_DIR / m.group(1)).is_file():
+            header = m.group(1)
+            if header not in seen:
+                seen.add(header)
+                out.append(f"// ---- begin {header}")
+                out.append(source_text(header, seen))
+                out.append(f"// ---- end {header}")
+            continue
+        if line.strip() == "#pragma once":
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def get_module(source: str, name_expressions, options=()):
+    """A compiled ``cupy.RawModule`` for ``kernels/source`` (cached per device)."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    key = (source, tuple(name_expressions), tuple(options), device)
+    module = _MODULES.get(key)
+    if module is None:
+        module = cupy.RawModule(
+            code=source_text(source),
+            options=BASE_OPTIONS + tuple(options),
+            name_expressions=list(name_expressions),
+        )
+        module.compile()
+        _MODULES[key] = module
+    return module

@@ -1,0 +1,457 @@
+// Tuned SEDG Maxwell kernels: face traces, right-hand side, and the fused low-storage RK stage.
+//
+// Same semantics as lobatto/systems/maxwell/reference.py (the oracle). Layouts (C order):
+//   u, residual, out : (6, E, n, n, n)   fields Ex Ey Ez Hx Hy Hz, axes [k, j, i]
+//   sums, traces     : (6, E, 6, n, n)   face points [a, b] of faces 0..5
+//   metrics          : (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a
+//   compact          : (E, 9)            metrics of affine elements, [b * 3 + a]
+//   normals          : (3, E, 6, n, n);  lift: (E, 6, n, n);  factors: (2, E, 6);  D: (n, n)
+//
+// maxwell_operator<N, T, MODE>: one block owns `epb` consecutive elements. It copies their six
+// fields (each read once from device memory) and D into shared memory, then every thread walks
+// its points: 18 reference derivatives from shared memory, the chain rule (per-point metrics,
+// or the element's compact metrics when it is affine), the curl, the lifted surface flux at
+// face points, and either writes the right-hand side (MODE 0) or does the 2N-storage RK update
+// residual = a * residual + dt * rhs; u += b * residual (MODE 1, u updated in place).
+// MODE 2 is MODE 1 with the face exchange folded in (single rank, conforming mesh): the sums
+// are the element's own trace, recomputed from u in shared memory, plus its partner face
+// point's trace read from `trace_in` (partner[fp] < 0: boundary, own trace only), and the
+// traces of the updated u are written to `trace_out` for the next stage (when write_traces).
+//
+// FP (face phase): when true the block first computes the lifted flux of every face point of
+// its elements, one thread per face point (all of their loads independent, coalesced), into
+// shared memory; the volume pass then adds it from there. When false (shared memory too
+// small) each volume point on a face loads and computes its face terms itself.
+//
+// Byte and flop model: docs/cuda.md.
+
+#include "common.cuh"
+
+namespace lobatto {
+
+// Face f of the reference element, point (a, b) of its [a, b] grid -> volume (k, j, i).
+template <int N>
+__device__ __forceinline__ int face_to_volume(int f, int a, int b) {
+    constexpr int n = N + 1;
+    int k, j, i;
+    switch (f) {
+        case 0: k = a; j = b; i = 0; break;
+        case 1: k = a; j = b; i = N; break;
+        case 2: k = a; j = 0; i = b; break;
+        case 3: k = a; j = N; i = b; break;
+        case 4: k = 0; j = a; i = b; break;
+        default: k = N; j = a; i = b; break;
+    }
+    return (k * n + j) * n + i;
+}
+
+// Lifted upwind/central flux of one face point, added to the right-hand side.
+template <int N, typename T>
+__device__ __forceinline__ void add_face_flux(T (&rhs)[6], const T* LOBATTO_RESTRICT sums,
+                                              const T* LOBATTO_RESTRICT normals,
+                                              const T* LOBATTO_RESTRICT lift,
+                                              const T* LOBATTO_RESTRICT factors, index_t E, index_t e,
+                                              int f, int a, int b, T inv_eps, T inv_mu, T ce, T ch) {
+    constexpr int n = N + 1;
+    const index_t fs = E * 6 * n * n;  // component stride of sums and normals
+    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    const T fe = factors[e * 6 + f];
+    const T fh = factors[E * 6 + e * 6 + f];
+    const T se0 = sums[fp] * fe, se1 = sums[fs + fp] * fe, se2 = sums[2 * fs + fp] * fe;
+    const T sh0 = sums[3 * fs + fp] * fh, sh1 = sums[4 * fs + fp] * fh, sh2 = sums[5 * fs + fp] * fh;
+    const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
+    const T L = lift[fp];
+    // n x S_E and n x S_H
+    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
+    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
+    const T le = T(0.5) * (L * inv_eps);
+    const T lh = T(0.5) * (L * inv_mu);
+    rhs[0] += (sh0 - ce * ce0) * le;
+    rhs[1] += (sh1 - ce * ce1) * le;
+    rhs[2] += (sh2 - ce * ce2) * le;
+    rhs[3] += (-se0 - ch * ch0) * lh;
+    rhs[4] += (-se1 - ch * ch1) * lh;
+    rhs[5] += (-se2 - ch * ch2) * lh;
+}
+
+// -(n x F) for the three components in v[0..2]
+template <typename T>
+__device__ __forceinline__ void neg_n_cross(T nx, T ny, T nz, T v0, T v1, T v2, T& o0, T& o1, T& o2) {
+    o0 = -(ny * v2 - nz * v1);
+    o1 = -(nz * v0 - nx * v2);
+    o2 = -(nx * v1 - ny * v0);
+}
+
+// MODE 2's flux: sums = own trace (from the old u at this point) + the partner's trace.
+template <int N, typename T>
+__device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6], const T* LOBATTO_RESTRICT trace_in,
+                                                    const int* LOBATTO_RESTRICT partner,
+                                                    const T* LOBATTO_RESTRICT normals,
+                                                    const T* LOBATTO_RESTRICT lift,
+                                                    const T* LOBATTO_RESTRICT factors, index_t E, index_t e, int f,
+                                                    int a, int b, T inv_eps, T inv_mu, T ce, T ch) {
+    constexpr int n = N + 1;
+    const index_t fs = E * 6 * n * n;
+    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
+    T se0, se1, se2, sh0, sh1, sh2;
+    neg_n_cross(nx, ny, nz, uo[0], uo[1], uo[2], se0, se1, se2);
+    neg_n_cross(nx, ny, nz, uo[3], uo[4], uo[5], sh0, sh1, sh2);
+    const int p = partner[fp];
+    if (p >= 0) {
+        se0 += trace_in[p];
+        se1 += trace_in[fs + p];
+        se2 += trace_in[2 * fs + p];
+        sh0 += trace_in[3 * fs + p];
+        sh1 += trace_in[4 * fs + p];
+        sh2 += trace_in[5 * fs + p];
+    }
+    const T fe = factors[e * 6 + f];
+    const T fh = factors[E * 6 + e * 6 + f];
+    se0 *= fe; se1 *= fe; se2 *= fe;
+    sh0 *= fh; sh1 *= fh; sh2 *= fh;
+    const T L = lift[fp];
+    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
+    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
+    const T le = T(0.5) * (L * inv_eps);
+    const T lh = T(0.5) * (L * inv_mu);
+    rhs[0] += (sh0 - ce * ce0) * le;
+    rhs[1] += (sh1 - ce * ce1) * le;
+    rhs[2] += (sh2 - ce * ce2) * le;
+    rhs[3] += (-se0 - ch * ch0) * lh;
+    rhs[4] += (-se1 - ch * ch1) * lh;
+    rhs[5] += (-se2 - ch * ch2) * lh;
+}
+
+// traces of the values v at face point (e, f, a, b)
+template <int N, typename T>
+__device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT normals,
+                                                 index_t E, index_t e, int f, int a, int b, const T (&v)[6]) {
+    constexpr int n = N + 1;
+    const index_t fs = E * 6 * n * n;
+    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
+    T o0, o1, o2;
+    neg_n_cross(nx, ny, nz, v[0], v[1], v[2], o0, o1, o2);
+    out[fp] = o0;
+    out[fs + fp] = o1;
+    out[2 * fs + fp] = o2;
+    neg_n_cross(nx, ny, nz, v[3], v[4], v[5], o0, o1, o2);
+    out[3 * fs + fp] = o0;
+    out[4 * fs + fp] = o1;
+    out[5 * fs + fp] = o2;
+}
+
+// Face f, point (a, b) -> (k, j, i) of the volume point.
+template <int N>
+__device__ __forceinline__ void face_to_kji(int f, int a, int b, int& k, int& j, int& i) {
+    switch (f) {
+        case 0: k = a; j = b; i = 0; break;
+        case 1: k = a; j = b; i = N; break;
+        case 2: k = a; j = 0; i = b; break;
+        case 3: k = a; j = N; i = b; break;
+        case 4: k = 0; j = a; i = b; break;
+        default: k = N; j = a; i = b; break;
+    }
+}
+
+template <int N, typename T, int MODE, bool FP>
+__device__ __forceinline__ void maxwell_operator_body(
+    T* u, T* LOBATTO_RESTRICT res_or_out, const T* LOBATTO_RESTRICT sums,
+    const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+    const signed char* LOBATTO_RESTRICT affine, int use_affine, const T* LOBATTO_RESTRICT normals,
+    const T* LOBATTO_RESTRICT lift, const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D,
+    index_t E, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt, const T* LOBATTO_RESTRICT trace_in,
+    T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces) {
+    using Dm = Dims<N>;
+    constexpr int n = Dm::n, n2 = Dm::n2, n3 = Dm::n3;
+    constexpr int RS = Dm::RS, PS = Dm::PS, ES = Dm::ES;
+
+    extern __shared__ __align__(16) unsigned char lobatto_smem[];
+    T* sD = reinterpret_cast<T*>(lobatto_smem);  // D rows, stride RS
+    T* su = sD + n * RS;                          // [el][c][k][j][i], padded
+    T* sflux = su + epb * 6 * ES;                 // FP: [el][c][f][a][b] lifted face flux
+
+    const index_t e0 = (index_t)blockIdx.x * epb;
+    const index_t left = E - e0;
+    const int ne = left < epb ? (int)left : epb;
+    const int npts = ne * n3;
+    const index_t fstride = E * n3;  // field stride of u, residual, out and metrics rows
+    const index_t base = e0 * n3;
+
+    for (int q = threadIdx.x; q < n2; q += blockDim.x) sD[(q / n) * RS + (q % n)] = D[q];
+    for (int q = threadIdx.x; q < npts; q += blockDim.x) {
+        const int el = q / n3, pt = q - el * n3;
+        const int k = pt / n2, rem = pt - k * n2, j = rem / n, i = rem - j * n;
+        const int so = el * 6 * ES + k * PS + j * RS + i;
+        T v[6];
+#pragma unroll
+        for (int c = 0; c < 6; ++c) v[c] = u[c * fstride + base + q];
+#pragma unroll
+        for (int c = 0; c < 6; ++c) su[so + c * ES] = v[c];
+    }
+    __syncthreads();
+
+    if (FP) {
+        const int nfp = ne * 6 * n2;
+        for (int q = threadIdx.x; q < nfp; q += blockDim.x) {
+            const int el = q / (6 * n2), r = q - el * 6 * n2, f = r / n2, ab = r - f * n2;
+            const int fa = ab / n, fb = ab - fa * n;
+            const index_t e = e0 + el;
+            T flux[6];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) flux[c] = T(0);
+            if (MODE == 2) {
+                int k, j, i;
+                face_to_kji<N>(f, fa, fb, k, j, i);
+                const T* se = su + el * 6 * ES + k * PS + j * RS + i;
+                T uo[6];
+#pragma unroll
+                for (int c = 0; c < 6; ++c) uo[c] = se[c * ES];
+                add_face_flux_pairs<N, T>(flux, uo, trace_in, partner, normals, lift, factors, E, e, f, fa, fb,
+                                          inv_eps, inv_mu, ce, ch);
+            } else {
+                add_face_flux<N, T>(flux, sums, normals, lift, factors, E, e, f, fa, fb, inv_eps, inv_mu, ce, ch);
+            }
+            T* sf = sflux + el * 36 * n2 + f * n2 + ab;
+#pragma unroll
+            for (int c = 0; c < 6; ++c) sf[c * 6 * n2] = flux[c];
+        }
+        __syncthreads();
+    }
+
+    for (int q = threadIdx.x; q < npts; q += blockDim.x) {
+        const int el = q / n3, pt = q - el * n3;
+        const int k = pt / n2, rem = pt - k * n2, j = rem / n, i = rem - j * n;
+        const index_t e = e0 + el;
+        const index_t g = base + q;
+        const T* se = su + el * 6 * ES;
+
+        // Loads from device memory first, so that their latency hides behind the shared work.
+        T m[9];
+        if (use_affine && affine[e]) {
+#pragma unroll
+            for (int t = 0; t < 9; ++t) m[t] = compact[e * 9 + t];
+        } else {
+#pragma unroll
+            for (int t = 0; t < 9; ++t) m[t] = metrics[t * fstride + g];
+        }
+        T rold[6];
+        if (MODE >= 1) {
+            if (a != T(0)) {
+#pragma unroll
+                for (int c = 0; c < 6; ++c) rold[c] = res_or_out[c * fstride + g];
+            } else {
+#pragma unroll
+                for (int c = 0; c < 6; ++c) rold[c] = T(0);
+            }
+        }
+
+        // 18 reference derivatives: d/dr along i, d/ds along j, d/dt along k.
+        T dr[6], ds[6], dtt[6];
+#pragma unroll
+        for (int c = 0; c < 6; ++c) dr[c] = ds[c] = dtt[c] = T(0);
+#pragma unroll
+        for (int l = 0; l < n; ++l) {
+            const T di = sD[i * RS + l], dj = sD[j * RS + l], dk = sD[k * RS + l];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) {
+                const T* sc = se + c * ES;
+                dr[c] += di * sc[k * PS + j * RS + l];
+                ds[c] += dj * sc[k * PS + l * RS + i];
+                dtt[c] += dk * sc[l * PS + j * RS + i];
+            }
+        }
+        // Chain rule: dF/dx_a = sum_b m[b][a] dF/dr_b; only the 12 derivatives the curl needs.
+#define LOBATTO_GRAD(c, a_) (m[a_] * dr[c] + m[3 + (a_)] * ds[c] + m[6 + (a_)] * dtt[c])
+        T rhs[6];
+        rhs[0] = (LOBATTO_GRAD(5, 1) - LOBATTO_GRAD(4, 2)) * inv_eps;
+        rhs[1] = (LOBATTO_GRAD(3, 2) - LOBATTO_GRAD(5, 0)) * inv_eps;
+        rhs[2] = (LOBATTO_GRAD(4, 0) - LOBATTO_GRAD(3, 1)) * inv_eps;
+        rhs[3] = -(LOBATTO_GRAD(2, 1) - LOBATTO_GRAD(1, 2)) * inv_mu;
+        rhs[4] = -(LOBATTO_GRAD(0, 2) - LOBATTO_GRAD(2, 0)) * inv_mu;
+        rhs[5] = -(LOBATTO_GRAD(1, 0) - LOBATTO_GRAD(0, 1)) * inv_mu;
+#undef LOBATTO_GRAD
+
+        // Surface terms at the face points this volume point lies on (up to three faces).
+        const int so = k * PS + j * RS + i;
+        if (FP) {
+            const T* sf = sflux + el * 36 * n2;
+#define LOBATTO_ADD(f_, ab_)                                                   \
+    {                                                                         \
+        _Pragma("unroll") for (int c = 0; c < 6; ++c) rhs[c] += sf[c * 6 * n2 + (f_) * n2 + (ab_)]; \
+    }
+            if (i == 0) LOBATTO_ADD(0, k * n + j);
+            if (i == N) LOBATTO_ADD(1, k * n + j);
+            if (j == 0) LOBATTO_ADD(2, k * n + i);
+            if (j == N) LOBATTO_ADD(3, k * n + i);
+            if (k == 0) LOBATTO_ADD(4, j * n + i);
+            if (k == N) LOBATTO_ADD(5, j * n + i);
+#undef LOBATTO_ADD
+        } else if (MODE == 2) {
+            T uo[6];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) uo[c] = se[c * ES + so];
+#define LOBATTO_PAIRS(f_, a_, b_) \
+    add_face_flux_pairs<N, T>(rhs, uo, trace_in, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch)
+            if (i == 0) LOBATTO_PAIRS(0, k, j);
+            if (i == N) LOBATTO_PAIRS(1, k, j);
+            if (j == 0) LOBATTO_PAIRS(2, k, i);
+            if (j == N) LOBATTO_PAIRS(3, k, i);
+            if (k == 0) LOBATTO_PAIRS(4, j, i);
+            if (k == N) LOBATTO_PAIRS(5, j, i);
+#undef LOBATTO_PAIRS
+        } else {
+            if (i == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 0, k, j, inv_eps, inv_mu, ce, ch);
+            if (i == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 1, k, j, inv_eps, inv_mu, ce, ch);
+            if (j == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 2, k, i, inv_eps, inv_mu, ce, ch);
+            if (j == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 3, k, i, inv_eps, inv_mu, ce, ch);
+            if (k == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 4, j, i, inv_eps, inv_mu, ce, ch);
+            if (k == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 5, j, i, inv_eps, inv_mu, ce, ch);
+        }
+
+        if (MODE == 0) {
+#pragma unroll
+            for (int c = 0; c < 6; ++c) res_or_out[c * fstride + g] = rhs[c];
+        } else {
+            T un[6];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) {
+                const T r = a * rold[c] + dt * rhs[c];
+                res_or_out[c * fstride + g] = r;
+                un[c] = se[c * ES + so] + b * r;
+                u[c * fstride + g] = un[c];
+            }
+            if (MODE == 2 && write_traces) {
+                if (FP) {
+                    // Park the new face values in this point's own flux slots (read above by this
+                    // thread only); the last phase turns them into traces, coalesced.
+                    T* sf = sflux + el * 36 * n2;
+#define LOBATTO_PARK(f_, ab_)                                                           \
+    {                                                                                  \
+        _Pragma("unroll") for (int c = 0; c < 6; ++c) sf[c * 6 * n2 + (f_) * n2 + (ab_)] = un[c]; \
+    }
+                    if (i == 0) LOBATTO_PARK(0, k * n + j);
+                    if (i == N) LOBATTO_PARK(1, k * n + j);
+                    if (j == 0) LOBATTO_PARK(2, k * n + i);
+                    if (j == N) LOBATTO_PARK(3, k * n + i);
+                    if (k == 0) LOBATTO_PARK(4, j * n + i);
+                    if (k == N) LOBATTO_PARK(5, j * n + i);
+#undef LOBATTO_PARK
+                } else {
+                    if (i == 0) write_face_trace<N, T>(trace_out, normals, E, e, 0, k, j, un);
+                    if (i == N) write_face_trace<N, T>(trace_out, normals, E, e, 1, k, j, un);
+                    if (j == 0) write_face_trace<N, T>(trace_out, normals, E, e, 2, k, i, un);
+                    if (j == N) write_face_trace<N, T>(trace_out, normals, E, e, 3, k, i, un);
+                    if (k == 0) write_face_trace<N, T>(trace_out, normals, E, e, 4, j, i, un);
+                    if (k == N) write_face_trace<N, T>(trace_out, normals, E, e, 5, j, i, un);
+                }
+            }
+        }
+    }
+
+    if (MODE == 2 && FP && write_traces) {
+        __syncthreads();
+        const int nfp = ne * 6 * n2;
+        for (int q = threadIdx.x; q < nfp; q += blockDim.x) {
+            const int el = q / (6 * n2), r = q - el * 6 * n2, f = r / n2, ab = r - f * n2;
+            const int fa = ab / n, fb = ab - fa * n;
+            const T* sf = sflux + el * 36 * n2 + f * n2 + ab;
+            T un[6];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) un[c] = sf[c * 6 * n2];
+            write_face_trace<N, T>(trace_out, normals, E, e0 + el, f, fa, fb, un);
+        }
+    }
+}
+
+// The registered kernels (extern "C"-free templates; NVRTC names them by name expressions).
+template <int N, typename T, bool FP>
+__global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sums,
+                                   const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+                                   const signed char* LOBATTO_RESTRICT affine, int use_affine,
+                                   const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
+                                   const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
+                                   int epb, T inv_eps, T inv_mu, T ce, T ch) {
+    maxwell_operator_body<N, T, 0, FP>(const_cast<T*>(u), out, sums, metrics, compact, affine, use_affine, normals,
+                                   lift, factors, D, E, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr,
+                                   nullptr, nullptr, 0);
+}
+
+template <int N, typename T, bool FP>
+__global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT sums,
+                                     const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+                                     const signed char* LOBATTO_RESTRICT affine, int use_affine,
+                                     const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
+                                     const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
+                                     int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt) {
+    maxwell_operator_body<N, T, 1, FP>(u, residual, sums, metrics, compact, affine, use_affine, normals, lift,
+                                   factors, D, E, epb, inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr, 0);
+}
+
+// The stage with the face exchange folded in (MODE 2; see the top of this file).
+template <int N, typename T, bool FP>
+__global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
+                                           T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner,
+                                           int write_traces, const T* LOBATTO_RESTRICT metrics,
+                                           const T* LOBATTO_RESTRICT compact,
+                                           const signed char* LOBATTO_RESTRICT affine, int use_affine,
+                                           const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
+                                           const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
+                                           int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt) {
+    maxwell_operator_body<N, T, 2, FP>(u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors,
+                                   D, E, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, trace_out, partner,
+                                   write_traces);
+}
+
+// traces[c, e, f, a, b] = -(n x E)_c (c < 3), -(n x H)_{c-3} (c >= 3) at every face point.
+// One thread per face point (grid-stride); faces 0 and 1 of an element are neighbours in the
+// index, so their strided reads of u share cache lines.
+template <int N, typename T>
+__global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT normals,
+                                      T* LOBATTO_RESTRICT out, index_t E) {
+    constexpr int n = N + 1, n2 = n * n, n3 = n * n * n;
+    const index_t total = E * 6 * n2;
+    const index_t fstride = E * n3;
+    for (index_t idx = (index_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (index_t)gridDim.x * blockDim.x) {
+        const index_t ef = idx / n2;
+        const int ab = (int)(idx - ef * n2);
+        const int a = ab / n, b = ab - a * n;
+        const index_t e = ef / 6;
+        const int f = (int)(ef - e * 6);
+        const index_t g = e * n3 + face_to_volume<N>(f, a, b);
+        T v[6];
+#pragma unroll
+        for (int c = 0; c < 6; ++c) v[c] = u[c * fstride + g];
+        const T nx = normals[idx], ny = normals[total + idx], nz = normals[2 * total + idx];
+        T o0, o1, o2;
+        neg_n_cross(nx, ny, nz, v[0], v[1], v[2], o0, o1, o2);
+        out[idx] = o0;
+        out[total + idx] = o1;
+        out[2 * total + idx] = o2;
+        neg_n_cross(nx, ny, nz, v[3], v[4], v[5], o0, o1, o2);
+        out[3 * total + idx] = o0;
+        out[4 * total + idx] = o1;
+        out[5 * total + idx] = o2;
+    }
+}
+
+}  // namespace lobatto
+
+// Explicit instantiation for offline compilation checks (tests/unit/test_cuda_compile.py).
+#define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP)                                                               \
+    template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP>(                                            \
+        const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
+        const T*, lobatto::index_t, int, T, T, T, T);                                                          \
+    template __global__ void lobatto::maxwell_stage_kernel<N, T, FP>(                                          \
+        T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, const T*, \
+        lobatto::index_t, int, T, T, T, T, T, T, T);                                                           \
+    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP>(                                    \
+        T*, T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, const T*, \
+        const T*, const T*, lobatto::index_t, int, T, T, T, T, T, T, T);
+
+#define LOBATTO_MAXWELL_INSTANTIATE(N, T)                                                                      \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true)                                                                 \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false)                                                                \
+    template __global__ void lobatto::maxwell_traces_kernel<N, T>(const T*, const T*, T*, lobatto::index_t);

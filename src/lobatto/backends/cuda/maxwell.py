@@ -1,0 +1,298 @@
+"""CUDA Maxwell kernels: launch configuration, argument marshalling, byte and flop models.
+
+The factories registered on :class:`~lobatto.backends.cuda.backend.CudaBackend` return
+callables with the reference kernels' signatures (systems/maxwell/reference.py):
+
+    traces(u, normals, out)
+    rhs(u, sums, geometry, out, epsilon, mu, alpha)
+    stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt)
+
+Arrays must be C-contiguous CuPy arrays of the backend's dtype (the system allocates them
+so). Nothing here allocates once the first call for a geometry is done, and nothing
+synchronises with the host, so a whole time step can be recorded as a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from lobatto.backends.cuda.compile import ctype, get_module
+
+#: Points a block aims to own (several small elements share a block).
+TARGET_BLOCK_POINTS = 512
+#: Use the face phase when its shared memory is at most this share of the per-block limit.
+FACE_PHASE_SHARE = 0.6
+#: Shared memory a block of several elements may take (about four blocks per H100 SM).
+MULTI_ELEMENT_SHARED = 56 * 1024
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    elements_per_block: int
+    threads: int
+    shared_bytes: int
+    maxrregcount: int | None = None
+    face_phase: bool = True  # kernels/maxwell.cu: FP
+
+
+def padded_dims(order: int) -> tuple[int, int, int, int]:
+    """(n, RS, PS, ES) as in kernels/common.cuh."""
+    n = order + 1
+    rs = n + 1 if n % 2 == 0 else n
+    return n, rs, rs * n, rs * n * n
+
+
+def shared_bytes(order: int, itemsize: int, epb: int, face_phase: bool = False) -> int:
+    n, rs, _, es = padded_dims(order)
+    return (n * rs + epb * 6 * es + (epb * 36 * n * n if face_phase else 0)) * itemsize
+
+
+def default_launch(order: int, dtype, max_shared: int) -> LaunchConfig:
+    n3 = (order + 1) ** 3
+    itemsize = np.dtype(dtype).itemsize
+    epb = max(1, TARGET_BLOCK_POINTS // n3)
+    while epb > 1 and shared_bytes(order, itemsize, epb) > max_shared:
+        epb -= 1
+    # The face phase costs shared memory; where it would take most of an SM's (N >= 13 in
+    # float64) the block count per SM is already one and the extra barrier phases cost more
+    # than the coalesced face loads gain (tuning notes: benchmarks/notes-cuda.md).
+    face_phase = shared_bytes(order, itemsize, epb, True) <= FACE_PHASE_SHARE * max_shared
+    while epb > 1 and shared_bytes(order, itemsize, epb, face_phase) > MULTI_ELEMENT_SHARED:
+        epb -= 1  # small orders: keep several blocks resident per SM
+    smem = shared_bytes(order, itemsize, epb, face_phase)
+    if smem > max_shared:
+        raise ValueError(
+            f"order {order} in {np.dtype(dtype)} needs {smem} bytes of shared memory per block; the device allows {max_shared}"
+        )
+    points = epb * n3
+    # Few threads per block (several points each) leave room for more resident blocks, so one
+    # block's loads overlap another's shared-memory work (tuning notes: benchmarks/notes-cuda.md).
+    threads = 192 if points <= 1024 else 512
+    threads = min(threads, 32 * math.ceil(points / 32))
+    return LaunchConfig(epb, threads, smem, None, face_phase)
+
+
+class _LRU(OrderedDict):
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def put(self, key, value):
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+class MaxwellKernels:
+    """Compiled kernels of one order, per dtype, and the geometry-derived arrays they need."""
+
+    def __init__(self, backend, order: int):
+        self.backend = backend
+        self.order = int(order)
+        self.n = self.order + 1
+        self._compiled: dict = {}
+        self._compact = _LRU(4)
+        self._dummy: dict = {}
+
+    # Compilation ----------------------------------------------------------------------------
+    def config(self, dtype) -> LaunchConfig:
+        dtype = np.dtype(dtype)
+        override = self.backend.launch_overrides.get((self.order, dtype.name))
+        if override is not None:
+            epb, threads = override[0], override[1]
+            maxreg = (override[2] or None) if len(override) > 2 else None
+            fp = bool(override[3]) if len(override) > 3 else True
+            smem = shared_bytes(self.order, dtype.itemsize, epb, fp)
+            if fp and smem > self.backend.max_shared_per_block:
+                fp, smem = False, shared_bytes(self.order, dtype.itemsize, epb, False)
+            return LaunchConfig(epb, threads, smem, maxreg, fp)
+        return default_launch(self.order, dtype, self.backend.max_shared_per_block)
+
+    def kernels(self, dtype):
+        dtype = np.dtype(dtype)
+        cfg = self.config(dtype)
+        key = (dtype.name, cfg)
+        entry = self._compiled.get(key)
+        if entry is None:
+            t = ctype(dtype)
+            fp = "true" if cfg.face_phase else "false"
+            names = {
+                "traces": f"lobatto::maxwell_traces_kernel<{self.order}, {t}>",
+                "rhs": f"lobatto::maxwell_rhs_kernel<{self.order}, {t}, {fp}>",
+                "stage": f"lobatto::maxwell_stage_kernel<{self.order}, {t}, {fp}>",
+                "stage_pairs": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}>",
+            }
+            options = () if cfg.maxrregcount is None else (f"--maxrregcount={cfg.maxrregcount}",)
+            module = get_module("maxwell.cu", tuple(names.values()), options)
+            funcs = {k: module.get_function(v) for k, v in names.items()}
+            for k in ("rhs", "stage", "stage_pairs"):
+                if cfg.shared_bytes > 48 * 1024:
+                    funcs[k].max_dynamic_shared_size_bytes = cfg.shared_bytes
+                if funcs[k].max_threads_per_block < cfg.threads:
+                    raise ValueError(
+                        f"launch of {names[k]}: {cfg.threads} threads per block, but its registers allow "
+                        f"{funcs[k].max_threads_per_block}; use fewer threads or a maxrregcount"
+                    )
+            entry = self._compiled[key] = (funcs, cfg)
+        return entry
+
+    # Arguments ------------------------------------------------------------------------------
+    def _dummy_array(self, dtype):
+        import cupy
+
+        d = self._dummy.get(dtype)
+        if d is None:
+            d = self._dummy[dtype] = cupy.zeros(9, dtype=dtype)
+        return d
+
+    def compact_metrics(self, metrics):
+        """(E, 9) metrics at each element's first point, [b * 3 + a]; cached per array."""
+        key = (metrics.data.ptr, metrics.shape, metrics.dtype.str)
+        hit = self._compact.get(key)
+        if hit is not None:
+            return hit[1]
+        import cupy
+
+        e = metrics.shape[2]
+        compact = cupy.ascontiguousarray(metrics[:, :, :, 0, 0, 0].reshape(9, e).T)
+        self._compact.put(key, (metrics, compact))  # holding `metrics` keeps its address unique
+        return compact
+
+    def geometry_args(self, geometry, dtype):
+        metrics = geometry["metrics"]
+        affine = geometry.get("affine")
+        if affine is not None and affine.size:
+            compact = self.compact_metrics(metrics)
+            use_affine = np.int32(1)
+        else:
+            compact = self._dummy_array(dtype)
+            affine = self._dummy_array(np.int8) if affine is None else affine
+            use_affine = np.int32(0)
+        return (
+            metrics,
+            compact,
+            affine,
+            use_affine,
+            geometry["normals"],
+            geometry["lift"],
+            geometry["face_factors"],
+            geometry["derivative"],
+        )
+
+    def check(self, u, *arrays):
+        dtype = u.dtype
+        if u.ndim != 5 or u.shape[0] != 6 or u.shape[2:] != (self.n,) * 3:
+            raise ValueError(f"u must have shape (6, E, {self.n}, {self.n}, {self.n}), got {u.shape}")
+        for a in (u,) + arrays:
+            if not a.flags.c_contiguous:
+                raise ValueError("CUDA Maxwell kernels need C-contiguous arrays")
+            if a.dtype != dtype and a.dtype != np.int8:
+                raise TypeError(f"CUDA Maxwell kernels: mixed dtypes {dtype} and {a.dtype}")
+
+    @staticmethod
+    def material(dtype, epsilon, mu, alpha):
+        t = np.dtype(dtype).type
+        impedance = math.sqrt(mu / epsilon)
+        return t(1.0 / epsilon), t(1.0 / mu), t(alpha / impedance), t(alpha * impedance)
+
+
+def make_traces(backend, order):
+    mk = MaxwellKernels(backend, order)
+    n2 = (order + 1) ** 2
+
+    def traces(u, normals, out):
+        mk.check(u, normals, out)
+        funcs, _ = mk.kernels(u.dtype)
+        e = u.shape[1]
+        total = e * 6 * n2
+        if total == 0:
+            return out
+        threads = 256
+        grid = min(math.ceil(total / threads), backend.sm_count * 16)
+        funcs["traces"]((grid,), (threads,), (u, normals, out, np.int64(e)))
+        return out
+
+    traces.kernels = mk
+    return traces
+
+
+def make_rhs(backend, order):
+    mk = MaxwellKernels(backend, order)
+
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha):
+        g = mk.geometry_args(geometry, u.dtype)
+        mk.check(u, sums, out, g[0], g[4], g[5], g[6], g[7])
+        funcs, cfg = mk.kernels(u.dtype)
+        e = u.shape[1]
+        if e == 0:
+            return out
+        grid = math.ceil(e / cfg.elements_per_block)
+        args = (u, out, sums) + g + (np.int64(e), np.int32(cfg.elements_per_block)) + mk.material(u.dtype, epsilon, mu, alpha)
+        funcs["rhs"]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+        return out
+
+    rhs.kernels = mk
+    return rhs
+
+
+def make_stage(backend, order):
+    mk = MaxwellKernels(backend, order)
+
+    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt):
+        g = mk.geometry_args(geometry, u.dtype)
+        mk.check(u, residual, sums, g[0], g[4], g[5], g[6], g[7])
+        funcs, cfg = mk.kernels(u.dtype)
+        e = u.shape[1]
+        if e == 0:
+            return
+        t = u.dtype.type
+        grid = math.ceil(e / cfg.elements_per_block)
+        args = (
+            (u, residual, sums)
+            + g
+            + (np.int64(e), np.int32(cfg.elements_per_block))
+            + mk.material(u.dtype, epsilon, mu, alpha)
+            + (t(a), t(b), t(dt))
+        )
+        funcs["stage"]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+
+    stage.kernels = mk
+    return stage
+
+
+# Models -------------------------------------------------------------------------------------
+def stage_bytes(order: int, itemsize: int, affine: bool = False, read_residual: bool = True) -> float:
+    """Fewest device-memory bytes per element of the fused stage kernel.
+
+    u read + written (12 n^3), residual read + written (12 n^3; written only when a = 0),
+    metrics (9 n^3, or 9 per element when affine), sums (36 n^2), normals (18 n^2),
+    lift (6 n^2), face factors (12 per element).
+    """
+    n = order + 1
+    values = 12 * n**3 + (12 if read_residual else 6) * n**3
+    values += 9 if affine else 9 * n**3
+    values += 60 * n**2 + 12
+    return float(values * itemsize)
+
+
+def rhs_bytes(order: int, itemsize: int, affine: bool = False) -> float:
+    n = order + 1
+    values = 6 * n**3 + 6 * n**3 + (9 if affine else 9 * n**3) + 60 * n**2 + 12
+    return float(values * itemsize)
+
+
+def traces_bytes(order: int, itemsize: int) -> float:
+    """Face values of u (each distinct point once), normals, traces written; per element."""
+    n = order + 1
+    face_points = n**3 - max(n - 2, 0) ** 3
+    return float((6 * face_points + 18 * n**2 + 36 * n**2) * itemsize)
+
+
+def stage_flops(order: int) -> float:
+    """Flops per point of one stage as the seed paper counts them: 36(N+1) + 84."""
+    return 36.0 * (order + 1) + 84.0
