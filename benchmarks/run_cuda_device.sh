@@ -183,6 +183,22 @@ verify)
   cp "$R"/*.json "$OUT"/ 2>/dev/null; tar czf "$OUT/results.tgz" -C "$R" . && rm -rf "$R"
   grep -E "passed|failed|point-stage|time per step|n_1/2|peak|percent" "$LOG" | tail -n 60
   ;;
+verify2)
+  R=$OUT/r; mkdir -p "$R"
+  t0=$SECONDS
+  $PY -m pytest -q tests/gpu tests/unit/test_bench_cli.py -p no:cacheprovider >> "$LOG" 2>&1
+  say "pytest rc=$? $((SECONDS - t0))s"
+  bench_r() { local name=$1; shift; local t0=$SECONDS
+    $PY -m lobatto bench maxwell "$@" --json "$R/$name.json" >> "$LOG" 2>&1; say "$name rc=$? $((SECONDS - t0))s"; }
+  bench_r n7_f64 --backend cuda --order 7 --elements 32 32 32 --curved
+  bench_r n7_stages_f64 --backend cuda --order 7 --elements 32 32 32 --curved --stages --copy-bytes 0
+  bench_r n7_f32 --backend cuda --order 7 --elements 32 32 32 --curved --precision float32 --copy-bytes 0
+  bench_r n14_f64 --backend cuda --order 14 --elements 16 16 16 --curved --copy-bytes 0
+  bench_r n14_stages_f64 --backend cuda --order 14 --elements 16 16 16 --curved --stages --copy-bytes 0
+  bench_r n14_f32 --backend cuda --order 14 --elements 16 16 16 --curved --precision float32 --copy-bytes 0
+  cp "$R"/*.json "$OUT"/ 2>/dev/null; rm -rf "$R"
+  grep -E "passed|failed|point-stage|time per step|percent|copy" "$LOG" | tail -n 40
+  ;;
 *)
   echo "unknown phase $PHASE"; exit 2;;
 esac

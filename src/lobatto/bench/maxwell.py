@@ -274,6 +274,7 @@ def run(
     system, stepper, u, dt, setup = build(backend, order, elements, curved, periodic)
     if stages:  # the system's stage-by-stage path (gather-scatter), not the backend's whole steps
         stepper.whole_step = None
+    fused = stepper.whole_step if hasattr(stepper.whole_step, "buffers") else None  # CUDA fused exchange
     timing = time_steps(backend, stepper, u, dt, steps, repeats, graph)
     stages = stepper.stages
     t = timing["seconds_per_step"]

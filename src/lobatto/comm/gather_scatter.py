@@ -228,7 +228,7 @@ class GatherScatter:
             route = self._resolve(k)  # collective the first time a new array module is seen
             self._use(route)
         idx = self._index(k)
-        if route is None and (k.xp is not np or u2.flags.c_contiguous):
+        if route is None and u2.flags.c_contiguous:
             # Serial: every kept id is local, so one compiled pass (C or CUDA) does it all.
             combine = getattr(k, "compiled_combine", lambda dtype: None)(u2.dtype)
             if combine is not None:
