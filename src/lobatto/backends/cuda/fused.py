@@ -1,4 +1,4 @@
-"""Whole lsrk45 steps with the face exchange folded into the stage kernel (opt-in, one rank).
+"""Whole lsrk45 steps with the face exchange folded into the stage kernel (one rank).
 
 The solver's stage (MaxwellSystem.stage) runs three passes over the face data: the traces
 kernel, the gather-scatter (take, gather, scatter) and the fused stage kernel that reads the
@@ -15,8 +15,8 @@ step depends on u alone and can be recorded as a CUDA graph) and one kernel per 
     step(u, t, dt)           # the same update as stepper.step(u, t, dt), to round-off
 
 Same results as the solver's path up to the order of floating-point operations (the test
-compares them). Not used by the solver by default: MaxwellSystem calls its gather-scatter
-(needed across ranks); see docs/cuda.md for the byte counts that motivate it.
+compares them). CudaBackend.whole_step returns it on one rank, so the solver uses it there;
+across ranks MaxwellSystem's stages with the gather-scatter run. Byte counts: docs/cuda.md.
 """
 
 from __future__ import annotations
