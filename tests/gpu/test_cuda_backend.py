@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analytic import CAVITY_TM110, bump
 from lobatto.backends import cuda_available
 
 OK, WHY = cuda_available()
@@ -25,7 +26,7 @@ from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.systems.maxwell import reference  # noqa: F401  (registers the reference kernels)
 from lobatto.systems.maxwell.system import MaxwellSystem
 
-PI, SQRT2 = np.pi, np.sqrt(2.0)
+PI = np.pi
 TOL64 = 1e-13
 TOL32 = 2e-5
 
@@ -236,37 +237,17 @@ def test_gather_scatter_no_host_transfer_after_setup():
 
 
 # The solver ----------------------------------------------------------------------------------------
-class Fn:
-    def __init__(self, f):
-        self.f = f
-
-    def evaluate(self, xp, x, y, z, t):
-        return self.f(x, y, z, t)
-
-
-CAVITY = {
-    "Ez": Fn(lambda x, y, z, t: np.sin(PI * x) * np.sin(PI * y) * np.cos(SQRT2 * PI * t)),
-    "Hx": Fn(lambda x, y, z, t: -np.sin(PI * x) * np.cos(PI * y) * np.sin(SQRT2 * PI * t) / SQRT2),
-    "Hy": Fn(lambda x, y, z, t: np.cos(PI * x) * np.sin(PI * y) * np.sin(SQRT2 * PI * t) / SQRT2),
-}
-
-
-def bump(x, y, z):
-    b = 0.05 * np.sin(PI * x) * np.sin(PI * y) * np.sin(PI * z)
-    return b, b, 0.0 * b
-
-
 def cavity(backend, order=5, deform=None, t_end=0.1, scheme="lsrk45", graph=False):
     mesh = box_mesh((2, 2, 2), deform=deform)
     system = MaxwellSystem(mesh, order, backend)
-    u = backend.asarray(system.evaluate_fields(CAVITY, 0.0))
+    u = backend.asarray(system.evaluate_fields(CAVITY_TM110, 0.0))
     stepper = Stepper(system, get_scheme(scheme))
     steps, dt = plan_steps(t_end, stable_time_step(0.4, system.geometry.min_spacing, system.wave_speed))
     step = backend.capture(lambda: stepper.step(u, 0.0, dt)) if graph else (lambda: stepper.step(u, 0.0, dt))
     for _ in range(steps):
         step()
     backend.synchronize()
-    squares, _ = system.error_sums(u, system.evaluate_fields(CAVITY, t_end))
+    squares, _ = system.error_sums(u, system.evaluate_fields(CAVITY_TM110, t_end))
     return np.sqrt(squares.sum()), backend.to_host(u).astype(np.float64), step
 
 
