@@ -31,31 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 
-from lobatto.backends import cpu_kernels
 from lobatto.backends.cpu import CpuBackend
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.integrators import Stepper, get_scheme, stable_time_step
 from lobatto.mesh import box_mesh
+from lobatto.bench.maxwell import INITIAL  # smooth non-zero fields, shared with lobatto bench
 from lobatto.systems.maxwell.system import MaxwellSystem, flops_per_step
-
-
-class Smooth:
-    def __init__(self, f):
-        self.f = f
-
-    def evaluate(self, xp, x, y, z, t):
-        return self.f(x, y, z)
-
-
-PI = np.pi
-INITIAL = {
-    "Ex": Smooth(lambda x, y, z: np.sin(2 * PI * y) * np.cos(2 * PI * z)),
-    "Ey": Smooth(lambda x, y, z: np.sin(2 * PI * z) * np.cos(2 * PI * x)),
-    "Ez": Smooth(lambda x, y, z: np.sin(2 * PI * x) * np.sin(2 * PI * y)),
-    "Hx": Smooth(lambda x, y, z: 0.5 * np.cos(2 * PI * (x + y + z))),
-    "Hy": Smooth(lambda x, y, z: 0.25 * np.sin(2 * PI * (x - z))),
-    "Hz": Smooth(lambda x, y, z: 0.1 * np.cos(2 * PI * y)),
-}
 
 
 def make_case(order, elements, backend):
