@@ -43,15 +43,16 @@ def deformation_from_expressions(deform: dict):
 
 
 def build_mesh(case, comm=None):
-    """This rank's part of the case's mesh (the whole mesh without comm)."""
+    """This rank's part of the case's mesh (the whole mesh without comm), halo elements last."""
     m = case.mesh
     sides = {side: kind for side, kind in m.boundaries.items() if kind != "periodic"}
     rank, size = rank_and_size(comm)
     element_ids = None if size == 1 else partition_box(m.elements, size, rank, case.parallel.partitioner)
-    return box_mesh(
+    mesh = box_mesh(
         m.elements, m.lower, m.upper, m.periodic, boundary=m.boundary, boundaries=sides,
         deform=deformation_from_expressions(m.deform), element_ids=element_ids,
     )
+    return mesh.halo_last()
 
 
 def build_system(case, backend, comm=None) -> MaxwellSystem:
@@ -64,6 +65,7 @@ def build_system(case, backend, comm=None) -> MaxwellSystem:
         mesh, case.discretization.order, backend, geometry=geometry,
         epsilon=case.physics.epsilon, mu=case.physics.mu, flux=case.discretization.flux,
         comm=comm, exchange_method=case.parallel.method, exchange=case.parallel.exchange,
+        overlap=case.parallel.overlap,
     )
 
 
@@ -225,6 +227,8 @@ def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy
         "exchange_method": system.exchange.method,
         "exchange": system.exchange.exchange,
         "exchange_detail": system.exchange.describe(),
+        "overlap": {"enabled": system.overlap, "interior_elements": allreduce(comm, system.split),
+                    "elements_after_exchange": allreduce(comm, system.num_elements - system.split)},
         "energy": {"initial": energy_initial, "final": allreduce(comm, system.energy(u))},
         "outputs": writer.records,
         "config": case.to_dict(),

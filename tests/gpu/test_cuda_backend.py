@@ -151,6 +151,39 @@ def test_face_paths_match_reference(order, face_phase):
         assert rel(cupy.asnumpy(du), u + 0.4 * (-0.7 * res + 0.01 * r_ref)) <= TOL64
 
 
+@pytest.mark.parametrize("order", [1, 7, 14])
+def test_element_ranges_match_reference(order, backends):
+    """rhs and stage on elements [first, stop) (blocks of several elements at N=1, one at 14):
+    the reference's values there, every other element untouched."""
+    rng = np.random.default_rng(4000 + order)
+    gpu, ref = backends["float64"], backends["ref"]
+    n, E = order + 1, 70 if order == 1 else 5
+    hg = host_geometry(order, E, "mixed", rng)
+    dg = to_device(gpu, hg)
+    u = rng.standard_normal((6, E, n, n, n))
+    sums = rng.standard_normal((6, E, 6, n, n))
+    res = rng.standard_normal(u.shape)
+    r_ref = REFERENCE_KERNELS["maxwell_rhs"](ref, order=order)(u, sums, hg, np.empty_like(u), 1.3, 0.7, 1.0)
+    ranges = [(0, 37), (37, 70), (5, 6)] if E == 70 else [(0, 2), (2, 5), (4, 4)]
+    for first, stop in ranges:
+        inside = np.zeros(E, bool)
+        inside[first:stop] = True
+        out = cupy.full(u.shape, np.nan)
+        gpu.kernel("maxwell_rhs", order=order)(gpu.asarray(u), gpu.asarray(sums), dg, out, 1.3, 0.7, 1.0, (first, stop))
+        out = cupy.asnumpy(out)
+        assert np.all(np.isnan(out[:, ~inside]))
+        du, dres = gpu.asarray(u), gpu.asarray(res)
+        gpu.kernel("maxwell_stage", order=order)(du, dres, gpu.asarray(sums), dg, 1.3, 0.7, 1.0, -0.6, 0.4, 0.02,
+                                                 (first, stop))
+        du, dres = cupy.asnumpy(du), cupy.asnumpy(dres)
+        assert np.array_equal(du[:, ~inside], u[:, ~inside]) and np.array_equal(dres[:, ~inside], res[:, ~inside])
+        if stop > first:
+            res_ref = -0.6 * res[:, inside] + 0.02 * r_ref[:, inside]
+            assert rel(out[:, inside], r_ref[:, inside]) <= TOL64
+            assert rel(dres[:, inside], res_ref) <= TOL64
+            assert rel(du[:, inside], u[:, inside] + 0.4 * res_ref) <= TOL64
+
+
 @pytest.mark.parametrize("order", [1, 3, 7, 14])
 def test_kernels_float32(order, backends):
     rng = np.random.default_rng(2000 + order)

@@ -53,6 +53,7 @@ def run(nprocs: int, argv: list[str], timeout: float = 120, cwd=None) -> subproc
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast on shared GPU hosts
     cmd = [MPIEXEC, *launcher_flags(MPIEXEC), "-n", str(nprocs), sys.executable, *argv]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 

@@ -2,70 +2,25 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
+import importlib.util
 
 import numpy as np
 import pytest
 
+from maxwell_cases import CASE, WIDE, max_relative_difference, run_case
 from mpirun import SKIP_REASON, describe, run
 
 pytestmark = [pytest.mark.mpi, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
 
-CASE = """
-[mesh]
-elements = [3, 2, 2]
-periodic = [true, false, false]
-boundary = "pec"
-[mesh.boundaries]
-zmax = "absorbing"
-[mesh.deform]
-x = "0.04*sin(pi*x)*sin(pi*y)*sin(pi*z)"
-y = "0.03*sin(pi*x)*sin(pi*y)*sin(pi*z)"
-[discretization]
-order = 4
-[initial]
-Ez = "sin(pi*y)*cos(2*pi*x)"
-Hx = "sin(pi*y)*sin(pi*z)*exp(x)"
-Ey = "cos(3*x)*sin(pi*z)"
-[time]
-t_end = 0.15
-[output]
-every = 4
-formats = ["hdf5", "nek"]
-"""
-
-FIELDS = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
-
-
-def read_final(directory: Path):
-    import h5py
-
-    summary = json.loads((directory / "summary.json").read_text())
-    final = directory / summary["outputs"][-1]["files"][0]
-    with h5py.File(final, "r") as f:
-        ids = f["mesh/element_ids"][:] if "mesh/element_ids" in f else np.arange(f["fields/Ex"].shape[0])
-        fields = np.stack([f[f"fields/{n}"][:] for n in FIELDS])
-    order = np.argsort(ids)
-    return summary, ids[order], fields[:, order]
-
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("serial")
-    (directory / "case.toml").write_text(CASE)
-    result = run(1, ["-m", "lobatto", "run", str(directory / "case.toml"), "--output", str(directory / "out"), "--quiet"])
-    assert result.returncode == 0, describe(result)
-    return read_final(directory / "out")
+    return run_case(tmp_path_factory.mktemp("serial"), CASE, 1)
 
 
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_ranks_reproduce_serial_fields(serial, nprocs, tmp_path):
-    (tmp_path / "case.toml").write_text(CASE)
-    result = run(nprocs, ["-m", "lobatto", "run", str(tmp_path / "case.toml"), "--output", str(tmp_path / "out"), "--quiet"])
-    assert result.returncode == 0, describe(result)
-    summary, ids, fields = read_final(tmp_path / "out")
+    summary, ids, fields = run_case(tmp_path, CASE, nprocs)
     serial_summary, serial_ids, serial_fields = serial
     assert summary["ranks"] == nprocs
     assert np.array_equal(ids, serial_ids)
@@ -81,6 +36,35 @@ def test_ranks_reproduce_serial_fields(serial, nprocs, tmp_path):
         assert nek["nfiles"] == nprocs and nek["nelgt"] == 12
         seen.extend(np.asarray(nek["element_ids"]).tolist())
     assert sorted(seen) == list(range(1, 13))
+
+
+@pytest.fixture(scope="module")
+def wide_serial(tmp_path_factory):
+    return run_case(tmp_path_factory.mktemp("wide"), WIDE, 1)
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_overlapped_stage_reproduces_serial_fields(wide_serial, nprocs, tmp_path):
+    summary, ids, fields = run_case(tmp_path, WIDE, nprocs)
+    assert summary["overlap"]["enabled"] and summary["config"]["parallel"]["overlap"] is True
+    assert 0 < summary["overlap"]["interior_elements"] < 32
+    assert summary["overlap"]["interior_elements"] + summary["overlap"]["elements_after_exchange"] == 32
+    _, serial_ids, serial_fields = wide_serial
+    assert np.array_equal(ids, serial_ids)
+    assert max_relative_difference(fields, serial_fields) <= 1e-13
+    # without overlap: the same arithmetic in another order of kernel launches, so the same bits
+    plain_summary, _, plain = run_case(tmp_path / "plain", WIDE + "[parallel]\noverlap = false\n", nprocs)
+    assert plain_summary["overlap"]["enabled"] is False
+    assert np.array_equal(plain, fields)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pymetis") is None, reason="pymetis is not installed")
+def test_metis_partition_reproduces_serial_fields(wide_serial, tmp_path):
+    summary, ids, fields = run_case(tmp_path, WIDE + '[parallel]\npartitioner = "metis"\n', 3)
+    assert summary["config"]["parallel"]["partitioner"] == "metis" and summary["ranks"] == 3
+    _, serial_ids, serial_fields = wide_serial
+    assert np.array_equal(ids, serial_ids)
+    assert max_relative_difference(fields, serial_fields) <= 1e-13
 
 
 def test_partition_leaving_a_rank_empty_is_an_error(tmp_path):

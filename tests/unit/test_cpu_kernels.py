@@ -123,6 +123,41 @@ def test_float64_against_reference(order, elements):
                 assert relerr(u1, u0) <= TOL64, (deformed, alpha, a)
 
 
+@pytest.mark.parametrize("order", [2, 7])
+def test_element_ranges(order):
+    """rhs and stage on elements [first, stop) equal the whole-mesh result there and leave
+    every other element untouched (compiled and reference alike); two ranges make the whole."""
+    k = cpu_kernels.maxwell_kernels(order, "float64")
+    _r_traces, r_rhs, r_stage = reference(order)
+    _system, g, u, sums, eps, mu = case(order, (5, 2, 1), True, seed=order + 11)
+    E = u.shape[1]
+    rng = np.random.default_rng(order)
+    whole_out = np.empty_like(u)
+    r_rhs(u, sums, g, whole_out, eps, mu, 1.0)
+    res_start = rng.standard_normal(u.shape)
+    whole_u, whole_res = u.copy(), res_start.copy()
+    r_stage(whole_u, whole_res, sums, g, eps, mu, 1.0, -0.4, 0.3, 0.02)
+    for rhs, stage in ((r_rhs, r_stage), (k["maxwell_rhs"], k["maxwell_stage"])):
+        for first, stop in ((0, 3), (3, E), (2, 2), (1, 4)):
+            out = np.full_like(u, np.nan)
+            rhs(u, sums, g, out, eps, mu, 1.0, (first, stop))
+            inside = slice(first, stop)
+            assert np.all(np.isnan(np.delete(out, np.s_[first:stop], axis=1)))
+            if stop > first:
+                assert relerr(out[:, inside], whole_out[:, inside]) <= TOL64
+            uu, rr = u.copy(), res_start.copy()
+            stage(uu, rr, sums, g, eps, mu, 1.0, -0.4, 0.3, 0.02, (first, stop))
+            outside = np.ones(E, bool)
+            outside[inside] = False
+            assert np.array_equal(uu[:, outside], u[:, outside])
+            assert np.array_equal(rr[:, outside], res_start[:, outside])
+            if stop > first:
+                assert relerr(uu[:, inside], whole_u[:, inside]) <= TOL64
+                assert relerr(rr[:, inside], whole_res[:, inside]) <= TOL64
+        with pytest.raises(ValueError, match="outside"):
+            rhs(u, sums, g, np.empty_like(u), eps, mu, 1.0, (3, E + 1))
+
+
 @pytest.mark.parametrize("order", ORDERS_F32)
 def test_float32_against_float64_reference(order):
     k = cpu_kernels.maxwell_kernels(order, "float32")

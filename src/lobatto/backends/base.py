@@ -27,6 +27,14 @@ def reference_kernel(name: str):
     return register
 
 
+def element_bounds(elements, num_elements: int) -> tuple[int, int]:
+    """(first, stop) of a kernel's ``elements`` argument (None: all elements), checked."""
+    first, stop = (0, num_elements) if elements is None else (int(elements[0]), int(elements[1]))
+    if not 0 <= first <= stop <= num_elements:
+        raise ValueError(f"elements ({first}, {stop}) outside 0..{num_elements}")
+    return first, stop
+
+
 class Backend:
     """Base class; subclasses set `name`, `xp` and may register `tuned_kernels`."""
 

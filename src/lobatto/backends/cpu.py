@@ -27,10 +27,12 @@ def _reference_stage(backend, order):
     rhs = REFERENCE_KERNELS["maxwell_rhs"](backend, order=order)
     scratch: list = [None]
 
-    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt):
+    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
         if scratch[0] is None or scratch[0].shape != u.shape or scratch[0].dtype != u.dtype:
             scratch[0] = backend.xp.empty_like(u)
-        du = rhs(u, sums, geometry, scratch[0], epsilon, mu, alpha)
+        du = rhs(u, sums, geometry, scratch[0], epsilon, mu, alpha, elements)
+        part = slice(None) if elements is None else slice(*elements)
+        u, residual, du = u[:, part], residual[:, part], du[:, part]
         residual *= a
         residual += dt * du
         u += b * residual

@@ -256,6 +256,11 @@ class GatherScatter:
         """Combine in place: every participating point gets the op over all points of its id."""
         return self.finish(self.start(u, op))
 
+    def shared_points(self) -> np.ndarray:
+        """Positions (host int64, ascending) of the points whose id another rank also holds;
+        ``start`` leaves exactly these for ``finish`` to write."""
+        return np.sort(self.plan.dest_shared)
+
     def setup_info(self) -> dict:
         """Numbers for reports (this rank's view; method and timings agree on all ranks)."""
         ex = None if self._route is None else self._route.ex

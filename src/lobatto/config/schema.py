@@ -143,6 +143,7 @@ class ParallelSection:
     exchange: str
     method: str
     partitioner: str
+    overlap: bool = True
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ class Case:
             "exchange": self.parallel.exchange,
             "method": self.parallel.method,
             "partitioner": self.parallel.partitioner,
+            "overlap": self.parallel.overlap,
         }
         return out
 
@@ -351,7 +353,7 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "time": ("integrator", "t_end", "cfl", "dt"),
     "output": ("every", "formats", "name"),
     "backend": ("name", "precision"),
-    "parallel": ("exchange", "method", "partitioner"),
+    "parallel": ("exchange", "method", "partitioner", "overlap"),
 }
 
 
@@ -434,6 +436,13 @@ def _choice(ctx, section, table, key, choices, default):
         if len(choices) == 1:
             raise ctx.bad(section, key, f'"{choices[0]}" (the only supported value)', v, hint)
         raise ctx.bad(section, key, f"one of {opts}", v, hint)
+    return v
+
+
+def _bool(ctx, section, table, key, default):
+    v = _get(table, key, default, ctx, section)
+    if not isinstance(v, bool):
+        raise ctx.bad(section, key, "true or false", v)
     return v
 
 
@@ -659,6 +668,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         exchange=_choice(ctx, "parallel", par, "exchange", EXCHANGES, "auto"),
         method=_choice(ctx, "parallel", par, "method", METHODS, "auto"),
         partitioner=_choice(ctx, "parallel", par, "partitioner", PARTITIONERS, "rcb"),
+        overlap=_bool(ctx, "parallel", par, "overlap", True),
     )
 
     return Case(

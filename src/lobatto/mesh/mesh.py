@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -56,6 +56,39 @@ class HexMesh:
         if self.element_labels is not None:
             label = " (box index " + ",".join(str(int(v)) for v in self.element_labels[e]) + ")"
         return f"element {int(self.element_ids[e])}{label} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
+
+    def halo_elements(self) -> np.ndarray:
+        """(E,) True for elements with a face neighbour held by another rank."""
+        has_neighbour = self.face_neighbour >= 0
+        held = self.local_index(np.where(has_neighbour, self.face_neighbour, 0)) >= 0
+        return np.any(has_neighbour & ~held, axis=1)
+
+    def reordered(self, order) -> HexMesh:
+        """The same mesh with its elements in the given order (per-element arrays permuted)."""
+        order = np.asarray(order, dtype=np.int64)
+        if sorted(order.tolist()) != list(range(self.num_elements)):
+            raise ValueError(f"reordered: expected a permutation of 0..{self.num_elements - 1}")
+        labels = None if self.element_labels is None else self.element_labels[order]
+        return replace(
+            self,
+            element_vertices=self.element_vertices[order],
+            face_neighbour=self.face_neighbour[order],
+            neighbour_face=self.neighbour_face[order],
+            face_orientation=self.face_orientation[order],
+            boundary_kind=self.boundary_kind[order],
+            element_ids=self.element_ids[order],
+            element_labels=labels,
+        )
+
+    def halo_last(self) -> HexMesh:
+        """Interior elements first, then those touching other ranks (kept in their order).
+
+        The Maxwell stage then updates the leading block while the face exchange is in
+        flight and the trailing block after it (systems/maxwell/system.py)."""
+        halo = self.halo_elements()
+        if not halo.any() or halo[-int(halo.sum()):].all():
+            return self
+        return self.reordered(np.argsort(halo, kind="stable"))
 
     def local_index(self, global_ids: np.ndarray) -> np.ndarray:
         """Position of each global element id among this mesh's elements, -1 if not held."""

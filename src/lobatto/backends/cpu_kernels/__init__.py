@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from lobatto.backends.base import element_bounds
 from lobatto.backends.cpu_kernels import build
 from lobatto.backends.cpu_kernels.build import cache_dir, disabled, prebuild, toolchain  # noqa: F401
 
@@ -105,9 +106,9 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     n = int(order) + 1
     lib.maxwell_traces.argtypes = [_VP, _VP, _VP, _I64]
     lib.maxwell_traces.restype = None
-    lib.maxwell_rhs.argtypes = [_VP] * 9 + [_I64, _F64, _F64, _F64]
+    lib.maxwell_rhs.argtypes = [_VP] * 9 + [_I64] * 3 + [_F64] * 3
     lib.maxwell_rhs.restype = None
-    lib.maxwell_stage.argtypes = [_VP] * 9 + [_I64] + [_F64] * 6
+    lib.maxwell_stage.argtypes = [_VP] * 9 + [_I64] * 3 + [_F64] * 6
     lib.maxwell_stage.restype = _INT
     c_traces, c_rhs, c_stage = lib.maxwell_traces, lib.maxwell_rhs, lib.maxwell_stage
     cache: list = [None]  # the last geometry seen (one system per kernel, in practice)
@@ -126,23 +127,26 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         c_traces(_ptr(u), _ptr(normals), _ptr(out), E)
         return out
 
-    def rhs(u, sums, geometry, out, epsilon, mu, alpha):
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
         E = u.shape[1]
         _check(u, dtype, (6, E, n, n, n), "u")
         _check(sums, dtype, (6, E, 6, n, n), "sums")
         _check(out, dtype, (6, E, n, n, n), "out", writable=True)
+        first, stop = element_bounds(elements, E)
         m, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
-        c_rhs(_ptr(u), _ptr(sums), m, nr, lf, ff, af, d, _ptr(out), E, float(epsilon), float(mu), float(alpha))
+        c_rhs(_ptr(u), _ptr(sums), m, nr, lf, ff, af, d, _ptr(out), E, first, stop, float(epsilon), float(mu),
+              float(alpha))
         return out
 
-    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt):
+    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
         E = u.shape[1]
         _check(u, dtype, (6, E, n, n, n), "u", writable=True)
         _check(residual, dtype, (6, E, n, n, n), "residual", writable=True)
         _check(sums, dtype, (6, E, 6, n, n), "sums")
+        first, stop = element_bounds(elements, E)
         m, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
-        status = c_stage(_ptr(u), _ptr(residual), _ptr(sums), m, nr, lf, ff, af, d, E, float(epsilon), float(mu),
-                         float(alpha), float(a), float(b), float(dt))
+        status = c_stage(_ptr(u), _ptr(residual), _ptr(sums), m, nr, lf, ff, af, d, E, first, stop, float(epsilon),
+                         float(mu), float(alpha), float(a), float(b), float(dt))
         if status:
             raise MemoryError("maxwell_stage: could not allocate the per-thread element buffer")
 

@@ -268,28 +268,29 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
     }
 }
 
-/* ---- rhs: out = L(u) ------------------------------------------------------------------ */
+/* ---- rhs: out = L(u) on elements [first, stop) of E -------------------------------------- */
 void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *normals,
                  const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
-                 REAL *out, idx_t E, double eps, double mu, double alpha)
+                 REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu, double alpha)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, eps, mu, alpha);
     OMP_PARALLEL
     {
         OMP_FOR
-        for (idx_t e = 0; e < E; ++e) element_rhs(&c, e, out + e * NQ3, E * NQ3);
+        for (idx_t e = first; e < stop; ++e) element_rhs(&c, e, out + e * NQ3, E * NQ3);
     }
 }
 
 /* ---- fused low-storage RK stage -------------------------------------------------------
- * residual = a * residual + dt * L(u); u += b * residual, element by element (the rhs of
- * one element lives in a per-thread buffer).  a == 0 discards the old residual unread.
+ * residual = a * residual + dt * L(u); u += b * residual, element by element over
+ * [first, stop) of E (the rhs of one element lives in a per-thread buffer).  a == 0
+ * discards the old residual unread.
  */
 int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics,
                   const REAL *normals, const REAL *lift, const REAL *factors,
-                  const int8_t *affine, const REAL *D, idx_t E, double eps, double mu,
-                  double alpha, double a, double b, double dt)
+                  const int8_t *affine, const REAL *D, idx_t E, idx_t first, idx_t stop,
+                  double eps, double mu, double alpha, double a, double b, double dt)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, eps, mu, alpha);
@@ -307,7 +308,7 @@ int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics
             failed = 1;
         }
         OMP_FOR
-        for (idx_t e = 0; e < E; ++e) {
+        for (idx_t e = first; e < stop; ++e) {
             if (!buf) continue;
             element_rhs(&c, e, buf, NQ3);
             for (int f = 0; f < 6; ++f) {

@@ -4,8 +4,8 @@ The factories registered on :class:`~lobatto.backends.cuda.backend.CudaBackend` 
 callables with the reference kernels' signatures (systems/maxwell/reference.py):
 
     traces(u, normals, out)
-    rhs(u, sums, geometry, out, epsilon, mu, alpha)
-    stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt)
+    rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)
+    stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None)
 
 Arrays must be C-contiguous CuPy arrays of the backend's dtype (the system allocates them
 so). Nothing here allocates once the first call for a geometry is done, and nothing
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lobatto.backends.base import element_bounds
 from lobatto.backends.cuda.compile import ctype, get_module
 
 #: Points a block aims to own (several small elements share a block).
@@ -224,15 +225,17 @@ def make_traces(backend, order):
 def make_rhs(backend, order):
     mk = MaxwellKernels(backend, order)
 
-    def rhs(u, sums, geometry, out, epsilon, mu, alpha):
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
         g = mk.geometry_args(geometry, u.dtype)
         mk.check(u, sums, out, g[0], g[4], g[5], g[6], g[7])
         funcs, cfg = mk.kernels(u.dtype)
         e = u.shape[1]
-        if e == 0:
+        first, stop = element_bounds(elements, e)
+        if stop == first:
             return out
-        grid = math.ceil(e / cfg.elements_per_block)
-        args = (u, out, sums) + g + (np.int64(e), np.int32(cfg.elements_per_block)) + mk.material(u.dtype, epsilon, mu, alpha)
+        grid = math.ceil((stop - first) / cfg.elements_per_block)
+        args = ((u, out, sums) + g + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
+                + mk.material(u.dtype, epsilon, mu, alpha))
         funcs["rhs"]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
         return out
 
@@ -243,19 +246,20 @@ def make_rhs(backend, order):
 def make_stage(backend, order):
     mk = MaxwellKernels(backend, order)
 
-    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt):
+    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
         g = mk.geometry_args(geometry, u.dtype)
         mk.check(u, residual, sums, g[0], g[4], g[5], g[6], g[7])
         funcs, cfg = mk.kernels(u.dtype)
         e = u.shape[1]
-        if e == 0:
+        first, stop = element_bounds(elements, e)
+        if stop == first:
             return
         t = u.dtype.type
-        grid = math.ceil(e / cfg.elements_per_block)
+        grid = math.ceil((stop - first) / cfg.elements_per_block)
         args = (
             (u, residual, sums)
             + g
-            + (np.int64(e), np.int32(cfg.elements_per_block))
+            + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
             + mk.material(u.dtype, epsilon, mu, alpha)
             + (t(a), t(b), t(dt))
         )

@@ -5,11 +5,15 @@ They define what every tuned kernel must compute. Layouts:
   traces:   (6, E, 6, n, n) -n x E and -n x H at the face points of every face
   metrics:  (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a
   normals:  (3, E, 6, n, n); lift: (E, 6, n, n); face_factors: (2, E, 6)
+
+rhs and stage take an optional ``elements = (first, stop)``: only those elements are
+computed (the rest of ``out`` / ``u`` / ``residual`` is left untouched), so that a stage can
+update interior elements while the face exchange of the others is in flight.
 """
 
 from __future__ import annotations
 
-from lobatto.backends.base import reference_kernel
+from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.operators.tensor import physical_gradient
 
@@ -40,7 +44,11 @@ def make_traces(backend, order):
 def make_rhs(backend, order):
     xp = backend.xp
 
-    def rhs(u, sums, geometry, out, epsilon, mu, alpha):
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
+        if elements is not None:
+            part = slice(*element_bounds(elements, u.shape[1]))
+            rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], epsilon, mu, alpha)
+            return out
         d = geometry["derivative"]
         grad_e = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3)]
         grad_h = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3, 6)]
@@ -55,6 +63,19 @@ def make_rhs(backend, order):
         return out
 
     return rhs
+
+
+#: axis of the element index in each per-element geometry array
+ELEMENT_AXIS = {"metrics": 2, "normals": 1, "lift": 0, "face_factors": 1, "affine": 0, "mass": 0}
+
+
+def element_range(geometry: dict, part: slice) -> dict:
+    """The geometry of elements ``part`` (views; arrays without an element axis as they are)."""
+    out = dict(geometry)
+    for key, axis in ELEMENT_AXIS.items():
+        if key in geometry:
+            out[key] = geometry[key][(slice(None),) * axis + (part,)]
+    return out
 
 
 def add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha):

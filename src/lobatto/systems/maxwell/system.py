@@ -5,6 +5,10 @@
 Volume terms by tensor-product derivatives and the chain rule (collocation at GLL points,
 so the mass matrix is diagonal and cancels in the strong form); face terms from a
 gather–scatter sum of -n x E and -n x H over face-point ids (fluxes.py, boundaries.py).
+
+Across ranks the exchange overlaps work: elements [0, split) share no face point with
+another rank, so a stage updates them while the exchange is in flight and the rest after it
+(meshes from the driver hold their halo elements last: HexMesh.halo_last).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ class MaxwellSystem(System):
     field_names = FIELD_NAMES
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
-                 exchange_method="auto", exchange="auto"):
+                 exchange_method="auto", exchange="auto", overlap=True):
         from lobatto.comm import GatherScatter
 
         if flux not in FLUX_ALPHA:
@@ -63,6 +67,9 @@ class MaxwellSystem(System):
         ids = face_point_ids(mesh, self.order)
         self.exchange = GatherScatter(ids.reshape(-1), comm=comm, method=exchange_method, xp=backend.xp,
                                       vn_hint=6, exchange=exchange)
+        halo = self.exchange.shared_points() // (6 * n * n)  # elements of shared face points
+        self.split = int(halo.min()) if halo.size else self.num_elements
+        self.overlap = bool(overlap)
         self.trace_buffer = backend.zeros((6, self.num_elements, 6, n, n))
         self._traces = backend.kernel("maxwell_traces", order=self.order)
         self._rhs = backend.kernel("maxwell_rhs", order=self.order)
@@ -75,15 +82,30 @@ class MaxwellSystem(System):
         self.exchange.apply(self.trace_buffer.reshape(6, -1), "sum")
         return self.trace_buffer
 
+    def _with_exchange(self, u, update):
+        """Traces, exchange, then ``update(elements)`` over all elements; with overlap the
+        interior block [0, split) is updated between the exchange's start and finish."""
+        split, count = self.split, self.num_elements
+        if not self.overlap or split == count:
+            update(None, self.exchange_traces(u))
+            return
+        self._traces(u, self.device_geometry["normals"], self.trace_buffer)
+        handle = self.exchange.start(self.trace_buffer.reshape(6, -1), "sum")
+        if split:
+            update((0, split), self.trace_buffer)  # reads only face sums already complete
+        self.exchange.finish(handle)
+        update((split, count), self.trace_buffer)
+
     def rhs(self, u, t, out):
-        sums = self.exchange_traces(u)
-        return self._rhs(u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha)
+        self._with_exchange(u, lambda elements, sums: self._rhs(
+            u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
+        return out
 
     def stage(self, u, residual, t, a, b, dt):
         if self._fused_stage is None:
             return super().stage(u, residual, t, a, b, dt)
-        sums = self.exchange_traces(u)
-        self._fused_stage(u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt)
+        self._with_exchange(u, lambda elements, sums: self._fused_stage(
+            u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
 
     # Set-up and diagnostics ---------------------------------------------------------------
     def allocate_state(self):

@@ -7,7 +7,8 @@
 //   compact          : (E, 9)            metrics of affine elements, [b * 3 + a]
 //   normals          : (3, E, 6, n, n);  lift: (E, 6, n, n);  factors: (2, E, 6);  D: (n, n)
 //
-// maxwell_operator<N, T, MODE>: one block owns `epb` consecutive elements. It copies their six
+// maxwell_operator<N, T, MODE>: one block owns `epb` consecutive elements of [first, stop)
+// (a stage may run interior elements while the exchange is in flight, the rest after). It copies their six
 // fields (each read once from device memory) and D into shared memory, then every thread walks
 // its points: 18 reference derivatives from shared memory, the chain rule (per-point metrics,
 // or the element's compact metrics when it is affine), the curl, the lifted surface flux at
@@ -161,7 +162,8 @@ __device__ __forceinline__ void maxwell_operator_body(
     const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
     const signed char* LOBATTO_RESTRICT affine, int use_affine, const T* LOBATTO_RESTRICT normals,
     const T* LOBATTO_RESTRICT lift, const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D,
-    index_t E, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt, const T* LOBATTO_RESTRICT trace_in,
+    index_t E, index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt,
+    const T* LOBATTO_RESTRICT trace_in,
     T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces) {
     using Dm = Dims<N>;
     constexpr int n = Dm::n, n2 = Dm::n2, n3 = Dm::n3;
@@ -172,8 +174,8 @@ __device__ __forceinline__ void maxwell_operator_body(
     T* su = sD + n * RS;                          // [el][c][k][j][i], padded
     T* sflux = su + epb * 6 * ES;                 // FP: [el][c][f][a][b] lifted face flux
 
-    const index_t e0 = (index_t)blockIdx.x * epb;
-    const index_t left = E - e0;
+    const index_t e0 = first + (index_t)blockIdx.x * epb;
+    const index_t left = stop - e0;
     const int ne = left < epb ? (int)left : epb;
     const int npts = ne * n3;
     const index_t fstride = E * n3;  // field stride of u, residual, out and metrics rows
@@ -372,9 +374,9 @@ __global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T*
                                    const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                    const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                    const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
-                                   int epb, T inv_eps, T inv_mu, T ce, T ch) {
+                                   index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch) {
     maxwell_operator_body<N, T, 0, FP>(const_cast<T*>(u), out, sums, metrics, compact, affine, use_affine, normals,
-                                   lift, factors, D, E, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr,
+                                   lift, factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr,
                                    nullptr, nullptr, 0);
 }
 
@@ -384,9 +386,10 @@ __global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T
                                      const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                      const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                      const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
-                                     int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt) {
+                                     index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
+                                     T b, T dt) {
     maxwell_operator_body<N, T, 1, FP>(u, residual, sums, metrics, compact, affine, use_affine, normals, lift,
-                                   factors, D, E, epb, inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr, 0);
+                                   factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr, 0);
 }
 
 // The stage with the face exchange folded in (MODE 2; see the top of this file).
@@ -400,7 +403,7 @@ __global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, c
                                            const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                            int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt) {
     maxwell_operator_body<N, T, 2, FP>(u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors,
-                                   D, E, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, trace_out, partner,
+                                   D, E, 0, E, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, trace_out, partner,
                                    write_traces);
 }
 
@@ -443,10 +446,10 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
 #define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP)                                                               \
     template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP>(                                            \
         const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
-        const T*, lobatto::index_t, int, T, T, T, T);                                                          \
+        const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T);                      \
     template __global__ void lobatto::maxwell_stage_kernel<N, T, FP>(                                          \
         T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, const T*, \
-        lobatto::index_t, int, T, T, T, T, T, T, T);                                                           \
+        lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);                       \
     template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP>(                                    \
         T*, T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, const T*, \
         const T*, const T*, lobatto::index_t, int, T, T, T, T, T, T, T);
