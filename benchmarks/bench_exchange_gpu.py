@@ -11,9 +11,10 @@ One GPU per rank (device = node-local rank).  Two parts:
     alone (1 GPU, no exchange) and on all P ranks with each transport; efficiency =
     t(1 GPU) / t(P GPUs) at equal points per GPU, with the stage's interior elements updated
     while the exchange is in flight (overlap, the solver's default) and without; the
-    exchange's share of the step
-    (``exchange_traces`` = traces kernel + gather-scatter, and the gather-scatter ``apply``
-    alone, each timed separately, x stages per step).  Steps are plain calls (no CUDA graph),
+    exchange's share of the step (x stages per step): on the CUDA whole-step path the
+    ghost-trace round trip (pack, send/receive) timed alone; on the stage path
+    (``--dry-run``) ``exchange_traces`` = traces kernel + gather-scatter, and the
+    gather-scatter ``apply`` alone, each timed separately.  Steps are plain calls (no CUDA graph),
     timed with CUDA events after warm-up; the max over ranks is reported.
 
 Prints tables and progress; ``--json PATH`` writes everything (rewritten after each part, so
@@ -42,6 +43,7 @@ from mpi4py import MPI
 
 from lobatto.comm import GatherScatter
 from lobatto.comm.transport import local_status
+from lobatto.integrators.stepper import Stepper
 
 ORDER = 7
 T0 = time.perf_counter()
@@ -151,6 +153,8 @@ def build(k: int, P: int, rank: int, comm, backend):
 
 
 def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
+    """Step times with and without overlap, and the exchange alone: the ghost-trace round trip
+    on the whole-step path (CUDA), else traces kernel + gather-scatter and the apply alone."""
     u = system.allocate_state()
     rng = np.random.default_rng(1)
     u[...] = xp.asarray(1e-3 * rng.standard_normal(u.shape))
@@ -159,13 +163,20 @@ def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
     system.overlap = False
     t_plain = clock(lambda: stepper.step(u, 0.0, dt), steps, 2, comm)
     system.overlap = True
-    t_x = clock(lambda: system.exchange_traces(u), steps, 2, comm)
-    buf = system.trace_buffer.reshape(6, -1)
-    t_gs = clock(lambda: system.exchange.apply(buf, "sum"), steps, 2, comm)
+    whole = stepper.whole_step
+    ghosts = getattr(whole, "ghosts", None)
+    if ghosts is not None:
+        t_x = clock(lambda: ghosts.finish(ghosts.start(whole.buffers[0])), steps, 2, comm)
+        t_gs = t_x
+    else:
+        t_x = clock(lambda: system.exchange_traces(u), steps, 2, comm)
+        buf = system.trace_buffer.reshape(6, -1)
+        t_gs = clock(lambda: system.exchange.apply(buf, "sum"), steps, 2, comm)
     stages = stepper.stages
     return {
         "seconds_per_step": t_step,
         "seconds_per_step_no_overlap": t_plain,
+        "step_path": stepper.path,
         "interior_elements": system.split,
         "elements": system.num_elements,
         "exchange_traces_s": t_x,
@@ -173,8 +184,8 @@ def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
         "stages": stages,
         "exchange_fraction": stages * t_x / t_step,
         "gs_fraction": stages * t_gs / t_step,
-        "exchange": system.exchange.exchange,
-        "method": system.exchange.method,
+        "exchange": getattr(whole, "exchange", system.exchange.exchange),
+        "method": getattr(whole, "method", system.exchange.method),
     }
 
 
@@ -223,11 +234,12 @@ def bench_maxwell(comm, xp, names, points_list, steps, clock, backend_of, dry) -
         for name in names:
             system.exchange.free()
             system.exchange = GatherScatter(ids, comm, method="pairwise", exchange=name, xp=xp)
+            stepper = Stepper(system, stepper.scheme)  # its whole step takes the new transport
             res = time_system(system, stepper, comm, clock, steps, xp)
             if "seconds_per_step" in row["one_gpu"]:
                 res["efficiency"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step"]
                 res["efficiency_no_overlap"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step_no_overlap"]
-            res["describe"] = system.exchange.describe()
+            res["describe"] = (stepper.whole_step or system.exchange).describe()
             row["multi"][name] = res
             log(comm, f"  {P} GPUs {name}: {res['seconds_per_step'] * 1e3:.2f} ms/step, "
                       f"efficiency {res.get('efficiency', float('nan')):.3f} (without overlap "

@@ -1,9 +1,9 @@
 """`lobatto run --backend cuda` on 1 and 2 GPUs gives the serial CPU fields.
 
-One GPU runs whole steps with the face exchange folded into the stage kernel; two GPUs run
-stage by stage with the gather-scatter between ranks (NCCL or host-staged), the interior
-elements updated while the exchange is in flight.  Skipped without CuPy and a GPU; the
-2-rank cases need 2 GPUs (one per rank).
+lsrk45 runs whole steps with the face exchange folded into the stage kernel: on two GPUs the
+shared face points' traces travel as ghosts (NCCL or host-staged) while the interior
+elements are updated.  rk4 runs stage by stage with the gather-scatter between ranks, also
+overlapped.  Skipped without CuPy and a GPU; the 2-rank cases need 2 GPUs (one per rank).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_one_gpu_matches_cpu(one_gpu, cpu_serial):
 def test_two_gpus_match_one(one_gpu, cpu_serial, exchange, tmp_path):
     text = WIDE + f'[parallel]\nexchange = "{exchange}"\nmethod = "pairwise"\n'
     summary, ids, fields = run_case(tmp_path / "overlap", text, 2, ["--backend", "cuda"], timeout=TIMEOUT_S)
-    assert summary["ranks"] == 2 and summary["backend"] == "cuda" and summary["step_path"] == "stages"
+    assert summary["ranks"] == 2 and summary["backend"] == "cuda" and summary["step_path"] == "whole-step"
     assert summary["exchange"] == exchange
     assert 0 < summary["overlap"]["interior_elements"] < 32
     assert np.array_equal(ids, one_gpu[1])
@@ -66,3 +66,14 @@ def test_two_gpus_match_one(one_gpu, cpu_serial, exchange, tmp_path):
     assert max_relative_difference(fields, cpu_serial[2]) <= 1e-13
     _, _, plain = run_case(tmp_path / "plain", text + "overlap = false\n", 2, ["--backend", "cuda"], timeout=TIMEOUT_S)
     assert np.array_equal(plain, fields)
+
+
+@pytest.mark.skipif(NGPU < 2, reason="needs 2 GPUs (one per rank)")
+def test_two_gpus_stage_path_matches_one(tmp_path):
+    text = WIDE.replace("t_end = 0.15", 't_end = 0.15\nintegrator = "rk4"')
+    one = run_case(tmp_path / "one", text, 1, ["--backend", "cuda"], timeout=TIMEOUT_S)
+    two = run_case(tmp_path / "two", text, 2, ["--backend", "cuda"], timeout=TIMEOUT_S)
+    assert one[0]["step_path"] == two[0]["step_path"] == "stages"
+    assert 0 < two[0]["overlap"]["interior_elements"] < 32
+    assert np.array_equal(one[1], two[1])
+    assert max_relative_difference(two[2], one[2]) <= 1e-13

@@ -140,20 +140,23 @@ class CudaBackend(Backend):
 
     # Graphs -------------------------------------------------------------------------------
     def whole_step(self, system, stepper):
-        """One-rank Maxwell steps with the face exchange fused into the stage kernel.
+        """Maxwell steps with the face exchange fused into the stage kernel.
 
         Saves the gather-scatter's passes over the face data (581 -> 363 bytes per point and
-        stage at N=7, docs/cuda.md). Needs one rank (every face point has at most one
-        partner) and a 2N-storage scheme; otherwise None and the system's own stages run.
+        stage at N=7, docs/cuda.md); across ranks only the shared face points' traces travel.
+        Needs a conforming mesh (every face point has at most one partner, on this rank or
+        another) and a 2N-storage scheme; otherwise None (on every rank alike) and the
+        system's own stages run.
         """
         from lobatto.backends.cuda.fused import FusedExchangeStepper
         from lobatto.systems.maxwell.system import MaxwellSystem
 
-        if not isinstance(system, MaxwellSystem) or system.exchange.comm is not None:
+        if not isinstance(system, MaxwellSystem) or not hasattr(stepper.scheme, "A"):
             return None
-        if not hasattr(stepper.scheme, "A"):
+        try:
+            return FusedExchangeStepper(system, stepper)
+        except ValueError:
             return None
-        return FusedExchangeStepper(system, stepper)
 
     def capture(self, function):
         """A callable replaying ``function`` as a CUDA graph (see the module docstring)."""

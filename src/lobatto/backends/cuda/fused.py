@@ -1,9 +1,9 @@
-"""Whole lsrk45 steps with the face exchange folded into the stage kernel (one rank).
+"""Whole lsrk45 steps with the face exchange folded into the stage kernel.
 
 The solver's stage (MaxwellSystem.stage) runs three passes over the face data: the traces
 kernel, the gather-scatter (take, gather, scatter) and the fused stage kernel that reads the
-sums. On one rank with a conforming mesh every face point has at most one partner, so the
-exchange is a pairwise sum, and the stage kernel can do it itself:
+sums. On a conforming mesh every face point has at most one partner, so the exchange is a
+pairwise sum, and the stage kernel can do it itself:
 
     sums(fp) = own trace (recomputed from u in shared memory) + trace_in[partner(fp)]
 
@@ -14,9 +14,18 @@ step depends on u alone and can be recorded as a CUDA graph) and one kernel per 
     step = FusedExchangeStepper(system, stepper)
     step(u, t, dt)           # the same update as stepper.step(u, t, dt), to round-off
 
+Across ranks a partner on another rank is a "ghost": before each stage the traces of this
+rank's shared face points go to the rank that shares them (pairwise, through the
+gather-scatter's transport: NCCL, CUDA-aware MPI or host-staged) and theirs come back into
+a ghost buffer the kernel reads. Shared points belong to halo elements only, so the kernel
+first runs the interior elements [0, split) while the ghosts travel, then the rest (the
+overlap MaxwellSystem.stage does too; MaxwellSystem.overlap = False runs one launch after
+the exchange instead). Running the second launch on a side stream, concurrent with the
+first, was tried and measured no faster on 2 H200s.
+
 Same results as the solver's path up to the order of floating-point operations (the test
-compares them). CudaBackend.whole_step returns it on one rank, so the solver uses it there;
-across ranks MaxwellSystem's stages with the gather-scatter run. Byte counts: docs/cuda.md.
+compares them). CudaBackend.whole_step returns it wherever it applies. Byte counts:
+docs/cuda.md.
 """
 
 from __future__ import annotations
@@ -25,7 +34,11 @@ import math
 
 import numpy as np
 
+from lobatto.backends.base import element_bounds
 from lobatto.backends.cuda.maxwell import MaxwellKernels
+
+#: packs the traces of the points in `index` as (len(index), 6) rows, ids increasing per neighbour
+_PACK_SOURCE = "const long long m = i / 6, c = i - 6 * m; out = traces[c * field_stride + index[m]];"
 
 
 def partner_map(ids: np.ndarray) -> np.ndarray:
@@ -48,6 +61,55 @@ def partner_map(ids: np.ndarray) -> np.ndarray:
     return partner
 
 
+class GhostExchange:
+    """The traces of this rank's shared face points to the other ranks, and theirs back.
+
+    ``start(traces)`` packs and posts, ``finish(request)`` returns the ghost buffer, rows in
+    the order of ``codes``. Built from the gather-scatter's set-up (``gs.topo``, ``gs.plan``);
+    raises ValueError where a shared id has more than one point on this rank or more than one
+    other rank (not a conforming mesh).
+    """
+
+    def __init__(self, gs, backend):
+        from lobatto.comm.pairwise import PairwiseExchange
+
+        plan, topo = gs.plan, gs.topo
+        ns = topo.nshared_ids
+        point = np.full(ns, -1, dtype=np.int64)
+        point[plan.src_shared] = plan.dest_shared
+        if len(plan.dest_shared) != ns or np.any(point < 0):
+            raise ValueError("fused exchange: a shared face-point id has several points on one rank")
+        if int(topo.nbr_offsets[-1]) != ns:
+            raise ValueError("fused exchange: a face-point id is shared by more than two ranks")
+        #: face points whose traces are sent, neighbour by neighbour (the pairwise layout)
+        self.points = point[topo.nbr_idx]
+        #: partner codes of those points: ghost row m is code -2 - m
+        self.codes = -2 - np.arange(ns, dtype=np.int64)
+        self.pairwise = PairwiseExchange(gs.comm, topo)
+        self.comm = gs.comm
+        self.requested = gs.requested_exchange
+        self.transport = None
+        self._index = backend.asarray(self.points, dtype=np.int64)
+        self._sendbuf = backend.empty(6 * ns)
+        self._pack = backend.xp.ElementwiseKernel(
+            "raw T traces, raw int64 index, int64 field_stride", "T out", _PACK_SOURCE, "lobatto_pack_ghosts"
+        )
+
+    def connect(self):
+        """Collective: the transport (as the gather-scatter would pick it for device data)."""
+        from lobatto.comm.transport import select
+
+        self.transport, self.reason = select(self.requested, self.comm)
+        return self
+
+    def start(self, traces):
+        self._pack(traces, self._index, np.int64(traces[0].size), self._sendbuf)
+        return self.transport.post(self.pairwise, self._sendbuf, 6, "sum")
+
+    def finish(self, request):
+        return self.transport.wait(request)
+
+
 class FusedExchangeStepper:
     """lsrk45-type (2N-storage) steps of a MaxwellSystem on the CUDA backend, exchange fused."""
 
@@ -57,8 +119,6 @@ class FusedExchangeStepper:
         backend = system.backend
         if backend.name != "cuda":
             raise ValueError("the fused exchange needs the CUDA backend")
-        if getattr(system.exchange, "comm", None) is not None:
-            raise ValueError("the fused exchange works on one rank only (the gather-scatter has a communicator)")
         scheme = stepper.scheme
         if not hasattr(scheme, "A"):
             raise ValueError(f"the fused exchange needs a 2N-storage scheme, not {scheme.name!r}")
@@ -67,9 +127,24 @@ class FusedExchangeStepper:
         self.order = system.order
         n = self.order + 1
         e = system.num_elements
-        partner = partner_map(face_point_ids(system.mesh, self.order))
-        if partner.max(initial=0) >= 2**31:
-            raise ValueError("fused exchange: more than 2**31 face points")
+        comm = system.exchange.comm
+        problem, self.ghosts = None, None
+        try:
+            partner = partner_map(face_point_ids(system.mesh, self.order))
+            if comm is not None:
+                self.ghosts = GhostExchange(system.exchange, backend)
+                partner[self.ghosts.points] = self.ghosts.codes
+            if max(partner.max(initial=0), len(partner) - partner.min(initial=0)) >= 2**31:
+                raise ValueError("fused exchange: more than 2**31 face points")
+        except ValueError as exc:
+            problem = str(exc)
+        if comm is not None:  # every rank takes the same path
+            problems = [p for p in comm.allgather(problem) if p]
+            problem = problems[0] if problems else None
+        if problem:
+            raise ValueError(problem)
+        if self.ghosts is not None:
+            self.ghosts.connect()
         self.partner = backend.asarray(partner, dtype=np.int32)
         self.buffers = [backend.zeros((6, e, 6, n, n)), backend.zeros((6, e, 6, n, n))]
         self.residual = stepper.residual
@@ -78,14 +153,37 @@ class FusedExchangeStepper:
 
     def _function(self, dtype):
         funcs, cfg = self.kernels.kernels(dtype)
-        return funcs["stage_pairs"], cfg
+        return funcs["stage_pairs" if self.ghosts is None else "stage_ghosts"], cfg
 
-    def stage(self, u, stage_index, a, b, dt, write_traces=True):
-        """One stage: reads buffers[stage % 2], writes buffers[(stage + 1) % 2]."""
+    @property
+    def exchange(self) -> str:
+        """The transport of the ghost traces ("local" on one rank)."""
+        return "local" if self.ghosts is None else self.ghosts.transport.name
+
+    @property
+    def method(self) -> str:
+        return "local" if self.ghosts is None else "pairwise"
+
+    def describe(self) -> str:
+        """One line for run summaries."""
+        if self.ghosts is None:
+            return "fused face exchange, 1 rank"
+        tr = self.ghosts.transport
+        return (f"fused face exchange: ghost traces pairwise over {tr.name}"
+                f" ({'device-direct' if tr.device_direct else 'host-staged'}), {self.ghosts.comm.Get_size()} ranks,"
+                f" {int(self.ghosts.pairwise.topo.nnbr)} neighbours, {len(self.ghosts.points)} shared points"
+                + (f" [{self.ghosts.reason}]" if self.ghosts.reason != "requested" else ""))
+
+    def stage(self, u, stage_index, a, b, dt, write_traces=True, elements=None, ghost=None):
+        """One stage on ``elements`` (all by default): reads buffers[stage % 2] (and ``ghost``,
+        the traces from other ranks), writes buffers[(stage + 1) % 2]."""
         system = self.system
         g = self.kernels.geometry_args(system.device_geometry, u.dtype)
         fn, cfg = self._function(u.dtype)
         e = u.shape[1]
+        first, stop = element_bounds(elements, e)
+        if stop == first:
+            return
         t = u.dtype.type
         trace_in = self.buffers[stage_index % 2]
         trace_out = self.buffers[(stage_index + 1) % 2]
@@ -94,6 +192,7 @@ class FusedExchangeStepper:
             u,
             self.residual,
             trace_in,
+            self.kernels._dummy_array(u.dtype) if ghost is None else ghost,
             trace_out,
             self.partner,
             np.int32(1 if write_traces else 0),
@@ -106,19 +205,30 @@ class FusedExchangeStepper:
             factors,
             d,
             np.int64(e),
+            np.int64(first),
+            np.int64(stop),
             np.int32(cfg.elements_per_block),
             *MaxwellKernels.material(u.dtype, system.epsilon, system.mu, system.alpha),
             t(a),
             t(b),
             t(dt),
         )
-        fn((math.ceil(e / cfg.elements_per_block),), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+        fn((math.ceil((stop - first) / cfg.elements_per_block),), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
 
     def step(self, u, t, dt):
         s = self.scheme
-        self._traces(u, self.system.device_geometry["normals"], self.buffers[0])
+        system = self.system
+        self._traces(u, system.device_geometry["normals"], self.buffers[0])
         last = len(s.A) - 1
         for i, (a, b) in enumerate(zip(s.A, s.B)):
-            self.stage(u, i, a, b, dt, write_traces=i < last)
+            write = i < last
+            if self.ghosts is None:
+                self.stage(u, i, a, b, dt, write)
+                continue
+            request = self.ghosts.start(self.buffers[i % 2])
+            split = system.split if system.overlap else 0
+            self.stage(u, i, a, b, dt, write, elements=(0, split))  # no ghost reads here
+            ghost = self.ghosts.finish(request)
+            self.stage(u, i, a, b, dt, write, elements=(split, system.num_elements), ghost=ghost)
 
     __call__ = step

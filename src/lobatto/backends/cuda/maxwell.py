@@ -126,12 +126,13 @@ class MaxwellKernels:
                 "traces": f"lobatto::maxwell_traces_kernel<{self.order}, {t}>",
                 "rhs": f"lobatto::maxwell_rhs_kernel<{self.order}, {t}, {fp}>",
                 "stage": f"lobatto::maxwell_stage_kernel<{self.order}, {t}, {fp}>",
-                "stage_pairs": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}>",
+                "stage_pairs": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, false>",
+                "stage_ghosts": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, true>",
             }
             options = () if cfg.maxrregcount is None else (f"--maxrregcount={cfg.maxrregcount}",)
             module = get_module("maxwell.cu", tuple(names.values()), options)
             funcs = {k: module.get_function(v) for k, v in names.items()}
-            for k in ("rhs", "stage", "stage_pairs"):
+            for k in ("rhs", "stage", "stage_pairs", "stage_ghosts"):
                 if cfg.shared_bytes > 48 * 1024:
                     funcs[k].max_dynamic_shared_size_bytes = cfg.shared_bytes
                 if funcs[k].max_threads_per_block < cfg.threads:

@@ -14,10 +14,11 @@
 // or the element's compact metrics when it is affine), the curl, the lifted surface flux at
 // face points, and either writes the right-hand side (MODE 0) or does the 2N-storage RK update
 // residual = a * residual + dt * rhs; u += b * residual (MODE 1, u updated in place).
-// MODE 2 is MODE 1 with the face exchange folded in (single rank, conforming mesh): the sums
-// are the element's own trace, recomputed from u in shared memory, plus its partner face
-// point's trace read from `trace_in` (partner[fp] < 0: boundary, own trace only), and the
-// traces of the updated u are written to `trace_out` for the next stage (when write_traces).
+// MODE 2 is MODE 1 with the face exchange folded in (conforming mesh): the sums are the
+// element's own trace, recomputed from u in shared memory, plus its partner face point's
+// trace read from `trace_in`, or from `ghost` where the partner lives on another rank
+// (partner[fp] == -1: boundary, own trace only), and the traces of the updated u are written
+// to `trace_out` for the next stage (when write_traces).
 //
 // FP (face phase): when true the block first computes the lifted flux of every face point of
 // its elements, one thread per face point (all of their loads independent, coalesced), into
@@ -83,9 +84,14 @@ __device__ __forceinline__ void neg_n_cross(T nx, T ny, T nz, T v0, T v1, T v2, 
     o2 = -(nx * v1 - ny * v0);
 }
 
-// MODE 2's flux: sums = own trace (from the old u at this point) + the partner's trace.
-template <int N, typename T>
+// MODE 2's flux: sums = own trace (from the old u at this point) + the partner's trace:
+// partner p >= 0 is a point of this rank (trace_in[c * fs + p]), p == -1 none (boundary),
+// and with GHOSTS (MODE 3) p <= -2 a point of another rank whose trace arrived in
+// ghost[6 * (-2 - p) + c]. The one-rank kernel is compiled without the ghost case: a second
+// branch there cost 20-40 % of the stage's time on an H200 (selects below cost less).
+template <int N, typename T, bool GHOSTS>
 __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6], const T* LOBATTO_RESTRICT trace_in,
+                                                    const T* LOBATTO_RESTRICT ghost,
                                                     const int* LOBATTO_RESTRICT partner,
                                                     const T* LOBATTO_RESTRICT normals,
                                                     const T* LOBATTO_RESTRICT lift,
@@ -99,13 +105,23 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
     neg_n_cross(nx, ny, nz, uo[0], uo[1], uo[2], se0, se1, se2);
     neg_n_cross(nx, ny, nz, uo[3], uo[4], uo[5], sh0, sh1, sh2);
     const int p = partner[fp];
-    if (p >= 0) {
+    if (!GHOSTS && p >= 0) {
         se0 += trace_in[p];
         se1 += trace_in[fs + p];
         se2 += trace_in[2 * fs + p];
         sh0 += trace_in[3 * fs + p];
         sh1 += trace_in[4 * fs + p];
         sh2 += trace_in[5 * fs + p];
+    } else if (GHOSTS && p != -1) {
+        const bool here = p >= 0;
+        const T* src = here ? trace_in + p : ghost + 6 * (index_t)(-2 - p);
+        const index_t st = here ? fs : 1;
+        se0 += src[0];
+        se1 += src[st];
+        se2 += src[2 * st];
+        sh0 += src[3 * st];
+        sh1 += src[4 * st];
+        sh2 += src[5 * st];
     }
     const T fe = factors[e * 6 + f];
     const T fh = factors[E * 6 + e * 6 + f];
@@ -163,7 +179,7 @@ __device__ __forceinline__ void maxwell_operator_body(
     const signed char* LOBATTO_RESTRICT affine, int use_affine, const T* LOBATTO_RESTRICT normals,
     const T* LOBATTO_RESTRICT lift, const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D,
     index_t E, index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt,
-    const T* LOBATTO_RESTRICT trace_in,
+    const T* LOBATTO_RESTRICT trace_in, const T* LOBATTO_RESTRICT ghost,
     T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces) {
     using Dm = Dims<N>;
     constexpr int n = Dm::n, n2 = Dm::n2, n3 = Dm::n3;
@@ -203,14 +219,14 @@ __device__ __forceinline__ void maxwell_operator_body(
             T flux[6];
 #pragma unroll
             for (int c = 0; c < 6; ++c) flux[c] = T(0);
-            if (MODE == 2) {
+            if (MODE >= 2) {
                 int k, j, i;
                 face_to_kji<N>(f, fa, fb, k, j, i);
                 const T* se = su + el * 6 * ES + k * PS + j * RS + i;
                 T uo[6];
 #pragma unroll
                 for (int c = 0; c < 6; ++c) uo[c] = se[c * ES];
-                add_face_flux_pairs<N, T>(flux, uo, trace_in, partner, normals, lift, factors, E, e, f, fa, fb,
+                add_face_flux_pairs<N, T, MODE == 3>(flux, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f, fa, fb,
                                           inv_eps, inv_mu, ce, ch);
             } else {
                 add_face_flux<N, T>(flux, sums, normals, lift, factors, E, e, f, fa, fb, inv_eps, inv_mu, ce, ch);
@@ -290,12 +306,12 @@ __device__ __forceinline__ void maxwell_operator_body(
             if (k == 0) LOBATTO_ADD(4, j * n + i);
             if (k == N) LOBATTO_ADD(5, j * n + i);
 #undef LOBATTO_ADD
-        } else if (MODE == 2) {
+        } else if (MODE >= 2) {
             T uo[6];
 #pragma unroll
             for (int c = 0; c < 6; ++c) uo[c] = se[c * ES + so];
 #define LOBATTO_PAIRS(f_, a_, b_) \
-    add_face_flux_pairs<N, T>(rhs, uo, trace_in, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch)
+    add_face_flux_pairs<N, T, MODE == 3>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch)
             if (i == 0) LOBATTO_PAIRS(0, k, j);
             if (i == N) LOBATTO_PAIRS(1, k, j);
             if (j == 0) LOBATTO_PAIRS(2, k, i);
@@ -324,7 +340,7 @@ __device__ __forceinline__ void maxwell_operator_body(
                 un[c] = se[c * ES + so] + b * r;
                 u[c * fstride + g] = un[c];
             }
-            if (MODE == 2 && write_traces) {
+            if (MODE >= 2 && write_traces) {
                 if (FP) {
                     // Park the new face values in this point's own flux slots (read above by this
                     // thread only); the last phase turns them into traces, coalesced.
@@ -352,7 +368,7 @@ __device__ __forceinline__ void maxwell_operator_body(
         }
     }
 
-    if (MODE == 2 && FP && write_traces) {
+    if (MODE >= 2 && FP && write_traces) {
         __syncthreads();
         const int nfp = ne * 6 * n2;
         for (int q = threadIdx.x; q < nfp; q += blockDim.x) {
@@ -377,7 +393,7 @@ __global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T*
                                    index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch) {
     maxwell_operator_body<N, T, 0, FP>(const_cast<T*>(u), out, sums, metrics, compact, affine, use_affine, normals,
                                    lift, factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr,
-                                   nullptr, nullptr, 0);
+                                   nullptr, nullptr, nullptr, 0);
 }
 
 template <int N, typename T, bool FP>
@@ -389,22 +405,25 @@ __global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T
                                      index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
                                      T b, T dt) {
     maxwell_operator_body<N, T, 1, FP>(u, residual, sums, metrics, compact, affine, use_affine, normals, lift,
-                                   factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr, 0);
+                                   factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr, nullptr,
+                                   0);
 }
 
-// The stage with the face exchange folded in (MODE 2; see the top of this file).
-template <int N, typename T, bool FP>
+// The stage with the face exchange folded in (MODE 2, or 3 with ghosts from other ranks).
+template <int N, typename T, bool FP, bool GHOSTS>
 __global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
-                                           T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner,
+                                           const T* LOBATTO_RESTRICT ghost, T* LOBATTO_RESTRICT trace_out,
+                                           const int* LOBATTO_RESTRICT partner,
                                            int write_traces, const T* LOBATTO_RESTRICT metrics,
                                            const T* LOBATTO_RESTRICT compact,
                                            const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                            const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                            const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
-                                           int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt) {
-    maxwell_operator_body<N, T, 2, FP>(u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors,
-                                   D, E, 0, E, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, trace_out, partner,
-                                   write_traces);
+                                           index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
+                                           T b, T dt) {
+    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP>(u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors,
+                                   D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost,
+                                   trace_out, partner, write_traces);
 }
 
 // traces[c, e, f, a, b] = -(n x E)_c (c < 3), -(n x H)_{c-3} (c >= 3) at every face point.
@@ -443,6 +462,12 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
 }  // namespace lobatto
 
 // Explicit instantiation for offline compilation checks (tests/unit/test_cuda_compile.py).
+#define LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, G)                                                         \
+    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP, G>(                                 \
+        T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, \
+        const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, \
+        T, T);
+
 #define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP)                                                               \
     template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP>(                                            \
         const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
@@ -450,9 +475,8 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
     template __global__ void lobatto::maxwell_stage_kernel<N, T, FP>(                                          \
         T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, const T*, \
         lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);                       \
-    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP>(                                    \
-        T*, T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, const T*, \
-        const T*, const T*, lobatto::index_t, int, T, T, T, T, T, T, T);
+    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, false)                                                     \
+    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, true)
 
 #define LOBATTO_MAXWELL_INSTANTIATE(N, T)                                                                      \
     LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true)                                                                 \
