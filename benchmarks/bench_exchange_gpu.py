@@ -10,7 +10,8 @@ One GPU per rank (device = node-local rank).  Two parts:
     ``--points`` per GPU, default 1e6, 1e7, 3e7); per size: seconds per LSRK45 step on rank 0
     alone (1 GPU, no exchange) and on all P ranks with each transport; efficiency =
     t(1 GPU) / t(P GPUs) at equal points per GPU, with the stage's interior elements updated
-    while the exchange is in flight (overlap, the solver's default) and without; the
+    while the exchange is in flight (overlap) and without, and which of the two the default
+    ``overlap = "auto"`` picks from its own trial steps (on the CUDA whole-step path); the
     exchange's share of the step (x stages per step): on the CUDA whole-step path the
     ghost-trace round trip (pack, send/receive) timed alone; on the stage path
     (``--dry-run``) ``exchange_traces`` = traces kernel + gather-scatter, and the
@@ -159,12 +160,19 @@ def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
     rng = np.random.default_rng(1)
     u[...] = xp.asarray(1e-3 * rng.standard_normal(u.shape))
     dt = 1e-4
+    system.overlap = True
     t_step = clock(lambda: stepper.step(u, 0.0, dt), steps, 2, comm)
     system.overlap = False
     t_plain = clock(lambda: stepper.step(u, 0.0, dt), steps, 2, comm)
     system.overlap = True
     whole = stepper.whole_step
     ghosts = getattr(whole, "ghosts", None)
+    auto = None
+    if ghosts is not None:  # what overlap = "auto" (the default) picks from its trial steps
+        system.overlap, whole.auto_overlap = "auto", None
+        stepper.step(u, 0.0, dt)
+        auto = dict(whole.auto_overlap)
+        system.overlap = True
     if ghosts is not None:
         t_x = clock(lambda: ghosts.finish(ghosts.start(whole.buffers[0])), steps, 2, comm)
         t_gs = t_x
@@ -184,6 +192,8 @@ def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
         "stages": stages,
         "exchange_fraction": stages * t_x / t_step,
         "gs_fraction": stages * t_gs / t_step,
+        "auto_trial": auto,
+        "seconds_per_step_auto": None if auto is None else (t_step if auto["overlap"] else t_plain),
         "exchange": getattr(whole, "exchange", system.exchange.exchange),
         "method": getattr(whole, "method", system.exchange.method),
     }
@@ -239,12 +249,16 @@ def bench_maxwell(comm, xp, names, points_list, steps, clock, backend_of, dry) -
             if "seconds_per_step" in row["one_gpu"]:
                 res["efficiency"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step"]
                 res["efficiency_no_overlap"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step_no_overlap"]
+                if res["seconds_per_step_auto"] is not None:
+                    res["efficiency_auto"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step_auto"]
             res["describe"] = (stepper.whole_step or system.exchange).describe()
             row["multi"][name] = res
             log(comm, f"  {P} GPUs {name}: {res['seconds_per_step'] * 1e3:.2f} ms/step, "
                       f"efficiency {res.get('efficiency', float('nan')):.3f} (without overlap "
                       f"{res['seconds_per_step_no_overlap'] * 1e3:.2f} ms, "
-                      f"{res.get('efficiency_no_overlap', float('nan')):.3f}), exchange share "
+                      f"{res.get('efficiency_no_overlap', float('nan')):.3f}); auto picks "
+                      f"{'-' if res['auto_trial'] is None else ('overlap' if res['auto_trial']['overlap'] else 'no overlap')}"
+                      f" ({res.get('efficiency_auto', float('nan')):.3f}), exchange share "
                       f"{100 * res['exchange_fraction']:.1f} % (gs apply alone {100 * res['gs_fraction']:.1f} %)")
         system.exchange.free()
         del system, stepper, mesh
@@ -253,10 +267,15 @@ def bench_maxwell(comm, xp, names, points_list, steps, clock, backend_of, dry) -
     return rows
 
 
+def auto_pick(res) -> str:
+    trial = res.get("auto_trial")
+    return "-" if trial is None else ("on" if trial["overlap"] else "off")
+
+
 def print_maxwell_table(rows, names, P):
     print(f"\nMaxwell N={ORDER} weak scaling, ms per LSRK45 step (max over ranks)")
     print(f"{'points/GPU':>11} {'1 GPU':>9} " + " ".join(f"{P}:{n:>14}" for n in names)
-          + "   efficiency (without overlap) / exchange share per transport")
+          + "   efficiency (without overlap) [auto's pick] / exchange share per transport")
     for r in rows:
         if "multi" not in r:
             print(f"{r['points_per_gpu']:>11.3g}  failed")
@@ -264,7 +283,8 @@ def print_maxwell_table(rows, names, P):
         one = r["one_gpu"].get("seconds_per_step", float("nan")) * 1e3
         ms = " ".join(f"{r['multi'][n]['seconds_per_step'] * 1e3:>16.2f}" for n in names)
         eff = "  ".join(f"{n}: {r['multi'][n].get('efficiency', float('nan')):.3f}"
-                        f" ({r['multi'][n].get('efficiency_no_overlap', float('nan')):.3f})/"
+                        f" ({r['multi'][n].get('efficiency_no_overlap', float('nan')):.3f})"
+                        f" [{auto_pick(r['multi'][n])}]/"
                         f"{100 * r['multi'][n]['exchange_fraction']:.1f}%" for n in names)
         print(f"{r['points_per_gpu']:>11.3g} {one:>9.2f} {ms}   {eff}")
 

@@ -26,7 +26,7 @@ from lobatto.systems.maxwell.system import FIELD_NAMES, MaxwellSystem
 # How often (in steps) the state is checked for NaN/Inf between outputs: often enough to
 # stop a blow-up quickly, rarely enough to cost nothing measurable.
 FINITE_CHECK_STEPS = 20
-WARMUP_STEPS = 2  # compile kernels, record the step graph
+WARMUP_STEPS = 2  # compile kernels, record the step graph (and, under overlap = "auto", its trial)
 
 
 def deformation_from_expressions(deform: dict):
@@ -160,7 +160,8 @@ def run_case(case, backend: str | None = None, output_dir: Path | str | None = N
 
     # When the operator does not depend on t, one step of fixed dt can be recorded once and
     # replayed (a CUDA graph on the GPU; a plain call elsewhere).
-    advance = None if system.time_dependent else backend_obj.capture(lambda: stepper.step(u, 0.0, dt))
+    veto = getattr(stepper.whole_step, "graph_veto", None)
+    advance = None if system.time_dependent else backend_obj.capture(lambda: stepper.step(u, 0.0, dt), veto)
     # Steps are queued without waiting on the device; the loop is timed as a whole and the
     # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
     # (kernel compilation, graph recording) when there are more steps than that.
@@ -172,6 +173,9 @@ def run_case(case, backend: str | None = None, output_dir: Path | str | None = N
         advance() if advance is not None else stepper.step(u, t, dt)
         t = step * dt
         if step == WARMUP_STEPS and steps > WARMUP_STEPS:
+            # the finite check's kernels are compiled on first use too (seconds on a machine
+            # with an empty kernel cache), and its reduction over ranks lines them up
+            check_finite(system, u, step, t, dt, case, comm)
             backend_obj.synchronize()
             rate_start, rate_steps = time.perf_counter() - output_seconds, steps - WARMUP_STEPS
         if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
@@ -207,6 +211,24 @@ def check_finite(system, u, step, t, dt, case, comm=None) -> None:
     raise SolverError(f"non-finite field values (NaN/Inf) at step {step}, time {t:.6g}: {hint}")
 
 
+def overlap_summary(system, stepper, comm) -> dict:
+    """The overlap setting, whether it was used, and, under "auto", the trial's timings."""
+    whole = stepper.whole_step
+    ranks = rank_and_size(comm)[1]
+    if whole is not None and getattr(whole, "ghosts", None) is not None:
+        enabled = whole.overlap
+    else:  # the stage-by-stage path overlaps unless told not to; one rank has nothing to overlap
+        enabled = ranks > 1 and system.overlap is not False
+    out = {"setting": system.overlap, "enabled": bool(enabled),
+           "interior_elements": allreduce(comm, system.split),
+           "elements_after_exchange": allreduce(comm, system.num_elements - system.split)}
+    trial = getattr(whole, "auto_overlap", None)
+    if trial is not None:
+        out["auto_trial"] = {"seconds_per_step_with": trial["seconds_with"],
+                             "seconds_per_step_without": trial["seconds_without"]}
+    return out
+
+
 def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy_initial, writer, comm,
                  advance, seconds_per_step, rate_steps) -> dict:
     points = allreduce(comm, system.points)
@@ -223,6 +245,7 @@ def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy
         "integrator": stepper.scheme.name,
         "step_path": stepper.path,
         "cuda_graph": bool(getattr(advance, "captured", False)),
+        "cuda_graph_note": getattr(advance, "fallback_reason", None),
         "stages": stepper.stages,
         "wall_seconds": compute_seconds,
         "seconds_per_step": seconds_per_step,
@@ -236,8 +259,7 @@ def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy
         "exchange_method": getattr(stepper.whole_step, "method", system.exchange.method),
         "exchange": getattr(stepper.whole_step, "exchange", system.exchange.exchange),
         "exchange_detail": (stepper.whole_step or system.exchange).describe(),
-        "overlap": {"enabled": system.overlap, "interior_elements": allreduce(comm, system.split),
-                    "elements_after_exchange": allreduce(comm, system.num_elements - system.split)},
+        "overlap": overlap_summary(system, stepper, comm),
         "energy": {"initial": energy_initial, "final": allreduce(comm, system.energy(u))},
         "outputs": writer.records,
         "config": case.to_dict(),

@@ -293,6 +293,18 @@ def test_cavity_matches_cpu(deform, scheme, backends):
     assert np.max(np.abs(u_gpu - u_cpu)) <= 1e-12
 
 
+def test_capture_veto_keeps_plain_calls(backends):
+    """A step whose ``allowed()`` gives a reason is never recorded, and still advances."""
+    backend = backends["float64"]
+    calls = []
+    u = backend.asarray(np.arange(4.0))
+    step = backend.capture(lambda: (calls.append(1), u.__iadd__(1.0)), lambda: "kept plain for the test")
+    for _ in range(4):
+        step()
+    assert not step.captured and step.fallback_reason == "kept plain for the test" and len(calls) == 4
+    assert np.array_equal(backend.to_host(u), np.arange(4.0) + 4)
+
+
 def test_cavity_float32(backends):
     from lobatto.backends.cuda.backend import CudaBackend
 

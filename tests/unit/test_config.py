@@ -48,7 +48,7 @@ def full_case(rng) -> dict:
         "output": {"every": int(rng.integers(0, 50)), "formats": ["nek", "hdf5"], "name": "run-1"},
         "backend": {"name": "auto", "precision": "float32"},
         "parallel": {"exchange": "host", "method": "crystal_router", "partitioner": "metis",
-                     "overlap": bool(rng.integers(0, 2))},
+                     "overlap": [True, False, "auto"][int(rng.integers(0, 3))]},
     }
 
 
@@ -99,7 +99,7 @@ def test_defaults_filled():
     assert case.output.every == 0 and case.output.formats == ("hdf5",) and case.output.name == "min"
     assert case.backend.name == "cpu" and case.backend.precision == "float64"
     assert case.parallel.exchange == "auto" and case.parallel.method == "auto"
-    assert case.parallel.partitioner == "rcb" and case.parallel.overlap is True
+    assert case.parallel.partitioner == "rcb" and case.parallel.overlap == "auto"
 
     d = case.to_dict()
     assert d["time"] == {"integrator": "lsrk45", "t_end": 0.5, "cfl": 0.5}  # dt absent: computed
@@ -244,8 +244,8 @@ def test_unknown_key_without_close_match_lists_valid_keys():
         ("parallel.exchange", "mpi", "[parallel] exchange must be one of"),
         ("parallel.method", "tree", "[parallel] method must be one of"),
         ("parallel.partitioner", "scotch", "[parallel] partitioner must be one of"),
-        ("parallel.overlap", "yes", '[parallel] overlap must be true or false, got "yes"'),
-        ("parallel.overlap", 1, "[parallel] overlap must be true or false, got 1"),
+        ("parallel.overlap", "yes", '[parallel] overlap must be true, false or "auto", got "yes"'),
+        ("parallel.overlap", 1, '[parallel] overlap must be true, false or "auto", got 1'),
         ("initial.Ez", [1], "[initial] Ez must be an expression string"),
         ("mesh.deform", "x", "[mesh.deform] must be a table"),
         ("physics", 3, "[physics] must be a table"),

@@ -88,8 +88,9 @@ class Backend:
         return None
 
     # Graphs -------------------------------------------------------------------------------
-    def capture(self, function: Callable) -> Callable:
-        """Return a callable replaying `function`; backends with graph capture record it once."""
+    def capture(self, function: Callable, allowed: Callable | None = None) -> Callable:
+        """Return a callable replaying `function`; backends with graph capture record it once
+        (unless ``allowed()``, asked just before, returns a reason not to)."""
         return function
 
     def describe(self) -> dict:

@@ -143,7 +143,7 @@ class ParallelSection:
     exchange: str
     method: str
     partitioner: str
-    overlap: bool = True
+    overlap: bool | str = "auto"  # True, False or "auto"
 
 
 @dataclass(frozen=True)
@@ -446,6 +446,13 @@ def _bool(ctx, section, table, key, default):
     return v
 
 
+def _bool_or_auto(ctx, section, table, key, default):
+    v = _get(table, key, default, ctx, section)
+    if not isinstance(v, bool) and v != "auto":
+        raise ctx.bad(section, key, 'true, false or "auto"', v)
+    return v
+
+
 def _int(ctx, section, table, key, default, lo=None, hi=None, required_hint=""):
     v = _get(table, key, default, ctx, section, required_hint)
     if lo is not None and hi is not None:
@@ -668,7 +675,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         exchange=_choice(ctx, "parallel", par, "exchange", EXCHANGES, "auto"),
         method=_choice(ctx, "parallel", par, "method", METHODS, "auto"),
         partitioner=_choice(ctx, "parallel", par, "partitioner", PARTITIONERS, "rcb"),
-        overlap=_bool(ctx, "parallel", par, "overlap", True),
+        overlap=_bool_or_auto(ctx, "parallel", par, "overlap", "auto"),
     )
 
     return Case(

@@ -14,7 +14,8 @@ graph from then on. Whatever ``fn`` launches is frozen into the graph, scalar ar
 included: capture a function whose kernels and arguments do not change between calls (a time
 step of fixed dt of a time-independent operator). If recording fails (an operation in ``fn``
 synchronises with the host, say) it falls back to plain calls and says why in
-``fallback_reason``.
+``fallback_reason``. ``capture(fn, allowed)`` asks ``allowed()`` before recording and
+replays nothing while it returns a reason (a string) instead of None.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from lobatto.backends.cuda import maxwell
 class CudaGraphStep:
     """Replay of a recorded function; see :meth:`CudaBackend.capture`."""
 
-    def __init__(self, backend, function, max_failures: int = 1):
+    def __init__(self, backend, function, max_failures: int = 1, allowed=None):
         import cupy
 
         self.backend = backend
         self.function = function
+        self.allowed = allowed
         self.graph = None
         self.calls = 0
         self.failures = 0
@@ -79,7 +81,11 @@ class CudaGraphStep:
 
         self.calls += 1
         if self.graph is None and self.calls >= 2 and self.failures < self.max_failures:
-            self._record()
+            veto = self.allowed() if self.allowed is not None else None
+            if veto:
+                self.fallback_reason, self.failures = veto, self.max_failures  # plain calls from now on
+            else:
+                self._record()
         if self.graph is not None:
             self.graph.launch(stream=cupy.cuda.get_current_stream())
             return None
@@ -158,9 +164,9 @@ class CudaBackend(Backend):
         except ValueError:
             return None
 
-    def capture(self, function):
+    def capture(self, function, allowed=None):
         """A callable replaying ``function`` as a CUDA graph (see the module docstring)."""
-        return CudaGraphStep(self, function)
+        return CudaGraphStep(self, function, allowed=allowed)
 
     def describe(self) -> dict:
         return {

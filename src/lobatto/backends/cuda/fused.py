@@ -17,11 +17,17 @@ step depends on u alone and can be recorded as a CUDA graph) and one kernel per 
 Across ranks a partner on another rank is a "ghost": before each stage the traces of this
 rank's shared face points go to the rank that shares them (pairwise, through the
 gather-scatter's transport: NCCL, CUDA-aware MPI or host-staged) and theirs come back into
-a ghost buffer the kernel reads. Shared points belong to halo elements only, so the kernel
-first runs the interior elements [0, split) while the ghosts travel, then the rest (the
-overlap MaxwellSystem.stage does too; MaxwellSystem.overlap = False runs one launch after
-the exchange instead). Running the second launch on a side stream, concurrent with the
-first, was tried and measured no faster on 2 H200s.
+a ghost buffer the kernel reads. (Writing the shared points' traces into the send buffer
+from the stage kernel itself, instead of a packing kernel per stage, was tried: the ghost
+kernel became 25 % slower on an H200, far more than the 10 us packing saves.) Shared points
+belong to halo elements only, so with overlap the kernel first runs the interior elements [0, split) while the ghosts travel, then
+the rest; without, one launch after the exchange (NCCL then runs on the compute stream).
+With NCCL the packing kernel and the transfer run on NCCL's high-priority stream, alongside
+the interior launch. Which is faster depends on the transport and the sizes: on 2 H200s
+overlap wins from 1e7 points per GPU up and loses at 1e6, where the second launch costs
+more than the short exchange (docs/benchmarks.md). So under ``overlap = "auto"``
+(MaxwellSystem.overlap, the default) the first step times a few steps each way (slowest
+rank) and keeps the faster; the state is restored after the trial.
 
 Same results as the solver's path up to the order of floating-point operations (the test
 compares them). CudaBackend.whole_step returns it wherever it applies. Byte counts:
@@ -64,10 +70,11 @@ def partner_map(ids: np.ndarray) -> np.ndarray:
 class GhostExchange:
     """The traces of this rank's shared face points to the other ranks, and theirs back.
 
-    ``start(traces)`` packs and posts, ``finish(request)`` returns the ghost buffer, rows in
-    the order of ``codes``. Built from the gather-scatter's set-up (``gs.topo``, ``gs.plan``);
-    raises ValueError where a shared id has more than one point on this rank or more than one
-    other rank (not a conforming mesh).
+    ``start(traces, concurrent)`` packs the shared points' rows (row m: point ``points[m]``,
+    six components, in the order of ``codes``) and posts them; ``finish(request)`` returns the
+    ghost buffer (the neighbours' rows, same order). Built from
+    the gather-scatter's set-up (``gs.topo``, ``gs.plan``); raises ValueError where a shared id
+    has more than one point on this rank or more than one other rank (not a conforming mesh).
     """
 
     def __init__(self, gs, backend):
@@ -89,6 +96,7 @@ class GhostExchange:
         self.comm = gs.comm
         self.requested = gs.requested_exchange
         self.transport = None
+        self._xp = backend.xp
         self._index = backend.asarray(self.points, dtype=np.int64)
         self._sendbuf = backend.empty(6 * ns)
         self._pack = backend.xp.ElementwiseKernel(
@@ -102,9 +110,21 @@ class GhostExchange:
         self.transport, self.reason = select(self.requested, self.comm)
         return self
 
-    def start(self, traces):
-        self._pack(traces, self._index, np.int64(traces[0].size), self._sendbuf)
-        return self.transport.post(self.pairwise, self._sendbuf, 6, "sum")
+    def start(self, traces, concurrent=True):
+        """``concurrent=False``: nothing runs before ``finish`` (see Transport.post). With a
+        transport that has its own stream (NCCL) a concurrent start packs on that stream too,
+        after the work queued so far on the compute stream, so the packing kernel also runs
+        alongside the interior update."""
+        stream = getattr(self.transport, "stream", None) if concurrent else None
+        if stream is None:
+            self._pack(traces, self._index, np.int64(traces[0].size), self._sendbuf)
+            return self.transport.post(self.pairwise, self._sendbuf, 6, "sum", concurrent=concurrent)
+        ready = self._xp.cuda.Event(disable_timing=True)
+        ready.record()
+        stream.wait_event(ready)
+        with stream:  # post() then finds its own stream current: its hand-over is a no-op
+            self._pack(traces, self._index, np.int64(traces[0].size), self._sendbuf)
+            return self.transport.post(self.pairwise, self._sendbuf, 6, "sum", concurrent=True)
 
     def finish(self, request):
         return self.transport.wait(request)
@@ -150,6 +170,8 @@ class FusedExchangeStepper:
         self.residual = stepper.residual
         self._traces = backend.kernel("maxwell_traces", order=self.order)
         self.kernels = MaxwellKernels(backend, self.order)
+        #: the choice under overlap = "auto" once made, with the trial's timings
+        self.auto_overlap: dict | None = None
 
     def _function(self, dtype):
         funcs, cfg = self.kernels.kernels(dtype)
@@ -169,7 +191,11 @@ class FusedExchangeStepper:
         if self.ghosts is None:
             return "fused face exchange, 1 rank"
         tr = self.ghosts.transport
-        return (f"fused face exchange: ghost traces pairwise over {tr.name}"
+        how = "overlapped" if self.overlap else "not overlapped"
+        if self.system.overlap == "auto" and self.auto_overlap is not None:
+            a = self.auto_overlap
+            how += f" (auto: {1e3 * a['seconds_with']:.3g} ms/step with, {1e3 * a['seconds_without']:.3g} without)"
+        return (f"fused face exchange, {how}: ghost traces pairwise over {tr.name}"
                 f" ({'device-direct' if tr.device_direct else 'host-staged'}), {self.ghosts.comm.Get_size()} ranks,"
                 f" {int(self.ghosts.pairwise.topo.nnbr)} neighbours, {len(self.ghosts.points)} shared points"
                 + (f" [{self.ghosts.reason}]" if self.ghosts.reason != "requested" else ""))
@@ -188,11 +214,12 @@ class FusedExchangeStepper:
         trace_in = self.buffers[stage_index % 2]
         trace_out = self.buffers[(stage_index + 1) % 2]
         metrics, compact, affine, use_affine, normals, lift, factors, d = g
+        dummy = self.kernels._dummy_array(u.dtype)
         args = (
             u,
             self.residual,
             trace_in,
-            self.kernels._dummy_array(u.dtype) if ghost is None else ghost,
+            dummy if ghost is None else ghost,
             trace_out,
             self.partner,
             np.int32(1 if write_traces else 0),
@@ -215,20 +242,67 @@ class FusedExchangeStepper:
         )
         fn((math.ceil((stop - first) / cfg.elements_per_block),), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
 
+    @property
+    def overlap(self) -> bool:
+        """Whether stages overlap the ghost exchange (after the trial under "auto")."""
+        setting = self.system.overlap
+        if setting == "auto":
+            return True if self.auto_overlap is None else self.auto_overlap["overlap"]
+        return bool(setting)
+
+    def graph_veto(self) -> str | None:
+        """Why a step must not be recorded as a CUDA graph now, or None. An overlapped
+        multi-rank step relies on NCCL's stream priority, which a recorded graph does not
+        keep: on 2 H200s it ran 5.10 ms per step replayed against 5.03 ms called plainly."""
+        if self.ghosts is not None and self.overlap and getattr(self.ghosts.transport, "stream", None) is not None:
+            return "not recorded: the overlapped exchange needs its high-priority stream"
+        return None
+
     def step(self, u, t, dt):
+        if self.ghosts is not None and self.system.overlap == "auto" and self.auto_overlap is None:
+            self.auto_overlap = self._time_overlap(u, t, dt)
+        self._step(u, t, dt, self.overlap)
+
+    def _step(self, u, t, dt, overlap):
         s = self.scheme
         system = self.system
         self._traces(u, system.device_geometry["normals"], self.buffers[0])
         last = len(s.A) - 1
+        split = system.split if overlap else 0
         for i, (a, b) in enumerate(zip(s.A, s.B)):
             write = i < last
             if self.ghosts is None:
                 self.stage(u, i, a, b, dt, write)
                 continue
-            request = self.ghosts.start(self.buffers[i % 2])
-            split = system.split if system.overlap else 0
-            self.stage(u, i, a, b, dt, write, elements=(0, split))  # no ghost reads here
+            request = self.ghosts.start(self.buffers[i % 2], concurrent=overlap)
+            if split:
+                self.stage(u, i, a, b, dt, write, elements=(0, split))  # no ghost reads here
             ghost = self.ghosts.finish(request)
             self.stage(u, i, a, b, dt, write, elements=(split, system.num_elements), ghost=ghost)
+
+    def _time_overlap(self, u, t, dt, trials=3, steps=2) -> dict:
+        """Collective: seconds per step with and without overlap (slowest rank; best of
+        ``trials`` runs of ``steps`` steps each way, after a warm-up step each). ``u`` is
+        restored afterwards; the residual need not be (2N-storage schemes start with A = 0)."""
+        from mpi4py import MPI
+
+        xp = self.backend.xp
+        saved = u.copy()
+        seconds = {False: [], True: []}
+        for overlap in (False, True):
+            self._step(u, t, dt, overlap)  # compiles, allocates
+        for _ in range(trials):
+            for overlap in (False, True):
+                start, stop = xp.cuda.Event(), xp.cuda.Event()
+                start.record()
+                for _ in range(steps):
+                    self._step(u, t, dt, overlap)
+                stop.record()
+                stop.synchronize()
+                seconds[overlap].append(xp.cuda.get_elapsed_time(start, stop) / 1e3 / steps)
+        u[...] = saved
+        comm = self.ghosts.comm
+        best = {k: comm.allreduce(min(v), op=MPI.MAX) for k, v in seconds.items()}
+        return {"overlap": best[True] < best[False], "seconds_with": best[True], "seconds_without": best[False]}
 
     __call__ = step

@@ -18,7 +18,9 @@ class Transport:
     def __init__(self, comm):
         self.comm = comm
 
-    def post(self, ex, sendbuf, vn: int, op: str):
+    def post(self, ex, sendbuf, vn: int, op: str, concurrent: bool = True):
+        """``concurrent=False`` tells a transport with its own stream that nothing will run
+        between this and ``wait`` (NCCL then stays on the compute stream); others ignore it."""
         raise NotImplementedError
 
     def wait(self, request):

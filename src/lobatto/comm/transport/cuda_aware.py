@@ -81,7 +81,7 @@ class CudaAwareTransport(Transport):
     name = "cuda-aware-mpi"
     device_direct = True
 
-    def post(self, ex, sendbuf, vn, op):
+    def post(self, ex, sendbuf, vn, op, concurrent=True):
         import cupy
 
         sendbuf = cupy.ascontiguousarray(sendbuf)

@@ -68,7 +68,7 @@ class HostTransport(Transport):
         st.busy = True
         return st
 
-    def post(self, ex, sendbuf, vn, op):
+    def post(self, ex, sendbuf, vn, op, concurrent=True):
         if isinstance(sendbuf, np.ndarray):
             return None, (ex, ex.post(sendbuf, vn, op)), None
         import cupy

@@ -8,7 +8,9 @@ gather–scatter sum of -n x E and -n x H over face-point ids (fluxes.py, bounda
 
 Across ranks the exchange overlaps work: elements [0, split) share no face point with
 another rank, so a stage updates them while the exchange is in flight and the rest after it
-(meshes from the driver hold their halo elements last: HexMesh.halo_last).
+(meshes from the driver hold their halo elements last: HexMesh.halo_last). ``overlap`` is
+True, False or "auto"; this stage-by-stage path overlaps unless it is False (the CUDA
+whole-step path times both at its first step under "auto": backends/cuda/fused.py).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class MaxwellSystem(System):
     field_names = FIELD_NAMES
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
-                 exchange_method="auto", exchange="auto", overlap=True):
+                 exchange_method="auto", exchange="auto", overlap="auto"):
         from lobatto.comm import GatherScatter
 
         if flux not in FLUX_ALPHA:
@@ -69,7 +71,9 @@ class MaxwellSystem(System):
                                       vn_hint=6, exchange=exchange)
         halo = self.exchange.shared_points() // (6 * n * n)  # elements of shared face points
         self.split = int(halo.min()) if halo.size else self.num_elements
-        self.overlap = bool(overlap)
+        if not (isinstance(overlap, bool) or overlap == "auto"):
+            raise ValueError(f'overlap must be True, False or "auto", not {overlap!r}')
+        self.overlap = overlap
         self.trace_buffer = backend.zeros((6, self.num_elements, 6, n, n))
         self._traces = backend.kernel("maxwell_traces", order=self.order)
         self._rhs = backend.kernel("maxwell_rhs", order=self.order)
@@ -86,7 +90,7 @@ class MaxwellSystem(System):
         """Traces, exchange, then ``update(elements)`` over all elements; with overlap the
         interior block [0, split) is updated between the exchange's start and finish."""
         split, count = self.split, self.num_elements
-        if not self.overlap or split == count:
+        if self.overlap is False or split == count:
             update(None, self.exchange_traces(u))
             return
         self._traces(u, self.device_geometry["normals"], self.trace_buffer)
