@@ -56,12 +56,30 @@ def build_mesh(case, comm=None):
     return mesh.halo_last()
 
 
+def check_partition(mesh, case, comm) -> None:
+    """Collective: the ranks' parts cover every element once (element count, sum of ids and
+    sum of their squares over ranks). Graph partitioners (metis, rsb) run on every rank
+    independently; this catches ranks that disagree instead of running on a broken mesh."""
+    if comm is None:
+        return
+    ids = mesh.element_ids.astype(np.int64)
+    total = int(np.prod(case.mesh.elements))
+    prime = 2**31 - 1  # squares summed modulo a prime: no int64 overflow on any mesh size
+    got = allreduce(comm, np.array([ids.size, ids.sum(), ((ids * ids) % prime).sum()], dtype=np.int64))
+    expected = [total, total * (total - 1) // 2, (total - 1) * total * (2 * total - 1) // 6 % prime]
+    if [int(got[0]), int(got[1]), int(got[2]) % prime] != expected:
+        raise SolverError(f"[parallel] the '{case.parallel.partitioner}' partition computed on the "
+                          f"{comm.Get_size()} ranks does not cover the {total} elements exactly once "
+                          f"({int(got[0])} assigned); the ranks disagree (different numpy builds?)")
+
+
 def build_system(case, backend, comm=None) -> MaxwellSystem:
     if case.physics.equations != "maxwell":
         raise InputError(f"{case.source}: [physics] equations '{case.physics.equations}' is not available")
     with collective_errors(comm):  # a bad element may sit on one rank only
         mesh = build_mesh(case, comm)
         geometry = compute_geometry(mesh, case.discretization.order)
+    check_partition(mesh, case, comm)
     return MaxwellSystem(
         mesh, case.discretization.order, backend, geometry=geometry,
         epsilon=case.physics.epsilon, mu=case.physics.mu, flux=case.discretization.flux,

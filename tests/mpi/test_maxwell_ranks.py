@@ -60,10 +60,13 @@ def test_overlapped_stage_reproduces_serial_fields(wide_serial, nprocs, tmp_path
     assert np.array_equal(plain, fields)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pymetis") is None, reason="pymetis is not installed")
-def test_metis_partition_reproduces_serial_fields(wide_serial, tmp_path):
-    summary, ids, fields = run_case(tmp_path, WIDE + '[parallel]\npartitioner = "metis"\n', 3)
-    assert summary["config"]["parallel"]["partitioner"] == "metis" and summary["ranks"] == 3
+@pytest.mark.parametrize("partitioner", [
+    pytest.param("metis", marks=pytest.mark.skipif(importlib.util.find_spec("pymetis") is None, reason="pymetis is not installed")),
+    "rsb",
+])
+def test_graph_partition_reproduces_serial_fields(wide_serial, partitioner, tmp_path):
+    summary, ids, fields = run_case(tmp_path, WIDE + f'[parallel]\npartitioner = "{partitioner}"\n', 3)
+    assert summary["config"]["parallel"]["partitioner"] == partitioner and summary["ranks"] == 3
     _, serial_ids, serial_fields = wide_serial
     assert np.array_equal(ids, serial_ids)
     assert max_relative_difference(fields, serial_fields) <= 1e-13

@@ -60,7 +60,7 @@ BACKENDS = ("cpu", "cuda", "auto")
 PRECISIONS = ("float64", "float32")
 EXCHANGES = ("auto", "nccl", "cuda-aware-mpi", "host")
 METHODS = ("auto", "pairwise", "crystal_router", "allreduce")
-PARTITIONERS = ("rcb", "metis")
+PARTITIONERS = ("rcb", "metis", "rsb")
 MAX_ORDER = 24
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
