@@ -36,6 +36,7 @@ docs/cuda.md.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -116,15 +117,14 @@ class GhostExchange:
         after the work queued so far on the compute stream, so the packing kernel also runs
         alongside the interior update."""
         stream = getattr(self.transport, "stream", None) if concurrent else None
-        if stream is None:
+        if stream is not None:
+            ready = self._xp.cuda.Event(disable_timing=True)
+            ready.record()
+            stream.wait_event(ready)
+        # on the transport's stream post() finds its own stream current: its hand-over is a no-op
+        with stream if stream is not None else contextlib.nullcontext():
             self._pack(traces, self._index, np.int64(traces[0].size), self._sendbuf)
             return self.transport.post(self.pairwise, self._sendbuf, 6, "sum", concurrent=concurrent)
-        ready = self._xp.cuda.Event(disable_timing=True)
-        ready.record()
-        stream.wait_event(ready)
-        with stream:  # post() then finds its own stream current: its hand-over is a no-op
-            self._pack(traces, self._index, np.int64(traces[0].size), self._sendbuf)
-            return self.transport.post(self.pairwise, self._sendbuf, 6, "sum", concurrent=True)
 
     def finish(self, request):
         return self.transport.wait(request)
@@ -214,12 +214,11 @@ class FusedExchangeStepper:
         trace_in = self.buffers[stage_index % 2]
         trace_out = self.buffers[(stage_index + 1) % 2]
         metrics, compact, affine, use_affine, normals, lift, factors, d = g
-        dummy = self.kernels._dummy_array(u.dtype)
         args = (
             u,
             self.residual,
             trace_in,
-            dummy if ghost is None else ghost,
+            self.kernels._dummy_array(u.dtype) if ghost is None else ghost,
             trace_out,
             self.partner,
             np.int32(1 if write_traces else 0),
