@@ -18,8 +18,8 @@ Across ranks a partner on another rank is a "ghost": before each stage the trace
 rank's shared face points go to the rank that shares them (pairwise, through the
 gather-scatter's transport: NCCL, CUDA-aware MPI or host-staged) and theirs come back into
 a ghost buffer the kernel reads. (Writing the shared points' traces into the send buffer
-from the stage kernel itself, instead of a packing kernel per stage, was tried: the ghost
-kernel became 25 % slower on an H200, far more than the 10 us packing saves.) Shared points
+from the stage kernel itself, instead of a packing kernel per stage, was tried during
+development: the ghost kernel lost more than the packing kernel costs; not re-measured since.) Shared points
 belong to halo elements only, so with overlap the kernel first runs the interior elements [0, split) while the ghosts travel, then
 the rest; without, one launch after the exchange (NCCL then runs on the compute stream).
 With NCCL the packing kernel and the transfer run on NCCL's high-priority stream, alongside
@@ -252,7 +252,8 @@ class FusedExchangeStepper:
     def graph_veto(self) -> str | None:
         """Why a step must not be recorded as a CUDA graph now, or None. An overlapped
         multi-rank step relies on NCCL's stream priority, which a recorded graph does not
-        keep: on 2 H200s it ran 5.10 ms per step replayed against 5.03 ms called plainly."""
+        keep: on 2 H200s a replay ran 5.11 and 6.05 ms per step against 5.04 and 5.21 ms called
+        plainly (benchmarks/graph_two_gpu.py, docs/benchmarks.md)."""
         if self.ghosts is not None and self.overlap and getattr(self.ghosts.transport, "stream", None) is not None:
             return "not recorded: the overlapped exchange needs its high-priority stream"
         return None
