@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lobatto import __version__
-from lobatto.errors import InputError, LobattoError, SolverError
+from lobatto.errors import InputError, LobattoError
 
 __all__ = ["main", "build_parser"]
 
@@ -30,7 +30,7 @@ EXIT_INTERRUPTED = 130
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lobatto",
-        description="GPU-native spectral-element (SEDG) Maxwell solver.",
+        description="GPU-native high-order spectral-element framework.",
         epilog="Case files: docs/case-file.md. Output: docs/output.md.",
     )
     parser.add_argument("--version", action="version", version=f"lobatto {__version__}")
@@ -102,7 +102,7 @@ def _world_rank() -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from lobatto.config import load_case
+    from lobatto.api import load_case, run_case
     from lobatto.io.summary import format_summary_table
 
     case = load_case(args.case)
@@ -116,13 +116,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise InputError(
             f"{output_dir}: cannot create the output directory ({err.strerror or err})"
         ) from None
-
-    try:
-        from lobatto.driver import run_case
-    except ModuleNotFoundError as err:
-        if err.name == "lobatto.driver":
-            raise SolverError("this installation has no solver driver (lobatto.driver)") from None
-        raise
 
     if args.quiet or _world_rank() != 0:  # one progress bar per run, on rank 0
         progress = None

@@ -1,8 +1,10 @@
 """Runs a case: mesh -> system -> stepper -> outputs -> summary.
 
-`run_case` is what `lobatto run` calls. It writes snapshots and `summary.json` into the
-output directory (each written under a temporary name and renamed, so a crash never leaves
-a half-written file) and returns the summary dictionary.
+:class:`Simulation` holds one set-up run (the Python API's object); ``run_case`` is what
+``lobatto run`` calls. A run writes snapshots and ``summary.json`` into the output directory
+(each written under a temporary name and renamed, so a crash never leaves a half-written
+file). Nothing here knows a system's names: the system's class comes from the registry by
+``[physics] equations`` and describes its own fields, diagnostics and summary entries.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import numpy as np
 
 from lobatto import __version__
 from lobatto.backends import get_backend
-from lobatto.errors import InputError, SolverError
-from lobatto.integrators import Stepper, get_scheme, plan_steps, stable_time_step
+from lobatto.errors import SolverError
+from lobatto.integrators import Stepper, get_scheme, plan_steps
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box
 from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
-from lobatto.systems.maxwell.system import FIELD_NAMES, MaxwellSystem
+from lobatto.systems.registry import get_system
 
 # How often (in steps) the state is checked for NaN/Inf between outputs: often enough to
 # stop a blow-up quickly, rarely enough to cost nothing measurable.
@@ -73,19 +75,14 @@ def check_partition(mesh, case, comm) -> None:
                           f"({int(got[0])} assigned); the ranks disagree (different numpy builds?)")
 
 
-def build_system(case, backend, comm=None) -> MaxwellSystem:
-    if case.physics.equations != "maxwell":
-        raise InputError(f"{case.source}: [physics] equations '{case.physics.equations}' is not available")
+def build_system(case, backend, comm=None):
+    """The case's system (by ``[physics] equations``) on this rank's part of its mesh."""
+    system_class = get_system(case.physics.equations)
     with collective_errors(comm):  # a bad element may sit on one rank only
         mesh = build_mesh(case, comm)
         geometry = compute_geometry(mesh, case.discretization.order)
     check_partition(mesh, case, comm)
-    return MaxwellSystem(
-        mesh, case.discretization.order, backend, geometry=geometry,
-        epsilon=case.physics.epsilon, mu=case.physics.mu, flux=case.discretization.flux,
-        comm=comm, exchange_method=case.parallel.method, exchange=case.parallel.exchange,
-        overlap=case.parallel.overlap,
-    )
+    return system_class.from_case(case, mesh, geometry, backend, comm)
 
 
 class SnapshotWriter:
@@ -109,31 +106,36 @@ class SnapshotWriter:
         from lobatto.io import hdf5, hdf5_parts, nek5000
 
         fields = self.system.backend.to_host(u).astype(np.float64, copy=False)
+        names = self.system.field_names
         coords = self.system.geometry.coords
         order = self.system.order
         mesh = self.system.mesh
         attrs = dict(time=t, step=step, order=order, config_toml=self.config_toml,
-                     extra_attrs={"backend": self.system.backend.name, "ranks": self.size})
+                     extra_attrs={"backend": self.system.backend.name, "ranks": self.size,
+                                  "equations": self.system.name})
         files = []
         if "hdf5" in self.formats:
             path = self.output_dir / f"{self.name}_{step:06d}.h5"
             if self.size == 1:
-                hdf5.write_snapshot(path, coords, fields, FIELD_NAMES, **attrs)
+                hdf5.write_snapshot(path, coords, fields, names, **attrs)
             else:
-                hdf5_parts.write_snapshot_part(path, self.rank, coords, fields, FIELD_NAMES, mesh.element_ids, **attrs)
+                hdf5_parts.write_snapshot_part(path, self.rank, coords, fields, names, mesh.element_ids, **attrs)
                 self.comm.Barrier()
                 if self.rank == 0:
                     hdf5_parts.write_virtual_snapshot(
-                        path, self.part_counts, order, FIELD_NAMES, np.float64,
+                        path, self.part_counts, order, names, np.float64,
                         {"time": t, "step": step, "order": order, "config": self.config_toml,
-                         "layout": hdf5.LAYOUT, "field_names": list(FIELD_NAMES), "ranks": self.size,
-                         "lobatto_version": __version__})
+                         "layout": hdf5.LAYOUT, "field_names": list(names), "ranks": self.size,
+                         "equations": self.system.name, "lobatto_version": __version__})
             files.append(path.name)
         if "nek" in self.formats:
             self.nek_count += 1
             path = self.output_dir / nek5000.field_file_name(self.name, self.nek_count, self.rank)
-            nek5000.write_field_file(path, coords, fields, t, step, order, element_ids=mesh.element_ids + 1,
-                                     nelgt=mesh.num_global_elements, fid=self.rank, nfiles=self.size)
+            velocity, pressure, scalars = self.system.output_layout
+            nek5000.write_field_file(path, coords, dict(zip(names, fields)), t, step, order,
+                                     velocity=velocity, pressure=pressure, scalars=scalars,
+                                     element_ids=mesh.element_ids + 1, nelgt=mesh.num_global_elements,
+                                     fid=self.rank, nfiles=self.size)
             if self.rank == 0:
                 nek5000.write_index(self.output_dir / f"{self.name}.nek5000", self.name, 1, self.nek_count)
             files.append(nek5000.field_file_name(self.name, self.nek_count, 0))
@@ -142,150 +144,183 @@ class SnapshotWriter:
         self.records.append({"step": step, "time": t, "files": files})
 
 
-def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,
-             progress: Callable[[int, int, float], None] | None = None, comm="world") -> dict:
-    """Solve the case; write outputs and summary.json; return the summary.
+class Simulation:
+    """One run of a checked case, set up and ready to step.
+
+        sim = Simulation(case, backend="cpu", output_dir="out")
+        sim.advance(10)              # ten steps, no output
+        sim.fields()["Ex"]           # this rank's values, a host array (E, n, n, n)
+        summary = sim.run()          # the remaining steps, timed, with outputs and summary.json
 
     comm: an mpi4py communicator, None for serial, or "world" for COMM_WORLD when the
     program was started on several ranks. Progress is reported by rank 0 only.
     """
-    from lobatto.io.summary import write_summary
 
-    comm = world_comm() if comm == "world" else comm
-    rank, size = rank_and_size(comm)
-    output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
-    with collective_errors(comm):
-        if rank == 0:
-            output_dir.mkdir(parents=True, exist_ok=True)
-        backend_obj = get_backend(backend or case.backend.name, precision=case.backend.precision,
-                                  device_id=node_local_rank(comm), rank=rank)
-    if comm is not None:
-        comm.Barrier()
-        progress = progress if rank == 0 else None
-    system = build_system(case, backend_obj, comm=comm)
-    scheme = get_scheme(case.time.integrator)
-    stepper = Stepper(system, scheme)
+    def __init__(self, case, backend: str | None = None, output_dir: Path | str | None = None, comm="world",
+                 progress: Callable[[int, int, float], None] | None = None):
+        self.case = case
+        self.comm = comm = world_comm() if comm == "world" else comm
+        self.rank, self.size = rank_and_size(comm)
+        self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
+        with collective_errors(comm):
+            if self.rank == 0:
+                self.output_dir.mkdir(parents=True, exist_ok=True)
+            self.backend = get_backend(backend or case.backend.name, precision=case.backend.precision,
+                                       device_id=node_local_rank(comm), rank=self.rank)
+        if comm is not None:
+            comm.Barrier()
+        self.progress = progress if self.rank == 0 else None
+        self.system = system = build_system(case, self.backend, comm=comm)
+        self.stepper = Stepper(system, get_scheme(case.time.integrator))
+        min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
+        dt_max = case.time.dt if case.time.dt is not None else system.stable_time_step(case.time.cfl, min_spacing)
+        self.steps, self.dt = plan_steps(case.time.t_end, dt_max)
+        self.min_spacing = min_spacing
+        self.u = self.backend.asarray(system.evaluate_fields(case.initial.fields or {}, 0.0))
+        self.step_count, self.t = 0, 0.0
+        self.energy_initial = allreduce(comm, system.energy(self.u))
+        self.writer = SnapshotWriter(case, system, self.output_dir, comm)
+        # When the operator does not depend on t, one step of fixed dt can be recorded once and
+        # replayed (a CUDA graph on the GPU; a plain call elsewhere).
+        self.advance_one = None if system.time_dependent else self.backend.capture(
+            lambda: self.stepper.step(self.u, 0.0, self.dt), self.stepper.graph_veto)
 
-    min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
-    dt_max = case.time.dt if case.time.dt is not None else stable_time_step(case.time.cfl, min_spacing, system.wave_speed)
-    steps, dt = plan_steps(case.time.t_end, dt_max)
+    # Stepping -----------------------------------------------------------------------------
+    def _step(self) -> None:
+        if self.advance_one is not None:
+            self.advance_one()
+        else:
+            self.stepper.step(self.u, self.t, self.dt)
+        self.step_count += 1
+        self.t = self.step_count * self.dt
 
-    initial = case.initial.fields or {}
-    u = backend_obj.asarray(system.evaluate_fields(initial, 0.0))
-    energy_initial = allreduce(comm, system.energy(u))
-    writer = SnapshotWriter(case, system, output_dir, comm)
-    every = case.output.every
+    def advance(self, steps: int = 1) -> None:
+        """``steps`` more steps (no output, no timing), with the finite check at the end."""
+        for _ in range(int(steps)):
+            self._step()
+        self.check_finite()
 
-    # When the operator does not depend on t, one step of fixed dt can be recorded once and
-    # replayed (a CUDA graph on the GPU; a plain call elsewhere).
-    veto = getattr(stepper.whole_step, "graph_veto", None)
-    advance = None if system.time_dependent else backend_obj.capture(lambda: stepper.step(u, 0.0, dt), veto)
-    # Steps are queued without waiting on the device; the loop is timed as a whole and the
-    # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
-    # (kernel compilation, graph recording) when there are more steps than that.
-    t, output_seconds = 0.0, 0.0
-    backend_obj.synchronize()
-    loop_start = time.perf_counter()
-    rate_start, rate_steps = loop_start, steps
-    for step in range(1, steps + 1):
-        advance() if advance is not None else stepper.step(u, t, dt)
-        t = step * dt
-        if step == WARMUP_STEPS and steps > WARMUP_STEPS:
-            # the finite check's kernels are compiled on first use too (seconds on a machine
-            # with an empty kernel cache), and its reduction over ranks lines them up
-            check_finite(system, u, step, t, dt, case, comm)
-            backend_obj.synchronize()
-            rate_start, rate_steps = time.perf_counter() - output_seconds, steps - WARMUP_STEPS
-        if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
-            check_finite(system, u, step, t, dt, case, comm)
-        if every and step % every == 0 and step != steps:
-            backend_obj.synchronize()
-            write_start = time.perf_counter()
-            writer.write(u, step, t)
-            output_seconds += time.perf_counter() - write_start
-        if progress is not None:
-            progress(step, steps, t)
-    backend_obj.synchronize()
-    loop_end = time.perf_counter() - output_seconds
-    compute_seconds = loop_end - loop_start
-    writer.write(u, steps, t)
+    def check_finite(self) -> None:
+        xp = self.backend.xp
+        if allreduce(self.comm, int(bool(xp.isfinite(self.u).all())), "min"):
+            return
+        if self.case.time.dt is not None:
+            hint = (f"dt (stable estimate at cfl 0.5: "
+                    f"{self.system.stable_time_step(0.5, self.system.geometry.min_spacing):.3g})")
+        else:
+            hint = f"cfl (now {self.case.time.cfl})"
+        raise SolverError(f"non-finite field values (NaN/Inf) at step {self.step_count}, time {self.t:.6g}: "
+                          f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] {hint}")
 
-    compute_seconds = allreduce(comm, compute_seconds, "max")
-    seconds_per_step = allreduce(comm, (loop_end - rate_start) / rate_steps, "max")
-    summary = make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy_initial, writer, comm,
-                           advance, seconds_per_step, rate_steps)
-    if rank == 0:
-        write_summary(output_dir / "summary.json", summary)
-    return summary
+    # Results ------------------------------------------------------------------------------
+    def fields(self) -> dict:
+        """{field name: this rank's values as a float64 host array (E, n, n, n)}."""
+        values = self.backend.to_host(self.u).astype(np.float64, copy=False)
+        return dict(zip(self.system.field_names, values))
 
+    def coordinates(self) -> np.ndarray:
+        """(3, E, n, n, n) x, y, z of this rank's GLL points (host array)."""
+        return self.system.geometry.coords
 
-def check_finite(system, u, step, t, dt, case, comm=None) -> None:
-    xp = system.backend.xp
-    if allreduce(comm, int(bool(xp.isfinite(u).all())), "min"):
-        return
-    hint = (f"the time step dt = {dt:.3g} may be over the stability limit; lower [time] "
-            + (f"dt (stable estimate at cfl 0.5: {0.5 * system.geometry.min_spacing / system.wave_speed:.3g})"
-               if case.time.dt is not None else f"cfl (now {case.time.cfl})"))
-    raise SolverError(f"non-finite field values (NaN/Inf) at step {step}, time {t:.6g}: {hint}")
-
-
-def overlap_summary(system, stepper, comm) -> dict:
-    """The overlap setting, whether it was used, and, under "auto", the trial's timings."""
-    whole = stepper.whole_step
-    ranks = rank_and_size(comm)[1]
-    if whole is not None and getattr(whole, "ghosts", None) is not None:
-        enabled = whole.overlap
-    else:  # the stage-by-stage path overlaps unless told not to; one rank has nothing to overlap
-        enabled = ranks > 1 and system.overlap is not False
-    out = {"setting": system.overlap, "enabled": bool(enabled),
-           "interior_elements": allreduce(comm, system.split),
-           "elements_after_exchange": allreduce(comm, system.num_elements - system.split)}
-    trial = getattr(whole, "auto_overlap", None)
-    if trial is not None:
-        out["auto_trial"] = {"seconds_per_step_with": trial["seconds_with"],
-                             "seconds_per_step_without": trial["seconds_without"]}
-    return out
-
-
-def make_summary(case, system, stepper, u, steps, t, dt, compute_seconds, energy_initial, writer, comm,
-                 advance, seconds_per_step, rate_steps) -> dict:
-    points = allreduce(comm, system.points)
-    elements = allreduce(comm, system.num_elements)
-    summary = {
-        "case": case.name,
-        "lobatto_version": __version__,
-        "order": system.order,
-        "elements": elements,
-        "points": points,
-        "steps": steps,
-        "dt": dt,
-        "t_final": t,
-        "integrator": stepper.scheme.name,
-        "step_path": stepper.path,
-        "cuda_graph": bool(getattr(advance, "captured", False)),
-        "cuda_graph_note": getattr(advance, "fallback_reason", None),
-        "stages": stepper.stages,
-        "wall_seconds": compute_seconds,
-        "seconds_per_step": seconds_per_step,
-        "rate_steps": rate_steps,  # the steps seconds_per_step is measured over
-        "point_steps_per_second": points / seconds_per_step,
-        "gflops": allreduce(comm, system.flops_per_step(stepper.stages)) / seconds_per_step / 1e9,
-        "backend": system.backend.name,
-        "precision": system.backend.precision,
-        "ranks": rank_and_size(comm)[1],
-        # the whole-step path exchanges ghost traces itself (backends/cuda/fused.py)
-        "exchange_method": getattr(stepper.whole_step, "method", system.exchange.method),
-        "exchange": getattr(stepper.whole_step, "exchange", system.exchange.exchange),
-        "exchange_detail": (stepper.whole_step or system.exchange).describe(),
-        "overlap": overlap_summary(system, stepper, comm),
-        "energy": {"initial": energy_initial, "final": allreduce(comm, system.energy(u))},
-        "outputs": writer.records,
-        "config": case.to_dict(),
-    }
-    if case.exact.fields is not None:
-        squares, maxima = system.error_sums(u, system.evaluate_fields(case.exact.fields, t))
+    def errors(self) -> dict | None:
+        """L2 and max errors against the case's [exact] fields at the current time, or None."""
+        if self.case.exact.fields is None:
+            return None
+        system, comm = self.system, self.comm
+        squares, maxima = system.error_sums(self.u, system.evaluate_fields(self.case.exact.fields, self.t))
         squares, maxima = allreduce(comm, squares), allreduce(comm, maxima, "max")
-        errors = {name: {"l2": math.sqrt(squares[c]), "max": float(maxima[c])} for c, name in enumerate(FIELD_NAMES)}
+        errors = {name: {"l2": math.sqrt(squares[c]), "max": float(maxima[c])}
+                  for c, name in enumerate(system.field_names)}
         errors["all"] = {"l2": math.sqrt(float(squares.sum())), "max": float(maxima.max())}
-        summary["errors"] = errors
-    return summary
+        return errors
+
+    # The timed run ------------------------------------------------------------------------
+    def run(self) -> dict:
+        """The remaining steps to t_end, timed; snapshots every [output] every steps and at
+        the end; summary.json (rank 0). Returns the summary."""
+        from lobatto.io.summary import write_summary
+
+        case, backend = self.case, self.backend
+        steps, first = self.steps, self.step_count + 1
+        every = case.output.every
+        # Steps are queued without waiting on the device; the loop is timed as a whole and the
+        # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
+        # (kernel compilation, graph recording) when there are more steps than that.
+        output_seconds = 0.0
+        backend.synchronize()
+        loop_start = time.perf_counter()
+        rate_start, rate_steps = loop_start, steps - first + 1
+        warmup_end = first - 1 + WARMUP_STEPS
+        for step in range(first, steps + 1):
+            self._step()
+            if step == warmup_end and steps > warmup_end:
+                # the finite check's kernels are compiled on first use too (seconds on a machine
+                # with an empty kernel cache), and its reduction over ranks lines them up
+                self.check_finite()
+                backend.synchronize()
+                rate_start, rate_steps = time.perf_counter() - output_seconds, steps - warmup_end
+            if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
+                self.check_finite()
+            if every and step % every == 0 and step != steps:
+                backend.synchronize()
+                write_start = time.perf_counter()
+                self.writer.write(self.u, step, self.t)
+                output_seconds += time.perf_counter() - write_start
+            if self.progress is not None:
+                self.progress(step, steps, self.t)
+        backend.synchronize()
+        loop_end = time.perf_counter() - output_seconds
+        self.writer.write(self.u, self.step_count, self.t)
+
+        compute_seconds = allreduce(self.comm, loop_end - loop_start, "max")
+        seconds_per_step = allreduce(self.comm, (loop_end - rate_start) / max(rate_steps, 1), "max")
+        self.summary = self.make_summary(compute_seconds, seconds_per_step, rate_steps)
+        if self.rank == 0:
+            write_summary(self.output_dir / "summary.json", self.summary)
+        return self.summary
+
+    def make_summary(self, compute_seconds, seconds_per_step, rate_steps) -> dict:
+        system, stepper, comm = self.system, self.stepper, self.comm
+        points = allreduce(comm, system.points)
+        path = stepper.describe()
+        summary = {
+            "case": self.case.name,
+            "lobatto_version": __version__,
+            "equations": system.name,
+            "order": system.order,
+            "elements": allreduce(comm, system.num_elements),
+            "points": points,
+            "steps": self.step_count,
+            "dt": self.dt,
+            "t_final": self.t,
+            "integrator": path["integrator"],
+            "step_path": path["step_path"],
+            "step_kernel": path.get("kernel"),
+            "cuda_graph": bool(self.advance_one is not None and self.advance_one.captured),
+            "cuda_graph_note": None if self.advance_one is None else self.advance_one.fallback_reason,
+            "stages": path["stages"],
+            "wall_seconds": compute_seconds,
+            "seconds_per_step": seconds_per_step,
+            "rate_steps": rate_steps,  # the steps seconds_per_step is measured over
+            "point_steps_per_second": points / seconds_per_step if seconds_per_step > 0 else None,
+            "backend": system.backend.name,
+            "precision": system.backend.precision,
+            "ranks": self.size,
+        }
+        flops = system.flops_per_step(stepper.stages)
+        if flops is not None and seconds_per_step > 0:
+            summary["gflops"] = allreduce(comm, flops) / seconds_per_step / 1e9
+        summary.update(system.summary(stepper, comm))
+        summary["energy"] = {"initial": self.energy_initial, "final": allreduce(comm, system.energy(self.u))}
+        summary["outputs"] = self.writer.records
+        summary["config"] = self.case.to_dict()
+        errors = self.errors()
+        if errors is not None:
+            summary["errors"] = errors
+        return summary
+
+
+def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,
+             progress: Callable[[int, int, float], None] | None = None, comm="world") -> dict:
+    """Solve the case; write outputs and summary.json; return the summary."""
+    return Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress).run()

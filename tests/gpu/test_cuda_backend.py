@@ -128,7 +128,7 @@ def test_kernels_match_reference(order, backends):
 def test_face_paths_match_reference(order, face_phase):
     """Both ways of doing the face terms (kernels/maxwell.cu: FP) and a second launch shape."""
     from lobatto.backends.cuda.backend import CudaBackend
-    from lobatto.backends.cuda.maxwell import default_launch
+    from lobatto.systems.maxwell.cuda import default_launch
 
     gpu, ref = CudaBackend("float64"), NumpyBackend()
     cfg = default_launch(order, np.float64, gpu.max_shared_per_block)

@@ -1,4 +1,4 @@
-"""The fused-exchange step (backends/cuda/fused.py) equals the stage-by-stage step with the gather-scatter.
+"""The fused-exchange step (systems/maxwell/fused.py) equals the stage-by-stage step with the gather-scatter.
 
 partner_map runs anywhere; the GPU tests skip, with the reason, without CuPy and a GPU.
 """
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lobatto.backends import cuda_available
-from lobatto.backends.cuda.fused import partner_map
+from lobatto.systems.maxwell.fused import partner_map
 from lobatto.integrators import Stepper, get_scheme, stable_time_step
 from lobatto.mesh import box_mesh, face_point_ids
 
@@ -70,7 +70,7 @@ def bump(x, y, z):
 )
 def test_fused_step_equals_solver_step(order, dims, deform, periodic, flux, precision):
     from lobatto.backends import get_backend
-    from lobatto.backends.cuda.fused import FusedExchangeStepper
+    from lobatto.systems.maxwell.fused import FusedExchangeStepper
     from lobatto.systems.maxwell.system import MaxwellSystem
 
     backend = get_backend("cuda", precision=precision)

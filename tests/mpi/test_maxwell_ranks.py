@@ -32,7 +32,8 @@ def test_ranks_reproduce_serial_fields(serial, nprocs, tmp_path):
 
     seen = []
     for rank in range(nprocs):
-        nek = read_field_file(tmp_path / "out" / f"case{rank}.f00001")
+        nek = read_field_file(tmp_path / "out" / f"case{rank}.f00001", velocity=("Ex", "Ey", "Ez"),
+                             scalars=("Hx", "Hy", "Hz"))
         assert nek["nfiles"] == nprocs and nek["nelgt"] == 12
         seen.extend(np.asarray(nek["element_ids"]).tolist())
     assert sorted(seen) == list(range(1, 13))

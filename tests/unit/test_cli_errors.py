@@ -160,7 +160,7 @@ def test_solver_error_exit_1_and_interrupt_130(tmp_path, capsys, monkeypatch):
 
     fake = types.ModuleType("lobatto.driver")
     fake.run_case = failing_run_case
-    monkeypatch.setitem(sys.modules, "lobatto.driver", fake)
+    monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
     monkeypatch.chdir(tmp_path)
     assert cli.main(["run", str(path), "--backend", "cpu", "--quiet"]) == 1
     assert calls["args"] == ("cavity", "cpu", Path("cavity_out"))
@@ -192,7 +192,7 @@ def test_run_prints_summary_from_driver(tmp_path, capsys, monkeypatch):
 
     fake = types.ModuleType("lobatto.driver")
     fake.run_case = fake_run_case
-    monkeypatch.setitem(sys.modules, "lobatto.driver", fake)
+    monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
     assert cli.main(["run", str(path), "-o", str(tmp_path / "out"), "-q"]) == 0
     out = capsys.readouterr().out
     assert seen["backend"] == "cpu"
@@ -299,7 +299,7 @@ def test_summary_printed_on_rank_0_only(tmp_path, capsys, monkeypatch):
 
     fake = types.ModuleType("lobatto.driver")
     fake.run_case = fake_run_case
-    monkeypatch.setitem(sys.modules, "lobatto.driver", fake)
+    monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
     for var in cli._RANK_VARIABLES:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PMI_RANK", "1")

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lobatto.config import Expression, load_case, parse_case
+from lobatto.api import load_case, parse_case
+from lobatto.config import Expression
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -233,7 +234,7 @@ def test_unknown_key_without_close_match_lists_valid_keys():
         ("mesh.generator", "sphere", '[mesh] generator must be "box"'),
         ("discretization.flux", "upwnd", 'did you mean "upwind"?'),
         ("physics.epsilon", "1", "[physics] epsilon must be a positive number"),
-        ("physics.equations", "euler", '[physics] equations must be "maxwell"'),
+        ("physics.equations", "euler", '[physics] equations must be one of "maxwell", "acoustics"'),
         ("time.integrator", "rk3", "[time] integrator must be one of"),
         ("output.every", -1, "[output] every must be an integer >= 0, got -1"),
         ("output.formats", "hdf5", "[output] formats must be a list"),

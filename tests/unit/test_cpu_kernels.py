@@ -1,4 +1,4 @@
-"""Compiled CPU kernels (lobatto.backends.cpu_kernels) against the NumPy reference kernels.
+"""Compiled CPU kernels (lobatto.systems.maxwell.cpu, lobatto.comm.local_c) against the NumPy reference kernels.
 
 Tolerances (relative: max |c - ref| / max |ref|):
   float64: 1e-13. Geometry is either a deformed box (metrics differ at every point: the
@@ -24,13 +24,15 @@ import textwrap
 import numpy as np
 import pytest
 
-from lobatto.backends import cpu_kernels
-from lobatto.backends.cpu import CpuBackend, _reference_stage
+from lobatto.comm.local_c import gs_kernels
+from lobatto.jit import c as cbuild
+from lobatto.systems.maxwell import cpu as maxwell_cpu
+from lobatto.backends.cpu import CpuBackend
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.mesh import box_mesh
 from lobatto.systems.maxwell.system import MaxwellSystem
 
-pytestmark = pytest.mark.skipif(not cpu_kernels.available(), reason="no C compiler found (or LOBATTO_NO_CKERNELS set)")
+pytestmark = pytest.mark.skipif(not cbuild.available(), reason="no C compiler found (or LOBATTO_NO_CKERNELS set)")
 
 ORDERS = list(range(1, 16))
 ORDERS_F32 = [1, 4, 7, 14]
@@ -42,13 +44,13 @@ TOL32 = 2e-5
 @pytest.fixture(scope="session", autouse=True)
 def compiled():
     """Compile every library this module needs once, in parallel."""
-    if not cpu_kernels.available():
+    if not cbuild.available():
         return
-    specs = [cpu_kernels.maxwell_spec(n, "float64") for n in ORDERS]
-    specs += [cpu_kernels.maxwell_spec(n, "float32") for n in ORDERS_F32]
+    specs = [maxwell_cpu.maxwell_spec(n, "float64") for n in ORDERS]
+    specs += [maxwell_cpu.maxwell_spec(n, "float32") for n in ORDERS_F32]
     specs.append(("gs_local.c", {}))
-    cpu_kernels.prebuild(specs)
-    cpu_kernels.set_num_threads(2)  # exercise the OpenMP path (element split across threads)
+    cbuild.prebuild(specs)
+    cbuild.set_num_threads(2)  # exercise the OpenMP path (element split across threads)
 
 
 def deform(x, y, z):
@@ -93,14 +95,14 @@ def case(order, elements, deformed, seed):
 
 def reference(order):
     ref = NumpyBackend()
-    return ref.kernel("maxwell_traces", order=order), ref.kernel("maxwell_rhs", order=order), _reference_stage(ref, order)
+    return ref.kernel("maxwell_traces", order=order), ref.kernel("maxwell_rhs", order=order), maxwell_cpu.reference_stage(ref, order)
 
 
 @pytest.mark.parametrize("elements", ELEMENTS)
 @pytest.mark.parametrize("order", ORDERS)
 def test_float64_against_reference(order, elements):
-    k = cpu_kernels.maxwell_kernels(order, "float64")
-    assert k is not None, cpu_kernels.build.error(*cpu_kernels.maxwell_spec(order, "float64"))
+    k = maxwell_cpu.maxwell_kernels(order, "float64")
+    assert k is not None, cbuild.error(*maxwell_cpu.maxwell_spec(order, "float64"))
     r_traces, r_rhs, r_stage = reference(order)
     for deformed in (True, False):
         _system, g, u, sums, eps, mu = case(order, elements, deformed, seed=order * 7 + len(elements))
@@ -127,7 +129,7 @@ def test_float64_against_reference(order, elements):
 def test_element_ranges(order):
     """rhs and stage on elements [first, stop) equal the whole-mesh result there and leave
     every other element untouched (compiled and reference alike); two ranges make the whole."""
-    k = cpu_kernels.maxwell_kernels(order, "float64")
+    k = maxwell_cpu.maxwell_kernels(order, "float64")
     _r_traces, r_rhs, r_stage = reference(order)
     _system, g, u, sums, eps, mu = case(order, (5, 2, 1), True, seed=order + 11)
     E = u.shape[1]
@@ -160,7 +162,7 @@ def test_element_ranges(order):
 
 @pytest.mark.parametrize("order", ORDERS_F32)
 def test_float32_against_float64_reference(order):
-    k = cpu_kernels.maxwell_kernels(order, "float32")
+    k = maxwell_cpu.maxwell_kernels(order, "float32")
     assert k is not None
     r_traces, r_rhs, r_stage = reference(order)
     for deformed in (True, False):
@@ -197,7 +199,7 @@ def test_raw_box_affine_path(order):
     sums = rng.standard_normal((6, 4, 6, order + 1, order + 1))
     o0, o1 = np.empty_like(u), np.empty_like(u)
     reference(order)[1](u, sums, g, o0, 1.0, 1.0, 1.0)
-    cpu_kernels.maxwell_kernels(order)["maxwell_rhs"](u, sums, g, o1, 1.0, 1.0, 1.0)
+    maxwell_cpu.maxwell_kernels(order)["maxwell_rhs"](u, sums, g, o1, 1.0, 1.0, 1.0)
     assert relerr(o1, o0) <= 1e-12
 
 
@@ -208,14 +210,14 @@ def test_backend_registration_and_stepping():
     order = 4
     backend = CpuBackend()
     assert backend.has_tuned("maxwell_stage")
-    k = cpu_kernels.maxwell_kernels(order)
+    k = maxwell_cpu.maxwell_kernels(order)
     for name in ("maxwell_traces", "maxwell_rhs", "maxwell_stage"):
         assert backend.kernel(name, order=order).__qualname__ == k[name].__qualname__
     mesh = box_mesh((2, 2, 2), periodic=(True, False, True), deform=deform)
     states = []
     for be in (NumpyBackend(), backend):
         system = MaxwellSystem(mesh, order, be, epsilon=1.5, mu=0.8)
-        assert (system._fused_stage is not None) == (be is backend)
+        assert (system.stage_kernel is not None) == (be is backend)
         u = np.random.default_rng(5).standard_normal((6, 8) + (order + 1,) * 3)
         stepper = Stepper(system, get_scheme("lsrk45"))
         for _ in range(3):
@@ -225,7 +227,7 @@ def test_backend_registration_and_stepping():
 
 
 def test_wrong_arrays_are_refused():
-    k = cpu_kernels.maxwell_kernels(2)
+    k = maxwell_cpu.maxwell_kernels(2)
     u = np.zeros((6, 1, 3, 3, 3))
     with pytest.raises(TypeError):
         k["maxwell_traces"](u[:, :, ::-1], np.zeros((3, 1, 6, 3, 3)), np.zeros((6, 1, 6, 3, 3)))
@@ -241,7 +243,7 @@ def test_gs_kernels_against_gather_scatter(op):
     ids = face_point_ids(box_mesh((3, 2, 2), periodic=(True, True, False)), 3).reshape(-1)
     gs = GatherScatter(ids)
     p = gs.plan
-    k = cpu_kernels.gs_kernels("float64")
+    k = gs_kernels("float64")
     x = np.random.default_rng(2).uniform(0.5, 1.5, (6, ids.size))
     y, z = x.copy(), x.copy()
     gs.apply(x, op)
@@ -267,7 +269,7 @@ def test_fallback_without_compiler(tmp_path):
             u = np.ones((6, 1, 3, 3, 3)); out = np.empty_like(u)
             s.rhs(u, 0.0, out)
             be.kernel("maxwell_traces", order=3)
-        assert s._fused_stage is None and not be.has_tuned("maxwell_stage")
+        assert s.stage_kernel is None and not be.has_tuned("maxwell_stage")
         print("WARNINGS", len([x for x in w if "compiled CPU kernels" in str(x.message)]))
         """
     )

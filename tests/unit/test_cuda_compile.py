@@ -1,7 +1,7 @@
 """Every CUDA kernel source compiles for sm_90 with nvcc (no GPU needed).
 
 The translation unit is the text NVRTC receives at run time (local includes inlined by
-lobatto.backends.cuda.compile.source_text) plus explicit instantiations of the templates for
+lobatto.jit.nvrtc.source_text) plus explicit instantiations of the templates for
 a few orders and both precisions, so a syntax or template error fails CI wherever nvcc is
 installed. Skipped, with the reason, where nvcc is not on the PATH.
 """
@@ -13,7 +13,10 @@ import subprocess
 
 import pytest
 
-from lobatto.backends.cuda.compile import KERNEL_DIR, source_text
+from pathlib import Path
+
+import lobatto
+from lobatto.jit.nvrtc import source_text
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH (install the CUDA toolkit to run)")
@@ -31,15 +34,18 @@ INSTANTIATIONS = {
 }
 
 
+PACKAGE = Path(lobatto.__file__).resolve().parent
+SOURCES = {p.name: p for p in PACKAGE.rglob("*.cu")}  # every layer keeps its kernels beside it
+
+
 def test_every_source_has_instantiations():
-    sources = sorted(p.name for p in KERNEL_DIR.glob("*.cu"))
-    assert sources == sorted(INSTANTIATIONS), "add the new kernel source to INSTANTIATIONS"
+    assert sorted(SOURCES) == sorted(INSTANTIATIONS), "add the new kernel source to INSTANTIATIONS"
 
 
 @pytest.mark.parametrize("source", sorted(INSTANTIATIONS))
 def test_compiles_for_sm90(source, tmp_path):
     tu = tmp_path / f"check_{source}"
-    tu.write_text(source_text(source) + "\n" + "\n".join(INSTANTIATIONS[source]) + "\n")
+    tu.write_text(source_text(SOURCES[source]) + "\n" + "\n".join(INSTANTIATIONS[source]) + "\n")
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-c", str(tu), "-o", str(tmp_path / "check.o")]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}"

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from lobatto.discretization import gll_weights
+from lobatto.backends import get_backend
 from lobatto.errors import InputError
+from lobatto.systems.maxwell.system import MaxwellSystem
 from lobatto.mesh import HexMesh, box_mesh, compute_geometry, connectivity_from_vertices, face_point_ids
 from lobatto.mesh.topology import NUM_FACES, face_slice
 
@@ -138,4 +140,9 @@ def test_box_rejects_bad_input():
     with pytest.raises(InputError):
         box_mesh([1, 1, 1], lower=[0, 0, 0], upper=[1, 0, 1])
     with pytest.raises(InputError):
-        box_mesh([1, 1, 1], boundary="sticky")
+        box_mesh([1, 1, 1], boundaries={"xmin": ""})
+    # the mesh holds boundary names; the system says which names it knows
+    mesh = box_mesh([1, 1, 1], boundary="sticky")
+    assert mesh.boundary_names == ("sticky",)
+    with pytest.raises(InputError, match="boundary 'sticky' is not a boundary kind of maxwell"):
+        MaxwellSystem(mesh, 2, get_backend("cpu"))

@@ -1,10 +1,12 @@
 """The backend contract: a small fixed interface every solver talks to.
 
-A backend owns arrays (allocation, host transfer, precision) and kernels. Kernels are looked
-up by name; a tuned backend registers overrides for a few of them and every other name falls
-back to the reference implementation, which is written against the array namespace `xp`
-and therefore runs on any backend (libCEED's delegation). Solver code never imports an
-accelerator library: it asks its backend.
+A backend owns arrays (allocation, host transfer, precision), kernels and graph capture; it
+knows no physics. Kernels are looked up by name. A system registers a reference kernel
+(``@reference_kernel(name)``, written against the array namespace ``xp``, so it runs on any
+backend) and, where it pays, tuned kernels for particular backends
+(``@tuned_kernel("cuda", name)``); every name without a tuned kernel on a backend falls back
+to the reference (libCEED's delegation). Solver code never imports an accelerator library:
+it asks its backend.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import numpy as np
 
 # name -> factory(backend, **specialisation) -> callable; filled by systems at import time.
 REFERENCE_KERNELS: dict[str, Callable] = {}
+# (backend name, kernel name) -> factory(backend, **specialisation) -> callable.
+TUNED_KERNELS: dict[tuple[str, str], Callable] = {}
 
 
 def reference_kernel(name: str):
@@ -22,6 +26,16 @@ def reference_kernel(name: str):
 
     def register(factory):
         REFERENCE_KERNELS[name] = factory
+        return factory
+
+    return register
+
+
+def tuned_kernel(backend_name: str, name: str):
+    """Decorator registering a factory of kernel `name` tuned for backend `backend_name`."""
+
+    def register(factory):
+        TUNED_KERNELS[(backend_name, name)] = factory
         return factory
 
     return register
@@ -35,12 +49,25 @@ def element_bounds(elements, num_elements: int) -> tuple[int, int]:
     return first, stop
 
 
+class PlainStep:
+    """A recorded step that is not recorded: calls ``function`` each time (see Backend.capture)."""
+
+    captured = False
+    fallback_reason: str | None = None
+
+    def __init__(self, function: Callable):
+        self.function = function
+
+    def __call__(self):
+        return self.function()
+
+
 class Backend:
-    """Base class; subclasses set `name`, `xp` and may register `tuned_kernels`."""
+    """Base class; subclasses set `name` and `xp`."""
 
     name = "abstract"
     xp = np
-    tuned_kernels: dict[str, Callable] = {}
+    uses_tuned = True  # False: reference kernels only (the NumPy backend, every kernel's oracle)
 
     def __init__(self, precision: str = "float64"):
         if precision not in ("float64", "float32"):
@@ -70,28 +97,27 @@ class Backend:
         """A callable for kernel `name`, specialised (e.g. on order=N) and cached."""
         key = (name, tuple(sorted(specialisation.items())))
         if key not in self._kernel_cache:
-            factory = self.tuned_kernels.get(name) or REFERENCE_KERNELS.get(name)
+            tuned = TUNED_KERNELS.get((self.name, name)) if self.uses_tuned else None
+            factory = tuned or REFERENCE_KERNELS.get(name)
             if factory is None:
                 raise KeyError(f"no kernel named {name!r} on backend {self.name!r}")
             self._kernel_cache[key] = factory(self, **specialisation)
         return self._kernel_cache[key]
 
+    def tuned_available(self) -> bool:
+        """Whether this backend can build tuned kernels here (the CPU one needs a C compiler)."""
+        return True
+
     def has_tuned(self, name: str) -> bool:
-        return name in self.tuned_kernels
-
-    def whole_step(self, system, stepper):
-        """A callable doing whole low-storage steps of `system`, or None (the default).
-
-        A backend may take over entire steps where it can do better than stage by stage
-        (the CUDA backend folds a one-rank face exchange into its stage kernel).
-        """
-        return None
+        """Whether kernel `name` runs a tuned implementation on this backend."""
+        return self.uses_tuned and (self.name, name) in TUNED_KERNELS and self.tuned_available()
 
     # Graphs -------------------------------------------------------------------------------
-    def capture(self, function: Callable, allowed: Callable | None = None) -> Callable:
-        """Return a callable replaying `function`; backends with graph capture record it once
-        (unless ``allowed()``, asked just before, returns a reason not to)."""
-        return function
+    def capture(self, function: Callable, allowed: Callable | None = None):
+        """A callable replaying `function` (with ``captured`` and ``fallback_reason``);
+        backends with graph capture record it once (unless ``allowed()``, asked just before,
+        returns a reason not to). Here: plain calls."""
+        return PlainStep(function)
 
     def describe(self) -> dict:
         return {"name": self.name, "precision": self.precision}

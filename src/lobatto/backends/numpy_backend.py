@@ -8,5 +8,8 @@ from lobatto.backends.base import Backend
 
 
 class NumpyBackend(Backend):
+    """Arrays on the host; reference kernels only (CpuBackend adds the compiled ones)."""
+
     name = "cpu"
     xp = np
+    uses_tuned = False

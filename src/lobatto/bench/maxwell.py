@@ -132,7 +132,7 @@ def build(backend, order, elements, curved=False, periodic=False, scheme="lsrk45
 
 def fused_byte_model(system, stepper) -> dict:
     """Bytes per stage of the fused-exchange step (lobatto.backends.cuda.fused), averaged."""
-    from lobatto.backends.cuda import maxwell as cm
+    from lobatto.systems.maxwell import cuda as cm
 
     order, e = system.order, system.num_elements
     n = order + 1
@@ -152,7 +152,7 @@ def fused_byte_model(system, stepper) -> dict:
 
 def byte_model(system, stepper) -> dict:
     """Bytes per stage of each kernel (fewest: each input read once, each output written once)."""
-    from lobatto.backends.cuda import maxwell as cm
+    from lobatto.systems.maxwell import cuda as cm
 
     order, e = system.order, system.num_elements
     item = np.dtype(system.backend.dtype).itemsize
@@ -194,7 +194,7 @@ def kernel_times(system, stepper, u, dt, timer, calls=20) -> dict:
     g = system.device_geometry
     buf = system.trace_buffer
     times = {}
-    times["traces"] = timer(lambda: system._traces(u, g["normals"], buf), calls)
+    times["traces"] = timer(lambda: system.traces_kernel(u, g["normals"], buf), calls)
     times["exchange"] = timer(lambda: system.exchange.apply(buf.reshape(6, -1), "sum"), calls)
     if system.backend.name == "cuda":
         from lobatto.comm import local_cuda as k
@@ -210,19 +210,19 @@ def kernel_times(system, stepper, u, dt, timer, calls=20) -> dict:
             # the one-pass serial exchange that GatherScatter uses on one rank
             comb = k.compiled_combine(u2.dtype)
             times["gs_combine"] = timer(lambda: comb(u2, idx["perm"], idx["starts"], "sum"), calls)
-        system._traces(u, g["normals"], buf)
+        system.traces_kernel(u, g["normals"], buf)
         system.exchange.apply(buf.reshape(6, -1), "sum")
     scheme = stepper.scheme
     a = scheme.A[1] if hasattr(scheme, "A") else 0.0
     b = scheme.B[1] if hasattr(scheme, "B") else 0.0
     res = stepper.residual if hasattr(stepper, "residual") else system.backend.xp.zeros_like(u)
-    if system._fused_stage is not None:
+    if system.stage_kernel is not None:
         args = (system.epsilon, system.mu, system.alpha)
-        times["stage"] = timer(lambda: system._fused_stage(u, res, buf, g, *args, a, b, dt), calls)
-        times["stage_a0"] = timer(lambda: system._fused_stage(u, res, buf, g, *args, 0.0, b, dt), calls)
+        times["stage"] = timer(lambda: system.stage_kernel(u, res, buf, g, *args, a, b, dt), calls)
+        times["stage_a0"] = timer(lambda: system.stage_kernel(u, res, buf, g, *args, 0.0, b, dt), calls)
     else:
         out = system.backend.xp.empty_like(u)
-        times["rhs"] = timer(lambda: system._rhs(u, buf, g, out, system.epsilon, system.mu, system.alpha), calls)
+        times["rhs"] = timer(lambda: system.rhs_kernel(u, buf, g, out, system.epsilon, system.mu, system.alpha), calls)
     return times
 
 
@@ -314,7 +314,7 @@ def run(
         g = system.device_geometry
         a, b = stepper.scheme.A[1], stepper.scheme.B[1]
         result["kernel_seconds"] = {
-            "traces": timer(lambda: system._traces(u, g["normals"], fused.buffers[0]), 20),
+            "traces": timer(lambda: system.traces_kernel(u, g["normals"], fused.buffers[0]), 20),
             "stage_pairs": timer(lambda: fused.stage(u, 0, a, b, dt, True), 20),
             "stage_pairs_nowrite": timer(lambda: fused.stage(u, 0, a, b, dt, False), 20),
         }

@@ -64,7 +64,7 @@ def compiled_combine(dtype):
     if key not in _COMPILED_COMBINE:
         fn = None
         if key in ("float64", "float32"):
-            from lobatto.backends.cpu_kernels import gs_kernels
+            from lobatto.comm.local_c import gs_kernels
 
             kernels = gs_kernels(key)
             fn = None if kernels is None else kernels["combine"]

@@ -1,7 +1,7 @@
 """Local (on-rank) gather-scatter kernels for CuPy arrays: the GPU twin of ``local.py``.
 
 Same names and meanings as :mod:`lobatto.comm.local` (``xp``, ``asindex``, ``take``,
-``gather``, ``scatter``, ``compiled_combine``), implemented as CUDA kernels (``backends/cuda/kernels/
+``gather``, ``scatter``, ``compiled_combine``), implemented as CUDA kernels (``comm/kernels/
 gather_scatter.cu``) on CuPy's current stream. Nothing here copies to or from the host or
 synchronises, so a gather-scatter on device arrays can be recorded into a CUDA graph.
 
@@ -19,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import OrderedDict
+from pathlib import Path
 
 import cupy
 import numpy as np
 
-from lobatto.backends.cuda.compile import CTYPES, get_module
+from lobatto.jit.nvrtc import CTYPES, get_module
 
 xp = cupy
+SOURCE = Path(__file__).resolve().parent / "kernels" / "gather_scatter.cu"
 
 _OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3}
 _INDEX_TYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
@@ -80,7 +82,7 @@ def _kernel(name: str, dtype, *index_dtypes, op: int | None = None):
                 names.append(f"lobatto::gs_scatter<{t}, {i}, {j}>")
                 for o in range(4):
                     names.append(f"lobatto::gs_combine<{t}, {i}, {j}, {o}>")
-        module = get_module("gather_scatter.cu", tuple(names))
+        module = get_module(SOURCE, tuple(names))
         idx = [_INDEX_TYPES[np.dtype(i)] for i in index_dtypes]
         if name == "take":
             expr = f"lobatto::gs_take<{t}, {idx[0]}>"

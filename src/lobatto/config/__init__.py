@@ -1,9 +1,9 @@
-"""Case files: the TOML schema (:mod:`.schema`) and safe expressions (:mod:`.expressions`)."""
+"""Case files: the TOML schema (:mod:`.schema`), what a system declares to it
+(:mod:`.physics`) and safe expressions (:mod:`.expressions`)."""
 
 from lobatto.config.expressions import CONSTANTS, FUNCTIONS, Expression, compile_expression
+from lobatto.config.physics import Key, PhysicsSpec
 from lobatto.config.schema import (
-    BOUNDARY_KINDS,
-    FIELD_NAMES,
     SIDES,
     BackendSection,
     Case,
@@ -20,10 +20,10 @@ from lobatto.config.schema import (
 )
 
 __all__ = [
-    "BOUNDARY_KINDS",
     "CONSTANTS",
-    "FIELD_NAMES",
     "FUNCTIONS",
+    "Key",
+    "PhysicsSpec",
     "SIDES",
     "BackendSection",
     "Case",

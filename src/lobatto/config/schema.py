@@ -1,7 +1,10 @@
 """Case-file schema: reading, checking and normalising a TOML case.
 
-``load_case(path)`` reads a file, ``parse_case(data, source)`` checks an
-already-parsed dict. Every key is typed, defaults are filled in, unknown keys
+``load_case(path, systems)`` reads a file, ``parse_case(data, source, systems=...)``
+checks an already-parsed dict. ``systems`` maps each ``[physics] equations`` name to the
+system's :class:`~lobatto.config.physics.PhysicsSpec` (its fields, boundary kinds and
+``[physics]`` keys; the first entry is the default): this module holds only the generic
+sections. Every key is typed, defaults are filled in, unknown keys
 are rejected with the nearest valid name, and expressions are compiled, so a
 bad case fails before any work is done. Errors are
 :class:`lobatto.errors.InputError` whose message starts with the file name and
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lobatto.config.expressions import compile_expression
+from lobatto.config.physics import KEY_KINDS, PhysicsSpec
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -44,17 +48,12 @@ __all__ = [
     "load_case",
     "parse_case",
     "to_toml",
-    "FIELD_NAMES",
     "SIDES",
-    "BOUNDARY_KINDS",
 ]
 
-FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 AXES = ("x", "y", "z")
-BOUNDARY_KINDS = ("pec", "pmc", "absorbing")
 INTEGRATORS = ("lsrk45", "rk4", "ssprk3")
-FLUXES = ("upwind", "central")
 OUTPUT_FORMATS = ("hdf5", "nek")
 BACKENDS = ("cpu", "cuda", "auto")
 PRECISIONS = ("float64", "float32")
@@ -75,7 +74,7 @@ class MeshSection:
     upper: tuple
     periodic: tuple  # (bool, bool, bool)
     boundary: str  # default kind for every non-periodic side
-    boundaries: dict  # side -> "pec"|"pmc"|"absorbing"|"periodic", all six sides
+    boundaries: dict  # side -> one of the system's boundary kinds or "periodic", all six sides
     deform: dict  # axis -> Expression, only the axes given (may be empty)
 
     @property
@@ -92,16 +91,24 @@ class DiscretizationSection:
 
 @dataclass(frozen=True)
 class PhysicsSection:
+    """``[physics]``: the system's name and its own keys (``values``, defaults filled in),
+    also readable as attributes (``case.physics.epsilon``)."""
+
     equations: str
-    epsilon: float
-    mu: float
+    values: dict = field(default_factory=dict)
+
+    def __getattr__(self, key):
+        values = self.__dict__.get("values", {})
+        if key in values:
+            return values[key]
+        raise AttributeError(f"[physics] of '{self.__dict__.get('equations')}' has no key {key!r}")
 
 
 @dataclass(frozen=True)
 class FieldsSection:
     """``[initial]`` or ``[exact]``.
 
-    ``fields`` maps every name of FIELD_NAMES to an Expression (a missing
+    ``fields`` maps every field name of the system to an Expression (a missing
     component is the constant ``0``), or is None for an ``[exact]`` section
     that the case does not have. ``given`` lists the components the file set.
     """
@@ -185,11 +192,7 @@ class Case:
                 "order": self.discretization.order,
                 "flux": self.discretization.flux,
             },
-            "physics": {
-                "equations": self.physics.equations,
-                "epsilon": self.physics.epsilon,
-                "mu": self.physics.mu,
-            },
+            "physics": {"equations": self.physics.equations, **self.physics.values},
             "initial": {n: e.text for n, e in self.initial.fields.items()},
         }
         if self.exact.fields is not None:
@@ -315,10 +318,11 @@ def _show(value: Any) -> str:
 
 
 class _Ctx:
-    """Where we are: the source name and the section, for messages."""
+    """Where we are: the source name and the known keys (for messages and suggestions)."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, keys: dict | None = None):
         self.source = source
+        self.keys = keys if keys is not None else schema_keys(None)
 
     def error(self, message: str) -> InputError:
         return InputError(f"{self.source}: {message}")
@@ -330,7 +334,8 @@ class _Ctx:
         return self.error(msg)
 
 
-# Known keys, for "did you mean" suggestions across sections.
+# Known keys of the generic sections, for "did you mean" suggestions across sections; the
+# [physics], [initial] and [exact] keys come from the system (schema_keys).
 _SCHEMA_KEYS: dict[str, tuple] = {
     "": (
         "mesh",
@@ -347,9 +352,9 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "mesh.boundaries": SIDES,
     "mesh.deform": AXES,
     "discretization": ("order", "flux"),
-    "physics": ("equations", "epsilon", "mu"),
-    "initial": FIELD_NAMES,
-    "exact": FIELD_NAMES,
+    "physics": ("equations",),
+    "initial": (),
+    "exact": (),
     "time": ("integrator", "t_end", "cfl", "dt"),
     "output": ("every", "formats", "name"),
     "backend": ("name", "precision"),
@@ -357,13 +362,22 @@ _SCHEMA_KEYS: dict[str, tuple] = {
 }
 
 
+def schema_keys(spec: PhysicsSpec | None) -> dict:
+    """Every known key by section, with the [physics] keys and field names of ``spec``."""
+    keys = dict(_SCHEMA_KEYS)
+    if spec is not None:
+        keys["physics"] = ("equations",) + spec.key_names
+        keys["initial"] = keys["exact"] = tuple(spec.fields)
+    return keys
+
+
 def _dotted(section: str, key: str) -> str:
     return f"{section}.{key}" if section else key
 
 
-def _suggest(section: str, key: str) -> str:
+def _suggest(keys: dict, section: str, key: str) -> str:
     """A ' (did you mean ...?)' hint for an unknown key, or a list of valid keys."""
-    valid = _SCHEMA_KEYS[section]
+    valid = keys[section]
     lower = {v.lower(): v for v in valid}
     if key.lower() in lower:
         return f" (did you mean '{_dotted(section, lower[key.lower()])}'?)"
@@ -372,14 +386,14 @@ def _suggest(section: str, key: str) -> str:
         return f" (did you mean '{_dotted(section, close[0])}'?)"
     # The key may belong to another section (e.g. 'order' at top level).
     elsewhere = []
-    for sec, keys in _SCHEMA_KEYS.items():
+    for sec, names in keys.items():
         if sec == section:
             continue
-        for k in keys:
+        for k in names:
             if k == key or k.lower() == key.lower():
                 elsewhere.append(_dotted(sec, k))
     if not elsewhere:
-        allk = [_dotted(s, k) for s, ks in _SCHEMA_KEYS.items() for k in ks if s != section]
+        allk = [_dotted(s, k) for s, ks in keys.items() for k in ks if s != section]
         close = difflib.get_close_matches(key, [a.rsplit(".", 1)[-1] for a in allk], n=1, cutoff=0.75)
         if close:
             elsewhere = [a for a in allk if a.rsplit(".", 1)[-1] == close[0]][:1]
@@ -390,10 +404,10 @@ def _suggest(section: str, key: str) -> str:
 
 
 def _check_keys(ctx: _Ctx, section: str, table: Mapping[str, Any]):
-    valid = _SCHEMA_KEYS[section]
+    valid = ctx.keys[section]
     for key in table:
         if key not in valid:
-            raise ctx.error(f"unknown key '{_dotted(section, key)}'{_suggest(section, key)}")
+            raise ctx.error(f"unknown key '{_dotted(section, key)}'{_suggest(ctx.keys, section, key)}")
 
 
 def _table(ctx: _Ctx, data: Mapping[str, Any], section: str, key: str, required=False) -> dict | None:
@@ -527,22 +541,55 @@ def _sanitize_name(stem: str) -> str:
 
 
 # ============================================================================ parsing
-def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None = None) -> Case:
+def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> dict:
+    """The system's own [physics] keys, checked by kind, defaults filled in."""
+    values = {}
+    for key in spec.keys:
+        if key.kind == "positive":
+            values[key.name] = _positive(ctx, "physics", table, key.name, key.default)
+        elif key.kind == "choice":
+            values[key.name] = _choice(ctx, "physics", table, key.name, key.choices, key.default)
+        elif key.kind == "bool":
+            values[key.name] = _bool(ctx, "physics", table, key.name, key.default)
+        else:  # "number", "nonnegative"
+            v = _get(table, key.name, key.default, ctx, "physics")
+            if not _is_number(v) or not math.isfinite(v) or (key.kind == "nonnegative" and v < 0):
+                raise ctx.bad("physics", key.name, KEY_KINDS[key.kind], v)
+            values[key.name] = float(v)
+    return values
+
+
+def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None = None, *,
+               systems: Mapping[str, PhysicsSpec]) -> Case:
     """Check a parsed TOML document and return a :class:`Case`.
 
     ``source`` prefixes every error message (normally the file name); ``name``
     defaults to the stem of ``source`` (or ``"case"`` when source is not a
-    file name).
+    file name). ``systems`` maps equations names to specs, the first being the default
+    (lobatto.systems.registry.physics_specs() gives the built-in ones).
     """
     ctx = _Ctx(source)
     if not isinstance(data, Mapping):
         raise ctx.error(f"a case must be a TOML table, got {_show(data)}")
+    if not systems:
+        raise ctx.error("no physical systems are registered (import lobatto.systems)")
     if name is None:
         if source.startswith("<") and source.endswith(">"):
             name = "case"
         else:
             name = Path(source).stem or "case"
     _check_keys(ctx, "", data)
+
+    # ---- [physics] first: the system decides the field names, boundary kinds and its keys
+    phys = data.get("physics") or {}
+    if not isinstance(phys, Mapping):
+        raise ctx.error(f"[physics] must be a table (a [physics] section), got {_show(phys)}")
+    equations = _choice(ctx, "physics", phys, "equations", tuple(systems), next(iter(systems)))
+    spec = systems[equations]
+    ctx.keys = schema_keys(spec)
+    phys = _table(ctx, data, "", "physics") or {}
+    phys_sec = PhysicsSection(equations=equations, values=_physics_values(ctx, spec, phys))
+    field_names = tuple(spec.fields)
 
     # ---- [mesh]
     mesh = _table(ctx, data, "", "mesh", required=True)
@@ -560,7 +607,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
                 f"got lower = {_show(list(lower))}, upper = {_show(list(upper))} ({a} axis)"
             )
     periodic = _vector(ctx, "mesh", mesh, "periodic", [False, False, False], "bool")
-    boundary = _choice(ctx, "mesh", mesh, "boundary", BOUNDARY_KINDS, "pec")
+    boundary = _choice(ctx, "mesh", mesh, "boundary", spec.boundary_kinds, spec.default_boundary)
     overrides = _table(ctx, mesh, "mesh", "boundaries") or {}
     boundaries = {}
     for i, side in enumerate(SIDES):
@@ -571,7 +618,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
                     f"[mesh.boundaries] {side} is set but the {AXES[axis]} axis is periodic "
                     f"(mesh.periodic = {_show(list(periodic))}); remove it or make the axis non-periodic"
                 )
-            boundaries[side] = _choice(ctx, "mesh.boundaries", overrides, side, BOUNDARY_KINDS, None)
+            boundaries[side] = _choice(ctx, "mesh.boundaries", overrides, side, spec.boundary_kinds, None)
         else:
             boundaries[side] = "periodic" if periodic[axis] else boundary
     deform_table = _table(ctx, mesh, "mesh", "deform")
@@ -591,35 +638,27 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     disc = _table(ctx, data, "", "discretization") or {}
     disc_sec = DiscretizationSection(
         order=_int(ctx, "discretization", disc, "order", 7, 1, MAX_ORDER),
-        flux=_choice(ctx, "discretization", disc, "flux", FLUXES, "upwind"),
-    )
-
-    # ---- [physics]
-    phys = _table(ctx, data, "", "physics") or {}
-    phys_sec = PhysicsSection(
-        equations=_choice(ctx, "physics", phys, "equations", ("maxwell",), "maxwell"),
-        epsilon=_positive(ctx, "physics", phys, "epsilon", 1.0),
-        mu=_positive(ctx, "physics", phys, "mu", 1.0),
+        flux=_choice(ctx, "discretization", disc, "flux", spec.fluxes, spec.fluxes[0]),
     )
 
     # ---- [initial], [exact]
     variables = ("x", "y", "z", "t")
     init_table = _table(ctx, data, "", "initial")
-    init = _expressions(ctx, "initial", init_table, FIELD_NAMES, variables)
+    init = _expressions(ctx, "initial", init_table, field_names, variables)
     zero = None
 
     def full(given: dict) -> dict:
         nonlocal zero
         if zero is None:
             zero = compile_expression("0", variables, where="zero")
-        return {n: given.get(n, zero) for n in FIELD_NAMES}
+        return {n: given.get(n, zero) for n in field_names}
 
     initial_sec = FieldsSection(fields=full(init), given=tuple(init))
     exact_table = _table(ctx, data, "", "exact")
     if exact_table is None:
         exact_sec = FieldsSection(fields=None, given=())
     else:
-        ex = _expressions(ctx, "exact", exact_table, FIELD_NAMES, variables)
+        ex = _expressions(ctx, "exact", exact_table, field_names, variables)
         exact_sec = FieldsSection(fields=full(ex), given=tuple(ex))
 
     # ---- [time]
@@ -718,7 +757,7 @@ def _toml_error(path: str, text: str, err: Exception) -> InputError:
     return InputError(f"{path}: {where}: invalid TOML: {msg}")
 
 
-def load_case(path) -> Case:
+def load_case(path, *, systems: Mapping[str, PhysicsSpec]) -> Case:
     """Read and check a TOML case file; errors are InputError naming the file."""
     p = Path(path)
     shown = str(path)
@@ -741,4 +780,4 @@ def load_case(path) -> Case:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise _toml_error(shown, text, err) from None
-    return parse_case(data, source=shown, name=p.stem or "case")
+    return parse_case(data, source=shown, name=p.stem or "case", systems=systems)

@@ -15,15 +15,15 @@ def get_scheme(name: str):
         raise InputError(f"[time] unknown integrator '{name}' (expected one of {', '.join(SCHEMES)})") from None
 
 
-def stable_time_step(cfl: float, min_spacing: float, wave_speed: float) -> float:
-    """dt = CFL * (smallest GLL spacing) / (wave speed)."""
-    return cfl * min_spacing / wave_speed
-
-
 def plan_steps(t_end: float, dt_max: float) -> tuple[int, float]:
     """Whole number of equal steps reaching t_end exactly with dt <= dt_max."""
     steps = max(1, math.ceil(t_end / dt_max - 1e-12))
     return steps, t_end / steps
+
+
+def stable_time_step(cfl: float, min_spacing: float, wave_speed: float) -> float:
+    """dt = CFL * (smallest GLL spacing) / (wave speed)."""
+    return cfl * min_spacing / wave_speed
 
 
 class Stepper:
@@ -35,7 +35,7 @@ class Stepper:
         self.whole_step = None
         if isinstance(scheme, LowStorageScheme):
             self.residual = backend.xp.zeros_like(system.allocate_state())
-            self.whole_step = backend.whole_step(system, self)
+            self.whole_step = system.whole_step(self)
         else:
             self.stage_derivatives = [system.allocate_state() for _ in range(scheme.stages)]
             self.stage_state = system.allocate_state()
@@ -53,8 +53,19 @@ class Stepper:
 
     @property
     def path(self) -> str:
-        """'whole-step' when the backend runs entire steps, else 'stages'."""
+        """'whole-step' when the system runs entire steps itself, else 'stages'."""
         return "whole-step" if self.whole_step is not None else "stages"
+
+    def describe(self) -> dict:
+        """How steps run: the path, and the whole-step path's own account of itself."""
+        out = {"step_path": self.path, "integrator": self.scheme.name, "stages": self.stages}
+        if self.whole_step is not None:
+            out.update(self.whole_step.describe())
+        return out
+
+    def graph_veto(self) -> str | None:
+        """Why a step may not be recorded as a graph now (the whole-step path decides), or None."""
+        return None if self.whole_step is None else self.whole_step.graph_veto()
 
     def _step_low_storage(self, u, t, dt):
         if self.whole_step is not None:

@@ -9,8 +9,9 @@ ParaView, VisIt and pymech read these. Layout of one file:
 * ``nelt`` int32 global element numbers (1-based), the element map;
 * geometry ``X``: element by element, in each element all x, then all y,
   then all z;
-* vector ``U``: element by element, in each element ux, uy, uz blocks;
-* scalars ``S01``..``S03``: scalar by scalar, each for all elements (the
+* vector ``U`` (if any): element by element, in each element ux, uy, uz blocks;
+* pressure ``P`` (if any): element by element;
+* scalars ``S01``..: scalar by scalar, each for all elements (the
   outer loop is over scalars here, unlike X and U);
 * in 3D, per-element (min, max) float32 pairs of every component, in the
   same group order (metadata Nek5000 writes; readers may ignore it).
@@ -18,8 +19,9 @@ ParaView, VisIt and pymech read these. Layout of one file:
 Within an element points run with i (along r) fastest, then j, then k, which
 is C order of lobatto's ``[k, j, i]`` arrays.
 
-lobatto maps E to the "velocity" U (Ex, Ey, Ez) and H to the passive scalars
-S01, S02, S03 (Hx, Hy, Hz).
+Which of a system's fields go to U, P and the scalars is the system's choice (its
+``output_layout``): the writer takes the layout as arguments, and the reader names the
+groups it finds with names the caller gives.
 """
 
 from __future__ import annotations
@@ -37,12 +39,8 @@ __all__ = [
     "read_field_file",
     "write_index",
     "field_file_name",
-    "FIELD_NAMES",
-    "RDCODE",
 ]
 
-FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
-RDCODE = "XUS03"
 ENDIAN_TAG = 6.54321
 HEADER_BYTES = 132
 _CHUNK_POINTS = 1 << 20  # write in pieces of about this many points per component
@@ -78,6 +76,9 @@ def write_field_file(
     step: int,
     order: int,
     *,
+    velocity: Sequence[str] | None = None,
+    pressure: str | None = None,
+    scalars: Sequence[str] | None = None,
     wdsz: int = 8,
     element_ids: Sequence[int] | None = None,
     nelgt: int | None = None,
@@ -86,8 +87,10 @@ def write_field_file(
 ) -> None:
     """Write one Nek5000 field file atomically.
 
-    ``coords`` (3, E, N+1, N+1, N+1); ``fields`` (6, E, N+1, N+1, N+1) in the
-    order Ex Ey Ez Hx Hy Hz (or a mapping from those names to arrays).
+    ``coords`` (3, E, N+1, N+1, N+1); ``fields`` a mapping from names to (E, N+1, N+1, N+1)
+    arrays, with ``velocity`` (three names or None), ``pressure`` (a name or None) and
+    ``scalars`` (names) saying where each goes. ``fields`` may also be an array or list of
+    arrays with no names given: then the first three are the velocity and the rest scalars.
     ``wdsz`` 8 writes float64, 4 float32. ``element_ids`` are the 1-based
     global element numbers (default 1..E), ``nelgt`` the global element count
     (default E).
@@ -96,19 +99,40 @@ def write_field_file(
         raise ValueError(f"wdsz must be 4 or 8, got {wdsz}")
     real = np.dtype(np.float64 if wdsz == 8 else np.float32)
     coords = _host(coords)
-    if isinstance(fields, Mapping):
-        fields = np.stack([_host(fields[n]) for n in FIELD_NAMES])
-    elif isinstance(fields, (list, tuple)):
-        fields = np.stack([_host(f) for f in fields])
-    else:
-        fields = _host(fields)
+    if not isinstance(fields, Mapping):
+        arrays = [_host(f) for f in fields]
+        if velocity is not None or pressure is not None or scalars is not None:
+            raise ValueError("name the fields (a mapping) when giving velocity, pressure or scalars")
+        if len(arrays) < 3:
+            raise ValueError(f"unnamed fields: expected at least 3 (the velocity), got {len(arrays)}")
+        names = [str(c) for c in range(len(arrays))]
+        fields = dict(zip(names, arrays))
+        velocity, scalars = names[:3], names[3:]
+    velocity = list(velocity) if velocity is not None else []
+    scalars = list(scalars) if scalars is not None else []
+    if velocity and len(velocity) != 3:
+        raise ValueError(f"velocity must name 3 fields, got {velocity}")
+    if len(scalars) > 99:
+        raise ValueError(f"at most 99 scalars fit a Nek5000 file, got {len(scalars)}")
     n = int(order) + 1
     if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] != (n, n, n):
         raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}), got {coords.shape}")
     nel = coords.shape[1]
-    if fields.shape != (6,) + coords.shape[1:]:
-        raise ValueError(f"fields must have shape {(6,) + coords.shape[1:]}, got {fields.shape}")
     npts = n * n * n
+
+    def field(name):
+        if name not in fields:
+            raise ValueError(f"no field named {name!r} (have {', '.join(map(str, fields))})")
+        a = _host(fields[name])
+        if a.shape != coords.shape[1:]:
+            raise ValueError(f"field {name!r} must have shape {coords.shape[1:]}, got {a.shape}")
+        return a.reshape(nel, npts)
+
+    u = np.stack([field(v) for v in velocity]) if velocity else None
+    p = field(pressure) if pressure is not None else None
+    svals = [field(name) for name in scalars]
+    rdcode = "X" + ("U" if velocity else "") + ("P" if pressure is not None else "")
+    rdcode += f"S{len(scalars):02d}" if scalars else ""
     if element_ids is None:
         elmap = np.arange(1, nel + 1, dtype=np.int32)
     else:
@@ -118,28 +142,29 @@ def write_field_file(
     nelgt = nel if nelgt is None else int(nelgt)
 
     x = coords.reshape(3, nel, npts)
-    f = fields.reshape(6, nel, npts)
     chunk = max(1, _CHUNK_POINTS // npts)
+    vectors = [x] + ([u] if u is not None else [])
+    singles = ([p] if p is not None else []) + svals  # P then scalars: one component each
 
     with atomic_open(path, "wb") as fh:
-        fh.write(_header(wdsz, n, nel, nelgt, float(time), int(step), fid, nfiles, RDCODE))
+        fh.write(_header(wdsz, n, nel, nelgt, float(time), int(step), fid, nfiles, rdcode))
         fh.write(np.array([ENDIAN_TAG], dtype=np.float32).tobytes())
         fh.write(elmap.tobytes())
         # X and U: element by element, component by component inside.
-        for group in (x, f[0:3]):
+        for group in vectors:
             for e0 in range(0, nel, chunk):
                 block = group[:, e0 : e0 + chunk].transpose(1, 0, 2)
                 fh.write(np.ascontiguousarray(block, dtype=real).tobytes())
-        # S01..S03: scalar by scalar, all elements each.
-        for s in range(3, 6):
+        # P and S01..: field by field, all elements each.
+        for values in singles:
             for e0 in range(0, nel, chunk):
-                fh.write(np.ascontiguousarray(f[s, e0 : e0 + chunk], dtype=real).tobytes())
+                fh.write(np.ascontiguousarray(values[e0 : e0 + chunk], dtype=real).tobytes())
         # Metadata (3D): float32 (min, max) per element and component.
-        for group in (x, f[0:3]):
+        for group in vectors:
             mm = np.stack([group.min(axis=2), group.max(axis=2)], axis=-1)  # (3, E, 2)
             fh.write(np.ascontiguousarray(mm.transpose(1, 0, 2), dtype=np.float32).tobytes())
-        for s in range(3, 6):
-            mm = np.stack([f[s].min(axis=1), f[s].max(axis=1)], axis=-1)  # (E, 2)
+        for values in singles:
+            mm = np.stack([values.min(axis=1), values.max(axis=1)], axis=-1)  # (E, 2)
             fh.write(np.ascontiguousarray(mm, dtype=np.float32).tobytes())
 
 
@@ -166,14 +191,15 @@ def _parse_rdcode(code: str, ndim: int) -> list[tuple[str, int]]:
     return groups
 
 
-def read_field_file(path: str | os.PathLike) -> dict:
+def read_field_file(path: str | os.PathLike, velocity: Sequence[str] = ("ux", "uy", "uz"),
+                    pressure: str = "P", scalars: Sequence[str] = ()) -> dict:
     """Read a Nek5000 field file (any of X, U, P, T, Snn; either byte order).
 
     Returns ``{"coords": (3, E, nz, ny, nx) or None, "fields": {name: (E, nz,
     ny, nx)}, "time", "step", "order", "wdsz", "nelgt", "fid", "nfiles",
-    "rdcode", "element_ids", "byteorder"}``. U is returned as Ex, Ey, Ez,
-    scalars S01..S03 as Hx, Hy, Hz (further scalars as S04...), P and T as
-    "P" and "T". Elements are sorted by their global number.
+    "rdcode", "element_ids", "byteorder"}``. U's components are named by ``velocity``,
+    P by ``pressure``, T "T", and scalar k by ``scalars[k-1]`` (beyond those, "S01", "S02"
+    ...). Elements are sorted by their global number.
     """
     data = Path(path).read_bytes()
     if len(data) < HEADER_BYTES + 4:
@@ -224,15 +250,15 @@ def read_field_file(path: str | os.PathLike) -> dict:
             if kind == "X":
                 coords = np.stack(comps)
             else:
-                for name, arr in zip(("Ex", "Ey", "Ez"), comps):
+                for name, arr in zip(velocity, comps):
                     fields[name] = arr
         elif kind in "PT":
             a = read_block(nelt * npts).reshape(shape)[order_idx]
-            fields[kind] = np.array(a, dtype=real.newbyteorder("="))
+            fields[pressure if kind == "P" else "T"] = np.array(a, dtype=real.newbyteorder("="))
         else:  # scalars, scalar-major
             for s in range(ncomp):
                 a = read_block(nelt * npts).reshape(shape)[order_idx]
-                name = ("Hx", "Hy", "Hz")[s] if s < 3 else f"S{s + 1:02d}"
+                name = scalars[s] if s < len(scalars) else f"S{s + 1:02d}"
                 fields[name] = np.array(a, dtype=real.newbyteorder("="))
     return {
         "coords": coords,

@@ -3,10 +3,10 @@
 from lobatto.mesh.box import box_mesh
 from lobatto.mesh.connectivity import connectivity_from_vertices, face_point_ids
 from lobatto.mesh.geometry import Geometry, compute_geometry
-from lobatto.mesh.mesh import BOUNDARY_KINDS, INTERIOR, HexMesh
+from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
 
 __all__ = [
-    "BOUNDARY_KINDS",
+    "DEFAULT_BOUNDARY",
     "INTERIOR",
     "Geometry",
     "HexMesh",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.mesh.mesh import BOUNDARY_KINDS, INTERIOR, HexMesh
+from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
 from lobatto.mesh.topology import NUM_FACES
 
 SIDE_NAMES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")  # matches face numbering
@@ -16,7 +16,7 @@ def box_mesh(
     lower=(0.0, 0.0, 0.0),
     upper=(1.0, 1.0, 1.0),
     periodic=(False, False, False),
-    boundary="pec",
+    boundary=DEFAULT_BOUNDARY,
     boundaries: dict | None = None,
     deform=None,
     element_ids=None,
@@ -38,12 +38,13 @@ def box_mesh(
     upper = np.asarray(upper, dtype=np.float64)
     if np.any(upper <= lower):
         raise InputError(f"[mesh] upper must exceed lower on every axis, got lower={lower.tolist()} upper={upper.tolist()}")
-    kinds = {}
-    for side in SIDE_NAMES:
-        kind = (boundaries or {}).get(side, boundary)
-        if kind not in BOUNDARY_KINDS:
-            raise InputError(f"[mesh] boundary '{kind}' for {side} is not one of {', '.join(BOUNDARY_KINDS)}")
-        kinds[side] = BOUNDARY_KINDS.index(kind)
+    side_names = {side: (boundaries or {}).get(side, boundary) for side in SIDE_NAMES}
+    for side, kind in side_names.items():
+        if not isinstance(kind, str) or not kind:
+            raise InputError(f"[mesh] boundary for {side} must be a name, got {kind!r}")
+    # the same names in the same order on every rank: sorted, from the arguments alone
+    boundary_names = tuple(sorted(set(side_names.values())))
+    kinds = {side: boundary_names.index(kind) for side, kind in side_names.items()}
 
     num_global = nx * ny * nz
     if element_ids is None:
@@ -89,6 +90,7 @@ def box_mesh(
         neighbour_face=neighbour_face,
         face_orientation=np.zeros((num_elements, NUM_FACES), dtype=np.int64),
         boundary_kind=boundary_kind,
+        boundary_names=boundary_names,
         element_ids=element_ids,
         element_labels=index,
         deform=deform,

@@ -15,7 +15,7 @@ import numpy as np
 from lobatto.discretization import derivative_matrix, gll_points, gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
-from lobatto.operators.tensor import reference_gradient
+from lobatto.discretization.tensor import reference_gradient
 
 AFFINE_TOLERANCE = 1e-12
 

@@ -8,8 +8,9 @@ import numpy as np
 
 from lobatto.mesh.topology import NUM_FACES
 
-BOUNDARY_KINDS = ("pec", "pmc", "absorbing")
 INTERIOR = -1  # boundary_kind value of a face that has a neighbour
+#: name of boundary faces that were given none; a system reads it as its default kind
+DEFAULT_BOUNDARY = "default"
 
 
 @dataclass
@@ -21,7 +22,9 @@ class HexMesh:
     face_neighbour:     (E, 6) global id of the neighbouring element, or -1 on a boundary.
     neighbour_face:     (E, 6) the neighbour's face index that touches this face.
     face_orientation:   (E, 6) code mapping the neighbour's face data onto this face.
-    boundary_kind:      (E, 6) index into BOUNDARY_KINDS on boundary faces, INTERIOR elsewhere.
+    boundary_kind:      (E, 6) index into boundary_names on boundary faces, INTERIOR elsewhere.
+    boundary_names:     names of the boundaries (the mesh attaches no meaning to them; a
+                        system maps each to one of its boundary kinds).
     element_ids:        (E,) global element ids (0..E-1 when the mesh is whole; a rank's part
                         of a partitioned mesh holds its own elements' ids).
     element_labels:     optional (E, 3) structured indices, used in error messages.
@@ -34,6 +37,7 @@ class HexMesh:
     neighbour_face: np.ndarray
     face_orientation: np.ndarray
     boundary_kind: np.ndarray
+    boundary_names: tuple = (DEFAULT_BOUNDARY,)
     element_ids: np.ndarray | None = None
     element_labels: np.ndarray | None = None
     deform: object | None = None
@@ -83,8 +87,8 @@ class HexMesh:
     def halo_last(self) -> HexMesh:
         """Interior elements first, then those touching other ranks (kept in their order).
 
-        The Maxwell stage then updates the leading block while the face exchange is in
-        flight and the trailing block after it (systems/maxwell/system.py)."""
+        A DG stage then updates the leading block while the face exchange is in flight and
+        the trailing block after it (systems/dg.py)."""
         halo = self.halo_elements()
         if not halo.any() or halo[-int(halo.sum()):].all():
             return self
@@ -114,4 +118,6 @@ class HexMesh:
         boundary = self.face_neighbour < 0
         if np.any(self.boundary_kind[boundary] < 0):
             raise ValueError("a boundary face has no boundary kind")
+        if np.any(self.boundary_kind >= len(self.boundary_names)):
+            raise ValueError(f"a boundary kind index is outside boundary_names {self.boundary_names}")
         assert self.face_neighbour.shape == (self.num_elements, NUM_FACES)

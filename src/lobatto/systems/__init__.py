@@ -1,1 +1,3 @@
-"""Physical systems: each a short declarative class over the backend contract."""
+"""Physical systems: each a short declarative class over the backend contract, its kernels
+beside it (``<system>/kernels``, ``<system>/cpu.py``, ``<system>/cuda.py``); ``registry``
+maps ``[physics] equations`` names to them."""

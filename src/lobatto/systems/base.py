@@ -1,18 +1,54 @@
-"""What an integrator needs from a physical system."""
+"""What a physical system is to the rest of lobatto: the contract the driver and the
+integrators use, and the parts every system shares.
+
+A system class declares
+
+* ``spec``: its :class:`~lobatto.config.physics.PhysicsSpec` (field names, boundary kinds,
+  ``[physics]`` keys and fluxes, checked by the case-file schema);
+* ``from_case(case, mesh, geometry, backend, comm)``: how it is built from a checked case;
+* ``rhs(u, t, out)`` (and optionally a fused ``stage``) for the integrators, and
+  ``whole_step(stepper)`` where it has a faster path for entire steps (None otherwise);
+* ``stable_time_step(cfl, min_spacing)``, ``energy(u)``, ``error_sums(u, exact)``,
+  ``flops_per_step(stages)`` and ``summary(stepper, comm)``: its diagnostics and the
+  entries it adds to the run summary;
+* ``output_layout``: how its fields map onto Nek5000's velocity / pressure / scalar slots.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
+from lobatto.errors import InputError
+from lobatto.mesh import DEFAULT_BOUNDARY
+
 
 class System:
-    """A semi-discrete system du/dt = L(u, t) over backend arrays.
+    """A semi-discrete system du/dt = L(u, t) over backend arrays of shape (fields, E, n, n, n).
 
-    Subclasses set `field_names` and implement `rhs`; `stage` may be overridden by a fused
-    kernel (low-storage RK update in the same pass as the operator).
+    Subclasses set ``spec`` and implement ``from_case`` and ``rhs``; ``stage`` may be
+    overridden by a fused kernel (low-storage RK update in the same pass as the operator).
+    They set ``backend``, ``order``, ``geometry`` (host :class:`~lobatto.mesh.Geometry`),
+    ``mesh``, ``num_elements`` and ``points``.
     """
 
-    field_names: tuple[str, ...] = ()
+    spec = None  # a PhysicsSpec
     time_dependent = False  # True when L depends on t (sources, time-varying boundaries)
+    #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars)
+    output_layout: tuple = (None, None, ())
 
+    @property
+    def field_names(self) -> tuple:
+        return tuple(self.spec.fields)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @classmethod
+    def from_case(cls, case, mesh, geometry, backend, comm=None):
+        raise NotImplementedError
+
+    # Operator -----------------------------------------------------------------------------
     def rhs(self, u, t, out):
         raise NotImplementedError
 
@@ -23,8 +59,67 @@ class System:
         residual += dt * du
         u += b * residual
 
+    def whole_step(self, stepper):
+        """A callable doing entire steps for ``stepper`` faster than stage by stage, or None.
+
+        It must offer ``step(u, t, dt)``, ``describe() -> dict`` and ``graph_veto() -> str |
+        None`` (why a step may not be recorded as a graph now)."""
+        return None
+
     def _scratch(self, u):
         scratch = getattr(self, "_rhs_scratch", None)
         if scratch is None or scratch.shape != u.shape or scratch.dtype != u.dtype:
             scratch = self._rhs_scratch = self.backend.xp.empty_like(u)
         return scratch
+
+    # Set-up -------------------------------------------------------------------------------
+    def allocate_state(self):
+        return self.backend.zeros((len(self.field_names), self.num_elements) + (self.order + 1,) * 3)
+
+    def evaluate_fields(self, expressions: dict, t: float) -> np.ndarray:
+        """Host array (fields, E, n, n, n) of the named expressions at time t (missing ones zero)."""
+        x, y, z = self.geometry.coords
+        values = np.zeros((len(self.field_names),) + x.shape)
+        for c, name in enumerate(self.field_names):
+            expr = expressions.get(name)
+            if expr is not None:
+                values[c] = expr.evaluate(np, x=x, y=y, z=z, t=np.float64(t))
+        return values
+
+    def boundary_kind_of(self, mesh) -> list:
+        """The spec's boundary kind of each of ``mesh.boundary_names`` (the mesh's unnamed
+        boundary is the spec's default); a name that is no kind is an error naming both."""
+        kinds = []
+        for name in mesh.boundary_names:
+            if name == DEFAULT_BOUNDARY:
+                name = self.spec.default_boundary
+            if name not in self.spec.boundary_kinds:
+                raise InputError(f"boundary '{name}' is not a boundary kind of {self.spec.name} "
+                                 f"(expected one of {', '.join(self.spec.boundary_kinds)})")
+            kinds.append(name)
+        return kinds
+
+    # Diagnostics --------------------------------------------------------------------------
+    def stable_time_step(self, cfl: float, min_spacing: float) -> float:
+        """dt = CFL * (smallest GLL spacing) / (fastest wave speed)."""
+        return cfl * min_spacing / self.wave_speed
+
+    def energy(self, u) -> float:
+        raise NotImplementedError
+
+    def error_sums(self, u, exact_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per field: sum of M (u - exact)^2 and max |u - exact| on this rank (host arrays)."""
+        diff = self.backend.to_host(u).astype(np.float64) - exact_values
+        mass = self.geometry.mass
+        count = len(self.field_names)
+        squares = np.array([np.sum(mass * diff[c] ** 2) for c in range(count)])
+        maxima = np.abs(diff).reshape(count, -1).max(axis=1) if diff.size else np.zeros(count)
+        return squares, maxima
+
+    def flops_per_step(self, stages: int) -> float | None:
+        """Floating-point operations of one step on this rank, where the system models them."""
+        return None
+
+    def summary(self, stepper, comm=None) -> dict:
+        """Entries this system adds to the run summary (collective across ranks)."""
+        return {}

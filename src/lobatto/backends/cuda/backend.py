@@ -2,11 +2,11 @@
 
     backend = CudaBackend(precision="float64", device_id=0)
 
-Arrays live on the selected device and stay there (``to_host`` copies). The tuned kernels
-(``maxwell_traces``, ``maxwell_rhs``, ``maxwell_stage``) are CUDA C++ templates on the order
-N and the precision, compiled once per (N, dtype); every other kernel name falls back to the
-reference implementation run through CuPy. The face exchange's local gather–scatter runs on
-the device too (``lobatto.comm.local_cuda``).
+Arrays live on the selected device and stay there (``to_host`` copies). Systems register
+their tuned kernels for this backend (``tuned_kernel("cuda", name)``: CUDA C++ templates on
+the order N and the precision, compiled by lobatto.jit.nvrtc); every other kernel name falls
+back to the reference implementation run through CuPy. The gather–scatter's local phases run
+on the device too (``lobatto.comm.local_cuda``).
 
 ``capture(fn)`` returns a callable that runs ``fn`` plainly the first time (compiling kernels
 and building index arrays), records it as a CUDA graph on the second call and replays the
@@ -20,12 +20,9 @@ replays nothing while it returns a reason (a string) instead of None.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from lobatto.backends.base import Backend
-from lobatto.backends.cuda import maxwell
 
 
 class CudaGraphStep:
@@ -94,12 +91,6 @@ class CudaGraphStep:
 
 class CudaBackend(Backend):
     name = "cuda"
-    tuned_kernels: ClassVar[dict] = {
-        "maxwell_traces": maxwell.make_traces,
-        "maxwell_rhs": maxwell.make_rhs,
-        "maxwell_stage": maxwell.make_stage,
-    }
-
     def __init__(self, precision: str = "float64", device_id: int | None = None):
         import cupy
 
@@ -120,7 +111,8 @@ class CudaBackend(Backend):
         self.max_shared_per_block = int(props.get("sharedMemPerBlockOptin", props.get("sharedMemPerBlock", 48 * 1024)))
         self.compute_capability = f"{props.get('major', 0)}.{props.get('minor', 0)}"
         self.total_memory = int(props.get("totalGlobalMem", 0))
-        #: (order, dtype name) -> (elements per block, threads[, maxrregcount]) for tuning runs
+        #: launch settings that tuning runs impose on a kernel family, by whatever key the
+        #: family's launcher reads (documented beside that launcher)
         self.launch_overrides: dict = {}
 
     # Arrays -------------------------------------------------------------------------------
@@ -145,25 +137,6 @@ class CudaBackend(Backend):
         self.device.synchronize()
 
     # Graphs -------------------------------------------------------------------------------
-    def whole_step(self, system, stepper):
-        """Maxwell steps with the face exchange fused into the stage kernel.
-
-        Saves the gather-scatter's passes over the face data (581 -> 363 bytes per point and
-        stage at N=7, docs/cuda.md); across ranks only the shared face points' traces travel.
-        Needs a conforming mesh (every face point has at most one partner, on this rank or
-        another) and a 2N-storage scheme; otherwise None (on every rank alike) and the
-        system's own stages run.
-        """
-        from lobatto.backends.cuda.fused import FusedExchangeStepper
-        from lobatto.systems.maxwell.system import MaxwellSystem
-
-        if not isinstance(system, MaxwellSystem) or not hasattr(stepper.scheme, "A"):
-            return None
-        try:
-            return FusedExchangeStepper(system, stepper)
-        except ValueError:
-            return None
-
     def capture(self, function, allowed=None):
         """A callable replaying ``function`` as a CUDA graph (see the module docstring)."""
         return CudaGraphStep(self, function, allowed=allowed)

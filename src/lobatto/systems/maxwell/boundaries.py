@@ -16,4 +16,3 @@ BOUNDARY_FACTORS = {
     # First-order Silver–Müller absorbing: E+ = H+ = 0; with the upwind flux nothing enters.
     "absorbing": (1.0, 1.0),
 }
-INTERIOR_FACTORS = (1.0, 1.0)

@@ -14,17 +14,13 @@ update interior elements while the face exchange of the others is in flight.
 from __future__ import annotations
 
 from lobatto.backends.base import element_bounds, reference_kernel
+from lobatto.discretization.tensor import physical_gradient
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.operators.tensor import physical_gradient
+from lobatto.systems.dg import element_range, face_values
 
 
 def cross(xp, a, b):
     return xp.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def face_values(xp, u, order):
-    """(..., E, 6, n, n) values at the face points, face by face."""
-    return xp.stack([u[face_slice(f, order)] for f in range(NUM_FACES)], axis=-3)
 
 
 @reference_kernel("maxwell_traces")
@@ -63,19 +59,6 @@ def make_rhs(backend, order):
         return out
 
     return rhs
-
-
-#: axis of the element index in each per-element geometry array
-ELEMENT_AXIS = {"metrics": 2, "normals": 1, "lift": 0, "face_factors": 1, "affine": 0, "mass": 0}
-
-
-def element_range(geometry: dict, part: slice) -> dict:
-    """The geometry of elements ``part`` (views; arrays without an element axis as they are)."""
-    out = dict(geometry)
-    for key, axis in ELEMENT_AXIS.items():
-        if key in geometry:
-            out[key] = geometry[key][(slice(None),) * axis + (part,)]
-    return out
 
 
 def add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha):

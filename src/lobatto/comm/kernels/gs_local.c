@@ -3,7 +3,7 @@
  *
  * u is (vn, n) C-contiguous; perm lists point indices grouped by id, group g occupying
  * perm[starts[g] : starts[g+1]] (the last group ends at nperm).  op: 0 sum, 1 prod,
- * 2 min, 3 max.  Compiled once (no order specialisation) by build.py.
+ * 2 min, 3 max.  Compiled once (no order specialisation) by lobatto/jit/c.py.
  */
 #include <stdint.h>
 

@@ -1,7 +1,8 @@
-"""Compile the C kernels at run time with the system C compiler and load them with ctypes.
+"""Run-time C compilation: build a shared library with the system C compiler, load it with ctypes.
 
-One shared library per (source, specialisation macros), e.g. maxwell.c with -DNQ=8
--DREAL=double. Libraries live in a per-user cache directory ($LOBATTO_CACHE_DIR, else
+One shared library per (source file, specialisation macros), e.g. a kernel source with
+-DNQ=8 -DREAL=double. Sources are given by path, so each layer keeps its kernels beside its
+Python code (lobatto/comm/kernels, lobatto/systems/*/kernels). Libraries live in a per-user cache directory ($LOBATTO_CACHE_DIR, else
 $XDG_CACHE_HOME/lobatto/cpu, else ~/.cache/lobatto/cpu) under a name holding a hash of the
 source text, the flags, the compiler's identity and the host CPU (-march=native differs
 between hosts sharing a home directory). Compilation writes a temporary file and renames it
@@ -27,7 +28,6 @@ import threading
 import warnings
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
 OPT_FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-std=gnu99")
 BASE_FLAGS = ("-shared", "-fPIC")
 
@@ -35,6 +35,7 @@ _lock = threading.RLock()
 _loaded: dict[tuple, ctypes.CDLL | None] = {}
 _errors: dict[tuple, str] = {}
 _toolchain: dict | None = None
+_threads: int | None = None  # OpenMP threads asked for by set_num_threads (None: the default)
 _warned = False
 
 
@@ -129,11 +130,16 @@ def _openmp_works(cc, flags, version) -> bool:
     return ok
 
 
-def _command(source: str, macros: dict) -> tuple[list[str], Path]:
+def available() -> bool:
+    """True when C kernels can be compiled here (a compiler is found and not disabled)."""
+    return not disabled() and toolchain() is not None
+
+
+def _command(source, macros: dict) -> tuple[list[str], Path]:
     tc = toolchain()
     if tc is None:
         raise BuildError("no C compiler found (set CC, or install cc/gcc/clang)")
-    src_path = HERE / source
+    src_path = Path(source)
     text = src_path.read_text()
     defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
     flags = tc["flags"] + list(BASE_FLAGS) + (["-fopenmp"] if tc["openmp"] else []) + defines
@@ -145,7 +151,7 @@ def _command(source: str, macros: dict) -> tuple[list[str], Path]:
     return tc["cc"] + flags + [str(src_path), "-lm"], out
 
 
-def _start(source: str, macros: dict):
+def _start(source, macros: dict):
     """(path, Popen or None, tmp path): start compiling unless the library is cached."""
     argv, out = _command(source, macros)
     if out.exists():
@@ -175,7 +181,7 @@ def _finish(out: Path, proc, tmp) -> Path:
     return out
 
 
-def build(source: str, **macros) -> Path:
+def build(source, **macros) -> Path:
     """Path of the compiled library (compiling it if it is not cached)."""
     return _finish(*_start(source, macros))
 
@@ -197,10 +203,11 @@ def prebuild(specs) -> None:
             pass
 
 
-def load(source: str, **macros) -> ctypes.CDLL | None:
-    """The loaded library, or None (with one warning per process) when it cannot be built."""
+def load(source, **macros) -> ctypes.CDLL | None:
+    """The loaded library of the C file at path ``source``, or None (with one warning per
+    process) when it cannot be built."""
     global _warned
-    key = (source, tuple(sorted(macros.items())))
+    key = (str(source), tuple(sorted(macros.items())))
     with _lock:
         if key in _loaded:
             return _loaded[key]
@@ -219,13 +226,42 @@ def load(source: str, **macros) -> ctypes.CDLL | None:
                         RuntimeWarning,
                         stacklevel=3,
                     )
+        if lib is not None and _threads is not None and hasattr(lib, "lobatto_set_num_threads"):
+            lib.lobatto_set_num_threads(int(_threads))
         _loaded[key] = lib
         return lib
 
 
-def error(source: str, **macros) -> str | None:
-    return _errors.get((source, tuple(sorted(macros.items()))))
+def error(source, **macros) -> str | None:
+    return _errors.get((str(source), tuple(sorted(macros.items()))))
 
 
 def loaded_libraries():
     return [lib for lib in _loaded.values() if lib is not None]
+
+
+# OpenMP threads ------------------------------------------------------------------------------
+# Every kernel library that uses OpenMP exports lobatto_set_num_threads / lobatto_get_max_threads.
+
+
+def set_num_threads(n: int | None) -> None:
+    """OpenMP threads of every compiled library (None: back to OMP_NUM_THREADS / all cores)."""
+    global _threads
+    _threads = n
+    if n is None:
+        n = int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or (os.cpu_count() or 1)
+    for lib in loaded_libraries():
+        if hasattr(lib, "lobatto_set_num_threads"):
+            lib.lobatto_set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    for lib in loaded_libraries():
+        if hasattr(lib, "lobatto_get_max_threads"):
+            return int(lib.lobatto_get_max_threads())
+    return 1
+
+
+def pointer(a) -> int:
+    """Address of a NumPy array's data, for a ctypes call."""
+    return a.__array_interface__["data"][0]

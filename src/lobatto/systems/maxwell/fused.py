@@ -30,19 +30,17 @@ more than the short exchange (docs/benchmarks.md). So under ``overlap = "auto"``
 rank) and keeps the faster; the state is restored after the trial.
 
 Same results as the solver's path up to the order of floating-point operations (the test
-compares them). CudaBackend.whole_step returns it wherever it applies. Byte counts:
+compares them). MaxwellSystem.whole_step returns it wherever it applies. Byte counts:
 docs/cuda.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 
 import numpy as np
 
-from lobatto.backends.base import element_bounds
-from lobatto.backends.cuda.maxwell import MaxwellKernels
+from lobatto.systems.maxwell.cuda import MaxwellKernels
 
 #: packs the traces of the points in `index` as (len(index), 6) rows, ids increasing per neighbour
 _PACK_SOURCE = "const long long m = i / 6, c = i - 6 * m; out = traces[c * field_stride + index[m]];"
@@ -168,14 +166,10 @@ class FusedExchangeStepper:
         self.partner = backend.asarray(partner, dtype=np.int32)
         self.buffers = [backend.zeros((6, e, 6, n, n)), backend.zeros((6, e, 6, n, n))]
         self.residual = stepper.residual
-        self._traces = backend.kernel("maxwell_traces", order=self.order)
+        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
         self.kernels = MaxwellKernels(backend, self.order)
         #: the choice under overlap = "auto" once made, with the trial's timings
         self.auto_overlap: dict | None = None
-
-    def _function(self, dtype):
-        funcs, cfg = self.kernels.kernels(dtype)
-        return funcs["stage_pairs" if self.ghosts is None else "stage_ghosts"], cfg
 
     @property
     def exchange(self) -> str:
@@ -186,7 +180,18 @@ class FusedExchangeStepper:
     def method(self) -> str:
         return "local" if self.ghosts is None else "pairwise"
 
-    def describe(self) -> str:
+    def describe(self) -> dict:
+        """How the steps ran, for the run summary (Stepper.describe)."""
+        out = {"kernel": "fused face exchange", "exchange_method": self.method, "exchange": self.exchange,
+               "exchange_detail": self.detail()}
+        if self.ghosts is not None:
+            out["overlap_enabled"] = self.overlap
+            if self.auto_overlap is not None:
+                out["auto_trial"] = {"seconds_per_step_with": self.auto_overlap["seconds_with"],
+                                     "seconds_per_step_without": self.auto_overlap["seconds_without"]}
+        return out
+
+    def detail(self) -> str:
         """One line for run summaries."""
         if self.ghosts is None:
             return "fused face exchange, 1 rank"
@@ -204,42 +209,12 @@ class FusedExchangeStepper:
         """One stage on ``elements`` (all by default): reads buffers[stage % 2] (and ``ghost``,
         the traces from other ranks), writes buffers[(stage + 1) % 2]."""
         system = self.system
-        g = self.kernels.geometry_args(system.device_geometry, u.dtype)
-        fn, cfg = self._function(u.dtype)
-        e = u.shape[1]
-        first, stop = element_bounds(elements, e)
-        if stop == first:
-            return
-        t = u.dtype.type
-        trace_in = self.buffers[stage_index % 2]
-        trace_out = self.buffers[(stage_index + 1) % 2]
-        metrics, compact, affine, use_affine, normals, lift, factors, d = g
-        args = (
-            u,
-            self.residual,
-            trace_in,
-            self.kernels._dummy_array(u.dtype) if ghost is None else ghost,
-            trace_out,
-            self.partner,
-            np.int32(1 if write_traces else 0),
-            metrics,
-            compact,
-            affine,
-            use_affine,
-            normals,
-            lift,
-            factors,
-            d,
-            np.int64(e),
-            np.int64(first),
-            np.int64(stop),
-            np.int32(cfg.elements_per_block),
-            *MaxwellKernels.material(u.dtype, system.epsilon, system.mu, system.alpha),
-            t(a),
-            t(b),
-            t(dt),
-        )
-        fn((math.ceil((stop - first) / cfg.elements_per_block),), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+        kind = "stage_pairs" if self.ghosts is None else "stage_ghosts"
+        leading = (u, self.residual, self.buffers[stage_index % 2],
+                   self.kernels._dummy_array(u.dtype) if ghost is None else ghost,
+                   self.buffers[(stage_index + 1) % 2], self.partner, np.int32(1 if write_traces else 0))
+        self.kernels.launch(kind, u, leading, system.device_geometry, (system.epsilon, system.mu, system.alpha),
+                            elements, (a, b, dt))
 
     @property
     def overlap(self) -> bool:
@@ -266,7 +241,7 @@ class FusedExchangeStepper:
     def _step(self, u, t, dt, overlap):
         s = self.scheme
         system = self.system
-        self._traces(u, system.device_geometry["normals"], self.buffers[0])
+        self.traces_kernel(u, system.device_geometry["normals"], self.buffers[0])
         last = len(s.A) - 1
         split = system.split if overlap else 0
         for i, (a, b) in enumerate(zip(s.A, s.B)):

@@ -33,9 +33,7 @@ namespace lobatto {
 
 // Face f of the reference element, point (a, b) of its [a, b] grid -> volume (k, j, i).
 template <int N>
-__device__ __forceinline__ int face_to_volume(int f, int a, int b) {
-    constexpr int n = N + 1;
-    int k, j, i;
+__device__ __forceinline__ void face_to_kji(int f, int a, int b, int& k, int& j, int& i) {
     switch (f) {
         case 0: k = a; j = b; i = 0; break;
         case 1: k = a; j = b; i = N; break;
@@ -44,10 +42,38 @@ __device__ __forceinline__ int face_to_volume(int f, int a, int b) {
         case 4: k = 0; j = a; i = b; break;
         default: k = N; j = a; i = b; break;
     }
+}
+
+// The same point as a volume index (k * n + j) * n + i.
+template <int N>
+__device__ __forceinline__ int face_to_volume(int f, int a, int b) {
+    constexpr int n = N + 1;
+    int k, j, i;
+    face_to_kji<N>(f, a, b, k, j, i);
     return (k * n + j) * n + i;
 }
 
-// Lifted upwind/central flux of one face point, added to the right-hand side.
+// Lifted upwind/central flux of one face point, added to rhs. se*, sh* are the E and H trace
+// sums already scaled by the face factors; L is the point's lift weight. The one copy of this
+// arithmetic for both the sums and the folded-exchange paths, so that they round alike. The
+// callers keep their own loads and scaling: moving those in here changes the generated code.
+template <typename T>
+__device__ __forceinline__ void add_lifted_flux(T (&rhs)[6], T se0, T se1, T se2, T sh0, T sh1, T sh2, T nx, T ny, T nz,
+                                                T L, T inv_eps, T inv_mu, T ce, T ch) {
+    // n x S_E and n x S_H
+    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
+    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
+    const T le = T(0.5) * (L * inv_eps);
+    const T lh = T(0.5) * (L * inv_mu);
+    rhs[0] += (sh0 - ce * ce0) * le;
+    rhs[1] += (sh1 - ce * ce1) * le;
+    rhs[2] += (sh2 - ce * ce2) * le;
+    rhs[3] += (-se0 - ch * ch0) * lh;
+    rhs[4] += (-se1 - ch * ch1) * lh;
+    rhs[5] += (-se2 - ch * ch2) * lh;
+}
+
+// The flux with the trace sums read from `sums` (MODE 0 and 1).
 template <int N, typename T>
 __device__ __forceinline__ void add_face_flux(T (&rhs)[6], const T* LOBATTO_RESTRICT sums,
                                               const T* LOBATTO_RESTRICT normals,
@@ -63,17 +89,7 @@ __device__ __forceinline__ void add_face_flux(T (&rhs)[6], const T* LOBATTO_REST
     const T sh0 = sums[3 * fs + fp] * fh, sh1 = sums[4 * fs + fp] * fh, sh2 = sums[5 * fs + fp] * fh;
     const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
     const T L = lift[fp];
-    // n x S_E and n x S_H
-    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
-    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
-    const T le = T(0.5) * (L * inv_eps);
-    const T lh = T(0.5) * (L * inv_mu);
-    rhs[0] += (sh0 - ce * ce0) * le;
-    rhs[1] += (sh1 - ce * ce1) * le;
-    rhs[2] += (sh2 - ce * ce2) * le;
-    rhs[3] += (-se0 - ch * ch0) * lh;
-    rhs[4] += (-se1 - ch * ch1) * lh;
-    rhs[5] += (-se2 - ch * ch2) * lh;
+    add_lifted_flux<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, inv_eps, inv_mu, ce, ch);
 }
 
 // -(n x F) for the three components in v[0..2]
@@ -128,25 +144,14 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
     se0 *= fe; se1 *= fe; se2 *= fe;
     sh0 *= fh; sh1 *= fh; sh2 *= fh;
     const T L = lift[fp];
-    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
-    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
-    const T le = T(0.5) * (L * inv_eps);
-    const T lh = T(0.5) * (L * inv_mu);
-    rhs[0] += (sh0 - ce * ce0) * le;
-    rhs[1] += (sh1 - ce * ce1) * le;
-    rhs[2] += (sh2 - ce * ce2) * le;
-    rhs[3] += (-se0 - ch * ch0) * lh;
-    rhs[4] += (-se1 - ch * ch1) * lh;
-    rhs[5] += (-se2 - ch * ch2) * lh;
+    add_lifted_flux<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, inv_eps, inv_mu, ce, ch);
 }
 
-// traces of the values v at face point (e, f, a, b)
-template <int N, typename T>
-__device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT normals,
-                                                 index_t E, index_t e, int f, int a, int b, const T (&v)[6]) {
-    constexpr int n = N + 1;
-    const index_t fs = E * 6 * n * n;
-    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+// Traces -(n x E), -(n x H) of the values v at face point fp (component stride fs of out and
+// normals).
+template <typename T>
+__device__ __forceinline__ void store_face_trace(T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT normals,
+                                                 index_t fs, index_t fp, const T (&v)[6]) {
     const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
     T o0, o1, o2;
     neg_n_cross(nx, ny, nz, v[0], v[1], v[2], o0, o1, o2);
@@ -159,17 +164,14 @@ __device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const 
     out[5 * fs + fp] = o2;
 }
 
-// Face f, point (a, b) -> (k, j, i) of the volume point.
-template <int N>
-__device__ __forceinline__ void face_to_kji(int f, int a, int b, int& k, int& j, int& i) {
-    switch (f) {
-        case 0: k = a; j = b; i = 0; break;
-        case 1: k = a; j = b; i = N; break;
-        case 2: k = a; j = 0; i = b; break;
-        case 3: k = a; j = N; i = b; break;
-        case 4: k = 0; j = a; i = b; break;
-        default: k = N; j = a; i = b; break;
-    }
+// traces of the values v at face point (e, f, a, b)
+template <int N, typename T>
+__device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT normals,
+                                                 index_t E, index_t e, int f, int a, int b, const T (&v)[6]) {
+    constexpr int n = N + 1;
+    const index_t fs = E * 6 * n * n;
+    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    store_face_trace<T>(out, normals, fs, fp, v);
 }
 
 template <int N, typename T, int MODE, bool FP>
@@ -446,16 +448,7 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
         T v[6];
 #pragma unroll
         for (int c = 0; c < 6; ++c) v[c] = u[c * fstride + g];
-        const T nx = normals[idx], ny = normals[total + idx], nz = normals[2 * total + idx];
-        T o0, o1, o2;
-        neg_n_cross(nx, ny, nz, v[0], v[1], v[2], o0, o1, o2);
-        out[idx] = o0;
-        out[total + idx] = o1;
-        out[2 * total + idx] = o2;
-        neg_n_cross(nx, ny, nz, v[3], v[4], v[5], o0, o1, o2);
-        out[3 * total + idx] = o0;
-        out[4 * total + idx] = o1;
-        out[5 * total + idx] = o2;
+        store_face_trace<T>(out, normals, total, idx, v);
     }
 }
 

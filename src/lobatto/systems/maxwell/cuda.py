@@ -1,7 +1,8 @@
-"""CUDA Maxwell kernels: launch configuration, argument marshalling, byte and flop models.
+"""CUDA Maxwell kernels (kernels/maxwell.cu): launch configuration, argument marshalling,
+byte and flop models.
 
-The factories registered on :class:`~lobatto.backends.cuda.backend.CudaBackend` return
-callables with the reference kernels' signatures (systems/maxwell/reference.py):
+The factories registered as the CUDA backend's tuned kernels return callables with the
+reference kernels' signatures (reference.py):
 
     traces(u, normals, out)
     rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)
@@ -10,6 +11,9 @@ callables with the reference kernels' signatures (systems/maxwell/reference.py):
 Arrays must be C-contiguous CuPy arrays of the backend's dtype (the system allocates them
 so). Nothing here allocates once the first call for a geometry is done, and nothing
 synchronises with the host, so a whole time step can be recorded as a CUDA graph.
+
+Tuning runs may set ``backend.launch_overrides[(order, dtype name)] = (elements per block,
+threads[, maxrregcount[, face phase]])`` before the first launch of that order.
 """
 
 from __future__ import annotations
@@ -20,8 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lobatto.backends.base import element_bounds
-from lobatto.backends.cuda.compile import ctype, get_module
+from pathlib import Path
+
+from lobatto.backends.base import element_bounds, tuned_kernel
+from lobatto.jit.nvrtc import ctype, get_module
+
+SOURCE = Path(__file__).resolve().parent / "kernels" / "maxwell.cu"
 
 #: Points a block aims to own (several small elements share a block).
 TARGET_BLOCK_POINTS = 512
@@ -130,7 +138,7 @@ class MaxwellKernels:
                 "stage_ghosts": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, true>",
             }
             options = () if cfg.maxrregcount is None else (f"--maxrregcount={cfg.maxrregcount}",)
-            module = get_module("maxwell.cu", tuple(names.values()), options)
+            module = get_module(SOURCE, tuple(names.values()), options)
             funcs = {k: module.get_function(v) for k, v in names.items()}
             for k in ("rhs", "stage", "stage_pairs", "stage_ghosts"):
                 if cfg.shared_bytes > 48 * 1024:
@@ -202,7 +210,29 @@ class MaxwellKernels:
         impedance = math.sqrt(mu / epsilon)
         return t(1.0 / epsilon), t(1.0 / mu), t(alpha / impedance), t(alpha * impedance)
 
+    def launch(self, kind, u, leading, geometry, material, elements=None, trailing=(), check=()):
+        """Launch kernel ``kind`` ("rhs", "stage", "stage_pairs", "stage_ghosts") over
+        ``elements`` (first, stop) of u. Every element kernel takes the same arguments:
+        ``leading`` arrays, the geometry, (E, first, stop, elements per block), the material
+        constants of ``material`` = (epsilon, mu, alpha), then ``trailing`` scalars.
+        ``check`` lists arrays to check against u (shape, contiguity, dtype) first."""
+        g = self.geometry_args(geometry, u.dtype)
+        if check:
+            self.check(u, *check, g[0], g[4], g[5], g[6], g[7])
+        funcs, cfg = self.kernels(u.dtype)
+        e = u.shape[1]
+        first, stop = element_bounds(elements, e)
+        if stop == first:
+            return
+        t = u.dtype.type
+        args = (tuple(leading) + g
+                + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
+                + self.material(u.dtype, *material) + tuple(t(x) for x in trailing))
+        grid = math.ceil((stop - first) / cfg.elements_per_block)
+        funcs[kind]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
 
+
+@tuned_kernel("cuda", "maxwell_traces")
 def make_traces(backend, order):
     mk = MaxwellKernels(backend, order)
     n2 = (order + 1) ** 2
@@ -223,48 +253,25 @@ def make_traces(backend, order):
     return traces
 
 
+@tuned_kernel("cuda", "maxwell_rhs")
 def make_rhs(backend, order):
     mk = MaxwellKernels(backend, order)
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
-        g = mk.geometry_args(geometry, u.dtype)
-        mk.check(u, sums, out, g[0], g[4], g[5], g[6], g[7])
-        funcs, cfg = mk.kernels(u.dtype)
-        e = u.shape[1]
-        first, stop = element_bounds(elements, e)
-        if stop == first:
-            return out
-        grid = math.ceil((stop - first) / cfg.elements_per_block)
-        args = ((u, out, sums) + g + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
-                + mk.material(u.dtype, epsilon, mu, alpha))
-        funcs["rhs"]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+        mk.launch("rhs", u, (u, out, sums), geometry, (epsilon, mu, alpha), elements, check=(sums, out))
         return out
 
     rhs.kernels = mk
     return rhs
 
 
+@tuned_kernel("cuda", "maxwell_stage")
 def make_stage(backend, order):
     mk = MaxwellKernels(backend, order)
 
     def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
-        g = mk.geometry_args(geometry, u.dtype)
-        mk.check(u, residual, sums, g[0], g[4], g[5], g[6], g[7])
-        funcs, cfg = mk.kernels(u.dtype)
-        e = u.shape[1]
-        first, stop = element_bounds(elements, e)
-        if stop == first:
-            return
-        t = u.dtype.type
-        grid = math.ceil((stop - first) / cfg.elements_per_block)
-        args = (
-            (u, residual, sums)
-            + g
-            + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
-            + mk.material(u.dtype, epsilon, mu, alpha)
-            + (t(a), t(b), t(dt))
-        )
-        funcs["stage"]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+        mk.launch("stage", u, (u, residual, sums), geometry, (epsilon, mu, alpha), elements, (a, b, dt),
+                  check=(residual, sums))
 
     stage.kernels = mk
     return stage

@@ -1,7 +1,8 @@
-"""Run-time compilation of the CUDA kernel sources (NVRTC through ``cupy.RawModule``).
+"""Run-time compilation of CUDA sources (NVRTC through ``cupy.RawModule``).
 
-Sources live in ``kernels/*.cu`` and include headers from the same folder. The text handed
-to NVRTC is the source with its local ``#include "..."`` lines inlined, so that CuPy's
+A source is given by path (each layer keeps its kernels beside its Python code). Its
+``#include "..."`` lines are looked up in the source's own folder, then in ``include/`` here
+(``common.cuh``), and inlined: the text handed to NVRTC is self-contained, so that CuPy's
 on-disk kernel cache (keyed on the code) notices a change in a header too. Each module is
 compiled once per (source, name expressions, options) and kept for the process; CuPy also
 caches the binary on disk (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``).
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 
 #: C++ spelling of the NumPy dtypes the templates are instantiated for.
 CTYPES = {
@@ -40,20 +41,27 @@ def ctype(dtype) -> str:
         raise TypeError(f"no CUDA kernel instantiation for dtype {np.dtype(dtype)}") from None
 
 
-def source_text(name: str, _seen: set | None = None) -> str:
-    """The source ``kernels/name`` with local includes inlined (each header once)."""
+def _find_header(name: str, folder: Path) -> Path | None:
+    for candidate in (folder / name, INCLUDE_DIR / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def source_text(path, _seen: set | None = None) -> str:
+    """The source at ``path`` with local includes inlined (each header once)."""
     seen = set() if _seen is None else _seen
-    path = KERNEL_DIR / name
+    path = Path(path)
     out = []
     for line in path.read_text().splitlines():
         m = _INCLUDE.match(line)
-        if m and (KERNEL_DIR / m.group(1)).is_file():
-            header = m.group(1)
+        header = _find_header(m.group(1), path.parent) if m else None
+        if header is not None:
             if header not in seen:
                 seen.add(header)
-                out.append(f"// ---- begin {header}")
+                out.append(f"// ---- begin {header.name}")
                 out.append(source_text(header, seen))
-                out.append(f"// ---- end {header}")
+                out.append(f"// ---- end {header.name}")
             continue
         if line.strip() == "#pragma once":
             continue
@@ -61,12 +69,12 @@ def source_text(name: str, _seen: set | None = None) -> str:
     return "\n".join(out)
 
 
-def get_module(source: str, name_expressions, options=()):
-    """A compiled ``cupy.RawModule`` for ``kernels/source`` (cached per device)."""
+def get_module(source, name_expressions, options=()):
+    """A compiled ``cupy.RawModule`` of the CUDA file at path ``source`` (cached per device)."""
     import cupy
 
     device = cupy.cuda.runtime.getDevice()
-    key = (source, tuple(name_expressions), tuple(options), device)
+    key = (str(source), tuple(name_expressions), tuple(options), device)
     module = _MODULES.get(key)
     if module is None:
         module = cupy.RawModule(

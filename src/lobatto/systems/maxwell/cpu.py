@@ -1,63 +1,31 @@
-"""Compiled C kernels of the CPU backend (see docs/backends.md, "CPU backend").
+"""Maxwell's compiled C kernels for the CPU backend (kernels/maxwell.c; docs/backends.md).
 
 `maxwell_kernels(order, precision)` gives ctypes-wrapped kernels with exactly the reference
-signatures (lobatto/systems/maxwell/reference.py), or None when they cannot be compiled;
-`gs_kernels(precision)` gives the local gather-scatter kernels. `set_num_threads(n)` sets
-the OpenMP thread count of every compiled kernel (OMP_NUM_THREADS sets the default).
+signatures (reference.py), or None when they cannot be compiled; they are registered as the
+CPU backend's tuned ``maxwell_traces``, ``maxwell_rhs`` and ``maxwell_stage``. Where the
+compiler fails the factories return the reference kernels (and a stage built from the
+reference rhs), so a run goes on, unfused.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
+from pathlib import Path
 
 import numpy as np
 
-from lobatto.backends.base import element_bounds
-from lobatto.backends.cpu_kernels import build
-from lobatto.backends.cpu_kernels.build import cache_dir, disabled, prebuild, toolchain  # noqa: F401
+from lobatto.backends.base import REFERENCE_KERNELS, element_bounds, tuned_kernel
+from lobatto.jit import c as cbuild
+from lobatto.jit.c import pointer as _ptr
 
+SOURCE = Path(__file__).resolve().parent / "kernels" / "maxwell.c"
 _VP, _I64, _F64, _INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double, ctypes.c_int
 _REAL = {"float64": "double", "float32": "float"}
-_threads: int | None = None
 
 
-def available() -> bool:
-    """True when the C kernels can be compiled here (a compiler is found and not disabled)."""
-    return not disabled() and toolchain() is not None
-
-
-def maxwell_spec(order: int, precision: str) -> tuple[str, dict]:
-    return "maxwell.c", {"NQ": int(order) + 1, "REAL": _REAL[precision]}
-
-
-def set_num_threads(n: int | None) -> None:
-    """OpenMP threads for the compiled kernels (None: back to OMP_NUM_THREADS / all cores)."""
-    global _threads
-    _threads = n
-    if n is None:
-        n = int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or (os.cpu_count() or 1)
-    for lib in build.loaded_libraries():
-        if hasattr(lib, "lobatto_set_num_threads"):
-            lib.lobatto_set_num_threads(int(n))
-
-
-def get_num_threads() -> int:
-    for lib in build.loaded_libraries():
-        if hasattr(lib, "lobatto_get_max_threads"):
-            return int(lib.lobatto_get_max_threads())
-    return 1
-
-
-def _load(source, macros):
-    lib = build.load(source, **macros)
-    if lib is not None and _threads is not None and hasattr(lib, "lobatto_set_num_threads"):
-        lib.lobatto_set_num_threads(int(_threads))
-    return lib
-
-
-def _ptr(a) -> int:
-    return a.__array_interface__["data"][0]
+def maxwell_spec(order: int, precision: str) -> tuple[Path, dict]:
+    """(source, macros) of the library for this order and precision (for jit.c.prebuild)."""
+    return SOURCE, {"NQ": int(order) + 1, "REAL": _REAL[precision]}
 
 
 def _check(a, dtype, shape, name, writable=False):
@@ -99,7 +67,7 @@ class _Geometry:
 def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     """{'maxwell_traces', 'maxwell_rhs', 'maxwell_stage'} callables for this order, or None."""
     source, macros = maxwell_spec(order, precision)
-    lib = _load(source, macros)
+    lib = cbuild.load(source, **macros)
     if lib is None:
         return None
     dtype = np.dtype(precision)
@@ -153,58 +121,37 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage}
 
 
-# Local gather-scatter -----------------------------------------------------------------------
-_OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3}
+def reference_stage(backend, order):
+    """The fused stage's contract from the reference rhs (used only if compilation fails)."""
+    rhs = REFERENCE_KERNELS["maxwell_rhs"](backend, order=order)
+    scratch: list = [None]
+
+    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
+        if scratch[0] is None or scratch[0].shape != u.shape or scratch[0].dtype != u.dtype:
+            scratch[0] = backend.xp.empty_like(u)
+        du = rhs(u, sums, geometry, scratch[0], epsilon, mu, alpha, elements)
+        part = slice(None) if elements is None else slice(*elements)
+        u, residual, du = u[:, part], residual[:, part], du[:, part]
+        residual *= a
+        residual += dt * du
+        u += b * residual
+
+    return stage
 
 
-def gs_kernels(precision: str = "float64") -> dict | None:
-    """Local gather-scatter kernels on NumPy arrays (for lobatto.comm), or None.
+def _register(name):
+    @tuned_kernel("cpu", name)
+    def factory(backend, order):
+        kernels = maxwell_kernels(order, backend.precision)
+        if kernels is not None:
+            return kernels[name]
+        if name == "maxwell_stage":
+            return reference_stage(backend, order)
+        return REFERENCE_KERNELS[name](backend, order=order)
 
-    combine(u2, perm, starts, op)        in place: u2[:, perm-group] = op over the group
-    gather(u2, perm, starts, op) -> (vn, len(starts)) compact values (take + reduceat)
-    scatter(values, u2, dest, src)       u2[:, dest] = values[:, src]
-    u2 is (vn, n) C-contiguous of `precision`; index arrays are int64 (np.intp on 64-bit).
-    """
-    lib = _load("gs_local.c", {})
-    if lib is None:
-        return None
-    sfx = {"float64": "f64", "float32": "f32"}[precision]
-    dtype = np.dtype(precision)
-    c_combine = getattr(lib, f"gs_combine_{sfx}")
-    c_gather = getattr(lib, f"gs_gather_{sfx}")
-    c_scatter = getattr(lib, f"gs_scatter_{sfx}")
-    c_combine.argtypes = [_VP, _I64, _I64, _VP, _VP, _I64, _I64, _INT]
-    c_gather.argtypes = [_VP, _I64, _I64, _VP, _VP, _I64, _I64, _INT, _VP]
-    c_scatter.argtypes = [_VP, _I64, _VP, _I64, _I64, _VP, _VP, _I64]
-    for f in (c_combine, c_gather, c_scatter):
-        f.restype = None
+    factory.__name__ = f"compiled_{name}"
+    return factory
 
-    def _idx(a):
-        if a.dtype != np.int64 or not a.flags.c_contiguous:
-            raise TypeError("gs kernels: index arrays must be C-contiguous int64")
-        return _ptr(a)
 
-    def _u(u2):
-        if u2.ndim != 2 or u2.dtype != dtype or not u2.flags.c_contiguous:
-            raise TypeError(f"gs kernels: u must be a C-contiguous 2-D {dtype} array")
-        return _ptr(u2)
-
-    def combine(u2, perm, starts, op="sum"):
-        if len(starts):
-            c_combine(_u(u2), u2.shape[0], u2.shape[1], _idx(perm), _idx(starts), len(starts), len(perm), _OPS[op])
-        return u2
-
-    def gather(u2, perm, starts, op="sum"):
-        out = np.empty((u2.shape[0], len(starts)), dtype=dtype)
-        if len(starts):
-            c_gather(_u(u2), u2.shape[0], u2.shape[1], _idx(perm), _idx(starts), len(starts), len(perm), _OPS[op],
-                     _ptr(out))
-        return out
-
-    def scatter(values, u2, dest, src):
-        values = np.ascontiguousarray(values, dtype=dtype)
-        if len(dest):
-            c_scatter(_ptr(values), values.shape[1], _u(u2), u2.shape[0], u2.shape[1], _idx(dest), _idx(src),
-                      len(dest))
-
-    return {"combine": combine, "gather": gather, "scatter": scatter}
+for _name in ("maxwell_traces", "maxwell_rhs", "maxwell_stage"):
+    _register(_name)

@@ -1,0 +1,1 @@
+"""Linear acoustics (pressure and velocity), first-order form, DG: the second system."""

@@ -1,0 +1,119 @@
+"""Linear acoustics, first-order form, by DG with an upwind (or central) flux.
+
+    dp/dt + rho c^2 div(u) = 0          rho du/dt + grad(p) = 0
+
+Fields p, ux, uy, uz. Strong form at GLL points like Maxwell: volume terms by tensor-product
+derivatives; face terms from one gather–scatter sum of the traces (p, n.u) (systems/dg.py).
+With own values p-, u_n- = n.u- and the sums S_p = p- + p+, S_n = n.u- + n+.u+ = [u_n], the
+flux of the exact Riemann solution (impedance Z = rho c; alpha = 1 upwind, 0 central) adds
+at face points, times the lift,
+
+    dp/dt += rho c^2 / 2 ([u_n] - alpha [p] / Z)        [p] = 2 p- - S_p
+    du/dt += n / (2 rho) ([p] - alpha Z [u_n])
+
+Boundaries as ghost states, i.e. factors on the sums at a boundary face (where the sum is the
+element's own trace): wall (p+ = p-, u+.n = -u-.n, so u.n = 0) doubles both; absorbing
+(p+ = u+ = 0, the characteristic condition: nothing enters with the upwind flux) keeps them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.backends.base import element_bounds, reference_kernel
+from lobatto.config import Key, PhysicsSpec
+from lobatto.discretization.tensor import physical_gradient
+from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, element_range, face_values
+
+FIELD_NAMES = ("p", "ux", "uy", "uz")
+FLUX_ALPHA = {"upwind": 1.0, "central": 0.0}
+#: factors on the sums (S_p, S_n) at a boundary face
+BOUNDARY_FACTORS = {"wall": (2.0, 2.0), "absorbing": (1.0, 1.0)}
+
+SPEC = PhysicsSpec(
+    name="acoustics",
+    description="linear acoustics, first-order form (pressure and velocity), DG",
+    fields=FIELD_NAMES,
+    boundary_kinds=tuple(BOUNDARY_FACTORS),
+    default_boundary="wall",
+    keys=(
+        Key("density", "positive", 1.0, "rho, the mean density"),
+        Key("sound_speed", "positive", 1.0, "c, the speed of sound"),
+    ),
+    fluxes=tuple(FLUX_ALPHA),
+)
+
+
+@reference_kernel("acoustics_traces")
+def make_traces(backend, order):
+    xp = backend.xp
+
+    def traces(u, normals, out):
+        faces = face_values(xp, u, order)
+        out[0] = faces[0]
+        out[1] = xp.sum(normals * faces[1:4], axis=0)
+        return out
+
+    return traces
+
+
+@reference_kernel("acoustics_rhs")
+def make_rhs(backend, order):
+    xp = backend.xp
+
+    def rhs(u, sums, geometry, out, density, sound_speed, alpha, elements=None):
+        if elements is not None:
+            part = slice(*element_bounds(elements, u.shape[1]))
+            rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], density, sound_speed, alpha)
+            return out
+        d, metrics = geometry["derivative"], geometry["metrics"]
+        bulk = density * sound_speed**2  # rho c^2
+        impedance = density * sound_speed
+        grad_p = physical_gradient(xp, u[0], d, metrics)
+        divergence = sum(physical_gradient(xp, u[1 + a], d, metrics)[a] for a in range(3))
+        out[0] = -bulk * divergence
+        out[1:4] = -grad_p / density
+
+        normals, lift, factors = geometry["normals"], geometry["lift"], geometry["face_factors"]
+        faces = face_values(xp, u, order)
+        jump_p = 2.0 * faces[0] - sums[0] * factors[0][:, :, None, None]
+        jump_n = sums[1] * factors[1][:, :, None, None]
+        add_to_faces(out[0], 0.5 * bulk * (jump_n - (alpha / impedance) * jump_p) * lift, order)
+        add_to_faces(out[1:4], normals * (0.5 / density * (jump_p - alpha * impedance * jump_n) * lift), order)
+        return out
+
+    return rhs
+
+
+class AcousticsSystem(FaceExchangeSystem):
+    spec = SPEC
+    trace_components = 2
+    boundary_factors = BOUNDARY_FACTORS
+    output_layout = (FIELD_NAMES[1:4], "p", ())  # Nek5000 velocity and pressure
+
+    def __init__(self, mesh, order, backend, density=1.0, sound_speed=1.0, flux="upwind", comm=None,
+                 geometry=None, exchange_method="auto", exchange="auto", overlap="auto"):
+        if flux not in FLUX_ALPHA:
+            raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
+        self.density, self.sound_speed, self.flux = float(density), float(sound_speed), flux
+        self.alpha = FLUX_ALPHA[flux]
+        self.wave_speed = self.sound_speed
+        self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap)
+        self.traces_kernel = backend.kernel("acoustics_traces", order=self.order)
+        self.rhs_kernel = backend.kernel("acoustics_rhs", order=self.order)
+
+    @classmethod
+    def from_case(cls, case, mesh, geometry, backend, comm=None):
+        return cls(mesh, case.discretization.order, backend, geometry=geometry, density=case.physics.density,
+                   sound_speed=case.physics.sound_speed, flux=case.discretization.flux, comm=comm,
+                   **cls.parallel_options(case))
+
+    def rhs(self, u, t, out):
+        self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
+            u, sums, self.device_geometry, out, self.density, self.sound_speed, self.alpha, elements))
+        return out
+
+    def energy(self, u) -> float:
+        """Acoustic energy 1/2 sum M (p^2 / (rho c^2) + rho |u|^2) on this rank."""
+        bulk = self.density * self.sound_speed**2
+        return 0.5 * self.mass_weighted_sum(u, (1.0 / bulk, self.density, self.density, self.density))

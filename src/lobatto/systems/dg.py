@@ -1,0 +1,152 @@
+"""What every discontinuous-Galerkin system of lobatto shares: the face exchange.
+
+Each element writes, at its face points, the trace components its numerical flux needs
+(Maxwell: -n x E and -n x H; acoustics: p and n.u). A gather–scatter sum over face-point
+ids (NekCEM's trick, seed paper eqs. (6)-(7)) returns own + neighbour at interior points and
+the element's own trace at boundary points, where a per-face factor per component turns it
+into the value a ghost state would give (the boundary condition). One rank: the local
+gather–scatter; many: the same call with the MPI exchange underneath.
+
+Across ranks the exchange overlaps work: elements [0, split) share no face point with
+another rank, so a stage updates them while the exchange is in flight and the rest after it
+(meshes from the driver hold their halo elements last: HexMesh.halo_last). ``overlap`` is
+True, False or "auto"; the stage-by-stage path here overlaps unless it is False (a system's
+whole-step path may time both under "auto").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.comm import GatherScatter
+from lobatto.discretization import derivative_matrix
+from lobatto.mesh import compute_geometry, face_point_ids
+from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.parallel import allreduce, rank_and_size
+from lobatto.systems.base import System
+
+#: axis of the element index in each per-element geometry array
+ELEMENT_AXIS = {"metrics": 2, "normals": 1, "lift": 0, "face_factors": 1, "affine": 0, "mass": 0}
+
+
+def element_range(geometry: dict, part: slice) -> dict:
+    """The geometry of elements ``part`` (views; arrays without an element axis as they are)."""
+    out = dict(geometry)
+    for key, axis in ELEMENT_AXIS.items():
+        if key in geometry:
+            out[key] = geometry[key][(slice(None),) * axis + (part,)]
+    return out
+
+
+def face_values(xp, u, order):
+    """(..., E, 6, n, n) values at the face points, face by face (reference kernels)."""
+    return xp.stack([u[face_slice(f, order)] for f in range(NUM_FACES)], axis=-3)
+
+
+def add_to_faces(u, face_data, order):
+    """u[..., face points of face f] += face_data[..., f, :, :] for the six faces in turn
+    (a point on several faces gets each face's share)."""
+    for f in range(NUM_FACES):
+        u[face_slice(f, order)] += face_data[..., f, :, :]
+
+
+class FaceExchangeSystem(System):
+    """A DG system whose surface terms come from one gather–scatter sum of face traces.
+
+    Subclasses set ``trace_components`` (values per face point) and ``boundary_factors``
+    (kind -> factors applied to the sums at that boundary, one per group of trace components
+    as the system's kernels read them: ``face_factors`` (groups, E, 6)), and
+    register the kernels ``<name>_traces(u, normals, out)`` they use for ``self.traces_kernel``.
+    """
+
+    trace_components = 0
+    boundary_factors: dict = {}
+
+    def setup_faces(self, mesh, order, backend, geometry=None, comm=None, exchange_method="auto",
+                    exchange="auto", overlap="auto"):
+        self.mesh, self.order, self.backend = mesh, int(order), backend
+        self.geometry = geometry if geometry is not None else compute_geometry(mesh, self.order)
+        self.num_elements = mesh.num_elements
+        n = self.order + 1
+        self.points = self.num_elements * n**3
+        nt = self.trace_components
+
+        # one factor per group of trace components (Maxwell: E's and H's); interior: the plain sum
+        factors = np.ones((len(next(iter(self.boundary_factors.values()))), self.num_elements, 6))
+        for index, kind in enumerate(self.boundary_kind_of(mesh)):
+            on_kind = mesh.boundary_kind == index
+            for c, value in enumerate(self.boundary_factors[kind]):
+                factors[c][on_kind] = value
+        g, to_dev = self.geometry, backend.asarray
+        self.device_geometry = {
+            "derivative": to_dev(derivative_matrix(self.order)),
+            "metrics": to_dev(g.metrics),
+            "normals": to_dev(g.normals),
+            "lift": to_dev(g.lift),
+            "face_factors": to_dev(factors),
+            "affine": to_dev(g.affine, dtype=np.int8),
+            "mass": to_dev(g.mass),
+        }
+        ids = face_point_ids(mesh, self.order)
+        self.exchange = GatherScatter(ids.reshape(-1), comm=comm, method=exchange_method, xp=backend.xp,
+                                      vn_hint=nt, exchange=exchange)
+        halo = self.exchange.shared_points() // (6 * n * n)  # elements of shared face points
+        self.split = int(halo.min()) if halo.size else self.num_elements
+        if not (isinstance(overlap, bool) or overlap == "auto"):
+            raise ValueError(f'overlap must be True, False or "auto", not {overlap!r}')
+        self.overlap = overlap
+        self.trace_buffer = backend.zeros((nt, self.num_elements, 6, n, n))
+
+    @staticmethod
+    def parallel_options(case) -> dict:
+        return {"exchange_method": case.parallel.method, "exchange": case.parallel.exchange,
+                "overlap": case.parallel.overlap}
+
+    # Exchange -----------------------------------------------------------------------------
+    def exchange_traces(self, u):
+        """Face traces of u, summed with the neighbours' (the flux exchange)."""
+        self.traces_kernel(u, self.device_geometry["normals"], self.trace_buffer)
+        self.exchange.apply(self.trace_buffer.reshape(self.trace_components, -1), "sum")
+        return self.trace_buffer
+
+    def with_exchange(self, u, update):
+        """Traces, exchange, then ``update(elements, sums)`` over all elements; with overlap
+        the interior block [0, split) is updated between the exchange's start and finish."""
+        split, count = self.split, self.num_elements
+        if self.overlap is False or split == count:
+            update(None, self.exchange_traces(u))
+            return
+        self.traces_kernel(u, self.device_geometry["normals"], self.trace_buffer)
+        handle = self.exchange.start(self.trace_buffer.reshape(self.trace_components, -1), "sum")
+        if split:
+            update((0, split), self.trace_buffer)  # reads only face sums already complete
+        self.exchange.finish(handle)
+        update((split, count), self.trace_buffer)
+
+    # Summary ------------------------------------------------------------------------------
+    def summary(self, stepper, comm=None) -> dict:
+        """The face exchange as it ran: method, transport, overlap (the whole-step path's
+        own account where it replaced the stage-by-stage exchange)."""
+        path = stepper.describe()
+        ranks = rank_and_size(comm)[1]
+        enabled = path.get("overlap_enabled", ranks > 1 and self.overlap is not False)
+        overlap = {"setting": self.overlap, "enabled": bool(enabled),
+                   "interior_elements": allreduce(comm, self.split),
+                   "elements_after_exchange": allreduce(comm, self.num_elements - self.split)}
+        if path.get("auto_trial") is not None:
+            overlap["auto_trial"] = path["auto_trial"]
+        return {
+            "exchange_method": path.get("exchange_method", self.exchange.method),
+            "exchange": path.get("exchange", self.exchange.exchange),
+            "exchange_detail": path.get("exchange_detail", self.exchange.describe()),
+            "overlap": overlap,
+        }
+
+    def mass_weighted_sum(self, u, weights) -> float:
+        """sum over points of M * sum_c weights[c] * u[c]^2 on this rank (float64)."""
+        xp, mass = self.backend.xp, self.device_geometry["mass"]
+        total = 0.0
+        for c, w in enumerate(weights):
+            if w:
+                total += float(w) * float(xp.sum(mass * u[c] ** 2, dtype=np.float64))
+        return total
