@@ -5,7 +5,7 @@
 
 Each case builds the periodic box, sets smooth (non-zero) initial fields, warms up, then times
 blocks of whole 5-stage lsrk45 steps (median over --repeats blocks). Threads are those of the
-compiled kernels (OpenMP, set through lobatto.backends.cpu_kernels.set_num_threads); BLAS
+compiled kernels (OpenMP, set through CpuBackend.set_threads, i.e. lobatto.jit.c); BLAS
 used by the NumPy reference is pinned to one thread (set before NumPy is imported). Work
 model: W = [180(N+1) + 420] n flops per step (seed paper). Also prints the split of one
 stage into traces / gather-scatter / fused stage kernel.
@@ -33,7 +33,7 @@ import numpy as np
 
 from lobatto.backends.cpu import CpuBackend
 from lobatto.backends.numpy_backend import NumpyBackend
-from lobatto.integrators import Stepper, get_scheme, stable_time_step
+from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh
 from lobatto.bench.maxwell import INITIAL  # smooth non-zero fields, shared with lobatto bench
 from lobatto.systems.maxwell.system import MaxwellSystem, flops_per_step
@@ -44,7 +44,7 @@ def make_case(order, elements, backend):
     system = MaxwellSystem(mesh, order, backend)
     u = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
     stepper = Stepper(system, get_scheme("lsrk45"))
-    dt = stable_time_step(0.5, system.geometry.min_spacing, system.wave_speed)
+    dt = system.stable_time_step(0.5, system.geometry.min_spacing)
     return system, stepper, u, dt
 
 
@@ -70,17 +70,18 @@ def stage_split(system, stepper, u, dt, repeats=5):
     g = system.device_geometry
     buf = system.trace_buffer
     parts = {"traces": [], "gather_scatter": [], "stage_kernel": []}
-    stage = system._fused_stage
+    stage = system.stage_kernel  # None: no fused stage kernel, the rhs kernel is timed instead
+    out = None if stage is not None else system.backend.xp.empty_like(u)
     for _ in range(repeats):
         t0 = time.perf_counter()
-        system._traces(u, g["normals"], buf)
+        system.traces_kernel(u, g["normals"], buf)
         t1 = time.perf_counter()
         system.exchange.apply(buf.reshape(6, -1), "sum")
         t2 = time.perf_counter()
         if stage is not None:
             stage(u, res, buf, g, system.epsilon, system.mu, system.alpha, 0.5, 0.0, 0.0)
         else:
-            system._rhs(u, buf, g, system._scratch(u), system.epsilon, system.mu, system.alpha)
+            system.rhs_kernel(u, buf, g, out, system.epsilon, system.mu, system.alpha)
         t3 = time.perf_counter()
         parts["traces"].append(t1 - t0)
         parts["gather_scatter"].append(t2 - t1)

@@ -45,6 +45,7 @@ from mpi4py import MPI
 from lobatto.comm import GatherScatter
 from lobatto.comm.transport import local_status
 from lobatto.integrators.stepper import Stepper
+from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
 ORDER = 7
 T0 = time.perf_counter()
@@ -165,8 +166,8 @@ def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
     system.overlap = False
     t_plain = clock(lambda: stepper.step(u, 0.0, dt), steps, 2, comm)
     system.overlap = True
-    whole = stepper.whole_step
-    ghosts = getattr(whole, "ghosts", None)
+    whole = stepper.whole_step if isinstance(stepper.whole_step, FusedExchangeStepper) else None
+    ghosts = None if whole is None else whole.ghosts  # None on one rank
     auto = None
     if ghosts is not None:  # what overlap = "auto" (the default) picks from its trial steps
         system.overlap, whole.auto_overlap = "auto", None
@@ -194,8 +195,8 @@ def time_system(system, stepper, comm, clock, steps: int, xp) -> dict:
         "gs_fraction": stages * t_gs / t_step,
         "auto_trial": auto,
         "seconds_per_step_auto": None if auto is None else (t_step if auto["overlap"] else t_plain),
-        "exchange": getattr(whole, "exchange", system.exchange.exchange),
-        "method": getattr(whole, "method", system.exchange.method),
+        "exchange": system.exchange.exchange if whole is None else whole.exchange,
+        "method": system.exchange.method if whole is None else whole.method,
     }
 
 
@@ -251,7 +252,8 @@ def bench_maxwell(comm, xp, names, points_list, steps, clock, backend_of, dry) -
                 res["efficiency_no_overlap"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step_no_overlap"]
                 if res["seconds_per_step_auto"] is not None:
                     res["efficiency_auto"] = row["one_gpu"]["seconds_per_step"] / res["seconds_per_step_auto"]
-            res["describe"] = (stepper.whole_step or system.exchange).describe()
+            whole = stepper.whole_step
+            res["describe"] = system.exchange.describe() if whole is None else whole.detail()
             row["multi"][name] = res
             log(comm, f"  {P} GPUs {name}: {res['seconds_per_step'] * 1e3:.2f} ms/step, "
                       f"efficiency {res.get('efficiency', float('nan')):.3f} (without overlap "

@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import cupy
 
 from lobatto.backends import get_backend
-from lobatto.backends.cuda.fused import FusedExchangeStepper
-from lobatto.bench.maxwell import build
+from lobatto.bench.maxwell import build, local_index_arrays
 from lobatto.comm import local_cuda as k
+from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
 
 def main() -> int:
@@ -34,16 +34,16 @@ def main() -> int:
     g = system.device_geometry
     buf = system.trace_buffer
     u2 = buf.reshape(6, -1)
-    idx = system.exchange._index(k)
+    idx = local_index_arrays(system.exchange, k)
     a, b = stepper.scheme.A[1], stepper.scheme.B[1]
     args_stage = (system.epsilon, system.mu, system.alpha, a, b, dt)
 
     def sequence():
-        system._traces(u, g["normals"], buf)
+        system.traces_kernel(u, g["normals"], buf)
         taken = k.take(u2, idx["perm"])
         compact = k.gather(taken, idx["starts"], "sum")
         k.scatter(compact, u2, idx["dest_local"], idx["src_local"])
-        system._fused_stage(u, stepper.residual, buf, g, *args_stage)
+        system.stage_kernel(u, stepper.residual, buf, g, *args_stage)
         fused.stage(u, 0, a, b, dt, True)
 
     sequence()  # compile, build indices

@@ -20,11 +20,11 @@ import cupy
 import numpy as np
 
 from lobatto.backends import get_backend
-from lobatto.backends.cuda import maxwell as cm
-from lobatto.backends.cuda.fused import FusedExchangeStepper
 from lobatto.bench.maxwell import INITIAL, Timer, curved_deformation
-from lobatto.integrators import Stepper, get_scheme, stable_time_step
+from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh, compute_geometry
+from lobatto.systems.maxwell import cuda as cm
+from lobatto.systems.maxwell.fused import FusedExchangeStepper
 from lobatto.systems.maxwell.system import MaxwellSystem
 
 
@@ -33,15 +33,15 @@ def tune(mesh, geometry, order, precision, kernel, variants, calls):
     system = MaxwellSystem(mesh, order, backend, geometry=geometry)
     stepper = Stepper(system, get_scheme("lsrk45"))
     u0 = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
-    dt = stable_time_step(0.5, geometry.min_spacing, system.wave_speed)
+    dt = system.stable_time_step(0.5, geometry.min_spacing)
     g = system.device_geometry
     buf = system.trace_buffer
-    system._traces(u0, g["normals"], buf)
+    system.traces_kernel(u0, g["normals"], buf)
     system.exchange.apply(buf.reshape(6, -1), "sum")
     res0 = cupy.asarray(np.random.default_rng(0).standard_normal(u0.shape).astype(precision))
     fused = FusedExchangeStepper(system, stepper) if kernel == "pairs" else None
     if fused:
-        system._traces(u0, g["normals"], fused.buffers[0])
+        system.traces_kernel(u0, g["normals"], fused.buffers[0])
     item = np.dtype(precision).itemsize
     frac = float(np.mean(geometry.affine))
     n = order + 1

@@ -37,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--stages",
         action="store_true",
-        help="time the system's stage-by-stage path with the gather-scatter instead of the backend's "
-             "whole steps (on one GPU the solver folds the face exchange into the stage kernel)",
+        help="time the system's stage-by-stage path with the gather-scatter instead of its whole-step "
+             "path (on CUDA the Maxwell system folds the face exchange into the stage kernel)",
     )
     m.add_argument("--launch", type=int, nargs="+", default=None, metavar="V",
                    help="stage kernel launch: elements-per-block threads [maxrregcount]")

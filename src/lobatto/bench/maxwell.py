@@ -27,8 +27,10 @@ import time
 import numpy as np
 
 from lobatto.backends import get_backend
-from lobatto.integrators import Stepper, get_scheme, stable_time_step
+from lobatto.integrators import Stepper, get_scheme
+from lobatto.integrators.tables import LowStorageScheme
 from lobatto.mesh import box_mesh
+from lobatto.systems.maxwell.fused import FusedExchangeStepper
 from lobatto.systems.maxwell.system import MaxwellSystem, flops_per_step
 
 PI = np.pi
@@ -125,13 +127,13 @@ def build(backend, order, elements, curved=False, periodic=False, scheme="lsrk45
     system = MaxwellSystem(mesh, order, backend, flux="upwind")
     stepper = Stepper(system, get_scheme(scheme))
     u = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
-    dt = stable_time_step(0.5, system.geometry.min_spacing, system.wave_speed)
+    dt = system.stable_time_step(0.5, system.geometry.min_spacing)
     setup = time.perf_counter() - t0
     return system, stepper, u, dt, setup
 
 
 def fused_byte_model(system, stepper) -> dict:
-    """Bytes per stage of the fused-exchange step (lobatto.backends.cuda.fused), averaged."""
+    """Bytes per stage of the fused-exchange step (lobatto.systems.maxwell.fused), averaged."""
     from lobatto.systems.maxwell import cuda as cm
 
     order, e = system.order, system.num_elements
@@ -157,7 +159,7 @@ def byte_model(system, stepper) -> dict:
     order, e = system.order, system.num_elements
     item = np.dtype(system.backend.dtype).itemsize
     frac = float(np.mean(system.geometry.affine))  # affine elements read (E, 9) metrics
-    a_values = list(getattr(stepper.scheme, "A", [1.0]))
+    a_values = list(stepper.scheme.A) if isinstance(stepper.scheme, LowStorageScheme) else [1.0]
     reads = sum(1 for a in a_values if a != 0) / len(a_values)  # stages that read the residual
 
     def per_element(affine):
@@ -189,6 +191,17 @@ def byte_model(system, stepper) -> dict:
     }
 
 
+#: index arrays of the gather-scatter's local phases (fields of its LocalPlan)
+LOCAL_INDEX_NAMES = ("perm", "starts", "dest_local", "src_local")
+
+
+def local_index_arrays(exchange, k) -> dict:
+    """The gather-scatter ``exchange``'s local index arrays as kernel module ``k`` takes them
+    (``k.asindex`` of each field of ``exchange.plan``, built once here), to time the take /
+    gather / scatter / combine kernels of ``k`` (lobatto.comm.local_cuda) alone."""
+    return {name: k.asindex(getattr(exchange.plan, name)) for name in LOCAL_INDEX_NAMES}
+
+
 def kernel_times(system, stepper, u, dt, timer, calls=20) -> dict:
     """Seconds per call of each kernel of a stage, each timed alone."""
     g = system.device_geometry
@@ -200,22 +213,23 @@ def kernel_times(system, stepper, u, dt, timer, calls=20) -> dict:
         from lobatto.comm import local_cuda as k
 
         u2 = buf.reshape(6, -1)
-        idx = system.exchange._index(k)
+        idx = local_index_arrays(system.exchange, k)
         taken = k.take(u2, idx["perm"])
         compact = k.gather(taken, idx["starts"], "sum")
         times["gs_take"] = timer(lambda: k.take(u2, idx["perm"]), calls)
         times["gs_gather"] = timer(lambda: k.gather(taken, idx["starts"], "sum"), calls)
         times["gs_scatter"] = timer(lambda: k.scatter(compact, u2, idx["dest_local"], idx["src_local"]), calls)
-        if system.exchange.comm is None and hasattr(k, "compiled_combine"):
+        comb = k.compiled_combine(u2.dtype) if system.exchange.comm is None else None
+        if comb is not None:
             # the one-pass serial exchange that GatherScatter uses on one rank
-            comb = k.compiled_combine(u2.dtype)
             times["gs_combine"] = timer(lambda: comb(u2, idx["perm"], idx["starts"], "sum"), calls)
         system.traces_kernel(u, g["normals"], buf)
         system.exchange.apply(buf.reshape(6, -1), "sum")
     scheme = stepper.scheme
-    a = scheme.A[1] if hasattr(scheme, "A") else 0.0
-    b = scheme.B[1] if hasattr(scheme, "B") else 0.0
-    res = stepper.residual if hasattr(stepper, "residual") else system.backend.xp.zeros_like(u)
+    low_storage = isinstance(scheme, LowStorageScheme)  # a 2N-storage scheme: the Stepper keeps a residual
+    a = scheme.A[1] if low_storage else 0.0
+    b = scheme.B[1] if low_storage else 0.0
+    res = stepper.residual if low_storage else system.backend.xp.zeros_like(u)
     if system.stage_kernel is not None:
         args = (system.epsilon, system.mu, system.alpha)
         times["stage"] = timer(lambda: system.stage_kernel(u, res, buf, g, *args, a, b, dt), calls)
@@ -245,7 +259,7 @@ def time_steps(backend, stepper, u, dt, steps=None, repeats=5, graph=True, min_s
         steps = int(min(5000, max(3, math.ceil(min_seconds / max(once, 1e-7)))))
     t = timer(step, steps, repeats)
     info = {"seconds_per_step": t, "steps_per_repeat": steps, "repeats": repeats}
-    if hasattr(step, "captured"):
+    if step is not plain:  # a recorded step (Backend.capture): whether it replays a graph
         info["graph"] = bool(step.captured)
         if not step.captured:
             info["graph_fallback_reason"] = step.fallback_reason
@@ -272,9 +286,9 @@ def run(
     if launch and backend.name == "cuda":
         backend.launch_overrides[(order, np.dtype(precision).name)] = tuple(launch)
     system, stepper, u, dt, setup = build(backend, order, elements, curved, periodic)
-    if stages:  # the system's stage-by-stage path (gather-scatter), not the backend's whole steps
-        stepper.whole_step = None
-    fused = stepper.whole_step if hasattr(stepper.whole_step, "buffers") else None  # CUDA fused exchange
+    if stages:  # the system's stage-by-stage path (gather-scatter), not its whole-step path
+        stepper.whole_step = None  # Stepper.path then reads "stages"
+    fused = stepper.whole_step if isinstance(stepper.whole_step, FusedExchangeStepper) else None
     timing = time_steps(backend, stepper, u, dt, steps, repeats, graph)
     stages = stepper.stages
     t = timing["seconds_per_step"]

@@ -66,9 +66,10 @@ def default_launch(order: int, dtype, max_shared: int) -> LaunchConfig:
     epb = max(1, TARGET_BLOCK_POINTS // n3)
     while epb > 1 and shared_bytes(order, itemsize, epb) > max_shared:
         epb -= 1
-    # The face phase costs shared memory; where it would take most of an SM's (N >= 13 in
-    # float64) the block count per SM is already one and the extra barrier phases cost more
-    # than the coalesced face loads gain (tuning notes: benchmarks/notes-cuda.md).
+    # The face phase costs shared memory; where it would take most of an SM's (N >= 12 in
+    # float64 with 227 KB per block) the block count per SM is already one and the extra barrier
+    # phases cost more than the coalesced face loads gain (benchmarks/notes-cuda.md, "Launch
+    # defaults of systems/maxwell/cuda.py").
     face_phase = shared_bytes(order, itemsize, epb, True) <= FACE_PHASE_SHARE * max_shared
     while epb > 1 and shared_bytes(order, itemsize, epb, face_phase) > MULTI_ELEMENT_SHARED:
         epb -= 1  # small orders: keep several blocks resident per SM
@@ -79,7 +80,8 @@ def default_launch(order: int, dtype, max_shared: int) -> LaunchConfig:
         )
     points = epb * n3
     # Few threads per block (several points each) leave room for more resident blocks, so one
-    # block's loads overlap another's shared-memory work (tuning notes: benchmarks/notes-cuda.md).
+    # block's loads overlap another's shared-memory work (benchmarks/notes-cuda.md, "Launch
+    # defaults of systems/maxwell/cuda.py").
     threads = 192 if points <= 1024 else 512
     threads = min(threads, 32 * math.ceil(points / 32))
     return LaunchConfig(epb, threads, smem, None, face_phase)
@@ -152,7 +154,8 @@ class MaxwellKernels:
         return entry
 
     # Arguments ------------------------------------------------------------------------------
-    def _dummy_array(self, dtype):
+    def dummy_array(self, dtype):
+        """A small device array passed for a pointer argument the launch does not read."""
         import cupy
 
         d = self._dummy.get(dtype)
@@ -180,8 +183,8 @@ class MaxwellKernels:
             compact = self.compact_metrics(metrics)
             use_affine = np.int32(1)
         else:
-            compact = self._dummy_array(dtype)
-            affine = self._dummy_array(np.int8) if affine is None else affine
+            compact = self.dummy_array(dtype)
+            affine = self.dummy_array(np.int8) if affine is None else affine
             use_affine = np.int32(0)
         return (
             metrics,

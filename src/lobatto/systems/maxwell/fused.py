@@ -17,15 +17,15 @@ step depends on u alone and can be recorded as a CUDA graph) and one kernel per 
 Across ranks a partner on another rank is a "ghost": before each stage the traces of this
 rank's shared face points go to the rank that shares them (pairwise, through the
 gather-scatter's transport: NCCL, CUDA-aware MPI or host-staged) and theirs come back into
-a ghost buffer the kernel reads. (Writing the shared points' traces into the send buffer
-from the stage kernel itself, instead of a packing kernel per stage, was tried during
-development: the ghost kernel lost more than the packing kernel costs; not re-measured since.) Shared points
+a ghost buffer the kernel reads. A packing kernel per stage fills the send buffer: it costs
+less than writing the shared points' traces from the stage kernel costs that kernel
+(benchmarks/notes-cuda.md, "Ghost traces: a packing kernel"). Shared points
 belong to halo elements only, so with overlap the kernel first runs the interior elements [0, split) while the ghosts travel, then
 the rest; without, one launch after the exchange (NCCL then runs on the compute stream).
 With NCCL the packing kernel and the transfer run on NCCL's high-priority stream, alongside
-the interior launch. Which is faster depends on the transport and the sizes: on 2 H200s
-overlap wins from 1e7 points per GPU up and loses at 1e6, where the second launch costs
-more than the short exchange (docs/benchmarks.md). So under ``overlap = "auto"``
+the interior launch. Which is faster depends on the transport and the sizes: overlap pays
+for a second launch, which can cost more than a short exchange saves (benchmarks/notes-cuda.md,
+"Overlap of the ghost exchange"). So under ``overlap = "auto"``
 (MaxwellSystem.overlap, the default) the first step times a few steps each way (slowest
 rank) and keeps the faster; the state is restored after the trial.
 
@@ -211,7 +211,7 @@ class FusedExchangeStepper:
         system = self.system
         kind = "stage_pairs" if self.ghosts is None else "stage_ghosts"
         leading = (u, self.residual, self.buffers[stage_index % 2],
-                   self.kernels._dummy_array(u.dtype) if ghost is None else ghost,
+                   self.kernels.dummy_array(u.dtype) if ghost is None else ghost,
                    self.buffers[(stage_index + 1) % 2], self.partner, np.int32(1 if write_traces else 0))
         self.kernels.launch(kind, u, leading, system.device_geometry, (system.epsilon, system.mu, system.alpha),
                             elements, (a, b, dt))
@@ -227,8 +227,8 @@ class FusedExchangeStepper:
     def graph_veto(self) -> str | None:
         """Why a step must not be recorded as a CUDA graph now, or None. An overlapped
         multi-rank step relies on NCCL's stream priority, which a recorded graph does not
-        keep: on 2 H200s a replay ran 5.11 and 6.05 ms per step against 5.04 and 5.21 ms called
-        plainly (benchmarks/graph_two_gpu.py, docs/benchmarks.md)."""
+        keep, so a replay runs slower than plain calls (benchmarks/notes-cuda.md, "Graph replay
+        with overlap")."""
         if self.ghosts is not None and self.overlap and getattr(self.ghosts.transport, "stream", None) is not None:
             return "not recorded: the overlapped exchange needs its high-priority stream"
         return None

@@ -1,0 +1,226 @@
+"""The layering of lobatto, read statically from its import statements (docs/architecture.md).
+
+Every module of src/lobatto is given a layer; a module may import from its own layer or a
+lower one, never from a higher one. Systems share code only through ``systems.base``,
+``systems.dg`` and ``systems.registry``, and only the registry imports individual systems.
+System names (maxwell, acoustics) appear only under systems/ (and the layers above it).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SRC = ROOT / "src"
+PACKAGE = SRC / "lobatto"
+
+#: layer of each package or module, lowest first; a module takes the layer of its longest
+#: listed prefix. A new package must be placed here deliberately.
+LAYERS = {
+    # 0: foundations and run-time compilers
+    "lobatto.errors": 0,
+    "lobatto.discretization": 0,
+    "lobatto.jit": 0,
+    # 1: mesh, case files, MPI helpers, input/output
+    "lobatto.mesh": 1,
+    "lobatto.config": 1,
+    "lobatto.parallel": 1,
+    "lobatto.io": 1,
+    "lobatto.progress": 1,
+    # 2: gather-scatter and transports
+    "lobatto.comm": 2,
+    # 3: arrays, kernel registry, graph capture
+    "lobatto.backends": 3,
+    # 4: physics-free operators (not written yet)
+    "lobatto.operators": 4,
+    # 5: physical systems
+    "lobatto.systems": 5,
+    # 6: time integration
+    "lobatto.integrators": 6,
+    # 7: one run of a case
+    "lobatto.driver": 7,
+    # 8: the Python API
+    "lobatto.api": 8,
+    # 9: entry points
+    "lobatto.cli": 9,
+    "lobatto.bench": 9,
+    "lobatto.__main__": 9,
+}
+#: the package root: its lazy __getattr__ imports lobatto.api, so it sits on top; only
+#: ``from lobatto import __version__`` may be used below it.
+ROOT_MODULE, ROOT_LAYER = "lobatto", 9
+ALLOWED_FROM_ROOT = {"__version__"}
+
+#: modules of lobatto.systems that are not a system of their own
+SHARED_SYSTEM_MODULES = {"base", "dg", "registry"}
+#: the only module of lobatto.systems allowed to import individual systems
+SYSTEM_REGISTRY = "lobatto.systems.registry"
+
+#: where system names must not appear (acceptance: grep -ril maxwell ... finds nothing)
+PHYSICS_FREE = ("backends", "comm", "config", "io", "mesh", "integrators", "operators", "jit", "discretization",
+                "driver.py", "parallel.py")
+SYSTEM_WORDS = ("maxwell", "acoustics")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int | None:
+    if module == ROOT_MODULE:
+        return ROOT_LAYER
+    best = None
+    for prefix, layer in LAYERS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, layer)
+    return None if best is None else best[1]
+
+
+def _is_lobatto(name: str) -> bool:
+    return name == ROOT_MODULE or name.startswith(ROOT_MODULE + ".")
+
+
+def _resolve_relative(module: str, path: Path, level: int, name: str | None) -> str:
+    """The absolute module of ``from <level dots><name> import ...`` in ``module``."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    parts = package.split(".")
+    if level - 1 > len(parts) - 1:
+        raise AssertionError(f"{path}: relative import beyond the top-level package")
+    base = ".".join(parts[: len(parts) - (level - 1)])
+    return f"{base}.{name}" if name else base
+
+
+def imports_of(module: str, path: Path) -> list[tuple[str, int]]:
+    """(imported lobatto module, line) for every import in ``path``: top level, inside
+    functions and classes, relative ones, and ``importlib.import_module("lobatto...")``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names if _is_lobatto(alias.name)]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = _resolve_relative(module, path, node.level, node.module)
+            if not _is_lobatto(base):
+                continue
+            for alias in node.names:
+                if base == ROOT_MODULE and alias.name in ALLOWED_FROM_ROOT:
+                    continue
+                candidate = f"{base}.{alias.name}"
+                # `from pkg import submodule` imports the submodule; `from mod import name` the module
+                found.append((candidate if candidate in MODULES else base, node.lineno))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            target = node.args[0].value
+            if called in ("import_module", "__import__") and isinstance(target, str) and _is_lobatto(target):
+                found.append((target, node.lineno))
+    return found
+
+
+def _system_of(module: str) -> str | None:
+    """The individual system ``module`` belongs to (lobatto.systems.<name>...), else None."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["lobatto", "systems"] and parts[2] not in SHARED_SYSTEM_MODULES:
+        return parts[2]
+    return None
+
+
+def _where(path: Path, line: int) -> str:
+    return f"{path.relative_to(ROOT)}:{line}"
+
+
+def test_every_module_has_a_layer():
+    assert MODULES, f"no modules found under {PACKAGE}"
+    missing = sorted(m for m in MODULES if layer_of(m) is None)
+    assert not missing, (
+        "modules with no layer (place them in LAYERS of tests/unit/test_layers.py and in "
+        "docs/architecture.md): " + ", ".join(f"{m} ({MODULES[m].relative_to(ROOT)})" for m in missing)
+    )
+
+
+def test_imports_only_go_down():
+    offending, unassigned = [], []
+    for module, path in MODULES.items():
+        own = layer_of(module)
+        if own is None:
+            continue  # reported by test_every_module_has_a_layer
+        for target, line in imports_of(module, path):
+            layer = layer_of(target)
+            if layer is None:
+                unassigned.append(f"{module} imports {target}, which has no layer  [{_where(path, line)}]")
+            elif layer > own:
+                offending.append(f"{module} ({own}) imports {target} ({layer})  [{_where(path, line)}]")
+    problems = offending + unassigned
+    assert not problems, "imports from a higher layer:\n  " + "\n  ".join(problems)
+
+
+def test_systems_do_not_import_each_other():
+    offending = []
+    for module, path in MODULES.items():
+        if not module.startswith("lobatto.systems") or module == SYSTEM_REGISTRY:
+            continue
+        own = _system_of(module)
+        for target, line in imports_of(module, path):
+            other = _system_of(target)
+            if other is not None and other != own:
+                who = f"system {own}" if own else "a shared module"
+                offending.append(f"{module} ({who}) imports {target} (system {other})  [{_where(path, line)}]")
+    assert not offending, (
+        "systems share code only through lobatto.systems.{base,dg,registry}, and only the registry "
+        "imports individual systems:\n  " + "\n  ".join(offending)
+    )
+
+
+def _physics_free_files() -> list[Path]:
+    files = []
+    for name in PHYSICS_FREE:
+        target = PACKAGE / name
+        if target.is_file():
+            files.append(target)
+        elif target.is_dir():
+            files += [p for p in sorted(target.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    return files
+
+
+def test_system_names_only_under_systems():
+    files = _physics_free_files()
+    assert files, "no files found to check"
+    hits = []
+    for path in files:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            lowered = line.lower()
+            for word in SYSTEM_WORDS:
+                if word in lowered:
+                    hits.append(f"{_where(path, number)}: {word!r}: {line.strip()}")
+    assert not hits, "system names outside lobatto/systems:\n  " + "\n  ".join(hits)
+
+
+@pytest.mark.parametrize(
+    "module, target, allowed",
+    [
+        ("lobatto.comm.local", "lobatto.jit.c", True),
+        ("lobatto.mesh.box", "lobatto.config.schema", True),  # peers in one layer
+        ("lobatto.backends.base", "lobatto.systems.dg", False),
+        ("lobatto.systems.dg", "lobatto.integrators.stepper", False),
+        ("lobatto.jit.c", "lobatto", False),  # the root holds the API: top layer
+    ],
+)
+def test_layer_table(module, target, allowed):
+    """The table itself: a few edges that must stay allowed or forbidden."""
+    assert (layer_of(target) <= layer_of(module)) is allowed
