@@ -12,7 +12,7 @@
 
 ``load_case``, ``parse_case`` and ``case_from_dict`` check a case against the registered
 systems exactly as ``lobatto run`` does (the same errors, as :class:`lobatto.errors.InputError`);
-``Case.replace(...)`` gives a changed copy for parameter studies; :class:`Simulation` gives
+``with_changes(case, {...})`` gives a changed, re-checked copy for parameter studies; :class:`Simulation` gives
 step-by-step control; ``run`` does what ``lobatto run`` does and returns the results as arrays.
 """
 

@@ -16,8 +16,11 @@ whole-step path may time both under "auto").
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
+from lobatto.backends.base import element_bounds
 from lobatto.comm import GatherScatter
 from lobatto.discretization import derivative_matrix
 from lobatto.mesh import compute_geometry, face_point_ids
@@ -36,6 +39,26 @@ def element_range(geometry: dict, part: slice) -> dict:
         if key in geometry:
             out[key] = geometry[key][(slice(None),) * axis + (part,)]
     return out
+
+
+def over_elements(rhs):
+    """Give a reference rhs ``rhs(u, sums, geometry, out, *params)`` the optional last
+    argument ``elements = (first, stop)``: then only those elements are computed and the
+    rest of ``out`` is left untouched (the overlap of the face exchange needs it)."""
+
+    count = len(inspect.signature(rhs).parameters) - 4  # the physical parameters
+
+    def restricted(u, sums, geometry, out, *args, elements=None):
+        params, rest = args[:count], args[count:]
+        if rest:  # elements given by position, as the tuned kernels take it
+            (elements,) = rest
+        if elements is None:
+            return rhs(u, sums, geometry, out, *params)
+        part = slice(*element_bounds(elements, u.shape[1]))
+        rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], *params)
+        return out
+
+    return restricted
 
 
 def face_values(xp, u, order):

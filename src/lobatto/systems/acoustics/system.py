@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.backends.base import element_bounds, reference_kernel
+from lobatto.backends.base import reference_kernel
 from lobatto.config import Key, PhysicsSpec
 from lobatto.discretization.tensor import physical_gradient
-from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, element_range, face_values
+from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, face_values, over_elements
 
 FIELD_NAMES = ("p", "ux", "uy", "uz")
 FLUX_ALPHA = {"upwind": 1.0, "central": 0.0}
@@ -61,11 +61,8 @@ def make_traces(backend, order):
 def make_rhs(backend, order):
     xp = backend.xp
 
-    def rhs(u, sums, geometry, out, density, sound_speed, alpha, elements=None):
-        if elements is not None:
-            part = slice(*element_bounds(elements, u.shape[1]))
-            rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], density, sound_speed, alpha)
-            return out
+    @over_elements
+    def rhs(u, sums, geometry, out, density, sound_speed, alpha):
         d, metrics = geometry["derivative"], geometry["metrics"]
         bulk = density * sound_speed**2  # rho c^2
         impedance = density * sound_speed

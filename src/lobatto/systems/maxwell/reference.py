@@ -13,10 +13,10 @@ update interior elements while the face exchange of the others is in flight.
 
 from __future__ import annotations
 
-from lobatto.backends.base import element_bounds, reference_kernel
+from lobatto.backends.base import reference_kernel
 from lobatto.discretization.tensor import physical_gradient
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.systems.dg import element_range, face_values
+from lobatto.systems.dg import face_values, over_elements
 
 
 def cross(xp, a, b):
@@ -40,11 +40,8 @@ def make_traces(backend, order):
 def make_rhs(backend, order):
     xp = backend.xp
 
-    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
-        if elements is not None:
-            part = slice(*element_bounds(elements, u.shape[1]))
-            rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], epsilon, mu, alpha)
-            return out
+    @over_elements
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha):
         d = geometry["derivative"]
         grad_e = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3)]
         grad_h = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3, 6)]

@@ -1,4 +1,4 @@
-/* Compiled CPU kernels of the SEDG Maxwell operator (lobatto.backends.cpu_kernels).
+/* Compiled CPU kernels of the SEDG Maxwell operator (wrapped by lobatto.systems.maxwell.cpu).
  *
  * Specialised at compile time on the number of GLL points per direction and the
  * floating-point type:
