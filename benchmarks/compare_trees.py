@@ -5,7 +5,9 @@
 Each round runs every configuration once per tree, the trees' order alternating between
 rounds (so drifts of clock or temperature fall on both alike); the table gives the median of
 the rounds per tree and the ratio new/old. GPU configurations report point-stage updates/s;
-CPU ones microseconds per point and step (one OpenMP thread unless --threads).
+CPU ones microseconds per point and step (one OpenMP thread unless --threads), pinned to one
+core with taskset where it exists, with longer timed blocks (--cpu-steps, --cpu-repeats) since
+a CPU step's time varies more from block to block than a GPU graph replay's.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,15 +27,21 @@ CONFIGS = {
     "cuda-N14-curved": ["--backend", "cuda", "--order", "14", "--elements", "16", "16", "16", "--curved"],
     "cpu-N7-curved": ["--backend", "cpu", "--order", "7", "--elements", "8", "8", "8", "--curved"],
     "cpu-N14-curved": ["--backend", "cpu", "--order", "14", "--elements", "4", "4", "4", "--curved"],
+    # one element of order 1: the time per step is the Python and call overhead of a step
+    "cpu-overhead": ["--backend", "cpu", "--order", "1", "--elements", "1", "1", "1"],
 }
 
 
-def bench(tree: Path, args: list[str], threads: int) -> dict:
+def bench(tree: Path, args: list[str], threads: int, cpu_timing: tuple[int, int]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         env = dict(os.environ, PYTHONPATH=str(tree.resolve()), OMP_NUM_THREADS=str(threads))
         cmd = [sys.executable, "-m", "lobatto", "bench", "maxwell", *args, "--no-kernels", "--copy-bytes", "0",
                "--json", str(out)]
+        if "cpu" in args:
+            cmd += ["--steps", str(cpu_timing[0]), "--repeats", str(cpu_timing[1])]
+            if threads == 1 and shutil.which("taskset"):
+                cmd = ["taskset", "-c", "1", *cmd]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} (PYTHONPATH={tree}) failed:\n{proc.stdout}\n{proc.stderr}")
@@ -46,6 +55,8 @@ def main(argv=None) -> int:
     parser.add_argument("--new", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="OpenMP threads of the CPU runs")
+    parser.add_argument("--cpu-steps", type=int, default=30, help="steps per timed block of the CPU runs")
+    parser.add_argument("--cpu-repeats", type=int, default=7, help="timed blocks of the CPU runs (median)")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -56,7 +67,7 @@ def main(argv=None) -> int:
         order = ("old", "new") if r % 2 == 0 else ("new", "old")
         for config in args.configs:
             for which in order:
-                result = bench(trees[which], CONFIGS[config], args.threads)
+                result = bench(trees[which], CONFIGS[config], args.threads, (args.cpu_steps, args.cpu_repeats))
                 runs[config][which].append(result)
                 rate = result["point_stage_updates_per_s"]
                 print(f"round {r + 1} {config:16s} {which}: {rate:.4e} point-stage/s ({result['step_path']})",

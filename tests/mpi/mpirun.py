@@ -61,3 +61,37 @@ def run(nprocs: int, argv: list[str], timeout: float = 120, cwd=None) -> subproc
 def describe(result: subprocess.CompletedProcess) -> str:
     return (f"command: {' '.join(result.args)}\nexit code: {result.returncode}\n"
             f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}")
+
+
+def read_final(directory: Path):
+    """(summary, element ids sorted, fields (F, E, n, n, n) in that order) of a run's last
+    HDF5 snapshot; the fields are the system's, in the order of the file's field_names."""
+    import json
+
+    import h5py
+    import numpy as np
+
+    summary = json.loads((directory / "summary.json").read_text())
+    final = directory / summary["outputs"][-1]["files"][0]
+    with h5py.File(final, "r") as f:
+        names = [str(n) for n in f.attrs["field_names"]]
+        ids = f["mesh/element_ids"][:] if "mesh/element_ids" in f else np.arange(f[f"fields/{names[0]}"].shape[0])
+        fields = np.stack([f[f"fields/{n}"][:] for n in names])
+    order = np.argsort(ids)
+    return summary, ids[order], fields[:, order]
+
+
+def run_case(directory: Path, text: str, nprocs: int, options=(), timeout: float = 120):
+    """`mpiexec -n nprocs lobatto run [options]` of the case text; what read_final gives."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "case.toml").write_text(text)
+    result = run(nprocs, ["-m", "lobatto", "run", str(directory / "case.toml"), "--output", str(directory / "out"),
+                          "--quiet", *options], timeout=timeout)
+    assert result.returncode == 0, describe(result)
+    return read_final(directory / "out")
+
+
+def max_relative_difference(a, b) -> float:
+    import numpy as np
+
+    return float(np.max(np.abs(a - b)) / np.abs(b).max())

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mpirun import SKIP_REASON, describe, run
+from mpirun import SKIP_REASON, max_relative_difference, run_case
 
 pytestmark = [pytest.mark.mpi, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
 
@@ -48,32 +46,6 @@ formats = ["hdf5", "nek"]
 
 def case_text(flux="upwind", extra=""):
     return CASE.replace("{flux}", flux) + extra
-
-
-def read_final(directory: Path):
-    """(summary, element ids sorted, fields (4, E, n, n, n) in that order) of a run's last snapshot."""
-    import h5py
-
-    summary = json.loads((directory / "summary.json").read_text())
-    final = directory / summary["outputs"][-1]["files"][0]
-    with h5py.File(final, "r") as f:
-        ids = f["mesh/element_ids"][:] if "mesh/element_ids" in f else np.arange(f["fields/p"].shape[0])
-        fields = np.stack([f[f"fields/{n}"][:] for n in FIELDS])
-    order = np.argsort(ids)
-    return summary, ids[order], fields[:, order]
-
-
-def run_case(directory: Path, text: str, nprocs: int, timeout: float = 120):
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "case.toml").write_text(text)
-    result = run(nprocs, ["-m", "lobatto", "run", str(directory / "case.toml"), "--output", str(directory / "out"),
-                          "--quiet"], timeout=timeout)
-    assert result.returncode == 0, describe(result)
-    return read_final(directory / "out")
-
-
-def max_relative_difference(a, b) -> float:
-    return float(np.max(np.abs(a - b)) / np.abs(b).max())
 
 
 @pytest.fixture(scope="module")

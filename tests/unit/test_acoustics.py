@@ -6,33 +6,19 @@ import numpy as np
 import pytest
 
 import lobatto.api as api
-from lobatto.backends import get_backend
 from lobatto.errors import InputError
 from lobatto.integrators import Stepper, get_scheme, plan_steps, stable_time_step
 from lobatto.io.nek5000 import read_field_file
-from lobatto.mesh import box_mesh
 from lobatto.systems.acoustics.system import AcousticsSystem
 
-from analytic import PI, Fn, bump
+from analytic import PI, Fn, build_system, bump, integrate
 
 RHO, C = 1.3, 0.7  # non-default density and sound speed: impedance Z = 0.91
 VELOCITY = ("ux", "uy", "uz")
 
 
-def make_system(elements=(2, 2, 2), order=5, deform=None, **kwargs):
-    mesh_keys = {k: kwargs.pop(k) for k in ("periodic", "boundary", "boundaries", "lower", "upper") if k in kwargs}
-    mesh = box_mesh(elements, deform=deform, **mesh_keys)
-    return AcousticsSystem(mesh, order, get_backend("cpu"), **kwargs)
-
-
-def integrate(system, exact, t_end, dt=None, cfl=0.2, scheme="lsrk45"):
-    u = system.backend.asarray(system.evaluate_fields(exact, 0.0))
-    dt_max = dt or stable_time_step(cfl, system.geometry.min_spacing, system.wave_speed)
-    steps, dt = plan_steps(t_end, dt_max)
-    stepper = Stepper(system, get_scheme(scheme))
-    for n in range(steps):
-        stepper.step(u, n * dt, dt)
-    return u, steps * dt
+def make_system(*args, **kwargs):
+    return build_system(AcousticsSystem, *args, **kwargs)
 
 
 def l2_norm(system, values) -> float:

@@ -3,28 +3,14 @@
 import numpy as np
 import pytest
 
-from lobatto.backends import get_backend
-from lobatto.integrators import Stepper, get_scheme, plan_steps, stable_time_step
-from lobatto.mesh import box_mesh
+from lobatto.integrators import Stepper, get_scheme, stable_time_step
 from lobatto.systems.maxwell.system import MaxwellSystem
 
-from analytic import CAVITY_TM110, PI, Fn, bump
+from analytic import CAVITY_TM110, PI, Fn, build_system, bump, integrate
 
 
-def make_system(elements=(2, 2, 2), order=5, deform=None, **kwargs):
-    mesh_keys = {k: kwargs.pop(k) for k in ("periodic", "boundary", "lower", "upper") if k in kwargs}
-    mesh = box_mesh(elements, deform=deform, **mesh_keys)
-    return MaxwellSystem(mesh, order, get_backend("cpu"), **kwargs)
-
-
-def integrate(system, exact, t_end, dt=None, cfl=0.2, scheme="lsrk45"):
-    u = system.backend.asarray(system.evaluate_fields(exact, 0.0))
-    dt_max = dt or stable_time_step(cfl, system.geometry.min_spacing, system.wave_speed)
-    steps, dt = plan_steps(t_end, dt_max)
-    stepper = Stepper(system, get_scheme(scheme))
-    for n in range(steps):
-        stepper.step(u, n * dt, dt)
-    return u, steps * dt
+def make_system(*args, **kwargs):
+    return build_system(MaxwellSystem, *args, **kwargs)
 
 
 def l2_error(system, u, exact, t):
