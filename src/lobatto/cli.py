@@ -7,6 +7,11 @@
 Errors in the input (exit 2) and failed runs (exit 1) are reported as one
 line, ``lobatto: error: <message>``, on standard error, without a traceback;
 Ctrl-C exits with 130. Set ``LOBATTO_DEBUG=1`` to get the traceback instead.
+
+Under MPI an error on any rank ends every rank (lobatto.parallel): an error the ranks agreed
+on is printed once, by rank 0; any other ends the job from the rank that met it. SIGINT and
+SIGTERM end every rank at once (130, 143). Several ranks on one node share its cores: unless
+OMP_NUM_THREADS is set, each rank's threads are limited to cores / ranks on the node.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="output directory (default: ./<case name>_out)",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the outputs of an earlier run of this name in the output directory")
 
     sub.add_parser(
         "bench",
@@ -103,19 +110,17 @@ def _world_rank() -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from lobatto.api import load_case, run_case
+    from lobatto.io.output_dir import prepare_output_dir
     from lobatto.io.summary import format_summary_table
+    from lobatto.parallel import collective_errors, world_comm
 
-    case = load_case(args.case)
+    comm = world_comm()
+    with collective_errors(comm):  # every rank reads the case; rank 0 alone prepares the directory
+        case = load_case(args.case)
+        output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
+        if _world_rank() == 0:
+            prepare_output_dir(output_dir, case.output.name, overwrite=args.overwrite)
     backend = args.backend or case.backend.name
-    output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
-    try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise InputError(f"{output_dir}: output path exists and is not a directory") from None
-    except OSError as err:
-        raise InputError(
-            f"{output_dir}: cannot create the output directory ({err.strerror or err})"
-        ) from None
 
     if args.quiet or _world_rank() != 0:  # one progress bar per run, on rank 0
         progress = None
@@ -126,7 +131,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress = ProgressBar(None, stream=sys.stderr)
         callback = progress
     try:
-        summary = run_case(case, backend=backend, output_dir=output_dir, progress=callback)
+        summary = run_case(case, backend=backend, output_dir=output_dir, progress=callback, comm=comm)
     finally:
         if progress is not None:
             progress.close()
@@ -149,10 +154,48 @@ def _cmd_bench(argv: list[str]) -> int:
     return int(rc or 0)
 
 
+def _limit_threads_per_rank(local_ranks: int) -> None:
+    """Several ranks on a node: cores / ranks threads each for OpenMP and BLAS, unless the
+    user chose (OMP_NUM_THREADS set). Must run before NumPy and the C kernels load."""
+    if local_ranks <= 1 or "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = str(max(1, (os.cpu_count() or 1) // local_ranks))
+    os.environ["OMP_NUM_THREADS"] = threads
+    os.environ["LOBATTO_THREADS_SET_BY"] = f"lobatto: {local_ranks} ranks on {os.cpu_count()} cores"
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+        os.environ.setdefault(var, threads)
+
+
+def _leave(code: int, message: str | None, everyone_knows: bool, mpi: bool) -> int:
+    """Report an error: serially print it and return the code; under MPI print it once if
+    every rank raised it (rank 0), else from this rank, and end the job (parallel.end_job)."""
+    if not mpi:
+        if message:
+            _error(message)
+        return code
+    from lobatto.parallel import end_job
+
+    if everyone_knows:  # rank 0 reports; the others wait for that before the job ends
+        if _world_rank() == 0 and message:
+            _error(message)
+        mpi_module = sys.modules.get("mpi4py.MPI")
+        if mpi_module is not None and mpi_module.Is_initialized() and not mpi_module.Is_finalized():
+            mpi_module.COMM_WORLD.Barrier()
+        message = None
+    end_job(message, code)
+    return code  # not reached
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("LOBATTO_DEBUG"))
+    from lobatto import parallel
+
+    mpi = parallel.launched_size() > 1 and not debug
+    if mpi:
+        _limit_threads_per_rank(parallel.launched_local_size())
+        parallel.end_job_on_signals(_world_rank())
     try:
         if argv and argv[0] == "bench":
             return _cmd_bench(argv[1:])
@@ -168,21 +211,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LobattoError as err:
         if debug:
             raise
-        _error(str(err))
-        return int(getattr(err, "exit_code", 1))
+        return _leave(int(getattr(err, "exit_code", 1)), str(err), getattr(err, "collective", False), mpi)
     except KeyboardInterrupt:
         if debug:
             raise
-        print("lobatto: interrupted", file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
+        if not mpi or _world_rank() == 0:
+            print("lobatto: interrupted", file=sys.stderr, flush=True)
+        return _leave(EXIT_INTERRUPTED, None, True, mpi)
     except OSError as err:
         # Environment problems with a named file (disk full, permission denied
         # while writing output): one line, exit 1. Anything else is a bug and
         # keeps its traceback.
-        if debug or err.filename is None:
+        if debug or (err.filename is None and not mpi):
             raise
-        _error(f"{err.filename}: {err.strerror or err}")
-        return 1
+        if err.filename is None:
+            return _bug(mpi)
+        return _leave(1, f"{err.filename}: {err.strerror or err}", False, mpi)
+    except Exception:
+        if debug or not mpi:
+            raise
+        return _bug(mpi)
+
+
+def _bug(mpi: bool) -> int:
+    """An unexpected error under MPI: its traceback, then the job ends (no rank left waiting)."""
+    import traceback
+
+    traceback.print_exc()
+    return _leave(1, None, False, mpi)
 
 
 if __name__ == "__main__":  # pragma: no cover

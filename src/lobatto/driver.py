@@ -10,7 +10,9 @@ file). Nothing here knows a system's names: the system's class comes from the re
 from __future__ import annotations
 
 import math
+import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -18,16 +20,21 @@ import numpy as np
 
 from lobatto import __version__
 from lobatto.backends import get_backend
-from lobatto.errors import SolverError
+from lobatto.errors import InputError, SolverError
 from lobatto.integrators import Stepper, get_scheme, plan_steps
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box
-from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
+from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
+                              world_comm)
+from lobatto.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
 
 # How often (in steps) the state is checked for NaN/Inf between outputs: often enough to
 # stop a blow-up quickly, rarely enough to cost nothing measurable.
 FINITE_CHECK_STEPS = 20
+#: a system that cannot gain energy stops when its energy exceeds this factor times the initial
+ENERGY_GROWTH_LIMIT = 2.0
+MAX_STEPS = 10**9  # a run asking for more has a mistake in [time] or in the mesh
 WARMUP_STEPS = 2  # compile kernels, record the step graph (and, under overlap = "auto", its trial)
 
 
@@ -65,7 +72,7 @@ def check_partition(mesh, case, comm) -> None:
     if comm is None:
         return
     ids = mesh.element_ids.astype(np.int64)
-    total = int(np.prod(case.mesh.elements))
+    total = math.prod(case.mesh.elements)
     prime = 2**31 - 1  # squares summed modulo a prime: no int64 overflow on any mesh size
     got = allreduce(comm, np.array([ids.size, ids.sum(), ((ids * ids) % prime).sum()], dtype=np.int64))
     expected = [total, total * (total - 1) // 2, (total - 1) * total * (2 * total - 1) // 6 % prime]
@@ -75,14 +82,48 @@ def check_partition(mesh, case, comm) -> None:
                           f"({int(got[0])} assigned); the ranks disagree (different numpy builds?)")
 
 
+def check_memory(case, system_class, backend, comm=None) -> dict:
+    """Refuse (InputError, before any allocation) a run whose estimated memory per rank
+    exceeds what this node (shared by its ranks) or this GPU has free; the estimate is returned."""
+    rank, size = rank_and_size(comm)
+    total = math.prod(case.mesh.elements)
+    estimate = estimate_run_memory(
+        math.ceil(total / size), case.discretization.order, len(system_class.spec.fields),
+        system_class.trace_components, backend.precision, ranks=size, backend=backend.name,
+        integrator_states=stepper_states(get_scheme(case.time.integrator)),
+        reference_kernels=not system_class.tuned_on(backend), partitioner=case.parallel.partitioner,
+        exact_fields=case.exact.present)
+    host = available_host_memory()
+    host = None if host is None else host // launched_local_size()
+    what = (f"{case.source}: [mesh] elements = {list(case.mesh.elements)} at order {case.discretization.order}"
+            + (f" on {size} ranks" if size > 1 else ""))
+    check_fits(estimate, host, backend.memory_available(), what)
+    return estimate
+
+
 def build_system(case, backend, comm=None):
     """The case's system (by ``[physics] equations``) on this rank's part of its mesh."""
     system_class = get_system(case.physics.equations)
     with collective_errors(comm):  # a bad element may sit on one rank only
-        mesh = build_mesh(case, comm)
-        geometry = compute_geometry(mesh, case.discretization.order)
+        check_memory(case, system_class, backend, comm)
+        with case_named(case):
+            mesh = build_mesh(case, comm)
+            geometry = compute_geometry(mesh, case.discretization.order)
     check_partition(mesh, case, comm)
-    return system_class.from_case(case, mesh, geometry, backend, comm)
+    # the same on every rank, and any rank that fails alone ends the job (collective_errors)
+    with collective_errors(comm), case_named(case):
+        return system_class.from_case(case, mesh, geometry, backend, comm)
+
+
+@contextmanager
+def case_named(case):
+    """Input errors raised inside name the case file first."""
+    try:
+        yield
+    except InputError as error:
+        if str(error).startswith(case.source):
+            raise
+        raise InputError(f"{case.source}: {error}") from None
 
 
 class SnapshotWriter:
@@ -103,6 +144,8 @@ class SnapshotWriter:
         self.part_counts = [system.num_elements] if comm is None else comm.allgather(system.num_elements)
 
     def write(self, u, step: int, t: float) -> None:
+        """Collective: every rank writes its part, then rank 0 the files that join them; an
+        error on any rank (a full disk, a read-only file) is raised on every rank."""
         from lobatto.io import hdf5, hdf5_parts, nek5000
 
         fields = self.system.backend.to_host(u).astype(np.float64, copy=False)
@@ -114,33 +157,36 @@ class SnapshotWriter:
                      extra_attrs={"backend": self.system.backend.name, "ranks": self.size,
                                   "equations": self.system.name})
         files = []
-        if "hdf5" in self.formats:
-            path = self.output_dir / f"{self.name}_{step:06d}.h5"
-            if self.size == 1:
-                hdf5.write_snapshot(path, coords, fields, names, **attrs)
-            else:
-                hdf5_parts.write_snapshot_part(path, self.rank, coords, fields, names, mesh.element_ids, **attrs)
-                self.comm.Barrier()
-                if self.rank == 0:
-                    hdf5_parts.write_virtual_snapshot(
-                        path, self.part_counts, order, names, np.float64,
-                        {"time": t, "step": step, "order": order, "config": self.config_toml,
-                         "layout": hdf5.LAYOUT, "field_names": list(names), "ranks": self.size,
-                         "equations": self.system.name, "lobatto_version": __version__})
-            files.append(path.name)
+        h5_path = self.output_dir / f"{self.name}_{step:06d}.h5"
         if "nek" in self.formats:
             self.nek_count += 1
-            path = self.output_dir / nek5000.field_file_name(self.name, self.nek_count, self.rank)
-            velocity, pressure, scalars = self.system.output_layout
-            nek5000.write_field_file(path, coords, dict(zip(names, fields)), t, step, order,
-                                     velocity=velocity, pressure=pressure, scalars=scalars,
-                                     element_ids=mesh.element_ids + 1, nelgt=mesh.num_global_elements,
-                                     fid=self.rank, nfiles=self.size)
-            if self.rank == 0:
+        with collective_errors(self.comm):
+            if "hdf5" in self.formats:
+                if self.size == 1:
+                    hdf5.write_snapshot(h5_path, coords, fields, names, **attrs)
+                else:
+                    hdf5_parts.write_snapshot_part(h5_path, self.rank, coords, fields, names, mesh.element_ids,
+                                                   **attrs)
+            if "nek" in self.formats:
+                velocity, pressure, scalars = self.system.output_layout
+                nek5000.write_field_file(
+                    self.output_dir / nek5000.field_file_name(self.name, self.nek_count, self.rank), coords,
+                    dict(zip(names, fields)), t, step, order, velocity=velocity, pressure=pressure,
+                    scalars=scalars, element_ids=mesh.element_ids + 1, nelgt=mesh.num_global_elements,
+                    fid=self.rank, nfiles=self.size)
+        with collective_errors(self.comm):  # the parts are complete on every rank now
+            if self.rank == 0 and "hdf5" in self.formats and self.size > 1:
+                hdf5_parts.write_virtual_snapshot(
+                    h5_path, self.part_counts, order, names, np.float64,
+                    {"time": t, "step": step, "order": order, "config": self.config_toml,
+                     "layout": hdf5.LAYOUT, "field_names": list(names), "ranks": self.size,
+                     "equations": self.system.name, "lobatto_version": __version__})
+            if self.rank == 0 and "nek" in self.formats:
                 nek5000.write_index(self.output_dir / f"{self.name}.nek5000", self.name, 1, self.nek_count)
+        if "hdf5" in self.formats:
+            files.append(h5_path.name)
+        if "nek" in self.formats:
             files.append(nek5000.field_file_name(self.name, self.nek_count, 0))
-        if self.comm is not None:
-            self.comm.Barrier()
         self.records.append({"step": step, "time": t, "files": files})
 
 
@@ -172,11 +218,18 @@ class Simulation:
         self.progress = progress if self.rank == 0 else None
         self.system = system = build_system(case, self.backend, comm=comm)
         self.stepper = Stepper(system, get_scheme(case.time.integrator))
-        min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
-        dt_max = case.time.dt if case.time.dt is not None else system.stable_time_step(case.time.cfl, min_spacing)
-        self.steps, self.dt = plan_steps(case.time.t_end, dt_max)
-        self.min_spacing = min_spacing
-        self.u = self.backend.asarray(system.evaluate_fields(case.initial.fields or {}, 0.0))
+        self.min_spacing = min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
+        dt = self.stable_dt(min_spacing)
+        if case.time.t_end / dt > MAX_STEPS:
+            raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {case.time.t_end / dt:.3g} steps "
+                             f"of dt = {dt:.3g}, more than {MAX_STEPS:.0e}: shorten t_end or coarsen the mesh")
+        self.steps, self.dt = plan_steps(case.time.t_end, dt)
+        initial = system.evaluate_fields(case.initial.fields or {}, 0.0)
+        self.check_given_fields(initial, "initial", 0.0)
+        if case.exact.fields is not None:
+            for t in (0.0, case.time.t_end):
+                self.check_given_fields(system.evaluate_fields(case.exact.fields, t), "exact", t)
+        self.u = self.backend.asarray(initial)
         self.step_count, self.t = 0, 0.0
         self.energy_initial = allreduce(comm, system.energy(self.u))
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
@@ -195,22 +248,76 @@ class Simulation:
         self.t = self.step_count * self.dt
 
     def advance(self, steps: int = 1) -> None:
-        """``steps`` more steps (no output, no timing), with the finite check at the end."""
+        """``steps`` more steps (no output, no timing), with the state check at the end."""
         for _ in range(int(steps)):
             self._step()
-        self.check_finite()
+        self.check_state()
 
-    def check_finite(self) -> None:
-        xp = self.backend.xp
-        if allreduce(self.comm, int(bool(xp.isfinite(self.u).all())), "min"):
-            return
+    # Checks -------------------------------------------------------------------------------
+    def stable_dt(self, min_spacing: float) -> float:
+        """The largest step: [time] dt, or from cfl; refused (InputError) when it is not a
+        positive number or is over the integrator's stability bound (unless cfl_check = false)."""
+        case, system, scheme = self.case, self.system, self.stepper.scheme
+        wave = system.wave_speed
+        if not (math.isfinite(wave) and wave > 0):
+            raise InputError(f"{case.source}: [physics] values give the wave speed {wave:.3g}; "
+                             "it must be a positive finite number (check their magnitudes)")
+        dt = case.time.dt if case.time.dt is not None else system.stable_time_step(case.time.cfl, min_spacing)
+        cfl = dt * wave / min_spacing
+        if not (math.isfinite(dt) and dt > 0 and math.isfinite(cfl)):
+            raise InputError(f"{case.source}: the time step from [time] is {dt:.3g}; it must be a positive finite "
+                             f"number (smallest GLL spacing {min_spacing:.3g}, wave speed {wave:.3g})")
+        bound = scheme.cfl_bound
+        if case.time.cfl_check and bound is not None and cfl > bound * (1 + 1e-12):
+            given = f"dt = {dt:.4g} (cfl {cfl:.4g})" if case.time.dt is not None else f"cfl = {cfl:.4g}"
+            raise InputError(f"{case.source}: [time] {given} is above the stability bound cfl {bound} of the "
+                             f"{scheme.name} integrator; lower it (stable dt <= "
+                             f"{bound * min_spacing / wave:.4g}), or set [time] cfl_check = false to run anyway")
+        return dt
+
+    def check_given_fields(self, values: np.ndarray, section: str, t: float) -> None:
+        """Collective: fields from [initial] / [exact] expressions are finite and small enough
+        to square (|v| < 1e150), else InputError naming the field and a point."""
+        limit = float(np.sqrt(np.finfo(self.backend.dtype).max)) / 16  # so that squares and sums stay finite
+        with collective_errors(self.comm), np.errstate(all="ignore"):
+            bad = ~(np.abs(values) < limit)  # NaN compares False
+            if bad.any():
+                c, *point = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                x = [float(self.system.geometry.coords[(a, *point)]) for a in range(3)]
+                raise InputError(f"{self.case.source}: [{section}] {self.system.field_names[c]} is "
+                                 f"{values[(c, *point)]:.3g} at (x, y, z) = ({x[0]:.4g}, {x[1]:.4g}, {x[2]:.4g}), "
+                                 f"t = {t:.4g}; the fields must be finite and below {limit:.3g} in magnitude "
+                                 f"({self.backend.precision})")
+
+    def check_state(self) -> None:
+        """Collective: the state is finite and, in a system that cannot gain energy, its energy
+        has not grown by more than ENERGY_GROWTH_LIMIT (an unstable step). SolverError else."""
+        system, comm = self.system, self.comm
+        energy = allreduce(comm, system.energy(self.u))
+        where = f"at step {self.step_count}, time {self.t:.6g}"
+        if not math.isfinite(energy):
+            finite = allreduce(comm, int(bool(self.backend.xp.isfinite(self.u).all())), "min")
+            what = "non-finite field values (NaN/Inf)" if not finite else "field values too large to square"
+            self.fail(f"{what} {where}: {self.unstable_hint()}")
+        if system.energy_bounded and energy > ENERGY_GROWTH_LIMIT * self.energy_initial:
+            self.fail(f"the discrete energy grew from {self.energy_initial:.4g} to {energy:.4g} {where}, though "
+                      f"{system.name} without sources cannot gain energy: {self.unstable_hint()}")
+
+    def unstable_hint(self) -> str:
+        hint = f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] "
         if self.case.time.dt is not None:
-            hint = (f"dt (stable estimate at cfl 0.5: "
-                    f"{self.system.stable_time_step(0.5, self.system.geometry.min_spacing):.3g})")
+            hint += f"dt (stable estimate at cfl 0.5: {self.system.stable_time_step(0.5, self.min_spacing):.3g})"
         else:
-            hint = f"cfl (now {self.case.time.cfl})"
-        raise SolverError(f"non-finite field values (NaN/Inf) at step {self.step_count}, time {self.t:.6g}: "
-                          f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] {hint}")
+            hint += f"cfl (now {self.case.time.cfl})"
+        if self.case.discretization.flux == "central":
+            hint += "; with the central flux, under-resolved fields on curved meshes can also grow: try upwind"
+        return hint
+
+    def fail(self, message: str) -> None:
+        """Raise a SolverError that every rank raises alike (all checks above reduce first)."""
+        error = SolverError(message)
+        error.collective = True
+        raise error
 
     # Results ------------------------------------------------------------------------------
     def fields(self) -> dict:
@@ -254,13 +361,13 @@ class Simulation:
         for step in range(first, steps + 1):
             self._step()
             if step == warmup_end and steps > warmup_end:
-                # the finite check's kernels are compiled on first use too (seconds on a machine
+                # the state check's kernels are compiled on first use too (seconds on a machine
                 # with an empty kernel cache), and its reduction over ranks lines them up
-                self.check_finite()
+                self.check_state()
                 backend.synchronize()
                 rate_start, rate_steps = time.perf_counter() - output_seconds, steps - warmup_end
             if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
-                self.check_finite()
+                self.check_state()
             if every and step % every == 0 and step != steps:
                 backend.synchronize()
                 write_start = time.perf_counter()
@@ -306,6 +413,7 @@ class Simulation:
             "backend": system.backend.name,
             "precision": system.backend.precision,
             "ranks": self.size,
+            "threads": self.threads(),
         }
         flops = system.flops_per_step(stepper.stages)
         if flops is not None and seconds_per_step > 0:
@@ -318,6 +426,18 @@ class Simulation:
         if errors is not None:
             summary["errors"] = errors
         return summary
+
+
+    def threads(self) -> dict:
+        """Threads per rank of the compiled kernels, and who chose that number."""
+        described = self.backend.describe()
+        if os.environ.get("LOBATTO_THREADS_SET_BY"):
+            chosen = os.environ["LOBATTO_THREADS_SET_BY"]
+        elif os.environ.get("OMP_NUM_THREADS"):
+            chosen = "OMP_NUM_THREADS"
+        else:
+            chosen = "default (all cores)"
+        return {"per_rank": described.get("threads", os.environ.get("OMP_NUM_THREADS")), "set_by": chosen}
 
 
 def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,

@@ -1,19 +1,86 @@
 """MPI context: which communicator a run uses, collective error handling, reductions.
 
 One rank per GPU. Everything here is safe without mpi4py: a serial run has comm None.
+
+Errors across ranks (docs/parallel.md, "Errors and interrupts"): code that may fail on some
+ranks only runs inside ``collective_errors(comm)``, after which every rank raises the same
+error, marked ``collective``; the command line then prints it once (rank 0) and every rank
+exits with its code. A rank whose partners do not reach that agreement within
+ABORT_SECONDS (they are stuck elsewhere) prints its error and ends the job itself
+(``end_job``: the launcher then stops the other ranks). Any other error under MPI ends the
+job the same way, so no rank is left waiting in a collective call.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from contextlib import contextmanager
-
-import numpy as np
 
 from lobatto.errors import InputError, LobattoError
 
 # Set by mpiexec/srun launchers; used to tell "serial" from "MPI without mpi4py".
 _LAUNCHER_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS")
+_LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
+# Ranks on this node, as launchers tell them (Hydra/MPICH, Open MPI, Slurm).
+_LAUNCHER_LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
+#: how long a failed rank waits for the others to join the error agreement before ending the job
+ABORT_SECONDS = 5.0
+
+
+def launched_size() -> int:
+    """Number of ranks the launcher started (1 when none), from its environment only."""
+    for v in _LAUNCHER_SIZE_VARIABLES:
+        value = os.environ.get(v, "")
+        if value.isdigit():
+            return max(int(value), 1)
+    return 1
+
+
+def launched_rank() -> int:
+    for v in _LAUNCHER_RANK_VARIABLES:
+        value = os.environ.get(v, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def launched_local_size() -> int:
+    """Ranks the launcher started on this node (1 when it does not say)."""
+    for v in _LAUNCHER_LOCAL_SIZE_VARIABLES:
+        value = os.environ.get(v, "").split("(")[0]
+        if value.isdigit():
+            return max(int(value), 1)
+    return 1
+
+
+def _exit_now(code: int) -> None:
+    """Leave at once with ``code``. Under MPI through MPI_Abort, which makes the launcher stop
+    every rank and return that code (a plain exit of one rank can let the launcher kill the
+    others first and report their signal instead); its own report is silenced, ours is out."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    mpi = sys.modules.get("mpi4py.MPI")
+    try:
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            mpi.COMM_WORLD.Abort(code)
+    finally:
+        os._exit(code)
+
+
+def end_job(message: str | None, code: int) -> None:
+    """Print ``message`` (one line) and end the whole job with ``code`` at once, without
+    MPI_Finalize (which would wait for ranks that may never arrive)."""
+    if message:
+        print(f"lobatto: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+    _exit_now(code)
 
 
 def world_comm():
@@ -48,35 +115,86 @@ def node_local_rank(comm) -> int:
         node.Free()
 
 
+_INTERRUPT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+
+
+def end_job_on_signals(rank: int) -> None:
+    """Under MPI: SIGINT or SIGTERM ends this rank at once (exit 130 / 143; rank 0 says
+    "interrupted"), even while its main thread waits inside an MPI call, where Python's own
+    handlers would not run until the call returns (it may never). A thread watches the
+    signal wake-up pipe that Python's C-level handler writes to immediately."""
+    import signal
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signals = {getattr(signal, name): code for name, code in _INTERRUPT_CODES.items() if hasattr(signal, name)}
+
+    def stop(signum, frame=None):
+        if rank == 0:
+            print("lobatto: interrupted", file=sys.stderr, flush=True)
+        _exit_now(signals.get(signum, 130))
+
+    for signum in signals:
+        signal.signal(signum, stop)
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+
+    def watch():
+        while True:
+            data = os.read(read_fd, 1)
+            if data and data[0] in signals:
+                stop(data[0])
+
+    threading.Thread(target=watch, name="lobatto-signals", daemon=True).start()
+
+
 @contextmanager
 def collective_errors(comm):
     """Turn an error on any rank into the same error on every rank.
 
-    Set-up code that may fail on one rank only (bad GPU, empty partition) runs inside; at
-    the end the ranks agree, so no rank is left waiting in a collective call.
+    Code that may fail on some ranks only (a bad GPU, an unwritable file, a bad element)
+    runs inside; at the end the ranks agree, so no rank is left waiting in a collective
+    call, and the error raised on every rank is marked ``collective = True``. A failed rank
+    whose partners do not arrive within ABORT_SECONDS ends the job (``end_job``).
     """
     failure = None
     try:
         yield
     except LobattoError as exc:
         failure = exc
+    except OSError as exc:  # a file this rank could not read or write: one line naming it
+        name = f"{exc.filename}: " if exc.filename else ""
+        failure = LobattoError(f"{name}{exc.strerror or exc}")
     if comm is None:
         if failure is not None:
             raise failure
         return
-    messages = comm.allgather(None if failure is None else (type(failure).__name__, str(failure)))
+    watchdog = None
+    if failure is not None:
+        rank = comm.Get_rank()
+        watchdog = threading.Timer(ABORT_SECONDS, end_job, (f"{failure} (rank {rank}; the other ranks did not "
+                                                            f"respond, ending the job)", failure.exit_code))
+        watchdog.daemon = True
+        watchdog.start()
+    try:
+        messages = comm.allgather(None if failure is None else (type(failure).__name__, str(failure),
+                                                                failure.exit_code))
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
     for rank, message in enumerate(messages):
         if message is not None:
-            if failure is not None:
-                raise failure
-            cls = InputError if message[0] == "InputError" else LobattoError
-            raise cls(f"rank {rank}: {message[1]}")
+            if failure is None:
+                failure = (InputError if message[0] == "InputError" else LobattoError)(f"rank {rank}: {message[1]}")
+                failure.exit_code = message[2]
+            failure.collective = True
+            raise failure
 
 
 def allreduce(comm, value, op: str = "sum"):
     """Sum or max of a scalar or array over ranks (identity without comm)."""
     if comm is None:
         return value
+    import numpy as np
     from mpi4py import MPI
 
     mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]

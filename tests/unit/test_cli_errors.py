@@ -153,7 +153,7 @@ def test_solver_error_exit_1_and_interrupt_130(tmp_path, capsys, monkeypatch):
     path = write_case(tmp_path, GOOD)
     calls = {}
 
-    def failing_run_case(case, backend, output_dir, progress):
+    def failing_run_case(case, backend, output_dir, progress, comm=None):
         calls["args"] = (case.name, backend, Path(output_dir))
         progress(1, 10, 0.01)
         raise SolverError("NaN in Ez at step 3 (element 7)")
@@ -168,7 +168,7 @@ def test_solver_error_exit_1_and_interrupt_130(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err == "lobatto: error: NaN in Ez at step 3 (element 7)\n"
 
-    def interrupted(case, backend, output_dir, progress):
+    def interrupted(case, backend, output_dir, progress, comm=None):
         raise KeyboardInterrupt
 
     fake.run_case = interrupted
@@ -185,7 +185,7 @@ def test_run_prints_summary_from_driver(tmp_path, capsys, monkeypatch):
     path = write_case(tmp_path, GOOD)
     seen = {}
 
-    def fake_run_case(case, backend, output_dir, progress):
+    def fake_run_case(case, backend, output_dir, progress, comm=None):
         seen["backend"] = backend
         return {"order": case.discretization.order, "steps": 17, "backend": backend,
                 "errors": {"Ez": {"l2": 1.5e-7, "max": 2.5e-7}}}
@@ -293,19 +293,17 @@ def test_summary_printed_on_rank_0_only(tmp_path, capsys, monkeypatch):
     path = write_case(tmp_path, GOOD)
     got = {}
 
-    def fake_run_case(case, backend, output_dir, progress):
+    def fake_run_case(case, backend, output_dir, progress, comm=None):
         got["progress"] = progress
         return {"order": 7, "steps": 3}
 
     fake = types.ModuleType("lobatto.driver")
     fake.run_case = fake_run_case
     monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
-    for var in cli._RANK_VARIABLES:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("PMI_RANK", "1")
+    monkeypatch.setattr(cli, "_world_rank", lambda: 1)
     assert cli.main(["run", str(path), "-o", str(tmp_path / "o")]) == 0
     assert capsys.readouterr().out == ""
     assert got["progress"] is cli._no_progress
-    monkeypatch.setenv("PMI_RANK", "0")
+    monkeypatch.setattr(cli, "_world_rank", lambda: 0)
     assert cli.main(["run", str(path), "-o", str(tmp_path / "o"), "-q"]) == 0
     assert "steps" in capsys.readouterr().out

@@ -103,7 +103,7 @@ def test_defaults_filled():
     assert case.parallel.partitioner == "rcb" and case.parallel.overlap == "auto"
 
     d = case.to_dict()
-    assert d["time"] == {"integrator": "lsrk45", "t_end": 0.5, "cfl": 0.5}  # dt absent: computed
+    assert d["time"] == {"integrator": "lsrk45", "t_end": 0.5, "cfl": 0.5, "cfl_check": True}  # dt absent: computed
     assert d["output"]["name"] == "min"
     assert "exact" not in d
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import struct
@@ -9,7 +10,8 @@ import struct
 import numpy as np
 import pytest
 
-from lobatto.io import atomic, hdf5, nek5000, summary
+from lobatto.errors import OutputError
+from lobatto.io import atomic, hdf5, hdf5_parts, nek5000, summary
 
 NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 NEK_NAMES = {"velocity": NAMES[0:3], "scalars": NAMES[3:6]}  # the Maxwell layout
@@ -191,6 +193,43 @@ def test_index_file(tmp_path, rng):
     assert leftovers(tmp_path) == []
 
 
+# --------------------------------------------------------------------- HDF5 parts
+def test_hdf5_parts_joined_by_virtual_snapshot(tmp_path, rng):
+    """Two ranks' parts (written here one after the other) read back as one snapshot."""
+    order, coords, fields = random_state(rng)
+    nel = coords.shape[1]
+    split = int(rng.integers(0, nel + 1))
+    ids = rng.permutation(nel)
+    path = tmp_path / "cav_000004.h5"
+    attrs = dict(time=0.4, step=4, order=order, config_toml="c")
+    for rank, (lo, hi) in enumerate(((0, split), (split, nel))):
+        part = hdf5_parts.write_snapshot_part(path, rank, coords[:, lo:hi], fields[:, lo:hi], NAMES, ids[lo:hi],
+                                              **attrs)
+        assert part == tmp_path / "parts" / f"cav_000004.r{rank:05d}.h5"
+    hdf5_parts.write_virtual_snapshot(path, [split, nel - split], order, NAMES, np.float64,
+                                      {"time": 0.4, "step": 4, "order": order, "field_names": list(NAMES)})
+    snap = hdf5.read_snapshot(path)
+    assert np.array_equal(snap["element_ids"], ids)
+    assert np.array_equal(snap["coords"], coords)
+    assert np.array_equal(snap["fields"]["Hy"], fields[4])
+    assert leftovers(tmp_path) == [] and leftovers(tmp_path / "parts") == []
+
+
+def test_failing_part_write_names_the_part_file(tmp_path, rng, monkeypatch):
+    order, coords, fields = random_state(rng)
+    path = tmp_path / "cav_000008.h5"
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic.os, "replace", full)
+    with pytest.raises(OutputError) as info:
+        hdf5_parts.write_snapshot_part(path, 3, coords, fields, NAMES, np.arange(coords.shape[1]),
+                                       time=0.8, step=8, order=order, config_toml="c")
+    assert str(info.value) == f"{tmp_path / 'parts' / 'cav_000008.r00003.h5'}: cannot write (no space left on device)"
+    assert list((tmp_path / "parts").iterdir()) == []
+
+
 # ------------------------------------------------------------------------- atomic
 def test_atomic_write_replaces_and_leaves_no_temp(tmp_path, rng):
     path = tmp_path / "out.bin"
@@ -223,11 +262,13 @@ def test_failing_hdf5_write_keeps_previous_file(tmp_path, rng, monkeypatch):
     before = path.read_bytes()
 
     def broken(*args, **kwargs):
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(atomic.temp_path_for(path)))
 
     monkeypatch.setattr(atomic.os, "replace", broken)
-    with pytest.raises(OSError, match="disk full"):
+    # an OSError while writing becomes a one-line OutputError naming the final file
+    with pytest.raises(OutputError, match="no space left on device") as info:
         hdf5.write_snapshot(path, coords * 2, fields, NAMES, 2.0, 2, order, "new")
+    assert str(info.value) == f"{path}: cannot write (no space left on device)"
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert hdf5.read_snapshot(path)["config"] == "old"

@@ -30,6 +30,7 @@ LAYERS = {
     "lobatto.parallel": 1,
     "lobatto.io": 1,
     "lobatto.progress": 1,
+    "lobatto.resources": 1,
     # 2: gather-scatter and transports
     "lobatto.comm": 2,
     # 3: arrays, kernel registry, graph capture

@@ -1,4 +1,5 @@
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -146,3 +147,50 @@ def test_box_rejects_bad_input():
     assert mesh.boundary_names == ("sticky",)
     with pytest.raises(InputError, match="boundary 'sticky' is not a boundary kind of maxwell"):
         MaxwellSystem(mesh, 2, get_backend("cpu"))
+
+
+@pytest.mark.parametrize("upper", [[1e-300, 1, 1], [1, 1e101, 1], [np.inf, 1, 1]])
+def test_box_rejects_extents_whose_geometric_factors_overflow(upper):
+    with pytest.raises(InputError, match=r"^\[mesh\] lower/upper"):
+        box_mesh([2, 2, 2], upper=upper)
+
+
+def test_box_rejects_elements_too_small_for_float64_jacobians():
+    with pytest.raises(InputError, match=r"\[mesh\] lower/upper and elements: an element is .*volume 1e-288"):
+        box_mesh([10, 10, 10], upper=[1e-95, 1e-95, 1e-95])
+    compute_geometry(box_mesh([2, 2, 2], upper=[1e-90, 1e-90, 1e-90]), 3)  # small, but representable
+
+
+def test_degenerate_element_is_reported_as_such_without_warnings():
+    mesh = box_mesh([2, 1, 1])
+    mesh.vertices[:, 0] = np.where(mesh.vertices[:, 0] > 0.6, 0.5, mesh.vertices[:, 0])  # flatten element 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(InputError) as info:
+            compute_geometry(mesh, 3)
+    assert caught == []
+    message = str(info.value)
+    assert "element 1 (box index 1,0,0)" in message and "size 0 x 1 x 1" in message
+    assert "degenerate" in message and "Jacobian det(dx/dr) is zero" in message
+    assert "[mesh.deform]" not in message  # no deformation to blame
+
+
+def test_inverted_element_blames_the_deformation_only_when_there_is_one():
+    deform = lambda x, y, z: (2.0 * np.sin(8 * np.pi * x), 0 * y, 0 * z)  # noqa: E731
+    with pytest.raises(InputError, match=r"inverted: its Jacobian det\(dx/dr\) is negative.*\[mesh\.deform\]"):
+        compute_geometry(box_mesh([4, 1, 1], deform=deform), 4)
+    mesh = box_mesh([2, 1, 1])
+    mesh.vertices[:, 0] = np.where(mesh.vertices[:, 0] > 0.6, 0.2, mesh.vertices[:, 0])  # element 1 folded over
+    with pytest.raises(InputError, match="inverted") as info:
+        compute_geometry(mesh, 3)
+    assert "[mesh.deform]" not in str(info.value)
+
+
+def test_geometry_that_underflows_is_named():
+    mesh = box_mesh([2, 1, 1])
+    mesh.vertices[:, 0] *= 1e-310  # below what box_mesh accepts: the geometry check still catches it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(InputError, match=r"\[mesh\] element 0 .* size 5e-311 x 1 x 1, is degenerate"):
+            compute_geometry(mesh, 3)
+    assert caught == []

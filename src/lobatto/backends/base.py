@@ -92,6 +92,11 @@ class Backend:
     def synchronize(self) -> None:
         """Wait for all queued work (no-op where work is synchronous)."""
 
+    def memory_available(self) -> int | None:
+        """Bytes a run may still allocate where this backend keeps its arrays, or None
+        when unknown (compared with lobatto.resources.estimate_run_memory before a run)."""
+        return None
+
     # Kernels ------------------------------------------------------------------------------
     def kernel(self, name: str, **specialisation) -> Callable:
         """A callable for kernel `name`, specialised (e.g. on order=N) and cached."""

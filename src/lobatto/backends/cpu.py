@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.jit import c as cbuild
+from lobatto.resources import available_host_memory
 
 
 class CpuBackend(NumpyBackend):
@@ -19,6 +20,10 @@ class CpuBackend(NumpyBackend):
 
     def tuned_available(self) -> bool:
         return cbuild.available()
+
+    def memory_available(self) -> int | None:
+        """The host's available memory (MemAvailable): the arrays live there."""
+        return available_host_memory()
 
     def set_threads(self, threads: int | None) -> None:
         """OpenMP threads of the compiled kernels (None: OMP_NUM_THREADS, else all cores)."""

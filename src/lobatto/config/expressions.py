@@ -225,6 +225,8 @@ class Expression:
         expression gives ``xp.full(shape, value)``). The result's dtype is the
         floating dtype of the given arrays (float64 when none is an array).
         Variables the expression does not use may be passed and are ignored.
+        Overflow, division by zero and invalid operations give inf / nan silently (no
+        RuntimeWarning): the caller checks the result's finiteness.
         """
         missing = [v for v in self._used if v not in values]
         if missing:
@@ -251,7 +253,10 @@ class Expression:
         if isinstance(self._tree, _Num):
             return xp.full(shape, self._tree.value, dtype=dtype)
         env = {name: xp.asarray(values[name], dtype=dtype) for name in self._used}
-        result = xp.asarray(_apply(xp, self._tree, env))
+        # IEEE results (inf, nan) without NumPy's RuntimeWarnings: callers check finiteness
+        # and name the field and point (a warning beside that message says nothing more)
+        with np.errstate(all="ignore"):
+            result = xp.asarray(_apply(xp, self._tree, env))
         if any(result is a for a in env.values()):
             result = result.copy()  # never hand back the caller's own array
         if result.dtype != dtype:

@@ -61,6 +61,7 @@ EXCHANGES = ("auto", "nccl", "cuda-aware-mpi", "host")
 METHODS = ("auto", "pairwise", "crystal_router", "allreduce")
 PARTITIONERS = ("rcb", "metis", "rsb")
 MAX_ORDER = 24
+MAX_ELEMENTS = 10**12  # far beyond any machine; keeps element ids within int64
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -130,6 +131,7 @@ class TimeSection:
     t_end: float
     cfl: float
     dt: float | None  # None: computed from cfl
+    cfl_check: bool = True  # refuse a cfl above the integrator's stability bound
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ class Case:
         }
         if self.time.dt is not None:
             time["dt"] = self.time.dt
+        time["cfl_check"] = self.time.cfl_check
         out["time"] = time
         out["output"] = {
             "every": self.output.every,
@@ -355,7 +358,7 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "physics": ("equations",),
     "initial": (),
     "exact": (),
-    "time": ("integrator", "t_end", "cfl", "dt"),
+    "time": ("integrator", "t_end", "cfl", "dt", "cfl_check"),
     "output": ("every", "formats", "name"),
     "backend": ("name", "precision"),
     "parallel": ("exchange", "method", "partitioner", "overlap"),
@@ -534,6 +537,23 @@ def _expressions(ctx, section: str, table: Mapping | None, names: tuple, variabl
     return out
 
 
+def _check_output_name_length(ctx: _Ctx, out_name: str, given: bool) -> None:
+    """Every file name made from [output] name (the longest: an HDF5 part's temporary,
+    ``<name>_<step>.r<rank>.h5.tmp-<pid>``) must fit in the file system's NAME_MAX bytes."""
+    from lobatto.io.output_dir import MAX_OUTPUT_NAME_LENGTH, NAME_MAX, longest_output_file_name
+
+    length = len(out_name.encode("utf-8"))
+    if length <= MAX_OUTPUT_NAME_LENGTH:
+        return
+    where = "" if given else " (it defaults to the case file's name; set a shorter one)"
+    pattern = longest_output_file_name("<name>")
+    raise ctx.error(
+        f"[output] name is {length} characters long, at most {MAX_OUTPUT_NAME_LENGTH} allowed{where}: "
+        f"file names made from it, up to '{pattern}', must fit in the {NAME_MAX}-byte "
+        f"limit of file names (got {_show(out_name)})"
+    )
+
+
 def _sanitize_name(stem: str) -> str:
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem)
     name = name.lstrip("._-+") or "case"
@@ -598,6 +618,8 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         ctx, "mesh", mesh, "elements", _REQUIRED, "posint",
         required_hint=" (for example elements = [4, 4, 4])",
     )
+    if math.prod(elements) > MAX_ELEMENTS:
+        raise ctx.bad("mesh", "elements", f"at most {MAX_ELEMENTS:.0e} elements in all", list(elements))
     lower = _vector(ctx, "mesh", mesh, "lower", [0.0, 0.0, 0.0], "float")
     upper = _vector(ctx, "mesh", mesh, "upper", [1.0, 1.0, 1.0], "float")
     for a, lo, hi in zip(AXES, lower, upper):
@@ -668,6 +690,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         t_end=_positive(ctx, "time", time, "t_end", _REQUIRED, " (the final time, for example t_end = 1.0)"),
         cfl=_positive(ctx, "time", time, "cfl", 0.5),
         dt=_positive(ctx, "time", time, "dt", None),
+        cfl_check=_bool(ctx, "time", time, "cfl_check", True),
     )
 
     # ---- [output]
@@ -699,6 +722,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
             "a file-name stem of letters, digits and _ . + - (starting with a letter or digit)",
             out_name,
         )
+    _check_output_name_length(ctx, out_name, given="name" in out)
     out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name)
 
     # ---- [backend]
@@ -778,6 +802,8 @@ def load_case(path, *, systems: Mapping[str, PhysicsSpec]) -> Case:
         raise InputError(f"{shown}: line {line}: not valid UTF-8 text") from None
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise InputError(f"{shown}: invalid TOML: arrays or tables nested too deeply") from None
     except tomllib.TOMLDecodeError as err:
         raise _toml_error(shown, text, err) from None
     return parse_case(data, source=shown, name=p.stem or "case", systems=systems)

@@ -18,6 +18,7 @@ class LowStorageScheme:
     A: tuple
     B: tuple
     C: tuple
+    cfl_bound: float | None = None  # largest stable cfl (docs/case-file.md, benchmarks/notes-stability.md)
 
     @property
     def stages(self) -> int:
@@ -33,6 +34,7 @@ class ButcherScheme:
     a: tuple  # lower-triangular rows
     b: tuple
     c: tuple
+    cfl_bound: float | None = None  # largest stable cfl (docs/case-file.md, benchmarks/notes-stability.md)
 
     @property
     def stages(self) -> int:

@@ -5,14 +5,25 @@ destination's own directory, flushes and fsyncs it, and then moves it into
 place with :func:`os.replace`. A reader therefore sees either the previous
 file or the complete new one, never a partial file; if the write fails the
 temporary file is removed and the previous file is left untouched.
+
+An operating-system error while writing (``OSError`` from open, write, fsync or
+rename, h5py's included: disk full, permission denied, read-only file system) is
+raised as :class:`lobatto.errors.OutputError`, one line naming the final file (never
+the temporary) and the reason: ``"out/cavity_000100.h5: cannot write (no space left
+on device)"``. Other exceptions pass through unchanged (the temporary is removed all
+the same). A run killed outright (SIGKILL, power loss) can leave a temporary behind;
+:func:`lobatto.io.output_dir.prepare_output_dir` removes them before the next run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import IO, Iterator
+
+from lobatto.errors import OutputError
 
 __all__ = [
     "atomic_path",
@@ -20,13 +31,52 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "temp_path_for",
+    "output_errors",
+    "os_reason",
+    "TEMP_MARK",
 ]
+
+#: what separates a file's name from the writer's pid in its temporary name
+TEMP_MARK = ".tmp-"
 
 
 def temp_path_for(path: str | os.PathLike) -> Path:
-    """The temporary name used while ``path`` is being written."""
+    """The temporary name used while ``path`` is being written: ``<name>.tmp-<pid>``."""
     p = Path(path)
-    return p.with_name(f"{p.name}.tmp-{os.getpid()}")
+    return p.with_name(f"{p.name}{TEMP_MARK}{os.getpid()}")
+
+
+_ERRNO_IN_TEXT = re.compile(r"errno\s*=\s*(\d+)")
+_MESSAGE_IN_TEXT = re.compile(r"error message\s*=\s*'([^']*)'")
+
+
+def os_reason(err: BaseException) -> str:
+    """A short, one-line reason for an OSError: the system's text for its errno ("no space
+    left on device"), never the whole text h5py builds around it (which names the file,
+    often the temporary one, and spans lines)."""
+    code = getattr(err, "errno", None)
+    text = str(getattr(err, "strerror", None) or err)
+    if not isinstance(code, int) or code <= 0:
+        found = _ERRNO_IN_TEXT.search(text)  # h5py: "... errno = 28, error message = '...'"
+        code = int(found.group(1)) if found else None
+    if code:
+        reason = os.strerror(code)
+    else:
+        found = _MESSAGE_IN_TEXT.search(text)
+        reason = found.group(1) if found else text.split("(")[0]
+    reason = " ".join(reason.split()) or type(err).__name__
+    if len(reason) > 1 and reason[0].isupper() and reason[1].islower():
+        reason = reason[0].lower() + reason[1:]
+    return reason if len(reason) <= 120 else reason[:117] + "..."
+
+
+@contextlib.contextmanager
+def output_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Turn an OSError raised inside the block into an OutputError naming ``path``."""
+    try:
+        yield
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write ({os_reason(err)})") from err
 
 
 def _fsync_file(path: Path) -> None:
@@ -57,15 +107,18 @@ def atomic_path(path: str | os.PathLike, fsync: bool = True) -> Iterator[Path]:
 
     For writers that open the file themselves (h5py). The file written at the
     yielded path is fsynced and renamed over ``path`` when the block exits
-    normally; on an exception it is deleted and ``path`` is not touched.
+    normally; on an exception it is deleted and ``path`` is not touched. An
+    OSError (from the block, the fsync or the rename) becomes an OutputError
+    naming ``path``.
     """
     final = Path(path)
     tmp = temp_path_for(final)
     try:
-        yield tmp
-        if fsync:
-            _fsync_file(tmp)
-        os.replace(tmp, final)
+        with output_errors(final):
+            yield tmp
+            if fsync:
+                _fsync_file(tmp)
+            os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()

@@ -72,12 +72,16 @@ def write_snapshot(
     order: int,
     config_toml: str,
     extra_attrs: Mapping[str, Any] | None = None,
+    extra_datasets: Mapping[str, Any] | None = None,
 ) -> None:
     """Write one snapshot atomically.
 
     ``coords``: array (3, E, N+1, N+1, N+1) of x, y, z; ``fields``: array
     (F, E, N+1, N+1, N+1) (or a sequence of F arrays) in the order of
-    ``field_names``. Arrays are stored in their own dtype.
+    ``field_names``. Arrays are stored in their own dtype. ``extra_datasets`` maps
+    further dataset paths (``"mesh/element_ids"``) to arrays, written in the same
+    atomic step. A failed write raises :class:`lobatto.errors.OutputError` naming
+    ``path`` and leaves any previous file at ``path`` as it was.
     """
     coords = _host(coords)
     names = list(field_names)
@@ -115,6 +119,8 @@ def write_snapshot(
             f.attrs["field_names"] = names
             for k, v in (extra_attrs or {}).items():
                 f.attrs[str(k)] = _attr_value(v)
+            for k, v in (extra_datasets or {}).items():
+                f.create_dataset(str(k), data=np.ascontiguousarray(_host(v)))
 
 
 def _plain(v: Any):

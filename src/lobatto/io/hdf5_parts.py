@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.io.atomic import atomic_path
+from lobatto.io.atomic import atomic_path, output_errors
 from lobatto.io.hdf5 import write_snapshot
 
 PART_DIRECTORY = "parts"
@@ -25,13 +25,13 @@ def part_path(snapshot_path: Path, rank: int) -> Path:
 
 
 def write_snapshot_part(snapshot_path, rank, coords, fields, field_names, element_ids, **attrs) -> Path:
-    import h5py
-
+    """This rank's part file (with its global element numbers), written atomically; errors
+    are OutputErrors naming the part file (or the parts folder when it cannot be made)."""
     path = part_path(snapshot_path, rank)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_snapshot(path, coords, fields, field_names, **attrs)
-    with h5py.File(path, "a") as f:  # the part is not yet visible to any reader
-        f.create_dataset("mesh/element_ids", data=np.asarray(element_ids, dtype=np.int64))
+    with output_errors(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_snapshot(path, coords, fields, field_names, **attrs,
+                   extra_datasets={"mesh/element_ids": np.asarray(element_ids, dtype=np.int64)})
     return path
 
 

@@ -93,7 +93,8 @@ def write_field_file(
     arrays with no names given: then the first three are the velocity and the rest scalars.
     ``wdsz`` 8 writes float64, 4 float32. ``element_ids`` are the 1-based
     global element numbers (default 1..E), ``nelgt`` the global element count
-    (default E).
+    (default E). A failed write (disk full, permission) raises
+    :class:`lobatto.errors.OutputError` naming ``path``, and leaves any previous file there.
     """
     if wdsz not in (4, 8):
         raise ValueError(f"wdsz must be 4 or 8, got {wdsz}")
@@ -280,7 +281,8 @@ def write_index(path_nek5000: str | os.PathLike, case_name: str, first: int, las
     """Write the ``<case>.nek5000`` file that ParaView and VisIt open.
 
     ``first`` and ``last`` are the numbers of the first and last field files
-    (``<case>0.f<first:05d>`` .. ``<case>0.f<last:05d>``).
+    (``<case>0.f<first:05d>`` .. ``<case>0.f<last:05d>``). Written atomically; a failed
+    write raises :class:`lobatto.errors.OutputError`.
     """
     first, last = int(first), int(last)
     if last < first:

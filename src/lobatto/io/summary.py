@@ -44,7 +44,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_summary(path: str | os.PathLike, summary: Mapping[str, Any]) -> None:
-    """Write ``summary`` as indented JSON, atomically."""
+    """Write ``summary`` as indented JSON, atomically (OutputError naming ``path`` on failure)."""
     text = json.dumps(to_jsonable(summary), indent=2, allow_nan=False) + "\n"
     atomic_write_text(path, text)
 

@@ -9,6 +9,46 @@ from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
 from lobatto.mesh.topology import NUM_FACES
 
 SIDE_NAMES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")  # matches face numbering
+AXIS_NAMES = ("x", "y", "z")
+#: box extents (upper - lower) allowed on each axis: beyond them 1/extent, the squared metric
+#: terms or the Jacobian (a product of three element sizes) leave float64's normal range
+MIN_EXTENT, MAX_EXTENT = 1e-100, 1e100
+#: smallest element volume (product of the element's sides): its Jacobian and mass stay normal numbers
+MIN_ELEMENT_VOLUME = 1e-280
+
+
+def check_extent(lower, upper, counts) -> None:
+    """InputError naming [mesh] lower/upper unless every axis has a finite, positive extent
+    whose elements' geometric factors are representable in float64."""
+    with np.errstate(all="ignore"):
+        extent = upper - lower
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise InputError(f"[mesh] lower/upper must be finite numbers, got lower={lower.tolist()} upper={upper.tolist()}")
+    if np.any(upper <= lower):
+        raise InputError(f"[mesh] upper must exceed lower on every axis, got lower={lower.tolist()} upper={upper.tolist()}")
+    for axis, (size, count) in enumerate(zip(extent, counts)):
+        name = AXIS_NAMES[axis]
+        with np.errstate(all="ignore"):
+            inverse = 1.0 / size
+        if not (np.isfinite(size) and np.isfinite(inverse)) or size < MIN_EXTENT or size > MAX_EXTENT:
+            raise InputError(
+                f"[mesh] lower/upper: the box is {size:.3g} long along {name} (upper - lower); it must be "
+                f"between {MIN_EXTENT:.0e} and {MAX_EXTENT:.0e}, or the geometric factors (1/length, Jacobians) "
+                "overflow or underflow float64: rescale the problem's units"
+            )
+        if size / count < MIN_EXTENT:
+            raise InputError(
+                f"[mesh] lower/upper and elements: the elements are {size / count:.3g} long along {name}; "
+                f"they must be at least {MIN_EXTENT:.0e} (float64 geometric factors): rescale the problem's units"
+            )
+    sides = extent / np.asarray(counts, dtype=np.float64)
+    volume = float(np.prod(sides))
+    if not volume >= MIN_ELEMENT_VOLUME:
+        raise InputError(
+            f"[mesh] lower/upper and elements: an element is {' x '.join(f'{h:.3g}' for h in sides)} "
+            f"(volume {volume:.3g}); below {MIN_ELEMENT_VOLUME:.0e} its Jacobian underflows float64: "
+            "rescale the problem's units"
+        )
 
 
 def box_mesh(
@@ -36,8 +76,7 @@ def box_mesh(
         raise InputError(f"[mesh] elements must be >= 1 in each direction, got {list(elements)}")
     lower = np.asarray(lower, dtype=np.float64)
     upper = np.asarray(upper, dtype=np.float64)
-    if np.any(upper <= lower):
-        raise InputError(f"[mesh] upper must exceed lower on every axis, got lower={lower.tolist()} upper={upper.tolist()}")
+    check_extent(lower, upper, counts)
     side_names = {side: (boundaries or {}).get(side, boundary) for side in SIDE_NAMES}
     for side, kind in side_names.items():
         if not isinstance(kind, str) or not kind:

@@ -15,7 +15,7 @@ import numpy as np
 from lobatto.discretization import derivative_matrix, gll_points, gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
-from lobatto.discretization.tensor import reference_gradient
+from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
 
 AFFINE_TOLERANCE = 1e-12
 
@@ -62,27 +62,63 @@ def trilinear_coordinates(vertices: np.ndarray, element_vertices: np.ndarray, or
 
 
 def compute_geometry(mesh, order: int, deform=None) -> Geometry:
-    """Geometric factors; stops with an InputError naming the first inverted element."""
+    """Geometric factors; stops with an InputError naming the first degenerate element.
+
+    Floating-point exceptions (a zero Jacobian divides by zero, say) are not reported as
+    NumPy warnings: the checks here name the element instead. Memory: the persistent
+    arrays take 14 P + 5 F float64 values (P points, F face points); the peak, while the
+    metric terms are formed from d x / d r, is about 25 P (lobatto.resources counts both).
+    """
+    with np.errstate(all="ignore"):
+        return _compute_geometry(mesh, order, deform)
+
+
+def _element_size(mesh, e: int) -> str:
+    """'hx x hy x hz': the extent of element e's corners along each axis."""
+    corners = mesh.vertices[mesh.element_vertices[e]]
+    size = corners.max(axis=0) - corners.min(axis=0)
+    return " x ".join(f"{h:.3g}" for h in size)
+
+
+def _first_bad(bad_per_element: np.ndarray) -> int | None:
+    return int(np.argmax(bad_per_element)) if np.any(bad_per_element) else None
+
+
+def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
     coords = trilinear_coordinates(mesh.vertices, mesh.element_vertices, order)
     deform = deform if deform is not None else mesh.deform
     if deform is not None:
         coords = coords + np.asarray(deform(coords[0], coords[1], coords[2]), dtype=np.float64)
+    hint = ("reduce the [mesh.deform] amplitude or refine the mesh" if deform is not None
+            else "check [mesh] lower/upper (each side must have a positive, representable length)")
 
     d = derivative_matrix(order)
-    # dxdr[a, b] = d x_a / d r_b
-    dxdr = np.stack([reference_gradient(np, coords[a], d) for a in range(3)])
+    # dxdr[a, b] = d x_a / d r_b, filled in place (no stacked temporaries)
+    dxdr = np.empty((3, 3) + coords.shape[1:])
+    for a in range(3):
+        dxdr[a, 0] = derivative_r(np, coords[a], d)
+        dxdr[a, 1] = derivative_s(np, coords[a], d)
+        dxdr[a, 2] = derivative_t(np, coords[a], d)
     jacobian = (
         dxdr[0, 0] * (dxdr[1, 1] * dxdr[2, 2] - dxdr[1, 2] * dxdr[2, 1])
         - dxdr[0, 1] * (dxdr[1, 0] * dxdr[2, 2] - dxdr[1, 2] * dxdr[2, 0])
         + dxdr[0, 2] * (dxdr[1, 0] * dxdr[2, 1] - dxdr[1, 1] * dxdr[2, 0])
     )
     min_jac = jacobian.reshape(jacobian.shape[0], -1).min(axis=1)
-    if np.any(min_jac <= 0) or not np.all(np.isfinite(jacobian)):
-        bad = int(np.argmax((min_jac <= 0) | ~np.isfinite(min_jac)))
+    finite = np.isfinite(jacobian).reshape(jacobian.shape[0], -1).all(axis=1)
+    bad = _first_bad((min_jac <= 0) | ~finite)
+    if bad is not None:
+        corners = mesh.vertices[mesh.element_vertices[bad]]
+        scale = float(np.max(corners.max(axis=0) - corners.min(axis=0))) ** 3 / 8  # J of a cube that size
+        if not finite[bad]:
+            state, detail = "degenerate", "is not finite"
+        elif min_jac[bad] >= -1e-10 * scale:
+            state, detail = "degenerate (flat)", f"is zero (minimum {min_jac[bad]:.3g})"
+        else:
+            state, detail = "inverted", f"is negative (minimum {min_jac[bad]:.3g})"
         raise InputError(
-            f"[mesh] {mesh.describe_element(bad)} is inverted or degenerate: "
-            f"its Jacobian reaches {min_jac[bad]:.3g} (must be > 0 everywhere); "
-            "reduce the [mesh.deform] amplitude or refine the mesh"
+            f"[mesh] {mesh.describe_element(bad)}, size {_element_size(mesh, bad)}, is {state}: its Jacobian "
+            f"det(dx/dr) {detail}; it must be positive and finite everywhere: {hint}"
         )
     # Inverse of the Jacobian matrix by cofactors: metrics[b, a] = d r_b / d x_a.
     metrics = np.empty_like(dxdr)
@@ -92,12 +128,21 @@ def compute_geometry(mesh, order: int, deform=None) -> Geometry:
             a1, a2 = (a + 1) % 3, (a + 2) % 3
             metrics[b, a] = (dxdr[a1, b1] * dxdr[a2, b2] - dxdr[a1, b2] * dxdr[a2, b1]) / jacobian
 
+    num_elements = mesh.num_elements
+    # affine: d x / d r constant over the element (component by component: no 9-array temporaries)
+    affine = np.ones(num_elements, dtype=bool)
+    for a in range(3):
+        for b in range(3):
+            part = dxdr[a, b].reshape(num_elements, -1)
+            first = part[:, :1]
+            affine &= np.all(np.abs(part - first) <= AFFINE_TOLERANCE * (1 + np.abs(first)), axis=1)
+    del dxdr, part, first
+
     w = gll_weights(order)
     w3 = w[:, None, None] * w[None, :, None] * w[None, None, :]
     mass = jacobian * w3
 
     n = order + 1
-    num_elements = mesh.num_elements
     normals = np.empty((3, num_elements, NUM_FACES, n, n))
     surface_jacobian = np.empty((num_elements, NUM_FACES, n, n))
     lift = np.empty((num_elements, NUM_FACES, n, n))
@@ -110,12 +155,26 @@ def compute_geometry(mesh, order: int, deform=None) -> Geometry:
         surface_jacobian[:, face] = jac * norm
         lift[:, face] = norm / w[0]  # sJ / (J w_end) with sJ = J |grad r|
 
-    spread = dxdr.reshape(3, 3, num_elements, -1)
-    affine = np.all(np.abs(spread - spread[..., :1]) <= AFFINE_TOLERANCE * (1 + np.abs(spread[..., :1])), axis=(0, 1, 3))
-
     spacing = np.inf
     for axis in (1, 2, 3):
         diffs = np.diff(coords, axis=axis + 1)
         spacing = min(spacing, float(np.sqrt(np.sum(diffs**2, axis=0)).min()))
+    del diffs, grad, norm, jac
+
+    # Factors that overflowed or underflowed (an element far too small or too large for
+    # float64, or nearly degenerate) would turn the first step into NaN: name the element.
+    ok = np.ones(num_elements, dtype=bool)
+    for array, axis in ((metrics, 2), (normals, 1), (lift, 0), (surface_jacobian, 0), (mass, 0)):
+        others = tuple(i for i in range(array.ndim) if i != axis)
+        ok &= np.isfinite(array).all(axis=others)  # a bool temporary, no copy of the array
+    ok &= (mass > 0).all(axis=(1, 2, 3)) & (lift > 0).all(axis=(1, 2, 3))
+    bad = _first_bad(~ok)
+    if bad is not None or not (np.isfinite(spacing) and spacing > 0):
+        e = 0 if bad is None else bad
+        raise InputError(
+            f"[mesh] {mesh.describe_element(e)}, size {_element_size(mesh, e)}, is degenerate: its "
+            f"geometric factors (inverse metric, normals, face lift) are not finite float64 numbers "
+            f"(smallest Jacobian {min_jac[e]:.3g}); {hint}"
+        )
 
     return Geometry(order, coords, metrics, jacobian, mass, normals, surface_jacobian, lift, affine, spacing)

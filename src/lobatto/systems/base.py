@@ -16,6 +16,8 @@ A system class declares
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lobatto.errors import InputError
@@ -33,6 +35,10 @@ class System:
 
     spec = None  # a PhysicsSpec
     time_dependent = False  # True when L depends on t (sources, time-varying boundaries)
+    #: True when the discrete energy cannot grow (no sources, passive boundaries and fluxes):
+    #: the driver then stops a run whose energy grows (an unstable step)
+    energy_bounded = False
+    trace_components = 0  # face values exchanged per face point (DG systems)
     #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars)
     output_layout: tuple = (None, None, ())
 
@@ -47,6 +53,12 @@ class System:
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         raise NotImplementedError
+
+    @classmethod
+    def tuned_on(cls, backend) -> bool:
+        """Whether this system runs compiled kernels on ``backend`` (else the reference ones,
+        whose temporaries the memory estimate counts)."""
+        return False
 
     # Operator -----------------------------------------------------------------------------
     def rhs(self, u, t, out):
@@ -98,6 +110,18 @@ class System:
                                  f"(expected one of {', '.join(self.spec.boundary_kinds)})")
             kinds.append(name)
         return kinds
+
+    def check_constants(self, keys: str, **constants) -> None:
+        """InputError unless every derived constant (wave speed, impedance, their inverses...)
+        is a positive finite number: [physics] values so large or small that they overflow."""
+        for name, compute in constants.items():
+            try:
+                value = float(compute())
+            except (OverflowError, ZeroDivisionError):
+                value = float("nan")
+            if not (math.isfinite(value) and value > 0):
+                raise InputError(f"[physics] {keys} give {name.replace('_', ' ')} = {value:.3g}, which must be a "
+                                 "positive finite number: choose values nearer 1 (rescale the units)")
 
     # Diagnostics --------------------------------------------------------------------------
     def stable_time_step(self, cfl: float, min_spacing: float) -> float:

@@ -136,6 +136,17 @@ class CudaBackend(Backend):
     def synchronize(self) -> None:
         self.device.synchronize()
 
+    def memory_available(self) -> int | None:
+        """Free bytes on this backend's GPU (cudaMemGetInfo), plus what CuPy's memory pool
+        holds unused (it hands those out again before asking the device)."""
+        try:
+            with self.device:
+                free, _total = self.xp.cuda.runtime.memGetInfo()
+                pool = self.xp.get_default_memory_pool()
+                return int(free) + int(pool.free_bytes())
+        except Exception:  # noqa: BLE001  (a query that fails means: unknown)
+            return None
+
     # Graphs -------------------------------------------------------------------------------
     def capture(self, function, allowed=None):
         """A callable replaying ``function`` as a CUDA graph (see the module docstring)."""

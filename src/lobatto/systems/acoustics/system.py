@@ -64,7 +64,7 @@ def make_rhs(backend, order):
     @over_elements
     def rhs(u, sums, geometry, out, density, sound_speed, alpha):
         d, metrics = geometry["derivative"], geometry["metrics"]
-        bulk = density * sound_speed**2  # rho c^2
+        bulk = density * sound_speed * sound_speed  # rho c^2
         impedance = density * sound_speed
         grad_p = physical_gradient(xp, u[0], d, metrics)
         divergence = sum(physical_gradient(xp, u[1 + a], d, metrics)[a] for a in range(3))
@@ -84,6 +84,7 @@ def make_rhs(backend, order):
 
 class AcousticsSystem(FaceExchangeSystem):
     spec = SPEC
+    energy_bounded = True  # no sources; PEC/PMC/walls and the fluxes are passive
     trace_components = 2
     boundary_factors = BOUNDARY_FACTORS
     output_layout = (FIELD_NAMES[1:4], "p", ())  # Nek5000 velocity and pressure
@@ -94,6 +95,10 @@ class AcousticsSystem(FaceExchangeSystem):
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.density, self.sound_speed, self.flux = float(density), float(sound_speed), flux
         self.alpha = FLUX_ALPHA[flux]
+        rho, c = self.density, self.sound_speed
+        self.check_constants("density and sound_speed", bulk_modulus=lambda: rho * c * c,
+                             inverse_bulk_modulus=lambda: 1.0 / (rho * c * c), impedance=lambda: rho * c,
+                             inverse_impedance=lambda: 1.0 / (rho * c), inverse_density=lambda: 1.0 / rho)
         self.wave_speed = self.sound_speed
         self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap)
         self.traces_kernel = backend.kernel("acoustics_traces", order=self.order)
@@ -112,5 +117,5 @@ class AcousticsSystem(FaceExchangeSystem):
 
     def energy(self, u) -> float:
         """Acoustic energy 1/2 sum M (p^2 / (rho c^2) + rho |u|^2) on this rank."""
-        bulk = self.density * self.sound_speed**2
+        bulk = self.density * self.sound_speed * self.sound_speed
         return 0.5 * self.mass_weighted_sum(u, (1.0 / bulk, self.density, self.density, self.density))

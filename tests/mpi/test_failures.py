@@ -1,0 +1,122 @@
+"""An error on any rank ends every rank promptly, with one line and the right exit code.
+
+Each fault is injected on one rank (faulty_run.py) of a 2- and a 3-rank `lobatto run`; the job
+must end well within its timeout (no rank left waiting in a collective call), print exactly
+one `lobatto: error:` line and leave no temporary file. SIGINT and SIGTERM to mpiexec end
+every rank with 130 / 143.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mpirun import MPIEXEC, SKIP_REASON, SRC, describe, launcher_flags, run
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+
+HERE = Path(__file__).resolve().parent
+CASE = """
+[mesh]
+elements = [4, 2, 2]
+[discretization]
+order = 3
+[initial]
+Ez = "sin(pi*x)*sin(pi*y)"
+[time]
+t_end = {t_end}
+[output]
+every = 3
+formats = ["hdf5", "nek"]
+"""
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("lobatto: error:")]
+
+
+def run_faulty(tmp_path, fault, rank, nprocs, t_end=0.1, extra=()):
+    case = tmp_path / "case.toml"
+    case.write_text(CASE.format(t_end=t_end))
+    start = time.monotonic()
+    result = run(nprocs, [str(HERE / "faulty_run.py"), fault, str(rank), "--", "run", str(case), "-o",
+                          str(tmp_path / "out"), "--quiet", *extra], timeout=60)
+    return result, time.monotonic() - start
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+@pytest.mark.parametrize("fault,rank", [("hdf5_part", 1), ("hdf5_virtual", 0), ("nek_file", 1), ("nek_index", 0),
+                                        ("nek_file", 2)])
+def test_write_failure_on_one_rank_ends_the_job(tmp_path, fault, rank, nprocs):
+    if rank >= nprocs:
+        pytest.skip("the faulty rank is not in this job")
+    result, seconds = run_faulty(tmp_path, fault, rank, nprocs)
+    assert result.returncode == 1, describe(result)
+    lines = error_lines(result.stderr)
+    assert len(lines) == 1, describe(result)
+    assert "No space left on device" in lines[0], describe(result)
+    assert "Traceback" not in result.stderr, describe(result)
+    assert seconds < 30
+    assert not [p for p in (tmp_path / "out").rglob("*") if ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_error_on_one_rank_mid_run_ends_the_job(tmp_path, nprocs):
+    result, seconds = run_faulty(tmp_path, "solver", nprocs - 1, nprocs, t_end=0.5)
+    assert result.returncode == 1, describe(result)
+    lines = error_lines(result.stderr)
+    assert lines == ["lobatto: error: injected failure on one rank"], describe(result)
+    assert seconds < 30
+
+
+def test_unexpected_error_on_one_rank_ends_the_job(tmp_path):
+    result, seconds = run_faulty(tmp_path, "bug", 1, 2, t_end=0.5)
+    assert result.returncode == 1, describe(result)
+    assert "RuntimeError: injected bug" in result.stderr  # a bug keeps its traceback
+    assert seconds < 30
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_bad_case_is_reported_once(tmp_path, nprocs):
+    case = tmp_path / "case.toml"
+    case.write_text(CASE.format(t_end=0.1).replace("order = 3", "order = 0"))
+    result = run(nprocs, ["-m", "lobatto", "run", str(case), "-o", str(tmp_path / "out"), "--quiet"], timeout=60)
+    assert result.returncode == 2, describe(result)
+    assert len(error_lines(result.stderr)) == 1, describe(result)
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_unstable_run_stops_on_every_rank(tmp_path, nprocs):
+    case = tmp_path / "case.toml"
+    case.write_text(CASE.format(t_end=2.0).replace("[time]", "[time]\ncfl = 40\ncfl_check = false"))
+    result = run(nprocs, ["-m", "lobatto", "run", str(case), "-o", str(tmp_path / "out"), "--quiet"], timeout=60)
+    assert result.returncode == 1, describe(result)
+    lines = error_lines(result.stderr)
+    assert len(lines) == 1 and ("energy grew" in lines[0] or "non-finite" in lines[0]), describe(result)
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_ends_every_rank(tmp_path, signum, code):
+    case = tmp_path / "case.toml"
+    case.write_text(CASE.format(t_end=1000.0).replace("order = 3", "order = 6"))
+    env = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
+    cmd = [MPIEXEC, *launcher_flags(MPIEXEC), "-n", "2", sys.executable, "-m", "lobatto", "run", str(case), "-o",
+           str(tmp_path / "out"), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(4.0)  # well into the step loop
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signum)
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the job did not end within 20 s of the signal\n{err}")
+    assert proc.returncode == code, err
+    assert "Traceback" not in err, err
