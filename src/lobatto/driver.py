@@ -267,12 +267,13 @@ class Simulation:
         if not (math.isfinite(dt) and dt > 0 and math.isfinite(cfl)):
             raise InputError(f"{case.source}: the time step from [time] is {dt:.3g}; it must be a positive finite "
                              f"number (smallest GLL spacing {min_spacing:.3g}, wave speed {wave:.3g})")
-        bound = scheme.cfl_bound
+        bound = system.spec.cfl_bounds.get((case.discretization.flux, scheme.name))
         if case.time.cfl_check and bound is not None and cfl > bound * (1 + 1e-12):
             given = f"dt = {dt:.4g} (cfl {cfl:.4g})" if case.time.dt is not None else f"cfl = {cfl:.4g}"
             raise InputError(f"{case.source}: [time] {given} is above the stability bound cfl {bound} of the "
-                             f"{scheme.name} integrator; lower it (stable dt <= "
-                             f"{bound * min_spacing / wave:.4g}), or set [time] cfl_check = false to run anyway")
+                             f"{scheme.name} integrator with the {case.discretization.flux} flux of {system.name}; "
+                             f"lower it (stable dt <= {bound * min_spacing / wave:.4g}), or set [time] "
+                             "cfl_check = false to run anyway")
         return dt
 
     def check_given_fields(self, values: np.ndarray, section: str, t: float) -> None:

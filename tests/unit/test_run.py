@@ -88,7 +88,8 @@ def test_inverted_element_exits_2_naming_it(tmp_path):
 
 
 def test_time_step_far_over_cfl_stops_with_step_time_and_hint(tmp_path):
-    case = SMALL_CAVITY.replace("t_end = 0.3", "t_end = 100.0\ndt = 0.5")
+    # over the stability bound, with the up-front check off: the run itself must stop
+    case = SMALL_CAVITY.replace("t_end = 0.3", "t_end = 100.0\ndt = 0.5\ncfl_check = false")
     (tmp_path / "nan.toml").write_text(case)
     result = lobatto("run", str(tmp_path / "nan.toml"), "--output", str(tmp_path / "out"))
     assert result.returncode == 1, result.stderr

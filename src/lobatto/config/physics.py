@@ -7,7 +7,8 @@ A system module builds one :class:`PhysicsSpec`; ``parse_case`` is handed a mapp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 #: key kinds understood by the schema, with the phrase used in error messages
@@ -45,6 +46,9 @@ class PhysicsSpec:
     default_boundary:  the ``[mesh] boundary`` default
     keys:              the system's own ``[physics]`` keys
     fluxes:            ``[discretization] flux`` values; the first is the default
+    cfl_bounds:        (flux, integrator) -> the largest stable ``[time] cfl`` (dt = cfl *
+                       smallest GLL spacing / wave speed), for every order; a run above it is
+                       refused unless ``[time] cfl_check = false``
     """
 
     name: str
@@ -54,10 +58,16 @@ class PhysicsSpec:
     default_boundary: str
     keys: tuple = ()
     fluxes: tuple = ("upwind", "central")
+    cfl_bounds: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:
             raise ValueError(f"{self.name}: default boundary {self.default_boundary!r} is not a boundary kind")
+
+    def default_cfl(self, flux: str, integrator: str, usual: float) -> float:
+        """``usual``, or 0.9 of the stability bound (two digits, rounded down) when lower."""
+        bound = self.cfl_bounds.get((flux, integrator))
+        return usual if bound is None else min(usual, math.floor(90 * bound) / 100)
 
     @property
     def key_names(self) -> tuple:

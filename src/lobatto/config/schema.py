@@ -54,6 +54,9 @@ __all__ = [
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 AXES = ("x", "y", "z")
 INTEGRATORS = ("lsrk45", "rk4", "ssprk3")
+#: [time] cfl default per integrator, lowered to 0.9 of a system's stability bound where that is
+#: lower (PhysicsSpec.default_cfl; benchmarks/notes-stability.md)
+DEFAULT_CFL = {"lsrk45": 0.5, "rk4": 0.3, "ssprk3": 0.25}
 OUTPUT_FORMATS = ("hdf5", "nek")
 BACKENDS = ("cpu", "cuda", "auto")
 PRECISIONS = ("float64", "float32")
@@ -685,10 +688,11 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
 
     # ---- [time]
     time = _table(ctx, data, "", "time", required=True)
+    integrator = _choice(ctx, "time", time, "integrator", INTEGRATORS, "lsrk45")
     time_sec = TimeSection(
-        integrator=_choice(ctx, "time", time, "integrator", INTEGRATORS, "lsrk45"),
+        integrator=integrator,
         t_end=_positive(ctx, "time", time, "t_end", _REQUIRED, " (the final time, for example t_end = 1.0)"),
-        cfl=_positive(ctx, "time", time, "cfl", 0.5),
+        cfl=_positive(ctx, "time", time, "cfl", spec.default_cfl(disc_sec.flux, integrator, DEFAULT_CFL[integrator])),
         dt=_positive(ctx, "time", time, "dt", None),
         cfl_check=_bool(ctx, "time", time, "cfl_check", True),
     )

@@ -18,7 +18,6 @@ class LowStorageScheme:
     A: tuple
     B: tuple
     C: tuple
-    cfl_bound: float | None = None  # largest stable cfl (docs/case-file.md, benchmarks/notes-stability.md)
 
     @property
     def stages(self) -> int:
@@ -34,7 +33,6 @@ class ButcherScheme:
     a: tuple  # lower-triangular rows
     b: tuple
     c: tuple
-    cfl_bound: float | None = None  # largest stable cfl (docs/case-file.md, benchmarks/notes-stability.md)
 
     @property
     def stages(self) -> int:

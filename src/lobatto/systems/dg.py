@@ -22,6 +22,7 @@ import numpy as np
 
 from lobatto.backends.base import element_bounds
 from lobatto.comm import GatherScatter
+from lobatto.errors import InputError
 from lobatto.discretization import derivative_matrix
 from lobatto.mesh import compute_geometry, face_point_ids
 from lobatto.mesh.topology import NUM_FACES, face_slice
@@ -73,6 +74,20 @@ def add_to_faces(u, face_data, order):
         u[face_slice(f, order)] += face_data[..., f, :, :]
 
 
+def check_representable(geometry, backend) -> None:
+    """InputError unless the geometric factors fit the backend's precision (float32 holds
+    magnitudes from about 1e-38 to 3e38: a box of extent 1e-40 has metrics of 1e40)."""
+    info = np.finfo(backend.dtype)
+    for name in ("metrics", "lift", "mass", "normals"):
+        values = np.abs(getattr(geometry, name))
+        largest = float(values.max()) if values.size else 0.0
+        smallest = float(values[values > 0].min()) if np.any(values > 0) else 1.0
+        if not (largest < float(info.max) / 16 and smallest > float(info.tiny) * 16):
+            raise InputError(f"[mesh] the geometric factors ({name}) range from {smallest:.3g} to {largest:.3g}, "
+                             f"beyond what {backend.precision} holds: rescale [mesh] lower/upper"
+                             + (" or use [backend] precision = \"float64\"" if backend.precision == "float32" else ""))
+
+
 class FaceExchangeSystem(System):
     """A DG system whose surface terms come from one gather–scatter sum of face traces.
 
@@ -101,6 +116,7 @@ class FaceExchangeSystem(System):
             for c, value in enumerate(self.boundary_factors[kind]):
                 factors[c][on_kind] = value
         g, to_dev = self.geometry, backend.asarray
+        check_representable(g, backend)
         self.device_geometry = {
             "derivative": to_dev(derivative_matrix(self.order)),
             "metrics": to_dev(g.metrics),

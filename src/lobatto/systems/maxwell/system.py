@@ -34,6 +34,10 @@ SPEC = PhysicsSpec(
         Key("mu", "positive", 1.0, "permeability"),
     ),
     fluxes=tuple(FLUX_ALPHA),
+    # largest stable cfl, every order 1-16 and boxes of PEC/PMC/absorbing/periodic sides, affine
+    # and curved, rounded down (benchmarks/notes-stability.md, benchmarks/stability_bounds.py)
+    cfl_bounds={("upwind", "lsrk45"): 0.63, ("upwind", "rk4"): 0.37, ("upwind", "ssprk3"): 0.33,
+                ("central", "lsrk45"): 0.77, ("central", "rk4"): 0.65, ("central", "ssprk3"): 0.40},
 )
 
 
