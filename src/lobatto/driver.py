@@ -219,10 +219,11 @@ class Simulation:
         self.system = system = build_system(case, self.backend, comm=comm)
         self.stepper = Stepper(system, get_scheme(case.time.integrator))
         self.min_spacing = min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
-        dt = self.stable_dt(min_spacing)
-        if case.time.t_end / dt > MAX_STEPS:
-            raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {case.time.t_end / dt:.3g} steps "
-                             f"of dt = {dt:.3g}, more than {MAX_STEPS:.0e}: shorten t_end or coarsen the mesh")
+        with collective_errors(comm):  # the same on every rank: reported once
+            dt = self.stable_dt(min_spacing)
+            if case.time.t_end / dt > MAX_STEPS:
+                    raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {case.time.t_end / dt:.3g} steps "
+                                 f"of dt = {dt:.3g}, more than {MAX_STEPS:.0e}: shorten t_end or coarsen the mesh")
         self.steps, self.dt = plan_steps(case.time.t_end, dt)
         initial = system.evaluate_fields(case.initial.fields or {}, 0.0)
         self.check_given_fields(initial, "initial", 0.0)

@@ -220,7 +220,9 @@ def toml_value(v: Any) -> str:
 
 
 def to_toml(data: dict) -> str:
-    """TOML text of a nested dict: scalars first, then [tables] (any depth)."""
+    """TOML text of a nested dict: scalars first, then [tables] (any depth). Independent of
+    lobatto.config.to_toml on purpose: the cases must not depend on the code under test, and
+    this writer emits values that one never does (dates, nan, huge integers)."""
     lines: list[str] = []
 
     def table(prefix: tuple, d: dict) -> None:

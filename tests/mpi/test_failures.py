@@ -82,13 +82,39 @@ def test_unexpected_error_on_one_rank_ends_the_job(tmp_path):
     assert seconds < 30
 
 
+BAD_INPUT = {
+    "order out of range": (("order = 3", "order = 0"), "[discretization] order"),
+    "initial field not finite": (('Ez = "sin(pi*x)*sin(pi*y)"', 'Ez = "1/x"'), "[initial] Ez is"),
+    "exact field not finite": (("[time]", '[exact]\nHx = "exp(1000*y)"\n[time]'), "[exact] Hx is"),
+    "wave speed underflows": (("[time]", "[physics]\nepsilon = 1e300\nmu = 1e300\n[time]"), "wave speed"),
+    "cfl over the bound": (("t_end = {t_end}", "t_end = {t_end}\ncfl = 0.9"), "stability bound"),
+    "mesh too large": (("elements = [4, 2, 2]", "elements = [2000, 2000, 1000]"), "GiB of host memory"),
+    "name too long": (("[output]", "[output]\nname = \"" + "n" * 300 + "\""), "[output] name"),
+    "output path is a file": (None, "not a directory"),
+    "earlier outputs": (None, "--overwrite"),
+}
+
+
 @pytest.mark.parametrize("nprocs", [2, 3])
-def test_bad_case_is_reported_once(tmp_path, nprocs):
+@pytest.mark.parametrize("what", sorted(BAD_INPUT))
+def test_bad_input_is_reported_once_by_every_rank_count(tmp_path, nprocs, what):
+    change, fragment = BAD_INPUT[what]
+    text = CASE if change is None else CASE.replace(*change)
     case = tmp_path / "case.toml"
-    case.write_text(CASE.format(t_end=0.1).replace("order = 3", "order = 0"))
-    result = run(nprocs, ["-m", "lobatto", "run", str(case), "-o", str(tmp_path / "out"), "--quiet"], timeout=60)
+    case.write_text(text.format(t_end=0.1))
+    out = tmp_path / "out"
+    if what == "output path is a file":
+        out.write_text("not a directory")
+    if what == "earlier outputs":
+        out.mkdir()
+        (out / "summary.json").write_text("{}")
+    start = time.monotonic()
+    result = run(nprocs, ["-m", "lobatto", "run", str(case), "-o", str(out), "--quiet"], timeout=60)
     assert result.returncode == 2, describe(result)
-    assert len(error_lines(result.stderr)) == 1, describe(result)
+    lines = error_lines(result.stderr)
+    assert len(lines) == 1 and fragment in lines[0], describe(result)
+    assert "Traceback" not in result.stderr and "Warning" not in result.stderr, describe(result)
+    assert time.monotonic() - start < 30
 
 
 @pytest.mark.parametrize("nprocs", [2, 3])
@@ -101,12 +127,13 @@ def test_unstable_run_stops_on_every_rank(tmp_path, nprocs):
     assert len(lines) == 1 and ("energy grew" in lines[0] or "non-finite" in lines[0]), describe(result)
 
 
+@pytest.mark.parametrize("nprocs", [2, 3])
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_ends_every_rank(tmp_path, signum, code):
+def test_signal_ends_every_rank(tmp_path, signum, code, nprocs):
     case = tmp_path / "case.toml"
     case.write_text(CASE.format(t_end=1000.0).replace("order = 3", "order = 6"))
     env = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
-    cmd = [MPIEXEC, *launcher_flags(MPIEXEC), "-n", "2", sys.executable, "-m", "lobatto", "run", str(case), "-o",
+    cmd = [MPIEXEC, *launcher_flags(MPIEXEC), "-n", str(nprocs), sys.executable, "-m", "lobatto", "run", str(case), "-o",
            str(tmp_path / "out"), "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(4.0)  # well into the step loop
