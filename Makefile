@@ -20,7 +20,7 @@ STAMP_TEST := $(VENV)/.stamp-test
 .PHONY: demo test venv install install-test clean
 
 demo: $(STAMP_BASE)
-	$(BIN)/lobatto run examples/cavity.toml --output out/cavity
+	$(BIN)/lobatto run examples/cavity.toml --output out/cavity --overwrite
 
 test: $(STAMP_TEST)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
