@@ -42,9 +42,9 @@ SPEC = PhysicsSpec(
     ),
     fluxes=tuple(FLUX_ALPHA),
     # largest stable cfl, every order 1-16 and boxes of wall/absorbing/periodic sides, affine and
-    # curved, rounded down (benchmarks/notes-stability.md, benchmarks/stability_bounds.py)
+    # curved, and the Bloch modes of larger periodic meshes, rounded down (benchmarks/notes-stability.md)
     cfl_bounds={("upwind", "lsrk45"): 0.48, ("upwind", "rk4"): 0.28, ("upwind", "ssprk3"): 0.25,
-                ("central", "lsrk45"): 0.77, ("central", "rk4"): 0.65, ("central", "ssprk3"): 0.40},
+                ("central", "lsrk45"): 0.74, ("central", "rk4"): 0.62, ("central", "ssprk3"): 0.38},
 )
 
 
