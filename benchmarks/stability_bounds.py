@@ -349,18 +349,45 @@ def _work(job):
     return kind, dict(timestep_run(case, scheme, cfl, steps), case=case, scheme=scheme, label=label, **extra)
 
 
-def run_jobs(jobs, workers):
-    results = []
-    if workers > 1:
+def _key(job) -> str:
+    return json.dumps(job, sort_keys=True, default=str)
+
+
+def _keyed_work(job):
+    return _key(job), _work(job)
+
+
+def run_jobs(jobs, workers, cache=None):
+    """Results of ``jobs`` (in completion order); with a cache file (JSON lines), jobs done by
+    an earlier, interrupted run are read back instead of run again."""
+    done = {}
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            for line in f:
+                entry = json.loads(line)
+                done[entry["key"]] = (entry["kind"], entry["result"])
+    results = [done[_key(j)] for j in jobs if _key(j) in done]
+    todo = [j for j in jobs if _key(j) not in done]
+    if results:
+        print(f"  {len(results)} jobs read from {cache}", flush=True)
+    sink = open(cache, "a") if cache else None
+
+    def record(key, r):
+        results.append(r)
+        if sink:
+            sink.write(json.dumps({"key": key, "kind": r[0], "result": r[1]}) + "\n")
+            sink.flush()
+        _progress(len(results), len(jobs), r)
+    if workers > 1 and len(todo) > 1:
         import multiprocessing as mp
         with mp.get_context("fork").Pool(workers) as pool:
-            for r in pool.imap_unordered(_work, jobs):
-                results.append(r)
-                _progress(len(results), len(jobs), r)
+            for key, r in pool.imap_unordered(_keyed_work, todo):
+                record(key, r)
     else:
-        for j in jobs:
-            results.append(_work(j))
-            _progress(len(results), len(jobs), results[-1])
+        for j in todo:
+            record(*_keyed_work(j))
+    if sink:
+        sink.close()
     return results
 
 
@@ -396,7 +423,10 @@ def main() -> int:
     ap.add_argument("--bloch-points", type=int, default=5, help="k points per direction in [0, pi]")
     ap.add_argument("--timestep-check", default="3,6", help="orders for the time-stepping check ('' none)")
     ap.add_argument("--timestep-steps", type=int, default=400)
+    ap.add_argument("--high-orders", default="", help="further orders run only for the upwind flux, affine "
+                    "mesh, pec/wall and periodic boundaries (the binding cases), e.g. 20,24")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cache", metavar="PATH", help="JSON-lines file of finished jobs: an interrupted run resumes")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     started = time.time()
@@ -417,6 +447,13 @@ def main() -> int:
                             continue
                         cases.append({"system": system, "order": N, "flux": flux, "boundary": bc,
                                       "mesh": mesh, "elements": elements})
+    for system in systems:
+        for N in parse_orders(args.high_orders):
+            for bc in ("pec", "wall", "periodic"):
+                if bc in BOUNDARIES[system] and "upwind" in fluxes:
+                    cases.append({"system": system, "order": N, "flux": "upwind", "boundary": bc,
+                                  "mesh": "affine", "elements": elements})
+    orders = sorted(set(orders) | set(parse_orders(args.high_orders)))
     jobs = [("eig", (c, args.dense_max, arnoldi, None)) for c in cases]
     cross = parse_orders(args.cross_check)
     for N in cross:
@@ -440,7 +477,7 @@ def main() -> int:
         return (c["order"] + 1) ** 3 * int(np.prod(c["elements"])) * (6 if c["system"] == "maxwell" else 4)
     jobs.sort(key=lambda j: -cost(j))
     print(f"{len(cases)} cases; {len(jobs)} jobs on {args.workers} processes", flush=True)
-    results = run_jobs(jobs, args.workers)
+    results = run_jobs(jobs, args.workers, args.cache)
 
     rows = sorted((r for k, r in results if k == "eig" and not r.get("cross_check")),
                   key=lambda r: (r["system"], r["flux"], r["boundary"], r["mesh"], r["order"]))
@@ -505,7 +542,7 @@ def main() -> int:
         steps = int(math.ceil(10.0 / (r["growth_rate"] * dt)))  # 10 e-foldings of the amplitude
         ts_jobs.append(("step", (case, "lsrk45", "curved_growth", cfl, min(steps, 20000),
                                  {"growth_rate": r["growth_rate"], "cfl_max": r["cfl_max"]["lsrk45"]})))
-    ts_rows = [r for _, r in run_jobs(ts_jobs, args.workers)] if ts_jobs else []
+    ts_rows = [r for _, r in run_jobs(ts_jobs, args.workers, args.cache)] if ts_jobs else []
     for r in ts_rows:
         if r["label"] == "curved_growth" and np.isfinite(r["energy_ratio"]):
             # second half of the run, when the fastest growing mode dominates
