@@ -31,6 +31,11 @@ INSTANTIATIONS = {
         for t in ("double", "float", "long long", "int", "unsigned long long", "unsigned int")
         for i in ("int", "long long")
     ],
+    # (order, dtype, mass, elements per block as operators/helmholtz_cuda.py picks them)
+    "helmholtz.cu": [
+        f"LOBATTO_HELMHOLTZ_INSTANTIATE({n}, {t}, {m}, {max(1, 256 // (n + 1) ** 2)})"
+        for n in ORDERS for t in DTYPES for m in (("true", "false") if n == 7 else ("true",))
+    ],
 }
 
 

@@ -1,0 +1,170 @@
+"""The Helmholtz operator A u = h1 K u + h2 B u, element by element (nekRS's axhelm, BK5).
+
+K is the stiffness matrix of -div(grad): with D_r, D_s, D_t the 1-D derivative applied along
+one axis of an element's (k, j, i) points,
+
+    K u = [D_r^T D_s^T D_t^T] G [D_r D_s D_t]^T u,     G_ij = w J (grad r_i . grad r_j),
+
+G symmetric (six factors rr, rs, rt, ss, st, tt per point, precomputed), w the product of
+the three GLL weights and J the Jacobian; B = w J is the diagonal mass. ``apply_local`` does
+no assembly: ``Assembly.dssum(op.apply_local(u))`` is the assembled operator.
+
+h1 and h2 are scalars or (E, n, n, n) arrays. A scalar is passed to the kernel; an array is
+folded into a scaled copy of G (h1) or B (h2) once, so the kernel reads the same 64 or 72
+bytes per point either way (``bytes_per_point``). With h2 = 0 the mass is not read at all.
+
+Kernels (``backend.kernel("helmholtz_apply", order=N)``), all with the signature
+``apply(u, out, factors, mass, h1, h2)`` (mass None: no h2 term):
+    reference   here, on ``xp`` (NumPy or CuPy): the oracle
+    cpu         helmholtz_cpu.py, kernels/helmholtz.c (OpenMP over elements)
+    cuda        helmholtz_cuda.py, kernels/helmholtz.cu (one block per element or a few,
+                2-D thread layout over (i, j), the k loop in registers)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.backends.base import reference_kernel
+from lobatto.discretization import derivative_matrix
+from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
+from lobatto.errors import InputError
+from lobatto.operators import helmholtz_cpu, helmholtz_cuda  # noqa: F401  (register the tuned kernels)
+
+#: order of the six factors along the first axis of ``geometric_factors``
+FACTOR_NAMES = ("rr", "rs", "rt", "ss", "st", "tt")
+_PAIRS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+
+
+def geometric_factors(geometry) -> np.ndarray:
+    """(6, E, n, n, n) host array G_ij = w J (grad r_i . grad r_j), in FACTOR_NAMES order."""
+    metrics = geometry.metrics  # [b, a] = d r_b / d x_a
+    factors = np.empty((6,) + geometry.jacobian.shape)
+    for c, (p, q) in enumerate(_PAIRS):
+        factors[c] = metrics[p, 0] * metrics[q, 0] + metrics[p, 1] * metrics[q, 1] + metrics[p, 2] * metrics[q, 2]
+        factors[c] *= geometry.mass  # w J
+    return factors
+
+
+@reference_kernel("helmholtz_apply")
+def make_apply(backend, order):
+    xp = backend.xp
+    d_host = derivative_matrix(order)
+    matrices: dict = {}
+
+    def derivatives(dtype):
+        pair = matrices.get(dtype)
+        if pair is None:
+            d = xp.asarray(d_host, dtype=dtype)
+            pair = matrices[dtype] = (d, xp.ascontiguousarray(d.T))
+        return pair
+
+    def apply(u, out, factors, mass, h1, h2):
+        d, dt = derivatives(u.dtype)
+        g = factors
+        ur, us, ut = derivative_r(xp, u, d), derivative_s(xp, u, d), derivative_t(xp, u, d)
+        wr = g[0] * ur + g[1] * us + g[2] * ut
+        ws = g[1] * ur + g[3] * us + g[4] * ut
+        wt = g[2] * ur + g[4] * us + g[5] * ut
+        result = derivative_r(xp, wr, dt) + derivative_s(xp, ws, dt) + derivative_t(xp, wt, dt)
+        result *= h1
+        if mass is not None:
+            result += (h2 * mass) * u
+        out[...] = result
+        return out
+
+    return apply
+
+
+def _coefficient(value, shape, name):
+    """(scalar, None) or (None, host array of ``shape``), checked."""
+    if np.isscalar(value) or np.ndim(value) == 0:
+        scalar = float(value)
+        if not np.isfinite(scalar):
+            raise InputError(f"HelmholtzOperator: {name} must be finite, got {value!r}")
+        return scalar, None
+    array = np.asarray(value.get() if hasattr(value, "get") else value, dtype=np.float64)
+    if array.shape != shape:
+        raise InputError(f"HelmholtzOperator: {name} must be a scalar or an (E, n, n, n) = {shape} array, "
+                         f"got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise InputError(f"HelmholtzOperator: {name} has non-finite values")
+    return None, array
+
+
+class HelmholtzOperator:
+    """A u = h1 K u + h2 B u on one mesh's elements (no assembly), on a backend.
+
+    geometry:   a ``lobatto.mesh.Geometry`` (host arrays), order N
+    dtype:      arrays' precision (default: the backend's), e.g. float32 for a preconditioner
+    Members: ``geometric_factors`` (6, E, n, n, n) and ``mass`` (E, n, n, n) on the backend,
+    ``apply_local``, ``diagonal_local``, ``set_coefficients``, ``bytes_per_point``.
+    """
+
+    def __init__(self, geometry, backend, h1=1.0, h2=0.0, dtype=None):
+        self.backend = backend
+        self.order = int(geometry.order)
+        self.n = self.order + 1
+        self.dtype = np.dtype(dtype or backend.dtype)
+        self.shape = tuple(geometry.jacobian.shape)
+        self.geometric_factors = backend.asarray(geometric_factors(geometry), dtype=self.dtype)
+        self.mass = backend.asarray(geometry.mass, dtype=self.dtype)
+        self._kernel = backend.kernel("helmholtz_apply", order=self.order)
+        self.set_coefficients(h1, h2)
+
+    def set_coefficients(self, h1=1.0, h2=0.0) -> None:
+        """New h1, h2 (scalars or (E, n, n, n) arrays); array ones are folded into copies of G / B."""
+        s1, a1 = _coefficient(h1, self.shape, "h1")
+        s2, a2 = _coefficient(h2, self.shape, "h2")
+        asarray = self.backend.asarray
+        if a1 is None:
+            self._factors, self._h1 = self.geometric_factors, s1
+        else:
+            self._factors, self._h1 = self.geometric_factors * asarray(a1, dtype=self.dtype)[None], 1.0
+        if a2 is None:
+            self._mass, self._h2 = (None if s2 == 0.0 else self.mass), s2
+        else:
+            self._mass, self._h2 = self.mass * asarray(a2, dtype=self.dtype), 1.0
+        self.h1, self.h2 = (a1 if a1 is not None else s1), (a2 if a2 is not None else s2)
+
+    def apply_local(self, u, out=None):
+        """h1 K u + h2 B u for every element of u (E, n, n, n); into ``out`` if given."""
+        if tuple(u.shape) != self.shape or u.dtype != self.dtype:
+            raise InputError(f"HelmholtzOperator: u must be a {self.dtype} array of shape {self.shape}, "
+                             f"got {u.dtype} {tuple(u.shape)}")
+        if out is None:
+            out = self.backend.xp.empty_like(u)
+        return self._kernel(u, out, self._factors, self._mass, self._h1, self._h2)
+
+    def diagonal_local(self):
+        """The exact diagonal of each element's matrix, (E, n, n, n) on the backend.
+
+        (K)_pp = sum_l D_li^2 G_rr(k,j,l) + D_lj^2 G_ss(k,l,i) + D_lk^2 G_tt(l,j,i)
+                 + 2 D_ii D_jj G_rs + 2 D_ii D_kk G_rt + 2 D_jj D_kk G_st   at p = (k, j, i)
+        (a cross term's only diagonal entry is where both derivatives meet p itself)."""
+        xp = self.backend.xp
+        d = derivative_matrix(self.order)
+        squares = xp.asarray(np.ascontiguousarray((d**2).T), dtype=self.dtype)  # [i, l] = D_li^2
+        g = self._factors
+        diag = derivative_r(xp, g[0], squares) + derivative_s(xp, g[3], squares) + derivative_t(xp, g[5], squares)
+        dd = xp.asarray(np.diag(d), dtype=self.dtype)
+        di, dj, dk = dd[None, None, None, :], dd[None, None, :, None], dd[None, :, None, None]
+        diag += 2 * (di * dj * g[1] + di * dk * g[2] + dj * dk * g[4])
+        diag *= self._h1
+        if self._mass is not None:
+            diag += self._h2 * self._mass
+        return diag
+
+    @property
+    def bytes_per_point(self) -> int:
+        """Device-memory bytes per local point of one apply: u read, Au written, the six
+        factors, and the mass where h2 != 0 (72 in float64 with the mass, 64 without)."""
+        values = 2 + 6 + (1 if self._mass is not None else 0)
+        return values * self.dtype.itemsize
+
+    @property
+    def flops_per_point(self) -> int:
+        """Floating-point operations per local point: 6n for the three derivatives, 15 for
+        G, 6n + 2 for the transposed derivatives and their sum, 1 for h1, 3 for the mass."""
+        return 12 * self.n + 18 + (3 if self._mass is not None else 0)
+
