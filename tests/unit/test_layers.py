@@ -35,14 +35,17 @@ LAYERS = {
     "lobatto.comm": 2,
     # 3: arrays, kernel registry, graph capture
     "lobatto.backends": 3,
-    # 4: physics-free operators (not written yet)
+    # 4: physics-free operators and solvers
     "lobatto.operators": 4,
+    "lobatto.solvers": 4,
     # 5: physical systems
     "lobatto.systems": 5,
     # 6: time integration
     "lobatto.integrators": 6,
     # 7: one run of a case
     "lobatto.driver": 7,
+    "lobatto.restart": 7,
+    "lobatto.probes": 7,
     # 8: the Python API
     "lobatto.api": 8,
     # 9: entry points
@@ -61,8 +64,8 @@ SHARED_SYSTEM_MODULES = {"base", "dg", "registry"}
 SYSTEM_REGISTRY = "lobatto.systems.registry"
 
 #: where system names must not appear (acceptance: grep -ril maxwell ... finds nothing)
-PHYSICS_FREE = ("backends", "comm", "config", "io", "mesh", "integrators", "operators", "jit", "discretization",
-                "driver.py", "parallel.py")
+PHYSICS_FREE = ("backends", "comm", "config", "io", "mesh", "integrators", "operators", "solvers", "jit",
+                "discretization", "driver.py", "parallel.py", "restart.py", "probes.py")
 SYSTEM_WORDS = ("maxwell", "acoustics")
 
 

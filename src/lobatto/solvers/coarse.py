@@ -1,0 +1,112 @@
+"""Coarse-grid solves of the p-multigrid cycle: a dense Cholesky factorisation of the
+assembled coarse matrix when the coarse system is small, Jacobi-PCG to a relative tolerance
+otherwise.
+
+The dense matrix is assembled from element matrices, which come from applying the level's
+element operator to the n^3 local unit vectors (all elements at once: n^3 applications at
+setup, 8 at order 1), and summed into global rows and columns by the level's continuous ids
+(0..M-1 over all ranks). Every rank holds the whole M x M matrix and its factor, so a coarse
+solve is one allreduce of an M-vector and two triangular products, the same on every rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.errors import SolverError
+from lobatto.parallel import allreduce
+from lobatto.solvers.krylov import pcg
+
+#: coarse systems up to this many points are factorised (the M x M factor is 8 M^2 bytes:
+#: 72 MB at the limit, on every rank)
+DENSE_LIMIT = 3000
+#: a Cholesky pivot below this times the largest diagonal entry (squared) means singular
+SINGULAR_PIVOT = 1e-12
+
+
+def element_matrices(operator):
+    """(E, n^3, n^3) host matrices of ``operator.apply_local`` (row i, column j)."""
+    backend, shape = operator.backend, operator.shape
+    npts = int(np.prod(shape[1:]))
+    columns = []
+    for j in range(npts):  # setup only: one application per local basis function
+        unit = np.zeros((shape[0], npts))
+        unit[:, j] = 1.0
+        image = operator.apply_local(backend.asarray(unit.reshape(shape), dtype=operator.dtype))
+        columns.append(backend.to_host(image).reshape(shape[0], npts).astype(np.float64))
+    return np.stack(columns, axis=2)
+
+
+def assembled_matrix(operator, assembly, comm=None) -> tuple[np.ndarray, np.ndarray]:
+    """(M x M assembled matrix with identity rows and columns on fixed points, fixed (M,)
+    bool), the same on every rank of ``comm``."""
+    size = assembly.num_global_points
+    ids = assembly.ids.reshape(assembly.num_elements, -1)
+    local = element_matrices(operator)
+    rows = np.broadcast_to(ids[:, :, None], local.shape)
+    cols = np.broadcast_to(ids[:, None, :], local.shape)
+    matrix = np.bincount((rows * size + cols).ravel(), weights=local.ravel(), minlength=size * size)
+    matrix = allreduce(comm, matrix.reshape(size, size))
+    fixed = np.zeros(size)
+    fixed[ids.ravel()] = 1.0 - assembly.backend.to_host(assembly.mask).reshape(-1)
+    fixed = allreduce(comm, fixed, "max") > 0
+    matrix[fixed, :] = 0.0
+    matrix[:, fixed] = 0.0
+    matrix[fixed, fixed] = 1.0
+    return matrix, fixed
+
+
+class DenseCoarseSolve:
+    """x = A_c^-1 b on a small coarse level: A_c = L L^T, applied as L^-T (L^-1 b), a fixed
+    symmetric linear map (so the V-cycle stays a symmetric preconditioner for CG)."""
+
+    def __init__(self, operator, assembly, comm=None, dtype=None):
+        size = assembly.num_global_points
+        if size > DENSE_LIMIT:
+            raise ValueError(f"DenseCoarseSolve: {size} coarse points is above the dense limit {DENSE_LIMIT}")
+        matrix, self.fixed = assembled_matrix(operator, assembly, comm)
+        try:
+            factor = np.linalg.cholesky(matrix)
+            # a singular matrix may still factor, with a pivot at round-off level
+            singular = np.diag(factor).min() ** 2 < SINGULAR_PIVOT * np.diag(matrix).max()
+        except np.linalg.LinAlgError:
+            singular = True
+        if singular:
+            raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) is not "
+                              "positive definite: a pure Neumann problem (h2 = 0, no Dirichlet side) has a "
+                              "constant null space; fix one side or add h2 > 0")
+        backend = assembly.backend
+        dtype = np.dtype(dtype or operator.dtype)
+        self.matrix = matrix
+        self.inverse_factor = backend.asarray(np.linalg.inv(factor), dtype=dtype)
+        self.ids = backend.asarray(assembly.ids.reshape(-1), dtype=np.int64)
+        self.weights = assembly.inverse_multiplicity.reshape(-1).astype(dtype)
+        self.size, self.shape = size, assembly.shape
+        self.backend, self.comm = backend, comm if comm is not None and comm.Get_size() > 1 else None
+
+    def __call__(self, b):
+        xp = self.backend.xp
+        # each copy of a point weighted by 1/multiplicity: summed over all copies on all
+        # ranks, every point's value once
+        global_b = xp.bincount(self.ids, weights=b.reshape(-1) * self.weights, minlength=self.size)
+        if self.comm is not None:
+            global_b = self.backend.asarray(allreduce(self.comm, self.backend.to_host(global_b)), dtype=b.dtype)
+        global_b = global_b.astype(b.dtype, copy=False)
+        y = self.inverse_factor @ global_b
+        x = self.inverse_factor.T @ y
+        return x[self.ids].reshape(self.shape)
+
+
+class IterativeCoarseSolve:
+    """Jacobi-PCG on the coarse level to ``tol`` relative to the coarse right-hand side
+    (at most ``maxiter`` iterations; a coarse solve that stops short is still a correction).
+    It is not a fixed linear map: use flexible CG (or FGMRES) outside."""
+
+    def __init__(self, apply, jacobi, dot, tol: float = 1e-2, maxiter: int = 200):
+        self.apply, self.jacobi, self.dot, self.tol, self.maxiter = apply, jacobi, dot, tol, maxiter
+        self.iterations: list[int] = []
+
+    def __call__(self, b):
+        result = pcg(self.apply, b, M=self.jacobi, dot=self.dot, tol=self.tol, maxiter=self.maxiter)
+        self.iterations.append(result.iterations)
+        return result.x

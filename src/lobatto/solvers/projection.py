@@ -1,0 +1,85 @@
+"""A-conjugate projection onto previous solutions (Fischer 1998, "Projection techniques for
+iterative solution of Ax = b with successive right-hand sides").
+
+Solutions of a sequence of nearby systems (the pressure of successive time steps) lie close
+to the span of the previous ones. The basis x_1..x_k is kept A-orthonormal (x_i . A x_j =
+delta_ij) with A x_i stored beside it, so the best approximation in the A-norm is
+x_bar = sum_i (x_i . b) x_i at k dot products and no application of A, and the solver
+only has to find the correction for b - A x_bar = b - sum_i (x_i . b) A x_i.
+
+    projection = SolutionProjection(A, dot)
+    x_bar, r = projection.project(b)
+    dx = pcg(A, r, ...).x
+    x = projection.update(x_bar, dx)     # x_bar + dx; dx joins the basis (one A application)
+
+When the basis is full it restarts from the latest solution alone (nekRS does the same).
+"""
+
+from __future__ import annotations
+
+import math
+
+from lobatto.solvers.krylov import euclidean_dot, zeros_like
+
+#: Fischer's and nekRS's default number of stored solutions
+DEFAULT_CAPACITY = 8
+#: a new direction shorter than this (in the A-norm, relative to before orthogonalisation)
+#: lies in the span already: it is dropped instead of being normalised into noise
+DEPENDENCE_TOLERANCE = 1e-10
+
+
+class SolutionProjection:
+    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY):
+        if int(capacity) < 1:
+            raise ValueError(f"SolutionProjection: capacity must be >= 1, got {capacity}")
+        self.A = A
+        self.dot = dot or euclidean_dot
+        self.capacity = int(capacity)
+        self.basis: list = []  # x_i, A-orthonormal
+        self.images: list = []  # A x_i
+
+    def __len__(self) -> int:
+        return len(self.basis)
+
+    def project(self, b):
+        """(x_bar, b - A x_bar): the A-norm best approximation in the basis and its residual."""
+        x_bar = zeros_like(b)
+        residual = b.copy()
+        for x_i, ax_i in zip(self.basis, self.images):
+            c = self.dot(x_i, b)
+            x_bar += c * x_i
+            residual -= c * ax_i
+        return x_bar, residual
+
+    def update(self, x_bar, dx):
+        """The solution x_bar + dx; dx (or, when the basis is full, the whole solution)
+        joins the basis after A-orthogonalisation."""
+        x = x_bar + dx
+        if len(self.basis) >= self.capacity:
+            self.basis.clear()
+            self.images.clear()
+            self._append(x.copy())
+        else:
+            self._append(dx.copy())
+        return x
+
+    def _append(self, v) -> bool:
+        av = self.A(v)
+        norm_before = math.sqrt(max(self.dot(v, av), 0.0))
+        if not norm_before > 0:
+            return False
+        # classical Gram-Schmidt twice: two passes make it as good as modified GS, and each
+        # pass's dot products are independent of one another
+        for _ in range(2):
+            coefficients = [self.dot(x_i, av) for x_i in self.basis]
+            for c, x_i, ax_i in zip(coefficients, self.basis, self.images):
+                v -= c * x_i
+                av -= c * ax_i
+        norm = math.sqrt(max(self.dot(v, av), 0.0))
+        if not norm > DEPENDENCE_TOLERANCE * norm_before:
+            return False
+        v *= 1.0 / norm
+        av *= 1.0 / norm
+        self.basis.append(v)
+        self.images.append(av)
+        return True
