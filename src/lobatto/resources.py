@@ -13,7 +13,10 @@ rank's E elements, f fields, c trace components, p bytes per value of the backen
 host-side NumPy arrays are float64 whatever the precision):
 
 * mesh (mesh/box.py, mesh.py; ``halo_last`` copies it): about 1 KiB per element while it is
-  built, 400 bytes per element kept. The ``metis`` and ``rsb`` partitioners build the whole
+  built, 400 bytes per element kept, plus a curved mesh's nodes (3 (q+1)^3 float64 per element
+  at geometry order q). A mesh file is read whole on every rank (the reader's nodes and the whole
+  mesh built from them: about twice the nodes plus 1 KiB per element of the file) before the
+  rank keeps its part. The ``metis`` and ``rsb`` partitioners build the whole
   mesh's graph on every rank first (3 KiB per element of the whole mesh).
 * geometry (mesh/geometry.py): kept 14 P + 5 F float64 (coords 3, metrics 9, Jacobian, mass;
   normals 3, surface Jacobian, lift on faces); while the metric terms are formed from
@@ -80,7 +83,7 @@ def stepper_states(scheme) -> int:
 
 def estimate_run_memory(num_elements, order, fields, trace_components, precision="float64", ranks=1, *,
                         backend="cpu", integrator_states=1, reference_kernels=False, fused_exchange=None,
-                        partitioner="rcb", exact_fields=True) -> dict:
+                        partitioner="rcb", exact_fields=True, geometry_order=1, file_elements=None) -> dict:
     """Peak bytes per rank on the host and on the device of a run (see the module docstring).
 
     num_elements:      elements on the rank that holds the most (the whole mesh on one rank;
@@ -100,6 +103,9 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
     partitioner:       "rcb" (each rank builds its part only), "metis" or "rsb" (each rank
                        first builds the whole mesh's graph).
     exact_fields:      whether errors against exact fields are computed (at the end of a run).
+    geometry_order:    q of a curved mesh's nodes (1: corners only, nothing more kept).
+    file_elements:     elements of the mesh file every rank reads whole (None: a box, built
+                       part by part).
 
     Returns {"host_bytes", "device_bytes", "host_phase", "device_phase" (where each peak
     falls), "elements_per_rank", "points_per_rank", "order", "ranks", "backend",
@@ -130,8 +136,11 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
     # --- mesh --------------------------------------------------------------------------
     if ranks > 1 and partitioner in ("metis", "rsb"):
         host["partition"] = GRAPH_PARTITION_BYTES * E * ranks
-    host["mesh"] = MESH_BUILD_BYTES * E
-    mesh = MESH_KEPT_BYTES * E
+    nodes = 3 * (int(geometry_order) + 1) ** 3 * 8 if geometry_order > 1 else 0  # curved nodes per element
+    if file_elements is not None:
+        host["mesh file"] = int(file_elements) * (MESH_BUILD_BYTES + 2 * nodes)
+    host["mesh"] = (MESH_BUILD_BYTES + 2 * nodes) * E
+    mesh = (MESH_KEPT_BYTES + nodes) * E
 
     # --- geometry ------------------------------------------------------------------------
     geometry = (14 * P + 5 * F) * D + E

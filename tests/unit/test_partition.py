@@ -270,7 +270,7 @@ def test_check_partition_rejects_ranks_that_disagree(method):
     elements = (5, 4, 3)
     case = SimpleNamespace(mesh=SimpleNamespace(elements=elements), parallel=SimpleNamespace(partitioner=method))
     parts = [partition_box(elements, 3, p, method) for p in range(3)]
-    holding = lambda ids: SimpleNamespace(element_ids=np.asarray(ids, dtype=np.int64))  # noqa: E731
+    holding = lambda ids: SimpleNamespace(element_ids=np.asarray(ids, dtype=np.int64), num_global_elements=60)  # noqa: E731
     check_partition(holding(np.concatenate(parts)), case, _SummingComm(1))  # all parts on one rank: fine
     # every rank computing part 0: elements missing and others held three times
     with pytest.raises(SolverError, match=f"'{method}' partition .* does not cover the 60 elements"):

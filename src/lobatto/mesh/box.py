@@ -108,6 +108,7 @@ def box_mesh(
     face_neighbour = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
     neighbour_face = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
     boundary_kind = np.full((num_elements, NUM_FACES), INTERIOR, dtype=np.int64)
+    face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
     index = np.stack([ix, iy, iz], axis=1)
     for face in range(NUM_FACES):
         axis, step = face // 2, (1 if face % 2 else -1)
@@ -121,6 +122,7 @@ def box_mesh(
         face_neighbour[:, face] = np.where(outside, -1, nb_id)
         neighbour_face[:, face] = np.where(outside, -1, face ^ 1)
         boundary_kind[:, face] = np.where(outside, kinds[SIDE_NAMES[face]], INTERIOR)
+        face_group[:, face] = np.where(outside, face, -1)  # group i is SIDE_NAMES[i]
 
     mesh = HexMesh(
         vertices=vertices,
@@ -134,6 +136,8 @@ def box_mesh(
         element_labels=index,
         deform=deform,
         num_global_elements=num_global,
+        face_group=face_group,
+        group_names=SIDE_NAMES,
     )
     mesh.check()
     return mesh

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, find_orientation, reorient
+from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, NUM_ORIENTATIONS, reorient
 
 
 def connectivity_from_vertices(element_vertices: np.ndarray):
@@ -37,12 +37,17 @@ def connectivity_from_vertices(element_vertices: np.ndarray):
     neighbour_face = neighbour_face.reshape(num_elements, NUM_FACES)
 
     face_orientation = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
-    for e, f in zip(*np.nonzero(face_neighbour >= 0)):
-        nb, nf = face_neighbour[e, f], neighbour_face[e, f]
-        code = find_orientation(corners[e, f], corners[nb, nf])
-        if code < 0:
-            raise ValueError(f"element {e} face {f}: corners do not match its neighbour's face")
-        face_orientation[e, f] = code
+    e_idx, f_idx = np.nonzero(face_neighbour >= 0)
+    ours = corners[e_idx, f_idx].reshape(-1, 2, 2)
+    theirs = corners[face_neighbour[e_idx, f_idx], neighbour_face[e_idx, f_idx]].reshape(-1, 2, 2)
+    codes = np.full(len(e_idx), -1, dtype=np.int64)
+    for code in range(NUM_ORIENTATIONS):  # the first code that maps their corners onto ours
+        match = (codes < 0) & np.all(reorient(theirs, code) == ours, axis=(1, 2))
+        codes[match] = code
+    if np.any(codes < 0):
+        i = int(np.argmax(codes < 0))
+        raise ValueError(f"element {e_idx[i]} face {f_idx[i]}: corners do not match its neighbour's face")
+    face_orientation[e_idx, f_idx] = codes
     return face_neighbour, neighbour_face, face_orientation
 
 

@@ -1,8 +1,9 @@
 """Geometry at GLL points: coordinates, metric terms, Jacobian, face normals, surface Jacobians.
 
-For each element the trilinear map of its vertices is evaluated at the GLL points, then the
-optional deformation is added pointwise; everything else is computed from that degree-N
-interpolant, so both elements sharing a face see identical face coordinates and normals
+For each element the map from the reference cube is evaluated at the GLL points (the
+trilinear map of its vertices, or, on a curved mesh, the tensor-product Lagrange interpolant
+of its nodes at the GLL points of the geometry's order q), then the optional deformation is
+added pointwise; everything else is computed from that degree-N interpolant, so both elements sharing a face see identical face coordinates and normals
 that are opposite to round-off.
 """
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lobatto.discretization import derivative_matrix, gll_points, gll_weights
+from lobatto.discretization import derivative_matrix, gll_points, gll_weights, interpolation_matrix
 from lobatto.errors import InputError
 from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
 from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
@@ -61,6 +62,27 @@ def trilinear_coordinates(vertices: np.ndarray, element_vertices: np.ndarray, or
     return coords
 
 
+def curved_coordinates(curved_nodes: np.ndarray, order: int) -> np.ndarray:
+    """(3, E, n, n, n) coordinates at the GLL points of order N of the elements whose nodes
+    (E, 3, q+1, q+1, q+1) sit at the GLL points of order q: the interpolant, one axis at a time.
+    For q > N this truncates the geometry to degree N (what the solver can represent)."""
+    q = curved_nodes.shape[-1] - 1
+    nodes = np.moveaxis(np.asarray(curved_nodes, dtype=np.float64), 1, 0)  # (3, E, q+1, q+1, q+1)
+    if q == order:
+        return nodes.copy()
+    interp = interpolation_matrix(q, gll_points(order))  # (n, q+1)
+    out = np.einsum("ai,xekji->xekja", interp, nodes)
+    out = np.einsum("bj,xekja->xekba", interp, out)
+    return np.einsum("ck,xekba->xecba", interp, out)
+
+
+def element_coordinates(mesh, order: int) -> np.ndarray:
+    """(3, E, n, n, n) the undeformed element maps at the GLL points of order N."""
+    if mesh.curved_nodes is not None:
+        return curved_coordinates(mesh.curved_nodes, order)
+    return trilinear_coordinates(mesh.vertices, mesh.element_vertices, order)
+
+
 def compute_geometry(mesh, order: int, deform=None) -> Geometry:
     """Geometric factors; stops with an InputError naming the first degenerate element.
 
@@ -85,12 +107,16 @@ def _first_bad(bad_per_element: np.ndarray) -> int | None:
 
 
 def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
-    coords = trilinear_coordinates(mesh.vertices, mesh.element_vertices, order)
+    coords = element_coordinates(mesh, order)
     deform = deform if deform is not None else mesh.deform
     if deform is not None:
         coords = coords + np.asarray(deform(coords[0], coords[1], coords[2]), dtype=np.float64)
-    hint = ("reduce the [mesh.deform] amplitude or refine the mesh" if deform is not None
-            else "check [mesh] lower/upper (each side must have a positive, representable length)")
+    if deform is not None:
+        hint = "reduce the [mesh.deform] amplitude or refine the mesh"
+    elif mesh.source is not None:
+        hint = f"check the element in {mesh.source} (its nodes must give a positive Jacobian everywhere)"
+    else:
+        hint = "check [mesh] lower/upper (each side must have a positive, representable length)"
 
     d = derivative_matrix(order)
     # dxdr[a, b] = d x_a / d r_b, filled in place (no stacked temporaries)

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lobatto.errors import InputError
+from lobatto.mesh.connectivity import connectivity_from_vertices
+from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
+from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, NUM_ORIENTATIONS, reorient
+
 
 @dataclass
 class ImportedMesh:
@@ -19,10 +24,11 @@ class ImportedMesh:
     element_nodes:   (E, 3, q+1, q+1, q+1) x, y, z of each element at the GLL points of order
                      q >= 1 (q = 1: the 8 corners), axes [k, j, i] like lobatto's volume
                      arrays (i along r). Corner a + 2b + 4c of topology's lexicographic order
-                     (a, b, c in {0, 1}) is element_nodes[e, :, c*q, b*q, a*q]. The map from the reference cube is the
-                     tensor-product Lagrange interpolant of these nodes.
+                     (a, b, c in {0, 1}) is element_nodes[e, :, c*q, b*q, a*q]. The map from the
+                     reference cube is the tensor-product Lagrange interpolant of these nodes.
     boundary_faces:  {group name: (n, 2) int array of (element, face)} with faces numbered as
-                     in lobatto.mesh.topology; every face without a neighbour must be in a group.
+                     in lobatto.mesh.topology; every face without a neighbour must be in a group
+                     (a group may also hold faces inside the mesh: they take no boundary kind).
     regions:         (E,) int index into region_names (0 when the file names none).
     region_names:    names of the volume groups ("all" when the file names none).
     corner_ids:      optional (E, 8) vertex ids shared between elements (lexicographic corner
@@ -30,6 +36,8 @@ class ImportedMesh:
     periodic_faces:  optional (n, 4) int array (element, face, element, face) of faces joined
                      by a periodic boundary.
     source:          the file name, for error messages.
+    info:            what the reader says about the file (format, version, geometry order);
+                     "element_numbers", (E,) the elements' numbers in the file, is used in messages.
     """
 
     element_nodes: np.ndarray
@@ -48,3 +56,248 @@ class ImportedMesh:
     @property
     def geometry_order(self) -> int:
         return int(self.element_nodes.shape[-1]) - 1
+
+    def corner_coordinates(self) -> np.ndarray:
+        """(E, 8, 3) the corners in lexicographic order (vertex a + 2b + 4c)."""
+        q = self.geometry_order
+        nodes = self.element_nodes
+        return np.stack([nodes[:, :, (v >> 2) * q, ((v >> 1) & 1) * q, (v & 1) * q] for v in range(8)], axis=1)
+
+    def describe_element(self, e: int) -> str:
+        """'element 12 (number 345 in FILE) centred at (x, y, z)' for messages."""
+        numbers = self.info.get("element_numbers")
+        number = "" if numbers is None else f" (number {int(numbers[e])} in the file)"
+        centre = self.corner_coordinates_of(e).mean(axis=0)
+        return f"element {e}{number} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
+
+    def corner_coordinates_of(self, e: int) -> np.ndarray:
+        q = self.geometry_order
+        return np.array([self.element_nodes[e, :, (v >> 2) * q, ((v >> 1) & 1) * q, (v & 1) * q] for v in range(8)])
+
+
+#: corners closer than this times the smallest element edge are one vertex (files that carry
+#: coordinates only, like Nek5000's, repeat each corner once per element, rounded in ASCII files)
+MERGE_TOLERANCE = 1e-6
+#: periodic faces must be translates of each other to this fraction of their shortest edge
+PERIODIC_TOLERANCE = 1e-6
+
+_EDGES = np.array([(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (0, 4), (1, 5), (2, 6), (3, 7)])
+
+
+def hex_mesh_from_imported(imported: ImportedMesh, boundary_kinds: dict | None = None,
+                           default_kind: str = DEFAULT_BOUNDARY) -> HexMesh:
+    """The whole :class:`HexMesh` of a file's mesh.
+
+    boundary_kinds: {group name: the system's boundary kind} for the groups the case file
+                    maps ([mesh.boundaries]); every other group takes ``default_kind``.
+    Corners are shared through ``corner_ids`` or, without them, merged by coordinates;
+    faces are matched by their corners (any orientation), periodic faces joined with the
+    orientation their corner coordinates give after the translation between them.
+    """
+    boundary_kinds = dict(boundary_kinds or {})
+    source = imported.source
+    _check_nodes(imported)
+    corners = imported.corner_coordinates()
+    if imported.corner_ids is not None:
+        corner_ids = np.asarray(imported.corner_ids, dtype=np.int64)
+        if corner_ids.shape != (imported.num_elements, 8):
+            raise InputError(f"{source}: corner ids have shape {corner_ids.shape}, expected ({imported.num_elements}, 8)")
+        used, first, element_vertices = np.unique(corner_ids, return_index=True, return_inverse=True)
+        element_vertices = element_vertices.reshape(-1, 8)
+        vertices = corners.reshape(-1, 3)[first]
+    else:
+        vertices, element_vertices = merge_corners(corners, imported)
+    _check_distinct_corners(element_vertices, imported)
+    try:
+        face_neighbour, neighbour_face, face_orientation = connectivity_from_vertices(element_vertices)
+    except ValueError as error:
+        raise InputError(f"{source}: {error}") from None
+    if imported.periodic_faces is not None and len(imported.periodic_faces):
+        join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_orientation)
+    face_group, boundary_kind, boundary_names = _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind)
+    regions = np.asarray(imported.regions, dtype=np.int64).reshape(-1)
+    if regions.shape != (imported.num_elements,) or np.any((regions < 0) | (regions >= len(imported.region_names))):
+        raise InputError(f"{source}: region indices must be one per element, in 0..{len(imported.region_names) - 1}")
+    mesh = HexMesh(
+        vertices=vertices,
+        element_vertices=element_vertices,
+        face_neighbour=face_neighbour,
+        neighbour_face=neighbour_face,
+        face_orientation=face_orientation,
+        boundary_kind=boundary_kind,
+        boundary_names=boundary_names,
+        curved_nodes=imported.element_nodes if imported.geometry_order > 1 else None,
+        regions=regions,
+        region_names=tuple(imported.region_names),
+        face_group=face_group,
+        group_names=tuple(imported.boundary_faces),
+        source=source,
+        element_numbers=imported.info.get("element_numbers"),
+    )
+    mesh.check()
+    return mesh
+
+
+def _check_nodes(imported: ImportedMesh) -> None:
+    nodes = imported.element_nodes
+    if nodes.ndim != 5 or nodes.shape[1] != 3 or not (nodes.shape[2] == nodes.shape[3] == nodes.shape[4] >= 2):
+        raise InputError(f"{imported.source}: element nodes have shape {nodes.shape}, expected (E, 3, q+1, q+1, q+1)")
+    if imported.num_elements == 0:
+        raise InputError(f"{imported.source}: the mesh has no hexahedra")
+    finite = np.isfinite(nodes).reshape(len(nodes), -1).all(axis=1)
+    if not finite.all():
+        e = int(np.argmin(finite))
+        raise InputError(f"{imported.source}: element {e} has coordinates that are not finite numbers")
+
+
+def smallest_edges(corners: np.ndarray) -> np.ndarray:
+    """(E,) the shortest of the 12 straight edges between each element's corners."""
+    edges = corners[:, _EDGES[:, 1]] - corners[:, _EDGES[:, 0]]
+    return np.sqrt(np.sum(edges**2, axis=2)).min(axis=1)
+
+
+def merge_corners(corners: np.ndarray, imported: ImportedMesh):
+    """(vertices, element_vertices): corners closer than MERGE_TOLERANCE times the smallest edge
+    become one vertex (the coordinates of the first of them, in element order).
+
+    Points are binned in cells of twice the tolerance; two points within the tolerance lie in
+    the same cell or in neighbouring ones, so cells and their 26 neighbours are compared and
+    joined into components. Distinct corners are an edge apart, far more than a cell."""
+    points = corners.reshape(-1, 3)
+    edge = smallest_edges(corners)
+    if not np.all(edge > 0):
+        e = int(np.argmin(edge))
+        raise InputError(f"{imported.source}: {imported.describe_element(e)} has two corners at the same point")
+    tol = MERGE_TOLERANCE * float(edge.min())
+    cell = 2.0 * tol
+    keys = np.floor(points / cell).astype(np.int64)
+    cells, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    rep = points[first]  # one point per cell
+    row = np.dtype([("x", np.int64), ("y", np.int64), ("z", np.int64)])
+    table = np.ascontiguousarray(cells).view(row).ravel()  # sorted (np.unique sorts rows)
+    label = np.arange(len(cells))
+    pairs = []
+    for offset in np.array(np.meshgrid([-1, 0, 1], [-1, 0, 1], [-1, 0, 1], indexing="ij")).reshape(3, -1).T:
+        if not offset.any():
+            continue
+        query = np.ascontiguousarray(cells + offset).view(row).ravel()
+        at = np.clip(np.searchsorted(table, query), 0, len(table) - 1)
+        found = table[at] == query
+        near = found & (np.sqrt(np.sum((rep[at] - rep) ** 2, axis=1)) <= tol)
+        pairs.append(np.stack([np.flatnonzero(near), at[near]]))
+    pairs = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), dtype=np.int64)
+    while pairs.shape[1]:  # components: propagate the smallest label along the pairs
+        low = np.minimum(label[pairs[0]], label[pairs[1]])
+        new = label.copy()
+        np.minimum.at(new, pairs[0], low)
+        np.minimum.at(new, pairs[1], low)
+        new = new[new]
+        if np.array_equal(new, label):
+            break
+        label = new
+    components, vertex_of_cell = np.unique(label, return_inverse=True)
+    element_vertices = vertex_of_cell.reshape(-1)[inverse].reshape(-1, 8)
+    # coordinates of each vertex: its first corner in element order
+    order = np.argsort(element_vertices.reshape(-1), kind="stable")
+    starts = np.searchsorted(element_vertices.reshape(-1)[order], np.arange(len(components)))
+    vertices = points[order[starts]]
+    return vertices, element_vertices
+
+
+def _check_distinct_corners(element_vertices: np.ndarray, imported: ImportedMesh) -> None:
+    ordered = np.sort(element_vertices, axis=1)
+    repeated = np.any(ordered[:, 1:] == ordered[:, :-1], axis=1)
+    if repeated.any():
+        e = int(np.argmax(repeated))
+        raise InputError(f"{imported.source}: {imported.describe_element(e)} is degenerate: two of its corners "
+                         "are the same vertex (collapsed hexahedra are not supported)")
+
+
+def _face_corners(corners: np.ndarray, e: int, f: int) -> np.ndarray:
+    """(3, 2, 2) corner coordinates of face f of element e on the face's [a, b] grid."""
+    return corners[e, list(FACE_CORNERS[f])].T.reshape(3, 2, 2)
+
+
+def join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_orientation) -> None:
+    """Join each listed pair of boundary faces (in place): the orientation code is the one
+    that maps the partner's corners, moved by the translation between the faces' centres,
+    onto this face's corners."""
+    pairs = np.asarray(imported.periodic_faces, dtype=np.int64).reshape(-1, 4)
+    source = imported.source
+    for e1, f1, e2, f2 in pairs:
+        for e, f in ((e1, f1), (e2, f2)):
+            if not (0 <= e < imported.num_elements and 0 <= f < NUM_FACES):
+                raise InputError(f"{source}: periodic face ({e}, {f}) is outside the mesh's elements and faces")
+        for (e, f), (pe, pf) in (((e1, f1), (e2, f2)), ((e2, f2), (e1, f1))):
+            current = face_neighbour[e, f]
+            if current >= 0 and (current, neighbour_face[e, f]) != (pe, pf):
+                raise InputError(f"{source}: {imported.describe_element(e)} face {f} is periodic but already "
+                                 f"touches element {current}")
+            ours, theirs = _face_corners(corners, e, f), _face_corners(corners, pe, pf)
+            shift = theirs.mean(axis=(1, 2)) - ours.mean(axis=(1, 2))
+            moved = theirs - shift[:, None, None]
+            misfit = [np.abs(reorient(moved, code) - ours).max() for code in range(NUM_ORIENTATIONS)]
+            code = int(np.argmin(misfit))
+            edge = min(np.sqrt(np.sum((ours[:, 1, 0] - ours[:, 0, 0]) ** 2)),
+                       np.sqrt(np.sum((ours[:, 0, 1] - ours[:, 0, 0]) ** 2)))
+            if misfit[code] > PERIODIC_TOLERANCE * edge:
+                raise InputError(f"{source}: periodic faces {imported.describe_element(e)} face {f} and "
+                                 f"element {pe} face {pf} are not translates of each other (corners off by "
+                                 f"{misfit[code]:.3g} after the shift {np.round(shift, 12).tolist()})")
+            face_neighbour[e, f], neighbour_face[e, f], face_orientation[e, f] = pe, pf, code
+
+
+def _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind):
+    """(face_group, boundary_kind, boundary_names) from the file's groups and the case's map."""
+    source = imported.source
+    groups = tuple(imported.boundary_faces)
+    unknown = [name for name in boundary_kinds if name not in groups]
+    if unknown:
+        listed = ", ".join(f"'{g}'" for g in groups) if groups else "none"
+        raise InputError(f"{source}: [mesh.boundaries] names the group '{unknown[0]}', which the mesh does not "
+                         f"have (its surface groups: {listed})")
+    num_elements = imported.num_elements
+    face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    kinds = sorted(set(boundary_kinds.values()) | {default_kind})
+    kind_index = {kind: i for i, kind in enumerate(kinds)}
+    explicit = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    for g, name in enumerate(groups):
+        faces = np.asarray(imported.boundary_faces[name], dtype=np.int64).reshape(-1, 2)
+        e, f = faces[:, 0], faces[:, 1]
+        if np.any((e < 0) | (e >= num_elements) | (f < 0) | (f >= NUM_FACES)):
+            raise InputError(f"{source}: surface group '{name}' lists faces outside the mesh's elements")
+        interior = face_neighbour[e, f] >= 0
+        if name in boundary_kinds and interior.any():
+            i = int(np.argmax(interior))
+            raise InputError(f"{source}: [mesh.boundaries] {name} = \"{boundary_kinds[name]}\": the group lies "
+                             f"inside the mesh ({imported.describe_element(int(e[i]))} face {int(f[i])} has a "
+                             "neighbour across it); only faces on the mesh's boundary take a boundary kind")
+        e, f = e[~interior], f[~interior]
+        unset = face_group[e, f] < 0
+        face_group[e[unset], f[unset]] = g
+        if name in boundary_kinds:
+            k = kind_index[boundary_kinds[name]]
+            clash = (explicit[e, f] >= 0) & (explicit[e, f] != k)
+            if clash.any():
+                i = int(np.argmax(clash))
+                other = kinds[explicit[e[i], f[i]]]
+                raise InputError(f"{source}: {imported.describe_element(int(e[i]))} face {int(f[i])} is in "
+                                 f"groups mapped to \"{other}\" and to \"{boundary_kinds[name]}\" "
+                                 f"([mesh.boundaries] {name}); give the groups one kind")
+            explicit[e, f] = k
+    missing = (face_neighbour < 0) & (face_group < 0)
+    if missing.any():
+        e, f = (int(v) for v in np.argwhere(missing)[0])
+        hint = ("the file has no surface groups: name the boundary surfaces (in gmsh, physical surface groups)"
+                if not groups else f"its surface groups are {', '.join(repr(g) for g in groups)}")
+        raise InputError(f"{source}: {imported.describe_element(e)} face {f} is on the boundary but in no named "
+                         f"surface group ({int(missing.sum())} such faces); every boundary face needs a group: {hint}")
+    boundary = face_neighbour < 0
+    chosen = np.where(explicit >= 0, explicit, kind_index[default_kind])
+    used = sorted(set(chosen[boundary].tolist()))
+    names = tuple(kinds[i] for i in used) or (default_kind,)
+    remap = np.full(len(kinds), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    boundary_kind = np.where(boundary, remap[chosen], INTERIOR)
+    return face_group, boundary_kind, names

@@ -29,6 +29,17 @@ class HexMesh:
                         of a partitioned mesh holds its own elements' ids).
     element_labels:     optional (E, 3) structured indices, used in error messages.
     deform:             optional callable (x, y, z) -> (dx, dy, dz) applied to every GLL point.
+    curved_nodes:       optional (E, 3, q+1, q+1, q+1) x, y, z at the GLL points of geometry
+                        order q, axes [k, j, i]: the element map is their tensor-product Lagrange
+                        interpolant (None: the trilinear map of the corners).
+    regions:            (E,) index into region_names (the volume group of each element).
+    region_names:       names of the volume groups (a box has one, "all").
+    face_group:         (E, 6) index into group_names on boundary faces, -1 on interior faces:
+                        the named surface a boundary face belongs to (a box's sides xmin..zmax).
+                        boundary_kind says what the system does there; face_group where it is.
+    group_names:        names of the boundary surfaces.
+    source:             the mesh file, or None for a generated mesh.
+    element_numbers:    optional (E,) each element's number in the mesh file, for messages.
     """
 
     vertices: np.ndarray
@@ -42,16 +53,33 @@ class HexMesh:
     element_labels: np.ndarray | None = None
     deform: object | None = None
     num_global_elements: int | None = None
+    curved_nodes: np.ndarray | None = None
+    regions: np.ndarray | None = None
+    region_names: tuple = ("all",)
+    face_group: np.ndarray | None = None
+    group_names: tuple = ()
+    source: str | None = None
+    element_numbers: np.ndarray | None = None
 
     def __post_init__(self):
+        num_elements = self.element_vertices.shape[0]
         if self.element_ids is None:
-            self.element_ids = np.arange(self.element_vertices.shape[0], dtype=np.int64)
+            self.element_ids = np.arange(num_elements, dtype=np.int64)
         if self.num_global_elements is None:
-            self.num_global_elements = int(self.element_vertices.shape[0])
+            self.num_global_elements = int(num_elements)
+        if self.regions is None:
+            self.regions = np.zeros(num_elements, dtype=np.int64)
+        if self.face_group is None:
+            self.face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
 
     @property
     def num_elements(self) -> int:
         return int(self.element_vertices.shape[0])
+
+    @property
+    def geometry_order(self) -> int:
+        """q of curved_nodes, 1 for the trilinear map of the corners."""
+        return 1 if self.curved_nodes is None else int(self.curved_nodes.shape[-1]) - 1
 
     def describe_element(self, e: int) -> str:
         corners = self.vertices[self.element_vertices[e]]
@@ -59,6 +87,10 @@ class HexMesh:
         label = ""
         if self.element_labels is not None:
             label = " (box index " + ",".join(str(int(v)) for v in self.element_labels[e]) + ")"
+        elif self.source is not None and self.element_numbers is not None:
+            label = f" (number {int(self.element_numbers[e])} in {self.source})"
+        elif self.source is not None:
+            label = f" of {self.source}"
         return f"element {int(self.element_ids[e])}{label} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
 
     def halo_elements(self) -> np.ndarray:
@@ -72,16 +104,42 @@ class HexMesh:
         order = np.asarray(order, dtype=np.int64)
         if sorted(order.tolist()) != list(range(self.num_elements)):
             raise ValueError(f"reordered: expected a permutation of 0..{self.num_elements - 1}")
-        labels = None if self.element_labels is None else self.element_labels[order]
+        return self._take(order)
+
+    def subset(self, element_ids) -> HexMesh:
+        """The part of this mesh made of the given global element ids (a rank's part), in
+        that order; global ids, connectivity (by global id) and names are kept, vertices
+        not used by the part are dropped."""
+        element_ids = np.asarray(element_ids, dtype=np.int64)
+        rows = self.local_index(element_ids)
+        if np.any(rows < 0):
+            missing = element_ids[rows < 0]
+            raise ValueError(f"subset: element ids not in this mesh: {missing[:5].tolist()}")
+        if len(np.unique(element_ids)) != len(element_ids):
+            raise ValueError("subset: element ids repeat")
+        part = self._take(rows)
+        used, element_vertices = np.unique(part.element_vertices, return_inverse=True)
+        return replace(part, vertices=self.vertices[used],
+                       element_vertices=element_vertices.reshape(part.element_vertices.shape))
+
+    def _take(self, rows: np.ndarray) -> HexMesh:
+        """This mesh with the per-element arrays' rows taken in the given order."""
+        def rows_of(array):
+            return None if array is None else array[rows]
+
         return replace(
             self,
-            element_vertices=self.element_vertices[order],
-            face_neighbour=self.face_neighbour[order],
-            neighbour_face=self.neighbour_face[order],
-            face_orientation=self.face_orientation[order],
-            boundary_kind=self.boundary_kind[order],
-            element_ids=self.element_ids[order],
-            element_labels=labels,
+            element_vertices=self.element_vertices[rows],
+            face_neighbour=self.face_neighbour[rows],
+            neighbour_face=self.neighbour_face[rows],
+            face_orientation=self.face_orientation[rows],
+            boundary_kind=self.boundary_kind[rows],
+            element_ids=self.element_ids[rows],
+            element_labels=rows_of(self.element_labels),
+            element_numbers=rows_of(self.element_numbers),
+            curved_nodes=rows_of(self.curved_nodes),
+            regions=self.regions[rows],
+            face_group=self.face_group[rows],
         )
 
     def halo_last(self) -> HexMesh:
@@ -120,4 +178,11 @@ class HexMesh:
             raise ValueError("a boundary face has no boundary kind")
         if np.any(self.boundary_kind >= len(self.boundary_names)):
             raise ValueError(f"a boundary kind index is outside boundary_names {self.boundary_names}")
+        if np.any(self.face_group[~boundary] >= 0) or np.any(self.face_group >= len(self.group_names)):
+            raise ValueError(f"face_group must be -1 on interior faces and index group_names {self.group_names}")
+        if np.any((self.regions < 0) | (self.regions >= len(self.region_names))):
+            raise ValueError(f"a region index is outside region_names {self.region_names}")
+        if self.curved_nodes is not None:
+            q1 = self.curved_nodes.shape[-1]
+            assert self.curved_nodes.shape == (self.num_elements, 3, q1, q1, q1)
         assert self.face_neighbour.shape == (self.num_elements, NUM_FACES)

@@ -9,6 +9,9 @@ its own part in O(log P) work from the box dimensions alone (no global arrays).
 serial in the global mesh size: every rank builds the whole graph and runs the same bisections
 (O(E log P) work and O(E) memory per rank, E the global element count), following only its own
 branch of the bisection tree, so ranks agree on the partition without communicating.
+
+`partition_mesh` does the same for any mesh (a file's), which every rank holds whole: rcb
+bisects the element centroids, rsb and metis take the face graph (periodic faces included).
 """
 
 from __future__ import annotations
@@ -232,3 +235,69 @@ def fiedler_vector(neighbour, start, tol: float = 1e-2, basis: int = 60, restart
     if _sum(v * start) < 0:
         v = -v
     return theta, v
+
+
+# --------------------------------------------------------------------------- general meshes
+def element_centroids(mesh) -> np.ndarray:
+    """(E, 3) mean of each element's corners."""
+    return mesh.vertices[mesh.element_vertices].mean(axis=1)
+
+
+def partition_mesh(mesh, num_parts: int, part: int, method: str = "rcb") -> np.ndarray:
+    """Global element ids (sorted) that `part` owns of a whole mesh, the same on every rank.
+
+    rcb: recursive coordinate bisection of the element centroids. Like the box version each
+    cut gives the ranks on either side a share of the elements in proportion to their number;
+    the cut is made along the axis along which the centroids spread furthest, the elements
+    ordered by centroid (ties by element id), so the parts differ by at most one element.
+    rsb: spectral bisection of the face graph, started from the centroids. metis: pymetis on
+    the face graph."""
+    total = mesh.num_elements
+    if num_parts > total:
+        raise InputError(
+            f"[mesh] {total} elements cannot be shared by {num_parts} ranks: a rank would be left "
+            "without elements; use fewer ranks or a finer mesh"
+        )
+    ids = mesh.element_ids
+    if method == "rcb":
+        local = rcb_points(element_centroids(mesh), num_parts, part)
+    elif method == "rsb":
+        neighbour = np.where(mesh.face_neighbour >= 0, mesh.local_index(mesh.face_neighbour), -1)
+        local = rsb_part(neighbour, element_centroids(mesh), num_parts, part)
+    elif method == "metis":
+        local = _metis_graph(mesh, num_parts, part)
+    else:
+        raise InputError(f"[parallel] unknown partitioner '{method}' (expected one of {', '.join(PARTITIONERS)})")
+    if local.size == 0:
+        raise InputError(f"[parallel] the '{method}' partition leaves rank {part} without elements")
+    return np.sort(ids[local])
+
+
+def rcb_points(points: np.ndarray, num_parts: int, part: int) -> np.ndarray:
+    """Indices (ascending) of the points in `part` when they are bisected recursively."""
+    points = np.asarray(points, dtype=np.float64)
+    chosen = np.arange(len(points), dtype=np.int64)
+    first, count = 0, num_parts
+    while count > 1:
+        left = count // 2
+        n_left = len(chosen) * left // count
+        here = points[chosen]
+        axis = int(np.argmax(here.max(axis=0) - here.min(axis=0)))
+        order = np.lexsort((chosen, here[:, axis]))
+        if part < first + left:
+            chosen, count = np.sort(chosen[order[:n_left]]), left
+        else:
+            chosen, first, count = np.sort(chosen[order[n_left:]]), first + left, count - left
+    return chosen
+
+
+def _metis_graph(mesh, num_parts, part):
+    try:
+        import pymetis
+    except ImportError:
+        raise InputError("[parallel] partitioner 'metis' needs pymetis (pip install pymetis)") from None
+    neighbour = np.where(mesh.face_neighbour >= 0, mesh.local_index(mesh.face_neighbour), -1)
+    # METIS wants a simple graph: no self-loops (an element periodic onto itself), no repeats
+    adjacency = [sorted(set(row[(row >= 0) & (row != e)].tolist())) for e, row in enumerate(neighbour)]
+    _, membership = pymetis.part_graph(num_parts, adjacency=adjacency)
+    return np.flatnonzero(np.asarray(membership) == part).astype(np.int64)

@@ -1,0 +1,298 @@
+"""gmsh MSH files (versions 4.1 and 2.2) through the gmsh SDK (``pip install gmsh``).
+
+Why the SDK rather than a parser of our own: it reads every MSH version and its binary forms,
+it is what made the mesh, and ``gmsh.model.mesh.getBasisFunctions`` gives the Lagrange basis of
+every element type it has, so each hexahedron (8, 20, 27, 64, 125... nodes) is evaluated at
+the GLL points of its order without depending on gmsh's high-order node numbering. A 20-node
+serendipity element lies in the triquadratic space, so its GLL values represent it exactly.
+
+What becomes what:
+* hexahedra -> elements, ordered by their gmsh element tag; the nodes at GLL points of the
+  highest hexahedron order in the file (a lower-order element is exact at a higher order);
+* physical surface groups -> named boundary surfaces (their quadrilaterals matched to hex
+  faces by corner node tags); physical volume groups -> regions;
+* corner node tags -> shared corners. A group without a name is named by its tag ("7").
+* periodic surfaces (``setPeriodic``, the file's $Periodic section) -> periodic face pairs:
+  each hex face on a periodic surface is joined to the face on its master surface whose
+  corners are the master nodes of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from lobatto.discretization import gll_points
+from lobatto.errors import InputError
+from lobatto.mesh.imported import ImportedMesh
+from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES
+
+ALL_HEX_HINT = ("lobatto needs an all-hexahedral mesh: in gmsh, recombine a transfinite or structured mesh "
+                "(Mesh.RecombineAll = 1, Mesh.Recombine3DAll = 1) or split every element into hexahedra "
+                "with Mesh.SubdivisionAlgorithm = 2")
+
+
+def _import_gmsh():
+    try:
+        import gmsh
+    except ImportError:
+        raise InputError("[mesh] generator = \"gmsh\" reads files with the gmsh SDK, which is not installed: "
+                         "pip install gmsh (or pip install 'lobatto[gmsh]')") from None
+    return gmsh
+
+
+@contextmanager
+def _session(gmsh, path: Path):
+    """The file opened in a model of its own. An SDK the caller already initialised (a script
+    that made the mesh) keeps its models: ours is added, then removed."""
+    own = not gmsh.isInitialized()
+    if own:
+        gmsh.initialize(readConfigFiles=False, interruptible=False)
+        gmsh.option.setNumber("General.Terminal", 0)
+    else:
+        previous = gmsh.model.getCurrent()
+    try:
+        gmsh.model.add(f"lobatto-read-{id(path)}")
+        try:
+            gmsh.merge(str(path))
+        except Exception as error:  # the SDK raises plain Exception with gmsh's message
+            raise InputError(f"{path}: gmsh cannot read the file: {error}") from None
+        yield
+    finally:
+        if own:
+            gmsh.finalize()
+        else:
+            gmsh.model.remove()
+            gmsh.model.setCurrent(previous)
+
+
+def msh_version(path: Path) -> str:
+    """The MSH version from the file's $MeshFormat header ("4.1", "2.2"); InputError when the file
+    is no MSH file (gmsh would read any other text as a .geo script)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the mesh file ({error.strerror or error})") from None
+    lines = head.split(b"\n")
+    if not lines or lines[0].strip() != b"$MeshFormat" or len(lines) < 2:
+        raise InputError(f"{path}: not a gmsh MSH file (it must start with $MeshFormat; "
+                         "write the mesh with gmsh's File > Export or gmsh.write('mesh.msh'))")
+    version = lines[1].split()[0].decode("ascii", "replace") if lines[1].split() else "?"
+    if not (version.startswith("4.") or version.startswith("2.")):
+        raise InputError(f"{path}: MSH version {version} is not supported (write MSH 4.1 or 2.2)")
+    return version
+
+
+def read(path, geometry_order: int | None = None) -> ImportedMesh:
+    """Every hexahedron of a gmsh MSH file, with its named surfaces and volumes.
+
+    geometry_order is unused: gmsh elements are polynomials and keep their own order."""
+    path = Path(path)
+    gmsh = _import_gmsh()
+    version = msh_version(path)
+    with _session(gmsh, path):
+        hexes = _hexahedra(gmsh, path)
+        tags, nodes, corner_tags, order, flipped = hexes
+        faces = _FaceTable(corner_tags)
+        boundary_faces = _surface_groups(gmsh, path, faces)
+        periodic_faces = _periodic_faces(gmsh, path, faces)
+        regions, region_names = _volume_groups(gmsh, path, tags)
+    return ImportedMesh(
+        element_nodes=nodes,
+        boundary_faces=boundary_faces,
+        regions=regions,
+        region_names=region_names,
+        corner_ids=corner_tags,
+        periodic_faces=periodic_faces,
+        source=str(path),
+        info={"format": "gmsh", "version": version, "geometry_order": order, "element_numbers": tags,
+              "mirrored_elements": flipped},
+    )
+
+
+def _element_counts(gmsh, dim: int) -> dict:
+    counts = {}
+    for element_type in gmsh.model.mesh.getElementTypes(dim):
+        name = gmsh.model.mesh.getElementProperties(element_type)[0]
+        counts[name] = counts.get(name, 0) + len(gmsh.model.mesh.getElementsByType(element_type)[0])
+    return counts
+
+
+def _gll_local_points(order: int, local: np.ndarray) -> np.ndarray:
+    """(n^3 * 3,) gmsh local coordinates of the GLL points of `order`, i fastest (lobatto's
+    [k, j, i] order), on the reference cube spanned by the element's corner nodes."""
+    lo, hi = local.min(axis=0), local.max(axis=0)
+    xi = gll_points(order)
+    grid = np.array([(x, y, z) for z, y, x in itertools.product(xi, xi, xi)])
+    return (lo + 0.5 * (grid + 1.0) * (hi - lo)).ravel()
+
+
+def _hexahedra(gmsh, path: Path):
+    """(tags, nodes (E, 3, q+1, q+1, q+1), corner node tags (E, 8), q, mirrored count)."""
+    counts = _element_counts(gmsh, 3)
+    others = {name: n for name, n in counts.items() if not name.startswith("Hexahedron")}
+    if others:
+        listed = ", ".join(f"{n} {name}" for name, n in sorted(others.items()))
+        raise InputError(f"{path}: the mesh has 3-D elements other than hexahedra ({listed}; "
+                         f"{sum(n for name, n in counts.items() if name.startswith('Hexahedron'))} hexahedra): "
+                         f"{ALL_HEX_HINT}")
+    types = list(gmsh.model.mesh.getElementTypes(3))
+    if not types:
+        raise InputError(f"{path}: the file has no hexahedra (no 3-D elements). When a model has physical groups, "
+                         "gmsh saves only the elements in them: add a physical volume group, or set Mesh.SaveAll = 1")
+    node_tags, node_coords, _ = gmsh.model.mesh.getNodes(returnParametricCoord=False)
+    node_tags = np.asarray(node_tags, dtype=np.int64)
+    node_coords = np.asarray(node_coords, dtype=np.float64).reshape(-1, 3)
+    sorter = np.argsort(node_tags)
+    order = max(gmsh.model.mesh.getElementProperties(t)[2] for t in types)
+    n = order + 1
+    all_tags, all_nodes, all_corners = [], [], []
+    for element_type in types:
+        name, _, _, num_nodes, local, _ = gmsh.model.mesh.getElementProperties(element_type)
+        local = np.asarray(local, dtype=np.float64).reshape(num_nodes, 3)
+        element_tags, element_node_tags = gmsh.model.mesh.getElementsByType(element_type)
+        element_node_tags = np.asarray(element_node_tags, dtype=np.int64).reshape(-1, num_nodes)
+        at = sorter[np.searchsorted(node_tags, element_node_tags, sorter=sorter)]
+        x = node_coords[at]  # (E, num_nodes, 3)
+        _, basis, _ = gmsh.model.mesh.getBasisFunctions(element_type, _gll_local_points(order, local), "Lagrange")
+        basis = np.asarray(basis, dtype=np.float64).reshape(n**3, num_nodes)
+        nodes = np.einsum("pm,emc->ecp", basis, x).reshape(len(x), 3, n, n, n)
+        # lobatto's corner a + 2b + 4c is the node at local (lo or hi) per axis, found by coordinates
+        lo, hi = local.min(axis=0), local.max(axis=0)
+        corner_nodes = []
+        for v in range(8):
+            want = np.where([(v & 1), (v >> 1) & 1, (v >> 2) & 1], hi, lo)
+            corner_nodes.append(int(np.argmin(np.abs(local - want).sum(axis=1))))
+        all_tags.append(np.asarray(element_tags, dtype=np.int64))
+        all_nodes.append(nodes)
+        all_corners.append(element_node_tags[:, corner_nodes])
+    tags = np.concatenate(all_tags)
+    by_tag = np.argsort(tags, kind="stable")
+    tags, nodes, corners = tags[by_tag], np.concatenate(all_nodes)[by_tag], np.concatenate(all_corners)[by_tag]
+    flipped = _right_handed(nodes, corners)
+    return tags, nodes, corners, order, flipped
+
+
+def _right_handed(nodes: np.ndarray, corners: np.ndarray) -> int:
+    """Mirror (in place, along r) elements whose map from the reference cube turns it inside out
+    (a negative Jacobian at the centre); lobatto needs positive Jacobians. Returns how many."""
+    q = nodes.shape[-1] - 1
+    c = np.stack([nodes[:, :, (v >> 2) * q, ((v >> 1) & 1) * q, (v & 1) * q] for v in range(8)], axis=1)
+    dr = (c[:, 1] + c[:, 3] + c[:, 5] + c[:, 7]) - (c[:, 0] + c[:, 2] + c[:, 4] + c[:, 6])
+    ds = (c[:, 2] + c[:, 3] + c[:, 6] + c[:, 7]) - (c[:, 0] + c[:, 1] + c[:, 4] + c[:, 5])
+    dt = (c[:, 4] + c[:, 5] + c[:, 6] + c[:, 7]) - (c[:, 0] + c[:, 1] + c[:, 2] + c[:, 3])
+    mirrored = np.einsum("ec,ec->e", dr, np.cross(ds, dt)) < 0
+    if mirrored.any():
+        nodes[mirrored] = nodes[mirrored][..., ::-1]
+        corners[mirrored] = corners[mirrored][:, [1, 0, 3, 2, 5, 4, 7, 6]]
+    return int(mirrored.sum())
+
+
+def _group_name(gmsh, dim: int, tag: int) -> str:
+    return gmsh.model.getPhysicalName(dim, tag) or str(tag)
+
+
+_ROW = np.dtype([(f"c{i}", np.int64) for i in range(4)])
+
+
+class _FaceTable:
+    """The hex faces (element * 6 + face) by their corner node tags, for lookups by corners."""
+
+    def __init__(self, corner_tags: np.ndarray):
+        self.corners = corner_tags[:, np.array(FACE_CORNERS)].reshape(-1, 4)  # (6E, 4)
+        table = np.ascontiguousarray(np.sort(self.corners, axis=1)).view(_ROW).ravel()
+        self.order = np.argsort(table, kind="stable")
+        self.table = table[self.order]
+
+    def find(self, corners: np.ndarray):
+        """(first, last): the faces with these corners (any order) are order[first:last]."""
+        query = np.ascontiguousarray(np.sort(corners, axis=1)).view(_ROW).ravel()
+        return np.searchsorted(self.table, query, side="left"), np.searchsorted(self.table, query, side="right")
+
+
+def _surface_groups(gmsh, path: Path, faces: _FaceTable) -> dict:
+    """{group name: (n, 2) (element, face)}: each quadrilateral of a physical surface group on
+    the hex faces with the same four corner nodes (both sides of a face inside the mesh)."""
+    order = faces.order
+    groups: dict = {}
+    for dim, tag in gmsh.model.getPhysicalGroups(2):
+        name = _group_name(gmsh, dim, tag)
+        if name in groups:
+            raise InputError(f"{path}: two physical surface groups are named '{name}'")
+        keys = []
+        for entity in gmsh.model.getEntitiesForPhysicalGroup(dim, tag):
+            types, _, element_node_tags = gmsh.model.mesh.getElements(dim, entity)
+            for element_type, node_list in zip(types, element_node_tags):
+                type_name, _, _, num_nodes, _, primary = gmsh.model.mesh.getElementProperties(element_type)
+                if primary != 4:
+                    raise InputError(f"{path}: physical surface group '{name}' holds {type_name} elements; the "
+                                     f"faces of hexahedra are quadrilaterals: {ALL_HEX_HINT}")
+                quads = np.asarray(node_list, dtype=np.int64).reshape(-1, num_nodes)[:, :4]
+                keys.append(np.sort(quads, axis=1))
+        if not keys:
+            groups[name] = np.zeros((0, 2), dtype=np.int64)
+            continue
+        first, last = faces.find(np.concatenate(keys))
+        if np.any(last == first):
+            missing = np.concatenate(keys)[int(np.argmax(last == first))]
+            raise InputError(f"{path}: physical surface group '{name}' has a quadrilateral (nodes "
+                             f"{missing.tolist()}) that is no face of any hexahedron")
+        hits = np.concatenate([order[a:b] for a, b in zip(first, last)])  # faces inside: both sides
+        hits = np.unique(hits)
+        groups[name] = np.stack([hits // NUM_FACES, hits % NUM_FACES], axis=1)
+    return groups
+
+
+def _periodic_faces(gmsh, path: Path, faces: _FaceTable):
+    """(n, 4) (element, face, element, face): every hex face on a periodic surface and the face
+    on its master surface; None without periodic surfaces."""
+    pairs = []
+    for dim, tag in gmsh.model.getEntities(2):
+        master, slaves, masters, _ = gmsh.model.mesh.getPeriodicNodes(dim, tag)
+        if master == tag or len(slaves) == 0:
+            continue
+        slaves, masters = np.asarray(slaves, dtype=np.int64), np.asarray(masters, dtype=np.int64)
+        by_slave = np.argsort(slaves)
+        on_surface = np.flatnonzero(np.isin(faces.corners, slaves).all(axis=1))
+        mapped = masters[by_slave][np.searchsorted(slaves, faces.corners[on_surface], sorter=by_slave)]
+        first, last = faces.find(mapped)
+        if np.any(last - first != 1):
+            raise InputError(f"{path}: surface {tag} is periodic with surface {master}, but a hex face on it has "
+                             f"{'no' if np.any(last == first) else 'more than one'} partner face on surface {master}")
+        partner = faces.order[first]
+        pairs.append(np.stack([on_surface // NUM_FACES, on_surface % NUM_FACES,
+                               partner // NUM_FACES, partner % NUM_FACES], axis=1))
+    return np.concatenate(pairs) if pairs else None
+
+
+def _volume_groups(gmsh, path: Path, element_tags: np.ndarray):
+    """(regions (E,), region names) from the physical volume groups; without any, one "all"."""
+    physical = gmsh.model.getPhysicalGroups(3)
+    if not physical:
+        return np.zeros(len(element_tags), dtype=np.int64), ("all",)
+    regions = np.full(len(element_tags), -1, dtype=np.int64)
+    names = []
+    for index, (dim, tag) in enumerate(physical):
+        name = _group_name(gmsh, dim, tag)
+        if name in names:
+            raise InputError(f"{path}: two physical volume groups are named '{name}'")
+        names.append(name)
+        members = [np.asarray(t, dtype=np.int64) for entity in gmsh.model.getEntitiesForPhysicalGroup(dim, tag)
+                   for t in gmsh.model.mesh.getElements(dim, entity)[1]]
+        if not members:
+            continue
+        rows = np.searchsorted(element_tags, np.concatenate(members))
+        taken = regions[rows] >= 0
+        if taken.any():
+            other = names[regions[rows[int(np.argmax(taken))]]]
+            raise InputError(f"{path}: gmsh element {element_tags[rows[int(np.argmax(taken))]]} is in two physical "
+                             f"volume groups, '{other}' and '{name}'; lobatto gives each element one region")
+        regions[rows] = index
+    if np.any(regions < 0):
+        names.append("unassigned")
+        regions[regions < 0] = len(names) - 1
+    return regions, tuple(names)
