@@ -63,6 +63,21 @@ class Stepper:
             out.update(self.whole_step.describe())
         return out
 
+    def history(self) -> dict:
+        """What the next step depends on besides the state, for checkpoints: {name: array of
+        shape (k, E, ...) with the elements on axis 1, or a number}. Runge-Kutta steps start
+        from the state alone, so none here; a multistep scheme (BDF) returns its earlier
+        states and step sizes, and the system's own history (System.history) comes with it."""
+        return {f"system/{name}": value for name, value in self.system.history().items()}
+
+    def restore_history(self, history: dict) -> None:
+        """Take back what ``history()`` gave (this rank's elements, on the host)."""
+        self.system.restore_history({name[len("system/"):]: value for name, value in history.items()
+                                     if name.startswith("system/")})
+        unknown = sorted(name for name in history if not name.startswith("system/"))
+        if unknown:
+            raise ValueError(f"the {self.scheme.name} integrator keeps no history, got {', '.join(unknown)}")
+
     def graph_veto(self) -> str | None:
         """Why a step may not be recorded as a graph now (the whole-step path decides), or None."""
         return None if self.whole_step is None else self.whole_step.graph_veto()

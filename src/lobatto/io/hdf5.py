@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lobatto.io.atomic import atomic_path
+from lobatto.io.compression import dataset_options, register_filters
 
 __all__ = ["write_snapshot", "read_snapshot", "LAYOUT"]
 
@@ -73,6 +74,7 @@ def write_snapshot(
     config_toml: str,
     extra_attrs: Mapping[str, Any] | None = None,
     extra_datasets: Mapping[str, Any] | None = None,
+    compression: str = "none",
 ) -> None:
     """Write one snapshot atomically.
 
@@ -80,7 +82,8 @@ def write_snapshot(
     (F, E, N+1, N+1, N+1) (or a sequence of F arrays) in the order of
     ``field_names``. Arrays are stored in their own dtype. ``extra_datasets`` maps
     further dataset paths (``"mesh/element_ids"``) to arrays, written in the same
-    atomic step. A failed write raises :class:`lobatto.errors.OutputError` naming
+    atomic step. ``compression`` (io/compression.py: "none", "gzip", "lz4", "zstd") applies to
+    the coordinates and fields. A failed write raises :class:`lobatto.errors.OutputError` naming
     ``path`` and leaves any previous file at ``path`` as it was.
     """
     coords = _host(coords)
@@ -102,14 +105,18 @@ def write_snapshot(
             raise ValueError(f"field {name} has shape {a.shape}, expected {shape}")
 
     h5py = _h5py()
+
+    def options(a):
+        return dataset_options(compression, a.shape, a.dtype.itemsize)
+
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
             mesh = f.create_group("mesh")
             for i, c in enumerate(_COORD_NAMES):
-                mesh.create_dataset(c, data=np.ascontiguousarray(coords[i]))
+                mesh.create_dataset(c, data=np.ascontiguousarray(coords[i]), **options(coords[i]))
             grp = f.create_group("fields")
             for name, a in zip(names, arrays):
-                grp.create_dataset(name, data=np.ascontiguousarray(a))
+                grp.create_dataset(name, data=np.ascontiguousarray(a), **options(a))
             f.attrs["time"] = float(time)
             f.attrs["step"] = int(step)
             f.attrs["order"] = int(order)
@@ -142,6 +149,7 @@ def read_snapshot(path: str | os.PathLike) -> dict:
     else None). Works on the virtual snapshot files of multi-rank runs too.
     """
     h5py = _h5py()
+    register_filters()  # snapshots written with lz4 or zstd need hdf5plugin's filters
     with h5py.File(path, "r") as f:
         attrs = {k: _plain(v) for k, v in f.attrs.items()}
         coords = np.stack([f["mesh"][c][...] for c in _COORD_NAMES])

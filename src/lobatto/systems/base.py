@@ -84,6 +84,17 @@ class System:
             scratch = self._rhs_scratch = self.backend.xp.empty_like(u)
         return scratch
 
+    def history(self) -> dict:
+        """State beyond ``u`` that later steps depend on (lagged terms, earlier pressures),
+        saved in checkpoints: {name: backend or host array (k, E, ...), elements on axis 1,
+        or a number}. Systems without any return {}."""
+        return {}
+
+    def restore_history(self, history: dict) -> None:
+        """Take back what ``history()`` gave, as host arrays of this rank's elements."""
+        if history:
+            raise ValueError(f"{self.name} keeps no history, got {', '.join(sorted(history))}")
+
     # Set-up -------------------------------------------------------------------------------
     def allocate_state(self):
         return self.backend.zeros((len(self.field_names), self.num_elements) + (self.order + 1,) * 3)

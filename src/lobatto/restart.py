@@ -1,0 +1,244 @@
+"""Checkpoints of a Simulation and its continuation from one (docs/restart.md).
+
+:func:`save` writes everything a run needs to go on (io/checkpoint.py holds the file layout):
+the state and any integrator or system history by global element id, step, time, dt, the
+initial energy, what the snapshot writer has written so far, earlier restarts, the case TOML,
+version, backend and rank count. :func:`resume` reads this rank's elements back into a
+Simulation built from a compatible case, on any number of ranks and either backend.
+:class:`Schedule` decides, the same way on every rank, when the run loop writes one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lobatto import __version__
+from lobatto.errors import InputError
+from lobatto.io.checkpoint import Checkpoint, write_checkpoint
+from lobatto.io.checkpoint_dir import checkpoint_path, prune_checkpoints, remove_stale_checkpoints
+from lobatto.parallel import collective_errors
+
+__all__ = ["Schedule", "resume", "save"]
+
+#: how many times per [checkpoint] wall_minutes period the ranks compare clocks (each check is
+#: one broadcast from rank 0); the first check comes after one step, to measure the step time
+WALL_CHECKS_PER_PERIOD = 100
+MAX_STEPS_BETWEEN_WALL_CHECKS = 1000
+#: attributes of a Simulation holding outputs that carry state from one write to the next (the
+#: probes' time series): when one has ``checkpoint_state() -> dict`` (JSON-able), the dict is
+#: saved, and handed back to its ``restore_checkpoint_state(state)`` on restart
+STATEFUL_OUTPUTS = ("series",)
+#: the continued run's step count: t_end / dt, rounded up, after taking off this relative slack
+#: (t_end / (t_end / steps) is steps only to a few ulps)
+STEP_SLACK = 1e-9
+
+
+def _element_first(array) -> np.ndarray:
+    return np.moveaxis(np.asarray(array), 1, 0)
+
+
+def _writer_state(writer) -> dict:
+    """What the snapshot writer has to carry on: its records (listed in the summary), the
+    Nek5000 file number, the VTK time series' entries."""
+    state = {"records": writer.records, "nek_count": writer.nek_count}
+    entries = getattr(getattr(writer, "vtk", None), "entries", None)
+    if entries is not None:
+        state["vtk_entries"] = [list(entry) for entry in entries]
+    return state
+
+
+def _restore_writer(writer, state: dict) -> None:
+    writer.records = [dict(record) for record in state.get("records", [])]
+    writer.nek_count = int(state.get("nek_count", 0))
+    vtk = getattr(writer, "vtk", None)
+    if vtk is not None and hasattr(vtk, "entries"):
+        vtk.entries = [(float(t), str(name)) for t, name in state.get("vtk_entries", [])]
+
+
+def _outputs_state(sim) -> dict:
+    state = {}
+    for name in STATEFUL_OUTPUTS:
+        method = getattr(getattr(sim, name, None), "checkpoint_state", None)
+        if method is not None:
+            state[name] = method()
+    return state
+
+
+def save(sim, path=None) -> Path:
+    """Collective: write a checkpoint of ``sim`` at its current step into ``path`` (default
+    ``<output_dir>/checkpoints/<name>_<step>``); returns the directory."""
+    case, system, backend = sim.case, sim.system, sim.backend
+    path = Path(path) if path is not None else checkpoint_path(sim.output_dir, case.output.name, sim.step_count)
+    arrays = {"state": _element_first(backend.to_host(sim.u))}
+    numbers = {}
+    for name, value in sim.stepper.history().items():
+        if np.isscalar(value):
+            numbers[name] = float(value) if isinstance(value, float) else value
+        else:
+            arrays[f"history/{name}"] = _element_first(backend.to_host(value))
+    attrs = {
+        "step": sim.step_count, "time": sim.t, "dt": sim.dt, "t_end": case.time.t_end,
+        "energy_initial": sim.energy_initial,
+        "integrator": sim.stepper.scheme.name, "equations": system.name, "order": system.order,
+        "field_names": list(system.field_names), "num_global_elements": int(system.mesh.num_global_elements),
+        "mesh": case.to_dict()["mesh"], "config": case.to_toml(),
+        "lobatto_version": __version__, "backend": backend.name, "precision": backend.precision,
+        "ranks": sim.size, "history_numbers": numbers,
+        "writer": _writer_state(sim.writer), "restarts": sim.restarts, "outputs_state": _outputs_state(sim),
+        "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return write_checkpoint(path, arrays, system.mesh.element_ids, attrs, case.checkpoint.compression, sim.comm)
+
+
+def _incompatible(case, checkpoint: Checkpoint, what: str, ours, theirs) -> InputError:
+    return InputError(f"{case.source}: cannot continue from {checkpoint.path}: {what} differs (the case: {ours}; "
+                      f"the checkpoint: {theirs}); restart with the case that wrote it, or one that changes only "
+                      "[time] t_end, [output], [checkpoint], [backend] or [parallel]")
+
+
+def check_compatible(sim, checkpoint: Checkpoint) -> None:
+    """InputError unless the checkpoint was written by a run of the same system, mesh, order,
+    fields and integrator."""
+    case, system, attrs = sim.case, sim.system, checkpoint.attrs
+    mesh = case.to_dict()["mesh"]
+    pairs = [
+        ("[physics] equations", system.name, attrs.get("equations")),
+        ("[discretization] order", system.order, attrs.get("order")),
+        ("[time] integrator", sim.stepper.scheme.name, attrs.get("integrator")),
+        ("the fields", list(system.field_names), attrs.get("field_names")),
+        ("the mesh's element count", int(system.mesh.num_global_elements), attrs.get("num_global_elements")),
+    ]
+    for what, ours, theirs in pairs:
+        if ours != theirs:
+            raise _incompatible(case, checkpoint, what, ours, theirs)
+    theirs = attrs.get("mesh") or {}
+    for key in sorted(set(mesh) | set(theirs)):
+        if json.dumps(mesh.get(key), sort_keys=True) != json.dumps(theirs.get(key), sort_keys=True):
+            raise _incompatible(case, checkpoint, f"[mesh] {key}", mesh.get(key), theirs.get(key))
+
+
+def _history_names(sim) -> list[str]:
+    return sorted(sim.stepper.history())
+
+
+def resume(sim, path) -> dict:
+    """Collective: continue ``sim`` (just built, or at any step) from the checkpoint at
+    ``path``: this rank's elements by global id, step, time, dt, history, writer state.
+    Returns the restart's record (also appended to ``sim.restarts``, listed in the summary)."""
+    case, system, backend, comm = sim.case, sim.system, sim.backend, sim.comm
+    with collective_errors(comm):
+        checkpoint = Checkpoint(path)
+        check_compatible(sim, checkpoint)
+        attrs = checkpoint.attrs
+        step, dt = int(attrs["step"]), float(attrs["dt"])
+        steps = max(step, math.ceil(case.time.t_end / dt * (1 - STEP_SLACK)))
+        if case.time.t_end < float(attrs["time"]) * (1 - STEP_SLACK):
+            raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.6g} is before the time of the "
+                             f"checkpoint {checkpoint.path} (t = {float(attrs['time']):.6g}, step {step})")
+        _check_kept_dt(sim, dt)
+        from lobatto.driver import MAX_STEPS  # here: the driver imports this module
+
+        if steps > MAX_STEPS:
+            raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {steps:.3g} steps of the "
+                             f"checkpoint's dt = {dt:.3g}, more than {MAX_STEPS:.0e}")
+        arrays = checkpoint.read(system.mesh.element_ids)
+        state = np.moveaxis(arrays.pop("state"), 0, 1)
+        history = {name[len("history/"):]: np.moveaxis(value, 0, 1) for name, value in arrays.items()}
+        history.update(attrs.get("history_numbers") or {})
+        if sorted(history) != _history_names(sim):
+            raise InputError(f"{checkpoint.path}: holds the history {sorted(history) or 'none'}, the "
+                             f"{sim.stepper.scheme.name} integrator of {system.name} keeps {_history_names(sim) or 'none'}")
+    sim.u[...] = backend.asarray(state.astype(backend.dtype, copy=False))
+    sim.stepper.restore_history(history)
+    sim.step_count, sim.dt, sim.steps = step, dt, steps
+    sim.t = sim.step_count * sim.dt  # as the uninterrupted run computes it
+    sim.energy_initial = float(attrs["energy_initial"])
+    _restore_writer(sim.writer, attrs.get("writer") or {})
+    for name, saved in (attrs.get("outputs_state") or {}).items():
+        restore = getattr(getattr(sim, name, None), "restore_checkpoint_state", None)
+        if restore is not None:
+            restore(saved)
+    if sim.advance_one is not None:  # a graph recorded with another dt must not be replayed
+        sim.advance_one = backend.capture(lambda: sim.stepper.step(sim.u, 0.0, sim.dt), sim.stepper.graph_veto)
+    record = {"checkpoint": str(checkpoint.path), "step": step, "time": float(attrs["time"]),
+              "from": {"ranks": attrs.get("ranks"), "backend": attrs.get("backend"),
+                       "precision": attrs.get("precision"), "lobatto_version": attrs.get("lobatto_version")},
+              "to": {"ranks": sim.size, "backend": backend.name, "precision": backend.precision}}
+    sim.restarts = list(attrs.get("restarts") or []) + [record]
+    return record
+
+
+def _check_kept_dt(sim, dt: float) -> None:
+    """The checkpoint's dt goes on; refused when it is over the integrator's stability bound
+    for this case (its [physics] values may have changed)."""
+    case, system = sim.case, sim.system
+    cfl = dt * system.wave_speed / sim.min_spacing
+    bound = system.spec.cfl_bounds.get((case.discretization.flux, sim.stepper.scheme.name))
+    if case.time.cfl_check and bound is not None and cfl > bound * (1 + 1e-12):
+        raise InputError(f"{case.source}: the checkpoint's dt = {dt:.4g} is cfl {cfl:.4g} for this case, above the "
+                         f"stability bound {bound} of {sim.stepper.scheme.name} with the {case.discretization.flux} "
+                         "flux; set [time] cfl_check = false to continue anyway")
+
+
+class Schedule:
+    """When the run loop writes a checkpoint: every ``[checkpoint] every`` steps, and when
+    ``wall_minutes`` have passed since the last one. The wall-time decision is rank 0's clock,
+    broadcast at steps all ranks know in advance, so every rank takes the same decision."""
+
+    def __init__(self, sim):
+        self.sim, self.settings = sim, sim.case.checkpoint
+        self.last_written = self.last_check = time.monotonic()
+        self.next_wall_check = sim.step_count + 1
+        self.last_check_step = sim.step_count
+        self.seconds = 0.0  # spent writing, taken out of the run's timing
+        self.written: list[Path] = []
+
+    def after_step(self, step: int, final_step: int) -> float:
+        """Write a checkpoint after ``step`` if one is due (at the final step only without
+        ``at_end``, which writes it after the final snapshot); returns the seconds spent."""
+        settings = self.settings
+        if step >= final_step and settings.at_end:
+            return 0.0
+        due = settings.every > 0 and step % settings.every == 0
+        if settings.wall_minutes is not None and step >= self.next_wall_check:
+            due = self._wall_due(step) or due
+        return self.write() if due else 0.0
+
+    def _wall_due(self, step: int) -> bool:
+        sim, period = self.sim, self.settings.wall_minutes * 60.0
+        now = time.monotonic()
+        seconds_per_step = (now - self.last_check) / max(step - self.last_check_step, 1)
+        interval = int(min(max(period / WALL_CHECKS_PER_PERIOD / max(seconds_per_step, 1e-9), 1),
+                           MAX_STEPS_BETWEEN_WALL_CHECKS))
+        decision = (now - self.last_written >= period, interval)
+        if sim.comm is not None:
+            decision = sim.comm.bcast(decision)
+        self.last_check, self.last_check_step = now, step
+        self.next_wall_check = step + decision[1]
+        return decision[0]
+
+    def at_end(self) -> float:
+        return self.write() if self.settings.at_end else 0.0
+
+    def write(self) -> float:
+        sim = self.sim
+        start = time.perf_counter()
+        sim.backend.synchronize()
+        if not self.written:  # what a killed run of this name left
+            with collective_errors(sim.comm):
+                if sim.rank == 0:
+                    remove_stale_checkpoints(sim.output_dir, sim.case.output.name)
+        self.written.append(save(sim))
+        with collective_errors(sim.comm):
+            if sim.rank == 0:
+                prune_checkpoints(sim.output_dir, sim.case.output.name, self.settings.keep)
+        self.last_written = time.monotonic()
+        seconds = time.perf_counter() - start
+        self.seconds += seconds
+        return seconds

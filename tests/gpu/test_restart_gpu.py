@@ -1,0 +1,77 @@
+"""Checkpoint and restart with the CUDA backend (docs/restart.md).
+
+CUDA -> CUDA continues bitwise (Maxwell's fused whole-step path, replayed as a CUDA graph,
+and acoustics' reference kernels on CuPy); CUDA <-> CPU continue each other to 1e-13.
+Skipped, with the reason, where CuPy or a CUDA device is missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cupy")
+
+from lobatto.backends import cuda_available  # noqa: E402
+
+OK, WHY = cuda_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}")]
+
+from lobatto.api import Simulation, case_from_dict  # noqa: E402
+
+CASES = {
+    "maxwell": {
+        "mesh": {"elements": [4, 3, 3], "deform": {"x": "0.04*sin(pi*x)*sin(pi*y)*sin(pi*z)"}},
+        "discretization": {"order": 5},
+        "initial": {"Ez": "sin(pi*x)*sin(pi*y)", "Hx": "0.3*cos(pi*z)*x",
+                    "Ey": "exp(-20*((x-0.4)**2+(y-0.5)**2+(z-0.6)**2))"},
+        "time": {"t_end": 0.3},
+        "output": {"formats": ["hdf5"], "every": 5},
+    },
+    "acoustics": {
+        "physics": {"equations": "acoustics"},
+        "mesh": {"elements": [3, 2, 3], "boundary": "wall"},
+        "discretization": {"order": 4},
+        "initial": {"p": "cos(pi*x)*cos(pi*y)*cos(pi*z)", "ux": "0.2*sin(pi*z)"},
+        "time": {"t_end": 0.3},
+        "output": {"formats": ["hdf5"]},
+    },
+}
+
+
+def host(sim):
+    return sim.backend.to_host(sim.u).copy()
+
+
+def full_run(case, backend, directory):
+    sim = Simulation(case, backend=backend, output_dir=directory, comm=None)
+    sim.run()
+    return sim
+
+
+def continued(case, backend, directory, path):
+    sim = Simulation(case, backend=backend, output_dir=directory, comm=None).restart(path)
+    sim.run()
+    return sim
+
+
+@pytest.mark.parametrize("system", sorted(CASES))
+def test_cuda_continues_cuda_bitwise_and_cpu_to_1e13(tmp_path, system):
+    case = case_from_dict(CASES[system], name="run")
+    on_gpu = full_run(case, "cuda", tmp_path / "gpu")
+    on_cpu = full_run(case, "cpu", tmp_path / "cpu")
+    first = Simulation(case, backend="cuda", output_dir=tmp_path / "a", comm=None)
+    first.advance(7)
+    path = first.checkpoint()
+    again = continued(case, "cuda", tmp_path / "a", path)
+    assert again.step_count == on_gpu.step_count and again.t == on_gpu.t
+    assert np.array_equal(host(again), host(on_gpu))
+    assert again.summary["cuda_graph"] == on_gpu.summary["cuda_graph"]
+    scale = np.abs(host(on_cpu)).max()
+    to_cpu = continued(case, "cpu", tmp_path / "b", path)
+    assert np.abs(host(to_cpu) - host(on_cpu)).max() <= 1e-13 * scale
+    cpu_first = Simulation(case, backend="cpu", output_dir=tmp_path / "c", comm=None)
+    cpu_first.advance(7)
+    to_gpu = continued(case, "cuda", tmp_path / "c", cpu_first.checkpoint())
+    assert np.abs(host(to_gpu) - host(on_cpu)).max() <= 1e-13 * scale
+    assert to_gpu.summary["restarts"][0]["to"]["backend"] == "cuda"
