@@ -69,16 +69,14 @@ def test_ranks_reproduce_serial_acoustic_fields(serial, flux, nprocs, tmp_path):
     e_serial = serial_summary["energy"]["final"]
     assert abs(summary["energy"]["final"] - e_serial) <= 1e-13 * e_serial
 
-    # Nek5000 output: one file per rank, velocity and pressure, global element ids
+    # Nek5000 output: one file for all ranks (nfiles = 1), velocity and pressure, global order
     from lobatto.io.nek5000 import read_field_file
 
-    seen = []
-    for rank in range(nprocs):
-        nek = read_field_file(tmp_path / "out" / f"case{rank}.f00001", velocity=FIELDS[1:], pressure="p")
-        assert nek["nfiles"] == nprocs and nek["nelgt"] == 32
-        assert set(nek["fields"]) == set(FIELDS)
-        seen.extend(np.asarray(nek["element_ids"]).tolist())
-    assert sorted(seen) == list(range(1, 33))
+    assert not (tmp_path / "out" / "case1.f00001").exists()
+    nek = read_field_file(tmp_path / "out" / "case0.f00001", velocity=FIELDS[1:], pressure="p")
+    assert nek["nfiles"] == 1 and nek["nelgt"] == 32
+    assert set(nek["fields"]) == set(FIELDS)
+    assert nek["element_ids"].tolist() == list(range(1, 33))
 
 
 def test_without_overlap_the_same_bits(tmp_path):

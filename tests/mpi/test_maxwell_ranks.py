@@ -27,16 +27,14 @@ def test_ranks_reproduce_serial_fields(serial, nprocs, tmp_path):
     scale = np.abs(serial_fields).max()
     assert np.max(np.abs(fields - serial_fields)) <= 1e-13 * scale
     assert abs(summary["energy"]["final"] - serial_summary["energy"]["final"]) <= 1e-13 * serial_summary["energy"]["final"]
-    # Nek5000 output: one file per rank, each with nfiles = P and global element ids.
+    # Nek5000 output: one file for all ranks (nfiles = 1), elements in global order
+    # (read by VTK and pymech: test_nek5000_ranks.py).
     from lobatto.io.nek5000 import read_field_file
 
-    seen = []
-    for rank in range(nprocs):
-        nek = read_field_file(tmp_path / "out" / f"case{rank}.f00001", velocity=("Ex", "Ey", "Ez"),
-                             scalars=("Hx", "Hy", "Hz"))
-        assert nek["nfiles"] == nprocs and nek["nelgt"] == 12
-        seen.extend(np.asarray(nek["element_ids"]).tolist())
-    assert sorted(seen) == list(range(1, 13))
+    assert not (tmp_path / "out" / "case1.f00001").exists()
+    nek = read_field_file(tmp_path / "out" / "case0.f00001", velocity=("Ex", "Ey", "Ez"), scalars=("Hx", "Hy", "Hz"))
+    assert nek["nfiles"] == 1 and nek["nelgt"] == 12
+    assert nek["element_ids"].tolist() == list(range(1, 13))
 
 
 @pytest.fixture(scope="module")

@@ -1,23 +1,31 @@
 """Nek5000 binary field files (``<case>0.f00001`` ...) and the ``.nek5000`` index.
 
-ParaView, VisIt and pymech read these. Layout of one file:
+ParaView and VisIt open the index; pymech and VTK's ``vtkNek5000Reader`` read the field
+files. One file per snapshot holds every element of the mesh, whatever the number of ranks
+(Nek5000's default, ``nfiles = 1``): the readers checked (docs/output.md) read only the first
+file of a multi-file snapshot and take its element count for the whole mesh. Layout:
 
 * a 132-byte ASCII header
-  ``#std wdsz nx ny nz nelt nelgt time istep fid0 nfileo rdcode``
-  (``wdsz`` 8: float64 data, 4: float32; ``rdcode`` here ``XUS03``);
+  ``#std wdsz nx ny nz nelt nelgt time istep fid0 nfiles rdcode``
+  (``wdsz`` 8: float64 data, 4: float32; ``rdcode`` here ``XUS03`` or ``XUP``;
+  ``nelt``, the elements in this file, equals ``nelgt``, all elements);
 * the float32 value 6.54321, from which a reader learns the byte order;
-* ``nelt`` int32 global element numbers (1-based), the element map;
-* geometry ``X``: element by element, in each element all x, then all y,
-  then all z;
+* ``nelgt`` int32 global element numbers (1-based), the element map;
+* geometry ``X``: element by element, in each element all x, then all y, then all z;
 * vector ``U`` (if any): element by element, in each element ux, uy, uz blocks;
 * pressure ``P`` (if any): element by element;
-* scalars ``S01``..: scalar by scalar, each for all elements (the
-  outer loop is over scalars here, unlike X and U);
-* in 3D, per-element (min, max) float32 pairs of every component, in the
-  same group order (metadata Nek5000 writes; readers may ignore it).
+* scalars ``S01``..: scalar by scalar, each for all elements (the outer loop is over
+  scalars here, unlike X and U);
+* per-element (min, max) float32 pairs of every component, in the same group order
+  (metadata Nek5000 writes in 3D; the readers ignore it).
 
-Within an element points run with i (along r) fastest, then j, then k, which
-is C order of lobatto's ``[k, j, i]`` arrays.
+Elements are stored in order of their global number, so the map is 1, 2, ..., nelgt:
+pymech places each element by the map, but vtkNek5000Reader shows them in file order, and
+both then agree with the mesh's numbering. Within an element points run with i (along r)
+fastest, then j, then k, which is C order of lobatto's ``[k, j, i]`` arrays.
+
+With several ranks every rank writes its own elements at their offsets in the one file
+(MPI-IO, io/nek5000_mpi.py); a serial run writes the same bytes with plain writes.
 
 Which of a system's fields go to U, P and the scalars is the system's choice (its
 ``output_layout``): the writer takes the layout as arguments, and the reader names the
@@ -27,8 +35,9 @@ groups it finds with names the caller gives.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -43,7 +52,8 @@ __all__ = [
 
 ENDIAN_TAG = 6.54321
 HEADER_BYTES = 132
-_CHUNK_POINTS = 1 << 20  # write in pieces of about this many points per component
+PREAMBLE_BYTES = HEADER_BYTES + 4  # header and endianness tag; the element map follows
+_CHUNK_BYTES = 32 << 20  # convert and write at most about this much at a time
 
 
 def field_file_name(case_name: str, number: int, rank_file: int = 0) -> str:
@@ -68,34 +78,76 @@ def _header(wdsz, n, nelt, nelgt, time, step, fid, nfiles, rdcode) -> bytes:
     return text.ljust(HEADER_BYTES).encode("ascii")
 
 
-def write_field_file(
-    path: str | os.PathLike,
-    coords,
-    fields,
-    time: float,
-    step: int,
-    order: int,
-    *,
-    velocity: Sequence[str] | None = None,
-    pressure: str | None = None,
-    scalars: Sequence[str] | None = None,
-    wdsz: int = 8,
-    element_ids: Sequence[int] | None = None,
-    nelgt: int | None = None,
-    fid: int = 0,
-    nfiles: int = 1,
-) -> None:
-    """Write one Nek5000 field file atomically.
+@dataclass
+class Section:
+    """One section of a field file: every element's share of one variable group, stored
+    element after element, ``element_bytes`` each. ``values(positions)`` gives the
+    shares of this rank's elements at those positions of its arrays, in file order."""
 
-    ``coords`` (3, E, N+1, N+1, N+1); ``fields`` a mapping from names to (E, N+1, N+1, N+1)
-    arrays, with ``velocity`` (three names or None), ``pressure`` (a name or None) and
-    ``scalars`` (names) saying where each goes. ``fields`` may also be an array or list of
-    arrays with no names given: then the first three are the velocity and the rest scalars.
-    ``wdsz`` 8 writes float64, 4 float32. ``element_ids`` are the 1-based
-    global element numbers (default 1..E), ``nelgt`` the global element count
-    (default E). A failed write (disk full, permission) raises
-    :class:`lobatto.errors.OutputError` naming ``path``, and leaves any previous file there.
-    """
+    name: str
+    element_bytes: int
+    values: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class FieldFileContent:
+    """What one rank contributes to a field file: its elements (``ids``: 0-based global
+    numbers, ascending; ``positions``: where each sits in the rank's arrays) and the
+    sections, in file order."""
+
+    wdsz: int
+    n: int
+    rdcode: str
+    ids: np.ndarray
+    positions: np.ndarray
+    sections: list
+
+    def section_offsets(self, nelgt: int) -> list[int]:
+        """Byte offset of each section in a file of ``nelgt`` elements."""
+        offsets, start = [], PREAMBLE_BYTES + 4 * nelgt
+        for section in self.sections:
+            offsets.append(start)
+            start += nelgt * section.element_bytes
+        return offsets
+
+    def chunks(self, section: Section) -> Iterator[np.ndarray]:
+        """This rank's share of ``section`` in file order, as byte arrays of at most
+        about _CHUNK_BYTES (whole elements)."""
+        per_chunk = _elements_per_chunk(section)
+        for e0 in range(0, self.positions.size, per_chunk):
+            block = section.values(self.positions[e0 : e0 + per_chunk])
+            yield np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+
+    def chunk_counts(self) -> list[int]:
+        """How many pieces :meth:`chunks` gives for each section."""
+        return [-(-self.positions.size // _elements_per_chunk(s)) for s in self.sections]
+
+
+def _elements_per_chunk(section: Section) -> int:
+    return max(1, _CHUNK_BYTES // section.element_bytes)
+
+
+def _vector_values(components: list, real) -> Callable:
+    def values(positions):
+        out = np.empty((positions.size, len(components), components[0].shape[1]), dtype=real)
+        for c, comp in enumerate(components):
+            out[:, c] = comp[positions]
+        return out
+    return values
+
+
+def _vector_extrema(components: list) -> Callable:
+    def values(positions):
+        mm = np.stack([np.stack([c[positions].min(axis=1), c[positions].max(axis=1)], axis=-1)
+                       for c in components], axis=1)  # (e, components, 2)
+        return mm.astype(np.float32)
+    return values
+
+
+def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None, scalars=None, wdsz: int = 8,
+                    element_ids=None) -> FieldFileContent:
+    """Check the arguments of :func:`write_field_file` and describe this rank's part of
+    the file (ValueError for a bad argument)."""
     if wdsz not in (4, 8):
         raise ValueError(f"wdsz must be 4 or 8, got {wdsz}")
     real = np.dtype(np.float64 if wdsz == 8 else np.float32)
@@ -129,44 +181,87 @@ def write_field_file(
             raise ValueError(f"field {name!r} must have shape {coords.shape[1:]}, got {a.shape}")
         return a.reshape(nel, npts)
 
-    u = np.stack([field(v) for v in velocity]) if velocity else None
-    p = field(pressure) if pressure is not None else None
-    svals = [field(name) for name in scalars]
-    rdcode = "X" + ("U" if velocity else "") + ("P" if pressure is not None else "")
+    x = list(coords.reshape(3, nel, npts))
+    u = [field(v) for v in velocity]
+    singles = ([field(pressure)] if pressure is not None else []) + [field(s) for s in scalars]
+    rdcode = "X" + ("U" if u else "") + ("P" if pressure is not None else "")
     rdcode += f"S{len(scalars):02d}" if scalars else ""
     if element_ids is None:
-        elmap = np.arange(1, nel + 1, dtype=np.int32)
+        ids = np.arange(nel, dtype=np.int64)
     else:
-        elmap = np.asarray(element_ids, dtype=np.int32)
-        if elmap.shape != (nel,):
-            raise ValueError(f"element_ids must have {nel} entries, got {elmap.shape}")
-    nelgt = nel if nelgt is None else int(nelgt)
+        ids = np.asarray(element_ids, dtype=np.int64).reshape(-1) - 1
+        if ids.shape != (nel,):
+            raise ValueError(f"element_ids must have {nel} entries, got {np.shape(element_ids)}")
+        if nel and ids.min() < 0:
+            raise ValueError("element_ids are 1-based global element numbers; got a number below 1")
+    positions = np.argsort(ids, kind="stable")
+    ids = ids[positions]
+    if nel > 1 and not (np.diff(ids) > 0).all():
+        raise ValueError("element_ids must not repeat an element")
 
-    x = coords.reshape(3, nel, npts)
-    chunk = max(1, _CHUNK_POINTS // npts)
-    vectors = [x] + ([u] if u is not None else [])
-    singles = ([p] if p is not None else []) + svals  # P then scalars: one component each
+    vectors = [("X", x)] + ([("U", u)] if u else [])
+    names = ([pressure] if pressure is not None else []) + scalars
+    sections = [Section(name, 3 * npts * real.itemsize, _vector_values(comps, real)) for name, comps in vectors]
+    sections += [Section(name, npts * real.itemsize, lambda p, v=v: v[p].astype(real, copy=False))
+                 for name, v in zip(names, singles)]
+    sections += [Section(f"{name} min/max", 3 * 2 * 4, _vector_extrema(comps)) for name, comps in vectors]
+    sections += [Section(f"{name} min/max", 2 * 4, _vector_extrema([v])) for name, v in zip(names, singles)]
+    return FieldFileContent(wdsz, n, rdcode, ids, positions, sections)
 
+
+def write_field_file(
+    path: str | os.PathLike,
+    coords,
+    fields,
+    time: float,
+    step: int,
+    order: int,
+    *,
+    velocity: Sequence[str] | None = None,
+    pressure: str | None = None,
+    scalars: Sequence[str] | None = None,
+    wdsz: int = 8,
+    element_ids: Sequence[int] | None = None,
+    fid: int = 0,
+    nfiles: int = 1,
+    comm=None,
+) -> None:
+    """Write one Nek5000 field file atomically; with ``comm`` (several ranks) collectively,
+    each rank giving its own elements.
+
+    ``coords`` (3, E, N+1, N+1, N+1); ``fields`` a mapping from names to (E, N+1, N+1, N+1)
+    arrays, with ``velocity`` (three names or None), ``pressure`` (a name or None) and
+    ``scalars`` (names) saying where each goes. ``fields`` may also be an array or list of
+    arrays with no names given: then the first three are the velocity and the rest scalars.
+    ``wdsz`` 8 writes float64, 4 float32. ``element_ids`` are the 1-based global numbers of
+    the E elements (default 1..E); over all ranks they number the elements 1..nelgt once
+    each, and the file stores them in that order. ``fid`` and ``nfiles`` only fill the
+    header's fields of those names.
+
+    A failed write (disk full, permission) raises :class:`lobatto.errors.OutputError` naming
+    ``path`` (on every rank with ``comm``), and leaves any previous file there.
+    """
+    if comm is not None and comm.Get_size() > 1:
+        from lobatto.io.nek5000_mpi import write_field_file_collective
+
+        def prepare():
+            return prepare_content(coords, fields, order, velocity=velocity, pressure=pressure, scalars=scalars,
+                                   wdsz=wdsz, element_ids=element_ids)
+
+        write_field_file_collective(path, prepare, comm, float(time), int(step), fid, nfiles)
+        return
+    content = prepare_content(coords, fields, order, velocity=velocity, pressure=pressure, scalars=scalars,
+                              wdsz=wdsz, element_ids=element_ids)
+    nel = content.ids.size
+    if nel and content.ids[-1] != nel - 1:
+        raise ValueError(f"element_ids must number the {nel} elements 1..{nel} (one file holds every element)")
     with atomic_open(path, "wb") as fh:
-        fh.write(_header(wdsz, n, nel, nelgt, float(time), int(step), fid, nfiles, rdcode))
+        fh.write(_header(content.wdsz, content.n, nel, nel, float(time), int(step), fid, nfiles, content.rdcode))
         fh.write(np.array([ENDIAN_TAG], dtype=np.float32).tobytes())
-        fh.write(elmap.tobytes())
-        # X and U: element by element, component by component inside.
-        for group in vectors:
-            for e0 in range(0, nel, chunk):
-                block = group[:, e0 : e0 + chunk].transpose(1, 0, 2)
-                fh.write(np.ascontiguousarray(block, dtype=real).tobytes())
-        # P and S01..: field by field, all elements each.
-        for values in singles:
-            for e0 in range(0, nel, chunk):
-                fh.write(np.ascontiguousarray(values[e0 : e0 + chunk], dtype=real).tobytes())
-        # Metadata (3D): float32 (min, max) per element and component.
-        for group in vectors:
-            mm = np.stack([group.min(axis=2), group.max(axis=2)], axis=-1)  # (3, E, 2)
-            fh.write(np.ascontiguousarray(mm.transpose(1, 0, 2), dtype=np.float32).tobytes())
-        for values in singles:
-            mm = np.stack([values.min(axis=1), values.max(axis=1)], axis=-1)  # (E, 2)
-            fh.write(np.ascontiguousarray(mm, dtype=np.float32).tobytes())
+        fh.write((content.ids + 1).astype(np.int32).tobytes())
+        for section in content.sections:
+            for chunk in content.chunks(section):
+                fh.write(chunk)
 
 
 def _parse_rdcode(code: str, ndim: int) -> list[tuple[str, int]]:
