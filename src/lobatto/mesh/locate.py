@@ -1,0 +1,125 @@
+"""Physical points in a mesh of (curved) hexahedra: which element holds a point, where in its
+reference cube, and the weights that interpolate nodal fields there.
+
+An element's map x(r, s, t) is the degree-N interpolant of its GLL coordinates (the
+isoparametric map the solver itself uses, curved or not). A point p is searched among the
+elements whose node bounding box, widened by BOX_MARGIN of its size, holds it; in each,
+Newton's method solves x(r) = p from the centre r = 0. The point is inside when Newton
+converges to |r|, |s|, |t| <= 1 + INSIDE_TOLERANCE. Values there are sum u_kji h_i(r) h_j(s)
+h_k(t) with the Lagrange basis h of the GLL points: exact for polynomials of degree <= N.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lobatto.discretization import derivative_matrix, interpolation_matrix
+
+#: Newton stops when its step is below this (reference units); quadratic convergence makes
+#: the point then accurate to round-off
+NEWTON_TOLERANCE = 1e-12
+MAX_NEWTON_STEPS = 40
+#: found reference coordinates up to 1 + this count as inside (round-off on faces and corners)
+INSIDE_TOLERANCE = 1e-9
+#: node bounding boxes are widened by this fraction of their largest side: a curved face
+#: bulges past its nodes by far less
+BOX_MARGIN = 0.1
+#: Newton's iterates are kept within [-LIMIT, LIMIT]: far outside the element the polynomial
+#: map may fold, and a point outside must not send the iteration off to infinity
+REFERENCE_LIMIT = 2.0
+
+
+@dataclass
+class Found:
+    """Where Newton's method put one point in each candidate element.
+
+    elements:   (m,) the candidates' local element indices
+    reference:  (m, 3) r, s, t reached
+    inside:     (m,) True where it converged inside the element
+    steps:      Newton steps taken (the same count for all candidates: they iterate together)
+    residual:   (m,) |x(r) - p|, the physical distance left
+    """
+
+    elements: np.ndarray
+    reference: np.ndarray
+    inside: np.ndarray
+    steps: int
+    residual: np.ndarray
+
+
+def basis(order: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(h, dh/dr), each (m, N+1): the Lagrange polynomials of the GLL points and their
+    derivatives at the m points r. dh_j is the interpolant of D[:, j] (exact: degree N-1)."""
+    h = interpolation_matrix(order, np.asarray(r, dtype=np.float64).reshape(-1))
+    return h, h @ derivative_matrix(order)
+
+
+def tensor_weights(order: int, reference: np.ndarray) -> np.ndarray:
+    """(m, n, n, n) weights w[k, j, i] = h_k(t) h_j(s) h_i(r) of m reference points (r, s, t):
+    ``sum(u_e * w)`` is the element's nodal field u_e (n, n, n) at that point."""
+    reference = np.asarray(reference, dtype=np.float64).reshape(-1, 3)
+    hr, hs, ht = (basis(order, reference[:, a])[0] for a in range(3))
+    return ht[:, :, None, None] * hs[:, None, :, None] * hr[:, None, None, :]
+
+
+def element_boxes(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper), each (E, 3): the elements' node bounding boxes widened by BOX_MARGIN."""
+    flat = coords.reshape(3, coords.shape[1], -1)
+    lower, upper = flat.min(axis=2).T, flat.max(axis=2).T
+    margin = BOX_MARGIN * (upper - lower).max(axis=1, keepdims=True)
+    return lower - margin, upper + margin
+
+
+def candidates(boxes: tuple[np.ndarray, np.ndarray], point) -> np.ndarray:
+    """Local indices of the elements whose widened box holds ``point``."""
+    lower, upper = boxes
+    p = np.asarray(point, dtype=np.float64)
+    return np.nonzero(np.all((lower <= p) & (p <= upper), axis=1))[0]
+
+
+def newton(coords: np.ndarray, elements: np.ndarray, point) -> Found:
+    """Solve x(r) = point in each of ``elements`` (local indices into coords (3, E, n, n, n))."""
+    elements = np.asarray(elements, dtype=np.int64)
+    order = coords.shape[-1] - 1
+    nodes = coords[:, elements]  # (3, m, n, n, n)
+    p = np.asarray(point, dtype=np.float64)
+    m = elements.size
+    r = np.zeros((m, 3))
+    step = np.full((m, 3), np.inf)
+    steps = 0
+    with np.errstate(all="ignore"):  # a singular map outside the element gives NaN: not inside
+        for steps in range(1, MAX_NEWTON_STEPS + 1):
+            x, jac = _map_and_jacobian(nodes, order, r)
+            step = np.linalg.solve(_regular(jac), (x - p)[:, :, None])[:, :, 0]
+            step[~np.isfinite(step).all(axis=1)] = np.nan
+            r = np.clip(r - np.nan_to_num(step, nan=0.0), -REFERENCE_LIMIT, REFERENCE_LIMIT)
+            if not np.any(np.abs(step) > NEWTON_TOLERANCE):  # NaN counts as not converged
+                break
+        x, _ = _map_and_jacobian(nodes, order, r)
+        residual = np.sqrt(np.sum((x - p) ** 2, axis=1))
+        converged = np.all(np.abs(step) <= NEWTON_TOLERANCE, axis=1)
+        inside = converged & np.all(np.abs(r) <= 1.0 + INSIDE_TOLERANCE, axis=1)
+    return Found(elements, np.clip(r, -1.0, 1.0), inside, steps, residual)
+
+
+def _regular(jac: np.ndarray) -> np.ndarray:
+    """The Jacobians with singular or non-finite ones replaced by NaN matrices (so that the
+    batched solve does not raise; their steps come out NaN)."""
+    det = np.linalg.det(np.where(np.isfinite(jac), jac, 0.0))
+    bad = ~(np.isfinite(det) & (np.abs(det) > 0)) | ~np.isfinite(jac).all(axis=(1, 2))
+    if np.any(bad):
+        jac = jac.copy()
+        jac[bad] = np.eye(3) * np.nan
+    return jac
+
+
+def _map_and_jacobian(nodes: np.ndarray, order: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x(r) (m, 3) and dx/dr (m, 3, 3) of m elements' maps (nodes (3, m, n, n, n)), each at its own r."""
+    (hr, dr), (hs, ds), (ht, dt) = (basis(order, r[:, a]) for a in range(3))
+    x = np.einsum("xekji,ek,ej,ei->ex", nodes, ht, hs, hr)
+    jac = np.stack([np.einsum("xekji,ek,ej,ei->ex", nodes, ht, hs, dr),
+                    np.einsum("xekji,ek,ej,ei->ex", nodes, ht, ds, hr),
+                    np.einsum("xekji,ek,ej,ei->ex", nodes, dt, hs, hr)], axis=2)
+    return x, jac

@@ -1,0 +1,257 @@
+"""Probes and integrals of a run: ``[output.probes]`` and ``[output.integrals]`` (docs/probes.md).
+
+Set up once (points located, names checked against the mesh), then sampled every K steps:
+collective, reduced over ranks, written by rank 0 (io/timeseries.py). Nothing here knows a
+system: the quantities come from the system's spec (``PhysicsSpec.integrands``).
+
+* A probe belongs to the element with the lowest global id among those holding the point
+  (mesh/locate.py), on whichever rank has it; that rank interpolates the fields with the
+  element's Lagrange basis, the others add zeros (sums over ranks are then exact).
+* Volume integrals: sum of mass * density over a region's elements (GLL quadrature, the same
+  as ``System.energy``), on the backend's arrays, a block of elements at a time.
+* Surface integrals: sum of surface Jacobian * w_a w_b * flux density over the boundary faces
+  of a named surface, with the faces' outward normals, on the host.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from lobatto.discretization import gll_weights
+from lobatto.errors import InputError
+from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
+from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.parallel import allreduce, collective_errors, rank_and_size
+
+#: points per block of elements in volume integrals: bounds the temporaries of a density
+BLOCK_POINTS = 1 << 22
+WHOLE_MESH = "all"
+NOT_FOUND = np.iinfo(np.int64).max
+
+
+class Probes:
+    """The case's probe points on this rank's part of the mesh."""
+
+    def __init__(self, section, system, comm=None):
+        self.system, self.comm = system, comm
+        self.points = np.asarray(section.points, dtype=np.float64).reshape(-1, 3)
+        self.fields = tuple(section.fields)
+        self.field_index = [system.field_names.index(f) for f in self.fields]
+        coords, ids = system.geometry.coords, system.mesh.element_ids
+        boxes = element_boxes(coords)
+        best = np.full(len(self.points), NOT_FOUND, dtype=np.int64)
+        found = {}
+        for p, point in enumerate(self.points):
+            near = candidates(boxes, point)
+            if near.size:
+                result = newton(coords, near[np.argsort(ids[near], kind="stable")], point)
+                if result.inside.any():
+                    first = int(np.argmax(result.inside))  # lowest global id: candidates are sorted
+                    found[p] = (int(result.elements[first]), result.reference[first])
+                    best[p] = ids[result.elements[first]]
+        self.element_ids = allreduce(comm, best, "min")
+        outside = np.nonzero(self.element_ids == NOT_FOUND)[0]
+        if outside.size:
+            p = int(outside[0])
+            more = f" (and {outside.size - 1} more)" if outside.size > 1 else ""
+            shown = ", ".join(repr(float(v)) for v in self.points[p])
+            raise InputError(f"[output.probes] points[{p}] = [{shown}] is outside the mesh: no element holds it{more}")
+        # this rank's probes: those whose lowest-id element it holds
+        self.mine = [p for p, (e, _) in found.items() if ids[e] == self.element_ids[p]]
+        self.local_elements = np.array([found[p][0] for p in self.mine], dtype=np.int64)
+        reference = np.zeros((len(self.points), 3))
+        for p in self.mine:
+            reference[p] = found[p][1]
+        self.reference = allreduce(comm, reference)
+        self.weights = tensor_weights(system.order, self.reference[self.mine])
+        self.device_elements = system.backend.xp.asarray(self.local_elements) if self.mine else None
+
+    def values(self, u) -> np.ndarray:
+        """Collective: (fields, P) the probes' values (every rank gets them)."""
+        out = np.zeros((len(self.fields), len(self.points)))
+        if self.mine:
+            held = self.system.backend.to_host(u[:, self.device_elements]).astype(np.float64, copy=False)
+            held = held[self.field_index]  # (fields, m, n, n, n)
+            out[:, self.mine] = np.einsum("fmkji,mkji->fm", held, self.weights)
+        return allreduce(self.comm, out)
+
+    def describe(self) -> dict:
+        return {"fields": list(self.fields), "points": self.points.tolist(), "element_ids": self.element_ids.tolist(),
+                "reference": self.reference.tolist()}
+
+
+class Integrals:
+    """The case's volume and surface integrals on this rank's part of the mesh."""
+
+    def __init__(self, section, system, comm=None):
+        self.system, self.comm = system, comm
+        mesh, spec, backend = system.mesh, system.spec, system.backend
+        xp = backend.xp
+        self.columns = []  # (quantity, where, kind, doc)
+        self.volume = []  # (integrand, elements: None for all or device indices)
+        region_of, region_names = _regions(mesh)
+        for region in section.regions:
+            if region == WHOLE_MESH:
+                elements = None
+            elif region in region_names:
+                elements = xp.asarray(np.nonzero(region_of == region_names.index(region))[0])
+            else:
+                raise InputError(f"[output.integrals] regions: no region '{region}' in the mesh "
+                                 f"(regions: {', '.join(dict.fromkeys((WHOLE_MESH,) + tuple(region_names)))})")
+            for quantity in section.volume:
+                self.columns.append((quantity, region, "volume", spec.integrands[quantity].doc))
+                self.volume.append((spec.integrands[quantity], elements))
+        mass = getattr(system, "device_geometry", {}).get("mass")
+        self.mass = mass if mass is not None else backend.asarray(system.geometry.mass)
+        self.block = max(1, BLOCK_POINTS // (system.order + 1) ** 3)
+
+        group_of, group_names = _surfaces(mesh)
+        boundary = mesh.face_neighbour < 0
+        self.surface = []  # (integrand, faces: [(face, device elements, host normals, sJ w_a w_b)])
+        w = gll_weights(system.order)
+        geometry = system.geometry
+        for name in section.surfaces:
+            on = boundary & (group_of == group_names.index(name)) if name in group_names else None
+            count = allreduce(comm, int(on.sum()) if on is not None else 0)
+            if count == 0:
+                known = ", ".join(group_names) or "none"
+                why = "no boundary faces (a side of a periodic axis?)" if name in group_names else "no such surface"
+                raise InputError(f"[output.integrals] surfaces: '{name}' has {why} in the mesh "
+                                 f"(surfaces: {known})")
+            faces = []
+            for face in range(NUM_FACES):
+                elements = np.nonzero(on[:, face])[0]
+                if elements.size:
+                    faces.append((face, xp.asarray(elements), geometry.normals[:, elements, face],
+                                  geometry.surface_jacobian[elements, face] * np.outer(w, w)))
+            for quantity in section.surface:
+                self.columns.append((quantity, name, "surface", spec.integrands[quantity].doc))
+                self.surface.append((spec.integrands[quantity], faces))
+
+    def values(self, u) -> np.ndarray:
+        """Collective: (Q,) the integrals, in the order of ``columns`` (every rank gets them)."""
+        local = [self._volume(integrand, elements, u) for integrand, elements in self.volume]
+        local += [self._surface(integrand, faces, u) for integrand, faces in self.surface]
+        return allreduce(self.comm, np.array(local, dtype=np.float64))
+
+    def _volume(self, integrand, elements, u) -> float:
+        xp, system = self.system.backend.xp, self.system
+        count = u.shape[1] if elements is None else int(elements.size)
+        total = 0.0
+        with np.errstate(all="ignore"):  # an overflow gives inf, as in System.energy
+            for first in range(0, count, self.block):
+                part = slice(first, min(first + self.block, count))
+                chosen = part if elements is None else elements[part]
+                density = integrand.density(system, u[:, chosen])
+                total += float(xp.sum(self.mass[chosen] * density, dtype=np.float64))
+        return total
+
+    def _surface(self, integrand, faces, u) -> float:
+        backend, order = self.system.backend, self.system.order
+        total = 0.0
+        for face, elements, normals, weights in faces:
+            values = backend.to_host(u[:, elements][face_slice(face, order)]).astype(np.float64, copy=False)
+            total += float(np.sum(weights * integrand.density(self.system, values, normals)))
+        return total
+
+
+def _regions(mesh) -> tuple[np.ndarray, tuple]:
+    """(E,) region index of each element and the region names; one region "all" on meshes
+    that have none."""
+    regions = getattr(mesh, "regions", None)
+    if regions is None:
+        return np.zeros(mesh.num_elements, dtype=np.int64), (WHOLE_MESH,)
+    return np.asarray(regions), tuple(getattr(mesh, "region_names", (WHOLE_MESH,)))
+
+
+def _surfaces(mesh) -> tuple[np.ndarray, tuple]:
+    """(E, 6) surface index of each face (-1: none) and the surface names. Meshes without
+    named surfaces that come from the box generator name their sides by face number."""
+    group = getattr(mesh, "face_group", None)
+    if group is not None:
+        return np.asarray(group), tuple(getattr(mesh, "group_names", ()))
+    if getattr(mesh, "element_labels", None) is not None:  # a box: face f lies on side f
+        from lobatto.mesh.box import SIDE_NAMES
+
+        faces = np.broadcast_to(np.arange(NUM_FACES), mesh.face_neighbour.shape)
+        return np.where(mesh.face_neighbour < 0, faces, -1), SIDE_NAMES
+    return np.full(mesh.face_neighbour.shape, -1), ()
+
+
+class TimeSeries:
+    """Probes and integrals of one run, sampled at step 0, every K steps (each section its own
+    K) and at the last step, written by rank 0 into ``NAME_probes.csv`` and ``NAME_probes.h5``."""
+
+    def __init__(self, case, system, output_dir, comm=None):
+        self.case, self.system, self.output_dir, self.comm = case, system, output_dir, comm
+        self.rank, _ = rank_and_size(comm)
+        out = case.output
+        self.probes = Probes(out.probes, system, comm) if out.probes is not None else None
+        self.integrals = Integrals(out.integrals, system, comm) if out.integrals is not None else None
+        self.writer = None
+        self.samples = 0
+
+    @classmethod
+    def from_case(cls, case, system, output_dir, comm=None):
+        """The run's time series, or None when the case asks for none."""
+        if case.output.probes is None and case.output.integrals is None:
+            return None
+        return cls(case, system, output_dir, comm)
+
+    @staticmethod
+    def _due(section, step: int, last: int) -> bool:
+        return section is not None and (step % section.every == 0 or step == last)
+
+    def start(self, u, step: int, t: float, last: int) -> None:
+        """Collective, before the run's first step: open the files (rank 0; a continued run
+        keeps the samples before ``step``) and sample the state if due (step 0 always is)."""
+        with collective_errors(self.comm):
+            if self.rank == 0 and self.writer is None:
+                self.writer = self._open(step)
+        self.after_step(u, step, t, last)
+
+    def after_step(self, u, step: int, t: float, last: int) -> float:
+        """Collective: sample what is due at ``step`` (a multiple of a section's every, or the
+        run's ``last`` step) and append it to the files (rank 0). Returns the seconds taken."""
+        out = self.case.output
+        due_probes, due_integrals = self._due(out.probes, step, last), self._due(out.integrals, step, last)
+        if not (due_probes or due_integrals):
+            return 0.0
+        self.system.backend.synchronize()
+        start = time.perf_counter()
+        probes = self.probes.values(u) if due_probes else None
+        integrals = self.integrals.values(u) if due_integrals else None
+        with collective_errors(self.comm):
+            if self.rank == 0:
+                self.writer.append(step, t, probes, integrals)
+        self.samples += 1
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        """Collective: the HDF5 file brought up to date (rank 0)."""
+        with collective_errors(self.comm):
+            if self.writer is not None:
+                self.writer.close()
+
+    def _open(self, step: int):
+        from lobatto.io.timeseries import TimeSeriesWriter
+
+        attrs = {"config": self.case.to_toml(), "equations": self.system.name, "name": self.case.output.name}
+        return TimeSeriesWriter(self.output_dir, self.case.output.name,
+                                None if self.probes is None else self.probes.describe(),
+                                None if self.integrals is None else self.integrals.columns, attrs,
+                                continue_from=step if step > 0 else None)
+
+    def describe(self) -> dict:
+        """The summary's entry: the files, the number of samples, what was sampled."""
+        from lobatto.io.timeseries import file_names
+
+        entry = {"files": list(file_names(self.case.output.name)), "samples": self.samples}
+        if self.probes is not None:
+            entry["probes"] = {"every": self.case.output.probes.every, **self.probes.describe()}
+        if self.integrals is not None:
+            entry["integrals"] = {"every": self.case.output.integrals.every,
+                                  "columns": [f"{q}@{w}" for q, w, _, _ in self.integrals.columns]}
+        return entry
