@@ -93,7 +93,12 @@ def run(case, backend: str | None = None, output_dir=None, comm=None, progress=N
         case = load_case(case)
     elif isinstance(case, Mapping):
         case = case_from_dict(case)
-    simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
+    if SYSTEMS[case.physics.equations].spec.steady:  # one solve (lobatto/steady.py)
+        from lobatto.steady import SteadyRun
+
+        simulation = SteadyRun(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
+    else:
+        simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
     summary = simulation.run()
     return Result(summary=summary, fields=simulation.fields(), coordinates=simulation.coordinates(),
                   output_dir=simulation.output_dir, simulation=simulation)

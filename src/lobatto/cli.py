@@ -1,6 +1,7 @@
 """The ``lobatto`` command.
 
-    lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet]
+    lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet] [--restart CHECKPOINT|latest]
+    lobatto plot RUN_DIR [--output FILE.png] [--quantities NAME ...]   (time series as a PNG)
     lobatto bench ...        (benchmarks, when lobatto.bench.cli is installed)
     lobatto --version
 
@@ -62,7 +63,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     run.add_argument("--overwrite", action="store_true",
-                     help="replace the outputs of an earlier run of this name in the output directory")
+                     help="replace the outputs of an earlier run of this name in the output directory (with "
+                          "--restart: only those written after the checkpoint)")
+    run.add_argument("--restart", metavar="CHECKPOINT", default=None,
+                     help="continue from a checkpoint directory, or 'latest' for the newest in the output "
+                          "directory (docs/restart.md)")
+
+    plot = sub.add_parser(
+        "plot",
+        help="plot a run's probes and integrals (time series) as a PNG",
+        description="Turn a run's time series (NAME_probes.csv, from [output.probes] and "
+                    "[output.integrals]) into a PNG, one panel per quantity (docs/probes.md).",
+    )
+    plot.add_argument("run_dir", metavar="RUN_DIR", help="the run's output directory (or its NAME_probes.csv)")
+    plot.add_argument("--output", "-o", metavar="FILE.png", default=None,
+                      help="the PNG to write (default: NAME_probes.png beside the CSV file)")
+    plot.add_argument("--quantities", nargs="+", metavar="NAME", default=None,
+                      help="columns (Ez@p0, energy@all) or quantities (Ez: at every probe); default all")
 
     sub.add_parser(
         "bench",
@@ -114,12 +131,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from lobatto.io.summary import format_summary_table
     from lobatto.parallel import collective_errors, world_comm
 
+    from lobatto.io.checkpoint_dir import prepare_for_checkpoints, prepare_for_restart
+
     comm = world_comm()
+    restart = None
     with collective_errors(comm):  # every rank reads the case; rank 0 alone prepares the directory
         case = load_case(args.case)
         output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
-        if _world_rank() == 0:
+        if _world_rank() == 0 and args.restart is not None:
+            restart = prepare_for_restart(output_dir, case.output.name, args.restart, overwrite=args.overwrite)
+        elif _world_rank() == 0:
             prepare_output_dir(output_dir, case.output.name, overwrite=args.overwrite)
+            prepare_for_checkpoints(output_dir, case.output.name, overwrite=args.overwrite)
+    if comm is not None and args.restart is not None:
+        restart = comm.bcast(restart)
     backend = args.backend or case.backend.name
 
     if args.quiet or _world_rank() != 0:  # one progress bar per run, on rank 0
@@ -131,7 +156,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress = ProgressBar(None, stream=sys.stderr)
         callback = progress
     try:
-        summary = run_case(case, backend=backend, output_dir=output_dir, progress=callback, comm=comm)
+        continued = {} if restart is None else {"restart": restart}
+        summary = run_case(case, backend=backend, output_dir=output_dir, progress=callback, comm=comm, **continued)
     finally:
         if progress is not None:
             progress.close()
@@ -139,6 +165,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(format_summary_table(summary))
         print(f"\noutput written to {output_dir}{os.sep}")
         sys.stdout.flush()
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from lobatto.io.plot import find_series, plot_time_series
+
+    csv_path = find_series(Path(args.run_dir))
+    png = Path(args.output) if args.output else csv_path.with_suffix(".png")
+    result = plot_time_series(csv_path, png, args.quantities, title=f"{csv_path.parent.name}/{csv_path.name}")
+    print(f"{png}: {result['panels']} panel{'s' if result['panels'] != 1 else ''}, "
+          f"{len(result['columns'])} series, {result['pixels'][0]} x {result['pixels'][1]} pixels")
     return 0
 
 
@@ -206,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(exit_.code) if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "plot":
+            return _cmd_plot(args)
         parser.print_help(sys.stderr)
         return 2
     except LobattoError as err:

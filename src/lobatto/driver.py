@@ -23,9 +23,10 @@ from lobatto.backends import get_backend
 from lobatto.errors import InputError, SolverError
 from lobatto.integrators import Stepper, get_scheme, plan_steps
 from lobatto.mesh import box_mesh, compute_geometry
-from lobatto.mesh.partition import partition_box
+from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
                               world_comm)
+from lobatto.probes import TimeSeries
 from lobatto.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
 
@@ -52,17 +53,43 @@ def deformation_from_expressions(deform: dict):
     return displacement
 
 
-def build_mesh(case, comm=None):
-    """This rank's part of the case's mesh (the whole mesh without comm), halo elements last."""
+def read_mesh_file(case):
+    """The whole mesh of the case's mesh file (every rank reads all of it: docs/meshes.md)."""
+    from lobatto.mesh.readers import mesh_from_file
+
     m = case.mesh
-    sides = {side: kind for side, kind in m.boundaries.items() if kind != "periodic"}
+    return mesh_from_file(m.generator, m.file, case.discretization.order, m.boundaries, m.boundary)
+
+
+def build_mesh(case, comm=None, whole=None):
+    """This rank's part of the case's mesh (the whole mesh without comm), halo elements last.
+
+    whole: a file mesh already read (read_mesh_file), else it is read here."""
+    m = case.mesh
     rank, size = rank_and_size(comm)
+    if m.from_file:
+        whole = whole if whole is not None else read_mesh_file(case)
+        mesh = whole if size == 1 else whole.subset(partition_mesh(whole, size, rank, case.parallel.partitioner))
+        mesh.deform = deformation_from_expressions(m.deform)
+        return mesh.halo_last()
+    sides = {side: kind for side, kind in m.boundaries.items() if kind != "periodic"}
     element_ids = None if size == 1 else partition_box(m.elements, size, rank, case.parallel.partitioner)
     mesh = box_mesh(
         m.elements, m.lower, m.upper, m.periodic, boundary=m.boundary, boundaries=sides,
         deform=deformation_from_expressions(m.deform), element_ids=element_ids,
     )
     return mesh.halo_last()
+
+
+def describe_mesh(case, mesh) -> dict:
+    """The summary's account of the mesh: where it came from, its geometry order and names."""
+    m = case.mesh
+    about = {"generator": m.generator}
+    if m.from_file:
+        about["file"] = m.file
+    about.update(elements=int(mesh.num_global_elements), geometry_order=mesh.geometry_order,
+                 regions=list(mesh.region_names), surfaces=list(mesh.group_names))
+    return about
 
 
 def check_partition(mesh, case, comm) -> None:
@@ -72,7 +99,7 @@ def check_partition(mesh, case, comm) -> None:
     if comm is None:
         return
     ids = mesh.element_ids.astype(np.int64)
-    total = math.prod(case.mesh.elements)
+    total = mesh.num_global_elements
     prime = 2**31 - 1  # squares summed modulo a prime: no int64 overflow on any mesh size
     got = allreduce(comm, np.array([ids.size, ids.sum(), ((ids * ids) % prime).sum()], dtype=np.int64))
     expected = [total, total * (total - 1) // 2, (total - 1) * total * (2 * total - 1) // 6 % prime]
@@ -82,20 +109,25 @@ def check_partition(mesh, case, comm) -> None:
                           f"({int(got[0])} assigned); the ranks disagree (different numpy builds?)")
 
 
-def check_memory(case, system_class, backend, comm=None) -> dict:
+def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
     """Refuse (InputError, before any allocation) a run whose estimated memory per rank
-    exceeds what this node (shared by its ranks) or this GPU has free; the estimate is returned."""
+    exceeds what this node (shared by its ranks) or this GPU has free; the estimate is returned.
+    whole: the file mesh, read (its element count and geometry order count), else the box."""
     rank, size = rank_and_size(comm)
-    total = math.prod(case.mesh.elements)
+    total = whole.num_elements if whole is not None else math.prod(case.mesh.elements)
     estimate = estimate_run_memory(
         math.ceil(total / size), case.discretization.order, len(system_class.spec.fields),
         system_class.trace_components, backend.precision, ranks=size, backend=backend.name,
-        integrator_states=stepper_states(get_scheme(case.time.integrator)),
+        integrator_states=(stepper_states(get_scheme(case.time.integrator)) if case.time is not None
+                           else system_class.memory_states),  # a steady system: its solver's arrays
         reference_kernels=not system_class.tuned_on(backend), partitioner=case.parallel.partitioner,
-        exact_fields=case.exact.present)
+        exact_fields=case.exact.present, geometry_order=1 if whole is None else whole.geometry_order,
+        file_elements=None if whole is None else total)
     host = available_host_memory()
     host = None if host is None else host // launched_local_size()
-    what = (f"{case.source}: [mesh] elements = {list(case.mesh.elements)} at order {case.discretization.order}"
+    mesh_is = (f"[mesh] file {case.mesh.file} ({total} elements)" if whole is not None
+               else f"[mesh] elements = {list(case.mesh.elements)}")
+    what = (f"{case.source}: {mesh_is} at order {case.discretization.order}"
             + (f" on {size} ranks" if size > 1 else ""))
     check_fits(estimate, host, backend.memory_available(), what)
     return estimate
@@ -105,9 +137,12 @@ def build_system(case, backend, comm=None):
     """The case's system (by ``[physics] equations``) on this rank's part of its mesh."""
     system_class = get_system(case.physics.equations)
     with collective_errors(comm):  # a bad element may sit on one rank only
-        check_memory(case, system_class, backend, comm)
+        with case_named(case):  # a file mesh is read first: its size is known from it only
+            whole = read_mesh_file(case) if case.mesh.from_file else None
+        check_memory(case, system_class, backend, comm, whole)
         with case_named(case):
-            mesh = build_mesh(case, comm)
+            mesh = build_mesh(case, comm, whole)
+            del whole  # a rank keeps its part only
             geometry = compute_geometry(mesh, case.discretization.order)
     check_partition(mesh, case, comm)
     # the same on every rank, and any rank that fails alone ends the job (collective_errors)
@@ -130,7 +165,8 @@ class SnapshotWriter:
     """Writes the requested formats for one state and remembers what it wrote.
 
     With several ranks each writes its own elements: HDF5 parts joined by a virtual
-    dataset (io/hdf5_parts.py), and Nek5000's own multi-file snapshots (one file per rank).
+    dataset (io/hdf5_parts.py), and one Nek5000 file written by all ranks (io/nek5000_mpi.py).
+    VTK: a .vtu piece per rank joined by rank 0's .pvtu, and a .pvd time series (io/vtk.py).
     """
 
     def __init__(self, case, system, output_dir: Path, comm=None):
@@ -142,6 +178,11 @@ class SnapshotWriter:
         self.records: list[dict] = []
         self.nek_count = 0
         self.part_counts = [system.num_elements] if comm is None else comm.allgather(system.num_elements)
+        self.vtk = None  # VTK pieces, .pvtu and the .pvd time series (io/vtk.py)
+        if "vtk" in self.formats:
+            from lobatto.io.vtk import VtkSeries
+
+            self.vtk = VtkSeries(output_dir, self.name, self.rank, self.size)
 
     def write(self, u, step: int, t: float) -> None:
         """Collective: every rank writes its part, then rank 0 the files that join them; an
@@ -154,6 +195,7 @@ class SnapshotWriter:
         order = self.system.order
         mesh = self.system.mesh
         attrs = dict(time=t, step=step, order=order, config_toml=self.config_toml,
+                     compression=self.case.output.compression,
                      extra_attrs={"backend": self.system.backend.name, "ranks": self.size,
                                   "equations": self.system.name})
         files = []
@@ -167,13 +209,15 @@ class SnapshotWriter:
                 else:
                     hdf5_parts.write_snapshot_part(h5_path, self.rank, coords, fields, names, mesh.element_ids,
                                                    **attrs)
-            if "nek" in self.formats:
-                velocity, pressure, scalars = self.system.output_layout
+            if self.vtk is not None:
+                self.vtk.write_piece(step, t, coords, fields, names, order, mesh, self.config_toml)
+        if "nek" in self.formats:  # one file for all ranks, written together (MPI-IO: io/nek5000_mpi.py)
+            velocity, pressure, scalars = self.system.output_layout
+            with collective_errors(self.comm):  # entered only once the per-rank writes above are agreed
                 nek5000.write_field_file(
-                    self.output_dir / nek5000.field_file_name(self.name, self.nek_count, self.rank), coords,
+                    self.output_dir / nek5000.field_file_name(self.name, self.nek_count), coords,
                     dict(zip(names, fields)), t, step, order, velocity=velocity, pressure=pressure,
-                    scalars=scalars, element_ids=mesh.element_ids + 1, nelgt=mesh.num_global_elements,
-                    fid=self.rank, nfiles=self.size)
+                    scalars=scalars, element_ids=mesh.element_ids + 1, comm=self.comm)
         with collective_errors(self.comm):  # the parts are complete on every rank now
             if self.rank == 0 and "hdf5" in self.formats and self.size > 1:
                 hdf5_parts.write_virtual_snapshot(
@@ -183,10 +227,14 @@ class SnapshotWriter:
                      "equations": self.system.name, "lobatto_version": __version__})
             if self.rank == 0 and "nek" in self.formats:
                 nek5000.write_index(self.output_dir / f"{self.name}.nek5000", self.name, 1, self.nek_count)
+            if self.rank == 0 and self.vtk is not None:
+                self.vtk.write_index(step, t, names, mesh)
         if "hdf5" in self.formats:
             files.append(h5_path.name)
         if "nek" in self.formats:
             files.append(nek5000.field_file_name(self.name, self.nek_count, 0))
+        if self.vtk is not None:
+            files.append(self.vtk.dataset_name(step))
         self.records.append({"step": step, "time": t, "files": files})
 
 
@@ -204,6 +252,9 @@ class Simulation:
 
     def __init__(self, case, backend: str | None = None, output_dir: Path | str | None = None, comm="world",
                  progress: Callable[[int, int, float], None] | None = None):
+        if case.time is None:  # a steady system: lobatto/steady.py runs it
+            raise InputError(f"{case.source}: {case.physics.equations} is steady (no time steps): run it with "
+                             "lobatto.run(case) or lobatto.steady.SteadyRun, not Simulation")
         self.case = case
         self.comm = comm = world_comm() if comm == "world" else comm
         self.rank, self.size = rank_and_size(comm)
@@ -234,6 +285,9 @@ class Simulation:
         self.step_count, self.t = 0, 0.0
         self.energy_initial = allreduce(comm, system.energy(self.u))
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
+        with collective_errors(comm), case_named(case):  # [output.probes] and [output.integrals]
+            self.series = TimeSeries.from_case(case, system, self.output_dir, comm)
+        self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
         # When the operator does not depend on t, one step of fixed dt can be recorded once and
         # replayed (a CUDA graph on the GPU; a plain call elsewhere).
         self.advance_one = None if system.time_dependent else self.backend.capture(
@@ -253,6 +307,23 @@ class Simulation:
         for _ in range(int(steps)):
             self._step()
         self.check_state()
+
+    # Checkpoints (restart.py, docs/restart.md) -------------------------------------------
+    def checkpoint(self, path: Path | str | None = None) -> Path:
+        """Collective: write a checkpoint of the current step (default directory
+        ``<output_dir>/checkpoints/<name>_<step>``); returns its path."""
+        from lobatto.restart import save
+
+        return save(self, path)
+
+    def restart(self, path: Path | str) -> "Simulation":
+        """Collective: continue from the checkpoint at ``path`` (written on any number of
+        ranks, either backend); the case must have the same mesh, order, system and
+        integrator. ``run()`` then goes on to [time] t_end with the checkpoint's dt."""
+        from lobatto.restart import resume
+
+        resume(self, path)
+        return self
 
     # Checks -------------------------------------------------------------------------------
     def stable_dt(self, min_spacing: float) -> float:
@@ -355,11 +426,17 @@ class Simulation:
         # Steps are queued without waiting on the device; the loop is timed as a whole and the
         # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
         # (kernel compilation, graph recording) when there are more steps than that.
+        series = self.series  # probes and integrals (probes.py): the first sample is the start
+        if series is not None:
+            series.start(self.u, self.step_count, self.t, steps)
         output_seconds = 0.0
         backend.synchronize()
         loop_start = time.perf_counter()
         rate_start, rate_steps = loop_start, steps - first + 1
         warmup_end = first - 1 + WARMUP_STEPS
+        from lobatto.restart import Schedule
+
+        checkpoints = Schedule(self) if case.checkpoint.enabled else None
         for step in range(first, steps + 1):
             self._step()
             if step == warmup_end and steps > warmup_end:
@@ -375,14 +452,24 @@ class Simulation:
                 write_start = time.perf_counter()
                 self.writer.write(self.u, step, self.t)
                 output_seconds += time.perf_counter() - write_start
+            if checkpoints is not None:
+                output_seconds += checkpoints.after_step(step, steps)
+            if series is not None:
+                output_seconds += series.after_step(self.u, step, self.t, steps)
             if self.progress is not None:
                 self.progress(step, steps, self.t)
         backend.synchronize()
         loop_end = time.perf_counter() - output_seconds
         self.writer.write(self.u, self.step_count, self.t)
+        if checkpoints is not None:
+            checkpoints.at_end()
+        if series is not None:
+            series.close()
 
         compute_seconds = allreduce(self.comm, loop_end - loop_start, "max")
         seconds_per_step = allreduce(self.comm, (loop_end - rate_start) / max(rate_steps, 1), "max")
+        if rate_steps <= 0:  # nothing left to step (a restart at t_end): no rate to report
+            seconds_per_step = 0.0
         self.summary = self.make_summary(compute_seconds, seconds_per_step, rate_steps)
         if self.rank == 0:
             write_summary(self.output_dir / "summary.json", self.summary)
@@ -398,6 +485,7 @@ class Simulation:
             "equations": system.name,
             "order": system.order,
             "elements": allreduce(comm, system.num_elements),
+            "mesh": describe_mesh(self.case, system.mesh),
             "points": points,
             "steps": self.step_count,
             "dt": self.dt,
@@ -423,6 +511,10 @@ class Simulation:
         summary.update(system.summary(stepper, comm))
         summary["energy"] = {"initial": self.energy_initial, "final": allreduce(comm, system.energy(self.u))}
         summary["outputs"] = self.writer.records
+        if self.series is not None:
+            summary["time_series"] = self.series.describe()
+        if self.restarts:
+            summary["restarts"] = self.restarts
         summary["config"] = self.case.to_dict()
         errors = self.errors()
         if errors is not None:
@@ -443,6 +535,14 @@ class Simulation:
 
 
 def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,
-             progress: Callable[[int, int, float], None] | None = None, comm="world") -> dict:
-    """Solve the case; write outputs and summary.json; return the summary."""
-    return Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress).run()
+             progress: Callable[[int, int, float], None] | None = None, comm="world", restart=None) -> dict:
+    """Solve the case (continuing from the checkpoint ``restart`` if given); write outputs and
+    summary.json; return the summary."""
+    if get_system(case.physics.equations).spec.steady:  # one solve, no time steps: steady.py
+        from lobatto.steady import run_steady
+
+        return run_steady(case, backend, output_dir, progress, comm, restart)
+    simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
+    if restart is not None:
+        simulation.restart(restart)
+    return simulation.run()

@@ -109,7 +109,7 @@ ALL_KEYS = {
     "backend": ("name", "precision"),
     "parallel": ("exchange", "method", "partitioner", "overlap"),
 }
-FORMATS = ("hdf5", "nek")
+FORMATS = ("hdf5", "nek", "vtk")
 
 HUGE_INTS = (2**31, 2**53 + 1, 2**63 - 1, -(2**63), 2**64, 10**30)
 EXTREMES = (0, -1, 0.0, -0.0, 1e300, -1e300, 1e-300, -1e-300, 5e-324, 1.7976931348623157e308,
@@ -285,7 +285,7 @@ def shrink(rng: random.Random, data: dict) -> dict:
     data.setdefault("time", {})["t_end"] = rng.choice((0.01, 0.02, 0.05))
     output = data.setdefault("output", {})
     output["every"] = rng.choice((0, 0, 1, 2))
-    output["formats"] = rng.choice((["hdf5"], ["nek"], ["hdf5", "nek"], []))
+    output["formats"] = rng.choice((["hdf5"], ["nek"], ["vtk"], ["hdf5", "nek", "vtk"], []))
     return data
 
 
@@ -662,7 +662,7 @@ def op_add_key(rng, data):
         value = rng.choice(("run", "a.b-c+d", "../escape", "/abs/path", "", ".hidden", "x" * 300,
                             "caf\u00e9", "a b", "CON", "nul\u0000"))
     elif key == "formats":
-        value = rng.choice((["hdf5", "hdf5"], ["nek", "hdf5"], "hdf5", ["vtk"], [], [1]))
+        value = rng.choice((["hdf5", "hdf5"], ["nek", "hdf5"], "hdf5", ["vtk"], ["vtu"], [], [1]))
     elif key == "every":
         value = rng.choice((0, 1, 3, -1, 10**12, 2**63 - 1, 1.5))
     elif key == "boundary":

@@ -46,6 +46,7 @@ LAYERS = {
     "lobatto.driver": 7,
     "lobatto.restart": 7,
     "lobatto.probes": 7,
+    "lobatto.steady": 7,
     # 8: the Python API
     "lobatto.api": 8,
     # 9: entry points
@@ -65,8 +66,8 @@ SYSTEM_REGISTRY = "lobatto.systems.registry"
 
 #: where system names must not appear (acceptance: grep -ril maxwell ... finds nothing)
 PHYSICS_FREE = ("backends", "comm", "config", "io", "mesh", "integrators", "operators", "solvers", "jit",
-                "discretization", "driver.py", "parallel.py", "restart.py", "probes.py")
-SYSTEM_WORDS = ("maxwell", "acoustics")
+                "discretization", "driver.py", "parallel.py", "restart.py", "probes.py", "steady.py")
+SYSTEM_WORDS = ("maxwell", "acoustics", "poisson")
 
 
 def _module_name(path: Path) -> str:

@@ -5,6 +5,7 @@
     lobatto bench maxwell --backend cuda --sweep [--orders 7 14] [--max-points P] --json sweep.json
     lobatto bench maxwell --plot-from sweep.json [--png throughput.png]
     lobatto bench copy [--bytes B]            # device-to-device copy bandwidth alone
+    lobatto bench helmholtz ... / lobatto bench poisson ...   (bench/elliptic_cli.py)
 
 See docs/benchmarks.md and docs/cuda.md (byte and flop models).
 """
@@ -52,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("copy", help="device-to-device copy bandwidth")
     c.add_argument("--bytes", type=float, default=2 * 2**30)
     c.add_argument("--json", type=Path, default=None)
+    from lobatto.bench import elliptic_cli
+
+    elliptic_cli.add_parsers(sub)
     return p
 
 
@@ -120,6 +124,10 @@ def _write_json(path: Path | None, data: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.what in ("helmholtz", "poisson"):
+        from lobatto.bench import elliptic_cli
+
+        return elliptic_cli.run(args)
     if args.what == "copy":
         from lobatto.bench.maxwell import copy_bandwidth
 

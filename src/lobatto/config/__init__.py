@@ -2,7 +2,7 @@
 (:mod:`.physics`) and safe expressions (:mod:`.expressions`)."""
 
 from lobatto.config.expressions import CONSTANTS, FUNCTIONS, Expression, compile_expression
-from lobatto.config.physics import Key, PhysicsSpec
+from lobatto.config.physics import Integrand, Key, PhysicsSpec
 from lobatto.config.schema import (
     SIDES,
     BackendSection,
@@ -22,6 +22,7 @@ from lobatto.config.schema import (
 __all__ = [
     "CONSTANTS",
     "FUNCTIONS",
+    "Integrand",
     "Key",
     "PhysicsSpec",
     "SIDES",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 #: key kinds understood by the schema, with the phrase used in error messages
 KEY_KINDS = {
@@ -18,6 +18,11 @@ KEY_KINDS = {
     "nonnegative": "a number >= 0",
     "bool": "true or false",
     "choice": "one of the listed values",
+    # checked by config/system_tables.py (steady systems' [physics] and [solver] keys)
+    "expression": "an expression in x, y, z (a string such as \"sin(pi*x)\", or a number)",
+    "positive_integer": "an integer >= 1",
+    "count": "an integer >= 0",
+    "orders": "a list of decreasing orders >= 1 (for example [7, 3, 1])",
 }
 
 
@@ -36,6 +41,31 @@ class Key:
             raise ValueError(f"physics key {self.name!r}: unknown kind {self.kind!r}")
 
 
+#: where an Integrand is integrated: over regions of the mesh, or over named surfaces
+INTEGRAND_KINDS = ("volume", "surface")
+
+
+@dataclass(frozen=True)
+class Integrand:
+    """A quantity that ``[output.integrals]`` integrates (docs/probes.md).
+
+    kind:     "volume" (a density, integrated over regions) or "surface" (a flux density
+              through the outward unit normal n, integrated over named surfaces)
+    doc:      what it is, in one line
+    density:  ``(system, fields) -> values`` at the points (volume) or ``(system, fields,
+              normals) -> values`` at face points (surface); fields (F, ...) in the state's
+              order, normals (3, ...). Plain array arithmetic, so NumPy and CuPy arrays alike.
+    """
+
+    kind: str
+    doc: str
+    density: Callable
+
+    def __post_init__(self):
+        if self.kind not in INTEGRAND_KINDS:
+            raise ValueError(f"integrand kind must be one of {INTEGRAND_KINDS}, not {self.kind!r}")
+
+
 @dataclass(frozen=True)
 class PhysicsSpec:
     """The case-file face of a system.
@@ -49,6 +79,12 @@ class PhysicsSpec:
     cfl_bounds:        (flux, integrator) -> the largest stable ``[time] cfl`` (dt = cfl *
                        smallest GLL spacing / wave speed), for every order; a run above it is
                        refused unless ``[time] cfl_check = false``
+    integrands:        name -> :class:`Integrand`, what ``[output.integrals]`` may integrate
+    steady:            True for a system solved once (no [time], no steps: lobatto/steady.py)
+    tables:            table name -> tuple of :class:`Key`: top-level tables of the system's
+                       own (``[solver]``), checked like ``[physics]`` (config/system_tables.py)
+    boundary_keys:     keys of ``[boundary.<name>]`` tables (data per named boundary); each
+                       such table sets exactly one of them
     """
 
     name: str
@@ -59,6 +95,10 @@ class PhysicsSpec:
     keys: tuple = ()
     fluxes: tuple = ("upwind", "central")
     cfl_bounds: dict = field(default_factory=dict)
+    integrands: dict = field(default_factory=dict)
+    steady: bool = False
+    tables: dict = field(default_factory=dict)
+    boundary_keys: tuple = ()
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:
@@ -72,3 +112,7 @@ class PhysicsSpec:
     @property
     def key_names(self) -> tuple:
         return tuple(k.name for k in self.keys)
+
+    def integrand_names(self, kind: str) -> tuple:
+        """Names of the integrands of one kind ("volume" or "surface"), in declaration order."""
+        return tuple(name for name, integrand in self.integrands.items() if integrand.kind == kind)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "TimeSection",
     "OutputSection",
     "BackendSection",
+    "CheckpointSection",
     "ParallelSection",
     "load_case",
     "parse_case",
@@ -57,12 +59,13 @@ INTEGRATORS = ("lsrk45", "rk4", "ssprk3")
 #: [time] cfl default per integrator, lowered to 0.9 of a system's stability bound where that is
 #: lower (PhysicsSpec.default_cfl; benchmarks/notes-stability.md)
 DEFAULT_CFL = {"lsrk45": 0.5, "rk4": 0.3, "ssprk3": 0.25}
-OUTPUT_FORMATS = ("hdf5", "nek")
+OUTPUT_FORMATS = ("hdf5", "nek", "vtk")
 BACKENDS = ("cpu", "cuda", "auto")
 PRECISIONS = ("float64", "float32")
 EXCHANGES = ("auto", "nccl", "cuda-aware-mpi", "host")
 METHODS = ("auto", "pairwise", "crystal_router", "allreduce")
 PARTITIONERS = ("rcb", "metis", "rsb")
+MESH_GENERATORS = ("box", "gmsh", "nek")  # the box generator, and the mesh file formats
 MAX_ORDER = 24
 MAX_ELEMENTS = 10**12  # far beyond any machine; keeps element ids within int64
 
@@ -72,17 +75,25 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 # =========================================================================== sections
 @dataclass(frozen=True)
 class MeshSection:
-    generator: str
-    elements: tuple  # (ex, ey, ez) ints
-    lower: tuple  # (x, y, z) floats
-    upper: tuple
-    periodic: tuple  # (bool, bool, bool)
-    boundary: str  # default kind for every non-periodic side
-    boundaries: dict  # side -> one of the system's boundary kinds or "periodic", all six sides
+    generator: str  # "box", or a file format: "gmsh", "nek"
+    elements: tuple | None  # (ex, ey, ez) ints; None for a file mesh
+    lower: tuple | None  # (x, y, z) floats; None for a file mesh
+    upper: tuple | None
+    periodic: tuple  # (bool, bool, bool); all False for a file mesh (its file says)
+    boundary: str  # default kind for every non-periodic side (box) or unmapped group (file)
+    boundaries: dict  # box: side -> kind or "periodic", all six sides; file: group name -> kind, as given
     deform: dict  # axis -> Expression, only the axes given (may be empty)
+    file: str | None = None  # the mesh file (absolute, or as given when the case has no file)
 
     @property
-    def num_elements(self) -> int:
+    def from_file(self) -> bool:
+        return self.file is not None
+
+    @property
+    def num_elements(self) -> int | None:
+        """Elements of a box; None for a file mesh (known once the file is read)."""
+        if self.elements is None:
+            return None
         ex, ey, ez = self.elements
         return ex * ey * ez
 
@@ -142,6 +153,24 @@ class OutputSection:
     every: int
     formats: tuple
     name: str
+    compression: str = "none"  # HDF5 snapshots: io/compression.py
+    probes: Any = None  # config/probes.py ProbesSection, or None
+    integrals: Any = None  # config/probes.py IntegralsSection, or None
+
+
+@dataclass(frozen=True)
+class CheckpointSection:
+    """``[checkpoint]``: when to write a restartable checkpoint (docs/restart.md)."""
+
+    every: int = 0  # steps between checkpoints; 0: none by step count
+    wall_minutes: float | None = None  # wall time between checkpoints; None: none by time
+    keep: int = 2  # the newest this many are kept
+    compression: str = "none"
+    at_end: bool = True  # one more at the end of the run, when checkpoints are on
+
+    @property
+    def enabled(self) -> bool:
+        return self.every > 0 or self.wall_minutes is not None
 
 
 @dataclass(frozen=True)
@@ -169,23 +198,29 @@ class Case:
     physics: PhysicsSection
     initial: FieldsSection
     exact: FieldsSection
-    time: TimeSection
+    time: TimeSection | None  # None for a steady system (PhysicsSpec.steady)
     output: OutputSection
     backend: BackendSection
     parallel: ParallelSection
     _raw: dict = field(default=None, repr=False, compare=False)
+    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+    #: the system's own tables and [boundary.<name>] data (config/system_tables.py)
+    tables: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The effective configuration (defaults included) as plain Python data."""
         m = self.mesh
-        mesh: dict[str, Any] = {
-            "generator": m.generator,
-            "elements": list(m.elements),
-            "lower": list(m.lower),
-            "upper": list(m.upper),
-            "periodic": list(m.periodic),
-            "boundary": m.boundary,
-        }
+        if m.from_file:
+            mesh: dict[str, Any] = {"generator": m.generator, "file": m.file, "boundary": m.boundary}
+        else:
+            mesh = {
+                "generator": m.generator,
+                "elements": list(m.elements),
+                "lower": list(m.lower),
+                "upper": list(m.upper),
+                "periodic": list(m.periodic),
+                "boundary": m.boundary,
+            }
         sides = {s: k for s, k in m.boundaries.items() if k != "periodic"}
         if sides:
             mesh["boundaries"] = sides
@@ -197,25 +232,40 @@ class Case:
                 "order": self.discretization.order,
                 "flux": self.discretization.flux,
             },
-            "physics": {"equations": self.physics.equations, **self.physics.values},
+            "physics": {"equations": self.physics.equations,
+                        **{k: getattr(v, "text", v) for k, v in self.physics.values.items()}},
             "initial": {n: e.text for n, e in self.initial.fields.items()},
         }
         if self.exact.fields is not None:
             out["exact"] = {n: e.text for n, e in self.exact.fields.items()}
-        time: dict[str, Any] = {
-            "integrator": self.time.integrator,
-            "t_end": self.time.t_end,
-            "cfl": self.time.cfl,
-        }
-        if self.time.dt is not None:
-            time["dt"] = self.time.dt
-        time["cfl_check"] = self.time.cfl_check
-        out["time"] = time
+        if self.time is not None:  # None: a steady system
+            time: dict[str, Any] = {
+                "integrator": self.time.integrator,
+                "t_end": self.time.t_end,
+                "cfl": self.time.cfl,
+            }
+            if self.time.dt is not None:
+                time["dt"] = self.time.dt
+            time["cfl_check"] = self.time.cfl_check
+            out["time"] = time
+        from lobatto.config.system_tables import tables_to_dict
+
+        out.update(tables_to_dict(self.tables))
         out["output"] = {
             "every": self.output.every,
             "formats": list(self.output.formats),
             "name": self.output.name,
         }
+        if self.output.compression != "none":
+            out["output"]["compression"] = self.output.compression
+        for series in ("probes", "integrals"):  # [output.probes], [output.integrals]
+            if getattr(self.output, series) is not None:
+                out["output"][series] = getattr(self.output, series).to_dict()
+        if self.checkpoint != CheckpointSection():
+            c = self.checkpoint
+            out["checkpoint"] = {"every": c.every, "keep": c.keep, "compression": c.compression, "at_end": c.at_end}
+            if c.wall_minutes is not None:
+                out["checkpoint"]["wall_minutes"] = c.wall_minutes
         out["backend"] = {"name": self.backend.name, "precision": self.backend.precision}
         out["parallel"] = {
             "exchange": self.parallel.exchange,
@@ -353,8 +403,9 @@ _SCHEMA_KEYS: dict[str, tuple] = {
         "output",
         "backend",
         "parallel",
+        "checkpoint",
     ),
-    "mesh": ("generator", "elements", "lower", "upper", "periodic", "boundary", "boundaries", "deform"),
+    "mesh": ("generator", "file", "elements", "lower", "upper", "periodic", "boundary", "boundaries", "deform"),
     "mesh.boundaries": SIDES,
     "mesh.deform": AXES,
     "discretization": ("order", "flux"),
@@ -362,7 +413,10 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "initial": (),
     "exact": (),
     "time": ("integrator", "t_end", "cfl", "dt", "cfl_check"),
-    "output": ("every", "formats", "name"),
+    "output": ("every", "formats", "name", "compression", "probes", "integrals"),
+    "output.probes": ("every", "points", "fields"),
+    "output.integrals": ("every", "volume", "regions", "surface", "surfaces"),
+    "checkpoint": ("every", "wall_minutes", "keep", "compression", "at_end"),
     "backend": ("name", "precision"),
     "parallel": ("exchange", "method", "partitioner", "overlap"),
 }
@@ -374,6 +428,8 @@ def schema_keys(spec: PhysicsSpec | None) -> dict:
     if spec is not None:
         keys["physics"] = ("equations",) + spec.key_names
         keys["initial"] = keys["exact"] = tuple(spec.fields)
+        keys[""] = keys[""] + tuple(spec.tables) + (("boundary",) if spec.boundary_keys else ())
+        keys.update({name: tuple(k.name for k in table) for name, table in spec.tables.items()})
     return keys
 
 
@@ -557,6 +613,15 @@ def _check_output_name_length(ctx: _Ctx, out_name: str, given: bool) -> None:
     )
 
 
+def _compression(ctx: _Ctx, section: str, table: Mapping[str, Any]) -> str:
+    """[output] or [checkpoint] compression; lz4 and zstd need hdf5plugin, checked now."""
+    from lobatto.io.compression import COMPRESSIONS, check_available
+
+    choice = _choice(ctx, section, table, "compression", COMPRESSIONS, "none")
+    check_available(choice, f"{ctx.source}: [{section}] compression")
+    return choice
+
+
 def _sanitize_name(stem: str) -> str:
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem)
     name = name.lstrip("._-+") or "case"
@@ -574,6 +639,10 @@ def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> d
             values[key.name] = _choice(ctx, "physics", table, key.name, key.choices, key.default)
         elif key.kind == "bool":
             values[key.name] = _bool(ctx, "physics", table, key.name, key.default)
+        elif key.kind in ("expression", "positive_integer", "count", "orders"):
+            from lobatto.config.system_tables import key_value
+
+            values[key.name] = key_value(ctx, "physics", table, key)
         else:  # "number", "nonnegative"
             v = _get(table, key.name, key.default, ctx, "physics")
             if not _is_number(v) or not math.isfinite(v) or (key.kind == "nonnegative" and v < 0):
@@ -582,41 +651,48 @@ def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> d
     return values
 
 
-def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None = None, *,
-               systems: Mapping[str, PhysicsSpec]) -> Case:
-    """Check a parsed TOML document and return a :class:`Case`.
+def _file_mesh(ctx: _Ctx, spec: PhysicsSpec, mesh: dict, gen: str) -> MeshSection:
+    """[mesh] of a mesh file: file (relative to the case file's directory), boundary (the kind of
+    every group not named in [mesh.boundaries]), [mesh.boundaries] by the file's group names
+    (checked against the file when it is read), deform."""
+    for key in ("elements", "lower", "upper", "periodic"):
+        if key in mesh:
+            raise ctx.error(f"[mesh] {key} is a key of generator = \"box\"; a {gen} mesh takes its elements, "
+                            "extent and periodic faces from its file: remove it")
+    if "file" not in mesh:
+        raise ctx.error(f"[mesh] file is required with generator = \"{gen}\" (the mesh file, relative to the "
+                        "case file's directory)")
+    given = mesh["file"]
+    if not isinstance(given, str) or not given:
+        raise ctx.bad("mesh", "file", "a file name (a string)", given)
+    path = Path(given).expanduser()
+    if not path.is_absolute() and not (ctx.source.startswith("<") and ctx.source.endswith(">")):
+        path = Path(ctx.source).parent / path
+    path = Path(os.path.abspath(path))
+    if not path.is_file():
+        where = "" if Path(given).is_absolute() else " (relative to the case file's directory)"
+        raise ctx.error(f"[mesh] file = {_show(given)}: no such file {path}{where}")
+    boundary = _choice(ctx, "mesh", mesh, "boundary", spec.boundary_kinds, spec.default_boundary)
+    groups = mesh.get("boundaries") or {}
+    if not isinstance(groups, Mapping):
+        raise ctx.error(f"[mesh.boundaries] must be a table of surface group names, got {_show(groups)}")
+    boundaries = {}
+    for name in groups:
+        if groups[name] == "periodic":
+            raise ctx.bad("mesh.boundaries", name, "a boundary kind; periodic faces come from the mesh file",
+                          groups[name])
+        boundaries[name] = _choice(ctx, "mesh.boundaries", groups, name, spec.boundary_kinds, None)
+    deform_table = _table(ctx, mesh, "mesh", "deform")
+    deform = _expressions(ctx, "mesh.deform", deform_table, AXES, AXES)
+    return MeshSection(generator=gen, elements=None, lower=None, upper=None, periodic=(False, False, False),
+                       boundary=boundary, boundaries=boundaries, deform=deform, file=str(path))
 
-    ``source`` prefixes every error message (normally the file name); ``name``
-    defaults to the stem of ``source`` (or ``"case"`` when source is not a
-    file name). ``systems`` maps equations names to specs, the first being the default
-    (lobatto.systems.registry.physics_specs() gives the built-in ones).
-    """
-    ctx = _Ctx(source)
-    if not isinstance(data, Mapping):
-        raise ctx.error(f"a case must be a TOML table, got {_show(data)}")
-    if not systems:
-        raise ctx.error("no physical systems are registered (import lobatto.systems)")
-    if name is None:
-        if source.startswith("<") and source.endswith(">"):
-            name = "case"
-        else:
-            name = Path(source).stem or "case"
-    _check_keys(ctx, "", data)
 
-    # ---- [physics] first: the system decides the field names, boundary kinds and its keys
-    phys = data.get("physics") or {}
-    if not isinstance(phys, Mapping):
-        raise ctx.error(f"[physics] must be a table (a [physics] section), got {_show(phys)}")
-    equations = _choice(ctx, "physics", phys, "equations", tuple(systems), next(iter(systems)))
-    spec = systems[equations]
-    ctx.keys = schema_keys(spec)
-    phys = _table(ctx, data, "", "physics") or {}
-    phys_sec = PhysicsSection(equations=equations, values=_physics_values(ctx, spec, phys))
-    field_names = tuple(spec.fields)
-
-    # ---- [mesh]
-    mesh = _table(ctx, data, "", "mesh", required=True)
-    gen = _choice(ctx, "mesh", mesh, "generator", ("box",), "box")
+def _box_mesh(ctx: _Ctx, spec: PhysicsSpec, mesh: dict) -> MeshSection:
+    """[mesh] of generator = \"box\"."""
+    if "file" in mesh:
+        raise ctx.error(f"[mesh] file is read by the file generators ({', '.join(MESH_GENERATORS[1:])}); "
+                        "generator = \"box\" makes its own mesh: remove file or set generator")
     elements = _vector(
         ctx, "mesh", mesh, "elements", _REQUIRED, "posint",
         required_hint=" (for example elements = [4, 4, 4])",
@@ -648,8 +724,8 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
             boundaries[side] = "periodic" if periodic[axis] else boundary
     deform_table = _table(ctx, mesh, "mesh", "deform")
     deform = _expressions(ctx, "mesh.deform", deform_table, AXES, AXES)
-    mesh_sec = MeshSection(
-        generator=gen,
+    return MeshSection(
+        generator="box",
         elements=elements,
         lower=lower,
         upper=upper,
@@ -658,6 +734,47 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         boundaries=boundaries,
         deform=deform,
     )
+
+
+def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None = None, *,
+               systems: Mapping[str, PhysicsSpec]) -> Case:
+    """Check a parsed TOML document and return a :class:`Case`.
+
+    ``source`` prefixes every error message (normally the file name); ``name``
+    defaults to the stem of ``source`` (or ``"case"`` when source is not a
+    file name). ``systems`` maps equations names to specs, the first being the default
+    (lobatto.systems.registry.physics_specs() gives the built-in ones).
+    """
+    ctx = _Ctx(source)
+    if not isinstance(data, Mapping):
+        raise ctx.error(f"a case must be a TOML table, got {_show(data)}")
+    if not systems:
+        raise ctx.error("no physical systems are registered (import lobatto.systems)")
+    if name is None:
+        if source.startswith("<") and source.endswith(">"):
+            name = "case"
+        else:
+            name = Path(source).stem or "case"
+
+    # ---- [physics] first: the system decides the field names, boundary kinds and its keys
+    phys = data.get("physics") or {}
+    if not isinstance(phys, Mapping):
+        raise ctx.error(f"[physics] must be a table (a [physics] section), got {_show(phys)}")
+    equations = _choice(ctx, "physics", phys, "equations", tuple(systems), next(iter(systems)))
+    spec = systems[equations]
+    ctx.keys = schema_keys(spec)
+    _check_keys(ctx, "", data)  # the system may add tables of its own
+    phys = _table(ctx, data, "", "physics") or {}
+    phys_sec = PhysicsSection(equations=equations, values=_physics_values(ctx, spec, phys))
+    field_names = tuple(spec.fields)
+
+    # ---- [mesh]
+    mesh = _table(ctx, data, "", "mesh", required=True)
+    gen = _choice(ctx, "mesh", mesh, "generator", MESH_GENERATORS, "box")
+    mesh_sec = _box_mesh(ctx, spec, mesh) if gen == "box" else _file_mesh(ctx, spec, mesh, gen)
+    from lobatto.config.system_tables import parse_system_tables
+
+    tables = parse_system_tables(ctx, data, spec, mesh)  # [solver], [boundary.<name>]; no [time] if steady
 
     # ---- [discretization]
     disc = _table(ctx, data, "", "discretization") or {}
@@ -687,9 +804,9 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         exact_sec = FieldsSection(fields=full(ex), given=tuple(ex))
 
     # ---- [time]
-    time = _table(ctx, data, "", "time", required=True)
+    time = {} if spec.steady else _table(ctx, data, "", "time", required=True)
     integrator = _choice(ctx, "time", time, "integrator", INTEGRATORS, "lsrk45")
-    time_sec = TimeSection(
+    time_sec = None if spec.steady else TimeSection(
         integrator=integrator,
         t_end=_positive(ctx, "time", time, "t_end", _REQUIRED, " (the final time, for example t_end = 1.0)"),
         cfl=_positive(ctx, "time", time, "cfl", spec.default_cfl(disc_sec.flux, integrator, DEFAULT_CFL[integrator])),
@@ -727,7 +844,21 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
             out_name,
         )
     _check_output_name_length(ctx, out_name, given="name" in out)
-    out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name)
+    from lobatto.config.probes import parse_integrals, parse_probes
+
+    out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name,
+                            compression=_compression(ctx, "output", out),
+                            probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec))
+
+    # ---- [checkpoint]
+    ck = _table(ctx, data, "", "checkpoint") or {}
+    ck_sec = CheckpointSection(
+        every=_int(ctx, "checkpoint", ck, "every", 0, 0),
+        wall_minutes=_positive(ctx, "checkpoint", ck, "wall_minutes", None),
+        keep=_int(ctx, "checkpoint", ck, "keep", 2, 1),
+        compression=_compression(ctx, "checkpoint", ck),
+        at_end=_bool(ctx, "checkpoint", ck, "at_end", True),
+    )
 
     # ---- [backend]
     be = _table(ctx, data, "", "backend") or {}
@@ -758,6 +889,8 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         backend=be_sec,
         parallel=par_sec,
         _raw=dict(data),
+        checkpoint=ck_sec,
+        tables=tables,
     )
 
 

@@ -15,7 +15,9 @@
    killed run of this output name left behind.
 
 The files that belong to output name ``cavity`` (docs/output.md) are ``cavity_<step>.h5``,
-``parts/cavity_<step>.r<rank>.h5``, ``cavity<rank>.f<number>``, ``cavity.nek5000``, their
+``parts/cavity_<step>.r<rank>.h5``, ``cavity<rank>.f<number>``, ``cavity.nek5000``,
+``cavity_<step>.vtu``, ``cavity_<step>_p<rank>.vtu``, ``cavity_<step>.pvtu``, ``cavity.pvd``,
+``cavity_probes.csv``, ``cavity_probes.h5`` (time series) and ``cavity_probes.png`` (lobatto plot), their
 temporaries, and the directory's ``summary.json`` (one per directory). Nothing else is
 ever removed: other output names' files and unrelated files stay.
 
@@ -60,13 +62,16 @@ _STEP_DIGITS, _RANK_DIGITS, _NEK_DIGITS, _PID_DIGITS = 10, 6, 5, 7
 
 def longest_output_file_name(name: str) -> str:
     """The longest file name lobatto may derive from output name ``name``: the temporary
-    of an HDF5 part file, ``<name>_<step>.r<rank>.h5.tmp-<pid>`` with the widest numbers."""
+    of a VTK piece, ``<name>_<step>_p<rank>.vtu.tmp-<pid>`` with the widest numbers."""
     step, rank, pid = "9" * _STEP_DIGITS, "9" * _RANK_DIGITS, "9" * _PID_DIGITS
     finals = (
         f"{name}_{step}.h5",
         f"{name}_{step}.r{rank}.h5",
         f"{name}{rank}.f{'9' * _NEK_DIGITS}",
         f"{name}.nek5000",
+        f"{name}_{step}_p{rank}.vtu",
+        f"{name}_{step}.pvtu",
+        f"{name}.pvd",
     )
     return max((f"{final}{TEMP_MARK}{pid}" for final in finals), key=lambda s: len(s.encode()))
 
@@ -80,7 +85,9 @@ def _patterns(name: str) -> tuple[re.Pattern, re.Pattern]:
     """(files in the directory, files in parts/) of output name ``name``. Nek5000 ranks are
     written without leading zeros (``{rank:01d}``), so ``cavity00.f00001`` is not cavity's."""
     n = re.escape(name)
-    top = re.compile(rf"(?:{n}_\d{{6,}}\.h5|{n}(?P<rank>0|[1-9]\d*)\.f\d{{5}}|{n}\.nek5000)")
+    top = re.compile(rf"(?:{n}_\d{{6,}}\.h5|{n}(?P<rank>0|[1-9]\d*)\.f\d{{5}}|{n}\.nek5000"
+                     rf"|{n}_\d{{6,}}(?:_p\d+)?\.vtu|{n}_\d{{6,}}\.pvtu|{n}\.pvd"
+                     rf"|{n}_probes\.(?:csv|h5|png))")
     part = re.compile(rf"{n}_\d{{6,}}\.r\d{{5,}}\.h5")
     return top, part
 
@@ -225,7 +232,8 @@ def prepare_output_dir(path: str | os.PathLike, name: str, overwrite: bool = Fal
       ``.lobatto-probe.tmp-<pid>``);
     * if it holds the outputs of an earlier run (``summary.json``, or files of ``name``:
       ``<name>_<step>.h5``, ``parts/<name>_<step>.r<rank>.h5``, ``<name><rank>.f<number>``,
-      ``<name>.nek5000``) and ``overwrite`` is false: refuses, changing nothing;
+      ``<name>.nek5000``, ``<name>_<step>[_p<rank>].vtu``, ``<name>_<step>.pvtu``,
+      ``<name>.pvd``) and ``overwrite`` is false: refuses, changing nothing;
     * removes every temporary file of ``name``'s files and of ``summary.json``
       (``<file>.tmp-<pid>``, in the directory and in ``parts/``), whatever its pid: the run
       that starts now owns the name, and a temporary is never a finished output (two runs

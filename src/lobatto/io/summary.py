@@ -96,6 +96,15 @@ def _duration(seconds: Any) -> str:
     return f"{m}m {s:04.1f}s"
 
 
+def _mesh(about: Any) -> str:
+    """'file.msh (geometry order 2)' for a file mesh, the generator's name otherwise."""
+    if not isinstance(about, Mapping):
+        return str(about)
+    text = PurePath(about["file"]).name if about.get("file") else str(about.get("generator", "?"))
+    order = about.get("geometry_order")
+    return text + (f" (geometry order {order})" if order and order > 1 else "")
+
+
 def format_summary_table(summary: Mapping[str, Any]) -> str:
     """A fixed-width, human-readable table of a run summary.
 
@@ -109,6 +118,7 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
             rows.append((label, render(s[key])))
 
     add("case", "case", str)
+    add("mesh", "mesh", _mesh)
     add("order", "order", _int)
     add("elements", "elements", _int)
     add("points", "points", _int)
@@ -116,7 +126,7 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
     add("dt", "dt", lambda v: _num(v, ".6g"))
     add("t_final", "t_final", lambda v: _num(v, ".6f"))
     add("wall time", "wall_seconds", _duration)
-    add("s/step", "seconds_per_step", lambda v: _num(v, ".3e"))
+    add("s/step", "seconds_per_step", lambda v: _num(v or None, ".3e"))  # 0: no steps were run
     add("point-steps/s", "point_steps_per_second", lambda v: _num(v, ".3e"))
     add("GFLOP/s", "gflops", lambda v: _num(v, ".3f"))
     if "backend" in s:
@@ -167,4 +177,7 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
     if isinstance(outputs, (list, tuple)) and outputs:
         lines.append("")
         lines.append(f"  {len(outputs)} snapshot{'s' if len(outputs) != 1 else ''} written")
+    series = s.get("time_series")  # [output.probes], [output.integrals]
+    if isinstance(series, Mapping) and series.get("files"):
+        lines.append(f"  time series: {', '.join(series['files'])} ({series.get('samples')} samples)")
     return "\n".join(lines)

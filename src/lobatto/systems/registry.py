@@ -9,10 +9,12 @@ from __future__ import annotations
 from lobatto.errors import InputError
 from lobatto.systems.acoustics.system import AcousticsSystem
 from lobatto.systems.maxwell.system import MaxwellSystem
+from lobatto.systems.poisson.system import PoissonSystem
 
 _CLASSES = (
     MaxwellSystem,
     AcousticsSystem,
+    PoissonSystem,
 )
 
 SYSTEMS = {cls.spec.name: cls for cls in _CLASSES}

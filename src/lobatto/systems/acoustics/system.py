@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.backends.base import reference_kernel
-from lobatto.config import Key, PhysicsSpec
+from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.discretization.tensor import physical_gradient
 from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, face_values, over_elements
 
@@ -29,6 +29,25 @@ FIELD_NAMES = ("p", "ux", "uy", "uz")
 FLUX_ALPHA = {"upwind": 1.0, "central": 0.0}
 #: factors on the sums (S_p, S_n) at a boundary face
 BOUNDARY_FACTORS = {"wall": (2.0, 2.0), "absorbing": (1.0, 1.0)}
+
+
+def _potential(s, f):
+    return 0.5 / (s.density * s.sound_speed * s.sound_speed) * (f[0] * f[0])
+
+
+def _kinetic(s, f):
+    return 0.5 * s.density * (f[1] * f[1] + f[2] * f[2] + f[3] * f[3])
+
+
+#: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
+INTEGRANDS = {
+    "energy": Integrand("volume", "acoustic energy density p^2 / (2 rho c^2) + rho |u|^2 / 2",
+                        lambda s, f: _potential(s, f) + _kinetic(s, f)),
+    "potential_energy": Integrand("volume", "potential (compression) energy density p^2 / (2 rho c^2)", _potential),
+    "kinetic_energy": Integrand("volume", "kinetic energy density rho |u|^2 / 2", _kinetic),
+    "intensity_flux": Integrand("surface", "outward acoustic intensity p u . n, the power leaving",
+                                lambda s, f, n: f[0] * (f[1] * n[0] + f[2] * n[1] + f[3] * n[2])),
+}
 
 SPEC = PhysicsSpec(
     name="acoustics",
@@ -45,6 +64,7 @@ SPEC = PhysicsSpec(
     # curved, and the Bloch modes of larger periodic meshes, rounded down (benchmarks/notes-stability.md)
     cfl_bounds={("upwind", "lsrk45"): 0.48, ("upwind", "rk4"): 0.28, ("upwind", "ssprk3"): 0.25,
                 ("central", "lsrk45"): 0.74, ("central", "rk4"): 0.62, ("central", "ssprk3"): 0.38},
+    integrands=INTEGRANDS,
 )
 
 

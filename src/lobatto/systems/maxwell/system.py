@@ -15,13 +15,37 @@ import math
 
 import numpy as np
 
-from lobatto.config import Key, PhysicsSpec
+from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, reference  # noqa: F401  (register the kernels)
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
+
+
+def _square(v):
+    return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+
+
+def _poynting(fields, n):
+    """(E x H) . n"""
+    e, h = fields[0:3], fields[3:6]
+    return ((e[1] * h[2] - e[2] * h[1]) * n[0] + (e[2] * h[0] - e[0] * h[2]) * n[1]
+            + (e[0] * h[1] - e[1] * h[0]) * n[2])
+
+
+#: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
+INTEGRANDS = {
+    "energy": Integrand("volume", "electromagnetic energy density (eps |E|^2 + mu |H|^2) / 2",
+                        lambda s, f: 0.5 * (s.epsilon * _square(f[0:3]) + s.mu * _square(f[3:6]))),
+    "electric_energy": Integrand("volume", "electric energy density eps |E|^2 / 2",
+                                 lambda s, f: 0.5 * s.epsilon * _square(f[0:3])),
+    "magnetic_energy": Integrand("volume", "magnetic energy density mu |H|^2 / 2",
+                                 lambda s, f: 0.5 * s.mu * _square(f[3:6])),
+    "poynting_flux": Integrand("surface", "outward Poynting flux (E x H) . n, the power leaving",
+                               lambda s, f, n: _poynting(f, n)),
+}
 
 SPEC = PhysicsSpec(
     name="maxwell",
@@ -38,6 +62,7 @@ SPEC = PhysicsSpec(
     # and curved, and the Bloch modes of larger periodic meshes, rounded down (benchmarks/notes-stability.md)
     cfl_bounds={("upwind", "lsrk45"): 0.63, ("upwind", "rk4"): 0.37, ("upwind", "ssprk3"): 0.33,
                 ("central", "lsrk45"): 0.74, ("central", "rk4"): 0.62, ("central", "ssprk3"): 0.38},
+    integrands=INTEGRANDS,
 )
 
 

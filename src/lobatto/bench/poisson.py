@@ -1,0 +1,112 @@
+"""``lobatto bench poisson``: one whole Poisson solve on a curved mesh, timed.
+
+The problem is the solvers' test problem (docs/elliptic.md): -lap u = 3 pi^2 u on the unit
+cube, u = sin(pi x) sin(pi y) sin(pi z), zero on every side, every element curved by
+(0.08, 0.06 cos(pi x), 0.05) sin(pi x) sin(pi y) sin(pi z). It is set up as a case (the
+steady system of ``lobatto run``), then
+
+* the solve from zero is timed ``repeats`` times with the part timers off (the figure: on the
+  GPU, timing parts synchronises the device after each one);
+* one more solve is timed with the parts on: operator, assembly (gather-scatter), reductions,
+  smoother, transfers, coarse solve, the preconditioner's own vector work, and the rest
+  (the Krylov method's vector updates), each as a share of that solve;
+* with ``jacobi``, the same case with Jacobi-PCG, for its iteration count beside it.
+
+On the CPU backend the solves run with BLAS at one thread (backends/blas.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+import time
+from contextlib import nullcontext
+
+from lobatto.api import case_from_dict
+from lobatto.backends import get_backend
+from lobatto.backends.blas import single_threaded_blas
+from lobatto.driver import build_system
+from lobatto.systems.poisson.profile import PARTS
+
+EXACT = "sin(pi*x)*sin(pi*y)*sin(pi*z)"
+DEFORM = {"x": f"0.08*{EXACT}", "y": f"0.06*{EXACT}*cos(pi*x)", "z": f"0.05*{EXACT}"}
+
+
+def make_case(order: int, elements, solver: dict):
+    return case_from_dict({
+        "physics": {"equations": "poisson", "f": f"3*pi**2*{EXACT}"},
+        "mesh": {"elements": list(elements), "deform": DEFORM},
+        "discretization": {"order": order},
+        "solver": solver,
+        "exact": {"u": EXACT},
+    }, name="bench_poisson")
+
+
+def solve_timed(system, case, repeats: int) -> dict:
+    system.profile.enabled = False
+    seconds = []
+    for _ in range(repeats):
+        system.solve()
+        seconds.append(system.solve_seconds)
+    system.profile.enabled = True
+    u = system.solve()
+    profiled = system.summary()
+    squares, maxima = system.error_sums(u, system.evaluate_fields(case.exact.fields, 0.0))
+    return {"seconds": statistics.median(seconds), "all_seconds": seconds, "iterations": system.result.iterations,
+            "converged": bool(system.result.converged), "relative_residual": system.result.relative_residual,
+            "profiled_seconds": profiled["solve_seconds"], "parts": profiled["parts"],
+            "max_error": float(maxima[0]), "l2_error": float(squares[0]) ** 0.5}
+
+
+def run(backend_name: str = "cuda", order: int = 7, elements=(32, 32, 32), method: str = "fcg",
+        preconditioner: str = "multigrid", precision: str = "float64", tolerance: float = 1e-8, repeats: int = 3,
+        jacobi: bool = False, device: int | None = None) -> dict:
+    backend = get_backend(backend_name, device_id=device)
+    limit = single_threaded_blas() if backend.name == "cpu" else nullcontext()
+    solver = {"method": method, "preconditioner": preconditioner, "precision": precision, "tolerance": tolerance}
+    result = {"benchmark": "poisson", "date": datetime.date.today().isoformat(), "backend": backend.describe(),
+              "host": platform.processor() or platform.machine(), "order": order, "elements": list(elements),
+              "solver": solver, "repeats": repeats}
+    with limit:
+        start = time.perf_counter()
+        case = make_case(order, elements, solver)
+        system = build_system(case, backend)
+        backend.synchronize()
+        result["setup_seconds"] = time.perf_counter() - start
+        result["setup_parts"] = dict(system.setup_seconds)
+        result.update(points=system.points, unknowns=system.unknowns, levels=system.solver.level_orders,
+                      coarse=system.solver.coarse_solve)
+        result.update(solve_timed(system, case, repeats))
+        del system
+        if jacobi:
+            solver = {"method": "cg", "preconditioner": "jacobi", "tolerance": tolerance, "max_iterations": 100000}
+            case = make_case(order, elements, solver)
+            result["jacobi"] = solve_timed(build_system(case, backend), case, 1)
+    result["seconds_per_iteration"] = result["seconds"] / max(result["iterations"], 1)
+    return result
+
+
+def format_result(r: dict) -> str:
+    s = r["solver"]
+    lines = [f"poisson solve  backend={r['backend']['name']}  N={r['order']}  elements="
+             f"{'x'.join(map(str, r['elements']))}  points={r['points']}  unknowns={r['unknowns']}",
+             f"  {s['method']} + {s['preconditioner']} ({s['precision']})  levels={r['levels']}  "
+             f"coarse={r['coarse']}  tolerance={s['tolerance']:g}",
+             "",
+             f"  set-up                {r['setup_seconds']:10.4f} s",
+             f"  iterations            {r['iterations']:10d}   ({'converged' if r['converged'] else 'NOT converged'},"
+             f" relative residual {r['relative_residual']:.2e})",
+             f"  solve (median of {len(r['all_seconds'])})   {r['seconds']:10.4f} s",
+             f"  per iteration         {r['seconds_per_iteration'] * 1e3:10.3f} ms",
+             f"  max error             {r['max_error']:10.3e}",
+             "",
+             f"  parts of a profiled solve ({r['profiled_seconds']:.4f} s):"]
+    for part in PARTS:
+        entry = r["parts"].get(part)
+        if entry:
+            lines.append(f"    {part:15s} {entry['seconds']:9.4f} s  {100 * entry['share']:5.1f} %")
+    if "jacobi" in r:
+        j = r["jacobi"]
+        lines += ["", f"  Jacobi-PCG: {j['iterations']} iterations, {j['seconds']:.4f} s"]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Steady diffusion-reaction (Poisson, Helmholtz) by continuous Galerkin: system.py."""

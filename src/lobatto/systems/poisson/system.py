@@ -1,0 +1,199 @@
+"""-div(k grad u) + h u = f by continuous Galerkin: a steady system, solved once.
+
+    [physics] equations = "poisson", f, k, h      expressions in x, y, z (k > 0, h >= 0)
+    [boundary.<name>] value = "..."                Dirichlet data on that boundary
+    [boundary.<name>] flux = "..."                 Neumann data g = k du/dn (n outward)
+    [solver] method, preconditioner, ...           solver.py
+
+Boundaries without a [boundary.<name>] table take their [mesh] boundary kind ("dirichlet",
+the default, or "neumann") with zero data. The operator is ``operators.HelmholtzOperator``
+with h1 = k and h2 = h (constants passed as scalars, variable ones folded into its factors),
+assembled by ``operators.Assembly``; the solve is ``solver.EllipticSolver``. The driver runs
+a steady system through ``lobatto/steady.py``: build, ``solve()``, outputs, summary.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from lobatto.config import Key, PhysicsSpec
+from lobatto.config.system_tables import check_boundary_name
+from lobatto.errors import InputError
+from lobatto.parallel import allreduce, collective_errors
+from lobatto.solvers.multigrid import Level
+from lobatto.systems.base import System
+from lobatto.systems.poisson import problem
+from lobatto.systems.poisson.profile import Profile
+from lobatto.systems.poisson.solver import EllipticSolver
+
+SOLVER_KEYS = (
+    Key("method", "choice", "fcg", "Krylov method: cg (fixed SPD preconditioner), fcg (flexible CG), gmres "
+        "(restarted flexible GMRES)", choices=("cg", "fcg", "gmres")),
+    Key("preconditioner", "choice", "multigrid", "p-multigrid V-cycle, Jacobi (the assembled diagonal) or none",
+        choices=("multigrid", "jacobi", "none")),
+    Key("tolerance", "positive", 1e-8, "stop at ||r|| <= tolerance ||b|| (assembled norms, b after the Dirichlet "
+        "lifting)"),
+    Key("max_iterations", "positive_integer", 1000, "iterations before the solve is declared not converged"),
+    Key("projection", "count", 0, "previous solutions kept for A-conjugate projection (0: none); it helps "
+        "repeated solves (Python API), not a single run"),
+    Key("levels", "orders", (), "p-multigrid orders from [discretization] order down, e.g. [7, 3, 1] (default: "
+        "halving to 1)"),
+    Key("precision", "choice", "float64", "precision of the preconditioner; float32 needs method fcg or gmres",
+        choices=("float64", "float32")),
+    Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, pcg (Jacobi-PCG to 1e-2) or auto "
+        "(cholesky up to 3000 points)", choices=("auto", "cholesky", "pcg")),
+    Key("restart", "positive_integer", 30, "gmres: vectors before a restart"),
+    Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother"),
+)
+
+SPEC = PhysicsSpec(
+    name="poisson",
+    description="steady diffusion-reaction -div(k grad u) + h u = f, continuous Galerkin (Poisson, Helmholtz)",
+    fields=("u",),
+    boundary_kinds=("dirichlet", "neumann"),
+    default_boundary="dirichlet",
+    keys=(
+        Key("f", "expression", "0", "the source f(x, y, z)"),
+        Key("k", "expression", "1", "the diffusivity k(x, y, z) > 0"),
+        Key("h", "expression", "0", "the reaction coefficient h(x, y, z) >= 0"),
+    ),
+    fluxes=("none",),  # continuous Galerkin: no numerical flux
+    steady=True,
+    tables={"solver": SOLVER_KEYS},
+    boundary_keys=(
+        Key("value", "expression", None, "Dirichlet data: u on this boundary"),
+        Key("flux", "expression", None, "Neumann data: k du/dn on this boundary (n the outward normal)"),
+    ),
+)
+
+#: the float32 backend cannot reach a tighter relative residual than about this
+FLOAT32_TOLERANCE = 1e-5
+
+
+class PoissonSystem(System):
+    spec = SPEC
+    output_layout = (None, None, ("u",))  # Nek5000: u as the first passive scalar
+    #: state-sized (E, n^3) float64 arrays counted for the memory estimate (driver.check_memory),
+    #: beyond the geometry: six factors (twelve with a variable k), mass, mask, multiplicity
+    #: and its inverse (the level's copies too), the ids and the numbering's labels (int64), the
+    #: gather-scatter's index arrays, five Krylov vectors, b, the Dirichlet lifting, the
+    #: smoother's and V-cycle's temporaries, the coarser levels. Peak resident memory of
+    #: `lobatto run` measured at 0.78-0.94 of the estimate (8^3 and 12^3 elements at N = 7,
+    #: constant and variable k; 16^3 at N = 3)
+    memory_states = 45
+
+    def __init__(self, mesh, geometry, backend, comm, data: problem.ProblemData, settings: dict):
+        self.mesh, self.geometry, self.backend = mesh, geometry, backend
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        self.order = geometry.order
+        self.num_elements = mesh.num_elements
+        self.points = self.num_elements * (self.order + 1) ** 3
+        self.settings = settings
+        self.profile = Profile(backend)
+        self.setup_seconds = {}
+        start = time.perf_counter()
+        self.level = Level.build(mesh, self.order, backend, self.comm, data.dirichlet_faces, h1=data.k, h2=data.h,
+                                 geometry=geometry)
+        self.setup_seconds["operator_and_numbering"] = time.perf_counter() - start
+        start = time.perf_counter()
+        self.solver = EllipticSolver(mesh, self.level, settings, backend, self.comm, data.dirichlet_faces,
+                                     data.k, data.h, self.profile)
+        self.setup_seconds["preconditioner"] = time.perf_counter() - start
+        start = time.perf_counter()
+        self.rhs, self.lifting = self._right_hand_side(data)
+        self.setup_seconds["right_hand_side"] = time.perf_counter() - start
+        self.unknowns = int(round(self.level.dot(self.level.mask, self.level.mask)))  # reduced over ranks
+        self.global_points = self.level.assembly.num_global_points
+        self.result = None
+        self.solve_seconds = None
+
+    @classmethod
+    def from_case(cls, case, mesh, geometry, backend, comm=None):
+        settings = case.tables["solver"]
+        if not settings["tolerance"] < 1:
+            raise InputError(f"[solver] tolerance must be below 1 (a relative residual), got {settings['tolerance']:g}")
+        if backend.precision == "float32" and settings["tolerance"] < FLOAT32_TOLERANCE:
+            raise InputError(f"[solver] tolerance = {settings['tolerance']:g} is below what a float32 iteration "
+                             f"reaches (about {FLOAT32_TOLERANCE:g}): use [backend] precision = \"float64\" (and "
+                             "[solver] precision = \"float32\" for a float32 preconditioner), or a larger tolerance")
+        tables = case.tables.get("boundary", {})
+        if case.mesh.from_file:
+            for name in tables:
+                check_boundary_name(name, mesh.group_names, f"[boundary.{name}]",
+                                    f"named surfaces of {case.mesh.file}")
+        explicit = (case.raw or {}).get("mesh", {}).get("boundaries", {}) or {}
+        for name, (key, _) in tables.items():
+            kind = problem.KIND_OF_KEY[key]
+            if name in explicit and explicit[name] != kind:
+                raise InputError(f"[boundary.{name}] {key} makes {name} a {kind} boundary, but [mesh.boundaries] "
+                                 f"{name} = \"{explicit[name]}\": remove one of them")
+        with collective_errors(comm):  # local checks: a bad value on one rank stops all
+            kinds = System.boundary_kind_of(cls, mesh)  # reads only the class's spec
+            data = problem.evaluate(case, kinds, mesh, geometry)
+        comm = comm if comm is not None and comm.Get_size() > 1 else None
+        has_dirichlet = allreduce(comm, int(data.dirichlet_faces.any()), "max")
+        h_positive = allreduce(comm, int(np.any(np.asarray(data.h) > 0)), "max")
+        if not has_dirichlet and not h_positive:
+            raise InputError("poisson: no boundary is Dirichlet and h = 0, so u is fixed only up to a constant: "
+                             "give one boundary a value ([boundary.<name>] value = ...) or set [physics] h > 0")
+        return cls(mesh, geometry, backend, comm, data, settings)
+
+    def _right_hand_side(self, data: problem.ProblemData):
+        """(b, u_D): b = mask (QQ^T (B f + Neumann) - QQ^T A u_D), assembled."""
+        backend, assembly = self.backend, self.level.assembly
+
+        def copy(host):  # dssum works in place: never on the host arrays themselves
+            return backend.xp.array(host, dtype=backend.dtype)
+
+        given = assembly.dssum(copy(data.dirichlet_set))
+        lifting = assembly.dssum(copy(data.dirichlet_values * data.dirichlet_set))
+        lifting /= given + (given == 0)
+        b = assembly.dssum(copy(data.weighted_source))
+        b -= assembly.dssum(self.level.operator.apply_local(lifting))
+        b *= self.level.mask
+        return b, lifting
+
+    # The solve ------------------------------------------------------------------------------
+    def solve(self, x0=None, monitor=None):
+        """Solve once; returns u (1, E, n, n, n) on the backend. ``x0``: a start for u (host
+        or backend array (E, n, n, n)); ``monitor(iteration, residual)`` as EllipticSolver."""
+        start_x = None
+        if x0 is not None:
+            start_x = (self.backend.asarray(x0) - self.lifting) * self.level.mask
+        self.profile.reset()
+        self.backend.synchronize()
+        start = time.perf_counter()
+        self.result = self.solver.solve(self.rhs, start_x, monitor)
+        self.backend.synchronize()
+        self.local_solve_seconds = time.perf_counter() - start
+        self.solve_seconds = allreduce(self.comm, self.local_solve_seconds, "max")
+        u = self.result.x + self.lifting
+        return u.reshape((1,) + u.shape)
+
+    def summary(self, stepper=None, comm=None) -> dict:
+        """The solve's entries of summary.json (after ``solve``)."""
+        r, s = self.result, self.settings
+        seconds = self.solve_seconds
+        history = [float(v) for v in r.residuals]
+        relative = r.relative_residual
+        return {
+            "unknowns": self.unknowns,
+            "global_points": self.global_points,
+            "solver": {"method": s["method"], "preconditioner": s["preconditioner"], "precision": s["precision"],
+                       "levels": self.solver.level_orders, "coarse": self.solver.coarse_solve,
+                       "tolerance": s["tolerance"], "max_iterations": s["max_iterations"],
+                       "projection": s["projection"], "smoother_degree": s["smoother_degree"]},
+            "iterations": r.iterations,
+            "converged": bool(r.converged),
+            "reason": r.reason,
+            "relative_residual": relative if math.isfinite(relative) else None,
+            "reference_norm": r.reference_norm,
+            "residuals": history,
+            "solve_seconds": seconds,
+            "seconds_per_iteration": seconds / r.iterations if r.iterations else None,
+            "setup_seconds": dict(self.setup_seconds),
+            "parts": self.profile.report(self.local_solve_seconds),  # this rank's (rank 0 in the summary)
+        }
