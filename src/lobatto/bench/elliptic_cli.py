@@ -41,6 +41,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--precision", default="float64", choices=("float64", "float32"),
                    help="precision of the preconditioner")
     p.add_argument("--tolerance", type=float, default=1e-8)
+    p.add_argument("--coarse-tolerance", type=float, default=1e-2,
+                   help="relative tolerance of the iterative coarse solve (above 3000 coarse points)")
     p.add_argument("--repeats", type=int, default=3, help="timed solves; the median is reported")
     p.add_argument("--jacobi", action="store_true", help="also solve with Jacobi-PCG, for its iteration count")
     p.add_argument("--device", type=int, default=None, help="CUDA device id")
@@ -62,10 +64,11 @@ def run(args) -> int:
     else:
         from lobatto.bench import poisson
 
-        if args.order < 1 or min(args.elements) < 1 or args.repeats < 1:
-            raise InputError("--order, --elements and --repeats must be >= 1")
+        if args.order < 1 or min(args.elements) < 1 or args.repeats < 1 or args.coarse_tolerance <= 0:
+            raise InputError("--order, --elements and --repeats must be >= 1 and --coarse-tolerance > 0")
         result = poisson.run(args.backend, args.order, tuple(args.elements), args.method, args.preconditioner,
-                             args.precision, args.tolerance, args.repeats, args.jacobi, args.device)
+                             args.precision, args.tolerance, args.repeats, args.jacobi, args.device,
+                             args.coarse_tolerance)
         print(poisson.format_result(result))
     _write_json(args.json, result)
     return 0

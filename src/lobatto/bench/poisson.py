@@ -50,21 +50,28 @@ def solve_timed(system, case, repeats: int) -> dict:
         system.solve()
         seconds.append(system.solve_seconds)
     system.profile.enabled = True
+    coarse = getattr(system.solver.multigrid, "coarse", None)
+    coarse = getattr(coarse, "__wrapped__", coarse)
+    coarse_counts = getattr(coarse, "iterations", None)
+    start = len(coarse_counts) if coarse_counts is not None else 0
     u = system.solve()
     profiled = system.summary()
+    cycles = coarse_counts[start:] if coarse_counts is not None else []
     squares, maxima = system.error_sums(u, system.evaluate_fields(case.exact.fields, 0.0))
     return {"seconds": statistics.median(seconds), "all_seconds": seconds, "iterations": system.result.iterations,
             "converged": bool(system.result.converged), "relative_residual": system.result.relative_residual,
             "profiled_seconds": profiled["solve_seconds"], "parts": profiled["parts"],
-            "max_error": float(maxima[0]), "l2_error": float(squares[0]) ** 0.5}
+            "max_error": float(maxima[0]), "l2_error": float(squares[0]) ** 0.5,
+            "coarse_iterations_per_cycle": (sum(cycles) / len(cycles)) if cycles else None}
 
 
 def run(backend_name: str = "cuda", order: int = 7, elements=(32, 32, 32), method: str = "fcg",
         preconditioner: str = "multigrid", precision: str = "float64", tolerance: float = 1e-8, repeats: int = 3,
-        jacobi: bool = False, device: int | None = None) -> dict:
+        jacobi: bool = False, device: int | None = None, coarse_tolerance: float = 1e-2) -> dict:
     backend = get_backend(backend_name, device_id=device)
     limit = single_threaded_blas() if backend.name == "cpu" else nullcontext()
-    solver = {"method": method, "preconditioner": preconditioner, "precision": precision, "tolerance": tolerance}
+    solver = {"method": method, "preconditioner": preconditioner, "precision": precision, "tolerance": tolerance,
+              "coarse_tolerance": coarse_tolerance}
     result = {"benchmark": "poisson", "date": datetime.date.today().isoformat(), "backend": backend.describe(),
               "host": platform.processor() or platform.machine(), "order": order, "elements": list(elements),
               "solver": solver, "repeats": repeats}
@@ -100,6 +107,8 @@ def format_result(r: dict) -> str:
              f"  solve (median of {len(r['all_seconds'])})   {r['seconds']:10.4f} s",
              f"  per iteration         {r['seconds_per_iteration'] * 1e3:10.3f} ms",
              f"  max error             {r['max_error']:10.3e}",
+             *([f"  coarse iterations     {r['coarse_iterations_per_cycle']:10.1f}   (mean per V-cycle, "
+                f"Jacobi-PCG to {s.get('coarse_tolerance', 1e-2):g})"] if r.get("coarse_iterations_per_cycle") else []),
              "",
              f"  parts of a profiled solve ({r['profiled_seconds']:.4f} s):"]
     for part in PARTS:

@@ -6,7 +6,7 @@ projection onto previous solutions, on the assembled operator of a ``solvers.mul
     preconditioner  multigrid (p-multigrid V-cycle over ``levels``), jacobi, none
     precision       float32: the preconditioner runs in float32 inside the float64 iteration
     coarse          the multigrid's coarsest solve: cholesky, pcg, or auto (Cholesky up to
-                    solvers.coarse.DENSE_LIMIT points)
+                    solvers.coarse.DENSE_LIMIT points); pcg stops at coarse_tolerance
 
 A preconditioner that is not one fixed linear map (float32 rounding, an iterative coarse
 solve) needs fcg or gmres: cg with one is refused, naming the keys to change.
@@ -76,7 +76,8 @@ class EllipticSolver:
             raise InputError(f"[solver] levels = {list(orders)} must start at the [discretization] order "
                              f"{level.order} (for example {list(default_orders(level.order))})")
         mg = PMultigrid.build(mesh, backend, orders, comm, dirichlet, h1, h2, dtype=np.float32 if low else None,
-                              degree=s["smoother_degree"], coarse=s["coarse"], finest=None if low else level)
+                              degree=s["smoother_degree"], coarse=s["coarse"], coarse_tol=s["coarse_tolerance"],
+                              finest=None if low else level)
         self.multigrid = mg
         self.levels = ([level] if low else []) + list(mg.levels)
         fixed = mg.symmetric and not low  # before instrument() wraps the coarse solve

@@ -45,6 +45,8 @@ SOLVER_KEYS = (
         choices=("float64", "float32")),
     Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, pcg (Jacobi-PCG to 1e-2) or auto "
         "(cholesky up to 3000 points)", choices=("auto", "cholesky", "pcg")),
+    Key("coarse_tolerance", "positive", 1e-2, "coarse = pcg: relative residual the coarse Jacobi-PCG stops at "
+        "(looser is cheaper per cycle; too loose costs outer iterations)"),
     Key("restart", "positive_integer", 30, "gmres: vectors before a restart"),
     Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother"),
 )
@@ -185,7 +187,8 @@ class PoissonSystem(System):
             "solver": {"method": s["method"], "preconditioner": s["preconditioner"], "precision": s["precision"],
                        "levels": self.solver.level_orders, "coarse": self.solver.coarse_solve,
                        "tolerance": s["tolerance"], "max_iterations": s["max_iterations"],
-                       "projection": s["projection"], "smoother_degree": s["smoother_degree"]},
+                       "projection": s["projection"], "smoother_degree": s["smoother_degree"],
+                       "coarse_tolerance": s["coarse_tolerance"]},
             "iterations": r.iterations,
             "converged": bool(r.converged),
             "reason": r.reason,
