@@ -22,6 +22,8 @@ from lobatto import __version__
 from lobatto.backends import get_backend
 from lobatto.errors import InputError, SolverError
 from lobatto.integrators import Stepper, get_scheme, plan_steps
+from lobatto.integrators.step_log import StepLog
+from lobatto.integrators.step_size import first_dt, landing_dt, next_dt, steps_left
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
@@ -268,14 +270,27 @@ class Simulation:
             comm.Barrier()
         self.progress = progress if self.rank == 0 else None
         self.system = system = build_system(case, self.backend, comm=comm)
-        self.stepper = Stepper(system, get_scheme(case.time.integrator))
+        with collective_errors(comm), case_named(case):  # a multistep scheme needs a system that takes it
+            self.stepper = Stepper(system, get_scheme(case.time.integrator))
         self.min_spacing = min_spacing = allreduce(comm, system.geometry.min_spacing, "min")
-        with collective_errors(comm):  # the same on every rank: reported once
-            dt = self.stable_dt(min_spacing)
-            if case.time.t_end / dt > MAX_STEPS:
-                    raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {case.time.t_end / dt:.3g} steps "
-                                 f"of dt = {dt:.3g}, more than {MAX_STEPS:.0e}: shorten t_end or coarsen the mesh")
-        self.steps, self.dt = plan_steps(case.time.t_end, dt)
+        # dt from the flow's CFL number (system.courant) rather than a wave speed: variable dt
+        # ([time] target_cfl) and the multistep schemes; the CFL number is then measured each step
+        self.variable_dt = case.time.target_cfl is not None
+        self.advective = self.variable_dt or self.stepper.multistep
+        self.measures_cfl = callable(getattr(system, "courant", None)) and (
+            self.advective or case.time.max_cfl is not None)
+        self.last_cfl = self.largest_cfl = None
+        self.dt_range = None  # (smallest, largest) step taken by this Simulation, when dt varies
+        if not self.advective:
+            with collective_errors(comm):  # the same on every rank: reported once
+                dt = self.stable_dt(min_spacing)
+                self.check_step_budget(case.time.t_end / dt, dt)
+            self.steps, self.dt = plan_steps(case.time.t_end, dt)
+        # a system with step_report(): a line per step (rank 0) and <output_dir>/steps.jsonl
+        self.reports_steps = callable(getattr(system, "step_report", None))
+        self.step_log = StepLog(self.output_dir, case.output.log_every) if self.reports_steps and self.rank == 0 else None
+        if self.step_log is not None and self.step_log.prints:
+            self.progress = None  # the step lines say the progress
         initial = system.evaluate_fields(case.initial.fields or {}, 0.0)
         self.check_given_fields(initial, "initial", 0.0)
         if case.exact.fields is not None:
@@ -283,30 +298,119 @@ class Simulation:
                 self.check_given_fields(system.evaluate_fields(case.exact.fields, t), "exact", t)
         self.u = self.backend.asarray(initial)
         self.step_count, self.t = 0, 0.0
+        if self.advective:
+            self.plan_from_courant()
         self.energy_initial = allreduce(comm, system.energy(self.u))
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
         with collective_errors(comm), case_named(case):  # [output.probes] and [output.integrals]
             self.series = TimeSeries.from_case(case, system, self.output_dir, comm)
         self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
         # When the operator does not depend on t, one step of fixed dt can be recorded once and
-        # replayed (a CUDA graph on the GPU; a plain call elsewhere).
-        self.advance_one = None if system.time_dependent else self.backend.capture(
+        # replayed (a CUDA graph on the GPU; a plain call elsewhere). Never a multistep step: its
+        # coefficients change over the start-up steps (and with dt).
+        self.advance_one = None if system.time_dependent or self.advective else self.backend.capture(
             lambda: self.stepper.step(self.u, 0.0, self.dt), self.stepper.graph_veto)
 
     # Stepping -----------------------------------------------------------------------------
     def _step(self) -> None:
+        start = time.perf_counter()
+        dt, last = self.dt, False
+        if self.variable_dt:  # the step that lands on t_end is shortened to it
+            dt, last = landing_dt(self.t, self.case.time.t_end, self.dt)
         if self.advance_one is not None:
             self.advance_one()
         else:
-            self.stepper.step(self.u, self.t, self.dt)
+            self.stepper.step(self.u, self.t, dt)
         self.step_count += 1
-        self.t = self.step_count * self.dt
+        if self.variable_dt:  # t is the sum of the steps taken (exactly t_end at the last)
+            self.t = self.case.time.t_end if last else self.t + dt
+            low, high = self.dt_range or (dt, dt)
+            self.dt_range = (min(low, dt), max(high, dt))
+        else:
+            self.t = self.step_count * self.dt
+        if self.measures_cfl:
+            self.measure_cfl(dt)
+        if self.variable_dt:
+            self.steps = self.step_count + steps_left(self.t, self.case.time.t_end, self.dt)
+        if self.reports_steps:
+            self.report_step(dt, start)
+
+    @property
+    def finished(self) -> bool:
+        """The run has reached [time] t_end."""
+        return self.step_count >= self.steps
 
     def advance(self, steps: int = 1) -> None:
-        """``steps`` more steps (no output, no timing), with the state check at the end."""
+        """``steps`` more steps (no output, no timing), with the state check at the end; while
+        dt varies, no further than [time] t_end."""
         for _ in range(int(steps)):
+            if self.variable_dt and self.finished:
+                break
             self._step()
         self.check_state()
+
+    def measure_cfl(self, dt: float) -> None:
+        """Collective, after a step of size dt: its CFL number (the largest over ranks) stops the
+        run when over [time] max_cfl, and sets the next step when dt varies."""
+        cfl = float(self.system.courant(self.u, dt))
+        cfl = allreduce(self.comm, cfl if math.isfinite(cfl) else math.inf, "max")
+        self.last_cfl, self.largest_cfl = cfl, max(cfl, self.largest_cfl or 0.0)
+        time_ = self.case.time
+        if time_.max_cfl is not None and not cfl <= time_.max_cfl:
+            change = (f"lower [time] target_cfl (now {time_.target_cfl})" if self.variable_dt else
+                      f"lower [time] dt (now {dt:.3g})" if time_.dt is not None else
+                      f"lower [time] cfl (now {time_.cfl}) or set a smaller [time] dt")
+            self.fail(f"the CFL number of step {self.step_count} (t = {self.t:.6g}, dt = {dt:.3g}) is {cfl:.3g}, above "
+                      f"[time] max_cfl = {time_.max_cfl}: {change}, or raise max_cfl if the flow is known to be stable")
+        if self.variable_dt:
+            self.dt = next_dt(dt, cfl, time_.target_cfl)
+
+    def report_step(self, dt: float, start: float) -> None:
+        """The system's step_report() for the step just taken (every rank: it may reduce), as a
+        line (every [output] log_every steps) and a steps.jsonl record (rank 0)."""
+        self.backend.synchronize()
+        report = dict(self.system.step_report())
+        if self.last_cfl is not None:
+            report.setdefault("cfl", self.last_cfl)
+        seconds = time.perf_counter() - start
+        with collective_errors(self.comm):  # a full disk on rank 0 stops every rank
+            if self.step_log is not None:
+                self.step_log.record(self.step_count, self.t, dt, seconds, report, last=self.finished)
+
+    def plan_from_courant(self) -> None:
+        """Collective: the step of a run whose CFL number is the flow's (system.courant): [time]
+        dt (fixed) or initial_dt (the first of variable steps), else target_cfl (variable) or cfl
+        (fixed) over the initial state's CFL number per unit dt. A fixed dt is planned as
+        plan_steps does; a variable one gives an estimate of the steps (updated each step)."""
+        case, time_ = self.case, self.case.time
+        with collective_errors(self.comm):
+            given = time_.initial_dt if self.variable_dt else time_.dt
+            dt = given
+            if dt is None:
+                cfl_key = "target_cfl" if self.variable_dt else "cfl"
+                dt_key = "initial_dt" if self.variable_dt else "dt"
+                if not callable(getattr(self.system, "courant", None)):
+                    raise InputError(f"{case.source}: [time] {cfl_key} needs the flow's CFL number, which "
+                                     f"{self.system.name} does not compute: set [time] {dt_key}")
+                per_unit_dt = float(self.system.courant(self.u, 1.0))
+                per_unit_dt = allreduce(self.comm, per_unit_dt if math.isfinite(per_unit_dt) else 0.0, "max")
+                target = time_.target_cfl if self.variable_dt else time_.cfl
+                dt = first_dt(target, per_unit_dt)
+                if dt is None or not math.isfinite(dt):
+                    raise InputError(f"{case.source}: [time] {cfl_key} = {target} gives no first step: the initial "
+                                     f"fields have CFL number {per_unit_dt:.3g} per unit dt (a fluid at rest?); "
+                                     f"set [time] {dt_key}")
+            self.check_step_budget(time_.t_end / dt, dt)
+        if self.variable_dt:
+            self.dt, self.steps = dt, steps_left(0.0, time_.t_end, dt)
+        else:
+            self.steps, self.dt = plan_steps(time_.t_end, dt)
+
+    def check_step_budget(self, steps: float, dt: float) -> None:
+        if steps > MAX_STEPS:
+            t_end = self.case.time.t_end
+            raise InputError(f"{self.case.source}: [time] t_end = {t_end:.4g} takes {steps:.3g} steps of dt = "
+                             f"{dt:.3g}, more than {MAX_STEPS:.0e}: shorten t_end or coarsen the mesh")
 
     # Checkpoints (restart.py, docs/restart.md) -------------------------------------------
     def checkpoint(self, path: Path | str | None = None) -> Path:
@@ -378,6 +482,8 @@ class Simulation:
 
     def unstable_hint(self) -> str:
         hint = f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] "
+        if self.advective:
+            return hint + ("target_cfl" if self.variable_dt else "dt" if self.case.time.dt is not None else "cfl")
         if self.case.time.dt is not None:
             hint += f"dt (stable estimate at cfl 0.5: {self.system.stable_time_step(0.5, self.min_spacing):.3g})"
         else:
@@ -421,7 +527,7 @@ class Simulation:
         from lobatto.io.summary import write_summary
 
         case, backend = self.case, self.backend
-        steps, first = self.steps, self.step_count + 1
+        steps, first = self.steps, self.step_count + 1  # steps: the last step (an estimate while dt varies)
         every = case.output.every
         # Steps are queued without waiting on the device; the loop is timed as a whole and the
         # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
@@ -432,19 +538,20 @@ class Simulation:
         output_seconds = 0.0
         backend.synchronize()
         loop_start = time.perf_counter()
-        rate_start, rate_steps = loop_start, steps - first + 1
+        rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
         from lobatto.restart import Schedule
 
         checkpoints = Schedule(self) if case.checkpoint.enabled else None
-        for step in range(first, steps + 1):
+        while not self.finished:
             self._step()
+            step, steps = self.step_count, self.steps
             if step == warmup_end and steps > warmup_end:
                 # the state check's kernels are compiled on first use too (seconds on a machine
                 # with an empty kernel cache), and its reduction over ranks lines them up
                 self.check_state()
                 backend.synchronize()
-                rate_start, rate_steps = time.perf_counter() - output_seconds, steps - warmup_end
+                rate_start, rate_first = time.perf_counter() - output_seconds, warmup_end + 1
             if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
                 self.check_state()
             if every and step % every == 0 and step != steps:
@@ -460,11 +567,14 @@ class Simulation:
                 self.progress(step, steps, self.t)
         backend.synchronize()
         loop_end = time.perf_counter() - output_seconds
+        rate_steps = self.step_count - rate_first + 1
         self.writer.write(self.u, self.step_count, self.t)
         if checkpoints is not None:
             checkpoints.at_end()
         if series is not None:
             series.close()
+        if self.step_log is not None:
+            self.step_log.close()
 
         compute_seconds = allreduce(self.comm, loop_end - loop_start, "max")
         seconds_per_step = allreduce(self.comm, (loop_end - rate_start) / max(rate_steps, 1), "max")
@@ -508,6 +618,11 @@ class Simulation:
         flops = system.flops_per_step(stepper.stages)
         if flops is not None and seconds_per_step > 0:
             summary["gflops"] = allreduce(comm, flops) / seconds_per_step / 1e9
+        if self.variable_dt and self.dt_range is not None:
+            summary["dt_range"] = list(self.dt_range)  # the smallest and largest step taken
+        if self.last_cfl is not None:
+            summary["cfl"] = {"last": self.last_cfl, "max": self.largest_cfl,
+                              "target": self.case.time.target_cfl, "limit": self.case.time.max_cfl}
         summary.update(system.summary(stepper, comm))
         summary["energy"] = {"initial": self.energy_initial, "final": allreduce(comm, system.energy(self.u))}
         summary["outputs"] = self.writer.records

@@ -138,6 +138,10 @@ def resume(sim, path) -> dict:
         attrs = checkpoint.attrs
         step, dt = int(attrs["step"]), float(attrs["dt"])
         steps = max(step, math.ceil(case.time.t_end / dt * (1 - STEP_SLACK)))
+        if getattr(sim, "variable_dt", False):  # dt: the next step's; t: the sum of the steps taken
+            from lobatto.integrators.step_size import steps_left
+
+            steps = step + steps_left(float(attrs["time"]), case.time.t_end, dt)
         if case.time.t_end < float(attrs["time"]) * (1 - STEP_SLACK):
             raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.6g} is before the time of the "
                              f"checkpoint {checkpoint.path} (t = {float(attrs['time']):.6g}, step {step})")
@@ -157,7 +161,8 @@ def resume(sim, path) -> dict:
     sim.u[...] = backend.asarray(state.astype(backend.dtype, copy=False))
     sim.stepper.restore_history(history)
     sim.step_count, sim.dt, sim.steps = step, dt, steps
-    sim.t = sim.step_count * sim.dt  # as the uninterrupted run computes it
+    # as the uninterrupted run computes it
+    sim.t = float(attrs["time"]) if getattr(sim, "variable_dt", False) else sim.step_count * sim.dt
     sim.energy_initial = float(attrs["energy_initial"])
     _restore_writer(sim.writer, attrs.get("writer") or {})
     for name, saved in (attrs.get("outputs_state") or {}).items():
@@ -178,9 +183,11 @@ def _check_kept_dt(sim, dt: float) -> None:
     """The checkpoint's dt goes on; refused when it is over the integrator's stability bound
     for this case (its [physics] values may have changed)."""
     case, system = sim.case, sim.system
-    cfl = dt * system.wave_speed / sim.min_spacing
     bound = system.spec.cfl_bounds.get((case.discretization.flux, sim.stepper.scheme.name))
-    if case.time.cfl_check and bound is not None and cfl > bound * (1 + 1e-12):
+    if bound is None:  # no wave-speed bound (the multistep schemes: max_cfl watches each step)
+        return
+    cfl = dt * system.wave_speed / sim.min_spacing
+    if case.time.cfl_check and cfl > bound * (1 + 1e-12):
         raise InputError(f"{case.source}: the checkpoint's dt = {dt:.4g} is cfl {cfl:.4g} for this case, above the "
                          f"stability bound {bound} of {sim.stepper.scheme.name} with the {case.discretization.flux} "
                          "flux; set [time] cfl_check = false to continue anyway")

@@ -26,7 +26,7 @@ CAVITY = {
 
 def test_top_level_names_are_the_api():
     assert lobatto.run is run and lobatto.case_from_dict is case_from_dict and lobatto.Simulation is Simulation
-    assert set(available_systems()) == {"maxwell", "acoustics", "poisson"}
+    assert set(available_systems()) == {"maxwell", "acoustics", "poisson", "navier_stokes"}
     with pytest.raises(AttributeError):
         lobatto.no_such_function  # noqa: B018
 

@@ -27,7 +27,7 @@ from lobatto.api import case_from_dict
 from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
 from lobatto.driver import build_system
-from lobatto.systems.poisson.profile import PARTS
+from lobatto.solvers.profile import PARTS
 
 EXACT = "sin(pi*x)*sin(pi*y)*sin(pi*z)"
 DEFORM = {"x": f"0.08*{EXACT}", "y": f"0.06*{EXACT}*cos(pi*x)", "z": f"0.05*{EXACT}"}

@@ -20,6 +20,7 @@ KEY_KINDS = {
     "choice": "one of the listed values",
     # checked by config/system_tables.py (steady systems' [physics] and [solver] keys)
     "expression": "an expression in x, y, z (a string such as \"sin(pi*x)\", or a number)",
+    "expression_t": "an expression in x, y, z, t (a string such as \"sin(pi*x)*exp(-t)\", or a number)",
     "positive_integer": "an integer >= 1",
     "count": "an integer >= 0",
     "orders": "a list of decreasing orders >= 1 (for example [7, 3, 1])",
@@ -84,7 +85,12 @@ class PhysicsSpec:
     tables:            table name -> tuple of :class:`Key`: top-level tables of the system's
                        own (``[solver]``), checked like ``[physics]`` (config/system_tables.py)
     boundary_keys:     keys of ``[boundary.<name>]`` tables (data per named boundary); each
-                       such table sets exactly one of them
+                       such table sets exactly one of them, unless ``boundary_keys_together``
+    boundary_keys_together: a ``[boundary.<name>]`` table may set several of its keys (the
+                       components of a boundary velocity), at least one
+    integrators:       the ``[time] integrator`` values the system takes (the Runge-Kutta
+                       schemes; "bdf1".."bdf3" for a system with ``multistep_step``)
+    default_integrator: the ``[time] integrator`` default, one of ``integrators``
     """
 
     name: str
@@ -99,10 +105,15 @@ class PhysicsSpec:
     steady: bool = False
     tables: dict = field(default_factory=dict)
     boundary_keys: tuple = ()
+    boundary_keys_together: bool = False
+    integrators: tuple = ("lsrk45", "rk4", "ssprk3")
+    default_integrator: str = "lsrk45"
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:
             raise ValueError(f"{self.name}: default boundary {self.default_boundary!r} is not a boundary kind")
+        if self.default_integrator not in self.integrators:
+            raise ValueError(f"{self.name}: default integrator {self.default_integrator!r} is not in its integrators")
 
     def default_cfl(self, flux: str, integrator: str, usual: float) -> float:
         """``usual``, or 0.9 of the stability bound (two digits, rounded down) when lower."""

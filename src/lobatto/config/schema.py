@@ -55,10 +55,15 @@ __all__ = [
 
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 AXES = ("x", "y", "z")
-INTEGRATORS = ("lsrk45", "rk4", "ssprk3")
+INTEGRATORS = ("lsrk45", "rk4", "ssprk3", "bdf1", "bdf2", "bdf3")  # each system takes some (PhysicsSpec.integrators)
+MULTISTEP_INTEGRATORS = ("bdf1", "bdf2", "bdf3")
 #: [time] cfl default per integrator, lowered to 0.9 of a system's stability bound where that is
-#: lower (PhysicsSpec.default_cfl; benchmarks/notes-stability.md)
-DEFAULT_CFL = {"lsrk45": 0.5, "rk4": 0.3, "ssprk3": 0.25}
+#: lower (PhysicsSpec.default_cfl; benchmarks/notes-stability.md); for the multistep schemes
+#: the CFL number is the system's advective one (its ``courant``)
+DEFAULT_CFL = {"lsrk45": 0.5, "rk4": 0.3, "ssprk3": 0.25, "bdf1": 0.5, "bdf2": 0.5, "bdf3": 0.5}
+#: [time] max_cfl default of the multistep schemes: a guard against a run gone wrong, not a
+#: stability bound (extrapolated advection is unstable well below it: docs/case-file.md)
+DEFAULT_MAX_CFL = 2.0
 OUTPUT_FORMATS = ("hdf5", "nek", "vtk")
 BACKENDS = ("cpu", "cuda", "auto")
 PRECISIONS = ("float64", "float32")
@@ -146,6 +151,9 @@ class TimeSection:
     cfl: float
     dt: float | None  # None: computed from cfl
     cfl_check: bool = True  # refuse a cfl above the integrator's stability bound
+    target_cfl: float | None = None  # variable dt aiming at this CFL number (not with dt or cfl)
+    initial_dt: float | None = None  # the first step with target_cfl (None: from the initial state)
+    max_cfl: float | None = None  # a step over this CFL number stops the run (None: not checked)
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,7 @@ class OutputSection:
     compression: str = "none"  # HDF5 snapshots: io/compression.py
     probes: Any = None  # config/probes.py ProbesSection, or None
     integrals: Any = None  # config/probes.py IntegralsSection, or None
+    log_every: int = 1  # a step line every this many steps (systems with step reports); 0: none
 
 
 @dataclass(frozen=True)
@@ -247,6 +256,11 @@ class Case:
             if self.time.dt is not None:
                 time["dt"] = self.time.dt
             time["cfl_check"] = self.time.cfl_check
+            for key in ("target_cfl", "initial_dt", "max_cfl"):
+                if getattr(self.time, key) is not None:
+                    time[key] = getattr(self.time, key)
+            if self.time.target_cfl is not None:  # cfl does not apply (and may not be given with it)
+                del time["cfl"]
             out["time"] = time
         from lobatto.config.system_tables import tables_to_dict
 
@@ -258,6 +272,8 @@ class Case:
         }
         if self.output.compression != "none":
             out["output"]["compression"] = self.output.compression
+        if self.output.log_every != 1:
+            out["output"]["log_every"] = self.output.log_every
         for series in ("probes", "integrals"):  # [output.probes], [output.integrals]
             if getattr(self.output, series) is not None:
                 out["output"][series] = getattr(self.output, series).to_dict()
@@ -412,8 +428,8 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "physics": ("equations",),
     "initial": (),
     "exact": (),
-    "time": ("integrator", "t_end", "cfl", "dt", "cfl_check"),
-    "output": ("every", "formats", "name", "compression", "probes", "integrals"),
+    "time": ("integrator", "t_end", "cfl", "dt", "cfl_check", "target_cfl", "initial_dt", "max_cfl"),
+    "output": ("every", "formats", "name", "compression", "probes", "integrals", "log_every"),
     "output.probes": ("every", "points", "fields"),
     "output.integrals": ("every", "volume", "regions", "surface", "surfaces"),
     "checkpoint": ("every", "wall_minutes", "keep", "compression", "at_end"),
@@ -428,7 +444,13 @@ def schema_keys(spec: PhysicsSpec | None) -> dict:
     if spec is not None:
         keys["physics"] = ("equations",) + spec.key_names
         keys["initial"] = keys["exact"] = tuple(spec.fields)
-        keys[""] = keys[""] + tuple(spec.tables) + (("boundary",) if spec.boundary_keys else ())
+        # a dotted table name ("solver.pressure") is a subtable: [solver] holds [solver.pressure]
+        tops = tuple(dict.fromkeys(name.split(".")[0] for name in spec.tables))
+        keys[""] = keys[""] + tops + (("boundary",) if spec.boundary_keys else ())
+        for name in spec.tables:
+            if "." in name:
+                top, sub = name.split(".", 1)
+                keys[top] = keys.get(top, ()) + (sub,)
         keys.update({name: tuple(k.name for k in table) for name, table in spec.tables.items()})
     return keys
 
@@ -639,7 +661,7 @@ def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> d
             values[key.name] = _choice(ctx, "physics", table, key.name, key.choices, key.default)
         elif key.kind == "bool":
             values[key.name] = _bool(ctx, "physics", table, key.name, key.default)
-        elif key.kind in ("expression", "positive_integer", "count", "orders"):
+        elif key.kind in ("expression", "expression_t", "positive_integer", "count", "orders"):
             from lobatto.config.system_tables import key_value
 
             values[key.name] = key_value(ctx, "physics", table, key)
@@ -649,6 +671,36 @@ def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> d
                 raise ctx.bad("physics", key.name, KEY_KINDS[key.kind], v)
             values[key.name] = float(v)
     return values
+
+
+def _integrator(ctx: _Ctx, spec: PhysicsSpec, time: Mapping[str, Any]) -> str:
+    """[time] integrator: one of the system's integrators (PhysicsSpec.integrators)."""
+    value = time.get("integrator", spec.default_integrator) if isinstance(time, Mapping) else None
+    if isinstance(value, str) and value in INTEGRATORS and value not in spec.integrators:
+        allowed = ", ".join(f'"{name}"' for name in spec.integrators)
+        raise ctx.error(f'[time] integrator "{value}" is not available for {spec.name}: it takes {allowed}')
+    return _choice(ctx, "time", time, "integrator", spec.integrators, spec.default_integrator)
+
+
+def _variable_dt(ctx: _Ctx, time: Mapping[str, Any], integrator: str) -> dict:
+    """[time] target_cfl (variable dt: not with dt or cfl), initial_dt (only with target_cfl)
+    and max_cfl (default DEFAULT_MAX_CFL for the multistep schemes, else unchecked)."""
+    target = _positive(ctx, "time", time, "target_cfl", None)
+    initial = _positive(ctx, "time", time, "initial_dt", None)
+    default_max = DEFAULT_MAX_CFL if integrator in MULTISTEP_INTEGRATORS else None
+    max_cfl = _positive(ctx, "time", time, "max_cfl", default_max)
+    if target is not None:
+        for fixed in ("dt", "cfl"):
+            if fixed in time:
+                raise ctx.error(f"[time] {fixed} and target_cfl are both set: target_cfl varies dt (the first step "
+                                f"from initial_dt, or from the initial state), {fixed} fixes it; remove one")
+        if max_cfl is not None and target > max_cfl:
+            raise ctx.error(f"[time] target_cfl = {_show(target)} is above max_cfl = {_show(max_cfl)}, where a step "
+                            "stops the run: lower target_cfl (or raise max_cfl)")
+    elif initial is not None:
+        raise ctx.error("[time] initial_dt is the first step of a variable-dt run and needs target_cfl; for a fixed "
+                        "step use dt")
+    return {"target_cfl": target, "initial_dt": initial, "max_cfl": max_cfl}
 
 
 def _file_mesh(ctx: _Ctx, spec: PhysicsSpec, mesh: dict, gen: str) -> MeshSection:
@@ -805,13 +857,14 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
 
     # ---- [time]
     time = {} if spec.steady else _table(ctx, data, "", "time", required=True)
-    integrator = _choice(ctx, "time", time, "integrator", INTEGRATORS, "lsrk45")
+    integrator = _integrator(ctx, spec, time)
     time_sec = None if spec.steady else TimeSection(
         integrator=integrator,
         t_end=_positive(ctx, "time", time, "t_end", _REQUIRED, " (the final time, for example t_end = 1.0)"),
         cfl=_positive(ctx, "time", time, "cfl", spec.default_cfl(disc_sec.flux, integrator, DEFAULT_CFL[integrator])),
         dt=_positive(ctx, "time", time, "dt", None),
         cfl_check=_bool(ctx, "time", time, "cfl_check", True),
+        **_variable_dt(ctx, time, integrator),
     )
 
     # ---- [output]
@@ -848,7 +901,8 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
 
     out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name,
                             compression=_compression(ctx, "output", out),
-                            probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec))
+                            probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
+                            log_every=_int(ctx, "output", out, "log_every", 1, 0))
 
     # ---- [checkpoint]
     ck = _table(ctx, data, "", "checkpoint") or {}

@@ -47,6 +47,8 @@ def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
         return _int(ctx, section, table, name, key.default, 0)
     if kind == "expression":
         return _expression(ctx, section, table, key)
+    if kind == "expression_t":
+        return _expression(ctx, section, table, key, EXPRESSION_VARIABLES + ("t",))
     if kind == "orders":
         return _orders(ctx, section, table, key)
     value = _get(table, name, key.default, ctx, section)  # "number", "nonnegative"
@@ -55,13 +57,13 @@ def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
     return float(value)
 
 
-def _expression(ctx, section, table, key):
+def _expression(ctx, section, table, key, variables=EXPRESSION_VARIABLES):
     text = _get(table, key.name, key.default, ctx, section)
     if _is_number(text):
         text = repr(float(text)) if isinstance(text, float) else str(text)
     if not isinstance(text, str):
         raise ctx.bad(section, key.name, KEY_KINDS["expression"], text)
-    return compile_expression(text, EXPRESSION_VARIABLES, where=f"{ctx.source}: [{section}] {key.name}")
+    return compile_expression(text, variables, where=f"{ctx.source}: [{section}] {key.name}")
 
 
 def _orders(ctx, section, table, key) -> tuple:
@@ -81,7 +83,11 @@ def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, m
         raise ctx.error(f"[time] does not apply: {spec.name} is steady (one solve, no time steps); remove [time]")
     tables = {}
     for name, keys in spec.tables.items():
-        table = _table(ctx, data, "", name) or {}
+        if "." in name:  # [solver.pressure]: a subtable of [solver]
+            top, sub = name.split(".", 1)
+            table = _table(ctx, _table(ctx, data, "", top) or {}, top, sub) or {}
+        else:
+            table = _table(ctx, data, "", name) or {}
         tables[name] = {key.name: key_value(ctx, name, table, key) for key in keys}
     if spec.boundary_keys:  # (without them, schema_keys has no "boundary": an unknown key)
         tables["boundary"] = _boundary_tables(ctx, data, spec, mesh or {})
@@ -110,6 +116,11 @@ def _boundary_tables(ctx: _Ctx, data, spec: PhysicsSpec, mesh: Mapping) -> dict:
                                 "no boundary; remove the table or the periodicity")
         ctx.keys[where] = names
         _check_keys(ctx, where, table)
+        if spec.boundary_keys_together:
+            if not table:
+                raise ctx.error(f"[{where}] must set at least one of {', '.join(names)}")
+            out[boundary] = {k.name: key_value(ctx, where, table, k) for k in spec.boundary_keys if k.name in table}
+            continue
         if len(table) != 1:
             raise ctx.error(f"[{where}] must set exactly one of {', '.join(names)}, got "
                             f"{', '.join(table) if table else 'none'}")
@@ -134,8 +145,14 @@ def tables_to_dict(tables: Mapping) -> dict:
     for name, values in tables.items():
         if name == "boundary":
             if values:
-                out[name] = {b: {key: expr.text} for b, (key, expr) in values.items()}
+                out[name] = {b: ({k: e.text for k, e in data.items()} if isinstance(data, dict) else
+                                 {data[0]: data[1].text}) for b, data in values.items()}
             continue
-        out[name] = {k: (v.text if hasattr(v, "text") else list(v) if isinstance(v, tuple) else v)
-                     for k, v in values.items()}
+        plain = {k: (v.text if hasattr(v, "text") else list(v) if isinstance(v, tuple) else v)
+                 for k, v in values.items()}
+        if "." in name:
+            top, sub = name.split(".", 1)
+            out.setdefault(top, {})[sub] = plain
+        else:
+            out[name] = plain
     return out

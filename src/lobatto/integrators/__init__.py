@@ -1,6 +1,7 @@
-"""Time integration: coefficient tables and steppers."""
+"""Time integration: coefficient tables, steppers, the step-size control and step reports."""
 
 from lobatto.integrators.stepper import Stepper, get_scheme, plan_steps, stable_time_step
-from lobatto.integrators.tables import SCHEMES
+from lobatto.integrators.tables import MULTISTEP, RUNGE_KUTTA, SCHEMES, MultistepScheme, bdf_ext_coefficients
 
-__all__ = ["SCHEMES", "Stepper", "get_scheme", "plan_steps", "stable_time_step"]
+__all__ = ["MULTISTEP", "RUNGE_KUTTA", "SCHEMES", "MultistepScheme", "Stepper", "bdf_ext_coefficients",
+           "get_scheme", "plan_steps", "stable_time_step"]

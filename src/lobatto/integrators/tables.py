@@ -1,7 +1,9 @@
-"""Runge–Kutta coefficient tables, kept as data (one registry, one loop per scheme family)."""
+"""Time-integration coefficient tables, kept as data (one registry, one loop per scheme family):
+Runge–Kutta schemes, and the BDF/EXT multistep schemes with their variable-step coefficients."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,12 +85,67 @@ SSPRK3 = ButcherScheme(
     c=(0.0, 1.0, 0.5),
 )
 
-SCHEMES = {scheme.name: scheme for scheme in (LSRK45, RK4, SSPRK3)}
+@dataclass(frozen=True)
+class MultistepScheme:
+    """BDFk/EXTk: the time derivative from the k + 1 latest states (implicit, backward
+    differences), the explicit terms extrapolated from the k latest steps. The system does the
+    step (``multistep_step``); the stepper hands it the coefficients of ``bdf_ext_coefficients``."""
+
+    name: str
+    order: int
+
+    @property
+    def stages(self) -> int:
+        return 1
+
+
+BDF1, BDF2, BDF3 = (MultistepScheme(name=f"bdf{k}", order=k) for k in (1, 2, 3))
+
+#: constant-step coefficients (the textbook tables): du/dt(t^{n+1}) ~= sum_j BDF[k][j] u^{n+1-j} / dt,
+#: f(t^{n+1}) ~= sum_j EXT[k][j-1] f^{n+1-j}
+BDF_CONSTANT = {1: (1.0, -1.0), 2: (1.5, -2.0, 0.5), 3: (11 / 6, -3.0, 1.5, -1 / 3)}
+EXT_CONSTANT = {1: (1.0,), 2: (2.0, -1.0), 3: (3.0, -3.0, 1.0)}
+
+SCHEMES = {scheme.name: scheme for scheme in (LSRK45, RK4, SSPRK3, BDF1, BDF2, BDF3)}
+RUNGE_KUTTA = tuple(name for name, scheme in SCHEMES.items() if not isinstance(scheme, MultistepScheme))
+MULTISTEP = tuple(name for name, scheme in SCHEMES.items() if isinstance(scheme, MultistepScheme))
+
+
+def bdf_ext_coefficients(order: int, dts) -> tuple[tuple, tuple]:
+    """(bdf, ext) of BDFk/EXTk, k = order, for the step sizes ``dts``: dts[0] the step being
+    taken (t^{n+1} - t^n), dts[1] the one before, ... (at least k of them). With t_j = t^{n+1-j},
+
+        du/dt(t^{n+1}) ~= sum_{j=0..k} bdf[j] u(t_j) / dts[0]     (derivative of the interpolant)
+        f(t^{n+1})     ~= sum_{j=1..k} ext[j-1] f(t_j)            (Lagrange extrapolation)
+
+    both exact for polynomials of degree <= k (resp. k - 1). Equal steps give the tables
+    BDF_CONSTANT / EXT_CONSTANT themselves."""
+    if order not in BDF_CONSTANT:
+        raise ValueError(f"BDF/EXT order must be one of {sorted(BDF_CONSTANT)}, got {order}")
+    dts = [float(dt) for dt in dts[:order]]
+    if len(dts) < order or not all(dt > 0 for dt in dts):
+        raise ValueError(f"BDF{order} needs {order} positive step sizes, got {dts}")
+    if all(dt == dts[0] for dt in dts):
+        return BDF_CONSTANT[order], EXT_CONSTANT[order]
+    # times relative to t^{n+1}, in units of the current step: tau_0 = 0, tau_j = -(dts[0]+...+dts[j-1]) / dts[0]
+    tau = [0.0]
+    for dt in dts:
+        tau.append(tau[-1] - dt / dts[0])
+    nodes = range(order + 1)
+    bdf = []
+    for j in nodes:  # l_j'(0) of the Lagrange basis on tau_0..tau_k (times dts[0]: tau is scaled)
+        if j == 0:
+            bdf.append(sum(1.0 / (0.0 - tau[m]) for m in nodes if m != 0))
+        else:
+            numerator = math.prod(0.0 - tau[m] for m in nodes if m not in (0, j))
+            bdf.append(numerator / math.prod(tau[j] - tau[m] for m in nodes if m != j))
+    ext = [math.prod((0.0 - tau[m]) / (tau[j] - tau[m]) for m in nodes if m not in (0, j)) for j in nodes if j > 0]
+    return tuple(bdf), tuple(ext)
 
 
 def check_tables() -> None:
-    """Order conditions up to 3 for every scheme (cheap self-check used by the tests)."""
-    for scheme in SCHEMES.values():
+    """Order conditions up to 3 for every Runge-Kutta scheme (cheap self-check used by the tests)."""
+    for scheme in (SCHEMES[name] for name in RUNGE_KUTTA):
         a, b, c = butcher_form(scheme)
         assert abs(b.sum() - 1) < 1e-12 and abs(b @ c - 0.5) < 1e-12
         assert abs(b @ c**2 - 1 / 3) < 1e-12 and abs(b @ a @ c - 1 / 6) < 1e-12

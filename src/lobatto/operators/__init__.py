@@ -4,13 +4,17 @@ numbering      continuous_ids: one global id per distinct GLL point (any conform
 assembly       Assembly: dssum (Q Q^T through comm.GatherScatter), multiplicity, Dirichlet mask, dot, norm
 helmholtz      HelmholtzOperator: h1 K u + h2 B u per element, exact diagonal (reference, C, CUDA kernels)
 interpolation  GLL to GLL / Gauss matrices, tensor-product interpolate, prolong / restrict
-differential   gradient, weak divergence, mass
+differential   gradient, curl, divergence, weak divergence, mass
+advection      Advection: dealiased (over-integrated) convective term, CFL number
+filter         HighPassFilter: nekRS's HPF-RT relaxation weight (u - F u)
 
 See docs/architecture.md ("Operators").
 """
 
+from lobatto.operators.advection import Advection
 from lobatto.operators.assembly import Assembly, dirichlet_faces
-from lobatto.operators.differential import BackendGeometry, gradient, mass, weak_divergence
+from lobatto.operators.differential import BackendGeometry, curl, divergence, gradient, mass, weak_divergence
+from lobatto.operators.filter import HighPassFilter
 from lobatto.operators.helmholtz import FACTOR_NAMES, HelmholtzOperator, geometric_factors
 from lobatto.operators.interpolation import (
     GridTransfer,
@@ -26,12 +30,16 @@ from lobatto.operators.numbering import continuous_ids
 
 __all__ = [
     "FACTOR_NAMES",
+    "Advection",
     "Assembly",
     "BackendGeometry",
     "GridTransfer",
     "HelmholtzOperator",
+    "HighPassFilter",
     "continuous_ids",
+    "curl",
     "dirichlet_faces",
+    "divergence",
     "gauss_points",
     "geometric_factors",
     "gll_to_gauss",

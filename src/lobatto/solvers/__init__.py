@@ -6,6 +6,11 @@ chebyshev    Chebyshev smoother, estimate_max_eigenvalue
 projection   SolutionProjection: A-conjugate projection onto previous solutions
 precision    LowPrecision: a float32 preconditioner inside a float64 iteration
 multigrid    PMultigrid: p-multigrid V-cycle on the operators package
+coarse       DenseCoarseSolve, IterativeCoarseSolve: the multigrid's coarsest solve
+nullspace    ConstantNullSpace: consistent b and zero-mean x when A 1 = 0
+profile      Profile, instrument, PARTS: time per part of a solve
+elliptic     EllipticSolver (a [solver] table made into a solver), VectorHelmholtzSolver
+             (k components in one Jacobi-PCG); import them from their modules
 
 See docs/elliptic.md.
 """

@@ -7,6 +7,13 @@ element operator to the n^3 local unit vectors (all elements at once: n^3 applic
 setup, 8 at order 1), and summed into global rows and columns by the level's continuous ids
 (0..M-1 over all ranks). Every rank holds the whole M x M matrix and its factor, so a coarse
 solve is one allreduce of an M-vector and two triangular products, the same on every rank.
+
+With ``null_space=True`` (h2 = 0, no Dirichlet point: A_c 1 = 0) the factored matrix is
+A_c + sigma 1 1^T, sigma = mean(diag A_c) / M, which puts the constant vector's eigenvalue
+(sigma M) inside A_c's spectrum instead of at zero. For a coarse right-hand side with
+1.b = 0, which restricting a consistent fine residual gives (prolongation keeps constants),
+its solution x has 1.x = 0 and A_c x = b; with 1.b != 0 (round-off) the consistent part
+is solved. The iterative solve makes b consistent first and returns the zero-mean x.
 """
 
 from __future__ import annotations
@@ -60,17 +67,27 @@ class DenseCoarseSolve:
     """x = A_c^-1 b on a small coarse level: A_c = L L^T, applied as L^-T (L^-1 b), a fixed
     symmetric linear map (so the V-cycle stays a symmetric preconditioner for CG)."""
 
-    def __init__(self, operator, assembly, comm=None, dtype=None):
+    def __init__(self, operator, assembly, comm=None, dtype=None, null_space: bool = False):
         size = assembly.num_global_points
         if size > DENSE_LIMIT:
             raise ValueError(f"DenseCoarseSolve: {size} coarse points is above the dense limit {DENSE_LIMIT}")
         matrix, self.fixed = assembled_matrix(operator, assembly, comm)
+        self.null_space = bool(null_space)
+        factored = matrix
+        if self.null_space:
+            if self.fixed.any():
+                raise ValueError("DenseCoarseSolve: null_space=True with Dirichlet points (they fix the constant)")
+            factored = matrix + np.diag(matrix).mean() / size  # + sigma 1 1^T
         try:
-            factor = np.linalg.cholesky(matrix)
+            factor = np.linalg.cholesky(factored)
             # a singular matrix may still factor, with a pivot at round-off level
             singular = np.diag(factor).min() ** 2 < SINGULAR_PIVOT * np.diag(matrix).max()
         except np.linalg.LinAlgError:
             singular = True
+        if singular and self.null_space:
+            raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) plus "
+                              "sigma 1 1^T is not positive definite: its null space is more than the constants "
+                              "(a domain in several disconnected pieces?)")
         if singular:
             raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) is not "
                               "positive definite: a pure Neumann problem (h2 = 0, no Dirichlet side) has a "
@@ -102,11 +119,14 @@ class IterativeCoarseSolve:
     (at most ``maxiter`` iterations; a coarse solve that stops short is still a correction).
     It is not a fixed linear map: use flexible CG (or FGMRES) outside."""
 
-    def __init__(self, apply, jacobi, dot, tol: float = 1e-2, maxiter: int = 200):
+    def __init__(self, apply, jacobi, dot, tol: float = 1e-2, maxiter: int = 200, null_space=None):
         self.apply, self.jacobi, self.dot, self.tol, self.maxiter = apply, jacobi, dot, tol, maxiter
+        self.null_space = null_space  # a solvers.nullspace.ConstantNullSpace of the level, or None
         self.iterations: list[int] = []
 
     def __call__(self, b):
+        if self.null_space is not None:
+            b = self.null_space.consistent(b)
         result = pcg(self.apply, b, M=self.jacobi, dot=self.dot, tol=self.tol, maxiter=self.maxiter)
         self.iterations.append(result.iterations)
-        return result.x
+        return result.x if self.null_space is None else self.null_space.remove_mean(result.x)

@@ -16,7 +16,9 @@ One cycle from zero: Chebyshev-Jacobi smoothing, residual, restriction, the coar
 prolongation and correction, Chebyshev-Jacobi smoothing again; at the coarsest order a
 dense Cholesky solve (small systems) or Jacobi-PCG to a relative tolerance. With the dense
 coarse solve the cycle is a fixed symmetric positive definite map, so plain PCG may use
-it; with the iterative one use flexible CG.
+it; with the iterative one use flexible CG. ``null_space=True`` (h2 = 0, no Dirichlet
+point) makes the coarse solve work on the singular coarse matrix (coarse.py); the smoothers
+and transfers need no change (they only apply the operator and its diagonal).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from lobatto.operators.interpolation import GridTransfer, gll_to_gll, interpolat
 from lobatto.solvers.chebyshev import Chebyshev
 from lobatto.solvers.coarse import DENSE_LIMIT, DenseCoarseSolve, IterativeCoarseSolve
 from lobatto.solvers.jacobi import Jacobi
+from lobatto.solvers.nullspace import ConstantNullSpace
 
 COARSE_METHODS = ("auto", "cholesky", "pcg")
 
@@ -77,6 +80,12 @@ class Level:
         geometry = geometry if geometry is not None else compute_geometry(mesh, order)
         operator = HelmholtzOperator(geometry, backend, h1, h2, dtype=dtype)
         return cls(operator, Assembly(mesh, order, backend, comm, dirichlet))
+
+    def set_coefficients(self, h1, h2) -> None:
+        """New h1, h2 for the operator (``HelmholtzOperator.set_coefficients``: scalars go to
+        the kernels as they are); whatever was derived from the old ones (a Jacobi diagonal,
+        a smoother's interval) is the caller's to renew."""
+        self.operator.set_coefficients(h1, h2)
 
     def apply(self, u):
         out = self.operator.apply_local(u)
@@ -147,13 +156,15 @@ class PMultigrid:
     @classmethod
     def build(cls, mesh, backend, orders, comm=None, dirichlet=None, h1=1.0, h2=0.0, dtype=None,
               degree: int = 3, coarse: str = "auto", coarse_tol: float = 1e-2, coarse_maxiter: int = 200,
-              finest: Level | None = None) -> "PMultigrid":
+              finest: Level | None = None, null_space: bool = False) -> "PMultigrid":
         """All levels for ``orders`` (e.g. ``default_orders(7)``), in ``dtype`` (default the
         backend's; float32 for a LowPrecision preconditioner). ``h1``/``h2`` as for
         HelmholtzOperator at the finest order (arrays are interpolated to the others).
         ``finest``: an existing Level of the same order and dtype to reuse. ``degree``: of the
         Chebyshev smoother (nekRS's default, 3). ``coarse``: "cholesky", "pcg" (Jacobi-PCG to
-        ``coarse_tol``) or "auto" (Cholesky up to DENSE_LIMIT coarse points)."""
+        ``coarse_tol``) or "auto" (Cholesky up to DENSE_LIMIT coarse points). ``null_space``:
+        the operator is singular with the constants as null space (h2 = 0, no Dirichlet
+        point); the coarse solve then works on 1^T b = 0 and returns 1^T x = 0."""
         orders = tuple(int(o) for o in orders)
         if not orders or any(o < 1 for o in orders) or any(a <= b for a, b in zip(orders, orders[1:])):
             raise ValueError(f"PMultigrid: orders must decrease and stay >= 1, got {orders}")
@@ -177,7 +188,8 @@ class PMultigrid:
         transfers = [Transfer(backend, fine, coarse_level) for fine, coarse_level in zip(levels, levels[1:])]
         last = levels[-1]
         if coarse == "cholesky" or (coarse == "auto" and last.assembly.num_global_points <= DENSE_LIMIT):
-            solve = DenseCoarseSolve(last.operator, last.assembly, comm, last.dtype)
+            solve = DenseCoarseSolve(last.operator, last.assembly, comm, last.dtype, null_space=null_space)
         else:
-            solve = IterativeCoarseSolve(last.apply, last.jacobi(), last.dot, coarse_tol, coarse_maxiter)
+            solve = IterativeCoarseSolve(last.apply, last.jacobi(), last.dot, coarse_tol, coarse_maxiter,
+                                         ConstantNullSpace(last) if null_space else None)
         return cls(levels, smoothers, transfers, solve)

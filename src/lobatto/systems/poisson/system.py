@@ -3,13 +3,13 @@
     [physics] equations = "poisson", f, k, h      expressions in x, y, z (k > 0, h >= 0)
     [boundary.<name>] value = "..."                Dirichlet data on that boundary
     [boundary.<name>] flux = "..."                 Neumann data g = k du/dn (n outward)
-    [solver] method, preconditioner, ...           solver.py
+    [solver] method, preconditioner, ...           solvers/elliptic.py
 
 Boundaries without a [boundary.<name>] table take their [mesh] boundary kind ("dirichlet",
 the default, or "neumann") with zero data. The operator is ``operators.HelmholtzOperator``
 with h1 = k and h2 = h (constants passed as scalars, variable ones folded into its factors),
-assembled by ``operators.Assembly``; the solve is ``solver.EllipticSolver``. The driver runs
-a steady system through ``lobatto/steady.py``: build, ``solve()``, outputs, summary.
+assembled by ``operators.Assembly``; the solve is ``solvers.elliptic.EllipticSolver``. The
+driver runs a steady system through ``lobatto/steady.py``: build, ``solve()``, outputs, summary.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from lobatto.config import Key, PhysicsSpec
 from lobatto.config.system_tables import check_boundary_name
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce, collective_errors
+from lobatto.solvers.elliptic import EllipticSolver
 from lobatto.solvers.multigrid import Level
+from lobatto.solvers.profile import Profile
 from lobatto.systems.base import System
 from lobatto.systems.poisson import problem
-from lobatto.systems.poisson.profile import Profile
-from lobatto.systems.poisson.solver import EllipticSolver
 
 SOLVER_KEYS = (
     Key("method", "choice", "fcg", "Krylov method: cg (fixed SPD preconditioner), fcg (flexible CG), gmres "

@@ -1,0 +1,35 @@
+"""The keys of an elliptic solver's case-file table (a steady system's [solver], the pressure
+table of a flow system), declared once for every system that solves with
+``solvers.elliptic.EllipticSolver``."""
+
+from __future__ import annotations
+
+from lobatto.config import Key
+
+
+def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, projection: int = 0,
+                         method: str = "fcg", what: str = "the solve") -> tuple:
+    """The Key tuple, with the defaults given (the rest are the same for every system)."""
+    return (
+        Key("method", "choice", method, "Krylov method: cg (fixed SPD preconditioner), fcg (flexible CG), gmres "
+            "(restarted flexible GMRES)", choices=("cg", "fcg", "gmres")),
+        Key("preconditioner", "choice", "multigrid", "p-multigrid V-cycle, Jacobi (the assembled diagonal) or none",
+            choices=("multigrid", "jacobi", "none")),
+        Key("tolerance", "positive", tolerance, f"stop {what} at ||r|| <= tolerance ||b|| (assembled norms, b "
+            "after the Dirichlet lifting)"),
+        Key("absolute_tolerance", "nonnegative", 0.0, "or at ||r|| <= absolute_tolerance (0: relative only)"),
+        Key("max_iterations", "positive_integer", max_iterations, "iterations before the solve is declared not "
+            "converged"),
+        Key("projection", "count", projection, "previous solutions kept for A-conjugate projection (0: none); it "
+            "helps sequences of solves (time steps)"),
+        Key("levels", "orders", (), "p-multigrid orders from [discretization] order down, e.g. [7, 3, 1] "
+            "(default: halving to 1)"),
+        Key("precision", "choice", "float64", "precision of the preconditioner; float32 needs method fcg or gmres",
+            choices=("float64", "float32")),
+        Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, pcg (Jacobi-PCG to coarse_tolerance) "
+            "or auto (cholesky up to 3000 points)", choices=("auto", "cholesky", "pcg")),
+        Key("coarse_tolerance", "positive", 1e-2, "coarse = pcg: relative residual the coarse Jacobi-PCG stops at "
+            "(looser is cheaper per cycle; too loose costs outer iterations)"),
+        Key("restart", "positive_integer", 30, "gmres: vectors before a restart"),
+        Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother"),
+    )

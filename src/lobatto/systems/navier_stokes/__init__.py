@@ -1,0 +1,1 @@
+"""Incompressible Navier–Stokes by PN-PN spectral elements (docs/navier-stokes.md)."""

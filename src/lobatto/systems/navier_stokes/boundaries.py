@@ -1,0 +1,134 @@
+"""Boundaries of incompressible flow: which faces fix the velocity, which fix the pressure,
+and the velocity data on them.
+
+    wall      u = 0 (no slip)
+    velocity  u = the [boundary.<name>] ux, uy, uz expressions in x, y, z, t (missing: 0);
+              a [boundary.<name>] table makes its faces velocity faces
+    outflow   zero traction (Nek5000's "O"): p = 0, the velocity free (natural condition)
+
+Periodic sides are no boundary. The velocity is Dirichlet on wall and velocity faces, the
+pressure (zero) on outflow faces; with no outflow face the pressure is fixed only up to a
+constant, and the pressure solve works in the space of zero mean (null_space).
+
+The data is evaluated on the backend at the face points of each (face, table) group, at
+each step's new time when an expression uses t, once otherwise. Where a point lies on
+faces with different data (the edge between an inflow and a wall), the copies are
+averaged, as the Poisson system does, so the boundary field is continuous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lobatto.discretization import gll_weights
+from lobatto.errors import InputError
+from lobatto.mesh.mesh import INTERIOR
+from lobatto.mesh.topology import NUM_FACES, face_slice
+
+COMPONENTS = ("ux", "uy", "uz")
+
+
+@dataclass
+class FaceGroup:
+    """The faces number ``face`` of elements ``rows`` that take one table's data."""
+
+    face: int
+    rows: object  # backend int array
+    coords: tuple  # backend (len(rows), n, n) x, y, z
+    weighted_normals: object  # backend (3, len(rows), n, n): n w_a w_b sJ
+    expressions: tuple  # three Expressions or None
+
+
+def face_kinds(kinds: list, mesh, tables: dict) -> np.ndarray:
+    """(E, 6) object array: the kind of each boundary face ("" for interior faces).
+    ``kinds``: the kind of each of ``mesh.boundary_names``; a face in a [boundary.<name>]
+    table is a velocity face."""
+    names = np.array(list(kinds) + [""], dtype=object)
+    kind = names[np.where(mesh.boundary_kind == INTERIOR, -1, mesh.boundary_kind)]
+    boundary = mesh.face_neighbour < 0
+    kind = np.where(boundary, kind, "")
+    groups = np.array(list(mesh.group_names) + [""], dtype=object)
+    group = groups[np.where(mesh.face_group < 0, -1, mesh.face_group)]
+    for name in tables:
+        kind = np.where(boundary & (group == name), "velocity", kind)
+    return kind
+
+
+class FlowBoundaries:
+    """Velocity and pressure boundary data of one rank."""
+
+    def __init__(self, mesh, geometry, backend, kinds: list, tables: dict):
+        self.backend = backend
+        order = geometry.order
+        self.kind = face_kinds(kinds, mesh, tables)
+        self.velocity_faces = (self.kind == "wall") | (self.kind == "velocity")
+        self.outflow_faces = self.kind == "outflow"
+        groups = np.array(list(mesh.group_names) + [""], dtype=object)
+        group = groups[np.where(mesh.face_group < 0, -1, mesh.face_group)]
+        w = gll_weights(order)
+        face_weights = np.outer(w, w)
+        xp = backend.xp
+        self.groups: list[FaceGroup] = []
+        for face in range(NUM_FACES):
+            points = face_slice(face, order)[1:]
+            for name, data in tables.items():
+                rows = np.flatnonzero((group[:, face] == name) & (self.kind[:, face] == "velocity"))
+                if not rows.size:
+                    continue
+                coords = tuple(backend.asarray(c[(rows,) + points], dtype=np.float64) for c in geometry.coords)
+                normals = geometry.normals[:, rows, face] * (face_weights * geometry.surface_jacobian[rows, face])
+                self.groups.append(FaceGroup(face, xp.asarray(rows), coords, backend.asarray(normals),
+                                             tuple(data.get(c) for c in COMPONENTS)))
+        self.time_dependent = any("t" in e.variables_used for g in self.groups for e in g.expressions if e is not None)
+        self.shape = (3, mesh.num_elements) + (order + 1,) * 3
+        self.order = order
+        self._cached = None  # (values per group) when nothing depends on t
+
+    def values(self, t: float) -> list:
+        """[(3, rows, n, n) backend array] per group: the boundary velocity at time t."""
+        if self._cached is not None:
+            return self._cached
+        xp = self.backend.xp
+        out = []
+        for g in self.groups:
+            x, y, z = g.coords
+            v = xp.zeros((3,) + x.shape, dtype=self.backend.dtype)
+            for c, e in enumerate(g.expressions):
+                if e is not None:
+                    v[c] = e.evaluate(xp, x=x, y=y, z=z, t=float(t))
+            if not bool(xp.isfinite(v).all()):
+                raise InputError(f"[boundary] velocity data is not finite at time {t:.6g} on some face points")
+            out.append(v)
+        if not self.time_dependent:
+            self._cached = out
+        return out
+
+    def lifting(self, values: list, assembly):
+        """(3, E, n, n, n) continuous field: the boundary velocity on Dirichlet points (copies
+        averaged), zero elsewhere (walls: zero)."""
+        xp = self.backend.xp
+        lift = xp.zeros(self.shape, dtype=self.backend.dtype)
+        if not self.groups:
+            return lift
+        given = xp.zeros(self.shape[1:], dtype=self.backend.dtype)
+        for g, v in zip(self.groups, values):
+            index = (g.rows,) + face_slice(g.face, self.order)[1:]
+            for c in range(3):
+                lift[c][index] = v[c]
+            given[index] = 1.0
+        assembly.dssum(lift)
+        assembly.dssum(given)
+        lift /= given + (given == 0)
+        return lift
+
+    def normal_flux(self, values: list):
+        """(E, n, n, n) local: sum over velocity faces of w_a w_b sJ (n . u_boundary) at face
+        points (the boundary term of the pressure equation, before assembly)."""
+        xp = self.backend.xp
+        out = xp.zeros(self.shape[1:], dtype=self.backend.dtype)
+        for g, v in zip(self.groups, values):
+            index = (g.rows,) + face_slice(g.face, self.order)[1:]
+            out[index] += (g.weighted_normals * v).sum(axis=0)
+        return out

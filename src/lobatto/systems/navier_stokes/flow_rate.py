@@ -1,0 +1,55 @@
+"""Constant flow rate (Nek5000's and nekRS's constant-flow-rate driving): the mean velocity
+in one direction is held at a target by a uniform pressure gradient chosen each step.
+
+The step is linear in a uniform body force, so the velocity it gives with a force alpha e
+is u* + alpha u_s, where u* is the step without it and (u_s, p_s) the response of the same
+step (same dt, no history, no boundary data) to the force e alone. alpha makes the mean of
+u . e over the volume equal the target. u_s is recomputed whenever bdf_0 / dt changes.
+"""
+
+from __future__ import annotations
+
+from lobatto.parallel import allreduce
+
+
+class FlowRate:
+    def __init__(self, system, direction: int, target: float):
+        self.system, self.direction, self.target = system, int(direction), float(target)
+        self.sigma = None
+        self.response = None  # (u_s, p_s)
+        self.gradient = 0.0  # alpha: the driving pressure gradient -dp/dx of the last step
+
+    def mean(self, velocity) -> float:
+        """The volume average of the velocity component along the direction (collective)."""
+        s = self.system
+        local = float(s.backend.xp.sum(s.device_geometry.mass * velocity[self.direction]))
+        return allreduce(s.comm, local, "sum") / s.volume
+
+    def _respond(self, sigma):
+        s = self.system
+        xp = s.backend.xp
+        force = xp.zeros((3,) + s.assembly.shape, dtype=s.backend.dtype)
+        force[self.direction] = 1.0
+        zero = xp.zeros_like(force)
+        saved = s.boundaries.groups, s.pressure_solver.projection
+        # the response has zero boundary data, and stays out of the pressure projection's basis
+        # (so a restarted run, which solves for it again, projects as the uninterrupted one)
+        s.boundaries.groups, s.pressure_solver.projection = [], None
+        try:
+            pressure = s.solve_pressure(xp.zeros(s.assembly.shape, dtype=s.backend.dtype), force, zero, [], sigma,
+                                        0.0)
+            velocity = s.solve_velocity(force, pressure, zero, [], sigma, 0.0)
+        finally:
+            s.boundaries.groups, s.pressure_solver.projection = saved
+        self.response = (velocity.copy(), pressure.copy())
+        self.response_mean = self.mean(velocity)
+        self.sigma = sigma
+
+    def correct(self, velocity, pressure, sigma):
+        """(u* + alpha u_s, p* + alpha p_s) with the mean velocity on target."""
+        if self.sigma != sigma:
+            self._respond(sigma)
+        u_s, p_s = self.response
+        alpha = (self.target - self.mean(velocity)) / self.response_mean
+        self.gradient = alpha
+        return velocity + alpha * u_s, pressure + alpha * p_s

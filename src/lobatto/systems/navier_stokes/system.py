@@ -1,0 +1,384 @@
+"""Incompressible Navier–Stokes, PN-PN: velocity and pressure on the same GLL points, the
+high-order splitting of Tomboulides, Orszag and Israeli (as Nek5000, nekRS and Neko), BDFk
+in time with the nonlinear terms extrapolated (EXTk).
+
+One step from t^n to t^{n+1} = t^n + dt, with the integrators' coefficients
+du/dt(t^{n+1}) ~ sum_j bdf[j] u^{n+1-j} / dt and g(t^{n+1}) ~ sum_j ext[j-1] g^{n+1-j}
+(``multistep_step``; docs/navier-stokes.md has the derivation):
+
+1. explicit terms  E^n = -(u.grad)u^n (dealiased) - chi (I - F) u^n (HPF-RT filter, optional),
+                   F  = [sum_j ext_j E^{n+1-j} + B f(t^{n+1})] / B - sum_{j>=1} bdf_j u^{n+1-j} / dt
+2. pressure        (grad q, grad p) = (grad q, F - nu curl curl u_ext) - bdf_0 / dt <q, n.u_b>,
+                   u_ext = sum_j ext_j u^{n+1-j}; p = 0 on outflow faces
+3. velocity        (bdf_0 / dt) B u + nu K u = B (F - grad p), u = u_b on walls and inflows
+
+then the constant flow rate correction, when asked for. The parts are timed (advection,
+pressure, velocity, other) for the run summary.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from lobatto.errors import InputError, SolverError
+from lobatto.operators import curl, divergence, gradient, weak_divergence
+from lobatto.operators.advection import Advection
+from lobatto.operators.differential import BackendGeometry
+from lobatto.operators.filter import HighPassFilter
+from lobatto.parallel import allreduce, collective_errors
+from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
+from lobatto.solvers.multigrid import Level
+from lobatto.systems.base import System
+from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
+from lobatto.systems.navier_stokes.flow_rate import FlowRate
+from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC
+
+#: parts of a step, as the summary lists them
+PARTS = ("advection", "pressure", "velocity", "flow_rate", "diagnostics", "other")
+#: lagged states kept (BDF3 needs three)
+HISTORY = 3
+
+
+class NavierStokesSystem(System):
+    spec = SPEC
+    time_dependent = True  # coefficients and boundary data change from step to step
+    output_layout = (("ux", "uy", "uz"), "p", ())  # Nek5000 velocity and pressure slots
+    #: state-sized arrays for the memory estimate: state, 3 lagged velocities and explicit
+    #: terms (3 components each), geometry and factors of the two levels, Krylov vectors of
+    #: the pressure (5) and velocity (5 x 3), the projection (16), multigrid, temporaries
+    memory_states = 110
+
+    def __init__(self, mesh, geometry, backend, comm, physics, pressure_settings, velocity_settings,
+                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0):
+        self.mesh, self.geometry, self.backend = mesh, geometry, backend
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        self.order = geometry.order
+        self.num_elements = mesh.num_elements
+        self.points = self.num_elements * (self.order + 1) ** 3
+        self.viscosity = float(physics["viscosity"])
+        self.boundaries, self.force = boundaries, force
+        self.wave_speed = wave_speed
+        self.diagnostics_every = int(physics["diagnostics_every"])
+        self.pressure_settings, self.velocity_settings = dict(pressure_settings), dict(velocity_settings)
+        self.setup_seconds = {}
+        start = time.perf_counter()
+        xp = backend.xp
+        self.device_geometry = BackendGeometry(geometry, backend)
+        self.profile = Profile(backend)
+        self.velocity_level = Level.build(mesh, self.order, backend, self.comm, boundaries.velocity_faces,
+                                          h1=self.viscosity, h2=1.0, geometry=geometry)
+        self.assembly = self.velocity_level.assembly
+        mass = self.device_geometry.mass
+        self.inverse_assembled_mass = 1.0 / self.assembly.dssum(mass.copy())
+        self.volume = float(allreduce(self.comm, float(xp.sum(mass)), "sum"))
+        self.setup_seconds["velocity"] = time.perf_counter() - start
+        start = time.perf_counter()
+        self.pressure_level = Level.build(mesh, self.order, backend, self.comm, boundaries.outflow_faces,
+                                          h1=1.0, h2=0.0, geometry=geometry)
+        self.null_space = not bool(allreduce(self.comm, int(boundaries.outflow_faces.any()), "max"))
+        self.pressure_solver = EllipticSolver(mesh, self.pressure_level, self.pressure_settings, backend, self.comm,
+                                              boundaries.outflow_faces, 1.0, 0.0, self.profile,
+                                              null_space=self.null_space)
+        self.velocity_solver = VectorHelmholtzSolver(
+            self.velocity_level, tolerance=self.velocity_settings["tolerance"],
+            max_iterations=self.velocity_settings["max_iterations"],
+            absolute_tolerance=self.velocity_settings["absolute_tolerance"])
+        self.setup_seconds["pressure"] = time.perf_counter() - start
+        self.advection = Advection(geometry, backend, dealias=bool(physics["dealias"]))
+        modes = int(physics["filter_modes"])
+        self.filter = HighPassFilter(self.order, backend, modes=modes, weight=physics["filter_weight"]) if modes else None
+        self.flow_rate = None
+        if physics["flow_rate"] > 0:
+            self.flow_rate = FlowRate(self, DIRECTIONS.index(physics["flow_direction"]), physics["flow_rate"])
+        # history: u^n, u^{n-1}, ... and their explicit terms (weak, element-local)
+        self.velocities: list = []
+        self.explicit: list = []
+        self.h2 = None
+        self.steps_taken = 0
+        self.seconds = dict.fromkeys(PARTS, 0.0)
+        self.last_report: dict = {}
+        self.totals = {"pressure_iterations": 0, "velocity_iterations": 0}
+
+    # Set-up ------------------------------------------------------------------------------
+    @classmethod
+    def from_case(cls, case, mesh, geometry, backend, comm=None):
+        physics = {key.name: getattr(case.physics, key.name) for key in SPEC.keys}
+        tables = case.tables.get("boundary", {})
+        with collective_errors(comm):
+            kinds = System.boundary_kind_of(cls, mesh)
+            check_tables(case, mesh, tables)
+            boundaries = FlowBoundaries(mesh, geometry, backend, kinds, tables)
+            force = Force(physics, geometry, backend)
+            wave = initial_speed(case, geometry)
+        wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
+        return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
+                   case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0)
+
+    # The step ----------------------------------------------------------------------------
+    def multistep_step(self, u, t, dt, bdf, ext):
+        """u (4, E, n, n, n) = (ux, uy, uz, p) at t -> at t + dt, in place."""
+        k = len(ext)
+        t_new = t + dt
+        velocity = u[:3]
+        with self.part("advection"):
+            self._push_history(velocity, t)
+            weak = ext[0] * self.explicit[0]
+            for j in range(1, k):
+                weak += ext[j] * self.explicit[j]
+            if self.force is not None:
+                weak += self.force.weak(t_new)
+            forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
+            for j in range(1, k + 1):
+                forcing -= (bdf[j] / dt) * self.velocities[j - 1]
+            extrapolated = ext[0] * self.velocities[0]
+            for j in range(1, k):
+                extrapolated += ext[j] * self.velocities[j]
+        data = self.boundaries.values(t_new)
+        with self.part("pressure"):
+            pressure = self.solve_pressure(u[3], forcing, extrapolated, data, bdf[0] / dt, t_new)
+        with self.part("velocity"):
+            new_velocity = self.solve_velocity(forcing, pressure, extrapolated, data, bdf[0] / dt, t_new)
+        if self.flow_rate is not None:
+            with self.part("flow_rate"):
+                new_velocity, pressure = self.flow_rate.correct(new_velocity, pressure, bdf[0] / dt)
+        u[:3] = new_velocity
+        u[3] = pressure
+        self.steps_taken += 1
+        with self.part("diagnostics"):
+            self.last_report = self._report(u, dt)
+
+    def _push_history(self, velocity, t):
+        """u^n and its explicit term E^n go to the front of the history."""
+        explicit = self.advection.convective(velocity, velocity)
+        explicit *= -1.0
+        if self.filter is not None:
+            explicit -= self.device_geometry.mass * self.filter.relaxation(velocity)
+        self.velocities = [velocity.copy()] + self.velocities[:HISTORY - 1]
+        self.explicit = [explicit] + self.explicit[:HISTORY - 1]
+
+    def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new):
+        """p^{n+1} from the curl-curl form of the pressure Poisson equation."""
+        g = self.device_geometry
+        vorticity = curl(g, self.backend, extrapolated)
+        vorticity *= g.mass
+        self.assembly.dssum(vorticity)
+        vorticity *= self.inverse_assembled_mass  # continuous: the mass-weighted average of the copies
+        flux = forcing - self.viscosity * curl(g, self.backend, vorticity)
+        level = self.pressure_level
+        b = weak_divergence(g, self.backend, flux)
+        if self.boundaries.groups:
+            b -= sigma * self.boundaries.normal_flux(data)
+        level.assembly.dssum(b)
+        b *= level.mask
+        result = self.pressure_solver.solve(b, previous * level.mask)
+        self.check(result, "pressure", t_new, "[solver.pressure]")
+        self.pressure_result = result
+        self.totals["pressure_iterations"] += result.iterations
+        return result.x
+
+    def solve_velocity(self, forcing, pressure, extrapolated, data, sigma, t_new):
+        """u^{n+1}: three Helmholtz solves (nu K + sigma B) u = B (F - grad p) together."""
+        if self.h2 != sigma:
+            self.velocity_solver.set_coefficients(self.viscosity, sigma)
+            self.h2 = sigma
+        g, level = self.device_geometry, self.velocity_level
+        rhs = forcing - gradient(g, self.backend, pressure)
+        rhs *= g.mass
+        lifting = self.boundaries.lifting(data, self.assembly) if self.boundaries.groups else None
+        if lifting is not None:
+            for c in range(3):
+                rhs[c] -= level.operator.apply_local(lifting[c])
+        self.assembly.dssum(rhs)
+        rhs *= level.mask
+        start = extrapolated * level.mask
+        if lifting is not None:
+            start -= lifting * level.mask
+        result = self.velocity_solver.solve(rhs, start)
+        self.check(result, "velocity", t_new, "[solver.velocity]")
+        self.velocity_result = result
+        self.totals["velocity_iterations"] += result.iterations
+        return result.x + lifting if lifting is not None else result.x
+
+    def check(self, result, what, t, table):
+        if result.converged:
+            return
+        error = SolverError(f"the {what} solve of step {self.steps_taken + 1} (t = {t:.6g}) did not converge: "
+                            f"{result.reason}; raise {table} max_iterations or tolerance, or lower [time] dt "
+                            "(or target_cfl)")
+        error.collective = True
+        raise error
+
+    # Reports -----------------------------------------------------------------------------
+    def part(self, name):
+        return _Timed(self, name)
+
+    def courant(self, u, dt) -> float:
+        """This rank's largest CFL number of the velocity for step dt."""
+        return float(self.advection.courant(u[:3], dt))
+
+    def _report(self, u, dt) -> dict:
+        p, v = self.pressure_result, self.velocity_result
+        report = {"cfl": self.courant(u, dt),
+                  "pressure_iterations": p.iterations, "pressure_residual": float(p.residuals[-1]) if p.residuals else 0.0,
+                  "velocity_iterations": v.iterations, "velocity_residual": float(v.residuals[-1]) if v.residuals else 0.0}
+        report["cfl"] = float(allreduce(self.comm, report["cfl"], "max"))
+        if self.diagnostics_every and self.steps_taken % self.diagnostics_every == 0:
+            report.update(self.diagnostics(u))
+        return report
+
+    def step_report(self) -> dict:
+        return dict(self.last_report)
+
+    def diagnostics(self, u) -> dict:
+        """Volume averages (collective): kinetic energy |u|^2/2, enstrophy |curl u|^2/2, the
+        dissipation 2 nu enstrophy (equal to -dE/dt in a periodic box), and the L2 norm of
+        div u."""
+        xp, g = self.backend.xp, self.device_geometry
+        velocity = u[:3]
+        vorticity = curl(g, self.backend, velocity)
+        div = divergence(g, self.backend, velocity)
+        sums = xp.stack([xp.sum(g.mass * (velocity * velocity).sum(axis=0)),
+                         xp.sum(g.mass * (vorticity * vorticity).sum(axis=0)),
+                         xp.sum(g.mass * div * div)])
+        sums = allreduce(self.comm, self.backend.to_host(sums).astype(np.float64), "sum")
+        energy, enstrophy = 0.5 * sums[0] / self.volume, 0.5 * sums[1] / self.volume
+        return {"kinetic_energy": float(energy), "enstrophy": float(enstrophy),
+                "dissipation": float(2.0 * self.viscosity * enstrophy), "divergence": float(math.sqrt(sums[2]))}
+
+    def error_sums(self, u, exact_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As System.error_sums, with the pressure compared after removing its mean difference
+        from the exact one when no boundary fixes it (collective then)."""
+        if not self.null_space:
+            return super().error_sums(u, exact_values)
+        mass = self.geometry.mass
+        difference = self.backend.to_host(u[3]).astype(np.float64) - exact_values[3]
+        shift = allreduce(self.comm, float(np.sum(mass * difference)), "sum") / self.volume
+        exact = exact_values.copy()
+        exact[3] += shift
+        return super().error_sums(u, exact)
+
+    def energy(self, u) -> float:
+        """Kinetic energy 1/2 sum B |u|^2 on this rank (the driver's finiteness check)."""
+        xp = self.backend.xp
+        mass = self.device_geometry.mass
+        return 0.5 * float(xp.sum(mass * (u[:3] * u[:3]).sum(axis=0)))
+
+    def stable_time_step(self, cfl: float, min_spacing: float) -> float:
+        return cfl * min_spacing / self.wave_speed
+
+    def summary(self, stepper=None, comm=None) -> dict:
+        total = sum(self.seconds.values())
+        steps = max(self.steps_taken, 1)
+        return {
+            "navier_stokes": {
+                "viscosity": self.viscosity,
+                "pressure_null_space": self.null_space,
+                "pressure_levels": self.pressure_solver.level_orders,
+                "pressure_iterations_per_step": self.totals["pressure_iterations"] / steps,
+                "velocity_iterations_per_step": self.totals["velocity_iterations"] / steps,
+                "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
+                          for name, s in self.seconds.items()},
+                "last_step": self.step_report(),
+            }
+        }
+
+    # Checkpoints -------------------------------------------------------------------------
+    def history(self) -> dict:
+        xp = self.backend.xp
+        empty = xp.zeros((0,) + self.assembly.shape)
+        out = {"steps_taken": self.steps_taken,
+               # (3k, E, n, n, n): elements on axis 1, as checkpoints want them
+               "velocities": xp.concatenate(self.velocities, axis=0) if self.velocities else empty,
+               "explicit": xp.concatenate(self.explicit, axis=0) if self.explicit else empty}
+        projection = self.pressure_solver.projection
+        if projection is not None:
+            shape = (0,) + self.pressure_level.assembly.shape
+            out["pressure_basis"] = xp.stack(projection.basis) if len(projection) else xp.zeros(shape)
+            out["pressure_images"] = xp.stack(projection.images) if len(projection) else xp.zeros(shape)
+        return out
+
+    def restore_history(self, history: dict) -> None:
+        backend = self.backend
+        self.steps_taken = int(history.get("steps_taken", 0))
+        if "velocities" in history:
+            v, e = backend.asarray(history["velocities"]), backend.asarray(history["explicit"])
+            self.velocities = [v[3 * j:3 * j + 3].copy() for j in range(v.shape[0] // 3)]
+            self.explicit = [e[3 * j:3 * j + 3].copy() for j in range(e.shape[0] // 3)]
+        projection = self.pressure_solver.projection
+        if projection is not None and "pressure_basis" in history:
+            basis, images = backend.asarray(history["pressure_basis"]), backend.asarray(history["pressure_images"])
+            projection.basis = [basis[i].copy() for i in range(basis.shape[0])]
+            projection.images = [images[i].copy() for i in range(images.shape[0])]
+
+
+class _Timed:
+    """Adds the wall time of a block to system.seconds[name] (the device synchronised at the
+    end, so the time is the part's own)."""
+
+    def __init__(self, system, name):
+        self.system, self.name = system, name
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.system.backend.synchronize()
+        self.system.seconds[self.name] += time.perf_counter() - self.start
+
+
+class Force:
+    """The body force B f(t) (weak, element-local), evaluated once when it does not depend on t."""
+
+    def __new__(cls, physics, geometry, backend):
+        if all(physics[f"force_{a}"].is_constant and float(physics[f"force_{a}"].evaluate(np)) == 0.0 for a in "xyz"):
+            return None
+        return super().__new__(cls)
+
+    def __init__(self, physics, geometry, backend):
+        self.expressions = [physics[f"force_{a}"] for a in "xyz"]
+        self.backend = backend
+        self.time_dependent = any("t" in e.variables_used for e in self.expressions)
+        self.mass = backend.asarray(geometry.mass)
+        self.coords = backend.asarray(geometry.coords) if self.time_dependent else None
+        self._fixed = None if self.time_dependent else self._evaluate(backend.asarray(geometry.coords), 0.0)
+
+    def _evaluate(self, coords, t):
+        xp = self.backend.xp
+        x, y, z = coords
+        values = xp.stack([e.evaluate(xp, x=x, y=y, z=z, t=float(t)) for e in self.expressions])
+        if not bool(xp.isfinite(values).all()):
+            raise InputError(f"[physics] force is not finite at time {t:.6g} at some points")
+        return values * self.mass
+
+    def weak(self, t):
+        return self._fixed if self._fixed is not None else self._evaluate(self.coords, t)
+
+
+def initial_speed(case, geometry) -> float:
+    """The largest |u| of the [initial] (or else [exact] at t = 0) velocity on this rank."""
+    fields = case.initial.fields or {}
+    source = fields if any(name in fields for name in ("ux", "uy", "uz")) else (case.exact.fields or {})
+    x, y, z = geometry.coords
+    square = np.zeros_like(x)
+    for name in ("ux", "uy", "uz"):
+        e = source.get(name)
+        if e is not None:
+            square += np.asarray(e.evaluate(np, x=x, y=y, z=z, t=0.0)) ** 2
+    return float(np.sqrt(square.max())) if square.size else 0.0
+
+
+def check_tables(case, mesh, tables: dict) -> None:
+    """[boundary.<name>] names must be surfaces of the mesh, and not outflow boundaries (a
+    table makes a wall a velocity boundary)."""
+    from lobatto.config.system_tables import check_boundary_name
+
+    explicit = (case.raw or {}).get("mesh", {}).get("boundaries", {}) or {}
+    for name in tables:
+        if case.mesh.from_file:
+            check_boundary_name(name, mesh.group_names, f"[boundary.{name}]", f"named surfaces of {case.mesh.file}")
+        if explicit.get(name) == "outflow":
+            raise InputError(f"[boundary.{name}] gives velocity data, but [mesh.boundaries] {name} = "
+                             f"\"{explicit[name]}\": make it \"velocity\" or remove the table")

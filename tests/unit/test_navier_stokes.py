@@ -1,0 +1,197 @@
+"""Incompressible Navier–Stokes (docs/navier-stokes.md) against exact solutions, on the CPU.
+
+Ethier–Steinman (Beltrami) flow, a = pi/4, d = pi/2, nu = 1: spectral convergence in N and
+temporal orders 1, 2, 3 of BDF1-3; Kovasznay flow at Re = 40 against Nek5000's errors;
+plane Poiseuille flow held by the constant-flow-rate driving (the driving gradient must come
+out as 2 nu); the kinetic-energy budget of a Taylor–Green vortex (-dE/dt = 2 nu enstrophy);
+restart equal to the uninterrupted run; the solver keys' errors and a solve that does not
+converge.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lobatto.api import Simulation, case_from_dict
+from lobatto.errors import InputError, SolverError
+
+A, D = "pi/4", "pi/2"
+DECAY = "exp(-pi**2/4*t)"
+BELTRAMI = {
+    "ux": f"-{A}*(exp({A}*x)*sin({A}*y + {D}*z) + exp({A}*z)*cos({A}*x + {D}*y))*{DECAY}",
+    "uy": f"-{A}*(exp({A}*y)*sin({A}*z + {D}*x) + exp({A}*x)*cos({A}*y + {D}*z))*{DECAY}",
+    "uz": f"-{A}*(exp({A}*z)*sin({A}*x + {D}*y) + exp({A}*y)*cos({A}*z + {D}*x))*{DECAY}",
+    "p": "-pi**2/32*(exp(pi/2*x) + exp(pi/2*y) + exp(pi/2*z) + 2*sin(pi/4*x + pi/2*y)*cos(pi/4*z + pi/2*x)"
+         "*exp(pi/4*(y + z)) + 2*sin(pi/4*y + pi/2*z)*cos(pi/4*x + pi/2*y)*exp(pi/4*(z + x)) + 2*sin(pi/4*z + "
+         "pi/2*x)*cos(pi/4*y + pi/2*z)*exp(pi/4*(x + y)))*exp(-pi**2/2*t)",
+}
+SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
+
+
+def beltrami_case(order=5, elements=2, dt=2e-3, t_end=0.01, integrator="bdf2", **more):
+    velocity = {c: BELTRAMI[c] for c in ("ux", "uy", "uz")}
+    return case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": 1.0, **more.pop("physics", {})},
+        "mesh": {"elements": [elements] * 3, "lower": [-1.0] * 3, "upper": [1.0] * 3},
+        "discretization": {"order": order},
+        "time": {"integrator": integrator, "dt": dt, "t_end": t_end},
+        "solver": {"pressure": {"tolerance": 1e-12}, "velocity": {"tolerance": 1e-13}},
+        "boundary": {side: dict(velocity) for side in SIDES},
+        "initial": dict(BELTRAMI), "exact": dict(BELTRAMI),
+        "output": {"formats": []}, **more,
+    }, name="beltrami")
+
+
+def tgv_case(order=5, elements=3, nu=0.01, dt=0.01, t_end=0.05, **physics):
+    two_pi = 2 * math.pi
+    return case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": nu, **physics},
+        "mesh": {"elements": [elements] * 3, "upper": [two_pi] * 3, "periodic": [True] * 3,
+                 "deform": {"x": "0.1*sin(x)*sin(y)*sin(z)"}},
+        "discretization": {"order": order},
+        "time": {"integrator": "bdf2", "dt": dt, "t_end": t_end},
+        "initial": {"ux": "sin(x)*cos(y)*cos(z)", "uy": "-cos(x)*sin(y)*cos(z)",
+                    "p": "(cos(2*x) + cos(2*y))*(cos(2*z) + 2)/16"},
+        "output": {"formats": []},
+    }, name="tgv")
+
+
+def errors(case, tmp_path):
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    sim.run()
+    e = sim.errors()
+    return math.sqrt(sum(e[c]["l2"] ** 2 for c in ("ux", "uy", "uz"))), e["p"]["l2"], sim
+
+
+def test_beltrami_converges_spectrally_in_n(tmp_path):
+    """BDF3 with dt = 1e-4 (time error far below the space error) on 2^3 elements. Measured:
+    velocity L2 1.9e-3, 1.2e-6, 5.3e-9, 5.8e-11 and pressure 1.0, 6.8e-4, 8.1e-7, 4.3e-9
+    at N = 3, 5, 7, 9."""
+    velocity, pressure = [], []
+    for order in (3, 5, 7, 9):
+        u, p, _ = errors(beltrami_case(order=order, dt=1e-4, t_end=4e-4, integrator="bdf3"), tmp_path / str(order))
+        velocity.append(u)
+        pressure.append(p)
+    # each step of 2 in N gains two orders of magnitude or more
+    assert all(b < a / 90 for a, b in zip(velocity, velocity[1:])), velocity
+    assert all(b < a / 150 for a, b in zip(pressure, pressure[1:])), pressure
+    assert velocity[-1] < 1e-10 and pressure[-1] < 1e-8
+
+
+@pytest.mark.parametrize("integrator,order,steps", [("bdf1", 1, (1e-3, 5e-4, 2.5e-4)),
+                                                    ("bdf2", 2, (4e-3, 2e-3, 1e-3)), ("bdf3", 3, (2e-3, 1e-3, 5e-4))])
+def test_beltrami_temporal_order(integrator, order, steps, tmp_path):
+    found = []
+    for dt in steps:
+        u, _, _ = errors(beltrami_case(order=10 if order == 3 else 9, dt=dt, t_end=0.02, integrator=integrator),
+                         tmp_path / str(dt))
+        found.append(u)
+    slopes = [math.log2(a / b) for a, b in zip(found, found[1:])]
+    assert all(abs(s - order) <= 0.3 for s in slopes), (found, slopes)
+
+
+KOVASZNAY_LAMBDA = "(20 - sqrt(400 + 4*pi**2))"
+KOVASZNAY = {"ux": f"1 - exp({KOVASZNAY_LAMBDA}*x)*cos(2*pi*y)",
+             "uy": f"{KOVASZNAY_LAMBDA}/(2*pi)*exp({KOVASZNAY_LAMBDA}*x)*sin(2*pi*y)",
+             "p": f"0.5*(1 - exp(2*{KOVASZNAY_LAMBDA}*x))"}
+
+
+def test_kovasznay_against_nek5000(tmp_path):
+    """Re = 40, N = 7 on 2 x 4 elements (one periodic layer in z): the steady discrete
+    solution's velocity L2 error within 2x of Nek5000's 1.3e-6 (examples/kovasznay.toml,
+    which starts from rest, reaches 1.85e-6 at t = 10). Here the run starts from the exact
+    solution and relaxes to the discrete steady state."""
+    velocity = {c: KOVASZNAY[c] for c in ("ux", "uy")}
+    case = case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": 0.025},
+        "mesh": {"elements": [2, 4, 1], "lower": [-0.5, -0.5, 0.0], "upper": [1.0, 1.5, 1.0],
+                 "periodic": [False, False, True]},
+        "discretization": {"order": 7},
+        "time": {"dt": 5e-3, "t_end": 1.5},
+        "solver": {"pressure": {"tolerance": 1e-10}, "velocity": {"tolerance": 1e-12}},
+        "boundary": {side: dict(velocity) for side in ("xmin", "xmax", "ymin", "ymax")},
+        "initial": dict(KOVASZNAY), "exact": dict(KOVASZNAY), "output": {"formats": []},
+    }, name="kovasznay")
+    u, p, sim = errors(case, tmp_path)
+    assert u < 2 * 1.3e-6, u
+    assert sim.system.step_report()["velocity_iterations"] <= 3  # steady: the solves start at the answer
+
+
+def test_poiseuille_held_by_the_flow_rate(tmp_path):
+    """u = 1 - y^2 between walls y = +-1 has mean 2/3 and needs -dp/dx = 2 nu."""
+    nu = 0.05
+    case = case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": nu, "flow_rate": 2.0 / 3.0},
+        "mesh": {"elements": [2, 3, 1], "lower": [0.0, -1.0, 0.0], "upper": [2.0, 1.0, 1.0],
+                 "periodic": [True, False, True], "boundary": "wall"},
+        "discretization": {"order": 4},
+        "time": {"dt": 0.05, "t_end": 100.0},
+        "initial": {"ux": "0.9*(1 - y**2) + 0.05*sin(pi*x)*(1 - y**2)"},
+        "exact": {"ux": "1 - y**2"},
+        "output": {"formats": []},
+    }, name="poiseuille")
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    sim.advance(1)
+    assert abs(sim.system.flow_rate.mean(sim.u[:3]) - 2.0 / 3.0) < 1e-12  # on target from the first step
+    sim.advance(800)  # t = 40: the disturbance (slowest decay rate nu (pi^2 + pi^2/4) = 0.62) is gone
+    assert abs(sim.system.flow_rate.mean(sim.u[:3]) - 2.0 / 3.0) < 1e-12
+    assert abs(sim.system.flow_rate.gradient - 2 * nu) < 1e-8
+    errs = sim.errors()
+    assert errs["ux"]["max"] < 1e-8 and errs["uy"]["max"] < 1e-8
+
+
+def test_taylor_green_energy_budget(tmp_path):
+    """-dE/dt equals the dissipation 2 nu enstrophy in a periodic box (to the time error)."""
+    case = tgv_case(order=6, elements=3, nu=0.05, dt=2e-3, t_end=0.1)
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    records = []
+    for _ in range(50):
+        sim.advance(1)
+        records.append((sim.t, sim.system.step_report()))
+    t = np.array([r[0] for r in records])
+    energy = np.array([r[1]["kinetic_energy"] for r in records])
+    dissipation = np.array([r[1]["dissipation"] for r in records])
+    rate = -np.gradient(energy, t)
+    inner = slice(2, -2)
+    assert np.abs(rate[inner] / dissipation[inner] - 1).max() < 2e-3
+    assert records[-1][1]["divergence"] < 1e-2
+    assert 0.125 * 0.9 < energy[-1] < 0.125  # decays from E(0) = 1/8
+
+
+def test_restart_equals_uninterrupted(tmp_path):
+    whole = Simulation(beltrami_case(integrator="bdf3", t_end=0.012), backend="cpu", output_dir=tmp_path / "a",
+                       comm=None)
+    whole.advance(6)
+    first = Simulation(beltrami_case(integrator="bdf3", t_end=0.012), backend="cpu", output_dir=tmp_path / "b",
+                       comm=None)
+    first.advance(3)
+    path = first.checkpoint()
+    second = Simulation(beltrami_case(integrator="bdf3", t_end=0.012), backend="cpu", output_dir=tmp_path / "c",
+                        comm=None)
+    second.restart(path)
+    second.advance(3)
+    for name, values in whole.fields().items():
+        assert np.array_equal(values, second.fields()[name]), name
+
+
+def test_bad_solver_keys_are_refused():
+    base = {"physics": {"equations": "navier_stokes"}, "mesh": {"elements": [2, 2, 2]},
+            "time": {"dt": 0.1, "t_end": 1.0}}
+    with pytest.raises(InputError, match=r"solver\.pressure.*tolerance"):
+        case_from_dict({**base, "solver": {"pressure": {"tolerance": -1.0}}}, name="bad")
+    with pytest.raises(InputError, match="toleranse"):
+        case_from_dict({**base, "solver": {"velocity": {"toleranse": 1e-8}}}, name="bad")
+    with pytest.raises(InputError, match="integrator"):
+        case_from_dict({**base, "time": {"dt": 0.1, "t_end": 1.0, "integrator": "lsrk45"}}, name="bad")
+
+
+def test_a_pressure_solve_that_does_not_converge_stops_the_run(tmp_path):
+    case = beltrami_case()
+    case = case_from_dict({**case.to_dict(), "solver": {"pressure": {"max_iterations": 1, "tolerance": 1e-14}}},
+                          name="beltrami")
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    with pytest.raises(SolverError, match=r"pressure solve of step 1 \(t = 0\.002\) did not converge"):
+        sim.advance(1)
