@@ -5,7 +5,7 @@ set -u
 export PYTHONPATH=src
 OUT=${OUT:-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
-python3 -m pytest -q -rs tests/gpu/test_navier_stokes_gpu.py tests/gpu/test_advection_gpu.py > "$OUT/ns_gpu_tests.log" 2>&1
+python3 -m pytest -q -rs tests/unit/test_navier_stokes_gpu.py tests/gpu/test_advection_gpu.py > "$OUT/ns_gpu_tests.log" 2>&1
 tail -3 "$OUT/ns_gpu_tests.log"
 for e in ${@:-16 36}; do
   python3 benchmarks/bench_tgv.py --backend cuda --elements $e --order 7 --steps 20 --warmup 10 \

@@ -34,10 +34,11 @@ from lobatto.solvers.multigrid import Level
 from lobatto.systems.base import System
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
-from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC
+from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
+from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
 
 #: parts of a step, as the summary lists them
-PARTS = ("advection", "pressure", "velocity", "flow_rate", "diagnostics", "other")
+PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
 #: lagged states kept (BDF3 needs three)
 HISTORY = 3
 
@@ -52,7 +53,7 @@ class NavierStokesSystem(System):
     memory_states = 110
 
     def __init__(self, mesh, geometry, backend, comm, physics, pressure_settings, velocity_settings,
-                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0):
+                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0, scalars: list = ()):
         self.mesh, self.geometry, self.backend = mesh, geometry, backend
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.order = geometry.order
@@ -67,7 +68,9 @@ class NavierStokesSystem(System):
         start = time.perf_counter()
         xp = backend.xp
         self.device_geometry = BackendGeometry(geometry, backend)
-        self.profile = Profile(backend)
+        # the pressure solve's own parts (operator, smoother, coarse solve...): off by default,
+        # as timing them synchronises the device after each (benchmarks/bench_tgv.py turns it on)
+        self.profile = Profile(backend, enabled=False)
         self.velocity_level = Level.build(mesh, self.order, backend, self.comm, boundaries.velocity_faces,
                                           h1=self.viscosity, h2=1.0, geometry=geometry)
         self.assembly = self.velocity_level.assembly
@@ -90,6 +93,13 @@ class NavierStokesSystem(System):
         self.advection = Advection(geometry, backend, dealias=bool(physics["dealias"]))
         modes = int(physics["filter_modes"])
         self.filter = HighPassFilter(self.order, backend, modes=modes, weight=physics["filter_weight"]) if modes else None
+        # passive scalars (scalars.py): fields after ux, uy, uz, p, the first in Nek5000's
+        # temperature slot and the others in its passive-scalar slots (driver: output_layout)
+        self.spec = with_scalars(SPEC, physics, InputError)
+        names = self.spec.fields[len(SPEC.fields):]
+        if names:
+            self.output_layout = (("ux", "uy", "uz"), "p", names[1:], names[0])
+        self.scalars = ScalarTransport(self, list(scalars)) if scalars else None
         self.flow_rate = None
         if physics["flow_rate"] > 0:
             self.flow_rate = FlowRate(self, DIRECTIONS.index(physics["flow_direction"]), physics["flow_rate"])
@@ -110,12 +120,16 @@ class NavierStokesSystem(System):
         with collective_errors(comm):
             kinds = System.boundary_kind_of(cls, mesh)
             check_tables(case, mesh, tables)
-            boundaries = FlowBoundaries(mesh, geometry, backend, kinds, tables)
+            # only tables with velocity data make velocity faces (a scalar's alone leaves a wall one)
+            flow_tables = {name: t for name, t in tables.items() if any(c in t for c in ("ux", "uy", "uz"))}
+            boundaries = FlowBoundaries(mesh, geometry, backend, kinds, flow_tables)
+            scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields))
             force = Force(physics, geometry, backend)
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
         return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
-                   case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0)
+                   case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0,
+                   scalars=scalars)
 
     # The step ----------------------------------------------------------------------------
     def multistep_step(self, u, t, dt, bdf, ext):
@@ -125,6 +139,8 @@ class NavierStokesSystem(System):
         velocity = u[:3]
         with self.part("advection"):
             self._push_history(velocity, t)
+            if self.scalars is not None:
+                self.scalars.push_history(u, HISTORY)
             weak = ext[0] * self.explicit[0]
             for j in range(1, k):
                 weak += ext[j] * self.explicit[j]
@@ -146,6 +162,9 @@ class NavierStokesSystem(System):
                 new_velocity, pressure = self.flow_rate.correct(new_velocity, pressure, bdf[0] / dt)
         u[:3] = new_velocity
         u[3] = pressure
+        if self.scalars is not None:
+            with self.part("scalars"):
+                self.scalars.solve(u, t_new, dt, bdf, ext)
         self.steps_taken += 1
         with self.part("diagnostics"):
             self.last_report = self._report(u, dt)
@@ -225,6 +244,8 @@ class NavierStokesSystem(System):
                   "pressure_iterations": p.iterations, "pressure_residual": float(p.residuals[-1]) if p.residuals else 0.0,
                   "velocity_iterations": v.iterations, "velocity_residual": float(v.residuals[-1]) if v.residuals else 0.0}
         report["cfl"] = float(allreduce(self.comm, report["cfl"], "max"))
+        if self.scalars is not None:
+            report.update(self.scalars.report())
         if self.diagnostics_every and self.steps_taken % self.diagnostics_every == 0:
             report.update(self.diagnostics(u))
         return report
@@ -282,6 +303,7 @@ class NavierStokesSystem(System):
                 "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
                           for name, s in self.seconds.items()},
                 "last_step": self.step_report(),
+                **({"scalars": self.scalars.summary(steps)} if self.scalars is not None else {}),
             }
         }
 
@@ -298,6 +320,8 @@ class NavierStokesSystem(System):
             shape = (0,) + self.pressure_level.assembly.shape
             out["pressure_basis"] = xp.stack(projection.basis) if len(projection) else xp.zeros(shape)
             out["pressure_images"] = xp.stack(projection.images) if len(projection) else xp.zeros(shape)
+        if self.scalars is not None:
+            out.update(self.scalars.history(empty))
         return out
 
     def restore_history(self, history: dict) -> None:
@@ -307,6 +331,8 @@ class NavierStokesSystem(System):
             v, e = backend.asarray(history["velocities"]), backend.asarray(history["explicit"])
             self.velocities = [v[3 * j:3 * j + 3].copy() for j in range(v.shape[0] // 3)]
             self.explicit = [e[3 * j:3 * j + 3].copy() for j in range(e.shape[0] // 3)]
+        if self.scalars is not None:
+            self.scalars.restore_history(history)
         projection = self.pressure_solver.projection
         if projection is not None and "pressure_basis" in history:
             basis, images = backend.asarray(history["pressure_basis"]), backend.asarray(history["pressure_images"])
@@ -379,6 +405,6 @@ def check_tables(case, mesh, tables: dict) -> None:
     for name in tables:
         if case.mesh.from_file:
             check_boundary_name(name, mesh.group_names, f"[boundary.{name}]", f"named surfaces of {case.mesh.file}")
-        if explicit.get(name) == "outflow":
+        if explicit.get(name) == "outflow" and any(c in tables[name] for c in ("ux", "uy", "uz")):
             raise InputError(f"[boundary.{name}] gives velocity data, but [mesh.boundaries] {name} = "
                              f"\"{explicit[name]}\": make it \"velocity\" or remove the table")
