@@ -120,8 +120,10 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
     estimate = estimate_run_memory(
         math.ceil(total / size), case.discretization.order, len(system_class.spec.fields),
         system_class.trace_components, backend.precision, ranks=size, backend=backend.name,
-        integrator_states=(stepper_states(get_scheme(case.time.integrator)) if case.time is not None
-                           else system_class.memory_states),  # a steady system: its solver's arrays
+        # the stepper's states, or a system's own count where larger (its solvers' arrays and
+        # history: a steady system, Navier-Stokes)
+        integrator_states=max(stepper_states(get_scheme(case.time.integrator)) if case.time is not None else 1,
+                              getattr(system_class, "memory_states", 1)),
         reference_kernels=not system_class.tuned_on(backend), partitioner=case.parallel.partitioner,
         exact_fields=case.exact.present, geometry_order=1 if whole is None else whole.geometry_order,
         file_elements=None if whole is None else total)
@@ -214,12 +216,13 @@ class SnapshotWriter:
             if self.vtk is not None:
                 self.vtk.write_piece(step, t, coords, fields, names, order, mesh, self.config_toml)
         if "nek" in self.formats:  # one file for all ranks, written together (MPI-IO: io/nek5000_mpi.py)
-            velocity, pressure, scalars = self.system.output_layout
+            velocity, pressure, scalars, *temperature = self.system.output_layout  # temperature: optional
             with collective_errors(self.comm):  # entered only once the per-rank writes above are agreed
                 nek5000.write_field_file(
                     self.output_dir / nek5000.field_file_name(self.name, self.nek_count), coords,
                     dict(zip(names, fields)), t, step, order, velocity=velocity, pressure=pressure,
-                    scalars=scalars, element_ids=mesh.element_ids + 1, comm=self.comm)
+                    scalars=scalars, element_ids=mesh.element_ids + 1, comm=self.comm,
+                    temperature=temperature[0] if temperature else None)
         with collective_errors(self.comm):  # the parts are complete on every rank now
             if self.rank == 0 and "hdf5" in self.formats and self.size > 1:
                 hdf5_parts.write_virtual_snapshot(
@@ -577,6 +580,7 @@ class Simulation:
             self.step_log.close()
 
         compute_seconds = allreduce(self.comm, loop_end - loop_start, "max")
+        self.output_seconds = allreduce(self.comm, output_seconds, "max")
         seconds_per_step = allreduce(self.comm, (loop_end - rate_start) / max(rate_steps, 1), "max")
         if rate_steps <= 0:  # nothing left to step (a restart at t_end): no rate to report
             seconds_per_step = 0.0
@@ -624,6 +628,8 @@ class Simulation:
             summary["cfl"] = {"last": self.last_cfl, "max": self.largest_cfl,
                               "target": self.case.time.target_cfl, "limit": self.case.time.max_cfl}
         summary.update(system.summary(stepper, comm))
+        if "time_per_part" in summary:  # a system's own split of the step; outputs are the driver's
+            summary["time_per_part"]["output"] = getattr(self, "output_seconds", 0.0)
         summary["energy"] = {"initial": self.energy_initial, "final": allreduce(comm, system.energy(self.u))}
         summary["outputs"] = self.writer.records
         if self.series is not None:

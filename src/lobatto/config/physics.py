@@ -24,18 +24,21 @@ KEY_KINDS = {
     "positive_integer": "an integer >= 1",
     "count": "an integer >= 0",
     "orders": "a list of decreasing orders >= 1 (for example [7, 3, 1])",
+    "names": "a list of distinct names (letters, digits and _, starting with a letter)",
 }
 
 
 @dataclass(frozen=True)
 class Key:
-    """One ``[physics]`` key: name, kind (KEY_KINDS), default and a line of documentation."""
+    """One ``[physics]`` key: name, kind (KEY_KINDS), default and a line of documentation;
+    ``required``: a key of a system table that has no default (config/system_tables.py)."""
 
     name: str
     kind: str
     default: Any
     doc: str
     choices: tuple = ()
+    required: bool = False
 
     def __post_init__(self):
         if self.kind not in KEY_KINDS:
@@ -91,6 +94,10 @@ class PhysicsSpec:
     integrators:       the ``[time] integrator`` values the system takes (the Runge-Kutta
                        schemes; "bdf1".."bdf3" for a system with ``multistep_step``)
     default_integrator: the ``[time] integrator`` default, one of ``integrators``
+    extend:            ``(spec, physics values, error) -> PhysicsSpec`` for a system whose
+                       fields, tables or boundary keys depend on its ``[physics]`` values
+                       (Navier-Stokes' named scalars): the case's spec, a copy with them added
+                       (``error(message)`` makes the InputError of a bad value); None: fixed
     """
 
     name: str
@@ -108,6 +115,7 @@ class PhysicsSpec:
     boundary_keys_together: bool = False
     integrators: tuple = ("lsrk45", "rk4", "ssprk3")
     default_integrator: str = "lsrk45"
+    extend: Callable | None = None
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:
@@ -119,6 +127,10 @@ class PhysicsSpec:
         """``usual``, or 0.9 of the stability bound (two digits, rounded down) when lower."""
         bound = self.cfl_bounds.get((flux, integrator))
         return usual if bound is None else min(usual, math.floor(90 * bound) / 100)
+
+    def for_case(self, physics: dict, error: Callable) -> "PhysicsSpec":
+        """The spec of one case with these checked [physics] values (``extend``)."""
+        return self if self.extend is None else self.extend(self, physics, error)
 
     @property
     def key_names(self) -> tuple:

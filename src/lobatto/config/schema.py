@@ -661,7 +661,7 @@ def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> d
             values[key.name] = _choice(ctx, "physics", table, key.name, key.choices, key.default)
         elif key.kind == "bool":
             values[key.name] = _bool(ctx, "physics", table, key.name, key.default)
-        elif key.kind in ("expression", "expression_t", "positive_integer", "count", "orders"):
+        elif key.kind in ("expression", "expression_t", "positive_integer", "count", "orders", "names"):
             from lobatto.config.system_tables import key_value
 
             values[key.name] = key_value(ctx, "physics", table, key)
@@ -815,9 +815,11 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     equations = _choice(ctx, "physics", phys, "equations", tuple(systems), next(iter(systems)))
     spec = systems[equations]
     ctx.keys = schema_keys(spec)
-    _check_keys(ctx, "", data)  # the system may add tables of its own
     phys = _table(ctx, data, "", "physics") or {}
     phys_sec = PhysicsSection(equations=equations, values=_physics_values(ctx, spec, phys))
+    spec = spec.for_case(phys_sec.values, ctx.error)  # fields and tables named in [physics]
+    ctx.keys = schema_keys(spec)
+    _check_keys(ctx, "", data)  # the system may add tables of its own
     field_names = tuple(spec.fields)
 
     # ---- [mesh]

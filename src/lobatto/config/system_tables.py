@@ -10,7 +10,9 @@ A :class:`~lobatto.config.physics.PhysicsSpec` may declare
 
 Key kinds checked here besides the basic ones of ``config/schema.py``: ``expression``
 (a string or number, compiled with the variables x, y, z), ``positive_integer``, ``count``
-(an integer >= 0) and ``orders`` (a list of decreasing orders >= 1, possibly empty).
+(an integer >= 0), ``orders`` (a list of decreasing orders >= 1, possibly empty) and
+``names`` (a list of distinct identifiers, possibly empty). A key with ``required`` has no
+default: its table must set it.
 
 Box sides are checked here; a mesh file's surface names are known once the file is read, so
 the system checks them when it is built (``boundary_names_in_mesh``).
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any, Mapping
 
 from lobatto.config.expressions import compile_expression
@@ -51,6 +54,8 @@ def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
         return _expression(ctx, section, table, key, EXPRESSION_VARIABLES + ("t",))
     if kind == "orders":
         return _orders(ctx, section, table, key)
+    if kind == "names":
+        return _names(ctx, section, table, key)
     value = _get(table, name, key.default, ctx, section)  # "number", "nonnegative"
     if not _is_number(value) or not math.isfinite(value) or (kind == "nonnegative" and value < 0):
         raise ctx.bad(section, name, KEY_KINDS[kind], value)
@@ -75,6 +80,19 @@ def _orders(ctx, section, table, key) -> tuple:
     return tuple(value)
 
 
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def _names(ctx, section, table, key) -> tuple:
+    value = _get(table, key.name, key.default, ctx, section)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and _NAME.match(v) for v in value):
+        raise ctx.bad(section, key.name, KEY_KINDS["names"], value)
+    repeated = sorted({v for v in value if list(value).count(v) > 1})
+    if repeated:
+        raise ctx.bad(section, key.name, KEY_KINDS["names"], value, f"'{repeated[0]}' is named twice")
+    return tuple(value)
+
+
 def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, mesh: Mapping | None) -> dict:
     """{table name: {key: value}} for the spec's tables, and ``"boundary"``: {name: (key,
     Expression)} for its ``[boundary.<name>]`` tables; refuses ``[time]`` for a steady
@@ -88,6 +106,9 @@ def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, m
             table = _table(ctx, _table(ctx, data, "", top) or {}, top, sub) or {}
         else:
             table = _table(ctx, data, "", name) or {}
+        for key in keys:
+            if key.required and key.name not in table:
+                raise ctx.error(f"[{name}] {key.name} is required ({key.doc})")
         tables[name] = {key.name: key_value(ctx, name, table, key) for key in keys}
     if spec.boundary_keys:  # (without them, schema_keys has no "boundary": an unknown key)
         tables["boundary"] = _boundary_tables(ctx, data, spec, mesh or {})

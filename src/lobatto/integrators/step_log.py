@@ -23,6 +23,7 @@ KNOWN_FIELDS = (
     ("C", ("cfl",), ("{:.2f}",)),
     ("P", ("pressure_iterations", "pressure_residual"), ("{:d}", "{:.1e}")),
     ("U", ("velocity_iterations", "velocity_residual"), ("{:d}", "{:.1e}")),
+    ("S", ("scalar_iterations", "scalar_residual"), ("{:d}", "{:.1e}")),
     ("div", ("divergence",), ("{:.1e}",)),
 )
 _KNOWN_KEYS = {key for _, keys, _ in KNOWN_FIELDS for key in keys}

@@ -14,6 +14,7 @@ file of a multi-file snapshot and take its element count for the whole mesh. Lay
 * geometry ``X``: element by element, in each element all x, then all y, then all z;
 * vector ``U`` (if any): element by element, in each element ux, uy, uz blocks;
 * pressure ``P`` (if any): element by element;
+* temperature ``T`` (if any): element by element;
 * scalars ``S01``..: scalar by scalar, each for all elements (the outer loop is over
   scalars here, unlike X and U);
 * per-element (min, max) float32 pairs of every component, in the same group order
@@ -145,7 +146,7 @@ def _vector_extrema(components: list) -> Callable:
 
 
 def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None, scalars=None, wdsz: int = 8,
-                    element_ids=None) -> FieldFileContent:
+                    element_ids=None, temperature=None) -> FieldFileContent:
     """Check the arguments of :func:`write_field_file` and describe this rank's part of
     the file (ValueError for a bad argument)."""
     if wdsz not in (4, 8):
@@ -154,8 +155,8 @@ def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None,
     coords = _host(coords)
     if not isinstance(fields, Mapping):
         arrays = [_host(f) for f in fields]
-        if velocity is not None or pressure is not None or scalars is not None:
-            raise ValueError("name the fields (a mapping) when giving velocity, pressure or scalars")
+        if velocity is not None or pressure is not None or scalars is not None or temperature is not None:
+            raise ValueError("name the fields (a mapping) when giving velocity, pressure, temperature or scalars")
         if len(arrays) < 3:
             raise ValueError(f"unnamed fields: expected at least 3 (the velocity), got {len(arrays)}")
         names = [str(c) for c in range(len(arrays))]
@@ -183,8 +184,9 @@ def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None,
 
     x = list(coords.reshape(3, nel, npts))
     u = [field(v) for v in velocity]
-    singles = ([field(pressure)] if pressure is not None else []) + [field(s) for s in scalars]
-    rdcode = "X" + ("U" if u else "") + ("P" if pressure is not None else "")
+    singles = ([field(pressure)] if pressure is not None else []) + ([field(temperature)] if temperature is not None
+                                                                     else []) + [field(s) for s in scalars]
+    rdcode = "X" + ("U" if u else "") + ("P" if pressure is not None else "") + ("T" if temperature is not None else "")
     rdcode += f"S{len(scalars):02d}" if scalars else ""
     if element_ids is None:
         ids = np.arange(nel, dtype=np.int64)
@@ -200,7 +202,7 @@ def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None,
         raise ValueError("element_ids must not repeat an element")
 
     vectors = [("X", x)] + ([("U", u)] if u else [])
-    names = ([pressure] if pressure is not None else []) + scalars
+    names = ([pressure] if pressure is not None else []) + ([temperature] if temperature is not None else []) + scalars
     sections = [Section(name, 3 * npts * real.itemsize, _vector_values(comps, real)) for name, comps in vectors]
     sections += [Section(name, npts * real.itemsize, lambda p, v=v: v[p].astype(real, copy=False))
                  for name, v in zip(names, singles)]
@@ -225,13 +227,15 @@ def write_field_file(
     fid: int = 0,
     nfiles: int = 1,
     comm=None,
+    temperature: str | None = None,
 ) -> None:
     """Write one Nek5000 field file atomically; with ``comm`` (several ranks) collectively,
     each rank giving its own elements.
 
     ``coords`` (3, E, N+1, N+1, N+1); ``fields`` a mapping from names to (E, N+1, N+1, N+1)
     arrays, with ``velocity`` (three names or None), ``pressure`` (a name or None) and
-    ``scalars`` (names) saying where each goes. ``fields`` may also be an array or list of
+    ``scalars`` (names) saying where each goes, and ``temperature`` (a name or None) for
+    Nek5000's temperature slot T, between the pressure and the scalars. ``fields`` may also be an array or list of
     arrays with no names given: then the first three are the velocity and the rest scalars.
     ``wdsz`` 8 writes float64, 4 float32. ``element_ids`` are the 1-based global numbers of
     the E elements (default 1..E); over all ranks they number the elements 1..nelgt once
@@ -246,12 +250,12 @@ def write_field_file(
 
         def prepare():
             return prepare_content(coords, fields, order, velocity=velocity, pressure=pressure, scalars=scalars,
-                                   wdsz=wdsz, element_ids=element_ids)
+                                   wdsz=wdsz, element_ids=element_ids, temperature=temperature)
 
         write_field_file_collective(path, prepare, comm, float(time), int(step), fid, nfiles)
         return
     content = prepare_content(coords, fields, order, velocity=velocity, pressure=pressure, scalars=scalars,
-                              wdsz=wdsz, element_ids=element_ids)
+                              wdsz=wdsz, element_ids=element_ids, temperature=temperature)
     nel = content.ids.size
     if nel and content.ids[-1] != nel - 1:
         raise ValueError(f"element_ids must number the {nel} elements 1..{nel} (one file holds every element)")

@@ -173,6 +173,19 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
             pass
         lines.append(text)
 
+    parts = s.get("time_per_part")  # a system's split of the run's time, with the outputs
+    if isinstance(parts, Mapping) and parts:
+        total = sum(float(v) for v in parts.values())
+        lines.append("")
+        lines.append("  time per part")
+        for name, seconds in parts.items():
+            share = f"{100 * float(seconds) / total:5.1f} %" if total > 0 else ""
+            lines.append(f"    {str(name):<14}{_duration(float(seconds)):>12}  {share}")
+    iterations = s.get("iterations_per_step")
+    if isinstance(iterations, Mapping) and iterations:
+        text = ", ".join(f"{name} {float(v):.1f}" for name, v in iterations.items())
+        lines.append(f"  iterations per step: {text}")
+
     outputs = s.get("outputs")
     if isinstance(outputs, (list, tuple)) and outputs:
         lines.append("")

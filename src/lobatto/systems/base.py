@@ -39,7 +39,8 @@ class System:
     #: the driver then stops a run whose energy grows (an unstable step)
     energy_bounded = False
     trace_components = 0  # face values exchanged per face point (DG systems)
-    #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars)
+    #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars),
+    #: and optionally a fourth entry, the field in the temperature slot T
     output_layout: tuple = (None, None, ())
 
     @property

@@ -31,16 +31,18 @@ class FlowRate:
         force = xp.zeros((3,) + s.assembly.shape, dtype=s.backend.dtype)
         force[self.direction] = 1.0
         zero = xp.zeros_like(force)
-        saved = s.boundaries.groups, s.pressure_solver.projection
+        saved = s.boundaries.groups, s.pressure_solver.projection, s.pressure_result, s.velocity_result
         # the response has zero boundary data, and stays out of the pressure projection's basis
-        # (so a restarted run, which solves for it again, projects as the uninterrupted one)
+        # (so a restarted run, which solves for it again, projects as the uninterrupted one);
+        # the step reports its own solves, not the response's
         s.boundaries.groups, s.pressure_solver.projection = [], None
         try:
             pressure = s.solve_pressure(xp.zeros(s.assembly.shape, dtype=s.backend.dtype), force, zero, [], sigma,
                                         0.0)
             velocity = s.solve_velocity(force, pressure, zero, [], sigma, 0.0)
         finally:
-            s.boundaries.groups, s.pressure_solver.projection = saved
+            (s.boundaries.groups, s.pressure_solver.projection, s.pressure_result,
+             s.velocity_result) = saved
         self.response = (velocity.copy(), pressure.copy())
         self.response_mean = self.mean(velocity)
         self.sigma = sigma

@@ -1,7 +1,11 @@
 """The case-file face of incompressible Navier–Stokes: fields, boundary kinds, [physics],
-[solver.pressure] / [solver.velocity] and [boundary.<name>] keys."""
+[solver.pressure] / [solver.velocity] and [boundary.<name>] keys, and the passive scalars
+a case names in [physics] scalars (each a field, a [scalar.<name>] table and boundary keys
+<name> / <name>_flux: ``with_scalars``)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.solvers.settings import elliptic_solver_keys
@@ -17,6 +21,39 @@ VELOCITY_KEYS = (
     Key("absolute_tolerance", "nonnegative", 0.0, "or at ||r|| <= absolute_tolerance"),
     Key("max_iterations", "positive_integer", 200, "iterations before the step stops as not converged"),
 )
+
+
+SCALAR_KEYS = (
+    Key("diffusivity", "positive", None, "the scalar's diffusivity kappa", required=True),
+    Key("source", "expression_t", "0", "volume source in x, y, z, t: dT/dt + u . grad T = kappa lap T + source"),
+    Key("tolerance", "positive", 1e-10, "stop the scalar's Jacobi-PCG at ||r|| <= tolerance ||b||"),
+    Key("max_iterations", "positive_integer", 200, "iterations before the step stops as not converged"),
+)
+#: names a scalar may not take: the flow's fields, and u (VTK joins ux, uy, uz as u)
+RESERVED = ("ux", "uy", "uz", "p", "u")
+
+
+def with_scalars(spec: PhysicsSpec, physics: dict, error) -> PhysicsSpec:
+    """The spec of a case whose [physics] scalars names passive scalars: their fields after
+    ux, uy, uz, p; a [scalar.<name>] table each; boundary keys <name> (a Dirichlet value)
+    and <name>_flux (kappa dT/dn, n the outward normal)."""
+    names = tuple(physics.get("scalars", ()))
+    if not names:
+        return spec
+    for name in names:
+        if name in RESERVED:
+            raise error(f"[physics] scalars: '{name}' is a name of the flow's fields ({', '.join(RESERVED)}); "
+                        "call the scalar something else")
+        if name.endswith("_flux") and name[:-5] in names:
+            raise error(f"[physics] scalars: '{name}' is the flux key of the scalar '{name[:-5]}'; call it "
+                        "something else")
+    boundary = tuple(key for name in names for key in (
+        Key(name, "expression_t", None, f"value of the scalar {name} on the boundary (x, y, z, t)"),
+        Key(f"{name}_flux", "expression_t", None, f"flux of the scalar {name} on the boundary: kappa d{name}/dn, "
+            "n the outward normal (x, y, z, t)")))
+    tables = dict(spec.tables, **{f"scalar.{name}": SCALAR_KEYS for name in names})
+    return dataclasses.replace(spec, fields=spec.fields + names, tables=tables,
+                               boundary_keys=spec.boundary_keys + boundary)
 
 
 def _kinetic(system, f):
@@ -48,6 +85,7 @@ SPEC = PhysicsSpec(
         Key("filter_weight", "positive", 10.0, "HPF-RT relaxation strength chi (per unit time)"),
         Key("diagnostics_every", "count", 1, "steps between kinetic energy / enstrophy / dissipation records "
             "(0: never)"),
+        Key("scalars", "names", (), "passive scalars advected by the flow, each with a [scalar.<name>] table"),
     ),
     fluxes=("none",),  # continuous Galerkin: no numerical flux
     integrators=("bdf2", "bdf3", "bdf1"),
@@ -60,4 +98,5 @@ SPEC = PhysicsSpec(
         Key("uz", "expression_t", None, "boundary velocity, z component"),
     ),
     boundary_keys_together=True,
+    extend=with_scalars,
 )

@@ -1,0 +1,151 @@
+"""Incompressible Navier–Stokes on 1, 2, 3 and 4 ranks (docs/navier-stokes.md): the same
+fields (to 1e-12, gathered by global element id from the HDF5 snapshot), the same steps
+(t, dt) and the same pressure and velocity iteration counts in steps.jsonl, for
+
+    beltrami  Ethier–Steinman: velocity data on every side, the pressure in its null space, BDF3
+    tgv       a curved periodic Taylor–Green box, HPF-RT filter, variable dt from target_cfl
+    channel   walls at y = +-1, periodic in x and z, the constant flow rate
+
+with rcb, and the channel also with metis; and a checkpoint written on 2 ranks, continued on
+3, equal to the uninterrupted 1-rank run to 1e-12.
+
+This file is also the script that ``mpiexec`` runs:
+
+    python test_navier_stokes_ranks.py OUT PARTITIONER run         every case to t_end into OUT/<case>
+    python test_navier_stokes_ranks.py OUT PARTITIONER cut STEPS   STEPS steps, then a checkpoint
+    python test_navier_stokes_ranks.py OUT PARTITIONER resume DIR  from DIR/<case>/checkpoint to t_end
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CASES = ("beltrami", "tgv", "channel")
+#: steps of the restart's first part (the BDF3 and BDF2 histories and the projection are full)
+CUT = 3
+
+
+def build_case(name: str, partitioner: str):
+    """The case ``name``, small enough for 4 ranks on 2 cores (12 to 27 elements, N = 4)."""
+    sys.path.insert(0, str(HERE.parent / "unit"))
+    from test_navier_stokes import beltrami_case, tgv_case
+
+    from lobatto.api import parse_case
+
+    if name == "beltrami":
+        data = beltrami_case(order=4, dt=2e-3, t_end=0.012, integrator="bdf3").to_dict()
+        data["mesh"]["elements"] = [3, 2, 2]
+    elif name == "tgv":
+        data = tgv_case(order=4, elements=3, nu=0.01, filter_modes=1).to_dict()
+        data["time"] = {"integrator": "bdf2", "target_cfl": 0.4, "t_end": 0.6}
+        data["solver"] = {"pressure": {"tolerance": 1e-10}, "velocity": {"tolerance": 1e-12}}
+    else:
+        data = {
+            "physics": {"equations": "navier_stokes", "viscosity": 0.05, "flow_rate": 2.0 / 3.0},
+            "mesh": {"elements": [3, 2, 2], "lower": [0.0, -1.0, 0.0], "upper": [2.0, 1.0, 1.0],
+                     "periodic": [True, False, True], "boundary": "wall"},
+            "discretization": {"order": 4},
+            "time": {"integrator": "bdf2", "dt": 0.05, "t_end": 0.3},
+            "solver": {"pressure": {"tolerance": 1e-10}, "velocity": {"tolerance": 1e-12}},
+            "initial": {"ux": "0.9*(1 - y**2) + 0.05*sin(pi*x)*(1 - y**2)",
+                        "uz": "0.05*cos(pi*x)*sin(2*pi*z)*(1 - y**2)"},
+        }
+    data["output"] = {"formats": ["hdf5"], "name": name}
+    data["parallel"] = {"partitioner": partitioner}
+    return parse_case(data, source=f"<{name}>", name=name)
+
+
+def main(out: Path, partitioner: str, mode: str, argument: str | None) -> None:
+    from lobatto.driver import Simulation
+
+    for name in CASES:
+        case = build_case(name, partitioner)
+        sim = Simulation(case, "cpu", out / name, comm="world")
+        if mode == "cut":
+            sim.advance(int(argument))
+            sim.checkpoint(out / name / "checkpoint")
+            continue
+        if mode == "resume":
+            sim.restart(Path(argument) / name / "checkpoint")
+        sim.run()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parents[1] / "src"))
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
+    sys.exit(0)
+
+from mpirun import SKIP_REASON, describe, read_final, run  # noqa: E402
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+
+
+def launch(nprocs: int, out: Path, partitioner: str = "rcb", mode: str = "run", argument: str | None = None) -> dict:
+    """{case: (summary, element ids, fields, steps.jsonl rows)} of a run on nprocs ranks."""
+    result = run(nprocs, [os.path.abspath(__file__), str(out), partitioner, mode, *([argument] if argument else [])],
+                 timeout=120)
+    assert result.returncode == 0, describe(result)
+    if mode == "cut":
+        return {}
+    found = {}
+    for name in CASES:
+        summary, ids, fields = read_final(out / name)
+        rows = [json.loads(line) for line in (out / name / "steps.jsonl").read_text().splitlines()]
+        found[name] = (summary, ids, fields, rows)
+    return found
+
+
+def steps_of(rows: list) -> list:
+    """What each step must repeat on any rank count: its number, time, step and iterations."""
+    return [(r["step"], r["t"], r["dt"], r["pressure_iterations"], r["velocity_iterations"]) for r in rows]
+
+
+def relative_difference(a, b) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    found = launch(1, tmp_path_factory.mktemp("serial"))
+    for name, (summary, ids, fields, rows) in found.items():
+        assert summary["ranks"] == 1 and np.array_equal(ids, np.arange(ids.size)), name
+        assert len(rows) >= 4 and np.isfinite(fields).all(), name
+    beltrami = found["beltrami"][0]["errors"]  # the short run is still the flow
+    assert beltrami["ux"]["l2"] < 1e-3 and beltrami["p"]["l2"] < 1e-1, beltrami
+    tgv = found["tgv"][3]
+    assert len({r["dt"] for r in tgv}) > 1 and abs(tgv[-1]["cfl"] - 0.4) < 0.05  # dt follows the CFL number
+    assert tgv[-1]["t"] == 0.6
+    return found
+
+
+@pytest.mark.parametrize("nprocs,partitioner", [(2, "rcb"), (3, "rcb"), (4, "rcb"), (3, "metis")])
+def test_ranks_give_the_serial_fields_and_iterations(serial, tmp_path, nprocs, partitioner):
+    cases = CASES if partitioner == "rcb" else ("channel",)
+    parallel = launch(nprocs, tmp_path, partitioner)
+    for name in cases:
+        s1, ids1, u1, rows1 = serial[name]
+        sp, idsp, up, rowsp = parallel[name]
+        assert sp["ranks"] == nprocs and np.array_equal(ids1, idsp), name
+        assert steps_of(rowsp) == steps_of(rows1), name
+        difference = relative_difference(up, u1)
+        assert difference <= 1e-12, f"{name} on {nprocs} ranks ({partitioner}): fields differ by {difference:.2e}"
+        assert sp["navier_stokes"]["pressure_null_space"] and s1["navier_stokes"]["pressure_null_space"], name
+
+
+def test_two_rank_checkpoint_continued_on_three_equals_one_rank(serial, tmp_path):
+    launch(2, tmp_path / "first", mode="cut", argument=str(CUT))
+    resumed = launch(3, tmp_path / "second", mode="resume", argument=str(tmp_path / "first"))
+    for name in CASES:
+        s1, ids1, u1, rows1 = serial[name]
+        sr, idsr, ur, rowsr = resumed[name]
+        assert sr["ranks"] == 3 and sr["restarts"][0]["from"]["ranks"] == 2, name
+        assert np.array_equal(ids1, idsr) and steps_of(rowsr) == steps_of(rows1)[CUT:], name
+        difference = relative_difference(ur, u1)
+        assert difference <= 1e-12, f"{name}: restarted on 3 ranks, the fields differ by {difference:.2e}"
