@@ -17,9 +17,17 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy an
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
 from test_navier_stokes import beltrami_case, tgv_case  # noqa: E402
+from test_navier_stokes_scalars import EXAMPLE  # noqa: E402
 
 
-@pytest.mark.parametrize("make", [tgv_case, beltrami_case], ids=["tgv", "beltrami"])
+def channel_case():
+    """examples/channel.toml (walls, constant flow rate, a scalar with hot and cold walls)."""
+    from lobatto.api import load_case, with_changes
+
+    return with_changes(load_case(EXAMPLE), {"output.formats": []})
+
+
+@pytest.mark.parametrize("make", [tgv_case, beltrami_case, channel_case], ids=["tgv", "beltrami", "channel"])
 def test_cuda_equals_cpu(make, tmp_path):
     results = {}
     for backend in ("cpu", "cuda"):
@@ -28,6 +36,6 @@ def test_cuda_equals_cpu(make, tmp_path):
         results[backend] = (sim.fields(), sim.system.step_report())
     cpu, cuda = results["cpu"][0], results["cuda"][0]
     scale = max(float(np.abs(cpu[name]).max()) for name in ("ux", "uy", "uz"))
-    for name in ("ux", "uy", "uz", "p"):
+    for name in cpu:
         assert np.abs(cuda[name] - cpu[name]).max() <= 1e-11 * max(scale, 1.0), name
     assert results["cpu"][1]["pressure_iterations"] == results["cuda"][1]["pressure_iterations"]
