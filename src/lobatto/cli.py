@@ -2,6 +2,7 @@
 
     lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet] [--restart CHECKPOINT|latest]
     lobatto plot RUN_DIR [--output FILE.png] [--quantities NAME ...]   (time series as a PNG)
+    lobatto resonances RUN_DIR [--probe NAME] [--field Ez] [--band f1 f2]   (modes of a probe's series)
     lobatto bench ...        (benchmarks, when lobatto.bench.cli is installed)
     lobatto --version
 
@@ -80,6 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the PNG to write (default: NAME_probes.png beside the CSV file)")
     plot.add_argument("--quantities", nargs="+", metavar="NAME", default=None,
                       help="columns (Ez@p0, energy@all) or quantities (Ez: at every probe); default all")
+
+    modes = sub.add_parser(
+        "resonances",
+        help="frequencies, decay rates and Q of the modes in a probe's time series",
+        description="Fit a probe's time series (NAME_probes.csv or .h5) by damped sinusoids (matrix pencil) "
+                    "and print the modes (docs/electromagnetics.md).",
+    )
+    modes.add_argument("run_dir", metavar="RUN_DIR", help="the run's output directory, NAME_probes.csv or .h5")
+    modes.add_argument("--probe", default="p0", metavar="NAME", help="the probe: p0, p1, ... (default p0)")
+    modes.add_argument("--field", default=None, metavar="FIELD", help="the field (default: the first sampled)")
+    modes.add_argument("--band", nargs=2, type=float, default=None, metavar=("F1", "F2"),
+                       help="keep only modes with F1 <= omega/2pi <= F2")
+    modes.add_argument("--max-error", type=float, default=1e-3, metavar="REL",
+                       help="reject modes whose relative error estimate exceeds REL (default 1e-3)")
 
     sub.add_parser(
         "bench",
@@ -245,6 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "plot":
             return _cmd_plot(args)
+        if args.command == "resonances":
+            from lobatto.analysis.resonance_table import resonance_report
+
+            print(resonance_report(args.run_dir, args.probe, args.field, args.band, args.max_error)[1])
+            return 0
         parser.print_help(sys.stderr)
         return 2
     except LobattoError as err:
@@ -276,7 +296,10 @@ def _bug(mpi: bool) -> int:
     """An unexpected error under MPI: its traceback, then the job ends (no rank left waiting)."""
     import traceback
 
-    traceback.print_exc()
+    # one write, flushed before the job is ended: a rank ended meanwhile by another must not
+    # lose the traceback's last line (the exception) from a half-written report
+    sys.stderr.write(traceback.format_exc())
+    sys.stderr.flush()
     return _leave(1, None, False, mpi)
 
 
