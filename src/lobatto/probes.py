@@ -190,13 +190,18 @@ class TimeSeries:
         out = case.output
         self.probes = Probes(out.probes, system, comm) if out.probes is not None else None
         self.integrals = Integrals(out.integrals, system, comm) if out.integrals is not None else None
+        self.dft = None  # [output.dft]: running transforms, accumulated every step (dft.py)
+        if getattr(out, "dft", None) is not None:
+            from lobatto.dft import DftMonitor
+
+            self.dft = DftMonitor(out.dft, system, comm)
         self.writer = None
         self.samples = 0
 
     @classmethod
     def from_case(cls, case, system, output_dir, comm=None):
         """The run's time series, or None when the case asks for none."""
-        if case.output.probes is None and case.output.integrals is None:
+        if case.output.probes is None and case.output.integrals is None and getattr(case.output, "dft", None) is None:
             return None
         return cls(case, system, output_dir, comm)
 
@@ -208,7 +213,10 @@ class TimeSeries:
         """Collective, before the run's first step: open the files (rank 0; a continued run
         keeps the samples before ``step``) and sample the state if due (step 0 always is)."""
         with collective_errors(self.comm):
-            if self.rank == 0 and self.writer is None:
+            if self.dft is not None and step > 0:
+                raise InputError("[output.dft] cannot continue from a checkpoint: the transforms are not saved in "
+                                 "it (run from the start)")
+            if self.rank == 0 and self.writer is None and (self.probes is not None or self.integrals is not None):
                 self.writer = self._open(step)
         self.after_step(u, step, t, last)
 
@@ -217,10 +225,12 @@ class TimeSeries:
         run's ``last`` step) and append it to the files (rank 0). Returns the seconds taken."""
         out = self.case.output
         due_probes, due_integrals = self._due(out.probes, step, last), self._due(out.integrals, step, last)
-        if not (due_probes or due_integrals):
-            return 0.0
-        self.system.backend.synchronize()
         start = time.perf_counter()
+        if self.dft is not None:  # queued on the device like a step; counted as output time
+            self.dft.accumulate(u, t)
+        if not (due_probes or due_integrals):
+            return time.perf_counter() - start
+        self.system.backend.synchronize()
         probes = self.probes.values(u) if due_probes else None
         integrals = self.integrals.values(u) if due_integrals else None
         with collective_errors(self.comm):
@@ -234,6 +244,10 @@ class TimeSeries:
         with collective_errors(self.comm):
             if self.writer is not None:
                 self.writer.close()
+        if self.dft is not None:
+            with collective_errors(self.comm):
+                attrs = {"config": self.case.to_toml(), "equations": self.system.name, "name": self.case.output.name}
+                self.dft.write(self.output_dir, self.case.output.name, attrs)
 
     def _open(self, step: int):
         from lobatto.io.timeseries import TimeSeriesWriter
@@ -248,7 +262,13 @@ class TimeSeries:
         """The summary's entry: the files, the number of samples, what was sampled."""
         from lobatto.io.timeseries import file_names
 
-        entry = {"files": list(file_names(self.case.output.name)), "samples": self.samples}
+        entry = {"files": list(file_names(self.case.output.name)) if self.probes or self.integrals else [],
+                 "samples": self.samples}
+        if self.dft is not None:
+            from lobatto.dft import file_name
+
+            entry["dft"] = {"file": file_name(self.case.output.name), "frequencies": list(self.dft.section.frequencies),
+                            "steps": self.dft.samples}
         if self.probes is not None:
             entry["probes"] = {"every": self.case.output.probes.every, **self.probes.describe()}
         if self.integrals is not None:

@@ -29,6 +29,7 @@ LAYERS = {
     "lobatto.config": 1,
     "lobatto.parallel": 1,
     "lobatto.io": 1,
+    "lobatto.analysis": 1,  # after-the-fact analysis of outputs (resonances): NumPy and io only
     "lobatto.progress": 1,
     "lobatto.resources": 1,
     # 2: gather-scatter and transports
@@ -46,6 +47,7 @@ LAYERS = {
     "lobatto.driver": 7,
     "lobatto.restart": 7,
     "lobatto.probes": 7,
+    "lobatto.dft": 7,
     "lobatto.steady": 7,
     # 8: the Python API
     "lobatto.api": 8,
@@ -65,8 +67,8 @@ SHARED_SYSTEM_MODULES = {"base", "dg", "registry"}
 SYSTEM_REGISTRY = "lobatto.systems.registry"
 
 #: where system names must not appear (acceptance: grep -ril maxwell ... finds nothing)
-PHYSICS_FREE = ("backends", "comm", "config", "io", "mesh", "integrators", "operators", "solvers", "jit",
-                "discretization", "driver.py", "parallel.py", "restart.py", "probes.py", "steady.py")
+PHYSICS_FREE = ("analysis", "backends", "comm", "config", "io", "mesh", "integrators", "operators", "solvers", "jit",
+                "discretization", "driver.py", "parallel.py", "restart.py", "probes.py", "steady.py", "dft.py")
 SYSTEM_WORDS = ("maxwell", "acoustics", "poisson")
 
 

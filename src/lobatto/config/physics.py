@@ -98,6 +98,10 @@ class PhysicsSpec:
                        fields, tables or boundary keys depend on its ``[physics]`` values
                        (Navier-Stokes' named scalars): the case's spec, a copy with them added
                        (``error(message)`` makes the InputError of a bad value); None: fixed
+    named_tables:      top-level tables of freely named subtables that the system checks itself
+                       (``[source.<name>]``): table name -> ``parse(ctx, value)``, given the
+                       schema's context and the raw value, returning an object with
+                       ``to_dict()`` (kept in ``Case.tables``, written back by ``Case.to_dict``)
     """
 
     name: str
@@ -116,6 +120,7 @@ class PhysicsSpec:
     integrators: tuple = ("lsrk45", "rk4", "ssprk3")
     default_integrator: str = "lsrk45"
     extend: Callable | None = None
+    named_tables: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:

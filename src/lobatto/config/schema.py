@@ -164,6 +164,7 @@ class OutputSection:
     compression: str = "none"  # HDF5 snapshots: io/compression.py
     probes: Any = None  # config/probes.py ProbesSection, or None
     integrals: Any = None  # config/probes.py IntegralsSection, or None
+    dft: Any = None  # config/dft.py DftSection, or None
     log_every: int = 1  # a step line every this many steps (systems with step reports); 0: none
 
 
@@ -274,7 +275,7 @@ class Case:
             out["output"]["compression"] = self.output.compression
         if self.output.log_every != 1:
             out["output"]["log_every"] = self.output.log_every
-        for series in ("probes", "integrals"):  # [output.probes], [output.integrals]
+        for series in ("probes", "integrals", "dft"):  # [output.probes], [output.integrals], [output.dft]
             if getattr(self.output, series) is not None:
                 out["output"][series] = getattr(self.output, series).to_dict()
         if self.checkpoint != CheckpointSection():
@@ -429,7 +430,8 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "initial": (),
     "exact": (),
     "time": ("integrator", "t_end", "cfl", "dt", "cfl_check", "target_cfl", "initial_dt", "max_cfl"),
-    "output": ("every", "formats", "name", "compression", "probes", "integrals", "log_every"),
+    "output": ("every", "formats", "name", "compression", "probes", "integrals", "dft", "log_every"),
+    "output.dft": ("frequencies", "fields", "surfaces", "regions", "flux"),
     "output.probes": ("every", "points", "fields"),
     "output.integrals": ("every", "volume", "regions", "surface", "surfaces"),
     "checkpoint": ("every", "wall_minutes", "keep", "compression", "at_end"),
@@ -446,7 +448,7 @@ def schema_keys(spec: PhysicsSpec | None) -> dict:
         keys["initial"] = keys["exact"] = tuple(spec.fields)
         # a dotted table name ("solver.pressure") is a subtable: [solver] holds [solver.pressure]
         tops = tuple(dict.fromkeys(name.split(".")[0] for name in spec.tables))
-        keys[""] = keys[""] + tops + (("boundary",) if spec.boundary_keys else ())
+        keys[""] = keys[""] + tops + (("boundary",) if spec.boundary_keys else ()) + tuple(spec.named_tables)
         for name in spec.tables:
             if "." in name:
                 top, sub = name.split(".", 1)
@@ -899,11 +901,13 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
             out_name,
         )
     _check_output_name_length(ctx, out_name, given="name" in out)
+    from lobatto.config.dft import parse_dft
     from lobatto.config.probes import parse_integrals, parse_probes
 
     out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name,
                             compression=_compression(ctx, "output", out),
                             probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
+                            dft=parse_dft(ctx, out, spec),
                             log_every=_int(ctx, "output", out, "log_every", 1, 0))
 
     # ---- [checkpoint]

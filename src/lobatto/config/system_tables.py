@@ -110,6 +110,9 @@ def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, m
             if key.required and key.name not in table:
                 raise ctx.error(f"[{name}] {key.name} is required ({key.doc})")
         tables[name] = {key.name: key_value(ctx, name, table, key) for key in keys}
+    for name, parse in spec.named_tables.items():  # [source.<name>]: the system checks them
+        if data.get(name) is not None:
+            tables[name] = parse(ctx, data[name])
     if spec.boundary_keys:  # (without them, schema_keys has no "boundary": an unknown key)
         tables["boundary"] = _boundary_tables(ctx, data, spec, mesh or {})
     return tables
@@ -164,6 +167,9 @@ def tables_to_dict(tables: Mapping) -> dict:
     """The tables as plain TOML data (expressions as their text), for ``Case.to_dict``."""
     out = {}
     for name, values in tables.items():
+        if hasattr(values, "to_dict"):  # a named_tables entry of the spec
+            out[name] = values.to_dict()
+            continue
         if name == "boundary":
             if values:
                 out[name] = {b: ({k: e.text for k, e in data.items()} if isinstance(data, dict) else

@@ -6,7 +6,9 @@ Volume terms by tensor-product derivatives and the chain rule (collocation at GL
 so the mass matrix is diagonal and cancels in the strong form); face terms from a
 gather–scatter sum of -n x E and -n x H over face-point ids (systems/dg.py, fluxes.py,
 boundaries.py). Kernels: reference.py (any backend), cpu.py (C), cuda.py (CUDA) and the
-whole-step path with the exchange fused into the stage kernel (fused.py).
+whole-step path with the exchange fused into the stage kernel (fused.py). Sources (-J/eps,
+-M/mu: currents, dipoles; [source.<name>]) are added after each stage (sources.py). Per-point
+eps, mu and conductivity ([material.<name>], [physics] sigma): materials.py.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import math
 import numpy as np
 
 from lobatto.config import Integrand, Key, PhysicsSpec
+from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, reference  # noqa: F401  (register the kernels)
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
+from lobatto.systems.maxwell.materials import HeterogeneousMedium, medium_from_case, parse_material_tables
+from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 
@@ -35,14 +40,23 @@ def _poynting(fields, n):
             + (e[0] * h[1] - e[1] * h[0]) * n[2])
 
 
+def _uniform(system, key):
+    """The scalar eps or mu; the densities get a block of elements without its indices, so
+    per-point materials (materials.py) are refused rather than integrated wrongly."""
+    if getattr(system, "medium", None) is not None:
+        raise InputError(f"[output.integrals]: the {'electric' if key == 'epsilon' else 'magnetic'} energy density "
+                         "is not available with a heterogeneous [material] yet (the log's energy is)")
+    return getattr(system, key)
+
+
 #: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
 INTEGRANDS = {
     "energy": Integrand("volume", "electromagnetic energy density (eps |E|^2 + mu |H|^2) / 2",
-                        lambda s, f: 0.5 * (s.epsilon * _square(f[0:3]) + s.mu * _square(f[3:6]))),
+                        lambda s, f: 0.5 * (_uniform(s, "epsilon") * _square(f[0:3]) + s.mu * _square(f[3:6]))),
     "electric_energy": Integrand("volume", "electric energy density eps |E|^2 / 2",
-                                 lambda s, f: 0.5 * s.epsilon * _square(f[0:3])),
+                                 lambda s, f: 0.5 * _uniform(s, "epsilon") * _square(f[0:3])),
     "magnetic_energy": Integrand("volume", "magnetic energy density mu |H|^2 / 2",
-                                 lambda s, f: 0.5 * s.mu * _square(f[3:6])),
+                                 lambda s, f: 0.5 * _uniform(s, "mu") * _square(f[3:6])),
     "poynting_flux": Integrand("surface", "outward Poynting flux (E x H) . n, the power leaving",
                                lambda s, f, n: _poynting(f, n)),
 }
@@ -56,6 +70,7 @@ SPEC = PhysicsSpec(
     keys=(
         Key("epsilon", "positive", 1.0, "permittivity"),
         Key("mu", "positive", 1.0, "permeability"),
+        Key("sigma", "nonnegative", 0.0, "electric conductivity (uniform; per region: [material.<name>])"),
     ),
     fluxes=tuple(FLUX_ALPHA),
     # largest stable cfl, every order 1-16 and boxes of PEC/PMC/absorbing/periodic sides, affine
@@ -63,6 +78,8 @@ SPEC = PhysicsSpec(
     cfl_bounds={("upwind", "lsrk45"): 0.63, ("upwind", "rk4"): 0.37, ("upwind", "ssprk3"): 0.33,
                 ("central", "lsrk45"): 0.74, ("central", "rk4"): 0.62, ("central", "ssprk3"): 0.38},
     integrands=INTEGRANDS,
+    named_tables={"source": parse_sources,  # [source.<name>]: sources.py
+                  "material": parse_material_tables},  # [material.<name>]: materials.py
 )
 
 
@@ -80,7 +97,8 @@ class MaxwellSystem(FaceExchangeSystem):
     output_layout = (FIELD_NAMES[0:3], None, FIELD_NAMES[3:6])
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
-                 exchange_method="auto", exchange="auto", overlap="auto"):
+                 exchange_method="auto", exchange="auto", overlap="auto", sources=(), source_file="case",
+                 material=None):
         if flux not in FLUX_ALPHA:
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
@@ -94,11 +112,21 @@ class MaxwellSystem(FaceExchangeSystem):
         self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
         self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order)
         self.stage_kernel = backend.kernel("maxwell_stage", order=self.order) if backend.has_tuned("maxwell_stage") else None
+        # per-point eps, mu, sigma (materials.py): the reference rhs, no fused or tuned stage
+        self.medium = None if material is None else HeterogeneousMedium(self, material, comm)
+        if self.medium is not None:
+            self.stage_kernel, self.wave_speed = None, self.medium.wave_speed
+        # [source.<name>]: L depends on t (no CUDA graph) and the energy may grow
+        self.sources = MaxwellSources(sources, self, comm, source_file) if sources else None
+        if self.sources is not None:
+            self.time_dependent, self.energy_bounded = True, False
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
-        return cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=case.physics.epsilon,
-                   mu=case.physics.mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case))
+        epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
+        return cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
+                   mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
+                   sources=case.tables.get("source", ()), source_file=case.source)
 
     @classmethod
     def tuned_on(cls, backend) -> bool:
@@ -106,8 +134,13 @@ class MaxwellSystem(FaceExchangeSystem):
 
     # Operator -----------------------------------------------------------------------------
     def rhs(self, u, t, out):
-        self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
-            u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
+        if self.medium is not None:
+            self.medium.rhs(self, u, out)
+        else:
+            self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
+                u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
+        if self.sources is not None:
+            self.sources.add_to_rhs(out, t)
         return out
 
     def stage(self, u, residual, t, a, b, dt):
@@ -115,6 +148,8 @@ class MaxwellSystem(FaceExchangeSystem):
             return super().stage(u, residual, t, a, b, dt)
         self.with_exchange(u, lambda elements, sums: self.stage_kernel(
             u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
+        if self.sources is not None:
+            self.sources.add_to_stage(u, residual, t, b, dt)
 
     def whole_step(self, stepper):
         """On CUDA with a 2N-storage scheme: steps with the face exchange fused into the stage
@@ -122,8 +157,9 @@ class MaxwellSystem(FaceExchangeSystem):
         363 bytes per point and stage at N=7, docs/cuda.md); across ranks only the shared face
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
-        if self.backend.name != "cuda" or not hasattr(stepper.scheme, "A"):
-            return None
+        if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or self.sources is not None
+                or self.medium is not None):
+            return None  # (sources: added after each stage, sources.py)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
         try:
@@ -134,6 +170,8 @@ class MaxwellSystem(FaceExchangeSystem):
     # Diagnostics --------------------------------------------------------------------------
     def energy(self, u) -> float:
         """Discrete electromagnetic energy 1/2 sum M (eps |E|^2 + mu |H|^2) on this rank."""
+        if self.medium is not None:
+            return self.medium.energy(self, u)
         xp, mass = self.backend.xp, self.device_geometry["mass"]
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
             e2 = xp.sum(mass * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
@@ -142,3 +180,9 @@ class MaxwellSystem(FaceExchangeSystem):
 
     def flops_per_step(self, stages: int = 5) -> float:
         return flops_per_step(self.order, self.points, stages)
+
+    def summary(self, stepper, comm=None) -> dict:
+        out = super().summary(stepper, comm)
+        if self.sources is not None:
+            out["sources"] = self.sources.describe(comm)
+        return out

@@ -1,0 +1,53 @@
+"""``[output.dft]``: running Fourier transforms of the fields at chosen frequencies on named
+surfaces and regions, and the flux of the system's surface integrands per frequency
+(docs/electromagnetics.md, "Frequency-domain monitors"). Names of surfaces and regions are
+checked against the mesh when the run is set up (probes.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from lobatto.config.physics import PhysicsSpec
+from lobatto.config.probes import _names
+from lobatto.config.schema import _Ctx, _is_number, _table
+
+
+@dataclass(frozen=True)
+class DftSection:
+    frequencies: tuple  # cycles per unit time (omega = 2 pi f)
+    fields: tuple  # fields transformed, in the system's order
+    surfaces: tuple  # named boundary surfaces
+    regions: tuple  # region names ("all": the whole mesh)
+    flux: tuple  # surface integrands given per frequency on every surface
+
+    def to_dict(self) -> dict:
+        return {"frequencies": list(self.frequencies), "fields": list(self.fields), "surfaces": list(self.surfaces),
+                "regions": list(self.regions), "flux": list(self.flux)}
+
+
+def parse_dft(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> DftSection | None:
+    table = _table(ctx, output, "output", "dft")
+    if table is None:
+        return None
+    where = "output.dft"
+    frequencies = table.get("frequencies")
+    if frequencies is None:
+        raise ctx.error(f"[{where}] frequencies is required (for example frequencies = [0.5, 0.75])")
+    if not isinstance(frequencies, (list, tuple)) or not frequencies:
+        raise ctx.bad(where, "frequencies", "a non-empty list of frequencies >= 0", frequencies)
+    for i, f in enumerate(frequencies):
+        if not (_is_number(f) and math.isfinite(f) and f >= 0):
+            raise ctx.bad(where, f"frequencies[{i}]", "a finite frequency >= 0 (cycles per unit time)", f)
+    fields = _names(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
+    surface_names = spec.integrand_names("surface")
+    flux = _names(ctx, where, table, "flux", surface_names, f"surface integrand of {spec.name}", list(surface_names),
+                  other=(spec.integrand_names("volume"), "volume"))
+    surfaces = _names(ctx, where, table, "surfaces", None, "surface", [])
+    regions = _names(ctx, where, table, "regions", None, "region", [])
+    if not surfaces and not regions:
+        raise ctx.error(f"[{where}] has nowhere to transform: give surfaces (named boundary surfaces) or regions")
+    return DftSection(frequencies=tuple(float(f) for f in frequencies),
+                      fields=tuple(f for f in spec.fields if f in fields), surfaces=tuple(surfaces),
+                      regions=tuple(regions), flux=tuple(flux))

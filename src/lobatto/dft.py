@@ -1,0 +1,182 @@
+"""Running Fourier transforms of the fields: ``[output.dft]`` (docs/electromagnetics.md,
+"Frequency-domain monitors").
+
+At every step the fields on the named surfaces (all fields: the fluxes need them) and regions
+(the chosen fields) are added into F(f) = integral of u(t) e^(-2 pi i f t) dt by the trapezoidal
+rule over the steps taken, on the backend's arrays (CuPy on the GPU). At the end rank 0 writes
+``NAME_dft.h5``: the transforms with their points, and per frequency the flux of each surface
+integrand, 1/2 Re of the integrand's bilinear form of (F, conj F): for a density q(u) quadratic
+in the fields (E x H . n, p u . n) that is 1/2 [q(Re F) + q(Im F)]. Nothing here knows a system.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lobatto.discretization import gll_weights
+from lobatto.errors import InputError
+from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.parallel import allreduce, rank_and_size
+
+SUFFIX = "_dft"
+
+
+def file_name(name: str) -> str:
+    return f"{name}{SUFFIX}.h5"
+
+
+class DftMonitor:
+    """The case's running transforms on this rank's part of the mesh."""
+
+    def __init__(self, section, system, comm=None):
+        from lobatto.probes import WHOLE_MESH, _regions, _surfaces
+
+        self.section, self.system, self.comm = section, system, comm
+        mesh, backend, xp = system.mesh, system.backend, system.backend.xp
+        self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
+        self.region_fields = [system.field_names.index(f) for f in section.fields]
+        self.parts = []  # (kind, name, face or None, host elements, device elements, normals, weights)
+        region_of, region_names = _regions(mesh)
+        for region in section.regions:
+            if region == WHOLE_MESH:
+                chosen = np.arange(mesh.num_elements)
+            elif region in region_names:
+                chosen = np.nonzero(region_of == region_names.index(region))[0]
+            else:
+                raise InputError(f"[output.dft] regions: no region '{region}' in the mesh (regions: "
+                                 f"{', '.join(dict.fromkeys((WHOLE_MESH,) + tuple(region_names)))})")
+            self.parts.append(("region", region, None, chosen, xp.asarray(chosen), None, None))
+        group_of, group_names = _surfaces(mesh)
+        w = gll_weights(system.order)
+        for name in section.surfaces:
+            on = (mesh.face_neighbour < 0) & (group_of == group_names.index(name)) if name in group_names else None
+            if allreduce(comm, int(on.sum()) if on is not None else 0) == 0:
+                raise InputError(f"[output.dft] surfaces: '{name}' has no boundary faces in the mesh "
+                                 f"(surfaces: {', '.join(group_names) or 'none'})")
+            for face in range(NUM_FACES):
+                chosen = np.nonzero(on[:, face])[0]
+                if chosen.size:
+                    self.parts.append(("surface", name, face, chosen, xp.asarray(chosen),
+                                       system.geometry.normals[:, chosen, face],
+                                       system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
+        self.sums = [None] * len(self.parts)
+        self.previous = None  # (t, [values of each part]) of the last sample
+        self.first_time = self.last_time = None
+        self.samples = 0
+
+    def _values(self, u) -> list:
+        order, out = self.system.order, []
+        for kind, _, face, _, elements, _, _ in self.parts:
+            if kind == "region":
+                out.append(u[self.region_fields][:, elements])
+            else:
+                out.append(u[:, elements][face_slice(face, order)])
+        return out
+
+    def accumulate(self, u, t: float) -> None:
+        """Add the state at time t (every step, in order): the trapezoid over [t_prev, t]. The
+        previous state is kept already multiplied by its phases, so each state is multiplied once."""
+        xp = self.system.backend.xp
+        phased = []
+        for values in self._values(u):
+            phase = xp.asarray(np.exp(-1j * self.omega * t)).reshape((-1,) + (1,) * values.ndim)
+            phased.append(phase * values[None].astype(np.float64))
+        if self.previous is not None:
+            t0, before = self.previous
+            half = 0.5 * (t - t0)
+            for i, (old, new) in enumerate(zip(before, phased)):
+                term = old + new
+                term *= half
+                if self.sums[i] is None:
+                    self.sums[i] = term
+                else:
+                    self.sums[i] += term
+        else:
+            self.first_time = t
+        self.previous = (t, phased)
+        self.last_time = t
+        self.samples += 1
+
+    def results(self) -> dict:
+        """Collective: {("region"|"surface", name): {"ids", "faces", "transform" (F, fields, K, ...),
+        "coordinates", "flux": {integrand: (F,)}}} on rank 0 (None elsewhere)."""
+        system, backend = self.system, self.system.backend
+        order, count = system.order, len(self.omega)
+        mine: dict = {}
+        for (kind, name, face, chosen, _, normals, weights), total in zip(self.parts, self.sums):
+            fields = len(self.region_fields) if kind == "region" else len(system.field_names)
+            coords = system.geometry.coords[:, chosen]
+            if total is None:  # fewer than two samples: nothing accumulated
+                shape = (count, fields) + ((chosen.size,) + (order + 1,) * (3 if kind == "region" else 2))
+                total = np.zeros(shape, dtype=np.complex128)
+            transform = np.asarray(backend.to_host(total)).astype(np.complex128)
+            entry = mine.setdefault((kind, name), {"ids": [], "faces": [], "transform": [], "coordinates": [],
+                                                   "flux": {}})
+            entry["ids"].append(system.mesh.element_ids[chosen])
+            entry["faces"].append(np.full(chosen.size, -1 if face is None else face))
+            entry["transform"].append(np.moveaxis(transform, 2, 0))  # element first, to concatenate
+            entry["coordinates"].append(np.moveaxis(coords if face is None else coords[face_slice(face, order)], 1, 0))
+            for quantity in self.section.flux if kind == "surface" else ():
+                density = system.spec.integrands[quantity].density
+                flux = np.array([0.5 * float(np.sum(weights * (density(system, transform[f].real, normals)
+                                                                + density(system, transform[f].imag, normals))))
+                                 for f in range(count)])
+                entry["flux"][quantity] = entry["flux"].get(quantity, 0.0) + flux
+        rank, size = rank_and_size(self.comm)
+        gathered = [mine] if self.comm is None or size == 1 else self.comm.gather(mine, root=0)
+        if rank != 0:
+            return None
+        out = {}
+        for part in gathered:
+            for key, entry in part.items():
+                into = out.setdefault(key, {"ids": [], "faces": [], "transform": [], "coordinates": [], "flux": {}})
+                for item in ("ids", "faces", "transform", "coordinates"):
+                    into[item] += entry[item]
+                for quantity, flux in entry["flux"].items():
+                    into["flux"][quantity] = into["flux"].get(quantity, 0.0) + flux
+        for key, entry in out.items():
+            ids, faces = np.concatenate(entry["ids"]), np.concatenate(entry["faces"])
+            order_ = np.lexsort((faces, ids))
+            entry["ids"], entry["faces"] = ids[order_], faces[order_]
+            entry["transform"] = np.moveaxis(np.concatenate(entry["transform"])[order_], 0, 2)
+            entry["coordinates"] = np.moveaxis(np.concatenate(entry["coordinates"])[order_], 0, 1)
+        for kind, name in dict.fromkeys((kind, name) for kind, name, *_ in self.parts):  # a rank may hold none
+            out.setdefault((kind, name), {"flux": {}})
+            for quantity in self.section.flux if kind == "surface" else ():
+                out[(kind, name)]["flux"].setdefault(quantity, np.zeros(count))
+        return out
+
+    def write(self, directory, name: str, attrs: dict) -> Path | None:
+        """Collective: ``NAME_dft.h5`` written by rank 0 (atomically)."""
+        import h5py
+
+        from lobatto import __version__
+        from lobatto.io.atomic import atomic_path
+
+        results = self.results()
+        if results is None:
+            return None
+        path = Path(directory) / file_name(name)
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            for key, value in attrs.items():
+                f.attrs[key] = value
+            f.attrs["lobatto_version"] = __version__
+            f["frequencies"] = np.asarray(self.section.frequencies, dtype=np.float64)
+            f.attrs["t_first"] = float(self.first_time if self.first_time is not None else 0.0)
+            f.attrs["t_last"] = float(self.last_time if self.last_time is not None else 0.0)
+            f.attrs["samples"] = self.samples
+            for (kind, where), entry in results.items():
+                group = f.create_group(f"{'regions' if kind == 'region' else 'surfaces'}/{where}")
+                fields = self.section.fields if kind == "region" else self.system.field_names
+                if "ids" in entry:
+                    group["element_ids"] = entry["ids"].astype(np.int64)
+                    if kind == "surface":
+                        group["faces"] = entry["faces"].astype(np.int64)
+                    group["coordinates"] = entry["coordinates"]
+                    for c, field in enumerate(fields):
+                        group[field] = entry["transform"][:, c]
+                for quantity, flux in entry["flux"].items():
+                    group[f"flux/{quantity}"] = np.asarray(flux, dtype=np.float64)
+        return path

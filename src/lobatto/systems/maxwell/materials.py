@@ -1,0 +1,289 @@
+"""Heterogeneous media for Maxwell: eps, mu and conductivity sigma per point.
+
+    eps dE/dt = curl H - sigma E + lift * F_E        mu dH/dt = -curl E + lift * F_H
+
+The exact Riemann solution of the tangential fields at a face between medium - (own) and
+medium + (neighbour), impedances Z = sqrt(mu/eps), Y = 1/Z, normal n from - to +, jumps
+[q] = q- - q+ (Hesthaven & Warburton, "Nodal DG methods", sec. 6.5; derived from the
+left-going wave in - and the right-going wave in +, tangential E*, H* continuous):
+
+    E* = (Y- E- + Y+ E+ - n x [H]) / (Y- + Y+)      H* = (Z- H- + Z+ H+ + n x [E]) / (Z- + Z+)
+
+The strong-form surface terms n x (H* - H-) and -n x (E* - E-), with the exchanged sums
+S_E = -n x [E], S_H = -n x [H] (systems/dg.py), are
+
+    F_E = (Z+ S_H - alpha n x S_E) / (Z- + Z+)      F_H = (-Y+ S_E - alpha n x S_H) / (Y- + Y+)
+
+alpha = 1 upwind (the exact solver), alpha = 0 central (impedance-weighted averages, which
+still conserve the discrete energy). Uniform media give fluxes.py's formulas.
+
+They need the plain sums and the neighbour's impedance Z+ only. The material does not
+change in time, so Z+ is found once, at set-up, by one gather–scatter sum of Z at the face
+points (Z- + Z+ at an interior point; at a boundary point the ghost state lies in the same
+medium, Z+ = Z-). Every stage then exchanges the same six traces as the uniform path, with
+the same (tuned) ``maxwell_traces`` kernel; only the rhs differs: ``maxwell_rhs_materials``
+below, a reference kernel on ``xp`` (tuned C/CUDA versions are a follow-up).
+
+Case file: ``[physics] sigma`` (a uniform conductivity) and ``[material.<name>]`` tables
+(docs/electromagnetics.md, "Materials"), parsed by ``parse_material_tables``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from lobatto.backends.base import element_bounds, reference_kernel
+from lobatto.config.expressions import compile_expression
+from lobatto.discretization.tensor import physical_gradient
+from lobatto.errors import InputError
+from lobatto.parallel import allreduce
+from lobatto.systems.dg import add_to_faces, element_range, face_values
+from lobatto.systems.maxwell.reference import cross
+
+PROPERTIES = ("epsilon", "mu", "sigma")
+SAMPLINGS = ("point", "element")
+TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",)
+
+
+# ============================================================================ case file
+@dataclass(frozen=True)
+class MaterialTable:
+    """One ``[material.<name>]`` table: where it applies and the properties it sets."""
+
+    name: str
+    where: Any  # Expression (applies where it is > 0) or None (the region called ``name``)
+    values: dict  # property -> float or Expression in x, y, z (only those given)
+    sampling: str = "point"  # "element": one value per element, at its centroid
+
+
+@dataclass(frozen=True)
+class MaterialTables:
+    """The ``[material]`` tables in file order (a later table wins where two overlap)."""
+
+    tables: tuple
+
+    def to_dict(self) -> dict:
+        out = {}
+        for t in self.tables:
+            entry = {} if t.where is None else {"where": t.where.text}
+            entry.update({k: (v.text if hasattr(v, "text") else v) for k, v in t.values.items()})
+            entry["sampling"] = t.sampling
+            out[t.name] = entry
+        return out
+
+
+def parse_material_tables(ctx, value) -> MaterialTables:
+    """Check ``[material.<name>]`` tables (PhysicsSpec.named_tables); region names are
+    checked against the mesh when the system is built."""
+    if not isinstance(value, Mapping):
+        raise ctx.error("[material] must hold one table per material, for example [material.glass]")
+    tables = []
+    for name, table in value.items():
+        where = f"material.{name}"
+        if not isinstance(table, Mapping):
+            raise ctx.error(f"[{where}] must be a table with keys {', '.join(TABLE_KEYS)}")
+        for key in table:
+            if key not in TABLE_KEYS:
+                close = difflib.get_close_matches(key, TABLE_KEYS, n=1, cutoff=0.6)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise ctx.error(f"unknown key '{where}.{key}'{hint}; expected one of {', '.join(TABLE_KEYS)}")
+        if not any(k in table for k in PROPERTIES):
+            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)}")
+        values = {k: _property(ctx, where, k, table[k]) for k in PROPERTIES if k in table}
+        condition = table.get("where")
+        if condition is not None:
+            if not isinstance(condition, str):
+                raise ctx.bad(where, "where", "an expression in x, y, z (the material is where it is > 0)", condition)
+            condition = compile_expression(condition, ("x", "y", "z"), where=f"{ctx.source}: [{where}] where")
+        sampling = table.get("sampling", "point")
+        if sampling not in SAMPLINGS:
+            raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
+        tables.append(MaterialTable(str(name), condition, values, sampling))
+    return MaterialTables(tuple(tables))
+
+
+def _property(ctx, where, key, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ctx.bad(where, key, "a number or an expression in x, y, z", value)
+    if isinstance(value, str):
+        return compile_expression(value, ("x", "y", "z"), where=f"{ctx.source}: [{where}] {key}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and key != "sigma"):
+        raise ctx.bad(where, key, "a number >= 0" if key == "sigma" else "a positive number", value)
+    return value
+
+
+# ====================================================================== per-point values
+def material_fields(tables: MaterialTables | None, background: Mapping, mesh, coords: np.ndarray,
+                    source: str = "case") -> dict:
+    """{'epsilon', 'mu', 'sigma'}: (E, n, n, n) host arrays at the GLL points.
+
+    ``background``: the [physics] values; each table overrides them where it applies (its
+    region's elements, or the points, or the elements' centroids, where ``where`` > 0)."""
+    shape = coords.shape[1:]
+    out = {k: np.full(shape, float(background[k])) for k in PROPERTIES}
+    centroids = coords.mean(axis=(2, 3, 4))[:, :, None, None, None] * np.ones_like(coords)
+    for t in (tables.tables if tables is not None else ()):
+        at = centroids if t.sampling == "element" else coords
+        if t.where is None:
+            names = tuple(mesh.region_names)
+            if t.name not in names:
+                close = difflib.get_close_matches(t.name, names, n=1, cutoff=0.6)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise InputError(f"{source}: [material.{t.name}]: no region '{t.name}' in the mesh{hint}; its regions "
+                                 f"are {', '.join(names)} (or give the table a 'where' expression)")
+            mask = np.broadcast_to((np.asarray(mesh.regions) == names.index(t.name))[:, None, None, None], shape)
+        else:
+            mask = np.asarray(t.where.evaluate(np, x=at[0], y=at[1], z=at[2])) > 0
+            mask = np.broadcast_to(mask, shape)
+        for key, value in t.values.items():
+            v = value if isinstance(value, float) else np.broadcast_to(
+                np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
+            bad = mask & ~(np.isfinite(v) & ((v >= 0) if key == "sigma" else (v > 0)))
+            if np.any(bad):
+                e = int(np.argwhere(bad)[0][0])
+                first = float(np.broadcast_to(v, shape)[bad][0])
+                raise InputError(f"{source}: [material.{t.name}] {key} = {first:.6g} in element {e} (local index), "
+                                 f"expected {'a number >= 0' if key == 'sigma' else 'a positive number'}")
+            out[key] = np.where(mask, v, out[key])
+    return out
+
+
+def is_uniform(fields: Mapping, comm=None) -> bool:
+    """True when eps and mu are one value everywhere (on every rank) and sigma is 0."""
+    eps, mu, sigma = (np.asarray(fields[k]) for k in PROPERTIES)
+    lo = allreduce(comm, np.array([eps.min(initial=np.inf), mu.min(initial=np.inf)]), "min")
+    hi = allreduce(comm, np.array([eps.max(initial=-np.inf), mu.max(initial=-np.inf), sigma.max(initial=0.0)]),
+                   "max")
+    return bool(lo[0] == hi[0] and lo[1] == hi[1] and hi[2] == 0.0)
+
+
+# ============================================================================= operator
+class HeterogeneousMedium:
+    """The device arrays of a per-point material for one MaxwellSystem (after setup_faces):
+    1/eps, 1/mu, sigma/eps at the points and the face coefficients of F_E, F_H."""
+
+    def __init__(self, system, fields: Mapping, comm=None):
+        backend, order = system.backend, system.order
+        shape = (system.num_elements,) + (order + 1,) * 3
+        eps, mu, sigma = (np.ascontiguousarray(np.broadcast_to(np.asarray(fields[k], dtype=np.float64), shape))
+                          for k in PROPERTIES)
+        if not (np.all(eps > 0) and np.all(mu > 0) and np.all(sigma >= 0) and np.all(np.isfinite(eps * mu * sigma))):
+            raise InputError("[material]: epsilon and mu must be positive and finite, sigma >= 0 and finite")
+        self.epsilon, self.mu, self.sigma = eps, mu, sigma
+        speed = float(np.max(1.0 / np.sqrt(eps * mu))) if eps.size else 0.0
+        self.wave_speed = float(allreduce(comm, speed, "max"))
+        z_own = face_values(np, np.sqrt(mu / eps), order)  # (E, 6, n, n)
+        z_other = self._neighbour_impedance(system, z_own)
+        total = z_own + z_other
+        to_dev = backend.asarray
+        self.arrays = {
+            "inv_epsilon": to_dev(1.0 / eps),
+            "inv_mu": to_dev(1.0 / mu),
+            "sigma_over_epsilon": to_dev(sigma / eps) if np.any(sigma > 0) else None,
+            # F_E = (a S_H - alpha b n x S_E),  F_H = -(c S_E + alpha d n x S_H), times lift
+            "flux_a": to_dev(z_other / total),
+            "flux_b": to_dev(1.0 / total),
+            "flux_c": to_dev(z_own / total),
+            "flux_d": to_dev(z_own * z_other / total),
+        }
+        self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+        self._device = {}  # eps and mu on the device, for the energy (made when first asked)
+
+    @staticmethod
+    def _neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
+        """Z+ at every face point: one gather–scatter sum of Z (and of ones, the count of
+        sides); a boundary point's ghost lies in its own medium."""
+        backend = system.backend
+        data = backend.asarray(np.stack([z_own.reshape(-1), np.ones(z_own.size)]))
+        system.exchange.apply(data, "sum")
+        z_sum, count = (np.asarray(backend.to_host(data[i]), dtype=np.float64).reshape(z_own.shape) for i in range(2))
+        count = np.rint(count)
+        if np.any(count > 2):
+            raise InputError("[material]: heterogeneous materials need a conforming mesh (a face point with "
+                             f"{int(count.max())} sides was found)")
+        return np.where(count == 2, z_sum - z_own, z_own)
+
+    def rhs(self, system, u, out):
+        system.with_exchange(u, lambda elements, sums: self.kernel(
+            u, sums, system.device_geometry, out, self.arrays, system.alpha, elements))
+        return out
+
+    def energy(self, system, u) -> float:
+        """1/2 sum M (eps |E|^2 + mu |H|^2), eps and mu per point, on this rank."""
+        xp, mass = system.backend.xp, system.device_geometry["mass"]
+        eps, mu = (self.device_property(system, k) for k in ("epsilon", "mu"))
+        with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
+            e2 = xp.sum(mass * eps * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
+            h2 = xp.sum(mass * mu * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
+        return 0.5 * float(e2 + h2)
+
+    def device_property(self, system, key):
+        if key not in self._device:
+            self._device[key] = system.backend.asarray(getattr(self, key))
+        return self._device[key]
+
+
+# ============================================================================== kernels
+@reference_kernel("maxwell_rhs_materials")
+def make_rhs_materials(backend, order):
+    """rhs(u, sums, geometry, out, material, alpha, elements=None): du/dt with per-point
+    eps, mu, sigma (``HeterogeneousMedium.arrays``); only ``elements`` when given."""
+    xp = backend.xp
+
+    def rhs(u, sums, geometry, out, material, alpha, elements=None):
+        first, stop = element_bounds(elements, u.shape[1])
+        if (first, stop) != (0, u.shape[1]):
+            part = slice(first, stop)
+            sub = {k: (None if v is None else v[part]) for k, v in material.items()}
+            rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], sub, alpha)
+            return out
+        d, metrics = geometry["derivative"], geometry["metrics"]
+        grad_e = [physical_gradient(xp, u[c], d, metrics) for c in range(3)]
+        grad_h = [physical_gradient(xp, u[c], d, metrics) for c in range(3, 6)]
+        curl_h = xp.stack([grad_h[2][1] - grad_h[1][2], grad_h[0][2] - grad_h[2][0], grad_h[1][0] - grad_h[0][1]])
+        minus_curl_e = -xp.stack([grad_e[2][1] - grad_e[1][2], grad_e[0][2] - grad_e[2][0],
+                                  grad_e[1][0] - grad_e[0][1]])
+        normals, lift, factors = geometry["normals"], geometry["lift"], geometry["face_factors"]
+        sum_e = sums[0:3] * factors[0][:, :, None, None]
+        sum_h = sums[3:6] * factors[1][:, :, None, None]
+        m = material
+        flux_e = (m["flux_a"] * sum_h - (alpha * m["flux_b"]) * cross(xp, normals, sum_e)) * lift
+        flux_h = -(m["flux_c"] * sum_e + (alpha * m["flux_d"]) * cross(xp, normals, sum_h)) * lift
+        add_to_faces(curl_h, flux_e, order)
+        add_to_faces(minus_curl_e, flux_h, order)
+        out[0:3] = curl_h * m["inv_epsilon"]
+        if m["sigma_over_epsilon"] is not None:
+            out[0:3] -= m["sigma_over_epsilon"] * u[0:3]
+        out[3:6] = minus_curl_e * m["inv_mu"]
+        return out
+
+    return rhs
+
+
+__all__ = ["HeterogeneousMedium", "MaterialTables", "material_fields", "parse_material_tables", "is_uniform"]
+
+
+def medium_from_case(case, mesh, geometry, comm=None) -> tuple:
+    """(epsilon, mu, fields): the scalar path's eps and mu, and the per-point fields when the
+    medium is not uniform or conducts (else None: the tuned scalar path runs)."""
+    physics = case.physics
+    background = {"epsilon": physics.epsilon, "mu": physics.mu, "sigma": physics.values.get("sigma", 0.0)}
+    tables = case.tables.get("material")
+    if tables is None and background["sigma"] == 0:
+        return physics.epsilon, physics.mu, None
+    if geometry is None:
+        from lobatto.mesh import compute_geometry
+
+        geometry = compute_geometry(mesh, case.discretization.order)
+    fields = material_fields(tables, background, mesh, geometry.coords, source=case.source)
+    if is_uniform(fields, comm):
+        if fields["epsilon"].size:
+            return float(fields["epsilon"].flat[0]), float(fields["mu"].flat[0]), None
+        return physics.epsilon, physics.mu, None  # (a rank without elements)
+    return physics.epsilon, physics.mu, fields

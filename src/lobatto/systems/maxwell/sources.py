@@ -1,0 +1,292 @@
+"""Sources of the Maxwell system: volume currents and point dipoles (``[source.<name>]``).
+
+    eps dE/dt = curl H - J + ...        mu dH/dt = -curl E - M + ...
+
+* ``current``: J(x, y, z, t) = (Jx, Jy, Jz), expressions evaluated on the backend at every
+  stage time, on all elements or only on those meeting the box [lower, upper] (J is zero
+  outside it).
+* ``electric_dipole`` / ``magnetic_dipole``: J (resp. the magnetic current M) = amplitude *
+  direction * w(t) * delta(x - position), with a waveform w. The delta is discretised by
+  the consistent discrete delta of the element that holds the point (the lowest global id
+  among those that do, as for probes): nodal values phi_p(x0) / M_p, so that
+  sum_p M_p delta_p g_p = g(x0) for every nodal g.
+
+Every stage adds the source term S(t) on the affected elements only, after the rhs or the
+fused stage kernel (a 2N-storage stage is linear in L: residual += dt S, u += b dt S). With a
+source the system depends on t: no CUDA graph, no fused whole-step path, no energy bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from lobatto.config import Key
+from lobatto.config.schema import _check_keys, _choice, _show, _vector
+from lobatto.config.system_tables import key_value
+from lobatto.errors import InputError
+from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
+from lobatto.parallel import allreduce
+
+SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole")
+#: waveform -> the keys it takes
+WAVEFORMS = {
+    "gaussian": ("t0", "width"),
+    "modulated_gaussian": ("frequency", "t0", "width"),
+    "ricker": ("frequency", "t0"),
+    "continuous": ("frequency", "ramp"),
+}
+WAVEFORM_KEYS = {
+    "frequency": Key("frequency", "positive", None, "frequency f (cycles per unit time)"),
+    "t0": Key("t0", "number", None, "time of the pulse's centre"),
+    "width": Key("width", "positive", None, "the Gaussian's standard deviation in time"),
+    "ramp": Key("ramp", "nonnegative", None, "time over which a continuous wave is switched on"),
+}
+CURRENT_KEYS = tuple(Key(f"J{a}", "expression_t", "0", f"current density, {a} component") for a in "xyz")
+NOT_FOUND = np.iinfo(np.int64).max
+
+
+def waveform_value(waveform: str, p: Mapping[str, float], t: float) -> float:
+    """w(t) of a dipole (docs/electromagnetics.md, "Sources")."""
+    if waveform == "gaussian":
+        return math.exp(-0.5 * ((t - p["t0"]) / p["width"]) ** 2)
+    if waveform == "modulated_gaussian":
+        s = t - p["t0"]
+        return math.sin(2 * math.pi * p["frequency"] * s) * math.exp(-0.5 * (s / p["width"]) ** 2)
+    if waveform == "ricker":
+        a = (math.pi * p["frequency"] * (t - p["t0"])) ** 2
+        return (1.0 - 2.0 * a) * math.exp(-a)
+    if waveform == "continuous":
+        ramp = p["ramp"]
+        on = 1.0 if t >= ramp else math.sin(0.5 * math.pi * max(t, 0.0) / ramp) ** 2
+        return on * math.sin(2 * math.pi * p["frequency"] * t)
+    raise ValueError(f"unknown waveform {waveform!r}")
+
+
+# Case file ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceSpec:
+    """One checked ``[source.<name>]`` table: its type and its values by key."""
+
+    name: str
+    type: str
+    values: dict
+
+    def to_dict(self) -> dict:
+        plain = {k: (v.text if hasattr(v, "text") else list(v) if isinstance(v, tuple) else v)
+                 for k, v in self.values.items()}
+        return {"type": self.type, **plain}
+
+
+class SourceTables(tuple):
+    """``Case.tables["source"]``: the case's sources, in the file's order."""
+
+    def to_dict(self) -> dict:
+        return {s.name: s.to_dict() for s in self}
+
+
+def parse_sources(ctx, given) -> SourceTables:
+    """Check the ``[source]`` tables (PhysicsSpec.named_tables): one-line errors naming the key."""
+    if not isinstance(given, Mapping):
+        raise ctx.error(f"[source] must hold one table per source, for example [source.antenna], got {_show(given)}")
+    return SourceTables(_parse_one(ctx, name, table) for name, table in given.items())
+
+
+def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
+    where = f"source.{name}"
+    types = ", ".join(f'"{t}"' for t in SOURCE_TYPES)
+    if not isinstance(table, Mapping):
+        raise ctx.error(f"[{where}] must be a table with type = one of {types}, got {_show(table)}")
+    if "type" not in table:
+        raise ctx.error(f"[{where}] type is required: one of {types}")
+    kind = _choice(ctx, where, table, "type", SOURCE_TYPES, None)
+    if kind == "current":
+        ctx.keys[where] = ("type", "Jx", "Jy", "Jz", "lower", "upper")
+        _check_keys(ctx, where, table)
+        values = {k.name: key_value(ctx, where, table, k) for k in CURRENT_KEYS}
+        if ("lower" in table) != ("upper" in table):
+            raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
+        if "lower" in table:
+            lower = _vector(ctx, where, table, "lower", None, "float")
+            upper = _vector(ctx, where, table, "upper", None, "float")
+            if not all(a < b for a, b in zip(lower, upper)):
+                raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
+            values.update(lower=lower, upper=upper)
+        return SourceSpec(name, kind, values)
+    if "waveform" not in table:
+        raise ctx.error(f"[{where}] waveform is required: one of " + ", ".join(f'"{w}"' for w in WAVEFORMS))
+    waveform = _choice(ctx, where, table, "waveform", tuple(WAVEFORMS), None)
+    takes = WAVEFORMS[waveform]
+    for key in WAVEFORM_KEYS:
+        if key in table and key not in takes:
+            raise ctx.error(f"[{where}] {key} does not apply to waveform \"{waveform}\" (it takes {', '.join(takes)})")
+    ctx.keys[where] = ("type", "position", "direction", "amplitude", "waveform") + takes
+    _check_keys(ctx, where, table)
+    for key in ("position", "direction") + takes:
+        if key not in table:
+            doc = WAVEFORM_KEYS[key].doc if key in WAVEFORM_KEYS else "a list of 3 numbers"
+            raise ctx.error(f"[{where}] {key} is required ({doc})")
+    values = {"position": _vector(ctx, where, table, "position", None, "float"),
+              "direction": _vector(ctx, where, table, "direction", None, "float")}
+    if not any(values["direction"]):
+        raise ctx.bad(where, "direction", "a nonzero vector", list(values["direction"]))
+    values["amplitude"] = key_value(ctx, where, table, Key("amplitude", "number", 1.0, "amplitude"))
+    values["waveform"] = waveform
+    values.update({key: key_value(ctx, where, table, WAVEFORM_KEYS[key]) for key in takes})
+    return SourceSpec(name, kind, values)
+
+
+# Run time -------------------------------------------------------------------------------
+def locate_owner(system, point, comm):
+    """(local element or None, reference coordinates) of the element with the lowest global
+    id holding ``point`` (collective); None on the ranks that do not own it."""
+    coords, ids = system.geometry.coords, system.mesh.element_ids
+    near = candidates(element_boxes(coords), point)
+    best, found = NOT_FOUND, None
+    if near.size:
+        result = newton(coords, near[np.argsort(ids[near], kind="stable")], point)
+        if result.inside.any():
+            first = int(np.argmax(result.inside))
+            found = (int(result.elements[first]), result.reference[first])
+            best = int(ids[found[0]])
+    owner = int(allreduce(comm, np.array([best], dtype=np.int64), "min")[0])
+    if owner == NOT_FOUND:
+        return None, None, False
+    if found is not None and best == owner:
+        return found[0], found[1], True
+    return None, None, True
+
+
+class MaxwellSources:
+    """The sources of one rank: S(t) on the affected elements, added after each stage."""
+
+    def __init__(self, specs, system, comm=None, where: str = "case"):
+        backend, geometry = system.backend, system.geometry
+        xp, n = backend.xp, system.order + 1
+        self.specs, self.backend = tuple(specs), backend
+        currents, dipoles, elements = [], [], []
+        for spec in self.specs:
+            if spec.type == "current":
+                on = self._current_elements(spec, geometry)
+                if on.size:
+                    currents.append((spec, on))
+                    elements.append(on)
+                continue
+            v = spec.values
+            element, reference, inside = locate_owner(system, np.array(v["position"]), comm)
+            if not inside:
+                shown = ", ".join(repr(float(c)) for c in v["position"])
+                raise InputError(f"{where}: [source.{spec.name}] position = [{shown}] is outside the mesh: "
+                                 "no element holds it")
+            if element is not None:
+                dipoles.append((spec, element, reference))
+                elements.append(np.array([element]))
+        self.elements = np.unique(np.concatenate(elements)) if elements else np.zeros(0, dtype=np.int64)
+        m = self.elements.size
+        self.index = _index(self.elements, xp)
+        position = {int(e): i for i, e in enumerate(self.elements)}
+        # the fields any source drives: E (0:3), H (3:6) or both; the buffer holds only those
+        magnetic = [d[0].type == "magnetic_dipole" for d in dipoles]
+        first = 3 if magnetic and all(magnetic) and not currents else 0
+        self.components = slice(first, 6 if any(magnetic) else 3)
+        self.buffer = backend.zeros((self.components.stop - first, m, n, n, n)) if m else None
+        # per-point eps and mu where the system has a heterogeneous medium (materials.py)
+        medium = getattr(system, "medium", None)
+
+        def inverse(name, elements):
+            return 1.0 / (getattr(system, name) if medium is None else getattr(medium, name)[elements])
+
+        # current: (expressions, coordinates of its elements, 1/eps times the box's mask there
+        # (a number where both are uniform), where they sit in the buffer)
+        self.currents = []
+        for spec, on in currents:
+            x = geometry.coords[:, on]
+            scale = inverse("epsilon", on)
+            if "lower" in spec.values:
+                lo, up = (np.array(spec.values[k]).reshape(3, 1, 1, 1, 1) for k in ("lower", "upper"))
+                inside = np.all((x >= lo) & (x <= up), axis=0)
+                if not inside.all():
+                    scale = scale * inside
+            scale = backend.asarray(scale) if np.ndim(scale) else float(scale)
+            slot = _index(np.array([position[int(e)] for e in on]), xp)
+            self.currents.append(([spec.values[f"J{a}"] for a in "xyz"], backend.asarray(x), scale, slot))
+        # dipole: profile direction * amplitude * phi_p(x0) / (M_p * eps or mu) in its element
+        self.dipoles = []
+        for spec, element, reference in dipoles:
+            v = spec.values
+            delta = tensor_weights(system.order, reference)[0] / geometry.mass[element]
+            d = np.array(v["direction"]) / np.linalg.norm(v["direction"])
+            electric = spec.type == "electric_dipole"
+            delta = delta * v["amplitude"] * inverse("epsilon" if electric else "mu", element)
+            field = (0 if electric else 3) - self.components.start
+            self.dipoles.append((v, field, position[element], backend.asarray(d[:, None, None, None] * delta)))
+        if self.currents:
+            self._check_finite(0.0)
+
+    @staticmethod
+    def _current_elements(spec, geometry) -> np.ndarray:
+        """The elements that share a volume with the current's box (all without a box); an
+        element that only touches it leaves its face points to the element inside."""
+        count = geometry.coords.shape[1]
+        if "lower" not in spec.values:
+            return np.arange(count)
+        x = geometry.coords.reshape(3, count, -1)
+        lo, up = (np.array(spec.values[k])[:, None] for k in ("lower", "upper"))
+        return np.nonzero(np.all((x.max(axis=2) > lo) & (x.min(axis=2) < up), axis=0))[0]
+
+    def _check_finite(self, t):
+        rate = self.rate(t)
+        if not bool(self.backend.xp.isfinite(rate).all()):
+            names = ", ".join(f"[source.{spec.name}]" for spec in self.specs if spec.type == "current")
+            raise InputError(f"{names}: the current density is not finite at t = {t:.6g} at some points")
+
+    def rate(self, t: float):
+        """S(t) on the affected elements (components, m, n, n, n): -J/eps and -M/mu for the
+        fields ``self.components``; None if none here."""
+        buffer = self.buffer
+        if buffer is None:
+            return None
+        xp, t = self.backend.xp, float(t)
+        buffer[...] = 0
+        for expressions, (x, y, z), scale, slot in self.currents:
+            for c, e in enumerate(expressions):
+                if e.is_constant and float(e.evaluate(np)) == 0.0:
+                    continue
+                value = e.evaluate(xp, x=x, y=y, z=z, t=t)
+                value *= scale
+                buffer[c, slot] -= value
+        for v, field, slot, profile in self.dipoles:
+            buffer[field:field + 3, slot] -= waveform_value(v["waveform"], v, t) * profile
+        return buffer
+
+    def add_to_rhs(self, out, t) -> None:
+        rate = self.rate(t)
+        if rate is not None:
+            out[self.components, self.index] += rate
+
+    def add_to_stage(self, u, residual, t, b, dt) -> None:
+        """After a 2N-storage stage without S: residual += dt S; u += b dt S."""
+        rate = self.rate(t)
+        if rate is None:
+            return
+        rate *= dt
+        residual[self.components, self.index] += rate
+        rate *= b
+        u[self.components, self.index] += rate
+
+    def describe(self, comm=None) -> dict:
+        """For the run summary (collective)."""
+        return {"sources": [{"name": s.name, **s.to_dict()} for s in self.specs],
+                "elements_with_sources": int(allreduce(comm, int(self.elements.size))),
+                "whole_step": "off: sources are added after each stage (no fused whole-step path, no CUDA graph)"}
+
+
+def _index(positions: np.ndarray, xp):
+    """A slice where the positions are contiguous (views, no gather), else a device index."""
+    positions = np.asarray(positions, dtype=np.int64)
+    if positions.size and np.array_equal(positions, np.arange(positions[0], positions[0] + positions.size)):
+        return slice(int(positions[0]), int(positions[0]) + positions.size)
+    return xp.asarray(positions)

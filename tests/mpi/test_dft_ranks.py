@@ -1,0 +1,71 @@
+"""``[output.dft]`` under ``mpiexec -n P lobatto run``: the same transforms, points and fluxes per
+frequency on 1, 2 and 3 ranks (to 1e-12), written once by rank 0; an unknown surface reported
+once, exit 2."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from mpirun import SKIP_REASON, describe, run, run_case
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+
+CASE = """
+[mesh]
+elements = [3, 2, 2]
+boundary = "pec"
+[mesh.boundaries]
+xmax = "absorbing"
+[discretization]
+order = 3
+[initial]
+Ez = "sin(pi*x)*sin(pi*y) + exp(-20*((x-0.4)**2 + (y-0.5)**2 + (z-0.6)**2))"
+Hy = "cos(2*z)*sin(pi*x)"
+[time]
+t_end = 0.6
+[output.dft]
+frequencies = [0.7, 1.3]
+fields = ["Ez", "Hy"]
+regions = ["all"]
+surfaces = ["xmax", "zmin"]
+"""
+
+
+def read(path):
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: out.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    for nprocs in (1, 2, 3):
+        directory = tmp_path_factory.mktemp(f"dft{nprocs}")
+        summary, _, _ = run_case(directory, CASE, nprocs)
+        assert summary["ranks"] == nprocs
+        out[nprocs] = read(directory / "out" / "case_dft.h5")
+    return out
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_same_transforms_on_several_ranks(runs, nprocs):
+    one, many = runs[1], runs[nprocs]
+    assert sorted(one) == sorted(many)
+    assert np.abs(one["surfaces/xmax/flux/poynting_flux"]).max() > 1e-3  # the absorbing side lets power out
+    for name, value in one.items():
+        if value.dtype.kind in "iu":
+            assert np.array_equal(value, many[name]), name
+        else:
+            scale = max(np.abs(value).max(), 1e-30)
+            assert np.abs(many[name] - value).max() <= 1e-12 * scale, name
+
+
+def test_unknown_surface_reported_once(tmp_path):
+    (tmp_path / "bad.toml").write_text(CASE.replace('"xmax", "zmin"', '"xmax", "lid"'))
+    result = run(3, ["-m", "lobatto", "run", str(tmp_path / "bad.toml"), "--output", str(tmp_path / "out"), "--quiet"])
+    assert result.returncode == 2, describe(result)
+    assert result.stderr.count("lobatto: error:") == 1 and "'lid' has no boundary faces" in result.stderr, describe(result)
