@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     reports = []
     for _ in range(args.steps):
         sim.advance(1)
-        reports.append(system.step_report())
+        reports.append({**system.step_report(), "cfl": sim.last_cfl})
     sim.backend.synchronize()
     elapsed = time.perf_counter() - start
     per_step = elapsed / args.steps

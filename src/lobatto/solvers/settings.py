@@ -8,9 +8,10 @@ from lobatto.config import Key
 
 
 def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, projection: int = 0,
-                         method: str = "fcg", what: str = "the solve") -> tuple:
-    """The Key tuple, with the defaults given (the rest are the same for every system)."""
-    return (
+                         method: str = "fcg", what: str = "the solve", absolute: bool = True) -> tuple:
+    """The Key tuple, with the defaults given (the rest are the same for every system);
+    ``absolute``: whether the table has ``absolute_tolerance``."""
+    keys = (
         Key("method", "choice", method, "Krylov method: cg (fixed SPD preconditioner), fcg (flexible CG), gmres "
             "(restarted flexible GMRES)", choices=("cg", "fcg", "gmres")),
         Key("preconditioner", "choice", "multigrid", "p-multigrid V-cycle, Jacobi (the assembled diagonal) or none",
@@ -33,3 +34,4 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
         Key("restart", "positive_integer", 30, "gmres: vectors before a restart"),
         Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother"),
     )
+    return keys if absolute else tuple(k for k in keys if k.name != "absolute_tolerance")

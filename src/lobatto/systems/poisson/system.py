@@ -26,30 +26,11 @@ from lobatto.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.profile import Profile
+from lobatto.solvers.settings import elliptic_solver_keys
 from lobatto.systems.base import System
 from lobatto.systems.poisson import problem
 
-SOLVER_KEYS = (
-    Key("method", "choice", "fcg", "Krylov method: cg (fixed SPD preconditioner), fcg (flexible CG), gmres "
-        "(restarted flexible GMRES)", choices=("cg", "fcg", "gmres")),
-    Key("preconditioner", "choice", "multigrid", "p-multigrid V-cycle, Jacobi (the assembled diagonal) or none",
-        choices=("multigrid", "jacobi", "none")),
-    Key("tolerance", "positive", 1e-8, "stop at ||r|| <= tolerance ||b|| (assembled norms, b after the Dirichlet "
-        "lifting)"),
-    Key("max_iterations", "positive_integer", 1000, "iterations before the solve is declared not converged"),
-    Key("projection", "count", 0, "previous solutions kept for A-conjugate projection (0: none); it helps "
-        "repeated solves (Python API), not a single run"),
-    Key("levels", "orders", (), "p-multigrid orders from [discretization] order down, e.g. [7, 3, 1] (default: "
-        "halving to 1)"),
-    Key("precision", "choice", "float64", "precision of the preconditioner; float32 needs method fcg or gmres",
-        choices=("float64", "float32")),
-    Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, pcg (Jacobi-PCG to 1e-2) or auto "
-        "(cholesky up to 3000 points)", choices=("auto", "cholesky", "pcg")),
-    Key("coarse_tolerance", "positive", 1e-2, "coarse = pcg: relative residual the coarse Jacobi-PCG stops at "
-        "(looser is cheaper per cycle; too loose costs outer iterations)"),
-    Key("restart", "positive_integer", 30, "gmres: vectors before a restart"),
-    Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother"),
-)
+SOLVER_KEYS = elliptic_solver_keys(tolerance=1e-8, max_iterations=1000, projection=0, method="fcg", absolute=False)
 
 SPEC = PhysicsSpec(
     name="poisson",
