@@ -244,16 +244,23 @@ class FusedExchangeStepper:
         self.traces_kernel(u, system.device_geometry["normals"], self.buffers[0])
         last = len(s.A) - 1
         split = system.split if overlap else 0
-        for i, (a, b) in enumerate(zip(s.A, s.B)):
+        terms = system.terms
+        for i, (a, b, c) in enumerate(zip(s.A, s.B, s.C)):
             write = i < last
+            for term in terms:  # S and R from the stage's input state (terms.py)
+                term.prepare(u, t + c * dt)
             if self.ghosts is None:
                 self.stage(u, i, a, b, dt, write)
-                continue
-            request = self.ghosts.start(self.buffers[i % 2], concurrent=overlap)
-            if split:
-                self.stage(u, i, a, b, dt, write, elements=(0, split))  # no ghost reads here
-            ghost = self.ghosts.finish(request)
-            self.stage(u, i, a, b, dt, write, elements=(split, system.num_elements), ghost=ghost)
+            else:
+                request = self.ghosts.start(self.buffers[i % 2], concurrent=overlap)
+                if split:
+                    self.stage(u, i, a, b, dt, write, elements=(0, split))  # no ghost reads here
+                ghost = self.ghosts.finish(request)
+                self.stage(u, i, a, b, dt, write, elements=(split, system.num_elements), ghost=ghost)
+            for term in terms:
+                term.finish(u, self.residual, a, b, dt)
+            if terms and write:
+                system.refresh_traces(u, self.buffers[(i + 1) % 2])
 
     def _time_overlap(self, u, t, dt, trials=3, steps=2) -> dict:
         """Collective: seconds per step with and without overlap (slowest rank; best of

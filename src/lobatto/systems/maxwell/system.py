@@ -83,6 +83,10 @@ SPEC = PhysicsSpec(
 )
 
 
+#: functions (case, system, comm) -> StageTerms (terms.py) built from the case's tables
+TERM_BUILDERS: tuple = ()
+
+
 def flops_per_step(order: int, points: int, stages: int = 5) -> float:
     """The seed paper's work model, W = [180(N+1) + 420] n per 5-stage step, scaled by stages."""
     return (180.0 * (order + 1) + 420.0) * points * stages / 5.0
@@ -120,13 +124,34 @@ class MaxwellSystem(FaceExchangeSystem):
         self.sources = MaxwellSources(sources, self, comm, source_file) if sources else None
         if self.sources is not None:
             self.time_dependent, self.energy_bounded = True, False
+        #: terms on some elements around the stage kernel (terms.py): dispersion, PML, TF/SF
+        self.terms = []
+
+    def add_term(self, term) -> None:
+        """Add a StageTerm (terms.py). Terms make L depend on t where they say so; terms that
+        exchange energy with auxiliary fields or absorb it lift the energy bound."""
+        self.terms.append(term)
+        self.time_dependent = self.time_dependent or getattr(term, "time_dependent", False)
+        self.energy_bounded = self.energy_bounded and getattr(term, "energy_bounded", False)
+
+    def check_integrator(self, integrator: str, where: str = "case") -> None:
+        """Terms with auxiliary fields need a 2N-storage scheme (their fields step with it)."""
+        stateful = [t.name for t in self.terms if t.aux_count]
+        if stateful and integrator != "lsrk45":
+            raise InputError(f"{where}: [time] integrator = '{integrator}' cannot step the auxiliary fields of "
+                             f"{', '.join(stateful)}; use integrator = 'lsrk45'")
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
-        return cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
-                   mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
-                   sources=case.tables.get("source", ()), source_file=case.source)
+        system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
+                     mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
+                     sources=case.tables.get("source", ()), source_file=case.source)
+        for build in TERM_BUILDERS:
+            for term in build(case, system, comm):
+                system.add_term(term)
+        system.check_integrator(case.time.integrator, case.source)
+        return system
 
     @classmethod
     def tuned_on(cls, backend) -> bool:
@@ -141,15 +166,49 @@ class MaxwellSystem(FaceExchangeSystem):
                 u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
         if self.sources is not None:
             self.sources.add_to_rhs(out, t)
+        for term in self.terms:
+            if term.aux_count:
+                raise InputError(f"{term.name} has auxiliary fields, which only a 2N-storage integrator "
+                                 "(lsrk45) steps")
+            term.add_to_rhs(u, t, out)
         return out
 
+    def core_rhs(self, u, t, out):
+        """L(u) and the sources, without the terms (a stage adds those itself)."""
+        terms, self.terms = self.terms, []
+        try:
+            return self.rhs(u, t, out)
+        finally:
+            self.terms = terms
+
     def stage(self, u, residual, t, a, b, dt):
+        for term in self.terms:
+            term.prepare(u, t)
         if self.stage_kernel is None:
-            return super().stage(u, residual, t, a, b, dt)
-        self.with_exchange(u, lambda elements, sums: self.stage_kernel(
-            u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
-        if self.sources is not None:
-            self.sources.add_to_stage(u, residual, t, b, dt)
+            du = self.core_rhs(u, t, self._scratch(u))
+            residual *= a
+            residual += dt * du
+            u += b * residual
+        else:
+            self.with_exchange(u, lambda elements, sums: self.stage_kernel(
+                u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
+            if self.sources is not None:
+                self.sources.add_to_stage(u, residual, t, b, dt)
+        for term in self.terms:
+            term.finish(u, residual, a, b, dt)
+
+    def refresh_traces(self, u, traces) -> None:
+        """Rewrite the traces of the elements a term changed after the fused stage kernel."""
+        xp = self.backend.xp
+        for term in self.terms:
+            if term.count and term.changes_fields:
+                index = term.index
+                normals = getattr(term, "_normals", None)
+                if normals is None:
+                    normals = term._normals = xp.ascontiguousarray(self.device_geometry["normals"][:, index])
+                part = xp.empty((traces.shape[0], term.count) + traces.shape[2:], dtype=traces.dtype)
+                self.traces_kernel(xp.ascontiguousarray(u[:, index]), normals, part)
+                traces[:, index] = part
 
     def whole_step(self, stepper):
         """On CUDA with a 2N-storage scheme: steps with the face exchange fused into the stage
@@ -158,7 +217,7 @@ class MaxwellSystem(FaceExchangeSystem):
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
         if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or self.sources is not None
-                or self.medium is not None):
+                or self.medium is not None or not getattr(self, "fused_with_terms", True)):
             return None  # (sources: added after each stage, sources.py)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
@@ -170,13 +229,14 @@ class MaxwellSystem(FaceExchangeSystem):
     # Diagnostics --------------------------------------------------------------------------
     def energy(self, u) -> float:
         """Discrete electromagnetic energy 1/2 sum M (eps |E|^2 + mu |H|^2) on this rank."""
+        extra = sum(term.energy() for term in self.terms)
         if self.medium is not None:
-            return self.medium.energy(self, u)
+            return self.medium.energy(self, u) + extra
         xp, mass = self.backend.xp, self.device_geometry["mass"]
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
             e2 = xp.sum(mass * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
             h2 = xp.sum(mass * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
-            return 0.5 * float(self.epsilon * e2 + self.mu * h2)
+            return 0.5 * float(self.epsilon * e2 + self.mu * h2) + extra
 
     def flops_per_step(self, stages: int = 5) -> float:
         return flops_per_step(self.order, self.points, stages)
@@ -185,4 +245,20 @@ class MaxwellSystem(FaceExchangeSystem):
         out = super().summary(stepper, comm)
         if self.sources is not None:
             out["sources"] = self.sources.describe(comm)
+        for term in self.terms:
+            out[term.name] = term.describe(comm)
         return out
+
+    def history(self) -> dict:
+        out = {}
+        for term in self.terms:
+            out.update(term.history())
+        return out
+
+    def restore_history(self, history: dict) -> None:
+        mine = set(self.history())
+        if set(history) != mine:
+            raise ValueError(f"maxwell keeps {', '.join(sorted(mine)) or 'no history'}, got "
+                             f"{', '.join(sorted(history)) or 'none'}")
+        for term in self.terms:
+            term.restore_history(history)

@@ -1,0 +1,122 @@
+"""Terms added to the Maxwell operator on some elements, around the (tuned) stage kernel.
+
+    du/dt = L(u) + S(u, q, t)          dq/dt = R(u, q, t)      (on the term's elements)
+
+L is the core SEDG operator (fused or tuned kernels, untouched); S is a term's contribution
+on its elements only (dispersive polarisation currents, PML corrections, TF/SF flux
+corrections) and q its auxiliary fields, kept compactly over those elements, so a term costs
+in proportion to its element count. A 2N-storage stage (residual = a residual + dt L(u);
+u += b residual) is linear in the rate, so a term computes S and R from the stage's input
+state before the kernel (``prepare``) and adds them after it (``finish``):
+
+    residual += dt S;  u += b dt S          q_res = a q_res + dt R;  q += b q_res
+
+The whole-step CUDA path (fused.py) writes the traces of the updated u inside its kernel;
+after a term changes u on its elements those elements' traces are rewritten
+(``MaxwellSystem.refresh_traces``). Terms with auxiliary fields need a 2N-storage
+integrator (lsrk45); stateless ones (TF/SF) also add S in ``rhs`` for the other schemes.
+
+A subclass sets ``name``, ``elements`` (host ids on this rank), ``aux_count`` and implements
+``rates(u, t, s_out, r_out)``: S into ``s_out`` (6, m, n, n, n) and R into ``r_out``
+(aux_count, m, n, n, n), both for the compact element list.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.parallel import allreduce
+
+
+def element_index(elements: np.ndarray, xp):
+    """A slice where the elements are contiguous (views, no gather), else a device index."""
+    elements = np.asarray(elements, dtype=np.int64)
+    if elements.size and np.array_equal(elements, np.arange(elements[0], elements[0] + elements.size)):
+        return slice(int(elements[0]), int(elements[0]) + elements.size)
+    return xp.asarray(elements)
+
+
+class StageTerm:
+    """One term on a subset of elements; see the module docstring for the contract."""
+
+    name = "term"
+    aux_count = 0  # auxiliary fields per point
+    aux_names: tuple = ()  # their names, for checkpoints and outputs
+    changes_fields = True  # False: S is always zero (only q evolves), u is left alone
+
+    def setup_storage(self, system, elements) -> None:
+        backend = system.backend
+        self.system, self.backend = system, backend
+        self.elements = np.asarray(elements, dtype=np.int64)
+        self.index = element_index(self.elements, backend.xp)
+        shape = (self.elements.size,) + (system.order + 1,) * 3
+        m = self.elements.size
+        self.rate = backend.zeros((6,) + shape) if m else None
+        self.aux = backend.zeros((self.aux_count,) + shape) if m and self.aux_count else None
+        self.aux_rate = backend.zeros((self.aux_count,) + shape) if m and self.aux_count else None
+        self.aux_residual = backend.zeros((self.aux_count,) + shape) if m and self.aux_count else None
+
+    @property
+    def count(self) -> int:
+        return int(self.elements.size)
+
+    def take(self, array):
+        """array[:, elements] (a view where contiguous)."""
+        return array[:, self.index]
+
+    # the contract ---------------------------------------------------------------------
+    def rates(self, u, t, s_out, r_out) -> None:
+        raise NotImplementedError
+
+    def prepare(self, u, t) -> None:
+        if self.count:
+            self.rates(u, t, self.rate, self.aux_rate)
+
+    def finish(self, u, residual, a, b, dt) -> None:
+        if not self.count:
+            return
+        if self.changes_fields:
+            s = self.rate
+            s *= dt
+            residual[:, self.index] += s
+            s *= b
+            u[:, self.index] += s
+        if self.aux is not None:
+            self.aux_residual *= a
+            self.aux_residual += dt * self.aux_rate
+            self.aux += b * self.aux_residual
+
+    def add_to_rhs(self, u, t, out) -> None:
+        """For Butcher schemes: only stateless terms (checked when the stepper is built)."""
+        if self.count:
+            self.rates(u, t, self.rate, self.aux_rate)
+            out[:, self.index] += self.rate
+
+    # checkpoints and diagnostics ------------------------------------------------------
+    def history(self) -> dict:
+        """The auxiliary fields as (aux_count, E, n, n, n) over all this rank's elements
+        (zero elsewhere), so that a restart may use other rank counts."""
+        if not self.aux_count:
+            return {}
+        n = self.system.order + 1
+        full = np.zeros((self.aux_count, self.system.num_elements, n, n, n))
+        if self.count:
+            full[:, self.elements] = self.backend.to_host(self.aux)
+        return {f"{self.name}/aux": full}
+
+    def restore_history(self, history: dict) -> None:
+        key = f"{self.name}/aux"
+        if not self.aux_count:
+            return
+        if key not in history:
+            raise ValueError(f"the checkpoint lacks {key}")
+        if self.count:
+            self.aux[...] = self.backend.asarray(np.asarray(history[key])[:, self.elements])
+            self.aux_residual[...] = 0
+
+    def energy(self) -> float:
+        """Energy held by the auxiliary fields on this rank (0 where the term defines none)."""
+        return 0.0
+
+    def describe(self, comm=None) -> dict:
+        return {"elements": int(allreduce(comm, self.count)), "auxiliary_fields": int(self.aux_count)}
