@@ -4,7 +4,6 @@
 export PYTHONPATH=src
 OUT=${OUT:-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
-python3 -m pytest -q -rs tests/gpu tests/unit/test_solvers_gpu.py tests/unit/test_navier_stokes_gpu.py \
-  tests/unit/test_maxwell_sources_gpu.py tests/unit/test_maxwell_materials_gpu.py \
+python3 -m pytest -q -rs tests/gpu tests/unit/*_gpu.py \
   > "$OUT/gpu_tests.log" 2>&1
 grep -E "passed|failed|SKIPPED|FAILED|Error" "$OUT/gpu_tests.log" | tail -20

@@ -209,6 +209,37 @@ def sphere_in_box(path, radius=0.5, half_width=1.0, divisions=2, order=2, versio
     return _write(path, version, binary)
 
 
+def ball(path, radius=1.0, divisions=1, order=2, version=4.1) -> Path:
+    """The ball of `radius` about 0 alone, as a cubed sphere (the inner part of sphere_in_box):
+    an inner cube of half-width radius/2 and six shells out to the sphere, 7 divisions^3
+    hexahedra. Volume group "ball", surface group "wall" (the sphere). For cavity modes."""
+    _start("ball")
+    origin = (0.0, 0.0, 0.0)
+    on_sphere = _on_sphere(origin, radius)
+    blocks = Blocks(centre=lambda p, q: origin if on_sphere([p, q]) else None, sphere=on_sphere)
+    n, cube = divisions, radius / 2
+    grid = [-1.0 + 2.0 * i / n for i in range(n + 1)]
+    volumes = blocks.lattice(lambda i, j, k: (cube * grid[i], cube * grid[j], cube * grid[k]), (n, n, n))
+    wall = []
+    for axis, side in _CUBE_FACES:
+        def shell(l, a, b, axis=axis, side=side):  # l = 0 on the cube, n on the sphere
+            u, v = math.tan(math.pi / 4 * grid[a]), math.tan(math.pi / 4 * grid[b])
+            d = _on_face(axis, side, u, v, 1.0)
+            norm = math.sqrt(u * u + v * v + 1.0)
+            c = _on_face(axis, side, cube * grid[a], cube * grid[b], cube)
+            s = l / n
+            return [(1 - s) * x + s * radius * y / norm for x, y in zip(c, d)]
+
+        volumes += blocks.lattice(lambda i, j, k: shell(k, i, j), (n, n, n))
+        top = blocks.grid
+        wall += [(top[(a, b, n)], top[(a + 1, b, n)], top[(a + 1, b + 1, n)], top[(a, b + 1, n)])
+                 for a in range(n) for b in range(n)]
+    blocks.mesh(order)
+    gmsh.model.addPhysicalGroup(3, volumes, name="ball")
+    gmsh.model.addPhysicalGroup(2, [blocks.face_of(f) for f in wall], name="wall")
+    return _write(path, version)
+
+
 def coaxial(path, inner=0.5, outer=1.0, length=1.0, divisions=2, layers=None, order=2, version=4.1,
             serendipity=False) -> Path:
     """The region inner <= sqrt(x^2 + y^2) <= outer, 0 <= z <= length: four quarters around the
