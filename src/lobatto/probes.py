@@ -144,7 +144,8 @@ class Integrals:
             for first in range(0, count, self.block):
                 part = slice(first, min(first + self.block, count))
                 chosen = part if elements is None else elements[part]
-                density = integrand.density(system, u[:, chosen])
+                density = (integrand.density(system, u[:, chosen], chosen) if integrand.per_element
+                           else integrand.density(system, u[:, chosen]))
                 total += float(xp.sum(self.mass[chosen] * density, dtype=np.float64))
         return total
 
@@ -195,13 +196,19 @@ class TimeSeries:
             from lobatto.dft import DftMonitor
 
             self.dft = DftMonitor(out.dft, system, comm)
+        self.far_field = None  # [output.far_field]: near-to-far transformation (nearfar.py), every step
+        if getattr(out, "far_field", None) is not None:
+            from lobatto.nearfar import FarFieldMonitor
+
+            self.far_field = FarFieldMonitor(out.far_field, system, comm, case.source)
         self.writer = None
         self.samples = 0
 
     @classmethod
     def from_case(cls, case, system, output_dir, comm=None):
         """The run's time series, or None when the case asks for none."""
-        if case.output.probes is None and case.output.integrals is None and getattr(case.output, "dft", None) is None:
+        if (case.output.probes is None and case.output.integrals is None and getattr(case.output, "dft", None) is None
+                and getattr(case.output, "far_field", None) is None):
             return None
         return cls(case, system, output_dir, comm)
 
@@ -216,6 +223,9 @@ class TimeSeries:
             if self.dft is not None and step > 0:
                 raise InputError("[output.dft] cannot continue from a checkpoint: the transforms are not saved in "
                                  "it (run from the start)")
+            if self.far_field is not None and step > 0:
+                raise InputError("[output.far_field] cannot continue from a checkpoint: the transforms are not saved "
+                                 "in it (run from the start)")
             if self.rank == 0 and self.writer is None and (self.probes is not None or self.integrals is not None):
                 self.writer = self._open(step)
         self.after_step(u, step, t, last)
@@ -228,6 +238,8 @@ class TimeSeries:
         start = time.perf_counter()
         if self.dft is not None:  # queued on the device like a step; counted as output time
             self.dft.accumulate(u, t)
+        if self.far_field is not None:
+            self.far_field.accumulate(u, t)
         if not (due_probes or due_integrals):
             return time.perf_counter() - start
         self.system.backend.synchronize()
@@ -248,6 +260,10 @@ class TimeSeries:
             with collective_errors(self.comm):
                 attrs = {"config": self.case.to_toml(), "equations": self.system.name, "name": self.case.output.name}
                 self.dft.write(self.output_dir, self.case.output.name, attrs)
+        if self.far_field is not None:
+            with collective_errors(self.comm):
+                attrs = {"config": self.case.to_toml(), "equations": self.system.name, "name": self.case.output.name}
+                self.far_field.write(self.output_dir, self.case.output.name, attrs)
 
     def _open(self, step: int):
         from lobatto.io.timeseries import TimeSeriesWriter
@@ -269,6 +285,10 @@ class TimeSeries:
 
             entry["dft"] = {"file": file_name(self.case.output.name), "frequencies": list(self.dft.section.frequencies),
                             "steps": self.dft.samples}
+        if self.far_field is not None:
+            from lobatto.nearfar import file_name as far_field_file
+
+            entry["far_field"] = {**self.far_field.describe(), "file": far_field_file(self.case.output.name)}
         if self.probes is not None:
             entry["probes"] = {"every": self.case.output.probes.every, **self.probes.describe()}
         if self.integrals is not None:

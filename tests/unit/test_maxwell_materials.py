@@ -275,13 +275,30 @@ def test_bad_material_tables_are_one_line_errors(table, message, tmp_path):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_energy_integrals_with_a_heterogeneous_medium_are_refused(tmp_path):
-    case = case_from_dict({"mesh": {"elements": [2, 1, 1]}, "discretization": {"order": 2},
-                           "physics": {"equations": "maxwell"}, "time": {"t_end": 0.01},
-                           "material": {"half": {"where": "x - 0.5", "epsilon": 2.0}},
-                           "output": {"integrals": {"volume": ["energy"]}}})
-    with pytest.raises(InputError, match="not available with a heterogeneous"):
-        run(case, output_dir=tmp_path)
+def test_energy_per_region_with_a_heterogeneous_medium(tmp_path):
+    """[output.integrals] energies weigh |E|^2 and |H|^2 by the per-point eps and mu: the
+    energy over the whole mesh equals the system's energy, and the electric plus magnetic
+    parts equal it."""
+
+    case = case_from_dict({"mesh": {"elements": [2, 2, 1]}, "discretization": {"order": 3},
+                           "physics": {"equations": "maxwell"}, "time": {"t_end": 0.05},
+                           "material": {"half": {"where": "x - 0.5", "epsilon": 2.0, "mu": "1 + y"}},
+                           "initial": {"Ez": "sin(pi*x)*sin(pi*y)", "Hx": "x*y"},
+                           "output": {"formats": ["hdf5"], "every": 0,
+                                      "integrals": {"every": 1, "volume": ["energy", "electric_energy",
+                                                                           "magnetic_energy"]}}})
+    result = run(case, output_dir=tmp_path)
+    system = result.simulation.system
+    assert system.medium is not None
+    u = np.stack([result.fields[n] for n in system.field_names])
+    text = (tmp_path / "case_probes.csv").read_text().splitlines()
+    row = dict(zip(text[0].split(","), (float(v) for v in text[-1].split(","))))
+    energy, electric, magnetic = (row[f"{k}@all"] for k in ("energy", "electric_energy", "magnetic_energy"))
+    assert energy == pytest.approx(system.energy(u), rel=1e-12)
+    assert electric + magnetic == pytest.approx(energy, rel=1e-12)
+    eps = system.medium.epsilon
+    assert electric == pytest.approx(0.5 * float(np.sum(system.geometry.mass * eps * np.sum(u[0:3] ** 2, 0))),
+                                     rel=1e-12)
 
 
 def test_region_of_a_gmsh_mesh_equals_the_same_ball_given_by_where(tmp_path):

@@ -59,11 +59,14 @@ class Integrand:
     density:  ``(system, fields) -> values`` at the points (volume) or ``(system, fields,
               normals) -> values`` at face points (surface); fields (F, ...) in the state's
               order, normals (3, ...). Plain array arithmetic, so NumPy and CuPy arrays alike.
+    per_element: a volume density that also takes ``elements`` (the block's element indices),
+              for coefficients that vary per point (a heterogeneous medium's eps and mu)
     """
 
     kind: str
     doc: str
     density: Callable
+    per_element: bool = False
 
     def __post_init__(self):
         if self.kind not in INTEGRAND_KINDS:

@@ -22,9 +22,12 @@ from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, reference  # noqa: F401  (register the kernels)
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
+from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.materials import HeterogeneousMedium, medium_from_case, parse_material_tables
+from lobatto.systems.maxwell.pml import build_pml, parse_pml
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
+from lobatto.systems.maxwell.tfsf import build_plane_waves
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 
@@ -40,23 +43,24 @@ def _poynting(fields, n):
             + (e[0] * h[1] - e[1] * h[0]) * n[2])
 
 
-def _uniform(system, key):
-    """The scalar eps or mu; the densities get a block of elements without its indices, so
-    per-point materials (materials.py) are refused rather than integrated wrongly."""
-    if getattr(system, "medium", None) is not None:
-        raise InputError(f"[output.integrals]: the {'electric' if key == 'epsilon' else 'magnetic'} energy density "
-                         "is not available with a heterogeneous [material] yet (the log's energy is)")
-    return getattr(system, key)
+def _coefficient(system, key, elements):
+    """eps or mu on a block of elements: the scalar, or the heterogeneous medium's per-point
+    values there (materials.py)."""
+    if getattr(system, "medium", None) is None:
+        return getattr(system, key)
+    return system.medium.device_property(system, key)[elements]
 
 
 #: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
 INTEGRANDS = {
     "energy": Integrand("volume", "electromagnetic energy density (eps |E|^2 + mu |H|^2) / 2",
-                        lambda s, f: 0.5 * (_uniform(s, "epsilon") * _square(f[0:3]) + s.mu * _square(f[3:6]))),
+                        lambda s, f, e: 0.5 * (_coefficient(s, "epsilon", e) * _square(f[0:3])
+                                               + _coefficient(s, "mu", e) * _square(f[3:6])), per_element=True),
     "electric_energy": Integrand("volume", "electric energy density eps |E|^2 / 2",
-                                 lambda s, f: 0.5 * _uniform(s, "epsilon") * _square(f[0:3])),
+                                 lambda s, f, e: 0.5 * _coefficient(s, "epsilon", e) * _square(f[0:3]),
+                                 per_element=True),
     "magnetic_energy": Integrand("volume", "magnetic energy density mu |H|^2 / 2",
-                                 lambda s, f: 0.5 * _uniform(s, "mu") * _square(f[3:6])),
+                                 lambda s, f, e: 0.5 * _coefficient(s, "mu", e) * _square(f[3:6]), per_element=True),
     "poynting_flux": Integrand("surface", "outward Poynting flux (E x H) . n, the power leaving",
                                lambda s, f, n: _poynting(f, n)),
 }
@@ -79,12 +83,13 @@ SPEC = PhysicsSpec(
                 ("central", "lsrk45"): 0.74, ("central", "rk4"): 0.62, ("central", "ssprk3"): 0.38},
     integrands=INTEGRANDS,
     named_tables={"source": parse_sources,  # [source.<name>]: sources.py
-                  "material": parse_material_tables},  # [material.<name>]: materials.py
+                  "material": parse_material_tables,  # [material.<name>]: materials.py
+                  "pml": parse_pml},  # [pml]: pml.py
 )
 
 
 #: functions (case, system, comm) -> StageTerms (terms.py) built from the case's tables
-TERM_BUILDERS: tuple = ()
+TERM_BUILDERS: tuple = (build_pml, build_plane_waves, dispersive_terms)
 
 
 def flops_per_step(order: int, points: int, stages: int = 5) -> float:
@@ -146,7 +151,8 @@ class MaxwellSystem(FaceExchangeSystem):
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
                      mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
-                     sources=case.tables.get("source", ()), source_file=case.source)
+                     sources=[s for s in case.tables.get("source", ()) if s.type != "plane_wave"],  # tfsf.py
+                     source_file=case.source)
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)
