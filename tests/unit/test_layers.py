@@ -48,6 +48,7 @@ LAYERS = {
     "lobatto.restart": 7,
     "lobatto.probes": 7,
     "lobatto.dft": 7,
+    "lobatto.nearfar": 7,
     "lobatto.steady": 7,
     # 8: the Python API
     "lobatto.api": 8,

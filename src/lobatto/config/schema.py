@@ -165,6 +165,7 @@ class OutputSection:
     probes: Any = None  # config/probes.py ProbesSection, or None
     integrals: Any = None  # config/probes.py IntegralsSection, or None
     dft: Any = None  # config/dft.py DftSection, or None
+    far_field: Any = None  # config/nearfar.py FarFieldSection, or None
     log_every: int = 1  # a step line every this many steps (systems with step reports); 0: none
 
 
@@ -275,7 +276,7 @@ class Case:
             out["output"]["compression"] = self.output.compression
         if self.output.log_every != 1:
             out["output"]["log_every"] = self.output.log_every
-        for series in ("probes", "integrals", "dft"):  # [output.probes], [output.integrals], [output.dft]
+        for series in ("probes", "integrals", "dft", "far_field"):  # [output.probes], ... [output.far_field]
             if getattr(self.output, series) is not None:
                 out["output"][series] = getattr(self.output, series).to_dict()
         if self.checkpoint != CheckpointSection():
@@ -352,6 +353,8 @@ def _toml_value(v: Any) -> str:
         return _toml_string(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):  # an inline table, in a list (a table's own tables are sections)
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
     # numpy scalars and the like
     if hasattr(v, "item"):
         return _toml_value(v.item())
@@ -430,8 +433,10 @@ _SCHEMA_KEYS: dict[str, tuple] = {
     "initial": (),
     "exact": (),
     "time": ("integrator", "t_end", "cfl", "dt", "cfl_check", "target_cfl", "initial_dt", "max_cfl"),
-    "output": ("every", "formats", "name", "compression", "probes", "integrals", "dft", "log_every"),
+    "output": ("every", "formats", "name", "compression", "probes", "integrals", "dft", "far_field", "log_every"),
     "output.dft": ("frequencies", "fields", "surfaces", "regions", "flux"),
+    "output.far_field": ("frequencies", "lower", "upper", "region", "origin", "theta", "phi", "incident",
+                         "absorption_lower", "absorption_upper", "absorption_region"),  # config/nearfar.py KEYS
     "output.probes": ("every", "points", "fields"),
     "output.integrals": ("every", "volume", "regions", "surface", "surfaces"),
     "checkpoint": ("every", "wall_minutes", "keep", "compression", "at_end"),
@@ -902,12 +907,13 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
         )
     _check_output_name_length(ctx, out_name, given="name" in out)
     from lobatto.config.dft import parse_dft
+    from lobatto.config.nearfar import parse_far_field
     from lobatto.config.probes import parse_integrals, parse_probes
 
     out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name,
                             compression=_compression(ctx, "output", out),
                             probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
-                            dft=parse_dft(ctx, out, spec),
+                            dft=parse_dft(ctx, out, spec), far_field=parse_far_field(ctx, out),
                             log_every=_int(ctx, "output", out, "log_every", 1, 0))
 
     # ---- [checkpoint]

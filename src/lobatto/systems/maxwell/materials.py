@@ -47,7 +47,8 @@ from lobatto.systems.maxwell.reference import cross
 
 PROPERTIES = ("epsilon", "mu", "sigma")
 SAMPLINGS = ("point", "element")
-TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",)
+DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit")  # dispersive.py
+TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",) + DISPERSION_KEYS
 
 
 # ============================================================================ case file
@@ -59,6 +60,7 @@ class MaterialTable:
     where: Any  # Expression (applies where it is > 0) or None (the region called ``name``)
     values: dict  # property -> float or Expression in x, y, z (only those given)
     sampling: str = "point"  # "element": one value per element, at its centroid
+    dispersion: Any = None  # dispersive.Dispersion: poles where the table applies (eps is then eps_inf)
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,12 @@ class MaterialTables:
         out = {}
         for t in self.tables:
             entry = {} if t.where is None else {"where": t.where.text}
-            entry.update({k: (v.text if hasattr(v, "text") else v) for k, v in t.values.items()})
+            fitted = t.dispersion is not None and t.dispersion.epsilon_infinity is not None
+            entry.update({k: (v.text if hasattr(v, "text") else v) for k, v in t.values.items()
+                          if not (fitted and k == "epsilon")})  # a fitted eps_inf comes from the data again
             entry["sampling"] = t.sampling
+            if t.dispersion is not None:
+                entry.update(t.dispersion.to_dict())
             out[t.name] = entry
         return out
 
@@ -92,9 +98,14 @@ def parse_material_tables(ctx, value) -> MaterialTables:
                 close = difflib.get_close_matches(key, TABLE_KEYS, n=1, cutoff=0.6)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise ctx.error(f"unknown key '{where}.{key}'{hint}; expected one of {', '.join(TABLE_KEYS)}")
-        if not any(k in table for k in PROPERTIES):
-            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)}")
+        from lobatto.systems.maxwell.dispersive import parse_dispersion
+
+        dispersion = parse_dispersion(ctx, where, table)
+        if not any(k in table for k in PROPERTIES) and dispersion is None:
+            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)} or a dispersion (model and poles, or data)")
         values = {k: _property(ctx, where, k, table[k]) for k in PROPERTIES if k in table}
+        if dispersion is not None and dispersion.epsilon_infinity is not None:
+            values["epsilon"] = dispersion.epsilon_infinity
         condition = table.get("where")
         if condition is not None:
             if not isinstance(condition, str):
@@ -103,7 +114,7 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         sampling = table.get("sampling", "point")
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
-        tables.append(MaterialTable(str(name), condition, values, sampling))
+        tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
     return MaterialTables(tuple(tables))
 
 
@@ -130,17 +141,7 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
     centroids = coords.mean(axis=(2, 3, 4))[:, :, None, None, None] * np.ones_like(coords)
     for t in (tables.tables if tables is not None else ()):
         at = centroids if t.sampling == "element" else coords
-        if t.where is None:
-            names = tuple(mesh.region_names)
-            if t.name not in names:
-                close = difflib.get_close_matches(t.name, names, n=1, cutoff=0.6)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise InputError(f"{source}: [material.{t.name}]: no region '{t.name}' in the mesh{hint}; its regions "
-                                 f"are {', '.join(names)} (or give the table a 'where' expression)")
-            mask = np.broadcast_to((np.asarray(mesh.regions) == names.index(t.name))[:, None, None, None], shape)
-        else:
-            mask = np.asarray(t.where.evaluate(np, x=at[0], y=at[1], z=at[2])) > 0
-            mask = np.broadcast_to(mask, shape)
+        mask = table_mask(t, mesh, coords, centroids, shape, source)
         for key, value in t.values.items():
             v = value if isinstance(value, float) else np.broadcast_to(
                 np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
@@ -152,6 +153,21 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
                                  f"expected {'a number >= 0' if key == 'sigma' else 'a positive number'}")
             out[key] = np.where(mask, v, out[key])
     return out
+
+
+def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
+    """Where table ``t`` applies: (E, n, n, n) booleans (its region's elements, or where its
+    ``where`` is > 0 at the points or, with sampling = "element", at the elements' centroids)."""
+    if t.where is None:
+        names = tuple(mesh.region_names)
+        if t.name not in names:
+            close = difflib.get_close_matches(t.name, names, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise InputError(f"{source}: [material.{t.name}]: no region '{t.name}' in the mesh{hint}; its regions "
+                             f"are {', '.join(names)} (or give the table a 'where' expression)")
+        return np.broadcast_to((np.asarray(mesh.regions) == names.index(t.name))[:, None, None, None], shape)
+    at = centroids if t.sampling == "element" else coords
+    return np.broadcast_to(np.asarray(t.where.evaluate(np, x=at[0], y=at[1], z=at[2])) > 0, shape)
 
 
 def is_uniform(fields: Mapping, comm=None) -> bool:

@@ -31,7 +31,7 @@ from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
 from lobatto.parallel import allreduce
 
-SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole")
+SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole", "plane_wave")  # plane_wave: tfsf.py
 #: waveform -> the keys it takes
 WAVEFORMS = {
     "gaussian": ("t0", "width"),
@@ -103,6 +103,10 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
     if "type" not in table:
         raise ctx.error(f"[{where}] type is required: one of {types}")
     kind = _choice(ctx, where, table, "type", SOURCE_TYPES, None)
+    if kind == "plane_wave":  # total-field/scattered-field injection, a StageTerm (tfsf.py)
+        from lobatto.systems.maxwell.tfsf import parse_plane_wave
+
+        return SourceSpec(name, kind, parse_plane_wave(ctx, where, table))
     if kind == "current":
         ctx.keys[where] = ("type", "Jx", "Jy", "Jz", "lower", "upper")
         _check_keys(ctx, where, table)

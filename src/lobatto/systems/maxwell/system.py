@@ -206,15 +206,26 @@ class MaxwellSystem(FaceExchangeSystem):
     def refresh_traces(self, u, traces) -> None:
         """Rewrite the traces of the elements a term changed after the fused stage kernel."""
         xp = self.backend.xp
+        if self.backend.name == "cuda":
+            from lobatto.systems.maxwell.terms_cuda import ListedTraces
+
+            listed = getattr(self, "_listed_traces", None) or ListedTraces(self.backend, self.order)
+            self._listed_traces = listed
         for term in self.terms:
-            if term.count and term.changes_fields:
-                index = term.index
-                normals = getattr(term, "_normals", None)
-                if normals is None:
-                    normals = term._normals = xp.ascontiguousarray(self.device_geometry["normals"][:, index])
-                part = xp.empty((traces.shape[0], term.count) + traces.shape[2:], dtype=traces.dtype)
-                self.traces_kernel(xp.ascontiguousarray(u[:, index]), normals, part)
-                traces[:, index] = part
+            if not (term.count and term.changes_fields):
+                continue
+            if self.backend.name == "cuda":
+                if getattr(term, "_device_elements", None) is None:
+                    term._device_elements = self.backend.asarray(term.elements, dtype=np.int64)
+                listed(u, self.device_geometry["normals"], traces, term._device_elements, term.count)
+                continue
+            index = term.index
+            normals = getattr(term, "_normals", None)
+            if normals is None:
+                normals = term._normals = xp.ascontiguousarray(self.device_geometry["normals"][:, index])
+            part = xp.empty((traces.shape[0], term.count) + traces.shape[2:], dtype=traces.dtype)
+            self.traces_kernel(xp.ascontiguousarray(u[:, index]), normals, part)
+            traces[:, index] = part
 
     def whole_step(self, stepper):
         """On CUDA with a 2N-storage scheme: steps with the face exchange fused into the stage

@@ -1,0 +1,111 @@
+"""What Maxwell's physics terms cost per step against the plain step, side by side in one run:
+PML layers, a TF/SF plane wave, both, and Drude media on a share of the elements.
+
+The mesh is the box [0, K]^3 of unit elements (Silver-Müller outer sides), order N. The PML
+is one element thick on all six sides, which is 1 - ((K-2)/K)^3 of the elements (19.9 % at
+K = 28); the TF/SF box is [4, K-4]^3 (its surface lies on element faces). Throughput is
+points x steps / second; "vs plain" is the plain step's time over the case's.
+
+    PYTHONPATH=src python3 benchmarks/bench_maxwell_physics.py --backend cuda --elements 28 --order 7
+    PYTHONPATH=src python3 benchmarks/bench_maxwell_physics.py --small        # CPU, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from lobatto.api import Simulation, case_from_dict
+
+HERE = Path(__file__).resolve().parent
+
+
+def case_data(k: int, order: int, pml: bool, tfsf: bool, drude_share: float) -> dict:
+    data = {"mesh": {"elements": [k] * 3, "upper": [float(k)] * 3, "boundary": "absorbing"},
+            "discretization": {"order": order}, "physics": {"equations": "maxwell"},
+            "initial": {"Ey": f"exp(-((x-{k / 2})**2+(y-{k / 2})**2+(z-{k / 2})**2)/4)"},
+            "time": {"t_end": 1e3}, "output": {"formats": [], "every": 0}}
+    if pml:
+        data["pml"] = {"sides": "all", "elements": 1}
+    if tfsf:
+        data["source"] = {"wave": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0],
+                                   "lower": [4.0] * 3, "upper": [k - 4.0] * 3, "waveform": "modulated_gaussian",
+                                   "frequency": 0.3, "t0": 8.0, "width": 2.0}}
+    if drude_share:
+        # the slab x < share * K: whole element layers, so the share is exact
+        data["material"] = {"metal": {"where": f"{drude_share * k} - x", "sampling": "element", "model": "drude",
+                                      "poles": [{"plasma_frequency": 0.5, "collision_frequency": 0.05}]}}
+    return data
+
+
+def seconds_per_step(backend: str, data: dict, steps: int, repeats: int = 3) -> tuple[float, dict]:
+    sim = Simulation(case_from_dict(data, name="physics"), backend=backend, output_dir="/tmp/bench_maxwell_physics",
+                     comm=None)
+    sim.advance(3)  # compilation, graphs
+    sim.backend.synchronize()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        sim.advance(steps)
+        sim.backend.synchronize()
+        best = min(best, (time.perf_counter() - start) / steps)
+    path = sim.stepper.describe().get("step_path")
+    terms = {t.name: t.count for t in getattr(sim.system, "terms", [])}
+    return best, {"step_path": path, "term_elements": terms, "dt": sim.dt}
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=HERE, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", default="cpu")
+    parser.add_argument("--elements", type=int, default=28, help="K: K^3 elements")
+    parser.add_argument("--order", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--small", action="store_true", help="K = 10, N = 3, 3 steps (a CPU check)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    if args.small:
+        args.elements, args.order, args.steps = 10, 3, 3
+    k, order = args.elements, args.order
+    points = k**3 * (order + 1) ** 3
+    cases = {"plain": (False, False, 0.0), "pml": (True, False, 0.0), "tfsf": (False, True, 0.0),
+             "pml+tfsf": (True, True, 0.0), "drude 10%": (False, False, 0.1), "drude 20%": (False, False, 0.2)}
+    rows = []
+    for label, (pml, tfsf, share) in cases.items():
+        seconds, info = seconds_per_step(args.backend, case_data(k, order, pml, tfsf, share), args.steps)
+        rows.append({"case": label, "seconds_per_step": seconds, "point_steps_per_second": points / seconds, **info})
+    plain = rows[0]["seconds_per_step"]
+    for row in rows:
+        row["vs_plain"] = plain / row["seconds_per_step"]
+    device = args.backend
+    if args.backend == "cuda":
+        import cupy
+
+        device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    result = {"benchmark": "maxwell_physics", "device": device, "backend": args.backend, "elements": k**3,
+              "order": order, "points": points, "steps": args.steps, "commit": commit(),
+              "date": datetime.date.today().isoformat(), "rows": rows}
+    print(f"{device}, {k}^3 elements, N = {order}, {points:.3g} points, best of 3 x {args.steps} steps")
+    print(f"{'case':>10} {'ms/step':>9} {'Gpt-steps/s':>12} {'vs plain':>9} {'path':>11}  term elements")
+    for r in rows:
+        print(f"{r['case']:>10} {1e3 * r['seconds_per_step']:9.3f} {r['point_steps_per_second'] / 1e9:12.4f} "
+              f"{r['vs_plain']:9.3f} {r['step_path']:>11}  {r['term_elements']}")
+    out = Path(args.json or HERE / "results" / f"maxwell_physics_{args.backend}_{result['date']}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""``[output.far_field]``: the near-to-far-field transformation from a closed surface of element
+faces, with cross sections per frequency (docs/electromagnetics.md, "Far fields and cross
+sections"; run time: lobatto/nearfar.py). The surface and region names are checked against
+the mesh, and the incident plane wave against the case's sources, when the run is set up."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from lobatto.config.schema import _Ctx, _is_number, _table, _vector
+
+KEYS = ("frequencies", "lower", "upper", "region", "origin", "theta", "phi", "incident", "absorption_lower",
+        "absorption_upper", "absorption_region")
+
+
+@dataclass(frozen=True)
+class ClosedSurface:
+    """The boundary of a box [lower, upper] whose sides lie on element faces, or of a region."""
+
+    lower: tuple | None = None
+    upper: tuple | None = None
+    region: str | None = None
+
+    def to_dict(self, prefix: str = "") -> dict:
+        if self.region is not None:
+            return {f"{prefix}region": self.region}
+        return {f"{prefix}lower": list(self.lower), f"{prefix}upper": list(self.upper)}
+
+    def describe(self) -> str:
+        return f"region '{self.region}'" if self.region is not None else f"box {list(self.lower)} .. {list(self.upper)}"
+
+
+@dataclass(frozen=True)
+class FarFieldSection:
+    frequencies: tuple  # cycles per unit time
+    surface: ClosedSurface  # the Huygens surface (in the scattered-field region for a scatterer)
+    theta: tuple  # degrees
+    phi: tuple  # degrees
+    origin: tuple | None  # phase reference of the far field (None: the surface's centre)
+    incident: str | None  # the plane wave ([source.<name>]) that normalises the cross sections
+    absorption: ClosedSurface | None  # a closed surface in the total-field region (absorption)
+
+    def to_dict(self) -> dict:
+        out = {"frequencies": list(self.frequencies), **self.surface.to_dict(), "theta": list(self.theta),
+               "phi": list(self.phi)}
+        if self.origin is not None:
+            out["origin"] = list(self.origin)
+        if self.incident is not None:
+            out["incident"] = self.incident
+        if self.absorption is not None:
+            out.update(self.absorption.to_dict("absorption_"))
+        return out
+
+
+def _surface(ctx: _Ctx, where: str, table: Mapping[str, Any], prefix: str, required: bool) -> ClosedSurface | None:
+    lower, upper, region = f"{prefix}lower", f"{prefix}upper", f"{prefix}region"
+    box = (lower in table) + (upper in table)
+    if box == 1:
+        raise ctx.error(f"[{where}] {lower} and {upper} go together (a box whose sides lie on element faces)")
+    if box and region in table:
+        raise ctx.error(f"[{where}] give either {lower}/{upper} or {region}, not both")
+    if box:
+        lo = _vector(ctx, where, table, lower, None, "float")
+        up = _vector(ctx, where, table, upper, None, "float")
+        if not all(a < b for a, b in zip(lo, up)):
+            raise ctx.bad(where, upper, f"above {lower} in every coordinate", list(up))
+        return ClosedSurface(lower=tuple(lo), upper=tuple(up))
+    if region in table:
+        name = table[region]
+        if not isinstance(name, str) or not name:
+            raise ctx.bad(where, region, "the name of a volume region of the mesh", name)
+        return ClosedSurface(region=name)
+    if required:
+        raise ctx.error(f"[{where}] needs a closed surface: lower = [...] and upper = [...] (a box whose sides lie "
+                        "on element faces, around the scatterer or source) or region = \"name\" (its boundary)")
+    return None
+
+
+def _angles(ctx: _Ctx, where: str, table: Mapping[str, Any], key: str, default: list, top: float) -> tuple:
+    values = table.get(key, default)
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ctx.bad(where, key, f"a non-empty list of angles in degrees (0 to {top:g})", values)
+    for i, a in enumerate(values):
+        if not (_is_number(a) and math.isfinite(a) and 0 <= a <= top):
+            raise ctx.bad(where, f"{key}[{i}]", f"an angle in degrees from 0 to {top:g}", a)
+    return tuple(float(a) for a in values)
+
+
+def parse_far_field(ctx: _Ctx, output: Mapping[str, Any]) -> FarFieldSection | None:
+    table = _table(ctx, output, "output", "far_field")
+    if table is None:
+        return None
+    where = "output.far_field"
+    frequencies = table.get("frequencies")
+    if frequencies is None:
+        raise ctx.error(f"[{where}] frequencies is required (for example frequencies = [0.5, 0.75])")
+    if not isinstance(frequencies, (list, tuple)) or not frequencies:
+        raise ctx.bad(where, "frequencies", "a non-empty list of frequencies > 0", frequencies)
+    for i, f in enumerate(frequencies):
+        if not (_is_number(f) and math.isfinite(f) and f > 0):
+            raise ctx.bad(where, f"frequencies[{i}]", "a finite frequency > 0 (cycles per unit time)", f)
+    incident = table.get("incident")
+    if incident is not None and (not isinstance(incident, str) or not incident):
+        raise ctx.bad(where, "incident", "the name of a [source.<name>] of type \"plane_wave\"", incident)
+    origin = _vector(ctx, where, table, "origin", None, "float") if "origin" in table else None
+    return FarFieldSection(
+        frequencies=tuple(float(f) for f in frequencies), surface=_surface(ctx, where, table, "", True),
+        theta=_angles(ctx, where, table, "theta", [5.0 * i for i in range(37)], 180.0),
+        phi=_angles(ctx, where, table, "phi", [0.0, 90.0], 360.0), origin=None if origin is None else tuple(origin),
+        incident=incident, absorption=_surface(ctx, where, table, "absorption_", False))

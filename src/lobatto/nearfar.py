@@ -1,0 +1,268 @@
+"""The near-to-far-field transformation: ``[output.far_field]`` (docs/electromagnetics.md, "Far
+fields and cross sections").
+
+While the run steps, the fields on a closed surface of element faces (the boundary of a box
+whose sides lie on element faces, or of a volume region) are transformed at chosen
+frequencies by the running DFT of dft.py, F(f) = integral of u e^(-2 pi i f t) dt, so F is a
+phasor of the e^(+i omega t) convention. At the end rank 0 gathers them and applies the
+equivalence principle: J = n x H, M = -n x E on the surface (n outward) radiate, in the
+background medium (k = omega sqrt(eps mu), eta = sqrt(mu/eps)), the far field
+
+    r e^(ikr) E_theta = -ik/(4 pi) (L_phi + eta N_theta)
+    r e^(ikr) E_phi   =  ik/(4 pi) (L_theta - eta N_phi)
+    N = sum_surface J e^(ik r.x') w sJ,   L = the same with M
+
+(Balanis, Advanced Engineering Electromagnetics, sec. 6.7, 12.9), integrated with the GLL
+weights and the surface Jacobian. The face values are those of the element inside the
+surface. Cross sections use the incident plane wave's transform at the phase origin, summed
+by the same rule at the same steps, and I_inc = |E_inc|^2 / (2 eta):
+
+    sigma_rcs(theta, phi) = 4 pi |r E|^2 / |E_inc|^2
+    sigma_scat = (1/(2 eta)) integral |r E|^2 dOmega / I_inc    (Gauss-Legendre x uniform in phi)
+    sigma_abs  = -1/2 Re integral (E x H*) . n dS / I_inc       (a surface in the total field)
+
+and the outward Poynting flux 1/2 Re integral (E x H*) . n of each surface per frequency.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from lobatto.dft import DftMonitor
+from lobatto.discretization import gll_weights
+from lobatto.errors import InputError
+from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.parallel import allreduce, rank_and_size
+from lobatto.systems.maxwell.tfsf import check_background, elements_in_box, elements_in_region, surface_signs
+
+SUFFIX = "_farfield"
+FIELDS = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
+WHERE = "[output.far_field]"
+
+
+def file_name(name: str) -> str:
+    return f"{name}{SUFFIX}.h5"
+
+
+# The transformation (host, NumPy) ---------------------------------------------------------
+def spherical_units(theta: np.ndarray, phi: np.ndarray):
+    """r, theta and phi unit vectors (..., 3) for angles in radians."""
+    st, ct, sp, cp = np.sin(theta), np.cos(theta), np.sin(phi), np.cos(phi)
+    r = np.stack([st * cp, st * sp, ct], axis=-1)
+    t = np.stack([ct * cp, ct * sp, -st], axis=-1)
+    p = np.stack([-sp, cp, 0 * theta], axis=-1)
+    return r, t, p
+
+
+def far_field(e, h, normals, weights, points, k: float, eta: float, theta, phi, chunk: int = 256):
+    """(r e^(ikr) E_theta, r e^(ikr) E_phi) at the directions (theta, phi) (radians, same
+    shape) from phasors e, h (3, P) at surface points (3, P) relative to the phase origin,
+    outward normals (3, P) and quadrature weights (P,)."""
+    j = np.cross(normals, h, axis=0) * weights
+    m = -np.cross(normals, e, axis=0) * weights
+    theta, phi = np.broadcast_arrays(np.asarray(theta, float), np.asarray(phi, float))
+    r, t, p = (v.reshape(-1, 3) for v in spherical_units(theta.ravel(), phi.ravel()))
+    e_theta = np.empty(r.shape[0], complex)
+    e_phi = np.empty(r.shape[0], complex)
+    for start in range(0, r.shape[0], chunk):
+        part = slice(start, start + chunk)
+        phase = np.exp(1j * k * (r[part] @ points))  # (D, P)
+        n_vec, l_vec = phase @ j.T, phase @ m.T  # (D, 3)
+        dot = lambda a, b: np.sum(a * b, axis=1)  # noqa: E731
+        e_theta[part] = -1j * k / (4 * np.pi) * (dot(l_vec, p[part]) + eta * dot(n_vec, t[part]))
+        e_phi[part] = 1j * k / (4 * np.pi) * (dot(l_vec, t[part]) - eta * dot(n_vec, p[part]))
+    return e_theta.reshape(theta.shape), e_phi.reshape(theta.shape)
+
+
+def radiated_power(e, h, normals, weights, points, k: float, eta: float) -> float:
+    """(1/(2 eta)) integral over the sphere of |r E|^2: Gauss-Legendre in cos(theta), uniform
+    in phi, with enough points for the surface's electrical size (|rE|^2 is band-limited to
+    about twice k times the largest radius)."""
+    radius = float(np.sqrt(np.max(np.sum(points**2, axis=0)))) if points.size else 0.0
+    count = max(24, int(math.ceil(k * radius)) + 16)
+    x, w = np.polynomial.legendre.leggauss(count)
+    phi = np.arange(2 * count) * (np.pi / count)
+    theta = np.arccos(x)[:, None] + 0 * phi
+    e_theta, e_phi = far_field(e, h, normals, weights, points, k, eta, theta, phi + 0 * theta)
+    density = np.abs(e_theta) ** 2 + np.abs(e_phi) ** 2
+    return float(np.sum(w[:, None] * density) * (np.pi / count) / (2 * eta))
+
+
+def surface_flux(e, h, normals, weights) -> float:
+    """1/2 Re integral (E x H*) . n dS: the time-averaged power of the phasors leaving."""
+    return float(0.5 * np.real(np.sum(np.sum(np.cross(e, np.conj(h), axis=0) * normals, axis=0) * weights)))
+
+
+# The monitor (every rank) ------------------------------------------------------------------
+class FarFieldMonitor(DftMonitor):
+    """The running transforms on the closed surfaces (dft.py's accumulation) and, at the end,
+    the far field and cross sections on rank 0."""
+
+    def __init__(self, section, system, comm=None, where: str = "case"):
+        self.section, self.system, self.comm = section, system, comm
+        if tuple(system.field_names[:6]) != FIELDS or not hasattr(system, "epsilon"):
+            raise InputError(f"{where}: {WHERE} needs the electromagnetic fields {', '.join(FIELDS)} "
+                             f"(equations = \"{system.name}\" does not have them)")
+        self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
+        self.region_fields = list(range(6))
+        self.epsilon, self.mu = float(system.epsilon), float(system.mu)
+        self.parts, self.faces = [], {}
+        w = gll_weights(system.order)
+        xp = system.backend.xp
+        surfaces = [("scattering", section.surface)] + ([("absorption", section.absorption)]
+                                                         if section.absorption is not None else [])
+        for label, surface in surfaces:
+            what = f"{WHERE} {'absorption_' if label == 'absorption' else ''}"
+            if surface.region is not None:
+                inside = elements_in_region(system, surface.region, what.strip(), where)
+            else:
+                inside = elements_in_box(system, surface.lower, surface.upper, comm, what + "box", where)
+            sign = surface_signs(system, inside)
+            element, face = np.nonzero(sign > 0)  # the faces of the inside elements, normals outward
+            self.faces[label] = int(allreduce(comm, int(element.size)))
+            if self.faces[label] == 0:
+                raise InputError(f"{where}: {what.strip()} {surface.describe()} is not a closed surface of element "
+                                 "faces in the mesh (it holds no element, or every element)")
+            check_background(system, element, face, f"{what.strip()} {surface.describe()}", where, comm)
+            for f in range(NUM_FACES):
+                chosen = element[face == f]
+                if chosen.size:
+                    self.parts.append(("surface", label, f, chosen, xp.asarray(chosen),
+                                       system.geometry.normals[:, chosen, f],
+                                       system.geometry.surface_jacobian[chosen, f] * np.outer(w, w)))
+        self.origin = np.array(section.origin if section.origin is not None else self._centre(), dtype=float)
+        self.wave = self._incident(system, section.incident, where)
+        self.incident = np.zeros(len(self.omega), complex)  # the plane wave's transform at the origin
+        self._last_incident = None
+        self.sums = [None] * len(self.parts)
+        self.previous = None
+        self.first_time = self.last_time = None
+        self.samples = 0
+
+    def _centre(self) -> np.ndarray:
+        """The centre of the scattering surface's bounding box (collective)."""
+        order, lo, hi = self.system.order, np.full(3, np.inf), np.full(3, -np.inf)
+        for _, label, face, chosen, *_ in self.parts:
+            if label == "scattering":
+                x = self.system.geometry.coords[:, chosen][face_slice(face, order)].reshape(3, -1)
+                lo, hi = np.minimum(lo, x.min(axis=1)), np.maximum(hi, x.max(axis=1))
+        return 0.5 * (allreduce(self.comm, lo, "min") + allreduce(self.comm, hi, "max"))
+
+    @staticmethod
+    def _incident(system, name, where):
+        """The plane wave that normalises the cross sections: the one named, else the only one."""
+        waves = {term.wave.name: term.wave for term in getattr(system, "terms", ()) if hasattr(term, "wave")}
+        if name is None:
+            return next(iter(waves.values())) if len(waves) == 1 else None
+        if name not in waves:
+            raise InputError(f"{where}: {WHERE} incident = '{name}': no [source.{name}] of type \"plane_wave\" "
+                             f"(plane waves: {', '.join(waves) or 'none'})")
+        return waves[name]
+
+    def accumulate(self, u, t: float) -> None:
+        super().accumulate(u, t)
+        if self.wave is not None:
+            value = float(self.wave.profile(np, t - self.wave.delay(self.origin)))
+            phased = value * np.exp(-1j * self.omega * t)
+            if self._last_incident is not None:
+                t0, before = self._last_incident
+                self.incident += 0.5 * (t - t0) * (before + phased)
+            self._last_incident = (t, phased)
+
+    # Results ---------------------------------------------------------------------------
+    def gathered(self) -> dict | None:
+        """Collective: {label: (e (F, 3, P), h (F, 3, P), normals (3, P), weights (P,), points
+        (3, P) relative to the origin)} on rank 0, None elsewhere."""
+        backend, order, count = self.system.backend, self.system.order, len(self.omega)
+        mine: dict = {}
+        for (_, label, face, chosen, _, normals, weights), total in zip(self.parts, self.sums):
+            n = order + 1
+            if total is None:
+                total = np.zeros((count, 6, chosen.size, n, n), complex)
+            values = np.asarray(backend.to_host(total)).astype(complex).reshape(count, 6, -1)
+            x = self.system.geometry.coords[:, chosen][face_slice(face, order)].reshape(3, -1)
+            entry = mine.setdefault(label, [])
+            entry.append((values, normals.reshape(3, -1), weights.reshape(-1), x - self.origin[:, None]))
+        rank, size = rank_and_size(self.comm)
+        parts = [mine] if self.comm is None or size == 1 else self.comm.gather(mine, root=0)
+        if rank != 0:
+            return None
+        out = {}
+        for label in self.faces:
+            pieces = [piece for part in parts for piece in part.get(label, [])]
+            values = np.concatenate([p[0] for p in pieces], axis=2)
+            out[label] = (values[:, 0:3], values[:, 3:6], *(np.concatenate([p[i] for p in pieces], axis=-1)
+                                                              for i in (1, 2, 3)))
+        return out
+
+    def results(self) -> dict | None:
+        """Collective: the far field, powers and cross sections per frequency (rank 0)."""
+        surfaces = self.gathered()
+        if surfaces is None:
+            return None
+        section, eta = self.section, math.sqrt(self.mu / self.epsilon)
+        theta = np.radians(np.asarray(section.theta))[:, None]
+        phi = np.radians(np.asarray(section.phi))[None, :] + 0 * theta
+        theta = theta + 0 * phi
+        e, h, normals, weights, points = surfaces["scattering"]
+        out = {"E_theta": [], "E_phi": [], "far_field_power": [], "flux": {label: [] for label in surfaces}}
+        for i, omega in enumerate(self.omega):
+            k = omega * math.sqrt(self.epsilon * self.mu)
+            e_theta, e_phi = far_field(e[i], h[i], normals, weights, points, k, eta, theta, phi)
+            out["E_theta"].append(e_theta)
+            out["E_phi"].append(e_phi)
+            out["far_field_power"].append(radiated_power(e[i], h[i], normals, weights, points, k, eta))
+            for label, (e_s, h_s, n_s, w_s, _) in surfaces.items():
+                out["flux"][label].append(surface_flux(e_s[i], h_s[i], n_s, w_s))
+        out = {key: np.array(value) if key != "flux" else {k: np.array(v) for k, v in value.items()}
+               for key, value in out.items()}
+        if self.wave is not None:
+            intensity = np.abs(self.incident) ** 2 / (2 * eta)
+            out["incident_spectrum"] = self.incident
+            out["rcs"] = 4 * np.pi * (np.abs(out["E_theta"]) ** 2 + np.abs(out["E_phi"]) ** 2) / (
+                np.abs(self.incident) ** 2)[:, None, None]
+            cross = {"scattering": out["far_field_power"] / intensity,
+                     "scattering_from_flux": out["flux"]["scattering"] / intensity}
+            if "absorption" in surfaces:
+                cross["absorption"] = -out["flux"]["absorption"] / intensity
+                cross["extinction"] = cross["scattering"] + cross["absorption"]
+            out["cross_sections"] = cross
+        return out
+
+    def write(self, directory, name: str, attrs: dict) -> Path | None:
+        """Collective: ``NAME_farfield.h5`` written by rank 0 (atomically)."""
+        import h5py
+
+        from lobatto import __version__
+        from lobatto.io.atomic import atomic_path
+
+        results = self.results()
+        if results is None:
+            return None
+        path = Path(directory) / file_name(name)
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            for key, value in attrs.items():
+                f.attrs[key] = value
+            f.attrs.update(lobatto_version=__version__, samples=self.samples, origin=self.origin,
+                           epsilon=self.epsilon, mu=self.mu, incident=self.wave.name if self.wave else "",
+                           surface=self.section.surface.describe(), surface_faces=self.faces["scattering"],
+                           t_first=float(self.first_time or 0.0), t_last=float(self.last_time or 0.0))
+            f["frequencies"] = np.asarray(self.section.frequencies, dtype=np.float64)
+            f["theta"], f["phi"] = np.asarray(self.section.theta), np.asarray(self.section.phi)
+            f["E_theta"], f["E_phi"] = results["E_theta"], results["E_phi"]
+            f["power/far_field"] = results["far_field_power"]
+            for label, flux in results["flux"].items():
+                f[f"power/{label}_surface_flux"] = flux
+            if "rcs" in results:
+                f["rcs"] = results["rcs"]
+                f["incident_spectrum"] = results["incident_spectrum"]
+                for key, value in results["cross_sections"].items():
+                    f[f"cross_sections/{key}"] = value
+        return path
+
+    def describe(self) -> dict:
+        return {"file": None, "frequencies": list(self.section.frequencies), "steps": self.samples,
+                "surface_faces": self.faces, "incident": self.wave.name if self.wave else None}

@@ -1,0 +1,342 @@
+"""Total-field/scattered-field plane-wave injection (``[source.<name>] type = "plane_wave"``).
+
+The mesh is split by a closed surface of element faces: inside it (a box [lower, upper]
+whose sides lie on element faces, or a named volume region of an imported mesh) the state
+is the total field, outside it the scattered field. At a face of that surface each side
+receives the neighbour's trace in the other formulation, so the exchanged sums
+S_E = -n x [E], S_H = -n x [H] ([q] = q- - q+) lack the incident field's jump:
+
+    inside  (neighbour holds E_s = E_t - E_inc):   true S = S + n x E_inc
+    outside (neighbour holds E_t = E_s + E_inc):   true S = S - n x E_inc
+
+(n the element's own outward normal). The surface terms are linear in the sums, so the
+correction is lift * F(s n x E_inc, s n x H_inc) at those face points (s = +1 inside,
+-1 outside; F the uniform flux of fluxes.py), a StageTerm without auxiliary fields on the
+elements that touch the surface. Per face point it is w(tau) times a fixed vector, so a
+stage costs one waveform evaluation per surface point.
+
+The incident wave, in the background medium (the [physics] epsilon, mu; the surface must
+lie where the medium is that one, checked at its points), with c = 1/sqrt(eps mu),
+Z = sqrt(mu/eps):
+
+    E_inc = amplitude * p * w(tau),   H_inc = k x E_inc / Z,   tau = t - k . (x - origin) / c
+
+with k the unit direction, p the unit polarisation (perpendicular to k) and w a waveform of
+sources.py (the wave passes ``origin`` at tau = t; a continuous wave is zero for tau < 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from lobatto.config import Key
+from lobatto.config.schema import _check_keys, _choice, _vector
+from lobatto.config.system_tables import key_value
+from lobatto.errors import InputError
+from lobatto.parallel import allreduce
+from lobatto.systems.dg import add_to_faces, face_values
+from lobatto.systems.maxwell.sources import WAVEFORM_KEYS, WAVEFORMS
+from lobatto.systems.maxwell.terms import StageTerm
+
+PLANE_WAVE_KEYS = ("type", "direction", "polarization", "amplitude", "origin", "lower", "upper", "region",
+                   "waveform")
+NONE = np.iinfo(np.int64).max
+
+
+# Case file ------------------------------------------------------------------------------
+def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
+    """The checked values of a ``[source.<name>] type = "plane_wave"`` table."""
+    waveforms = ", ".join(f'"{w}"' for w in WAVEFORMS)
+    if "waveform" not in table:
+        raise ctx.error(f"[{where}] waveform is required: one of {waveforms}")
+    waveform = _choice(ctx, where, table, "waveform", tuple(WAVEFORMS), None)
+    takes = WAVEFORMS[waveform]
+    for key in WAVEFORM_KEYS:
+        if key in table and key not in takes:
+            raise ctx.error(f"[{where}] {key} does not apply to waveform \"{waveform}\" (it takes {', '.join(takes)})")
+    ctx.keys[where] = PLANE_WAVE_KEYS + takes
+    _check_keys(ctx, where, table)
+    for key, doc in (("direction", "the unit vector k the wave travels along, a list of 3 numbers"),
+                     ("polarization", "the direction of E, perpendicular to direction, a list of 3 numbers")) + tuple(
+                         (k, WAVEFORM_KEYS[k].doc) for k in takes):
+        if key not in table:
+            raise ctx.error(f"[{where}] {key} is required ({doc})")
+    values = {k: _vector(ctx, where, table, k, None, "float") for k in ("direction", "polarization")}
+    k, p = (np.array(values[key], dtype=float) for key in ("direction", "polarization"))
+    for key, v in (("direction", k), ("polarization", p)):
+        if not np.linalg.norm(v) > 0:
+            raise ctx.bad(where, key, "a nonzero vector", list(values[key]))
+    if abs(k @ p) > 1e-9 * np.linalg.norm(k) * np.linalg.norm(p):
+        raise ctx.bad(where, "polarization", f"perpendicular to direction = {list(values['direction'])} "
+                      "(E of a plane wave is transverse)", list(values["polarization"]))
+    values["amplitude"] = key_value(ctx, where, table, Key("amplitude", "number", 1.0, "amplitude of E"))
+    values["origin"] = _vector(ctx, where, table, "origin", [0.0, 0.0, 0.0], "float")
+    box = ("lower" in table) + ("upper" in table)
+    if box == 1:
+        raise ctx.error(f"[{where}] lower and upper go together (the total-field box)")
+    if box and "region" in table:
+        raise ctx.error(f"[{where}] give either lower/upper (a total-field box) or region, not both")
+    if box:
+        lower = _vector(ctx, where, table, "lower", None, "float")
+        upper = _vector(ctx, where, table, "upper", None, "float")
+        if not all(a < b for a, b in zip(lower, upper)):
+            raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
+        values.update(lower=lower, upper=upper)
+    elif "region" in table:
+        region = table["region"]
+        if not isinstance(region, str) or not region:
+            raise ctx.bad(where, "region", "the name of a volume region of the mesh", region)
+        values["region"] = region
+    else:
+        raise ctx.error(f"[{where}] says where the total field is: lower = [...] and upper = [...] (a box whose "
+                        "sides lie on element faces) or region = \"name\" (a volume region of the mesh)")
+    values["waveform"] = waveform
+    values.update({key: key_value(ctx, where, table, WAVEFORM_KEYS[key]) for key in takes})
+    return values
+
+
+# The incident wave ----------------------------------------------------------------------
+def waveform_array(xp, waveform: str, p: Mapping[str, float], tau):
+    """w(tau) of sources.waveform_value on arrays (NumPy or CuPy), for tau of any sign."""
+    if waveform == "gaussian":
+        return xp.exp(-0.5 * ((tau - p["t0"]) / p["width"]) ** 2)
+    if waveform == "modulated_gaussian":
+        s = tau - p["t0"]
+        return xp.sin((2 * math.pi * p["frequency"]) * s) * xp.exp(-0.5 * (s / p["width"]) ** 2)
+    if waveform == "ricker":
+        a = (math.pi * p["frequency"] * (tau - p["t0"])) ** 2
+        return (1.0 - 2.0 * a) * xp.exp(-a)
+    if waveform == "continuous":
+        ramp = p["ramp"]
+        on = (tau >= 0) * 1.0 if ramp == 0 else xp.sin((0.5 * math.pi / ramp) * xp.clip(tau, 0.0, ramp)) ** 2
+        return on * xp.sin((2 * math.pi * p["frequency"]) * tau)
+    raise ValueError(f"unknown waveform {waveform!r}")
+
+
+@dataclass(frozen=True)
+class PlaneWave:
+    """E = amplitude p w(tau), H = k x E / Z, tau = t - k . (x - origin) / c."""
+
+    name: str
+    direction: np.ndarray  # unit k
+    polarization: np.ndarray  # unit p, perpendicular to k
+    amplitude: float
+    waveform: str
+    params: dict
+    origin: np.ndarray
+    epsilon: float
+    mu: float
+
+    @classmethod
+    def from_spec(cls, spec, epsilon: float, mu: float) -> PlaneWave:
+        v = spec.values
+        k = np.array(v["direction"], dtype=float)
+        p = np.array(v["polarization"], dtype=float)
+        k /= np.linalg.norm(k)
+        p -= (p @ k) * k  # already perpendicular to 1e-9; make it exactly so
+        p /= np.linalg.norm(p)
+        return cls(spec.name, k, p, float(v["amplitude"]), v["waveform"], dict(v), np.array(v["origin"], float),
+                   float(epsilon), float(mu))
+
+    @property
+    def speed(self) -> float:
+        return 1.0 / math.sqrt(self.epsilon * self.mu)
+
+    @property
+    def impedance(self) -> float:
+        return math.sqrt(self.mu / self.epsilon)
+
+    @property
+    def magnetic_direction(self) -> np.ndarray:
+        """H_inc = magnetic_direction * amplitude * w / Z."""
+        return np.cross(self.direction, self.polarization)
+
+    def delay(self, x: np.ndarray) -> np.ndarray:
+        """k . (x - origin) / c for coordinates x of shape (3, ...) (host arrays)."""
+        x = np.asarray(x, dtype=float)
+        shift = x - self.origin.reshape((3,) + (1,) * (x.ndim - 1))
+        return np.tensordot(self.direction, shift, axes=1) / self.speed
+
+    def profile(self, xp, tau):
+        """amplitude * w(tau)."""
+        return self.amplitude * waveform_array(xp, self.waveform, self.params, tau)
+
+    def fields(self, xp, x, t: float):
+        """(E, H), each (3, ...), at host coordinates x (3, ...) and time t."""
+        w = self.profile(xp, t - xp.asarray(self.delay(x)))
+        h = self.magnetic_direction / self.impedance
+        return (xp.stack([float(c) * w for c in self.polarization]), xp.stack([float(c) * w for c in h]))
+
+    def describe(self) -> dict:
+        return {"direction": self.direction.tolist(), "polarization": self.polarization.tolist(),
+                "amplitude": self.amplitude, "waveform": self.waveform,
+                **{k: self.params[k] for k in WAVEFORMS[self.waveform]}, "origin": self.origin.tolist(),
+                "epsilon": self.epsilon, "mu": self.mu}
+
+
+# The surface ----------------------------------------------------------------------------
+def total_field_elements(system, spec, comm=None, where: str = "case") -> np.ndarray:
+    """(E,) True on this rank's elements of the plane wave's total-field region (collective)."""
+    v, what = spec.values, f"[source.{spec.name}]"
+    if "region" in v:
+        return elements_in_region(system, v["region"], what, where)
+    return elements_in_box(system, v["lower"], v["upper"], comm, f"{what} the total-field box", where)
+
+
+def elements_in_region(system, region: str, what: str, where: str = "case") -> np.ndarray:
+    """(E,) True on this rank's elements of a named volume region."""
+    names = tuple(getattr(system.mesh, "region_names", ("all",)))
+    if region not in names:
+        raise InputError(f"{where}: {what} region = '{region}': the mesh has no such volume region "
+                         f"(regions: {', '.join(names)})")
+    return np.asarray(system.mesh.regions) == names.index(region)
+
+
+def elements_in_box(system, lower, upper, comm=None, what: str = "the box", where: str = "case") -> np.ndarray:
+    """(E,) True on this rank's elements inside [lower, upper]; a side that cuts an element
+    is an error naming the element (collective)."""
+    x = system.geometry.coords.reshape(3, system.num_elements, -1)
+    lo, up = (np.array(v, dtype=float)[:, None, None] for v in (lower, upper))
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(np.concatenate([lo, up])))))
+    within = np.all((x >= lo - tol) & (x <= up + tol), axis=0)  # (E, points)
+    strictly = np.all((x > lo + tol) & (x < up - tol), axis=0)
+    inside = within.all(axis=1)
+    cut = ~inside & strictly.any(axis=1)
+    ids = system.mesh.element_ids
+    bad = int(allreduce(comm, np.array([ids[cut].min() if cut.any() else NONE]), "min")[0])
+    if bad != NONE:
+        raise InputError(f"{where}: {what} lower = {list(lower)}, upper = {list(upper)} cuts element {bad}: "
+                         "its sides must lie on element faces")
+    return inside
+
+
+def surface_signs(system, inside: np.ndarray) -> np.ndarray:
+    """(E, 6) +1 on faces of total-field elements whose neighbour is outside, -1 on faces of
+    outside elements whose neighbour is inside, 0 elsewhere (boundary faces included): one
+    gather–scatter sum of the flag and of ones, so neighbours on other ranks count too."""
+    n = system.order + 1
+    own = np.broadcast_to(inside.astype(float)[:, None, None, None], (system.num_elements, 6, n, n))
+    data = system.backend.asarray(np.stack([own.reshape(-1), np.ones(own.size)]))
+    system.exchange.apply(data, "sum")
+    total, count = (np.asarray(system.backend.to_host(data[i]), dtype=float).reshape(own.shape) for i in range(2))
+    sign = np.where(np.rint(count) == 2, own - (total - own), 0.0)
+    return np.rint(sign[:, :, 0, 0]).astype(np.int64)
+
+
+def check_background(system, elements, faces, what: str, where: str, comm=None) -> None:
+    """The surface's points must lie in the uniform, lossless background (eps, mu of
+    [physics]): the incident wave and the flux correction assume it (collective)."""
+    medium = getattr(system, "medium", None)
+    bad = NONE
+    if medium is not None and len(elements):
+        eps, mu, sigma = (face_values(np, getattr(medium, k), system.order)[elements, faces]
+                          for k in ("epsilon", "mu", "sigma"))
+        wrong = ((np.abs(eps - system.epsilon) > 1e-12 * system.epsilon) | (np.abs(mu - system.mu) > 1e-12 * system.mu)
+                 | (sigma != 0)).reshape(len(elements), -1).any(axis=1)
+        if wrong.any():
+            bad = int(system.mesh.element_ids[np.asarray(elements)[wrong]].min())
+    bad = int(allreduce(comm, np.array([bad]), "min")[0])
+    if bad != NONE:
+        raise InputError(f"{where}: {what} crosses a medium other than the background (epsilon = {system.epsilon:g}, "
+                         f"mu = {system.mu:g}, sigma = 0 of [physics]) at element {bad}; put it where the medium "
+                         "is uniform")
+
+
+class TotalFieldScatteredField(StageTerm):
+    """The flux correction of one plane wave on the elements that touch its surface."""
+
+    time_dependent = True
+    energy_bounded = False  # it brings the incident wave's energy in
+
+    def __init__(self, system, wave: PlaneWave, inside: np.ndarray, comm=None, where: str = "case"):
+        self.wave, self.name = wave, f"plane_wave.{wave.name}"
+        sign = surface_signs(system, inside)
+        if allreduce(comm, int(np.count_nonzero(sign))) == 0:
+            raise InputError(f"{where}: [source.{wave.name}] the total-field region has no face with the "
+                             "scattered-field region (it holds no element, or every element)")
+        element, face = np.nonzero(sign)
+        check_background(system, element, face, f"[source.{wave.name}] the total-field surface", where, comm)
+        self.setup_storage(system, np.unique(element))
+        self.faces_here = int(element.size)
+        self.total_field_elements = int(np.count_nonzero(inside))
+        if not self.count:
+            return
+        xp, geometry, order = system.backend.xp, system.geometry, system.order
+        position = np.searchsorted(self.elements, element)
+        normals = geometry.normals[:, element, face]  # (3, K, n, n)
+        # F_E = s/2 (n x H_inc - (alpha/Z) n x (n x E_inc)) lift/eps, F_H = s/2 (-n x E_inc - alpha Z n x (n x H_inc)) lift/mu
+        z, alpha = wave.impedance, system.alpha
+        p = wave.polarization[:, None, None, None] + 0 * normals
+        h = wave.magnetic_direction[:, None, None, None] / z + 0 * normals
+        n_p, n_h = np.cross(normals, p, axis=0), np.cross(normals, h, axis=0)
+        scale = 0.5 * sign[element, face][:, None, None] * geometry.lift[element, face]
+        self._gain_e = xp.asarray((n_h - (alpha / z) * np.cross(normals, n_p, axis=0)) * (scale / system.epsilon))
+        self._gain_h = xp.asarray((-n_p - alpha * z * np.cross(normals, n_h, axis=0)) * (scale / system.mu))
+        self._delay = xp.asarray(wave.delay(face_values(np, geometry.coords, order)[:, element, face]))
+        self._at = (xp.asarray(position), xp.asarray(face))
+        n = order + 1
+        self._faces = system.backend.zeros((6, self.count, 6, n, n))
+        # on CUDA: S added at the surface's face points only, one launch per face index
+        # (terms_cuda.FaceAdd), instead of over whole elements
+        self.face_add = None
+        if system.backend.name == "cuda":
+            from lobatto.systems.maxwell.terms_cuda import FaceAdd
+
+            self.face_add = FaceAdd(system.backend, order)
+            gain = np.concatenate([backend_host(system, self._gain_e), backend_host(system, self._gain_h)])
+            delay = backend_host(system, self._delay)
+            self._groups, faces_sorted = [], np.argsort(face, kind="stable")
+            self._delay_sorted = xp.asarray(np.ascontiguousarray(delay[faces_sorted]))  # one waveform evaluation
+            first = 0
+            for f in range(6):
+                on = faces_sorted[face[faces_sorted] == f]
+                if on.size:
+                    self._groups.append((f, slice(first, first + on.size), xp.asarray(np.ascontiguousarray(gain[:, on])),
+                                         system.backend.asarray(element[on], dtype=np.int64)))
+                    first += on.size
+
+    def prepare(self, u, t) -> None:
+        if self.face_add is None:
+            return super().prepare(u, t)
+        if self.count:
+            self._rate_now = self.wave.profile(self.backend.xp, t - self._delay_sorted)
+
+    def finish(self, u, residual, a, b, dt) -> None:
+        if self.face_add is None:
+            return super().finish(u, residual, a, b, dt)
+        if self.count:
+            for f, part, gain, elements in self._groups:
+                self.face_add(u, residual, gain, self._rate_now[part], elements, f, b, dt)
+
+    def rates(self, u, t, s_out, r_out) -> None:
+        w = self.wave.profile(self.backend.xp, t - self._delay)  # (K, n, n)
+        faces, (position, face) = self._faces, self._at
+        faces[0:3, position, face] = self._gain_e * w
+        faces[3:6, position, face] = self._gain_h * w
+        s_out[...] = 0
+        add_to_faces(s_out, faces, self.system.order)
+
+    def describe(self, comm=None) -> dict:
+        return {"type": "plane_wave (total-field/scattered-field)", **self.wave.describe(),
+                "total_field_elements": int(allreduce(comm, self.total_field_elements)),
+                "surface_faces": int(allreduce(comm, self.faces_here)),
+                "elements": int(allreduce(comm, self.count))}
+
+
+def backend_host(system, array) -> np.ndarray:
+    return np.asarray(system.backend.to_host(array), dtype=np.float64)
+
+
+def build_plane_waves(case, system, comm=None) -> list:
+    """TERM_BUILDERS entry: one TF/SF term per ``[source.<name>] type = "plane_wave"``."""
+    terms = []
+    for spec in case.tables.get("source", ()):
+        if spec.type == "plane_wave":
+            wave = PlaneWave.from_spec(spec, system.epsilon, system.mu)
+            inside = total_field_elements(system, spec, comm, case.source)
+            terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
+    return terms

@@ -1,0 +1,58 @@
+"""Maxwell's physics terms on the CUDA backend equal the CPU backend (the NumPy oracle): a PML
+on all sides (its one-pass CUDA finish kernel against the array operations), a TF/SF plane
+wave, a Drude region, and all three together, on the fused whole-step path and with the
+auxiliary fields. Skipped, with the reason, without CuPy and a GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cupy")
+
+from lobatto.backends import cuda_available  # noqa: E402
+
+OK, WHY = cuda_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}")]
+
+from lobatto.api import Simulation, case_from_dict  # noqa: E402
+
+PML = {"sides": "all", "elements": 1}
+WAVE = {"wave": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 0, 1], "lower": [1.0, 1.0, 1.0],
+                 "upper": [5.0, 5.0, 5.0], "waveform": "modulated_gaussian", "frequency": 0.4, "t0": 3.0,
+                 "width": 1.0}}
+DRUDE = {"metal": {"where": "2.5 - x", "sampling": "element", "model": "drude",
+                   "poles": [{"plasma_frequency": 0.5, "collision_frequency": 0.1}]}}
+
+
+def case(pml, wave, drude):
+    data = {"mesh": {"elements": [6, 6, 6], "upper": [6.0, 6.0, 6.0], "boundary": "absorbing"},
+            "discretization": {"order": 4}, "physics": {"equations": "maxwell"},
+            "initial": {"Ey": "exp(-((x-3)**2+(y-3.2)**2+(z-2.9)**2))", "Hz": "x*exp(-((x-3)**2+(y-3)**2+(z-3)**2))"},
+            "time": {"t_end": 100.0}, "output": {"formats": []}}
+    if pml:
+        data["pml"] = PML
+    if wave:
+        data["source"] = WAVE
+    if drude:
+        data["material"] = DRUDE
+    return case_from_dict(data, name="physics")
+
+
+@pytest.mark.parametrize("pml, wave, drude", [(True, False, False), (False, True, False), (False, False, True),
+                                              (True, True, True)])
+def test_cuda_equals_cpu_with_physics_terms(pml, wave, drude, tmp_path):
+    results, aux = {}, {}
+    for backend in ("cpu", "cuda"):
+        sim = Simulation(case(pml, wave, drude), backend=backend, output_dir=tmp_path / backend, comm=None)
+        sim.advance(12)
+        results[backend] = sim.fields()
+        aux[backend] = {name: np.asarray(value) for name, value in sim.system.history().items()}
+        if backend == "cuda" and not (wave or drude):
+            assert sim.stepper.path == "whole-step"
+    cpu, cuda = results["cpu"], results["cuda"]
+    scale = max(float(np.abs(cpu[name]).max()) for name in cpu)
+    for name in cpu:
+        assert np.abs(cuda[name] - cpu[name]).max() <= 1e-11 * scale, name
+    for name, value in aux["cpu"].items():
+        assert np.abs(aux["cuda"][name] - value).max() <= 1e-11 * max(1.0, float(np.abs(value).max())), name
