@@ -233,7 +233,6 @@ class PerfectlyMatchedLayer(StageTerm):
 
             self.one_pass = PmlFinish(system.backend, system.order)
             self._sigma = to_dev(np.ascontiguousarray(sigma))
-            self._elements = to_dev(self.elements, dtype=np.int64)
 
     def prepare(self, u, t) -> None:
         if self.one_pass is None:
@@ -242,7 +241,7 @@ class PerfectlyMatchedLayer(StageTerm):
     def finish(self, u, residual, a, b, dt) -> None:
         if self.one_pass is None or not self.count:
             return super().finish(u, residual, a, b, dt)
-        self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self._elements, self.alpha, a, b, dt)
+        self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b, dt)
 
     @property
     def largest_rate(self) -> float:

@@ -131,6 +131,9 @@ class MaxwellSystem(FaceExchangeSystem):
             self.time_dependent, self.energy_bounded = True, False
         #: terms on some elements around the stage kernel (terms.py): dispersion, PML, TF/SF
         self.terms = []
+        #: False keeps the stage path on CUDA with terms (tests compare the two paths)
+        self.fused_with_terms = True
+        self._listed_traces = None
 
     def add_term(self, term) -> None:
         """Add a StageTerm (terms.py). Terms make L depend on t where they say so; terms that
@@ -165,13 +168,7 @@ class MaxwellSystem(FaceExchangeSystem):
 
     # Operator -----------------------------------------------------------------------------
     def rhs(self, u, t, out):
-        if self.medium is not None:
-            self.medium.rhs(self, u, out)
-        else:
-            self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
-                u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
-        if self.sources is not None:
-            self.sources.add_to_rhs(out, t)
+        self.core_rhs(u, t, out)
         for term in self.terms:
             if term.aux_count:
                 raise InputError(f"{term.name} has auxiliary fields, which only a 2N-storage integrator "
@@ -181,11 +178,14 @@ class MaxwellSystem(FaceExchangeSystem):
 
     def core_rhs(self, u, t, out):
         """L(u) and the sources, without the terms (a stage adds those itself)."""
-        terms, self.terms = self.terms, []
-        try:
-            return self.rhs(u, t, out)
-        finally:
-            self.terms = terms
+        if self.medium is not None:
+            self.medium.rhs(self, u, out)
+        else:
+            self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
+                u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
+        if self.sources is not None:
+            self.sources.add_to_rhs(out, t)
+        return out
 
     def stage(self, u, residual, t, a, b, dt):
         for term in self.terms:
@@ -204,28 +204,15 @@ class MaxwellSystem(FaceExchangeSystem):
             term.finish(u, residual, a, b, dt)
 
     def refresh_traces(self, u, traces) -> None:
-        """Rewrite the traces of the elements a term changed after the fused stage kernel."""
-        xp = self.backend.xp
-        if self.backend.name == "cuda":
-            from lobatto.systems.maxwell.terms_cuda import ListedTraces
+        """Rewrite, in place, the traces of the elements a term changed after the fused stage
+        kernel (the fused path runs on CUDA only)."""
+        from lobatto.systems.maxwell.terms_cuda import ListedTraces
 
-            listed = getattr(self, "_listed_traces", None) or ListedTraces(self.backend, self.order)
-            self._listed_traces = listed
+        if self._listed_traces is None:
+            self._listed_traces = ListedTraces(self.backend, self.order)
         for term in self.terms:
-            if not (term.count and term.changes_fields):
-                continue
-            if self.backend.name == "cuda":
-                if getattr(term, "_device_elements", None) is None:
-                    term._device_elements = self.backend.asarray(term.elements, dtype=np.int64)
-                listed(u, self.device_geometry["normals"], traces, term._device_elements, term.count)
-                continue
-            index = term.index
-            normals = getattr(term, "_normals", None)
-            if normals is None:
-                normals = term._normals = xp.ascontiguousarray(self.device_geometry["normals"][:, index])
-            part = xp.empty((traces.shape[0], term.count) + traces.shape[2:], dtype=traces.dtype)
-            self.traces_kernel(xp.ascontiguousarray(u[:, index]), normals, part)
-            traces[:, index] = part
+            if term.count and term.changes_fields:
+                self._listed_traces(u, self.device_geometry["normals"], traces, term.device_elements, term.count)
 
     def whole_step(self, stepper):
         """On CUDA with a 2N-storage scheme: steps with the face exchange fused into the stage
@@ -234,7 +221,7 @@ class MaxwellSystem(FaceExchangeSystem):
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
         if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or self.sources is not None
-                or self.medium is not None or not getattr(self, "fused_with_terms", True)):
+                or self.medium is not None or not self.fused_with_terms):
             return None  # (sources: added after each stage, sources.py)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 

@@ -49,6 +49,7 @@ class StageTerm:
         self.system, self.backend = system, backend
         self.elements = np.asarray(elements, dtype=np.int64)
         self.index = element_index(self.elements, backend.xp)
+        self.device_elements = backend.asarray(self.elements, dtype=np.int64)  # for the CUDA kernels
         shape = (self.elements.size,) + (system.order + 1,) * 3
         m = self.elements.size
         self.rate = backend.zeros((6,) + shape) if m else None
