@@ -1,7 +1,10 @@
 """Maxwell's physics terms on the CUDA backend equal the CPU backend (the NumPy oracle): a PML
-on all sides (its one-pass CUDA finish kernel against the array operations), a TF/SF plane
-wave, a Drude region, and all three together, on the fused whole-step path and with the
-auxiliary fields. Skipped, with the reason, without CuPy and a GPU."""
+on all sides, a TF/SF plane wave, a Drude region, and all three together, on the fused
+whole-step path (where the terms' kernels fold into the residual before the stage kernel or
+finish after it, and rewrite the traces they change), and a region of Drude, Lorentz and
+Debye poles sampled per point (with its own eps_inf: the stage path; without: the fused
+path). The auxiliary fields
+agree too. Skipped, with the reason, without CuPy and a GPU."""
 
 from __future__ import annotations
 
@@ -24,6 +27,11 @@ WAVE = {"wave": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [
 DRUDE = {"metal": {"where": "2.5 - x", "sampling": "element", "model": "drude",
                    "poles": [{"plasma_frequency": 0.5, "collision_frequency": 0.1}]}}
 
+MIXED = {"glass": {"where": "0.8 - ((x-3)**2+(y-3)**2+(z-3)**2)/4", "epsilon": 2.0,
+                   "poles": [{"model": "drude", "plasma_frequency": 0.5, "collision_frequency": 0.1},
+                             {"model": "lorentz", "resonance_frequency": 0.7, "delta_epsilon": 1.5, "damping_frequency": 0.05},
+                             {"model": "debye", "delta_epsilon": 0.8, "relaxation_time": 0.6}]}}
+
 
 def case(pml, wave, drude):
     data = {"mesh": {"elements": [6, 6, 6], "upper": [6.0, 6.0, 6.0], "boundary": "absorbing"},
@@ -35,12 +43,15 @@ def case(pml, wave, drude):
     if wave:
         data["source"] = WAVE
     if drude:
-        data["material"] = DRUDE
+        data["material"] = DRUDE if drude is True else MIXED
+        if drude == "poles":  # the same poles, eps_inf that of the background: the fused path
+            data["material"] = {"glass": {k: v for k, v in MIXED["glass"].items() if k != "epsilon"}}
     return case_from_dict(data, name="physics")
 
 
 @pytest.mark.parametrize("pml, wave, drude", [(True, False, False), (False, True, False), (False, False, True),
-                                              (True, True, True)])
+                                              (True, True, True), (False, False, "mixed"), (True, True, "mixed"),
+                                              (True, True, "poles")])
 def test_cuda_equals_cpu_with_physics_terms(pml, wave, drude, tmp_path):
     results, aux = {}, {}
     for backend in ("cpu", "cuda"):
@@ -48,7 +59,7 @@ def test_cuda_equals_cpu_with_physics_terms(pml, wave, drude, tmp_path):
         sim.advance(12)
         results[backend] = sim.fields()
         aux[backend] = {name: np.asarray(value) for name, value in sim.system.history().items()}
-        if backend == "cuda" and not (wave or drude):
+        if backend == "cuda" and drude != "mixed":  # (a heterogeneous eps takes the stage path)
             assert sim.stepper.path == "whole-step"
     cpu, cuda = results["cpu"], results["cuda"]
     scale = max(float(np.abs(cpu[name]).max()) for name in cpu)

@@ -246,6 +246,26 @@ class DispersiveTerm(StageTerm):
         rates = np.concatenate([local_rates(self.poles, e) for e in (low, high) if math.isfinite(e)] or [np.zeros(0)])
         self.fastest_rate = float(np.max(np.abs(rates))) if rates.size else 0.0
         self.last_dt = None
+        # on CUDA the whole stage of the poles is one kernel (terms_cuda.py); the array
+        # operations here are the reference
+        self.one_pass = None
+        if backend.name == "cuda" and m:
+            from lobatto.systems.maxwell.terms_cuda import DispersiveStep
+
+            per_point = not isinstance(self.minus_inv_epsilon, float)
+            self.one_pass = DispersiveStep(
+                backend, system.order, [(p.model, k, p.angular()) for p, k in zip(self.poles, self.offsets)],
+                self.aux_count, self.weight is not None, per_point, 0.0 if per_point else self.minus_inv_epsilon)
+            self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
+
+    def prepare(self, u, t) -> None:
+        if self.one_pass is None:
+            super().prepare(u, t)
+
+    def fold(self, u, residual, t, a, b, dt) -> None:
+        self.last_dt = dt
+        self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
+                      None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt, fold=True)
 
     def rates(self, u, t, s_out, r_out) -> None:
         e = u[0:3, self.index]
@@ -280,10 +300,15 @@ class DispersiveTerm(StageTerm):
                 s += current
         s *= self.minus_inv_epsilon
 
-    def finish(self, u, residual, a, b, dt) -> None:
+    def finish(self, u, residual, a, b, dt, traces=None) -> None:
         """Only E changes: residual += dt S_E; u += b dt S_E; the poles step as in terms.py."""
         self.last_dt = dt
         if not self.count:
+            return
+        if self.one_pass is not None:
+            self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
+                          None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt,
+                          traces, self.system.device_geometry["normals"] if traces is not None else None)
             return
         s = self.rate[0:3]
         s *= dt

@@ -247,8 +247,12 @@ class FusedExchangeStepper:
         terms = system.terms
         for i, (a, b, c) in enumerate(zip(s.A, s.B, s.C)):
             write = i < last
+            folded = a != 0  # terms that can fold S into the residual do so before the kernel
             for term in terms:  # S and R from the stage's input state (terms.py)
-                term.prepare(u, t + c * dt)
+                if folded and term.folds:
+                    term.fold(u, self.residual, t + c * dt, a, b, dt)
+                else:
+                    term.prepare(u, t + c * dt)
             if self.ghosts is None:
                 self.stage(u, i, a, b, dt, write)
             else:
@@ -257,10 +261,16 @@ class FusedExchangeStepper:
                     self.stage(u, i, a, b, dt, write, elements=(0, split))  # no ghost reads here
                 ghost = self.ghosts.finish(request)
                 self.stage(u, i, a, b, dt, write, elements=(split, system.num_elements), ghost=ghost)
+            after = self.buffers[(i + 1) % 2] if write else None
             for term in terms:
-                term.finish(u, self.residual, a, b, dt)
+                if folded and term.folds:
+                    continue
+                if term.writes_traces:
+                    term.finish(u, self.residual, a, b, dt, traces=after)
+                else:
+                    term.finish(u, self.residual, a, b, dt)
             if terms and write:
-                system.refresh_traces(u, self.buffers[(i + 1) % 2])
+                system.refresh_traces(u, after)
 
     def _time_overlap(self, u, t, dt, trials=3, steps=2) -> dict:
         """Collective: seconds per step with and without overlap (slowest rank; best of

@@ -231,17 +231,24 @@ class PerfectlyMatchedLayer(StageTerm):
         if system.backend.name == "cuda":
             from lobatto.systems.maxwell.terms_cuda import PmlFinish
 
-            self.one_pass = PmlFinish(system.backend, system.order)
+            self.one_pass = PmlFinish(system.backend, system.order, sigma)
+            self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
             self._sigma = to_dev(np.ascontiguousarray(sigma))
 
     def prepare(self, u, t) -> None:
         if self.one_pass is None:
             super().prepare(u, t)
 
-    def finish(self, u, residual, a, b, dt) -> None:
+    def finish(self, u, residual, a, b, dt, traces=None) -> None:
         if self.one_pass is None or not self.count:
             return super().finish(u, residual, a, b, dt)
-        self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b, dt)
+        self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b, dt,
+                      traces, self.system.device_geometry["normals"] if traces is not None else None)
+
+    def fold(self, u, residual, t, a, b, dt) -> None:
+        if self.count:
+            self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b,
+                          dt, fold=True)
 
     @property
     def largest_rate(self) -> float:

@@ -211,7 +211,7 @@ class MaxwellSystem(FaceExchangeSystem):
         if self._listed_traces is None:
             self._listed_traces = ListedTraces(self.backend, self.order)
         for term in self.terms:
-            if term.count and term.changes_fields:
+            if term.count and term.changes_fields and not term.writes_traces:
                 self._listed_traces(u, self.device_geometry["normals"], traces, term.device_elements, term.count)
 
     def whole_step(self, stepper):

@@ -43,6 +43,12 @@ class StageTerm:
     aux_count = 0  # auxiliary fields per point
     aux_names: tuple = ()  # their names, for checkpoints and outputs
     changes_fields = True  # False: S is always zero (only q evolves), u is left alone
+    # True where finish(..., traces) rewrites the traces of the points it changes (its CUDA
+    # kernels do, on the fused path); otherwise the system rewrites its elements' traces
+    writes_traces = False
+    # True where fold() exists (its CUDA kernels): on the fused path, a stage whose a is not 0
+    # calls fold before the stage kernel instead of prepare and finish around it
+    folds = False
 
     def setup_storage(self, system, elements) -> None:
         backend = system.backend
@@ -86,6 +92,12 @@ class StageTerm:
             self.aux_residual *= a
             self.aux_residual += dt * self.aux_rate
             self.aux += b * self.aux_residual
+
+    def fold(self, u, residual, t, a, b, dt) -> None:
+        """Before a stage kernel that computes residual = a residual + dt L(u) with a != 0:
+        residual += (dt / a) S(u, t), and the auxiliary fields' stage (they are not read by
+        the kernel). The kernel then adds dt S with dt L, and u needs no second pass."""
+        raise NotImplementedError
 
     def add_to_rhs(self, u, t, out) -> None:
         """For Butcher schemes: only stateless terms (checked when the stepper is built)."""

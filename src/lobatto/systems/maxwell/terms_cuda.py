@@ -7,8 +7,12 @@ versions would cost more than the step they ride on.
 * ``PmlFinish``: the PML's whole ``finish`` in one pass over the layer's points
   (pml.py): the stage's input state is u - b residual (a 2N-storage stage has just added b
   residual to it), from which S and the auxiliary rates follow pointwise; then residual,
-  u and the auxiliary fields are updated. A factor whose sigma is 0 at a point keeps its
-  auxiliary field at 0, so it is neither read nor written: a face layer touches 6 of the 18.
+  u and the auxiliary fields are updated. A factor whose sigma is 0 keeps its auxiliary
+  field at 0, so it is neither read nor written: a face layer touches 6 of the 18.
+* ``SurfaceAdd``: the TF/SF correction with the incident waveform evaluated in the kernel.
+
+Both rewrite, on the fused path, the traces of the points they change, so the terms need no
+separate trace pass (ListedTraces) after them.
 
 The array-operation versions (terms.py, pml.py) are the reference; tests/unit/
 test_maxwell_terms_gpu.py and test_maxwell_pml_gpu.py compare.
@@ -39,33 +43,73 @@ for (int h = 0; h < 2; ++h) {
 """
 
 _PML_FINISH = r"""
+// one thread per point of a layer element whose non-zero sigma directions are MASK (bits x, y, z)
 const long long n3 = N3;
-const long long el = i / n3, p = i - el * n3;
-const long long g = elements[el] * n3 + p;
+const long long gi = i / n3, p = i - gi * n3;
+const long long el = group[gi];                     // in the layer's compact arrays
+const long long e = elements[el];
+const long long g = e * n3 + p, at = el * n3 + p;
 const long long fs = E * n3, ms = M * n3;
-const T sig[3] = {sigma[i], sigma[ms + i], sigma[2 * ms + i]};
+T sig[3];
+#pragma unroll
+for (int d = 0; d < 3; ++d) sig[d] = ((MASK >> d) & 1) ? sigma[d * ms + at] : T(0);
+// every load before any store: the raw arrays may alias as far as the compiler knows
+T uu[6], res[6], q[3][6], qres[3][6];
+#pragma unroll
 for (int f = 0; f < 6; ++f) {
-    const int c = f % 3;
-    const T gain[3] = {-sig[c], sig[(c + 1) % 3], sig[(c + 2) % 3]};
-    if (gain[0] == 0 && gain[1] == 0 && gain[2] == 0) continue;
-    const T pole[3] = {alpha + sig[c], alpha, alpha};
-    const long long at = f * fs + g;
-    const T res = residual[at], uu = u[at];
-    T w = uu - b * res;  // the stage's input state
-    T s = 0;
+    uu[f] = u[f * fs + g];
+    res[f] = residual[f * fs + g];
+#pragma unroll
     for (int k = 0; k < 3; ++k) {
-        if (gain[k] == 0) continue;  // its auxiliary field stays 0
-        const long long q_at = (k * 6 + f) * ms + i;
-        const T q = aux[q_at];
-        const T rate = gain[k] * w - pole[k] * q;
-        w += q;
-        s -= rate;
-        const T qres = a * aux_residual[q_at] + dt * rate;
-        aux_residual[q_at] = qres;
-        aux[q_at] = q + b * qres;
+        if (ACTIVE(k, f)) {
+            q[k][f] = aux[(k * 6 + f) * ms + at];
+            qres[k][f] = aux_residual[(k * 6 + f) * ms + at];
+        }
     }
-    residual[at] = res + dt * s;
-    u[at] = uu + (b * dt) * s;
+}
+#pragma unroll
+for (int f = 0; f < 6; ++f) {
+    T w = FOLD ? uu[f] : uu[f] - b * res[f];  // the stage's input state
+    T s = 0;
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        if (!ACTIVE(k, f)) continue;  // sigma is 0 there: its auxiliary field stays 0
+        const T sd = sig[(f % 3 + k) % 3];
+        const T rate = (k == 0) ? (-sd * w - (alpha + sd) * q[k][f]) : (sd * w - alpha * q[k][f]);
+        w += q[k][f];
+        s -= rate;
+        const T r = a * qres[k][f] + dt * rate;
+        aux_residual[(k * 6 + f) * ms + at] = r;
+        aux[(k * 6 + f) * ms + at] = q[k][f] + b * r;
+    }
+    residual[f * fs + g] = res[f] + scale * s;
+    if (!FOLD) {
+        uu[f] += (b * dt) * s;
+        u[f * fs + g] = uu[f];
+    }
+}
+if (!FOLD && write_traces) {
+    TRACES_OF_POINT
+}
+"""
+
+# the traces (-n x E, -n x H) at the face points of volume point p of element e, from uu[6]:
+# point_faces (n^3, 3) lists the point's slots f n^2 + ab on its element's faces (-1: none)
+_TRACES_OF_POINT = r"""
+const long long ts = E * 6 * N2;
+#pragma unroll
+for (int slot = 0; slot < 3; ++slot) {
+    const long long fslot = point_faces[p * 3 + slot];
+    if (fslot < 0) break;
+    const long long fp = e * 6 * N2 + fslot;
+    const T nx = normals[fp], ny = normals[ts + fp], nz = normals[2 * ts + fp];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const T vx = uu[3 * h], vy = uu[3 * h + 1], vz = uu[3 * h + 2];
+        traces[(3 * h) * ts + fp] = -(ny * vz - nz * vy);
+        traces[(3 * h + 1) * ts + fp] = -(nz * vx - nx * vz);
+        traces[(3 * h + 2) * ts + fp] = -(nx * vy - ny * vx);
+    }
 }
 """
 
@@ -97,57 +141,286 @@ class ListedTraces:
                         size=count * 6 * self.n2)
 
 
+def point_face_table(order: int) -> np.ndarray:
+    """(n^3, 3): for each of an element's points, its slots f n^2 + ab on the element's faces
+    (an interior point has none, a face point one, an edge point two, a corner three), -1 after."""
+    n = order + 1
+    table = np.full((n**3, 3), -1, dtype=np.int64)
+    filled = np.zeros(n**3, dtype=np.int64)
+    for slot, point in enumerate(face_point_table(order)):
+        table[point, filled[point]] = slot
+        filled[point] += 1
+    return table
+
+
 class PmlFinish:
-    """finish(u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt) for pml.py's
-    layout: aux (3 factors, 6 components, m, n, n, n), sigma (3, m, n, n, n)."""
+    """finish(u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt, traces) for
+    pml.py's layout: aux (3 factors, 6 components, m, n, n, n), sigma (3, m, n, n, n). The
+    layer's elements are grouped by which sigma directions are non-zero on them (a face
+    layer one, an edge two, a corner three), and each group's kernel is compiled for its
+    directions: it reads only the auxiliary fields that can be non-zero, with no branches.
+    With ``traces`` (the fused path's trace buffer) it also rewrites the traces of the points
+    it changed, which saves a pass over the layer's faces (ListedTraces)."""
 
-    def __init__(self, backend, order: int):
-        n3 = (order + 1) ** 3
-        self.n3 = n3
-        self.kernel = backend.xp.ElementwiseKernel(
-            "raw T sigma, raw int64 elements, int64 E, int64 M, T alpha, T a, T b, T dt",
-            "raw T u, raw T residual, raw T aux, raw T aux_residual", _PML_FINISH.replace("N3", str(n3)),
-            f"lobatto_pml_finish_{order}")
+    def __init__(self, backend, order: int, sigma_host: np.ndarray):
+        n = order + 1
+        xp = backend.xp
+        self.n3, self.xp = n**3, xp
+        self.unused = backend.zeros(1)  # stands for traces and normals when none are written
+        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        active = np.any(np.asarray(sigma_host).reshape(3, sigma_host.shape[1], -1) != 0, axis=2)  # (3, m)
+        masks = active[0] * 1 + active[1] * 2 + active[2] * 4
+        self.groups = []
+        for mask in np.unique(masks):
+            if mask == 0:
+                continue  # sigma is 0 on the whole element: the layer leaves it alone
+            members = np.nonzero(masks == mask)[0]
+            kernels = {fold: xp.ElementwiseKernel(
+                "raw T sigma, raw int64 group, raw int64 elements, raw int64 point_faces, raw T normals, int64 E, "
+                "int64 M, T alpha, T a, T b, T dt, T scale, int32 write_traces",
+                "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces",
+                (_PML_FINISH.replace("TRACES_OF_POINT", _TRACES_OF_POINT)
+                 .replace("ACTIVE(k, f)", "((MASK >> (((f) % 3 + (k)) % 3)) & 1)").replace("FOLD", fold)
+                 .replace("MASK", str(int(mask))).replace("N3", str(n**3)).replace("N2", str(n * n))),
+                f"lobatto_pml_{'fold' if fold == 'true' else 'finish'}_{order}_{int(mask)}") for fold in ("true", "false")}
+            self.groups.append((kernels, backend.asarray(members, dtype=np.int64), int(members.size)))
 
-    def __call__(self, u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt):
+    def __call__(self, u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt, traces=None, normals=None,
+                 fold=False):
+        """After the stage kernel (fold False): S into residual and u; before it, for a stage
+        whose a is not 0 (fold True): (dt / a) S into the residual alone, which the kernel's
+        a * residual turns into dt S, so u is neither read back nor its traces rewritten."""
         m = int(elements.size)
-        if m:
-            t = u.dtype.type
-            self.kernel(sigma.reshape(-1), elements, np.int64(u.shape[1]), np.int64(m), t(alpha), t(a), t(b), t(dt),
-                        u.reshape(-1), residual.reshape(-1), aux.reshape(-1), aux_residual.reshape(-1), size=m * self.n3)
+        if not m:
+            return
+        t = u.dtype.type
+        write = np.int32(traces is not None and not fold)
+        if not write:
+            traces = normals = self.unused
+        scale = dt / a if fold else dt
+        for kernels, members, count in self.groups:
+            kernels["true" if fold else "false"](
+                sigma.reshape(-1), members, elements, self.point_faces, normals.reshape(-1), np.int64(u.shape[1]),
+                np.int64(m), t(alpha), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1),
+                aux.reshape(-1), aux_residual.reshape(-1), traces.reshape(-1), size=count * self.n3)
 
 
-_FACE_ADD = r"""
-const long long n2 = N2, n3 = N3;
-const long long kf = i / n2, ab = i - kf * n2;
-const long long vol = elements[kf] * n3 + face_points[face * n2 + ab];
-const long long fs = E * n3, ks = K * n2;
-const T scaled = rate[i] * dt;
+# the incident wave's flux correction at the TF/SF surface, one thread per volume point the
+# surface touches: the sum over its face points (1 to 3) of gain_j w(time - delay_j), in a
+# fixed order (deterministic), added to residual and u; then the point's traces
+_SURFACE_ADD = r"""
+const long long n3 = N3;
+const long long e = point_element[i], p = point_local[i];
+const long long g = e * n3 + p, fs = E * n3;
+T s[6] = {0, 0, 0, 0, 0, 0};
+for (long long j = first[i]; j < first[i + 1]; ++j) {
+    const T w = lobatto_waveform(now - delay[j]);
+#pragma unroll
+    for (int c = 0; c < 6; ++c) s[c] += gain[c * J + j] * w;
+}
+T uu[6];
+#pragma unroll
 for (int c = 0; c < 6; ++c) {
-    const T s = gain[c * ks + i] * scaled;
-    residual[c * fs + vol] += s;
-    u[c * fs + vol] += b * s;
+    residual[c * fs + g] += scale * s[c];
+    if (!FOLD) {
+        uu[c] = u[c * fs + g] + (b * dt) * s[c];
+        u[c * fs + g] = uu[c];
+    }
+}
+if (!FOLD && write_traces) {
+    TRACES_OF_POINT
+}
+"""
+
+# w(tau) of tfsf.waveform_array, times the amplitude; parameters are compiled in
+_WAVEFORMS = {
+    "gaussian": "const double s = (tau - T0) / WIDTH; return AMPLITUDE * exp(-0.5 * s * s);",
+    "modulated_gaussian": "const double s = tau - T0; const double r = s / WIDTH;\n"
+                          "return AMPLITUDE * sin(TWO_PI_F * s) * exp(-0.5 * r * r);",
+    "ricker": "const double x = PI_F * (tau - T0); const double a = x * x;\n"
+              "return AMPLITUDE * (1.0 - 2.0 * a) * exp(-a);",
+    "continuous": "double on;\n"
+                  "if (RAMP == 0.0) { on = tau >= 0 ? 1.0 : 0.0; }\n"
+                  "else { const double r = sin(HALF_PI_RAMP * fmin(fmax(tau, 0.0), RAMP)); on = r * r; }\n"
+                  "return AMPLITUDE * on * sin(TWO_PI_F * tau);",
+}
+
+
+def waveform_preamble(waveform: str, params: dict, amplitude: float) -> str:
+    import math
+
+    values = {"AMPLITUDE": amplitude, "T0": params.get("t0", 0.0), "WIDTH": params.get("width", 1.0),
+              "TWO_PI_F": 2 * math.pi * params.get("frequency", 0.0), "PI_F": math.pi * params.get("frequency", 0.0),
+              "RAMP": params.get("ramp", 0.0),
+              "HALF_PI_RAMP": 0.5 * math.pi / params["ramp"] if params.get("ramp") else 0.0}
+    body = _WAVEFORMS[waveform]
+    for key in sorted(values, key=len, reverse=True):
+        body = body.replace(key, f"({float(values[key])!r})")
+    return f"__device__ double lobatto_waveform(const double tau) {{\n{body}\n}}\n"
+
+
+class SurfaceAdd:
+    """residual += dt S, u += b dt S for the TF/SF correction S = sum_j gain_j w(t - delay_j)
+    over the face points j of the surface, one thread per touched volume point (tfsf.py), and
+    with ``traces`` the rewrite of those points' traces. ``element`` (K,), ``face`` (K,) the
+    surface's faces on this rank, ``gain`` (6, K, n, n), ``delay`` (K, n, n) host arrays.
+    The waveform and its parameters are compiled into the kernel."""
+
+    def __init__(self, backend, order: int, element, face, gain, delay, waveform: str, params: dict,
+                 amplitude: float):
+        import hashlib
+
+        n = order + 1
+        n2 = n * n
+        xp = backend.xp
+        self.unused = backend.zeros(1)  # stands for traces and normals when none are written
+        table = face_point_table(order).reshape(6, n2)
+        element, face = np.asarray(element, dtype=np.int64), np.asarray(face, dtype=np.int64)
+        points = table[face]  # (K, n2) local volume point of each face point
+        key_element = np.repeat(element, n2)
+        key_point = points.reshape(-1)
+        order_by = np.lexsort((np.repeat(face, n2), key_point, key_element))  # by point, then face
+        keys = np.stack([key_element[order_by], key_point[order_by]])
+        new = np.ones(keys.shape[1], dtype=bool)
+        new[1:] = np.any(keys[:, 1:] != keys[:, :-1], axis=0)
+        starts = np.nonzero(new)[0]
+        self.count = int(starts.size)
+        self.first = backend.asarray(np.append(starts, keys.shape[1]), dtype=np.int64)
+        self.point_element = backend.asarray(keys[0, starts], dtype=np.int64)
+        self.point_local = backend.asarray(keys[1, starts], dtype=np.int64)
+        self.gain = backend.asarray(np.ascontiguousarray(np.asarray(gain).reshape(6, -1)[:, order_by]))
+        self.delay = backend.asarray(np.ascontiguousarray(np.asarray(delay).reshape(-1)[order_by]))
+        self.contributions = int(keys.shape[1])
+        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        preamble = waveform_preamble(waveform, params, amplitude)
+        tag = hashlib.sha1(preamble.encode()).hexdigest()[:12]
+        source = (_SURFACE_ADD.replace("TRACES_OF_POINT", _TRACES_OF_POINT)
+                  .replace("N3", str(n**3)).replace("N2", str(n2)))
+        self.kernels = {fold: xp.ElementwiseKernel(
+            "raw int64 point_element, raw int64 point_local, raw int64 first, raw T gain, raw T delay, "
+            "raw int64 point_faces, raw T normals, int64 E, int64 J, T now, T b, T dt, T scale, int32 write_traces",
+            "raw T u, raw T residual, raw T traces", source.replace("FOLD", fold),
+            f"lobatto_surface_{'fold' if fold == 'true' else 'add'}_{order}_{tag}", preamble=preamble)
+            for fold in ("true", "false")}
+
+    def __call__(self, u, residual, time: float, a, b, dt, traces=None, normals=None, fold=False):
+        """As PmlFinish: after the stage kernel, or folded into the residual before it."""
+        if not self.count:
+            return
+        t = u.dtype.type
+        write = np.int32(traces is not None and not fold)
+        if not write:
+            traces = normals = self.unused
+        scale = dt / a if fold else dt
+        self.kernels["true" if fold else "false"](
+            self.point_element, self.point_local, self.first, self.gain.reshape(-1), self.delay, self.point_faces,
+            normals.reshape(-1), np.int64(u.shape[1]), np.int64(self.contributions), t(time), t(b), t(dt), t(scale),
+            write, u.reshape(-1), residual.reshape(-1), traces.reshape(-1), size=self.count)
+
+
+# the poles of dispersive.py in one pass over the dispersive elements' points; the pole
+# blocks are generated with their coefficients compiled in
+_DISPERSIVE = r"""
+const long long n3 = N3;
+const long long el = i / n3, p = i - el * n3;
+const long long e = elements[el];
+const long long g = e * n3 + p, at = el * n3 + p;
+const long long fs = E * n3, ms = M * n3;
+T uu[6], res[3], drive[3], q[AUX], qr[AUX], rate[AUX];
+#pragma unroll
+for (int c = 0; c < 3; ++c) {
+    uu[c] = u[c * fs + g];
+    res[c] = residual[c * fs + g];
+}
+#pragma unroll
+for (int k = 0; k < AUX; ++k) {
+    q[k] = aux[k * ms + at];
+    qr[k] = aux_residual[k * ms + at];
+}
+const T wgt = WEIGHT;
+#pragma unroll
+for (int c = 0; c < 3; ++c) drive[c] = (FOLD ? uu[c] : uu[c] - b * res[c]) * wgt;  // the stage's input E
+T current[3] = {0, 0, 0};
+POLES
+const T minus_inv_eps = MINUS_INV_EPS;
+#pragma unroll
+for (int c = 0; c < 3; ++c) {
+    const T s = current[c] * minus_inv_eps;
+    residual[c * fs + g] = res[c] + scale * s;
+    if (!FOLD) {
+        uu[c] += (b * dt) * s;
+        u[c * fs + g] = uu[c];
+    }
+}
+#pragma unroll
+for (int k = 0; k < AUX; ++k) {
+    const T r = a * qr[k] + dt * rate[k];
+    aux_residual[k * ms + at] = r;
+    aux[k * ms + at] = q[k] + b * r;
+}
+if (!FOLD && write_traces) {
+#pragma unroll
+    for (int c = 3; c < 6; ++c) uu[c] = u[c * fs + g];
+    TRACES_OF_POINT
 }
 """
 
 
-class FaceAdd:
-    """residual += dt S, u += b dt S for S = gain * rate at the face points of listed faces,
-    all with the same face index (so no two threads add to one point: deterministic), gain
-    (6, K, n, n), rate (K, n, n), elements (K,) the faces' elements."""
+def _pole_block(model: str, offset: int, a: dict) -> str:
+    c = lambda value: f"({float(value)!r})"
+    k = offset
+    if model == "drude":  # J
+        return (f"for (int c = 0; c < 3; ++c) {{ rate[{k} + c] = {c(a['omega_p'] ** 2)} * drive[c] - {c(a['gamma'])} "
+                f"* q[{k} + c]; current[c] += q[{k} + c]; }}")
+    if model == "lorentz":  # P, J
+        w2 = a["omega0"] ** 2
+        return (f"for (int c = 0; c < 3; ++c) {{ rate[{k} + c] = q[{k + 3} + c]; rate[{k + 3} + c] = "
+                f"{c(a['delta'] * w2)} * drive[c] - {c(w2)} * q[{k} + c] - {c(a['gamma'])} * q[{k + 3} + c]; "
+                f"current[c] += q[{k + 3} + c]; }}")
+    if model == "debye":  # P, J = dP/dt
+        return (f"for (int c = 0; c < 3; ++c) {{ rate[{k} + c] = ({c(a['delta'])} * drive[c] - q[{k} + c]) * "
+                f"{c(1.0 / a['tau'])}; current[c] += rate[{k} + c]; }}")
+    raise ValueError(f"unknown pole model {model!r}")
 
-    def __init__(self, backend, order: int):
+
+class DispersiveStep:
+    """The poles' whole stage (dispersive.py's rates and finish) in one kernel, after the
+    stage kernel or folded into the residual before it, as PmlFinish. ``poles``: (model,
+    offset, angular parameters); ``weight``: per point or None; ``minus_inv_epsilon``: a number
+    or per point."""
+
+    def __init__(self, backend, order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
+                 minus_inv_epsilon: float = 0.0):
+        import hashlib
+
         n = order + 1
-        self.n2 = n * n
-        self.table = backend.asarray(face_point_table(order), dtype=np.int64)
-        self.kernel = backend.xp.ElementwiseKernel(
-            "raw T gain, raw T rate, raw int64 elements, raw int64 face_points, int64 face, int64 E, int64 K, "
-            "T b, T dt", "raw T u, raw T residual", _FACE_ADD.replace("N2", str(n * n)).replace("N3", str(n**3)),
-            f"lobatto_face_add_{order}")
+        self.n3 = n**3
+        self.unused = backend.zeros(1)
+        body = "\n".join(_pole_block(model, offset, a) for model, offset, a in poles)
+        source = (_DISPERSIVE.replace("TRACES_OF_POINT", _TRACES_OF_POINT).replace("POLES", body)
+                  .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
+                  .replace("MINUS_INV_EPS", "epsilon_term[at]" if per_point_epsilon else f"({float(minus_inv_epsilon)!r})")
+                  .replace("AUX", str(int(aux_count))).replace("N3", str(n**3)).replace("N2", str(n * n)))
+        tag = hashlib.sha1(source.encode()).hexdigest()[:12]
+        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        self.kernels = {fold: backend.xp.ElementwiseKernel(
+            "raw T weight, raw T epsilon_term, raw int64 elements, raw int64 point_faces, raw T normals, int64 E, "
+            "int64 M, T a, T b, T dt, T scale, int32 write_traces",
+            "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces", source.replace("FOLD", fold),
+            f"lobatto_poles_{'fold' if fold == 'true' else 'finish'}_{order}_{tag}") for fold in ("true", "false")}
 
-    def __call__(self, u, residual, gain, rate, elements, face: int, b, dt):
-        k = int(elements.size)
-        if k:
-            t = u.dtype.type
-            self.kernel(gain.reshape(-1), rate.reshape(-1), elements, self.table, np.int64(face), np.int64(u.shape[1]),
-                        np.int64(k), t(b), t(dt), u.reshape(-1), residual.reshape(-1), size=k * self.n2)
+    def __call__(self, u, residual, aux, aux_residual, elements, weight, epsilon_term, a, b, dt, traces=None,
+                 normals=None, fold=False):
+        m = int(elements.size)
+        if not m:
+            return
+        t = u.dtype.type
+        write = np.int32(traces is not None and not fold)
+        if not write:
+            traces = normals = self.unused
+        weight = self.unused if weight is None else weight
+        epsilon_term = self.unused if epsilon_term is None else epsilon_term
+        self.kernels["true" if fold else "false"](
+            weight.reshape(-1), epsilon_term.reshape(-1), elements, self.point_faces, normals.reshape(-1),
+            np.int64(u.shape[1]), np.int64(m), t(a), t(b), t(dt), t(dt / a if fold else dt), write, u.reshape(-1),
+            residual.reshape(-1), aux.reshape(-1), aux_residual.reshape(-1), traces.reshape(-1), size=m * self.n3)

@@ -280,37 +280,33 @@ class TotalFieldScatteredField(StageTerm):
         self._at = (xp.asarray(position), xp.asarray(face))
         n = order + 1
         self._faces = system.backend.zeros((6, self.count, 6, n, n))
-        # on CUDA: S added at the surface's face points only, one launch per face index
-        # (terms_cuda.FaceAdd), instead of over whole elements
-        self.face_add = None
+        # on CUDA: one kernel adds S at the volume points the surface touches, with the
+        # waveform evaluated in it (terms_cuda.SurfaceAdd), instead of array operations over
+        # whole elements; on the fused path it also rewrites those points' traces
+        self.surface_add = None
         if system.backend.name == "cuda":
-            from lobatto.systems.maxwell.terms_cuda import FaceAdd
+            from lobatto.systems.maxwell.terms_cuda import SurfaceAdd
 
-            self.face_add = FaceAdd(system.backend, order)
             gain = np.concatenate([backend_host(system, self._gain_e), backend_host(system, self._gain_h)])
-            delay = backend_host(system, self._delay)
-            self._groups, faces_sorted = [], np.argsort(face, kind="stable")
-            self._delay_sorted = xp.asarray(np.ascontiguousarray(delay[faces_sorted]))  # one waveform evaluation
-            first = 0
-            for f in range(6):
-                on = faces_sorted[face[faces_sorted] == f]
-                if on.size:
-                    self._groups.append((f, slice(first, first + on.size), xp.asarray(np.ascontiguousarray(gain[:, on])),
-                                         system.backend.asarray(element[on], dtype=np.int64)))
-                    first += on.size
+            self.surface_add = SurfaceAdd(system.backend, order, element, face, gain, backend_host(system, self._delay),
+                                          wave.waveform, wave.params, wave.amplitude)
+            self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
 
     def prepare(self, u, t) -> None:
-        if self.face_add is None:
+        if self.surface_add is None:
             return super().prepare(u, t)
-        if self.count:
-            self._rate_now = self.wave.profile(self.backend.xp, t - self._delay_sorted)
+        self._stage_time = t  # S depends on t alone: the kernel evaluates it in finish
 
-    def finish(self, u, residual, a, b, dt) -> None:
-        if self.face_add is None:
+    def finish(self, u, residual, a, b, dt, traces=None) -> None:
+        if self.surface_add is None:
             return super().finish(u, residual, a, b, dt)
         if self.count:
-            for f, part, gain, elements in self._groups:
-                self.face_add(u, residual, gain, self._rate_now[part], elements, f, b, dt)
+            self.surface_add(u, residual, self._stage_time, a, b, dt, traces,
+                             self.system.device_geometry["normals"] if traces is not None else None)
+
+    def fold(self, u, residual, t, a, b, dt) -> None:
+        if self.count:
+            self.surface_add(u, residual, t, a, b, dt, fold=True)
 
     def rates(self, u, t, s_out, r_out) -> None:
         w = self.wave.profile(self.backend.xp, t - self._delay)  # (K, n, n)
