@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from lobatto.backends.base import Backend
 from lobatto.errors import InputError
 
@@ -35,6 +37,8 @@ def get_backend(name: str = "cpu", precision: str = "float64", device_id: int | 
             import cupy
 
             count = cupy.cuda.runtime.getDeviceCount()
+            if os.environ.get("LOBATTO_SHARE_GPUS") == "1":
+                device_id %= count  # several ranks on one GPU: for tests of the multi-rank paths
             if device_id >= count:
                 raise InputError(
                     f"rank {rank} needs GPU {device_id} of its node but the node has {count}: "

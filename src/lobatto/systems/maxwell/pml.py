@@ -218,6 +218,7 @@ class PerfectlyMatchedLayer(StageTerm):
         self.setup_storage(system, elements)
         self.alpha, self.described, self.grading_order = float(alpha), described or {}, grading_order
         self.one_pass = None
+        self.step_fit = None  # (largest rate, cfl bound) when the step is fitted to the layer
         if not self.count:
             return
         to_dev = system.backend.asarray
@@ -249,6 +250,12 @@ class PerfectlyMatchedLayer(StageTerm):
         if self.count:
             self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b,
                           dt, fold=True)
+
+    def limit_time_step(self, dt: float, cfl: float) -> float:
+        if self.step_fit is None:
+            return dt
+        rate, bound = self.step_fit
+        return layer_time_step(dt, rate, cfl, bound)
 
     @property
     def largest_rate(self) -> float:
@@ -290,23 +297,19 @@ def layer_time_step(dt_plain: float, rate: float, cfl: float, bound: float) -> f
     return dt_plain / (1.0 + bound * dt_plain * rate / (cfl * RATE_REACH))
 
 
-def fit_time_step(case, system, rate: float, comm=None) -> None:
+def fit_time_step(case, term, system, comm=None) -> None:
     """The layer's rates are stiff (alpha + sigma_max ~ c / d times 10-30), and with the wave
-    operator they shrink the stable step: from [time] cfl, this system's steps are shortened
-    to fit (its stable_time_step, which the driver asks); a [time] dt too long is refused."""
-    time = case.time
+    operator they shrink the stable step: from [time] cfl, the term shortens the system's
+    steps to fit (its limit_time_step, which MaxwellSystem.stable_time_step asks); a [time]
+    dt too long is refused."""
+    time, rate = case.time, term.largest_rate
     bound = system.spec.cfl_bounds.get((case.discretization.flux, time.integrator))
     if bound is None or not rate > 0:
         return
-    spacing = float(allreduce(comm, system.geometry.min_spacing, "min"))
     if time.dt is None:
-        plain = system.stable_time_step
-
-        def stable_time_step(cfl, min_spacing):
-            return layer_time_step(plain(cfl, min_spacing), rate, cfl, bound)
-
-        system.stable_time_step = stable_time_step  # this instance only: the driver's dt from cfl
+        term.step_fit = (rate, bound)
         return
+    spacing = float(allreduce(comm, system.geometry.min_spacing, "min"))
     cfl = time.dt * system.wave_speed / spacing
     if time.cfl_check and cfl / bound + time.dt * rate / RATE_REACH > 1 + 1e-12:
         stable = layer_time_step(bound * spacing / system.wave_speed, rate, bound, bound)
@@ -323,5 +326,5 @@ def build_pml(case, system, comm=None) -> list:
     where = getattr(case, "source", "case")
     elements, sigma, described, alpha = layer_profile(system, spec, comm, where)
     term = PerfectlyMatchedLayer(system, elements, sigma, alpha, described, spec.grading_order)
-    fit_time_step(case, system, term.largest_rate, comm)
+    fit_time_step(case, term, system, comm)
     return [term]

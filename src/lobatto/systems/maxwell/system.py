@@ -142,6 +142,14 @@ class MaxwellSystem(FaceExchangeSystem):
         self.time_dependent = self.time_dependent or getattr(term, "time_dependent", False)
         self.energy_bounded = self.energy_bounded and getattr(term, "energy_bounded", False)
 
+    def stable_time_step(self, cfl: float, min_spacing: float) -> float:
+        """The wave's step (cfl h / c), shortened where a term's own rates need it (a PML's
+        stiff ones: StageTerm.limit_time_step)."""
+        dt = super().stable_time_step(cfl, min_spacing)
+        for term in self.terms:
+            dt = term.limit_time_step(dt, cfl)
+        return dt
+
     def check_integrator(self, integrator: str, where: str = "case") -> None:
         """Terms with auxiliary fields need a 2N-storage scheme (their fields step with it)."""
         stateful = [t.name for t in self.terms if t.aux_count]

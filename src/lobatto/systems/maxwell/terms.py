@@ -99,6 +99,11 @@ class StageTerm:
         the kernel). The kernel then adds dt S with dt L, and u needs no second pass."""
         raise NotImplementedError
 
+    def limit_time_step(self, dt: float, cfl: float) -> float:
+        """The step to take instead of ``dt`` (the wave's step at ``cfl``) with this term;
+        the same on every rank. Most terms leave it alone."""
+        return dt
+
     def add_to_rhs(self, u, t, out) -> None:
         """For Butcher schemes: only stateless terms (checked when the stepper is built)."""
         if self.count:

@@ -1,0 +1,81 @@
+"""Maxwell's physics terms (a PML on all sides, a TF/SF plane wave, a region of Drude, Lorentz
+and Debye poles) on the CUDA fused whole-step path with 2 and 3 ranks give the serial CPU
+fields: the terms' kernels run on each rank's elements, fold into the residual before the
+stage kernel or rewrite the traces they change after it, and the shared faces' traces travel
+between ranks. The ranks share the GPUs there are (LOBATTO_SHARE_GPUS=1; on one GPU the
+exchange is host-staged). Skipped without CuPy and a GPU, or without mpiexec."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mpi"))
+from mpirun import SKIP_REASON, max_relative_difference, run_case  # noqa: E402
+
+from lobatto.backends import cuda_available  # noqa: E402
+
+OK, WHY = cuda_available()
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}"),
+    pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or ""),
+]
+TIMEOUT_S = 300
+
+CASE = """
+[mesh]
+elements = [10, 6, 6]
+upper = [10.0, 6.0, 6.0]
+boundary = "absorbing"
+[discretization]
+order = 3
+[physics]
+equations = "maxwell"
+[initial]
+Ey = "exp(-((x-5)**2+(y-3.2)**2+(z-2.9)**2))"
+Hz = "0.3*exp(-((x-4)**2+(y-3)**2+(z-3)**2))"
+[time]
+t_end = 2.0
+[pml]
+sides = "all"
+elements = 1
+[source.wave]
+type = "plane_wave"
+direction = [1, 0, 0]
+polarization = [0, 0, 1]
+lower = [2.0, 2.0, 2.0]
+upper = [8.0, 4.0, 4.0]
+waveform = "modulated_gaussian"
+frequency = 0.4
+t0 = 1.0
+width = 0.6
+[material.glass]
+where = "1.2 - ((x-5)**2+(y-3)**2+(z-3)**2)"
+poles = [{model = "drude", plasma_frequency = 0.5, collision_frequency = 0.1},
+         {model = "lorentz", resonance_frequency = 0.7, delta_epsilon = 1.5, damping_frequency = 0.05},
+         {model = "debye", delta_epsilon = 0.8, relaxation_time = 0.6}]
+[output]
+every = 0
+formats = ["hdf5"]
+"""
+
+
+@pytest.fixture(scope="module")
+def cpu_serial(tmp_path_factory):
+    return run_case(tmp_path_factory.mktemp("cpu"), CASE, 1, ["--backend", "cpu"], timeout=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_terms_on_gpu_ranks_match_cpu(cpu_serial, ranks, tmp_path, monkeypatch):
+    monkeypatch.setenv("LOBATTO_SHARE_GPUS", "1")
+    summary, ids, fields = run_case(tmp_path, CASE, ranks, ["--backend", "cuda"], timeout=TIMEOUT_S)
+    assert summary["backend"] == "cuda" and summary["ranks"] == ranks
+    assert summary["step_path"] == "whole-step"
+    assert summary["steps"] == cpu_serial[0]["steps"] > 10
+    assert (ids == cpu_serial[1]).all()
+    # the scattered and absorbed fields are not small: the comparison is not of zeros
+    assert float(abs(cpu_serial[2]).max()) > 0.1
+    assert max_relative_difference(fields, cpu_serial[2]) <= 1e-12
