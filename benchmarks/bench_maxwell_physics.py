@@ -3,7 +3,8 @@ PML layers, a TF/SF plane wave, both, and Drude media on a share of the elements
 
 The mesh is the box [0, K]^3 of unit elements (Silver-Müller outer sides), order N. The PML
 is one element thick on all six sides, which is 1 - ((K-2)/K)^3 of the elements (19.9 % at
-K = 28); the TF/SF box is [4, K-4]^3 (its surface lies on element faces). Throughput is
+K = 28); the TF/SF box is [4, K-4]^3 (its surface lies on element faces); the dielectric
+ball (eps = 4, radius 0.8 (K/2 - 4), inside the TF/SF box, sampled per point) takes the stage path with the medium's kernel. Throughput is
 points x steps / second; "vs plain" is the plain step's time over the case's.
 
     PYTHONPATH=src python3 benchmarks/bench_maxwell_physics.py --backend cuda --elements 28 --order 7
@@ -24,7 +25,7 @@ from lobatto.api import Simulation, case_from_dict
 HERE = Path(__file__).resolve().parent
 
 
-def case_data(k: int, order: int, pml: bool, tfsf: bool, drude_share: float) -> dict:
+def case_data(k: int, order: int, pml: bool, tfsf: bool, drude_share: float, dielectric: bool = False) -> dict:
     data = {"mesh": {"elements": [k] * 3, "upper": [float(k)] * 3, "boundary": "absorbing"},
             "discretization": {"order": order}, "physics": {"equations": "maxwell"},
             "initial": {"Ey": f"exp(-((x-{k / 2})**2+(y-{k / 2})**2+(z-{k / 2})**2)/4)"},
@@ -39,6 +40,10 @@ def case_data(k: int, order: int, pml: bool, tfsf: bool, drude_share: float) -> 
         # the slab x < share * K: whole element layers, so the share is exact
         data["material"] = {"metal": {"where": f"{drude_share * k} - x", "sampling": "element", "model": "drude",
                                       "poles": [{"plasma_frequency": 0.5, "collision_frequency": 0.05}]}}
+    if dielectric:  # a ball of eps = 4 sampled per point: the medium's (stage-path) kernel
+        radius = 0.8 * (k / 2 - 4)  # inside the TF/SF box
+        data["material"] = {"ball": {"where": f"{radius ** 2} - (x-{k / 2})**2 - (y-{k / 2})**2 - (z-{k / 2})**2",
+                                     "epsilon": 4.0}}
     return data
 
 
@@ -80,10 +85,12 @@ def main():
     k, order = args.elements, args.order
     points = k**3 * (order + 1) ** 3
     cases = {"plain": (False, False, 0.0), "pml": (True, False, 0.0), "tfsf": (False, True, 0.0),
-             "pml+tfsf": (True, True, 0.0), "drude 10%": (False, False, 0.1), "drude 20%": (False, False, 0.2)}
+             "pml+tfsf": (True, True, 0.0), "drude 10%": (False, False, 0.1), "drude 20%": (False, False, 0.2),
+             "eps ball": (False, False, 0.0), "eps ball+pml+tfsf": (True, True, 0.0)}
     rows = []
     for label, (pml, tfsf, share) in cases.items():
-        seconds, info = seconds_per_step(args.backend, case_data(k, order, pml, tfsf, share), args.steps)
+        data = case_data(k, order, pml, tfsf, share, dielectric=label.startswith("eps ball"))
+        seconds, info = seconds_per_step(args.backend, data, args.steps)
         rows.append({"case": label, "seconds_per_step": seconds, "point_steps_per_second": points / seconds, **info})
     plain = rows[0]["seconds_per_step"]
     for row in rows:

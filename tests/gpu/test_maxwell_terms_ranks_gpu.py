@@ -1,5 +1,5 @@
 """Maxwell's physics terms (a PML on all sides, a TF/SF plane wave, a region of Drude, Lorentz
-and Debye poles) on the CUDA fused whole-step path with 2 and 3 ranks give the serial CPU
+and Debye poles with its own eps_inf, so a medium given per point) on the CUDA fused whole-step path with 2 and 3 ranks give the serial CPU
 fields: the terms' kernels run on each rank's elements, fold into the residual before the
 stage kernel or rewrite the traces they change after it, and the shared faces' traces travel
 between ranks. The ranks share the GPUs there are (LOBATTO_SHARE_GPUS=1; on one GPU the
@@ -53,7 +53,8 @@ frequency = 0.4
 t0 = 1.0
 width = 0.6
 [material.glass]
-where = "1.2 - ((x-5)**2+(y-3)**2+(z-3)**2)"
+where = "0.8 - ((x-5)**2+(y-3)**2+(z-3)**2)"
+epsilon = 2.0
 poles = [{model = "drude", plasma_frequency = 0.5, collision_frequency = 0.1},
          {model = "lorentz", resonance_frequency = 0.7, delta_epsilon = 1.5, damping_frequency = 0.05},
          {model = "debye", delta_epsilon = 0.8, relaxation_time = 0.6}]

@@ -2,9 +2,9 @@
 on all sides, a TF/SF plane wave, a Drude region, and all three together, on the fused
 whole-step path (where the terms' kernels fold into the residual before the stage kernel or
 finish after it, and rewrite the traces they change), and a region of Drude, Lorentz and
-Debye poles sampled per point (with its own eps_inf: the stage path; without: the fused
-path). The auxiliary fields
-agree too. Skipped, with the reason, without CuPy and a GPU."""
+Debye poles sampled per point (with its own eps_inf, a medium given per point, and with the
+background's). The auxiliary fields agree too. Skipped, with the reason, without CuPy and a
+GPU."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_cuda_equals_cpu_with_physics_terms(pml, wave, drude, tmp_path):
         sim.advance(12)
         results[backend] = sim.fields()
         aux[backend] = {name: np.asarray(value) for name, value in sim.system.history().items()}
-        if backend == "cuda" and drude != "mixed":  # (a heterogeneous eps takes the stage path)
+        if backend == "cuda":
             assert sim.stepper.path == "whole-step"
     cpu, cuda = results["cpu"], results["cuda"]
     scale = max(float(np.abs(cpu[name]).max()) for name in cpu)

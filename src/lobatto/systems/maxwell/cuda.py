@@ -135,14 +135,19 @@ class MaxwellKernels:
             names = {
                 "traces": f"lobatto::maxwell_traces_kernel<{self.order}, {t}>",
                 "rhs": f"lobatto::maxwell_rhs_kernel<{self.order}, {t}, {fp}>",
+                "rhs_medium": f"lobatto::maxwell_rhs_medium_kernel<{self.order}, {t}, {fp}>",
                 "stage": f"lobatto::maxwell_stage_kernel<{self.order}, {t}, {fp}>",
                 "stage_pairs": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, false>",
                 "stage_ghosts": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, true>",
+                "stage_pairs_medium": f"lobatto::maxwell_stage_pairs_medium_kernel<{self.order}, {t}, {fp}, false>",
+                "stage_ghosts_medium": f"lobatto::maxwell_stage_pairs_medium_kernel<{self.order}, {t}, {fp}, true>",
             }
             options = () if cfg.maxrregcount is None else (f"--maxrregcount={cfg.maxrregcount}",)
             module = get_module(SOURCE, tuple(names.values()), options)
             funcs = {k: module.get_function(v) for k, v in names.items()}
-            for k in ("rhs", "stage", "stage_pairs", "stage_ghosts"):
+            for k in names:
+                if k == "traces":
+                    continue
                 if cfg.shared_bytes > 48 * 1024:
                     funcs[k].max_dynamic_shared_size_bytes = cfg.shared_bytes
                 if funcs[k].max_threads_per_block < cfg.threads:
@@ -213,12 +218,13 @@ class MaxwellKernels:
         impedance = math.sqrt(mu / epsilon)
         return t(1.0 / epsilon), t(1.0 / mu), t(alpha / impedance), t(alpha * impedance)
 
-    def launch(self, kind, u, leading, geometry, material, elements=None, trailing=(), check=()):
+    def launch(self, kind, u, leading, geometry, material, elements=None, trailing=(), check=(), extra=()):
         """Launch kernel ``kind`` ("rhs", "stage", "stage_pairs", "stage_ghosts") over
         ``elements`` (first, stop) of u. Every element kernel takes the same arguments:
         ``leading`` arrays, the geometry, (E, first, stop, elements per block), the material
-        constants of ``material`` = (epsilon, mu, alpha), then ``trailing`` scalars.
-        ``check`` lists arrays to check against u (shape, contiguity, dtype) first."""
+        constants of ``material`` = (epsilon, mu, alpha), then ``trailing`` scalars, then
+        ``extra`` arguments as they are (arrays, typed scalars). ``check`` lists arrays to
+        check against u (shape, contiguity, dtype) first."""
         g = self.geometry_args(geometry, u.dtype)
         if check:
             self.check(u, *check, g[0], g[4], g[5], g[6], g[7])
@@ -230,7 +236,7 @@ class MaxwellKernels:
         t = u.dtype.type
         args = (tuple(leading) + g
                 + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
-                + self.material(u.dtype, *material) + tuple(t(x) for x in trailing))
+                + self.material(u.dtype, *material) + tuple(t(x) for x in trailing) + tuple(extra))
         grid = math.ceil((stop - first) / cfg.elements_per_block)
         funcs[kind]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
 
@@ -262,6 +268,29 @@ def make_rhs(backend, order):
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
         mk.launch("rhs", u, (u, out, sums), geometry, (epsilon, mu, alpha), elements, check=(sums, out))
+        return out
+
+    rhs.kernels = mk
+    return rhs
+
+
+def medium_arguments(mk, dtype, material) -> tuple:
+    """The extra kernel arguments of a medium given per point (HeterogeneousMedium.arrays)."""
+    sigma = material["sigma_over_epsilon"]
+    has_sigma = sigma is not None
+    return (material["inv_epsilon"], material["inv_mu"], sigma if has_sigma else mk.dummy_array(dtype),
+            material["flux_coefficients"], np.int32(has_sigma))
+
+
+@tuned_kernel("cuda", "maxwell_rhs_materials")
+def make_rhs_materials(backend, order):
+    """The reference's rhs(u, sums, geometry, out, material, alpha, elements) in one kernel:
+    material = HeterogeneousMedium.arrays (with its "flux_coefficients", (4, E, 6, n, n))."""
+    mk = MaxwellKernels(backend, order)
+
+    def rhs(u, sums, geometry, out, material, alpha, elements=None):
+        mk.launch("rhs_medium", u, (u, out, sums), geometry, (1.0, 1.0, alpha), elements, check=(sums, out),
+                  extra=medium_arguments(mk, u.dtype, material))
         return out
 
     rhs.kernels = mk

@@ -213,8 +213,14 @@ class FusedExchangeStepper:
         leading = (u, self.residual, self.buffers[stage_index % 2],
                    self.kernels.dummy_array(u.dtype) if ghost is None else ghost,
                    self.buffers[(stage_index + 1) % 2], self.partner, np.int32(1 if write_traces else 0))
-        self.kernels.launch(kind, u, leading, system.device_geometry, (system.epsilon, system.mu, system.alpha),
-                            elements, (a, b, dt))
+        if system.medium is None:
+            self.kernels.launch(kind, u, leading, system.device_geometry, (system.epsilon, system.mu, system.alpha),
+                                elements, (a, b, dt))
+        else:  # eps, mu, sigma per point: the medium's variant of the kernel (materials.py)
+            from lobatto.systems.maxwell.cuda import medium_arguments
+
+            self.kernels.launch(kind + "_medium", u, leading, system.device_geometry, (1.0, 1.0, system.alpha),
+                                elements, (a, b, dt), extra=medium_arguments(self.kernels, u.dtype, system.medium.arrays))
 
     @property
     def overlap(self) -> bool:

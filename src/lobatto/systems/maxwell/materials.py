@@ -208,6 +208,9 @@ class HeterogeneousMedium:
             "flux_c": to_dev(z_own / total),
             "flux_d": to_dev(z_own * z_other / total),
         }
+        if backend.name == "cuda":  # the tuned kernel reads the four as one array
+            self.arrays["flux_coefficients"] = to_dev(np.stack([z_other / total, 1.0 / total, z_own / total,
+                                                               z_own * z_other / total]))
         self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
         self._device = {}  # eps and mu on the device, for the energy (made when first asked)
 
@@ -256,7 +259,7 @@ def make_rhs_materials(backend, order):
         first, stop = element_bounds(elements, u.shape[1])
         if (first, stop) != (0, u.shape[1]):
             part = slice(first, stop)
-            sub = {k: (None if v is None else v[part]) for k, v in material.items()}
+            sub = {k: (None if v is None else v[part]) for k, v in material.items() if k != "flux_coefficients"}
             rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], sub, alpha)
             return out
         d, metrics = geometry["derivative"], geometry["metrics"]

@@ -229,7 +229,7 @@ class MaxwellSystem(FaceExchangeSystem):
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
         if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or self.sources is not None
-                or self.medium is not None or not self.fused_with_terms):
+                or not self.fused_with_terms):
             return None  # (sources: added after each stage, sources.py)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 

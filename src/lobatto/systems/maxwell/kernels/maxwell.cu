@@ -92,6 +92,54 @@ __device__ __forceinline__ void add_face_flux(T (&rhs)[6], const T* LOBATTO_REST
     add_lifted_flux<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, inv_eps, inv_mu, ce, ch);
 }
 
+// A medium given per point (materials.py): 1/eps, 1/mu, sigma/eps at the volume points and the
+// impedance-weighted flux coefficients a, b, c, d at the face points, (4, E, 6, n, n).
+template <typename T>
+struct Medium {
+    const T* inv_eps;
+    const T* inv_mu;
+    const T* sigma_eps;  // read only when has_sigma
+    const T* flux;
+    int has_sigma;
+};
+
+// The lifted flux of a face point in a medium given per point, before the point's 1/eps, 1/mu
+// (se*, sh* the trace sums scaled by the face factors; coeff the a, b, c, d arrays, stride fs):
+// F_E = (a S_H - alpha b n x S_E) L,  F_H = -(c S_E + alpha d n x S_H) L (materials.py).
+template <typename T>
+__device__ __forceinline__ void add_lifted_flux_medium(T (&rhs)[6], T se0, T se1, T se2, T sh0, T sh1, T sh2, T nx,
+                                                       T ny, T nz, T L, const T* LOBATTO_RESTRICT coeff, index_t fs,
+                                                       index_t fp, T alpha) {
+    const T ka = coeff[fp], kb = alpha * coeff[fs + fp], kc = coeff[2 * fs + fp], kd = alpha * coeff[3 * fs + fp];
+    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
+    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
+    rhs[0] += (ka * sh0 - kb * ce0) * L;
+    rhs[1] += (ka * sh1 - kb * ce1) * L;
+    rhs[2] += (ka * sh2 - kb * ce2) * L;
+    rhs[3] -= (kc * se0 + kd * ch0) * L;
+    rhs[4] -= (kc * se1 + kd * ch1) * L;
+    rhs[5] -= (kc * se2 + kd * ch2) * L;
+}
+
+// The flux of a face point in a medium given per point, with the sums read from `sums`.
+template <int N, typename T>
+__device__ __forceinline__ void add_face_flux_medium(T (&rhs)[6], const T* LOBATTO_RESTRICT sums,
+                                                     const T* LOBATTO_RESTRICT normals,
+                                                     const T* LOBATTO_RESTRICT lift,
+                                                     const T* LOBATTO_RESTRICT factors,
+                                                     const T* LOBATTO_RESTRICT coeff, index_t E, index_t e, int f,
+                                                     int a, int b, T alpha) {
+    constexpr int n = N + 1;
+    const index_t fs = E * 6 * n * n;
+    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    const T fe = factors[e * 6 + f];
+    const T fh = factors[E * 6 + e * 6 + f];
+    const T se0 = sums[fp] * fe, se1 = sums[fs + fp] * fe, se2 = sums[2 * fs + fp] * fe;
+    const T sh0 = sums[3 * fs + fp] * fh, sh1 = sums[4 * fs + fp] * fh, sh2 = sums[5 * fs + fp] * fh;
+    const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
+    add_lifted_flux_medium<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, lift[fp], coeff, fs, fp, alpha);
+}
+
 // -(n x F) for the three components in v[0..2]
 template <typename T>
 __device__ __forceinline__ void neg_n_cross(T nx, T ny, T nz, T v0, T v1, T v2, T& o0, T& o1, T& o2) {
@@ -105,14 +153,15 @@ __device__ __forceinline__ void neg_n_cross(T nx, T ny, T nz, T v0, T v1, T v2, 
 // and with GHOSTS (MODE 3) p <= -2 a point of another rank whose trace arrived in
 // ghost[6 * (-2 - p) + c]. The one-rank kernel is compiled without the ghost case: a second
 // branch there cost 20-40 % of the stage's time on an H200 (selects below cost less).
-template <int N, typename T, bool GHOSTS>
+template <int N, typename T, bool GHOSTS, bool MAT = false>
 __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6], const T* LOBATTO_RESTRICT trace_in,
                                                     const T* LOBATTO_RESTRICT ghost,
                                                     const int* LOBATTO_RESTRICT partner,
                                                     const T* LOBATTO_RESTRICT normals,
                                                     const T* LOBATTO_RESTRICT lift,
                                                     const T* LOBATTO_RESTRICT factors, index_t E, index_t e, int f,
-                                                    int a, int b, T inv_eps, T inv_mu, T ce, T ch) {
+                                                    int a, int b, T inv_eps, T inv_mu, T ce, T ch,
+                                                    const T* LOBATTO_RESTRICT coeff = nullptr) {
     constexpr int n = N + 1;
     const index_t fs = E * 6 * n * n;
     const index_t fp = ((e * 6 + f) * n + a) * n + b;
@@ -144,7 +193,11 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
     se0 *= fe; se1 *= fe; se2 *= fe;
     sh0 *= fh; sh1 *= fh; sh2 *= fh;
     const T L = lift[fp];
-    add_lifted_flux<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, inv_eps, inv_mu, ce, ch);
+    if (MAT) {
+        add_lifted_flux_medium<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, coeff, fs, fp, ce);
+    } else {
+        add_lifted_flux<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, inv_eps, inv_mu, ce, ch);
+    }
 }
 
 // Traces -(n x E), -(n x H) of the values v at face point fp (component stride fs of out and
@@ -174,7 +227,8 @@ __device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const 
     store_face_trace<T>(out, normals, fs, fp, v);
 }
 
-template <int N, typename T, int MODE, bool FP>
+// MAT: the medium per point (Medium); inv_eps = inv_mu = 1 and ce = alpha then.
+template <int N, typename T, int MODE, bool FP, bool MAT = false>
 __device__ __forceinline__ void maxwell_operator_body(
     T* u, T* LOBATTO_RESTRICT res_or_out, const T* LOBATTO_RESTRICT sums,
     const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
@@ -182,7 +236,8 @@ __device__ __forceinline__ void maxwell_operator_body(
     const T* LOBATTO_RESTRICT lift, const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D,
     index_t E, index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt,
     const T* LOBATTO_RESTRICT trace_in, const T* LOBATTO_RESTRICT ghost,
-    T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces) {
+    T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces,
+    Medium<T> med = Medium<T>{nullptr, nullptr, nullptr, nullptr, 0}) {
     using Dm = Dims<N>;
     constexpr int n = Dm::n, n2 = Dm::n2, n3 = Dm::n3;
     constexpr int RS = Dm::RS, PS = Dm::PS, ES = Dm::ES;
@@ -228,8 +283,10 @@ __device__ __forceinline__ void maxwell_operator_body(
                 T uo[6];
 #pragma unroll
                 for (int c = 0; c < 6; ++c) uo[c] = se[c * ES];
-                add_face_flux_pairs<N, T, MODE == 3>(flux, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f, fa, fb,
-                                          inv_eps, inv_mu, ce, ch);
+                add_face_flux_pairs<N, T, MODE == 3, MAT>(flux, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f,
+                                               fa, fb, inv_eps, inv_mu, ce, ch, med.flux);
+            } else if (MAT) {
+                add_face_flux_medium<N, T>(flux, sums, normals, lift, factors, med.flux, E, e, f, fa, fb, ce);
             } else {
                 add_face_flux<N, T>(flux, sums, normals, lift, factors, E, e, f, fa, fb, inv_eps, inv_mu, ce, ch);
             }
@@ -313,7 +370,7 @@ __device__ __forceinline__ void maxwell_operator_body(
 #pragma unroll
             for (int c = 0; c < 6; ++c) uo[c] = se[c * ES + so];
 #define LOBATTO_PAIRS(f_, a_, b_) \
-    add_face_flux_pairs<N, T, MODE == 3>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch)
+    add_face_flux_pairs<N, T, MODE == 3, MAT>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch, med.flux)
             if (i == 0) LOBATTO_PAIRS(0, k, j);
             if (i == N) LOBATTO_PAIRS(1, k, j);
             if (j == 0) LOBATTO_PAIRS(2, k, i);
@@ -321,6 +378,13 @@ __device__ __forceinline__ void maxwell_operator_body(
             if (k == 0) LOBATTO_PAIRS(4, j, i);
             if (k == N) LOBATTO_PAIRS(5, j, i);
 #undef LOBATTO_PAIRS
+        } else if (MAT) {
+            if (i == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 0, k, j, ce);
+            if (i == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 1, k, j, ce);
+            if (j == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 2, k, i, ce);
+            if (j == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 3, k, i, ce);
+            if (k == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 4, j, i, ce);
+            if (k == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 5, j, i, ce);
         } else {
             if (i == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 0, k, j, inv_eps, inv_mu, ce, ch);
             if (i == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 1, k, j, inv_eps, inv_mu, ce, ch);
@@ -330,6 +394,14 @@ __device__ __forceinline__ void maxwell_operator_body(
             if (k == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 5, j, i, inv_eps, inv_mu, ce, ch);
         }
 
+        if (MAT) {  // (curl H + F_E) / eps - sigma / eps E, (-curl E + F_H) / mu at this point
+            const T ie = med.inv_eps[g], im = med.inv_mu[g];
+            const T se_ = med.has_sigma ? med.sigma_eps[g] : T(0);
+#pragma unroll
+            for (int c = 0; c < 3; ++c) rhs[c] = rhs[c] * ie - se_ * se[c * ES + so];
+#pragma unroll
+            for (int c = 3; c < 6; ++c) rhs[c] *= im;
+        }
         if (MODE == 0) {
 #pragma unroll
             for (int c = 0; c < 6; ++c) res_or_out[c * fstride + g] = rhs[c];
@@ -398,6 +470,23 @@ __global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T*
                                    nullptr, nullptr, nullptr, 0);
 }
 
+// The right-hand side in a medium given per point (materials.py); inv_eps = inv_mu = 1, ce = alpha.
+template <int N, typename T, bool FP>
+__global__ void maxwell_rhs_medium_kernel(const T* u, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sums,
+                                          const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+                                          const signed char* LOBATTO_RESTRICT affine, int use_affine,
+                                          const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
+                                          const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
+                                          index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch,
+                                          const T* LOBATTO_RESTRICT med_inv_eps, const T* LOBATTO_RESTRICT med_inv_mu,
+                                          const T* LOBATTO_RESTRICT med_sigma_eps, const T* LOBATTO_RESTRICT med_flux,
+                                          int has_sigma) {
+    maxwell_operator_body<N, T, 0, FP, true>(const_cast<T*>(u), out, sums, metrics, compact, affine, use_affine,
+                                             normals, lift, factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch,
+                                             T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0,
+                                             Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
+}
+
 template <int N, typename T, bool FP>
 __global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT sums,
                                      const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
@@ -426,6 +515,28 @@ __global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, c
     maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP>(u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors,
                                    D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost,
                                    trace_out, partner, write_traces);
+}
+
+// The fused stage (MODE 2 / 3) in a medium given per point; inv_eps = inv_mu = 1, ce = alpha.
+template <int N, typename T, bool FP, bool GHOSTS>
+__global__ void maxwell_stage_pairs_medium_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
+                                                  const T* LOBATTO_RESTRICT ghost, T* LOBATTO_RESTRICT trace_out,
+                                                  const int* LOBATTO_RESTRICT partner,
+                                                  int write_traces, const T* LOBATTO_RESTRICT metrics,
+                                                  const T* LOBATTO_RESTRICT compact,
+                                                  const signed char* LOBATTO_RESTRICT affine, int use_affine,
+                                                  const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
+                                                  const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D,
+                                                  index_t E, index_t first, index_t stop, int epb, T inv_eps, T inv_mu,
+                                                  T ce, T ch, T a, T b, T dt,
+                                                  const T* LOBATTO_RESTRICT med_inv_eps,
+                                                  const T* LOBATTO_RESTRICT med_inv_mu,
+                                                  const T* LOBATTO_RESTRICT med_sigma_eps,
+                                                  const T* LOBATTO_RESTRICT med_flux, int has_sigma) {
+    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, true>(
+        u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors, D, E, first, stop, epb,
+        inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces,
+        Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
 }
 
 // traces[c, e, f, a, b] = -(n x E)_c (c < 3), -(n x H)_{c-3} (c >= 3) at every face point.
@@ -459,12 +570,20 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
     template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP, G>(                                 \
         T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, \
         const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, \
-        T, T);
+        T, T);                                                                                                 \
+    template __global__ void lobatto::maxwell_stage_pairs_medium_kernel<N, T, FP, G>(                          \
+        T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, \
+        const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, \
+        T, T, const T*, const T*, const T*, const T*, int);
 
 #define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP)                                                               \
     template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP>(                                            \
         const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
         const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T);                      \
+    template __global__ void lobatto::maxwell_rhs_medium_kernel<N, T, FP>(                                     \
+        const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
+        const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, const T*, const T*,  \
+        const T*, const T*, int);                                                                              \
     template __global__ void lobatto::maxwell_stage_kernel<N, T, FP>(                                          \
         T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, const T*, \
         lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);                       \
