@@ -327,3 +327,37 @@ def test_region_of_a_gmsh_mesh_equals_the_same_ball_given_by_where(tmp_path):
     assert np.max(np.abs(fields["region"]["Ez"])) > 0.1
     for name, values in fields["region"].items():
         assert np.array_equal(values, fields["where"][name]), name
+
+
+@pytest.mark.parametrize("order, conducting", [(3, True), (6, False)])
+def test_compiled_rhs_materials_equals_reference(order, conducting, tmp_path):
+    """The CPU backend's C kernel for a medium given per point equals the reference (array
+    operations) on random fields, sums and media, over all elements and over a range."""
+    from lobatto.api import Simulation
+    from lobatto.systems.maxwell.materials import make_rhs_materials
+
+    materials = {"lens": {"where": "0.1 - (x-0.6)**2 - (y-0.5)**2", "epsilon": "3 + x*y", "mu": 1.5},
+                 "slab": {"where": "0.4 - z", "epsilon": 2.0, "sampling": "element"}}
+    if conducting:
+        materials["lossy"] = {"where": "y - 0.5", "sigma": "2*z"}
+    case = case_from_dict({
+        "mesh": {"elements": [3, 2, 2], "boundary": "pec", "deform": {"y": "0.03*sin(pi*x)*sin(pi*z)"}},
+        "discretization": {"order": order}, "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0},
+        "output": {"formats": []}, "material": materials})
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    system, backend = sim.system, sim.backend
+    compiled = backend.kernel("maxwell_rhs_materials", order=order)
+    reference = make_rhs_materials(backend, order)
+    if not backend.has_tuned("maxwell_rhs_materials") or compiled.__name__ != "rhs_medium":
+        pytest.skip("no C compiler: the CPU backend runs the reference kernel itself")
+    rng = np.random.default_rng(order)
+    e, n = system.num_elements, order + 1
+    u = rng.standard_normal((6, e, n, n, n))
+    sums = rng.standard_normal((6, e, 6, n, n))
+    for elements in (None, (2, e - 3)):
+        outs = [np.full(u.shape, 7.0) for _ in range(2)]
+        compiled(u, sums, system.device_geometry, outs[0], system.medium.arrays, 0.8, elements)
+        reference(u, sums, system.device_geometry, outs[1], system.medium.arrays, 0.8, elements)
+        scale = float(np.abs(outs[1]).max())
+        assert scale > 1.0
+        assert float(np.abs(outs[0] - outs[1]).max()) <= 1e-12 * scale

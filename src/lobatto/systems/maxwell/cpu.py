@@ -78,7 +78,10 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     lib.maxwell_rhs.restype = None
     lib.maxwell_stage.argtypes = [_VP] * 9 + [_I64] * 3 + [_F64] * 6
     lib.maxwell_stage.restype = _INT
+    lib.maxwell_rhs_medium.argtypes = [_VP] * 13 + [_I64] * 3 + [_F64]
+    lib.maxwell_rhs_medium.restype = None
     c_traces, c_rhs, c_stage = lib.maxwell_traces, lib.maxwell_rhs, lib.maxwell_stage
+    c_rhs_medium = lib.maxwell_rhs_medium
     cache: list = [None]  # the last geometry seen (one system per kernel, in practice)
 
     def geometry_of(geometry, E):
@@ -118,7 +121,26 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         if status:
             raise MemoryError("maxwell_stage: could not allocate the per-thread element buffer")
 
-    return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage}
+    def rhs_medium(u, sums, geometry, out, material, alpha, elements=None):
+        """materials.py's reference rhs in C: material = HeterogeneousMedium.arrays."""
+        E = u.shape[1]
+        _check(u, dtype, (6, E, n, n, n), "u")
+        _check(sums, dtype, (6, E, 6, n, n), "sums")
+        _check(out, dtype, (6, E, n, n, n), "out", writable=True)
+        for key in ("inv_epsilon", "inv_mu"):
+            _check(material[key], dtype, (E, n, n, n), key)
+        _check(material["flux_coefficients"], dtype, (4, E, 6, n, n), "flux_coefficients")
+        sigma = material["sigma_over_epsilon"]
+        if sigma is not None:
+            _check(sigma, dtype, (E, n, n, n), "sigma_over_epsilon")
+        first, stop = element_bounds(elements, E)
+        m, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
+        c_rhs_medium(_ptr(u), _ptr(sums), m, nr, lf, ff, af, d, _ptr(out), _ptr(material["inv_epsilon"]),
+                     _ptr(material["inv_mu"]), None if sigma is None else _ptr(sigma),
+                     _ptr(material["flux_coefficients"]), E, first, stop, float(alpha))
+        return out
+
+    return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage, "maxwell_rhs_materials": rhs_medium}
 
 
 def reference_stage(backend, order):
@@ -147,11 +169,13 @@ def _register(name):
             return kernels[name]
         if name == "maxwell_stage":
             return reference_stage(backend, order)
+        if name == "maxwell_rhs_materials":
+            import lobatto.systems.maxwell.materials  # noqa: F401  (registers the reference)
         return REFERENCE_KERNELS[name](backend, order=order)
 
     factory.__name__ = f"compiled_{name}"
     return factory
 
 
-for _name in ("maxwell_traces", "maxwell_rhs", "maxwell_stage"):
+for _name in ("maxwell_traces", "maxwell_rhs", "maxwell_stage", "maxwell_rhs_materials"):
     _register(_name)

@@ -208,7 +208,7 @@ class HeterogeneousMedium:
             "flux_c": to_dev(z_own / total),
             "flux_d": to_dev(z_own * z_other / total),
         }
-        if backend.name == "cuda":  # the tuned kernel reads the four as one array
+        if backend.name in ("cuda", "cpu"):  # the tuned kernels read the four as one array
             self.arrays["flux_coefficients"] = to_dev(np.stack([z_other / total, 1.0 / total, z_own / total,
                                                                z_own * z_other / total]))
         self.kernel = backend.kernel("maxwell_rhs_materials", order=order)

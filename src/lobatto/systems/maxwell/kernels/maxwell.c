@@ -137,7 +137,43 @@ typedef struct {
     idx_t E;
     REAL D[NQ][NQ], Dt[NQ][NQ];
     REAL inv_eps, inv_mu, ae, ah, alpha;
+    const REAL *medium_flux; /* a medium per point: its flux coefficients a, b, c, d, or NULL */
 } ctx_t;
+
+/* The surface terms in a medium given per point (materials.py), before the point's 1/eps,
+ * 1/mu: r += L (a S_H - alpha b n x S_E), r_H -= L (c S_E + alpha d n x S_H). */
+static inline void element_flux_medium(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
+{
+    const idx_t E = c->E;
+    const idx_t ts = E * 6 * NQ2;
+    const REAL alpha = c->alpha;
+    const int cst = c->affine[e] != 0;
+    for (int f = 0; f < 6; ++f) {
+        const idx_t fo = (e * 6 + f) * NQ2;
+        const REAL fe = c->factors[e * 6 + f], fh = c->factors[(E + e) * 6 + f];
+        const REAL *s = c->sums + fo;
+        const REAL *n0 = c->normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
+        const REAL *lf = c->lift + fo;
+        const REAL *ka = c->medium_flux + fo, *kb = ka + ts, *kc = kb + ts, *kd = kc + ts;
+        const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
+        for (int a = 0; a < NQ; ++a) {
+            for (int b = 0; b < NQ; ++b) {
+                const int p = a * NQ + b, q = cst ? 0 : p;
+                const idx_t v = off + a * sa + b * sb;
+                const REAL x0 = n0[q], x1 = n1[q], x2 = n2[q], L = lf[q];
+                const REAL se0 = s[p] * fe, se1 = s[p + ts] * fe, se2 = s[p + 2 * ts] * fe;
+                const REAL sh0 = s[p + 3 * ts] * fh, sh1 = s[p + 4 * ts] * fh, sh2 = s[p + 5 * ts] * fh;
+                const REAL A = ka[p], B = alpha * kb[p], C = kc[p], Dd = alpha * kd[p];
+                r[v] += (A * sh0 - B * (x1 * se2 - x2 * se1)) * L;
+                r[v + rs] += (A * sh1 - B * (x2 * se0 - x0 * se2)) * L;
+                r[v + 2 * rs] += (A * sh2 - B * (x0 * se1 - x1 * se0)) * L;
+                r[v + 3 * rs] -= (C * se0 + Dd * (x1 * sh2 - x2 * sh1)) * L;
+                r[v + 4 * rs] -= (C * se1 + Dd * (x2 * sh0 - x0 * sh2)) * L;
+                r[v + 5 * rs] -= (C * se2 + Dd * (x0 * sh1 - x1 * sh0)) * L;
+            }
+        }
+    }
+}
 
 static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *metrics,
                       const REAL *normals, const REAL *lift, const REAL *factors,
@@ -157,6 +193,7 @@ static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *met
     c->ae = (REAL)(alpha / z);
     c->ah = (REAL)(alpha * z);
     c->alpha = (REAL)alpha;
+    c->medium_flux = NULL;
 }
 
 static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
@@ -237,6 +274,10 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
         }
     }
 
+    if (c->medium_flux) {
+        element_flux_medium(c, e, r, rs);
+        return;
+    }
     /* Surface: r += lift * F at the face points (boundary ghost factors on the sums). */
     const idx_t ts = E * 6 * NQ2;
     const REAL ae = c->ae, ah = c->ah, half = (REAL)0.5;
@@ -279,6 +320,36 @@ void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REA
     {
         OMP_FOR
         for (idx_t e = first; e < stop; ++e) element_rhs(&c, e, out + e * NQ3, E * NQ3);
+    }
+}
+
+/* ---- rhs in a medium given per point (materials.py) on elements [first, stop) -----------
+ * out = (curl H + F_E) / eps - sigma / eps E, (-curl E + F_H) / mu, with 1/eps, 1/mu,
+ * sigma/eps per point (sigma_eps may be NULL: no conductor) and the face coefficients
+ * flux (4, E, 6, n, n). */
+void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *normals,
+                        const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
+                        REAL *out, const REAL *inv_eps, const REAL *inv_mu, const REAL *sigma_eps,
+                        const REAL *flux, idx_t E, idx_t first, idx_t stop, double alpha)
+{
+    ctx_t c;
+    setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
+    c.medium_flux = flux;
+    const idx_t fs = E * NQ3;
+    OMP_PARALLEL
+    {
+        OMP_FOR
+        for (idx_t e = first; e < stop; ++e) {
+            REAL *r = out + e * NQ3;
+            element_rhs(&c, e, r, fs);
+            const idx_t o = e * NQ3;
+            for (int p = 0; p < NQ3; ++p) {
+                const REAL ie = inv_eps[o + p], im = inv_mu[o + p];
+                const REAL se = sigma_eps ? sigma_eps[o + p] : (REAL)0;
+                for (int k = 0; k < 3; ++k) r[k * fs + p] = r[k * fs + p] * ie - se * u[k * fs + o + p];
+                for (int k = 3; k < 6; ++k) r[k * fs + p] *= im;
+            }
+        }
     }
 }
 
