@@ -189,10 +189,17 @@ class MaxwellSystem(FaceExchangeSystem):
         if self.medium is not None:
             self.medium.rhs(self, u, out)
         else:
-            self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
-                u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
+            self.background_rhs(u, out)
         if self.sources is not None:
             self.sources.add_to_rhs(out, t)
+        return out
+
+    def background_rhs(self, u, out):
+        """L(u) in the uniform background (the [physics] eps, mu; no medium, sources or terms),
+        for any full-size array u (the discrete incident wave, tfsf_discrete.py). Collective:
+        the face exchange runs on every rank."""
+        self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
+            u, sums, self.device_geometry, out, self.epsilon, self.mu, self.alpha, elements))
         return out
 
     def stage(self, u, residual, t, a, b, dt):

@@ -43,7 +43,10 @@ from lobatto.systems.maxwell.sources import WAVEFORM_KEYS, WAVEFORMS
 from lobatto.systems.maxwell.terms import StageTerm
 
 PLANE_WAVE_KEYS = ("type", "direction", "polarization", "amplitude", "origin", "lower", "upper", "region",
-                   "waveform")
+                   "waveform", "incident_field")
+#: what corrects the scattered-field side of the surface: the analytic wave, or the discrete
+#: scatterer-free wave stepped alongside on the total-field elements (tfsf_discrete.py)
+INCIDENT_FIELDS = ("analytic", "discrete")
 NONE = np.iinfo(np.int64).max
 
 
@@ -96,6 +99,7 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
                         "sides lie on element faces) or region = \"name\" (a volume region of the mesh)")
     values["waveform"] = waveform
     values.update({key: key_value(ctx, where, table, WAVEFORM_KEYS[key]) for key in takes})
+    values["incident_field"] = _choice(ctx, where, table, "incident_field", INCIDENT_FIELDS, "analytic")
     return values
 
 
@@ -334,5 +338,10 @@ def build_plane_waves(case, system, comm=None) -> list:
         if spec.type == "plane_wave":
             wave = PlaneWave.from_spec(spec, system.epsilon, system.mu)
             inside = total_field_elements(system, spec, comm, case.source)
-            terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
+            if spec.values.get("incident_field", "analytic") == "discrete":
+                from lobatto.systems.maxwell.tfsf_discrete import DiscreteIncidentTFSF  # (it imports this module)
+
+                terms.append(DiscreteIncidentTFSF(system, wave, inside, comm, case.source))
+            else:
+                terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
     return terms
