@@ -1,6 +1,7 @@
 """All-hexahedral meshes made with the gmsh Python API, for lobatto (docs/meshes.md).
 
     python examples/meshes/gmsh_meshes.py          # writes examples/meshes/sphere_in_box.msh
+                                                   # and sphere_scatterer.msh, sphere_scatterer_n2.msh
 
 Each mesh is block-structured: the domain is cut into six-sided blocks (hexahedra whose edges
 may be lines or circle arcs and whose faces may be planes, sphere patches or Coons patches),
@@ -320,8 +321,92 @@ def box(path, elements=(2, 2, 2), lower=(0.0, 0.0, 0.0), upper=(1.0, 1.0, 1.0), 
     return _write(path, version, binary)
 
 
+
+def sphere_scatterer(path, radius=0.5, half_width=0.75, divisions=2, layers=(0.375, 0.375, 0.375), order=2,
+                     core=0.3, version=4.1, binary=False) -> Path:
+    """A ball of `radius` inside the cube [-half_width, half_width]^3 (the construction of
+    sphere_in_box), surrounded by Cartesian layers of hexahedra out to a larger box: for
+    scattering, with a TF/SF surface, a near-to-far box and a PML on element faces.
+
+    The cube's faces carry a lattice of `divisions` x `divisions` squares; the layers continue
+    it outwards, so the mesh is conforming: along each axis the lines are those of the cube
+    (spacing 2 half_width / divisions) and, beyond it, one plane per entry of `layers` (their
+    thicknesses, innermost first). Every plane x, y or z = +-(half_width + sum of the first j
+    layers) is a surface of element faces, so any box between them is a valid TF/SF, near-to-far
+    or PML boundary. `core` is the inner cube's half-width over the radius: sphere_in_box's 0.5
+    makes the shell elements at the inner cube's corners (1 - 0.5 sqrt 3) / divisions = 0.13
+    radius / divisions thick, 0.3 makes them 0.48 radius / divisions, so the time step (set by
+    the thinnest element) is larger: 1.6 times at divisions = 1, N = 3. 13 divisions^3 +
+    (divisions + 2 len(layers))^3 - divisions^3 hexahedra. Volume groups "sphere" and "air"
+    (everything outside the ball); surface groups "walls" (the outer box), "sphere_surface"
+    (between the volumes) and "cube" (the faces of [-half_width, half_width]^3, inside the air)."""
+    _start("sphere_scatterer")
+    origin = (0.0, 0.0, 0.0)
+    on_sphere = _on_sphere(origin, radius)
+    blocks = Blocks(centre=lambda p, q: origin if on_sphere([p, q]) else None, sphere=on_sphere)
+    n, cube = divisions, core * radius
+    if not 0 < core < 1 / math.sqrt(3) or half_width <= radius:
+        raise ValueError("need 0 < core < 1/sqrt(3) (the inner cube inside the ball) and half_width > radius")
+    grid = [-1.0 + 2.0 * i / n for i in range(n + 1)]
+    inside = blocks.lattice(lambda i, j, k: (cube * grid[i], cube * grid[j], cube * grid[k]), (n, n, n))
+    air, shell, cube_faces = [], [], []
+    for axis, side in _CUBE_FACES:
+        def direction(a, b, axis=axis, side=side):  # equiangular: tan of evenly spaced angles
+            u, v = math.tan(math.pi / 4 * grid[a]), math.tan(math.pi / 4 * grid[b])
+            d = _on_face(axis, side, u, v, 1.0)
+            return [x / math.sqrt(u * u + v * v + 1.0) for x in d]
+
+        def inner_shell(l, a, b, axis=axis, side=side):  # l = 0 on the inner cube, n on the sphere
+            s, c = l / n, _on_face(axis, side, cube * grid[a], cube * grid[b], cube)
+            return [(1 - s) * x + s * radius * y for x, y in zip(c, direction(a, b))]
+
+        def outer_shell(l, a, b, axis=axis, side=side):  # l = 0 on the sphere, n on the cube
+            s, c = l / n, _on_face(axis, side, half_width * grid[a], half_width * grid[b], half_width)
+            return [(1 - s) * radius * y + s * x for x, y in zip(c, direction(a, b))]
+
+        for position, group, named in ((inner_shell, inside, shell), (outer_shell, air, cube_faces)):
+            group += blocks.lattice(lambda i, j, k: position(k, i, j), (n, n, n))
+            top = blocks.grid
+            named += [(top[(a, b, n)], top[(a + 1, b, n)], top[(a + 1, b + 1, n)], top[(a, b + 1, n)])
+                      for a in range(n) for b in range(n)]
+    # the Cartesian layers: the tensor lattice of `lines` on each axis, less the cube
+    outer = [half_width + sum(layers[:j + 1]) for j in range(len(layers))]
+    lines = [-x for x in reversed(outer)] + [half_width * g for g in grid] + outer
+    first, last = len(layers), len(layers) + n  # the cube's cells: first <= index < last on every axis
+    count = len(lines) - 1
+    point = {(i, j, k): blocks.point(lines[i], lines[j], lines[k])
+             for k in range(count + 1) for j in range(count + 1) for i in range(count + 1)}
+    walls = []
+    for k in range(count):
+        for j in range(count):
+            for i in range(count):
+                if all(first <= c < last for c in (i, j, k)):
+                    continue
+                corners = [point[(i + a, j + b, k + c)] for c in (0, 1) for b in (0, 1) for a in (0, 1)]
+                air.append(blocks.block(corners))
+                for axis, index in enumerate((i, j, k)):
+                    for end, offset in ((0, 0), (count - 1, 1)):
+                        if index == end:  # a face on the outer box
+                            quad = [q for q, (a, b, c) in zip(corners, [(a, b, c) for c in (0, 1) for b in (0, 1)
+                                                                         for a in (0, 1)])
+                                    if (a, b, c)[axis] == offset]
+                            walls.append((quad[0], quad[1], quad[3], quad[2]))
+    blocks.mesh(order)
+    gmsh.model.addPhysicalGroup(3, inside, name="sphere")
+    gmsh.model.addPhysicalGroup(3, air, name="air")
+    gmsh.model.addPhysicalGroup(2, [blocks.face_of(f) for f in walls], name="walls")
+    gmsh.model.addPhysicalGroup(2, [blocks.face_of(f) for f in shell], name="sphere_surface")
+    gmsh.model.addPhysicalGroup(2, [blocks.face_of(f) for f in cube_faces], name="cube")
+    return _write(path, version, binary)
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "sphere_in_box.msh"
     gmsh.initialize(readConfigFiles=False, interruptible=False)
     print("wrote", sphere_in_box(out, radius=0.5, half_width=1.0, divisions=2, order=2))
+    if len(sys.argv) == 1:  # examples/sphere_scattering.toml's mesh
+        print("wrote", sphere_scatterer(HERE / "sphere_scatterer.msh", radius=0.5, half_width=0.75, divisions=1,
+                                        layers=(0.5, 0.5, 0.5), order=2, binary=True))
+        print("wrote", sphere_scatterer(HERE / "sphere_scatterer_n2.msh", radius=0.5, half_width=0.75, divisions=2,
+                                        layers=(0.375, 0.375, 0.375), order=2, binary=True))  # the benchmark's
     gmsh.finalize()

@@ -126,7 +126,8 @@ class FarFieldMonitor(DftMonitor):
             if self.faces[label] == 0:
                 raise InputError(f"{where}: {what.strip()} {surface.describe()} is not a closed surface of element "
                                  "faces in the mesh (it holds no element, or every element)")
-            check_background(system, element, face, f"{what.strip()} {surface.describe()}", where, comm)
+            if label == "scattering":  # the far field radiates in the background; a flux needs no medium
+                check_background(system, element, face, f"{what.strip()} {surface.describe()}", where, comm)
             for f in range(NUM_FACES):
                 chosen = element[face == f]
                 if chosen.size:
