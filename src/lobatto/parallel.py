@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from contextlib import contextmanager
 
 from lobatto.errors import InputError, LobattoError
@@ -27,6 +28,7 @@ _LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV
 _LAUNCHER_LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
 #: how long a failed rank waits for the others to join the error agreement before ending the job
 ABORT_SECONDS = 5.0
+ABORT_GRACE_SECONDS = 0.3  # between an ending rank's last line and the abort
 
 
 def launched_size() -> int:
@@ -80,6 +82,9 @@ def end_job(message: str | None, code: int) -> None:
     MPI_Finalize (which would wait for ranks that may never arrive)."""
     if message:
         print(f"lobatto: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+        # the launcher forwards stderr through a pipe it may stop reading once the abort
+        # tears the job down: on a loaded machine the line was lost (tests/mpi/test_failures.py)
+        time.sleep(ABORT_GRACE_SECONDS)
     _exit_now(code)
 
 
