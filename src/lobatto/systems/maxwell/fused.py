@@ -40,7 +40,7 @@ import contextlib
 
 import numpy as np
 
-from lobatto.systems.maxwell.cuda import MaxwellKernels
+from lobatto.systems.maxwell.cuda import MaxwellKernels, medium_arguments
 
 #: packs the traces of the points in `index` as (len(index), 6) rows, ids increasing per neighbour
 _PACK_SOURCE = "const long long m = i / 6, c = i - 6 * m; out = traces[c * field_stride + index[m]];"
@@ -168,6 +168,9 @@ class FusedExchangeStepper:
         self.residual = stepper.residual
         self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
         self.kernels = MaxwellKernels(backend, self.order)
+        # eps, mu, sigma per point (materials.py): the stage kernel's medium variant and its arrays
+        self.medium_extra = None if system.medium is None else medium_arguments(
+            self.kernels, self.residual.dtype, system.medium.arrays)
         #: the choice under overlap = "auto" once made, with the trial's timings
         self.auto_overlap: dict | None = None
 
@@ -213,14 +216,12 @@ class FusedExchangeStepper:
         leading = (u, self.residual, self.buffers[stage_index % 2],
                    self.kernels.dummy_array(u.dtype) if ghost is None else ghost,
                    self.buffers[(stage_index + 1) % 2], self.partner, np.int32(1 if write_traces else 0))
-        if system.medium is None:
+        if self.medium_extra is None:
             self.kernels.launch(kind, u, leading, system.device_geometry, (system.epsilon, system.mu, system.alpha),
                                 elements, (a, b, dt))
-        else:  # eps, mu, sigma per point: the medium's variant of the kernel (materials.py)
-            from lobatto.systems.maxwell.cuda import medium_arguments
-
+        else:
             self.kernels.launch(kind + "_medium", u, leading, system.device_geometry, (1.0, 1.0, system.alpha),
-                                elements, (a, b, dt), extra=medium_arguments(self.kernels, u.dtype, system.medium.arrays))
+                                elements, (a, b, dt), extra=self.medium_extra)
 
     @property
     def overlap(self) -> bool:

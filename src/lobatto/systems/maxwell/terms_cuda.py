@@ -153,21 +153,44 @@ def point_face_table(order: int) -> np.ndarray:
     return table
 
 
-class PmlFinish:
+class PointUpdate:
+    """What the terms' kernels share. Each is compiled twice (FOLD): after the stage kernel it
+    adds dt S to the residual and b dt S to u, and given the fused path's trace buffer it
+    rewrites the traces of the points it changed; before the stage kernel, for a stage whose
+    a is not 0, it adds (dt / a) S to the residual alone, which the kernel's a * residual turns
+    into dt S, so u is neither read back nor its traces rewritten."""
+
+    def setup_points(self, backend, order: int) -> None:
+        self.unused = backend.zeros(1)  # stands for traces and normals when none are written
+        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+
+    @staticmethod
+    def compile_both(xp, params: str, outputs: str, source: str, name: str, **options) -> dict:
+        """{fold: kernel} for fold False and True."""
+        return {fold: xp.ElementwiseKernel(params, outputs, source.replace("FOLD", "true" if fold else "false"),
+                                           f"{name}_{'fold' if fold else 'finish'}", **options)
+                for fold in (False, True)}
+
+    def trace_arguments(self, traces, normals, fold: bool, a, dt) -> tuple:
+        """(write flag, traces, normals, scale of S in the residual) for a launch."""
+        write = traces is not None and not fold
+        if not write:
+            traces = normals = self.unused
+        return np.int32(write), traces.reshape(-1), normals.reshape(-1), (dt / a if fold else dt)
+
+
+class PmlFinish(PointUpdate):
     """finish(u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt, traces) for
     pml.py's layout: aux (3 factors, 6 components, m, n, n, n), sigma (3, m, n, n, n). The
     layer's elements are grouped by which sigma directions are non-zero on them (a face
     layer one, an edge two, a corner three), and each group's kernel is compiled for its
     directions: it reads only the auxiliary fields that can be non-zero, with no branches.
-    With ``traces`` (the fused path's trace buffer) it also rewrites the traces of the points
-    it changed, which saves a pass over the layer's faces (ListedTraces)."""
+    Rewriting the traces itself saves a pass over the layer's faces (ListedTraces)."""
 
     def __init__(self, backend, order: int, sigma_host: np.ndarray):
         n = order + 1
-        xp = backend.xp
-        self.n3, self.xp = n**3, xp
-        self.unused = backend.zeros(1)  # stands for traces and normals when none are written
-        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        self.n3 = n**3
+        self.setup_points(backend, order)
         active = np.any(np.asarray(sigma_host).reshape(3, sigma_host.shape[1], -1) != 0, axis=2)  # (3, m)
         masks = active[0] * 1 + active[1] * 2 + active[2] * 4
         self.groups = []
@@ -175,34 +198,29 @@ class PmlFinish:
             if mask == 0:
                 continue  # sigma is 0 on the whole element: the layer leaves it alone
             members = np.nonzero(masks == mask)[0]
-            kernels = {fold: xp.ElementwiseKernel(
-                "raw T sigma, raw int64 group, raw int64 elements, raw int64 point_faces, raw T normals, int64 E, "
-                "int64 M, T alpha, T a, T b, T dt, T scale, int32 write_traces",
+            kernels = self.compile_both(
+                backend.xp, "raw T sigma, raw int64 group, raw int64 elements, raw int64 point_faces, raw T normals, "
+                "int64 E, int64 M, T alpha, T a, T b, T dt, T scale, int32 write_traces",
                 "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces",
                 (_PML_FINISH.replace("TRACES_OF_POINT", _TRACES_OF_POINT)
-                 .replace("ACTIVE(k, f)", "((MASK >> (((f) % 3 + (k)) % 3)) & 1)").replace("FOLD", fold)
+                 .replace("ACTIVE(k, f)", "((MASK >> (((f) % 3 + (k)) % 3)) & 1)")
                  .replace("MASK", str(int(mask))).replace("N3", str(n**3)).replace("N2", str(n * n))),
-                f"lobatto_pml_{'fold' if fold == 'true' else 'finish'}_{order}_{int(mask)}") for fold in ("true", "false")}
+                f"lobatto_pml_{order}_{int(mask)}")
             self.groups.append((kernels, backend.asarray(members, dtype=np.int64), int(members.size)))
 
     def __call__(self, u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt, traces=None, normals=None,
                  fold=False):
-        """After the stage kernel (fold False): S into residual and u; before it, for a stage
-        whose a is not 0 (fold True): (dt / a) S into the residual alone, which the kernel's
-        a * residual turns into dt S, so u is neither read back nor its traces rewritten."""
+        """After the stage kernel, or folded into the residual before it (PointUpdate)."""
         m = int(elements.size)
         if not m:
             return
         t = u.dtype.type
-        write = np.int32(traces is not None and not fold)
-        if not write:
-            traces = normals = self.unused
-        scale = dt / a if fold else dt
+        write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         for kernels, members, count in self.groups:
-            kernels["true" if fold else "false"](
-                sigma.reshape(-1), members, elements, self.point_faces, normals.reshape(-1), np.int64(u.shape[1]),
+            kernels[fold](
+                sigma.reshape(-1), members, elements, self.point_faces, normals, np.int64(u.shape[1]),
                 np.int64(m), t(alpha), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1),
-                aux.reshape(-1), aux_residual.reshape(-1), traces.reshape(-1), size=count * self.n3)
+                aux.reshape(-1), aux_residual.reshape(-1), traces, size=count * self.n3)
 
 
 # the incident wave's flux correction at the TF/SF surface, one thread per volume point the
@@ -259,7 +277,7 @@ def waveform_preamble(waveform: str, params: dict, amplitude: float) -> str:
     return f"__device__ double lobatto_waveform(const double tau) {{\n{body}\n}}\n"
 
 
-class SurfaceAdd:
+class SurfaceAdd(PointUpdate):
     """residual += dt S, u += b dt S for the TF/SF correction S = sum_j gain_j w(t - delay_j)
     over the face points j of the surface, one thread per touched volume point (tfsf.py), and
     with ``traces`` the rewrite of those points' traces. ``element`` (K,), ``face`` (K,) the
@@ -272,8 +290,7 @@ class SurfaceAdd:
 
         n = order + 1
         n2 = n * n
-        xp = backend.xp
-        self.unused = backend.zeros(1)  # stands for traces and normals when none are written
+        self.setup_points(backend, order)
         table = face_point_table(order).reshape(6, n2)
         element, face = np.asarray(element, dtype=np.int64), np.asarray(face, dtype=np.int64)
         points = table[face]  # (K, n2) local volume point of each face point
@@ -291,31 +308,25 @@ class SurfaceAdd:
         self.gain = backend.asarray(np.ascontiguousarray(np.asarray(gain).reshape(6, -1)[:, order_by]))
         self.delay = backend.asarray(np.ascontiguousarray(np.asarray(delay).reshape(-1)[order_by]))
         self.contributions = int(keys.shape[1])
-        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
         preamble = waveform_preamble(waveform, params, amplitude)
         tag = hashlib.sha1(preamble.encode()).hexdigest()[:12]
         source = (_SURFACE_ADD.replace("TRACES_OF_POINT", _TRACES_OF_POINT)
                   .replace("N3", str(n**3)).replace("N2", str(n2)))
-        self.kernels = {fold: xp.ElementwiseKernel(
-            "raw int64 point_element, raw int64 point_local, raw int64 first, raw T gain, raw T delay, "
+        self.kernels = self.compile_both(
+            backend.xp, "raw int64 point_element, raw int64 point_local, raw int64 first, raw T gain, raw T delay, "
             "raw int64 point_faces, raw T normals, int64 E, int64 J, T now, T b, T dt, T scale, int32 write_traces",
-            "raw T u, raw T residual, raw T traces", source.replace("FOLD", fold),
-            f"lobatto_surface_{'fold' if fold == 'true' else 'add'}_{order}_{tag}", preamble=preamble)
-            for fold in ("true", "false")}
+            "raw T u, raw T residual, raw T traces", source, f"lobatto_surface_add_{order}_{tag}", preamble=preamble)
 
     def __call__(self, u, residual, time: float, a, b, dt, traces=None, normals=None, fold=False):
-        """As PmlFinish: after the stage kernel, or folded into the residual before it."""
+        """After the stage kernel, or folded into the residual before it (PointUpdate)."""
         if not self.count:
             return
         t = u.dtype.type
-        write = np.int32(traces is not None and not fold)
-        if not write:
-            traces = normals = self.unused
-        scale = dt / a if fold else dt
-        self.kernels["true" if fold else "false"](
+        write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
+        self.kernels[fold](
             self.point_element, self.point_local, self.first, self.gain.reshape(-1), self.delay, self.point_faces,
-            normals.reshape(-1), np.int64(u.shape[1]), np.int64(self.contributions), t(time), t(b), t(dt), t(scale),
-            write, u.reshape(-1), residual.reshape(-1), traces.reshape(-1), size=self.count)
+            normals, np.int64(u.shape[1]), np.int64(self.contributions), t(time), t(b), t(dt), t(scale), write,
+            u.reshape(-1), residual.reshape(-1), traces, size=self.count)
 
 
 # the poles of dispersive.py in one pass over the dispersive elements' points; the pole
@@ -383,7 +394,7 @@ def _pole_block(model: str, offset: int, a: dict) -> str:
     raise ValueError(f"unknown pole model {model!r}")
 
 
-class DispersiveStep:
+class DispersiveStep(PointUpdate):
     """The poles' whole stage (dispersive.py's rates and finish) in one kernel, after the
     stage kernel or folded into the residual before it, as PmlFinish. ``poles``: (model,
     offset, angular parameters); ``weight``: per point or None; ``minus_inv_epsilon``: a number
@@ -395,19 +406,17 @@ class DispersiveStep:
 
         n = order + 1
         self.n3 = n**3
-        self.unused = backend.zeros(1)
+        self.setup_points(backend, order)
         body = "\n".join(_pole_block(model, offset, a) for model, offset, a in poles)
         source = (_DISPERSIVE.replace("TRACES_OF_POINT", _TRACES_OF_POINT).replace("POLES", body)
                   .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
                   .replace("MINUS_INV_EPS", "epsilon_term[at]" if per_point_epsilon else f"({float(minus_inv_epsilon)!r})")
                   .replace("AUX", str(int(aux_count))).replace("N3", str(n**3)).replace("N2", str(n * n)))
         tag = hashlib.sha1(source.encode()).hexdigest()[:12]
-        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
-        self.kernels = {fold: backend.xp.ElementwiseKernel(
-            "raw T weight, raw T epsilon_term, raw int64 elements, raw int64 point_faces, raw T normals, int64 E, "
-            "int64 M, T a, T b, T dt, T scale, int32 write_traces",
-            "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces", source.replace("FOLD", fold),
-            f"lobatto_poles_{'fold' if fold == 'true' else 'finish'}_{order}_{tag}") for fold in ("true", "false")}
+        self.kernels = self.compile_both(
+            backend.xp, "raw T weight, raw T epsilon_term, raw int64 elements, raw int64 point_faces, raw T normals, "
+            "int64 E, int64 M, T a, T b, T dt, T scale, int32 write_traces",
+            "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces", source, f"lobatto_poles_{order}_{tag}")
 
     def __call__(self, u, residual, aux, aux_residual, elements, weight, epsilon_term, a, b, dt, traces=None,
                  normals=None, fold=False):
@@ -415,12 +424,10 @@ class DispersiveStep:
         if not m:
             return
         t = u.dtype.type
-        write = np.int32(traces is not None and not fold)
-        if not write:
-            traces = normals = self.unused
+        write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         weight = self.unused if weight is None else weight
         epsilon_term = self.unused if epsilon_term is None else epsilon_term
-        self.kernels["true" if fold else "false"](
-            weight.reshape(-1), epsilon_term.reshape(-1), elements, self.point_faces, normals.reshape(-1),
-            np.int64(u.shape[1]), np.int64(m), t(a), t(b), t(dt), t(dt / a if fold else dt), write, u.reshape(-1),
-            residual.reshape(-1), aux.reshape(-1), aux_residual.reshape(-1), traces.reshape(-1), size=m * self.n3)
+        self.kernels[fold](
+            weight.reshape(-1), epsilon_term.reshape(-1), elements, self.point_faces, normals, np.int64(u.shape[1]),
+            np.int64(m), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1), aux.reshape(-1),
+            aux_residual.reshape(-1), traces, size=m * self.n3)
