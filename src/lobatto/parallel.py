@@ -28,7 +28,7 @@ _LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV
 _LAUNCHER_LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
 #: how long a failed rank waits for the others to join the error agreement before ending the job
 ABORT_SECONDS = 5.0
-ABORT_GRACE_SECONDS = 0.3  # between an ending rank's last line and the abort
+ABORT_GRACE_SECONDS = 0.3  # between a rank's last output and MPI_Abort
 
 
 def launched_size() -> int:
@@ -69,6 +69,10 @@ def _exit_now(code: int) -> None:
     mpi = sys.modules.get("mpi4py.MPI")
     try:
         if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            # the launcher forwards our stderr through a pipe it may stop reading once the abort
+            # tears the job down: on a loaded machine the error line or a traceback was lost
+            # (tests/mpi/test_failures.py), so it gets a moment to read what was written
+            time.sleep(ABORT_GRACE_SECONDS)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
@@ -82,9 +86,6 @@ def end_job(message: str | None, code: int) -> None:
     MPI_Finalize (which would wait for ranks that may never arrive)."""
     if message:
         print(f"lobatto: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
-        # the launcher forwards stderr through a pipe it may stop reading once the abort
-        # tears the job down: on a loaded machine the line was lost (tests/mpi/test_failures.py)
-        time.sleep(ABORT_GRACE_SECONDS)
     _exit_now(code)
 
 
