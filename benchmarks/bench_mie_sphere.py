@@ -25,8 +25,9 @@ the same as --write-mesh with the defaults; miepython on PYTHONPATH):
         --backend cuda --order 5 --report-every 2 --plot mie_N5.png      # then --order 6, --order 7
 
 --report-every prints sigma_sca against Mie and the field energy every 2 time units, i.e. the
-result of a run cut there: curved elements have a growing numerical mode (docs/electromagnetics.md,
-"Worked example"), so the best cut is where the energy is smallest. A mesh given with --mesh
+result of a run cut there (how long the ringing near the sphere's resonances takes to settle).
+--geometry-order 4 with --write-mesh makes the mesh of the convergence study in
+docs/benchmarks.md. A mesh given with --mesh
 must match --divisions, --half-width, --layers and --layer-thickness (the TF/SF, near-to-far and
 PML planes are placed from them).
 """

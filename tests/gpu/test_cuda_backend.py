@@ -62,6 +62,7 @@ def host_geometry(order, elements, kind, rng):
     return {
         "derivative": derivative_matrix(order),
         "metrics": np.ascontiguousarray(g.metrics),
+        "jacobian": g.jacobian,
         "normals": g.normals,
         "lift": g.lift,
         "face_factors": rng.choice([0.0, 1.0, 2.0], size=(2, elements, 6)),

@@ -30,7 +30,7 @@ from lobatto.parallel import allreduce, rank_and_size
 from lobatto.systems.base import System
 
 #: axis of the element index in each per-element geometry array
-ELEMENT_AXIS = {"metrics": 2, "normals": 1, "lift": 0, "face_factors": 1, "affine": 0, "mass": 0}
+ELEMENT_AXIS = {"metrics": 2, "jacobian": 0, "normals": 1, "lift": 0, "face_factors": 1, "affine": 0, "mass": 0}
 
 
 def element_range(geometry: dict, part: slice) -> dict:
@@ -120,6 +120,7 @@ class FaceExchangeSystem(System):
         self.device_geometry = {
             "derivative": to_dev(derivative_matrix(self.order)),
             "metrics": to_dev(g.metrics),
+            "jacobian": to_dev(g.jacobian),
             "normals": to_dev(g.normals),
             "lift": to_dev(g.lift),
             "face_factors": to_dev(factors),

@@ -39,6 +39,9 @@ def _check(a, dtype, shape, name, writable=False):
         raise TypeError(f"compiled kernel: {name} must be writable")
 
 
+GEOMETRY_KEYS = ("metrics", "jacobian", "normals", "lift", "face_factors", "affine", "derivative")
+
+
 class _Geometry:
     """Pointers of one geometry dict, checked once and kept (arrays are held alive)."""
 
@@ -50,6 +53,7 @@ class _Geometry:
 
         self.arrays = (
             arr("metrics", dtype, (3, 3, E, n, n, n)),
+            arr("jacobian", dtype, (E, n, n, n)),
             arr("normals", dtype, (3, E, 6, n, n)),
             arr("lift", dtype, (E, 6, n, n)),
             arr("face_factors", dtype, (2, E, 6)),
@@ -57,11 +61,10 @@ class _Geometry:
             arr("derivative", dtype, (n, n)),
         )
         self.pointers = tuple(_ptr(a) for a in self.arrays)
-        self.sources = tuple(geometry[k] for k in ("metrics", "normals", "lift", "face_factors", "affine", "derivative"))
+        self.sources = tuple(geometry[k] for k in GEOMETRY_KEYS)
 
     def matches(self, geometry) -> bool:
-        return all(geometry[k] is s for k, s in
-                   zip(("metrics", "normals", "lift", "face_factors", "affine", "derivative"), self.sources))
+        return all(geometry[k] is s for k, s in zip(GEOMETRY_KEYS, self.sources))
 
 
 def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
@@ -74,11 +77,11 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     n = int(order) + 1
     lib.maxwell_traces.argtypes = [_VP, _VP, _VP, _I64]
     lib.maxwell_traces.restype = None
-    lib.maxwell_rhs.argtypes = [_VP] * 9 + [_I64] * 3 + [_F64] * 3
+    lib.maxwell_rhs.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 3
     lib.maxwell_rhs.restype = None
-    lib.maxwell_stage.argtypes = [_VP] * 9 + [_I64] * 3 + [_F64] * 6
+    lib.maxwell_stage.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 6
     lib.maxwell_stage.restype = _INT
-    lib.maxwell_rhs_medium.argtypes = [_VP] * 13 + [_I64] * 3 + [_F64]
+    lib.maxwell_rhs_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64]
     lib.maxwell_rhs_medium.restype = None
     c_traces, c_rhs, c_stage = lib.maxwell_traces, lib.maxwell_rhs, lib.maxwell_stage
     c_rhs_medium = lib.maxwell_rhs_medium
@@ -86,7 +89,7 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
 
     def geometry_of(geometry, E):
         g = cache[0]
-        if g is None or len(g.arrays[4]) != E or not g.matches(geometry):
+        if g is None or len(g.arrays[GEOMETRY_KEYS.index("affine")]) != E or not g.matches(geometry):
             g = cache[0] = _Geometry(geometry, dtype, E, n)
         return g
 
@@ -104,8 +107,8 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         _check(sums, dtype, (6, E, 6, n, n), "sums")
         _check(out, dtype, (6, E, n, n, n), "out", writable=True)
         first, stop = element_bounds(elements, E)
-        m, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
-        c_rhs(_ptr(u), _ptr(sums), m, nr, lf, ff, af, d, _ptr(out), E, first, stop, float(epsilon), float(mu),
+        m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
+        c_rhs(_ptr(u), _ptr(sums), m, jac, nr, lf, ff, af, d, _ptr(out), E, first, stop, float(epsilon), float(mu),
               float(alpha))
         return out
 
@@ -115,8 +118,8 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         _check(residual, dtype, (6, E, n, n, n), "residual", writable=True)
         _check(sums, dtype, (6, E, 6, n, n), "sums")
         first, stop = element_bounds(elements, E)
-        m, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
-        status = c_stage(_ptr(u), _ptr(residual), _ptr(sums), m, nr, lf, ff, af, d, E, first, stop, float(epsilon),
+        m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
+        status = c_stage(_ptr(u), _ptr(residual), _ptr(sums), m, jac, nr, lf, ff, af, d, E, first, stop, float(epsilon),
                          float(mu), float(alpha), float(a), float(b), float(dt))
         if status:
             raise MemoryError("maxwell_stage: could not allocate the per-thread element buffer")
@@ -134,8 +137,8 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         if sigma is not None:
             _check(sigma, dtype, (E, n, n, n), "sigma_over_epsilon")
         first, stop = element_bounds(elements, E)
-        m, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
-        c_rhs_medium(_ptr(u), _ptr(sums), m, nr, lf, ff, af, d, _ptr(out), _ptr(material["inv_epsilon"]),
+        m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
+        c_rhs_medium(_ptr(u), _ptr(sums), m, jac, nr, lf, ff, af, d, _ptr(out), _ptr(material["inv_epsilon"]),
                      _ptr(material["inv_mu"]), None if sigma is None else _ptr(sigma),
                      _ptr(material["flux_coefficients"]), E, first, stop, float(alpha))
         return out

@@ -46,6 +46,7 @@ class LaunchConfig:
     shared_bytes: int
     maxrregcount: int | None = None
     face_phase: bool = True  # kernels/maxwell.cu: FP
+    split: int = 0  # kernels/maxwell.cu: SPLIT (0 chain rule, 1 split curl with J a^b in shared memory, 2 from device memory)
 
 
 def padded_dims(order: int) -> tuple[int, int, int, int]:
@@ -55,25 +56,39 @@ def padded_dims(order: int) -> tuple[int, int, int, int]:
     return n, rs, rs * n, rs * n * n
 
 
-def shared_bytes(order: int, itemsize: int, epb: int, face_phase: bool = False) -> int:
+def shared_bytes(order: int, itemsize: int, epb: int, face_phase: bool = False, split: int = 0) -> int:
     n, rs, _, es = padded_dims(order)
-    return (n * rs + epb * 6 * es + (epb * 36 * n * n if face_phase else 0)) * itemsize
+    fields = 6 + (9 if split == 1 else 0)  # u, and J a^b of curved elements
+    return (n * rs + epb * fields * es + (epb * 36 * n * n if face_phase else 0)) * itemsize
 
 
-def default_launch(order: int, dtype, max_shared: int) -> LaunchConfig:
+def split_mode(order: int, itemsize: int, max_shared: int, curved: bool) -> int:
+    """kernels/maxwell.cu's SPLIT for a mesh: 0 when every element is affine; else 1 where J a^b
+    of one element fits in shared memory beside its fields, 2 where it does not (float64 from
+    N = 12, float32 at N = 15 on an H100)."""
+    if not curved:
+        return 0
+    return 1 if shared_bytes(order, itemsize, 1, False, 1) <= max_shared else 2
+
+
+def default_launch(order: int, dtype, max_shared: int, split: int = 0) -> LaunchConfig:
     n3 = (order + 1) ** 3
     itemsize = np.dtype(dtype).itemsize
     epb = max(1, TARGET_BLOCK_POINTS // n3)
-    while epb > 1 and shared_bytes(order, itemsize, epb) > max_shared:
+
+    def shared(epb, face_phase=False):
+        return shared_bytes(order, itemsize, epb, face_phase, split)
+
+    while epb > 1 and shared(epb) > max_shared:
         epb -= 1
     # The face phase costs shared memory; where it would take most of an SM's (N >= 12 in
     # float64 with 227 KB per block) the block count per SM is already one and the extra barrier
     # phases cost more than the coalesced face loads gain (benchmarks/notes-cuda.md, "Launch
     # defaults of systems/maxwell/cuda.py").
-    face_phase = shared_bytes(order, itemsize, epb, True) <= FACE_PHASE_SHARE * max_shared
-    while epb > 1 and shared_bytes(order, itemsize, epb, face_phase) > MULTI_ELEMENT_SHARED:
+    face_phase = shared(epb, True) <= FACE_PHASE_SHARE * max_shared
+    while epb > 1 and shared(epb, face_phase) > MULTI_ELEMENT_SHARED:
         epb -= 1  # small orders: keep several blocks resident per SM
-    smem = shared_bytes(order, itemsize, epb, face_phase)
+    smem = shared(epb, face_phase)
     if smem > max_shared:
         raise ValueError(
             f"order {order} in {np.dtype(dtype)} needs {smem} bytes of shared memory per block; the device allows {max_shared}"
@@ -83,8 +98,12 @@ def default_launch(order: int, dtype, max_shared: int) -> LaunchConfig:
     # block's loads overlap another's shared-memory work (benchmarks/notes-cuda.md, "Launch
     # defaults of systems/maxwell/cuda.py").
     threads = 192 if points <= 1024 else 512
+    if split == 1 and 512 <= points <= 1024:
+        threads = 256  # two blocks per SM (shared memory): more threads each hide more latency (N = 7: +9 %)
+    if split == 2:
+        threads = min(threads, 384)  # its kernels take about 168 registers a thread (ptxas, sm_90)
     threads = min(threads, 32 * math.ceil(points / 32))
-    return LaunchConfig(epb, threads, smem, None, face_phase)
+    return LaunchConfig(epb, threads, smem, None, face_phase, split)
 
 
 class _LRU(OrderedDict):
@@ -107,56 +126,87 @@ class MaxwellKernels:
         self.order = int(order)
         self.n = self.order + 1
         self._compiled: dict = {}
+        self._threads: dict = {}  # threads per block of each kernel, per compiled set
+        self._traces: dict = {}
         self._compact = _LRU(4)
+        self._curved = _LRU(4)
+        #: None: SPLIT from the mesh (split_mode); 0, 1 or 2 forces it (benchmarks compare the forms)
+        self.split_override: int | None = None
         self._dummy: dict = {}
 
     # Compilation ----------------------------------------------------------------------------
-    def config(self, dtype) -> LaunchConfig:
+    def config(self, dtype, curved: bool = False) -> LaunchConfig:
         dtype = np.dtype(dtype)
+        split = split_mode(self.order, dtype.itemsize, self.backend.max_shared_per_block, curved)
+        if self.split_override is not None:
+            split = self.split_override
         override = self.backend.launch_overrides.get((self.order, dtype.name))
         if override is not None:
             epb, threads = override[0], override[1]
             maxreg = (override[2] or None) if len(override) > 2 else None
             fp = bool(override[3]) if len(override) > 3 else True
-            smem = shared_bytes(self.order, dtype.itemsize, epb, fp)
+            smem = shared_bytes(self.order, dtype.itemsize, epb, fp, split)
             if fp and smem > self.backend.max_shared_per_block:
-                fp, smem = False, shared_bytes(self.order, dtype.itemsize, epb, False)
-            return LaunchConfig(epb, threads, smem, maxreg, fp)
-        return default_launch(self.order, dtype, self.backend.max_shared_per_block)
+                fp, smem = False, shared_bytes(self.order, dtype.itemsize, epb, False, split)
+            return LaunchConfig(epb, threads, smem, maxreg, fp, split)
+        return default_launch(self.order, dtype, self.backend.max_shared_per_block, split)
 
-    def kernels(self, dtype):
+    def traces_function(self, dtype):
+        """The traces kernel alone (it takes no launch configuration, so no element kernels)."""
         dtype = np.dtype(dtype)
-        cfg = self.config(dtype)
+        fn = self._traces.get(dtype.name)
+        if fn is None:
+            name = f"lobatto::maxwell_traces_kernel<{self.order}, {ctype(dtype)}>"
+            fn = self._traces[dtype.name] = get_module(SOURCE, (name,), ()).get_function(name)
+        return fn
+
+    def kernels(self, dtype, curved: bool = False):
+        dtype = np.dtype(dtype)
+        cfg = self.config(dtype, curved)
         key = (dtype.name, cfg)
         entry = self._compiled.get(key)
         if entry is None:
             t = ctype(dtype)
             fp = "true" if cfg.face_phase else "false"
+            sp = int(cfg.split)
+            o = self.order
             names = {
-                "traces": f"lobatto::maxwell_traces_kernel<{self.order}, {t}>",
-                "rhs": f"lobatto::maxwell_rhs_kernel<{self.order}, {t}, {fp}>",
-                "rhs_medium": f"lobatto::maxwell_rhs_medium_kernel<{self.order}, {t}, {fp}>",
-                "stage": f"lobatto::maxwell_stage_kernel<{self.order}, {t}, {fp}>",
-                "stage_pairs": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, false>",
-                "stage_ghosts": f"lobatto::maxwell_stage_pairs_kernel<{self.order}, {t}, {fp}, true>",
-                "stage_pairs_medium": f"lobatto::maxwell_stage_pairs_medium_kernel<{self.order}, {t}, {fp}, false>",
-                "stage_ghosts_medium": f"lobatto::maxwell_stage_pairs_medium_kernel<{self.order}, {t}, {fp}, true>",
+                "traces": f"lobatto::maxwell_traces_kernel<{o}, {t}>",
+                "rhs": f"lobatto::maxwell_rhs_kernel<{o}, {t}, {fp}, {sp}>",
+                "rhs_medium": f"lobatto::maxwell_rhs_medium_kernel<{o}, {t}, {fp}, {sp}>",
+                "stage": f"lobatto::maxwell_stage_kernel<{o}, {t}, {fp}, {sp}>",
+                "stage_pairs": f"lobatto::maxwell_stage_pairs_kernel<{o}, {t}, {fp}, false, {sp}>",
+                "stage_ghosts": f"lobatto::maxwell_stage_pairs_kernel<{o}, {t}, {fp}, true, {sp}>",
+                "stage_pairs_medium": f"lobatto::maxwell_stage_pairs_medium_kernel<{o}, {t}, {fp}, false, {sp}>",
+                "stage_ghosts_medium": f"lobatto::maxwell_stage_pairs_medium_kernel<{o}, {t}, {fp}, true, {sp}>",
             }
             options = () if cfg.maxrregcount is None else (f"--maxrregcount={cfg.maxrregcount}",)
             module = get_module(SOURCE, tuple(names.values()), options)
             funcs = {k: module.get_function(v) for k, v in names.items()}
+            explicit = (self.order, dtype.name) in self.backend.launch_overrides
+            threads = {}
             for k in names:
                 if k == "traces":
                     continue
                 if cfg.shared_bytes > 48 * 1024:
                     funcs[k].max_dynamic_shared_size_bytes = cfg.shared_bytes
-                if funcs[k].max_threads_per_block < cfg.threads:
+                allowed = funcs[k].max_threads_per_block
+                if allowed < cfg.threads and explicit:
                     raise ValueError(
                         f"launch of {names[k]}: {cfg.threads} threads per block, but its registers allow "
-                        f"{funcs[k].max_threads_per_block}; use fewer threads or a maxrregcount"
+                        f"{allowed}; use fewer threads or a maxrregcount"
                     )
+                # a default launch gives a kernel with more registers fewer threads (each walks
+                # more points): the medium and split variants at high orders need it
+                threads[k] = min(cfg.threads, 32 * (allowed // 32))
+            self._threads[key] = threads
             entry = self._compiled[key] = (funcs, cfg)
         return entry
+
+    def threads(self, dtype, kind: str, curved: bool = False) -> int:
+        """Threads per block that kernel ``kind`` launches with (compiles the set if needed)."""
+        _, cfg = self.kernels(dtype, curved)
+        return self._threads[(np.dtype(dtype).name, cfg)][kind]
 
     # Arguments ------------------------------------------------------------------------------
     def dummy_array(self, dtype):
@@ -181,6 +231,19 @@ class MaxwellKernels:
         self._compact.put(key, (metrics, compact))  # holding `metrics` keeps its address unique
         return compact
 
+    def is_curved(self, geometry) -> bool:
+        """Whether any element is not affine (then the CURVED kernels run); cached per array,
+        so the host reads the flags once per geometry."""
+        affine = geometry.get("affine")
+        if affine is None:
+            return True
+        key = (affine.data.ptr, affine.shape)
+        hit = self._curved.get(key)
+        if hit is None:
+            hit = (affine, bool((affine == 0).any()))
+            self._curved.put(key, hit)
+        return hit[1]
+
     def geometry_args(self, geometry, dtype):
         metrics = geometry["metrics"]
         affine = geometry.get("affine")
@@ -193,6 +256,7 @@ class MaxwellKernels:
             use_affine = np.int32(0)
         return (
             metrics,
+            geometry["jacobian"],
             compact,
             affine,
             use_affine,
@@ -227,8 +291,9 @@ class MaxwellKernels:
         check against u (shape, contiguity, dtype) first."""
         g = self.geometry_args(geometry, u.dtype)
         if check:
-            self.check(u, *check, g[0], g[4], g[5], g[6], g[7])
-        funcs, cfg = self.kernels(u.dtype)
+            self.check(u, *check, g[0], g[1], g[5], g[6], g[7], g[8])
+        funcs, cfg = self.kernels(u.dtype, self.is_curved(geometry))
+        threads = self._threads[(u.dtype.name, cfg)][kind]
         e = u.shape[1]
         first, stop = element_bounds(elements, e)
         if stop == first:
@@ -238,7 +303,7 @@ class MaxwellKernels:
                 + (np.int64(e), np.int64(first), np.int64(stop), np.int32(cfg.elements_per_block))
                 + self.material(u.dtype, *material) + tuple(t(x) for x in trailing) + tuple(extra))
         grid = math.ceil((stop - first) / cfg.elements_per_block)
-        funcs[kind]((grid,), (cfg.threads,), args, shared_mem=cfg.shared_bytes)
+        funcs[kind]((grid,), (threads,), args, shared_mem=cfg.shared_bytes)
 
 
 @tuned_kernel("cuda", "maxwell_traces")
@@ -248,14 +313,14 @@ def make_traces(backend, order):
 
     def traces(u, normals, out):
         mk.check(u, normals, out)
-        funcs, _ = mk.kernels(u.dtype)
+        function = mk.traces_function(u.dtype)
         e = u.shape[1]
         total = e * 6 * n2
         if total == 0:
             return out
         threads = 256
         grid = min(math.ceil(total / threads), backend.sm_count * 16)
-        funcs["traces"]((grid,), (threads,), (u, normals, out, np.int64(e)))
+        function((grid,), (threads,), (u, normals, out, np.int64(e)))
         return out
 
     traces.kernels = mk
@@ -314,19 +379,19 @@ def stage_bytes(order: int, itemsize: int, affine: bool = False, read_residual: 
     """Fewest device-memory bytes per element of the fused stage kernel.
 
     u read + written (12 n^3), residual read + written (12 n^3; written only when a = 0),
-    metrics (9 n^3, or 9 per element when affine), sums (36 n^2), normals (18 n^2),
+    metrics (9 n^3 and J n^3, or 9 per element when affine), sums (36 n^2), normals (18 n^2),
     lift (6 n^2), face factors (12 per element).
     """
     n = order + 1
     values = 12 * n**3 + (12 if read_residual else 6) * n**3
-    values += 9 if affine else 9 * n**3
+    values += 9 if affine else 10 * n**3
     values += 60 * n**2 + 12
     return float(values * itemsize)
 
 
 def rhs_bytes(order: int, itemsize: int, affine: bool = False) -> float:
     n = order + 1
-    values = 6 * n**3 + 6 * n**3 + (9 if affine else 9 * n**3) + 60 * n**2 + 12
+    values = 6 * n**3 + 6 * n**3 + (9 if affine else 10 * n**3) + 60 * n**2 + 12
     return float(values * itemsize)
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.config.expressions import compile_expression
-from lobatto.discretization.tensor import physical_gradient
+from lobatto.discretization.tensor import split_curl
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, element_range, face_values
@@ -262,12 +262,9 @@ def make_rhs_materials(backend, order):
             sub = {k: (None if v is None else v[part]) for k, v in material.items() if k != "flux_coefficients"}
             rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], sub, alpha)
             return out
-        d, metrics = geometry["derivative"], geometry["metrics"]
-        grad_e = [physical_gradient(xp, u[c], d, metrics) for c in range(3)]
-        grad_h = [physical_gradient(xp, u[c], d, metrics) for c in range(3, 6)]
-        curl_h = xp.stack([grad_h[2][1] - grad_h[1][2], grad_h[0][2] - grad_h[2][0], grad_h[1][0] - grad_h[0][1]])
-        minus_curl_e = -xp.stack([grad_e[2][1] - grad_e[1][2], grad_e[0][2] - grad_e[2][0],
-                                  grad_e[1][0] - grad_e[0][1]])
+        d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
+        curl_h = split_curl(xp, u[3:6], d, metrics, jacobian)
+        minus_curl_e = -split_curl(xp, u[0:3], d, metrics, jacobian)
         normals, lift, factors = geometry["normals"], geometry["lift"], geometry["face_factors"]
         sum_e = sums[0:3] * factors[0][:, :, None, None]
         sum_h = sums[3:6] * factors[1][:, :, None, None]

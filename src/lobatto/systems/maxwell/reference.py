@@ -3,7 +3,7 @@
 They define what every tuned kernel must compute. Layouts:
   u, du:    (6, E, n, n, n) fields Ex Ey Ez Hx Hy Hz, axes [k, j, i]
   traces:   (6, E, 6, n, n) -n x E and -n x H at the face points of every face
-  metrics:  (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a
+  metrics:  (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a;  jacobian: (E, n, n, n) det(dx/dr)
   normals:  (3, E, 6, n, n); lift: (E, 6, n, n); face_factors: (2, E, 6)
 
 rhs and stage take an optional ``elements = (first, stop)``: only those elements are
@@ -14,7 +14,7 @@ update interior elements while the face exchange of the others is in flight.
 from __future__ import annotations
 
 from lobatto.backends.base import reference_kernel
-from lobatto.discretization.tensor import physical_gradient
+from lobatto.discretization.tensor import split_curl
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.systems.dg import face_values, over_elements
 
@@ -42,16 +42,9 @@ def make_rhs(backend, order):
 
     @over_elements
     def rhs(u, sums, geometry, out, epsilon, mu, alpha):
-        d = geometry["derivative"]
-        grad_e = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3)]
-        grad_h = [physical_gradient(xp, u[c], d, geometry["metrics"]) for c in range(3, 6)]
-        # curl F = (dFz/dy - dFy/dz, dFx/dz - dFz/dx, dFy/dx - dFx/dy)
-        out[0] = (grad_h[2][1] - grad_h[1][2]) / epsilon
-        out[1] = (grad_h[0][2] - grad_h[2][0]) / epsilon
-        out[2] = (grad_h[1][0] - grad_h[0][1]) / epsilon
-        out[3] = -(grad_e[2][1] - grad_e[1][2]) / mu
-        out[4] = -(grad_e[0][2] - grad_e[2][0]) / mu
-        out[5] = -(grad_e[1][0] - grad_e[0][1]) / mu
+        d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
+        out[0:3] = split_curl(xp, u[3:6], d, metrics, jacobian) / epsilon
+        out[3:6] = -split_curl(xp, u[0:3], d, metrics, jacobian) / mu
         add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha)
         return out
 

@@ -2,8 +2,9 @@
 
     eps dE/dt =  curl H + lift * F_E        mu dH/dt = -curl E + lift * F_H
 
-Volume terms by tensor-product derivatives and the chain rule (collocation at GLL points,
-so the mass matrix is diagonal and cancels in the strong form); face terms from a
+Volume terms by tensor-product derivatives and the chain rule, in split form on curved
+elements (tensor.split_curl: the discrete energy then never grows on any mesh; collocation at
+GLL points, so the mass matrix is diagonal and cancels in the strong form); face terms from a
 gather–scatter sum of -n x E and -n x H over face-point ids (systems/dg.py, fluxes.py,
 boundaries.py). Kernels: reference.py (any backend), cpu.py (C), cuda.py (CUDA) and the
 whole-step path with the exchange fused into the stage kernel (fused.py). Sources (-J/eps,

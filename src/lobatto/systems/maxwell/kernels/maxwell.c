@@ -11,6 +11,7 @@
  *     u, residual, out : (6, E, n, n, n)        Ex Ey Ez Hx Hy Hz
  *     traces / sums    : (6, E, 6, n, n)
  *     metrics          : (3, 3, E, n, n, n)     metrics[b, a] = d r_b / d x_a
+ *     jacobian         : (E, n, n, n)           J = det(d x / d r)
  *     normals          : (3, E, 6, n, n)
  *     lift             : (E, 6, n, n)
  *     face_factors     : (2, E, 6)
@@ -132,7 +133,7 @@ void maxwell_traces(const REAL *restrict u, const REAL *restrict normals, REAL *
  * out array, already offset to element e).  Dt[l][i] = D[i][l].
  */
 typedef struct {
-    const REAL *u, *sums, *metrics, *normals, *lift, *factors;
+    const REAL *u, *sums, *metrics, *jacobian, *normals, *lift, *factors;
     const int8_t *affine;
     idx_t E;
     REAL D[NQ][NQ], Dt[NQ][NQ];
@@ -176,11 +177,11 @@ static inline void element_flux_medium(const ctx_t *restrict c, idx_t e, REAL *r
 }
 
 static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *metrics,
-                      const REAL *normals, const REAL *lift, const REAL *factors,
+                      const REAL *jacobian, const REAL *normals, const REAL *lift, const REAL *factors,
                       const int8_t *affine, const REAL *D, idx_t E, double eps, double mu,
                       double alpha)
 {
-    c->u = u; c->sums = sums; c->metrics = metrics; c->normals = normals; c->lift = lift;
+    c->u = u; c->sums = sums; c->metrics = metrics; c->jacobian = jacobian; c->normals = normals; c->lift = lift;
     c->factors = factors; c->affine = affine; c->E = E;
     for (int i = 0; i < NQ; ++i)
         for (int l = 0; l < NQ; ++l) {
@@ -194,6 +195,59 @@ static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *met
     c->ah = (REAL)(alpha * z);
     c->alpha = (REAL)alpha;
     c->medium_flux = NULL;
+}
+
+/* The conservative half of the split curl on a curved element (reference.py, split_curl):
+ * r_E += he / J sum_b d_b(J a^b x H),  r_H -= hm / J sum_b d_b(J a^b x E), line by line:
+ * the products at the points of one line of direction b, then their derivative along it. */
+static inline void add_conservative_curl(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs, REAL he,
+                                         REAL hm)
+{
+    const idx_t fs = c->E * NQ3;
+    const REAL *ue = c->u + e * NQ3, *je = c->jacobian + e * NQ3, *me = c->metrics + e * NQ3;
+    static const int STEP[3] = {1, NQ, NQ2};        /* along r, s, t */
+    static const int OUTER[3] = {NQ2, NQ2, NQ};     /* the two other directions' strides */
+    static const int INNER[3] = {NQ, 1, 1};
+    for (int b = 0; b < 3; ++b) {
+        const int st = STEP[b];
+        const REAL *m0 = me + (b * 3) * fs, *m1 = m0 + fs, *m2 = m1 + fs;
+        for (int x = 0; x < NQ; ++x) {
+            for (int y = 0; y < NQ; ++y) {
+                const int o = x * OUTER[b] + y * INNER[b];
+                REAL q[6][NQ];
+                UNROLL
+                for (int l = 0; l < NQ; ++l) {
+                    const int p = o + l * st;
+                    const REAL J = je[p], a0 = J * m0[p], a1 = J * m1[p], a2 = J * m2[p];
+                    const REAL e0 = ue[p], e1 = ue[p + fs], e2 = ue[p + 2 * fs];
+                    const REAL h0 = ue[p + 3 * fs], h1 = ue[p + 4 * fs], h2 = ue[p + 5 * fs];
+                    q[0][l] = a1 * h2 - a2 * h1;
+                    q[1][l] = a2 * h0 - a0 * h2;
+                    q[2][l] = a0 * h1 - a1 * h0;
+                    q[3][l] = a1 * e2 - a2 * e1;
+                    q[4][l] = a2 * e0 - a0 * e2;
+                    q[5][l] = a0 * e1 - a1 * e0;
+                }
+                for (int i = 0; i < NQ; ++i) {
+                    REAL d[6] = {0, 0, 0, 0, 0, 0};
+                    UNROLL
+                    for (int l = 0; l < NQ; ++l) {
+                        const REAL w = c->D[i][l];
+                        for (int f = 0; f < 6; ++f) d[f] += w * q[f][l];
+                    }
+                    const int p = o + i * st;
+                    const REAL inv_j = (REAL)1 / je[p];
+                    const REAL ke = he * inv_j, km = hm * inv_j;
+                    r[p] += ke * d[0];
+                    r[p + rs] += ke * d[1];
+                    r[p + 2 * rs] += ke * d[2];
+                    r[p + 3 * rs] -= km * d[3];
+                    r[p + 4 * rs] -= km * d[4];
+                    r[p + 5 * rs] -= km * d[5];
+                }
+            }
+        }
+    }
 }
 
 static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
@@ -210,7 +264,8 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
         for (int b = 0; b < 3; ++b)
             for (int a = 0; a < 3; ++a) mc[b][a] = me[(b * 3 + a) * ms];
 
-    /* Volume: curl by the 18 reference derivatives and the chain rule, row by row. */
+    /* Volume: curl by the 18 reference derivatives and the chain rule, row by row (on a
+     * curved element half of it, the split curl's chain-rule half). */
     for (int k = 0; k < NQ; ++k) {
         for (int j = 0; j < NQ; ++j) {
             REAL g[6][3][NQ];
@@ -255,6 +310,8 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
 #undef PD
                 }
             } else {
+                /* curved: the chain-rule half of the split curl (its other half below) */
+                const REAL hie = (REAL)0.5 * ie, him = (REAL)0.5 * im;
                 const REAL *mp = me + row;
                 UNROLL
                 for (int i = 0; i < NQ; ++i) {
@@ -262,17 +319,18 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
                     for (int b = 0; b < 3; ++b)
                         for (int a = 0; a < 3; ++a) m[b][a] = mp[(b * 3 + a) * ms + i];
 #define PD(f, a) (m[0][a] * g[f][0][i] + m[1][a] * g[f][1][i] + m[2][a] * g[f][2][i])
-                    r0[i] = (PD(5, 1) - PD(4, 2)) * ie;
-                    r1[i] = (PD(3, 2) - PD(5, 0)) * ie;
-                    r2[i] = (PD(4, 0) - PD(3, 1)) * ie;
-                    r3[i] = -(PD(2, 1) - PD(1, 2)) * im;
-                    r4[i] = -(PD(0, 2) - PD(2, 0)) * im;
-                    r5[i] = -(PD(1, 0) - PD(0, 1)) * im;
+                    r0[i] = (PD(5, 1) - PD(4, 2)) * hie;
+                    r1[i] = (PD(3, 2) - PD(5, 0)) * hie;
+                    r2[i] = (PD(4, 0) - PD(3, 1)) * hie;
+                    r3[i] = -(PD(2, 1) - PD(1, 2)) * him;
+                    r4[i] = -(PD(0, 2) - PD(2, 0)) * him;
+                    r5[i] = -(PD(1, 0) - PD(0, 1)) * him;
 #undef PD
                 }
             }
         }
     }
+    if (!affine) add_conservative_curl(c, e, r, rs, (REAL)0.5 * ie, (REAL)0.5 * im);
 
     if (c->medium_flux) {
         element_flux_medium(c, e, r, rs);
@@ -310,12 +368,12 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
 }
 
 /* ---- rhs: out = L(u) on elements [first, stop) of E -------------------------------------- */
-void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *normals,
+void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *jacobian, const REAL *normals,
                  const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
                  REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu, double alpha)
 {
     ctx_t c;
-    setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, eps, mu, alpha);
+    setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, eps, mu, alpha);
     OMP_PARALLEL
     {
         OMP_FOR
@@ -327,13 +385,14 @@ void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REA
  * out = (curl H + F_E) / eps - sigma / eps E, (-curl E + F_H) / mu, with 1/eps, 1/mu,
  * sigma/eps per point (sigma_eps may be NULL: no conductor) and the face coefficients
  * flux (4, E, 6, n, n). */
-void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *normals,
+void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *jacobian,
+                        const REAL *normals,
                         const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
                         REAL *out, const REAL *inv_eps, const REAL *inv_mu, const REAL *sigma_eps,
                         const REAL *flux, idx_t E, idx_t first, idx_t stop, double alpha)
 {
     ctx_t c;
-    setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
+    setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
     c.medium_flux = flux;
     const idx_t fs = E * NQ3;
     OMP_PARALLEL
@@ -359,12 +418,12 @@ void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, co
  * discards the old residual unread.
  */
 int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics,
-                  const REAL *normals, const REAL *lift, const REAL *factors,
+                  const REAL *jacobian, const REAL *normals, const REAL *lift, const REAL *factors,
                   const int8_t *affine, const REAL *D, idx_t E, idx_t first, idx_t stop,
                   double eps, double mu, double alpha, double a, double b, double dt)
 {
     ctx_t c;
-    setup_ctx(&c, u, sums, metrics, normals, lift, factors, affine, D, E, eps, mu, alpha);
+    setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, eps, mu, alpha);
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const idx_t fs = E * NQ3;
     int failed = 0;

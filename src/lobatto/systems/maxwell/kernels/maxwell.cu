@@ -3,7 +3,7 @@
 // Same semantics as lobatto/systems/maxwell/reference.py (the oracle). Layouts (C order):
 //   u, residual, out : (6, E, n, n, n)   fields Ex Ey Ez Hx Hy Hz, axes [k, j, i]
 //   sums, traces     : (6, E, 6, n, n)   face points [a, b] of faces 0..5
-//   metrics          : (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a
+//   metrics          : (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a;  jacobian: (E, n, n, n) det(dx/dr)
 //   compact          : (E, 9)            metrics of affine elements, [b * 3 + a]
 //   normals          : (3, E, 6, n, n);  lift: (E, 6, n, n);  factors: (2, E, 6);  D: (n, n)
 //
@@ -24,6 +24,14 @@
 // its elements, one thread per face point (all of their loads independent, coalesced), into
 // shared memory; the volume pass then adds it from there. When false (shared memory too
 // small) each volume point on a face loads and computes its face terms itself.
+//
+// SPLIT: the volume curl in split form (reference.py, tensor.split_curl) on the elements that
+// are not affine: 1/(2J) sum_b (J a^b x d_b F + d_b(J a^b x F)); each thread forms the products
+// J a^b x F at the points of its three lines. SPLIT 1: the block keeps J a^b of its curved
+// elements in shared memory (9 values per point, from the metrics and J read once); SPLIT 2
+// (orders whose shared memory cannot hold it): J and the metrics at the line points come from
+// device memory, through the caches. SPLIT 0: the chain rule alone (a mesh of affine elements,
+// where it equals the split form).
 //
 // Byte and flop model: docs/cuda.md.
 
@@ -227,11 +235,24 @@ __device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const 
     store_face_trace<T>(out, normals, fs, fp, v);
 }
 
+// d_b(A x F) accumulated at one line point: w the derivative weight, A = J a^b there, f = E
+// and H there; cv[0..2] += w A x H, cv[3..5] += w A x E.
+template <typename T>
+__device__ __forceinline__ void add_conservative(T (&cv)[6], T w, T a0, T a1, T a2, const T (&f)[6]) {
+    cv[0] += w * (a1 * f[5] - a2 * f[4]);
+    cv[1] += w * (a2 * f[3] - a0 * f[5]);
+    cv[2] += w * (a0 * f[4] - a1 * f[3]);
+    cv[3] += w * (a1 * f[2] - a2 * f[1]);
+    cv[4] += w * (a2 * f[0] - a0 * f[2]);
+    cv[5] += w * (a0 * f[1] - a1 * f[0]);
+}
+
 // MAT: the medium per point (Medium); inv_eps = inv_mu = 1 and ce = alpha then.
-template <int N, typename T, int MODE, bool FP, bool MAT = false>
+// SPLIT: the split curl on curved elements (see the top of this file).
+template <int N, typename T, int MODE, bool FP, bool MAT = false, int SPLIT = 0>
 __device__ __forceinline__ void maxwell_operator_body(
     T* u, T* LOBATTO_RESTRICT res_or_out, const T* LOBATTO_RESTRICT sums,
-    const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+    const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian, const T* LOBATTO_RESTRICT compact,
     const signed char* LOBATTO_RESTRICT affine, int use_affine, const T* LOBATTO_RESTRICT normals,
     const T* LOBATTO_RESTRICT lift, const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D,
     index_t E, index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt,
@@ -246,6 +267,7 @@ __device__ __forceinline__ void maxwell_operator_body(
     T* sD = reinterpret_cast<T*>(lobatto_smem);  // D rows, stride RS
     T* su = sD + n * RS;                          // [el][c][k][j][i], padded
     T* sflux = su + epb * 6 * ES;                 // FP: [el][c][f][a][b] lifted face flux
+    T* sA = sflux + (FP ? epb * 36 * n2 : 0);     // SPLIT 1: [el][b * 3 + a][k][j][i] J a^b
 
     const index_t e0 = first + (index_t)blockIdx.x * epb;
     const index_t left = stop - e0;
@@ -264,6 +286,12 @@ __device__ __forceinline__ void maxwell_operator_body(
         for (int c = 0; c < 6; ++c) v[c] = u[c * fstride + base + q];
 #pragma unroll
         for (int c = 0; c < 6; ++c) su[so + c * ES] = v[c];
+        if (SPLIT == 1 && !(use_affine && affine[e0 + el])) {
+            const T J = jacobian[base + q];
+            T* sa = sA + el * 9 * ES + k * PS + j * RS + i;
+#pragma unroll
+            for (int t = 0; t < 9; ++t) sa[t * ES] = J * metrics[t * fstride + base + q];
+        }
     }
     __syncthreads();
 
@@ -303,10 +331,24 @@ __device__ __forceinline__ void maxwell_operator_body(
         const index_t e = e0 + el;
         const index_t g = base + q;
         const T* se = su + el * 6 * ES;
+        const int so = k * PS + j * RS + i;
+        const bool curved = SPLIT != 0 && !(use_affine && affine[e]);
+        const T* sa = sA + el * 9 * ES;
+        const index_t eb = e * n3;  // SPLIT 2: the element's first point in device memory
 
         // Loads from device memory first, so that their latency hides behind the shared work.
         T m[9];
-        if (use_affine && affine[e]) {
+        T jac = T(1);
+        if (curved) {  // J a^b here; the chain rule then gives J curl
+            jac = jacobian[g];
+            if (SPLIT == 1) {
+#pragma unroll
+                for (int t = 0; t < 9; ++t) m[t] = sa[t * ES + so];
+            } else {
+#pragma unroll
+                for (int t = 0; t < 9; ++t) m[t] = jac * metrics[t * fstride + g];
+            }
+        } else if (use_affine && affine[e]) {
 #pragma unroll
             for (int t = 0; t < 9; ++t) m[t] = compact[e * 9 + t];
         } else {
@@ -326,32 +368,75 @@ __device__ __forceinline__ void maxwell_operator_body(
 
         // 18 reference derivatives: d/dr along i, d/ds along j, d/dt along k.
         T dr[6], ds[6], dtt[6];
+        T cv[6];  // SPLIT: sum_b d_b(J a^b x H) and d_b(J a^b x E)
 #pragma unroll
-        for (int c = 0; c < 6; ++c) dr[c] = ds[c] = dtt[c] = T(0);
+        for (int c = 0; c < 6; ++c) dr[c] = ds[c] = dtt[c] = cv[c] = T(0);
+        if (curved) {
 #pragma unroll
-        for (int l = 0; l < n; ++l) {
-            const T di = sD[i * RS + l], dj = sD[j * RS + l], dk = sD[k * RS + l];
+            for (int l = 0; l < n; ++l) {
+                const T di = sD[i * RS + l], dj = sD[j * RS + l], dk = sD[k * RS + l];
+                const int pr = k * PS + j * RS + l, ps = k * PS + l * RS + i, pt = l * PS + j * RS + i;
+                T fr[6], fs[6], ft[6];
 #pragma unroll
-            for (int c = 0; c < 6; ++c) {
-                const T* sc = se + c * ES;
-                dr[c] += di * sc[k * PS + j * RS + l];
-                ds[c] += dj * sc[k * PS + l * RS + i];
-                dtt[c] += dk * sc[l * PS + j * RS + i];
+                for (int c = 0; c < 6; ++c) {
+                    fr[c] = se[c * ES + pr];
+                    fs[c] = se[c * ES + ps];
+                    ft[c] = se[c * ES + pt];
+                    dr[c] += di * fr[c];
+                    ds[c] += dj * fs[c];
+                    dtt[c] += dk * ft[c];
+                }
+                if (SPLIT == 1) {
+                    add_conservative<T>(cv, di, sa[pr], sa[ES + pr], sa[2 * ES + pr], fr);
+                    add_conservative<T>(cv, dj, sa[3 * ES + ps], sa[4 * ES + ps], sa[5 * ES + ps], fs);
+                    add_conservative<T>(cv, dk, sa[6 * ES + pt], sa[7 * ES + pt], sa[8 * ES + pt], ft);
+                } else {
+                    const index_t gr = eb + (k * n + j) * n + l, gs = eb + (k * n + l) * n + i,
+                                  gt = eb + (l * n + j) * n + i;
+                    const T jr = jacobian[gr], js = jacobian[gs], jt = jacobian[gt];
+                    add_conservative<T>(cv, di, jr * metrics[gr], jr * metrics[fstride + gr],
+                                        jr * metrics[2 * fstride + gr], fr);
+                    add_conservative<T>(cv, dj, js * metrics[3 * fstride + gs], js * metrics[4 * fstride + gs],
+                                        js * metrics[5 * fstride + gs], fs);
+                    add_conservative<T>(cv, dk, jt * metrics[6 * fstride + gt], jt * metrics[7 * fstride + gt],
+                                        jt * metrics[8 * fstride + gt], ft);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int l = 0; l < n; ++l) {
+                const T di = sD[i * RS + l], dj = sD[j * RS + l], dk = sD[k * RS + l];
+#pragma unroll
+                for (int c = 0; c < 6; ++c) {
+                    const T* sc = se + c * ES;
+                    dr[c] += di * sc[k * PS + j * RS + l];
+                    ds[c] += dj * sc[k * PS + l * RS + i];
+                    dtt[c] += dk * sc[l * PS + j * RS + i];
+                }
             }
         }
         // Chain rule: dF/dx_a = sum_b m[b][a] dF/dr_b; only the 12 derivatives the curl needs.
 #define LOBATTO_GRAD(c, a_) (m[a_] * dr[c] + m[3 + (a_)] * ds[c] + m[6 + (a_)] * dtt[c])
         T rhs[6];
-        rhs[0] = (LOBATTO_GRAD(5, 1) - LOBATTO_GRAD(4, 2)) * inv_eps;
-        rhs[1] = (LOBATTO_GRAD(3, 2) - LOBATTO_GRAD(5, 0)) * inv_eps;
-        rhs[2] = (LOBATTO_GRAD(4, 0) - LOBATTO_GRAD(3, 1)) * inv_eps;
-        rhs[3] = -(LOBATTO_GRAD(2, 1) - LOBATTO_GRAD(1, 2)) * inv_mu;
-        rhs[4] = -(LOBATTO_GRAD(0, 2) - LOBATTO_GRAD(2, 0)) * inv_mu;
-        rhs[5] = -(LOBATTO_GRAD(1, 0) - LOBATTO_GRAD(0, 1)) * inv_mu;
+        if (curved) {  // (J curl + conservative) / (2 J)
+            const T h = T(0.5) / jac;
+            rhs[0] = (LOBATTO_GRAD(5, 1) - LOBATTO_GRAD(4, 2) + cv[0]) * h * inv_eps;
+            rhs[1] = (LOBATTO_GRAD(3, 2) - LOBATTO_GRAD(5, 0) + cv[1]) * h * inv_eps;
+            rhs[2] = (LOBATTO_GRAD(4, 0) - LOBATTO_GRAD(3, 1) + cv[2]) * h * inv_eps;
+            rhs[3] = -(LOBATTO_GRAD(2, 1) - LOBATTO_GRAD(1, 2) + cv[3]) * h * inv_mu;
+            rhs[4] = -(LOBATTO_GRAD(0, 2) - LOBATTO_GRAD(2, 0) + cv[4]) * h * inv_mu;
+            rhs[5] = -(LOBATTO_GRAD(1, 0) - LOBATTO_GRAD(0, 1) + cv[5]) * h * inv_mu;
+        } else {
+            rhs[0] = (LOBATTO_GRAD(5, 1) - LOBATTO_GRAD(4, 2)) * inv_eps;
+            rhs[1] = (LOBATTO_GRAD(3, 2) - LOBATTO_GRAD(5, 0)) * inv_eps;
+            rhs[2] = (LOBATTO_GRAD(4, 0) - LOBATTO_GRAD(3, 1)) * inv_eps;
+            rhs[3] = -(LOBATTO_GRAD(2, 1) - LOBATTO_GRAD(1, 2)) * inv_mu;
+            rhs[4] = -(LOBATTO_GRAD(0, 2) - LOBATTO_GRAD(2, 0)) * inv_mu;
+            rhs[5] = -(LOBATTO_GRAD(1, 0) - LOBATTO_GRAD(0, 1)) * inv_mu;
+        }
 #undef LOBATTO_GRAD
 
         // Surface terms at the face points this volume point lies on (up to three faces).
-        const int so = k * PS + j * RS + i;
         if (FP) {
             const T* sf = sflux + el * 36 * n2;
 #define LOBATTO_ADD(f_, ab_)                                                   \
@@ -458,22 +543,24 @@ __device__ __forceinline__ void maxwell_operator_body(
 }
 
 // The registered kernels (extern "C"-free templates; NVRTC names them by name expressions).
-template <int N, typename T, bool FP>
+template <int N, typename T, bool FP, int SPLIT>
 __global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sums,
-                                   const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+                                   const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian,
+                                   const T* LOBATTO_RESTRICT compact,
                                    const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                    const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                    const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                    index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch) {
-    maxwell_operator_body<N, T, 0, FP>(const_cast<T*>(u), out, sums, metrics, compact, affine, use_affine, normals,
-                                   lift, factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr,
-                                   nullptr, nullptr, nullptr, 0);
+    maxwell_operator_body<N, T, 0, FP, false, SPLIT>(
+        const_cast<T*>(u), out, sums, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E,
+        first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0);
 }
 
 // The right-hand side in a medium given per point (materials.py); inv_eps = inv_mu = 1, ce = alpha.
-template <int N, typename T, bool FP>
+template <int N, typename T, bool FP, int SPLIT>
 __global__ void maxwell_rhs_medium_kernel(const T* u, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sums,
-                                          const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+                                          const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian,
+                                          const T* LOBATTO_RESTRICT compact,
                                           const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                           const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                           const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
@@ -481,48 +568,51 @@ __global__ void maxwell_rhs_medium_kernel(const T* u, T* LOBATTO_RESTRICT out, c
                                           const T* LOBATTO_RESTRICT med_inv_eps, const T* LOBATTO_RESTRICT med_inv_mu,
                                           const T* LOBATTO_RESTRICT med_sigma_eps, const T* LOBATTO_RESTRICT med_flux,
                                           int has_sigma) {
-    maxwell_operator_body<N, T, 0, FP, true>(const_cast<T*>(u), out, sums, metrics, compact, affine, use_affine,
-                                             normals, lift, factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch,
-                                             T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0,
-                                             Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
+    maxwell_operator_body<N, T, 0, FP, true, SPLIT>(
+        const_cast<T*>(u), out, sums, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E,
+        first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0,
+        Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
 }
 
-template <int N, typename T, bool FP>
+template <int N, typename T, bool FP, int SPLIT>
 __global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT sums,
-                                     const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT compact,
+                                     const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian,
+                                     const T* LOBATTO_RESTRICT compact,
                                      const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                      const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                      const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                      index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
                                      T b, T dt) {
-    maxwell_operator_body<N, T, 1, FP>(u, residual, sums, metrics, compact, affine, use_affine, normals, lift,
-                                   factors, D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr, nullptr,
-                                   0);
+    maxwell_operator_body<N, T, 1, FP, false, SPLIT>(u, residual, sums, metrics, jacobian, compact, affine,
+                                                      use_affine, normals, lift, factors, D, E, first, stop, epb,
+                                                      inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr,
+                                                      nullptr, 0);
 }
 
 // The stage with the face exchange folded in (MODE 2, or 3 with ghosts from other ranks).
-template <int N, typename T, bool FP, bool GHOSTS>
+template <int N, typename T, bool FP, bool GHOSTS, int SPLIT>
 __global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
                                            const T* LOBATTO_RESTRICT ghost, T* LOBATTO_RESTRICT trace_out,
                                            const int* LOBATTO_RESTRICT partner,
                                            int write_traces, const T* LOBATTO_RESTRICT metrics,
-                                           const T* LOBATTO_RESTRICT compact,
+                                           const T* LOBATTO_RESTRICT jacobian, const T* LOBATTO_RESTRICT compact,
                                            const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                            const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                            const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                            index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
                                            T b, T dt) {
-    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP>(u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors,
-                                   D, E, first, stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost,
-                                   trace_out, partner, write_traces);
+    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, false, SPLIT>(
+        u, residual, nullptr, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E, first,
+        stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces);
 }
 
 // The fused stage (MODE 2 / 3) in a medium given per point; inv_eps = inv_mu = 1, ce = alpha.
-template <int N, typename T, bool FP, bool GHOSTS>
+template <int N, typename T, bool FP, bool GHOSTS, int SPLIT>
 __global__ void maxwell_stage_pairs_medium_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
                                                   const T* LOBATTO_RESTRICT ghost, T* LOBATTO_RESTRICT trace_out,
                                                   const int* LOBATTO_RESTRICT partner,
                                                   int write_traces, const T* LOBATTO_RESTRICT metrics,
+                                                  const T* LOBATTO_RESTRICT jacobian,
                                                   const T* LOBATTO_RESTRICT compact,
                                                   const signed char* LOBATTO_RESTRICT affine, int use_affine,
                                                   const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
@@ -533,9 +623,9 @@ __global__ void maxwell_stage_pairs_medium_kernel(T* u, T* LOBATTO_RESTRICT resi
                                                   const T* LOBATTO_RESTRICT med_inv_mu,
                                                   const T* LOBATTO_RESTRICT med_sigma_eps,
                                                   const T* LOBATTO_RESTRICT med_flux, int has_sigma) {
-    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, true>(
-        u, residual, nullptr, metrics, compact, affine, use_affine, normals, lift, factors, D, E, first, stop, epb,
-        inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces,
+    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, true, SPLIT>(
+        u, residual, nullptr, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E, first,
+        stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces,
         Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
 }
 
@@ -566,31 +656,34 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
 }  // namespace lobatto
 
 // Explicit instantiation for offline compilation checks (tests/unit/test_cuda_compile.py).
-#define LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, G)                                                         \
-    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP, G>(                                 \
-        T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, \
-        const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, \
-        T, T);                                                                                                 \
-    template __global__ void lobatto::maxwell_stage_pairs_medium_kernel<N, T, FP, G>(                          \
-        T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const signed char*, int, const T*, \
-        const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, \
-        T, T, const T*, const T*, const T*, const T*, int);
+#define LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, G, C)                                                      \
+    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP, G, C>(                              \
+        T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const T*, const signed char*, int, \
+        const T*, const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, \
+        T, T, T, T, T);                                                                                        \
+    template __global__ void lobatto::maxwell_stage_pairs_medium_kernel<N, T, FP, G, C>(                       \
+        T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const T*, const signed char*, int, \
+        const T*, const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, \
+        T, T, T, T, T, const T*, const T*, const T*, const T*, int);
 
-#define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP)                                                               \
-    template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP>(                                            \
-        const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
-        const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T);                      \
-    template __global__ void lobatto::maxwell_rhs_medium_kernel<N, T, FP>(                                     \
-        const T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*,    \
-        const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, const T*, const T*,  \
-        const T*, const T*, int);                                                                              \
-    template __global__ void lobatto::maxwell_stage_kernel<N, T, FP>(                                          \
-        T*, T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, const T*, \
-        lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);                       \
-    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, false)                                                     \
-    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, true)
+#define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP, C)                                                            \
+    template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP, C>(                                         \
+        const T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*,    \
+        const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T);            \
+    template __global__ void lobatto::maxwell_rhs_medium_kernel<N, T, FP, C>(                                  \
+        const T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*,    \
+        const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, const T*,  \
+        const T*, const T*, const T*, int);                                                                    \
+    template __global__ void lobatto::maxwell_stage_kernel<N, T, FP, C>(                                       \
+        T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, \
+        const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);             \
+    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, false, C)                                                  \
+    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, true, C)
 
 #define LOBATTO_MAXWELL_INSTANTIATE(N, T)                                                                      \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true)                                                                 \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false)                                                                \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true, 0)                                                              \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false, 0)                                                             \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true, 1)                                                              \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false, 1)                                                             \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false, 2)                                                             \
     template __global__ void lobatto::maxwell_traces_kernel<N, T>(const T*, const T*, T*, lobatto::index_t);
