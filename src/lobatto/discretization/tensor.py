@@ -59,3 +59,22 @@ def split_curl(xp, f, d, metrics, jacobian):
         a_b = metrics[b]
         out = out + _cross(xp, a_b, derivative(xp, f, d)) + derivative(xp, _cross(xp, jacobian * a_b, f), d) / jacobian
     return 0.5 * out
+
+
+def split_gradient(xp, p, d, metrics, jacobian):
+    """grad p in split form, 1/2 sum_b (a^b d_b p + (1/J) d_b (J a^b p)): with split_divergence
+    the pair whose volume terms cancel in the discrete energy on curved elements (split_curl)."""
+    out = 0
+    for b, derivative in enumerate(_DERIVATIVES):
+        a_b = metrics[b]
+        out = out + a_b * derivative(xp, p, d) + derivative(xp, jacobian * a_b * p, d) / jacobian
+    return 0.5 * out
+
+
+def split_divergence(xp, v, d, metrics, jacobian):
+    """div v in split form, 1/2 sum_b (a^b . d_b v + (1/J) d_b (J a^b . v))."""
+    out = 0
+    for b, derivative in enumerate(_DERIVATIVES):
+        a_b = metrics[b]
+        out = out + xp.sum(a_b * derivative(xp, v, d), axis=0) + derivative(xp, jacobian * xp.sum(a_b * v, axis=0), d) / jacobian
+    return 0.5 * out
