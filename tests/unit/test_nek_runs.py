@@ -32,15 +32,23 @@ def test_3dboxper_standing_wave_matches_exact_and_the_box_generator(tmp_path):
     assert max(np.abs(nek.fields[k] - box.fields[k]).max() for k in box.fields) < 1e-13 * scale
 
 
-def test_cylinder_tm010_mode_converges(tmp_path):
+@pytest.mark.parametrize("volume_form", ["split", "chain"])
+def test_cylinder_tm010_mode_converges(tmp_path, volume_form):
     errors = {}
     for order in (3, 4):
-        result = run_dict(tmp_path, cylinder_case(order), f"cyl{order}")
+        case = cylinder_case(order)
+        case["discretization"]["volume_form"] = volume_form
+        result = run_dict(tmp_path, case, f"cyl{order}{volume_form}")
         errors[order] = result.errors["all"]["max"]
         energy = result.summary["energy"]  # PEC walls, periodic ends: kept up to the (upwind) error
         assert abs(energy["final"] / energy["initial"] - 1) < 1e-6
-    # measured (t = 1): max error 2.3e-4 (N = 3), 4.9e-6 (N = 4); 1.5e-6 (N = 5) not run here
-    assert errors[4] < 2e-5 and errors[4] < errors[3] / 10
+    # measured (t = 1), max error: the chain rule 2.3e-4 (N = 3), 4.9e-6 (N = 4); 1.5e-6 (N = 5)
+    # not run here; the split form (the default, energy-stable) 1.3e-3, 1.6e-4: on these coarse
+    # curved elements its conservative half's aliasing costs accuracy at low N
+    if volume_form == "chain":
+        assert errors[4] < 2e-5 and errors[4] < errors[3] / 10
+    else:
+        assert errors[4] < 3e-4 and errors[4] < errors[3] / 5
 
 
 def test_case_file_with_a_relative_mesh_path(tmp_path):

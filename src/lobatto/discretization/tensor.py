@@ -43,6 +43,14 @@ def _cross(xp, a, b):
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
 
 
+def chain_rule_curl(xp, f, d, metrics):
+    """curl f by the chain rule alone, sum_b a^b x d_b f."""
+    out = 0
+    for b, derivative in enumerate(_DERIVATIVES):
+        out = out + _cross(xp, metrics[b], derivative(xp, f, d))
+    return out
+
+
 def split_curl(xp, f, d, metrics, jacobian):
     """curl f of the 3-vector field f in split form, metrics[b, a] = d r_b / d x_a, J = det(dx/dr):
 

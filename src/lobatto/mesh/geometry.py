@@ -162,7 +162,28 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
             part = dxdr[a, b].reshape(num_elements, -1)
             first = part[:, :1]
             affine &= np.all(np.abs(part - first) <= AFFINE_TOLERANCE * (1 + np.abs(first)), axis=1)
-    del dxdr, part, first
+    del part, first
+
+    # On curved elements J a^b in Kopriva's conservative curl form instead,
+    # (J a^b)_a = -(curl_r (x_l grad_r x_m))_b for (a, m, l) cyclic, every derivative the GLL
+    # one. Continuously these are the cofactors; discretely they also meet the metric
+    # identities sum_b d_b (J a^b) = 0 exactly (the derivative matrices of different axes
+    # commute), so the split-form volume terms of the DG systems (tensor.split_curl) keep a
+    # uniform state uniform; interpolated cofactors meet the identities only to their
+    # interpolation error. Affine elements keep the cofactors: constant, exactly.
+    curved = np.flatnonzero(~affine)
+    if curved.size:
+        x, jac, dx = coords[:, curved], jacobian[curved], dxdr[:, :, curved]
+        along = (derivative_r, derivative_s, derivative_t)
+        for a in range(3):
+            m, l = (a + 1) % 3, (a + 2) % 3
+            v = [x[l] * dx[m, c] for c in range(3)]  # x_l grad_r x_m, components along r, s, t
+            for b in range(3):
+                b1, b2 = (b + 1) % 3, (b + 2) % 3
+                metrics[b, a][curved] = (along[b2](np, v[b1], d) - along[b1](np, v[b2], d)) / jac
+            del v
+        del x, jac, dx
+    del dxdr
 
     w = gll_weights(order)
     w3 = w[:, None, None] * w[None, :, None] * w[None, None, :]

@@ -101,7 +101,10 @@ class FaceExchangeSystem(System):
     boundary_factors: dict = {}
 
     def setup_faces(self, mesh, order, backend, geometry=None, comm=None, exchange_method="auto",
-                    exchange="auto", overlap="auto"):
+                    exchange="auto", overlap="auto", volume_form="split"):
+        if volume_form not in ("split", "chain"):
+            raise ValueError(f'volume_form must be "split" or "chain", not {volume_form!r}')
+        self.volume_form = volume_form
         self.mesh, self.order, self.backend = mesh, int(order), backend
         self.geometry = geometry if geometry is not None else compute_geometry(mesh, self.order)
         self.num_elements = mesh.num_elements
@@ -126,6 +129,8 @@ class FaceExchangeSystem(System):
             "face_factors": to_dev(factors),
             "affine": to_dev(g.affine, dtype=np.int8),
             "mass": to_dev(g.mass),
+            # the volume terms' form on curved elements (kernels read it; affine ones: the same)
+            "split_form": volume_form == "split",
         }
         ids = face_point_ids(mesh, self.order)
         self.exchange = GatherScatter(ids.reshape(-1), comm=comm, method=exchange_method, xp=backend.xp,

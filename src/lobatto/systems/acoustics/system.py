@@ -22,7 +22,7 @@ import numpy as np
 
 from lobatto.backends.base import reference_kernel
 from lobatto.config import Integrand, Key, PhysicsSpec
-from lobatto.discretization.tensor import split_divergence, split_gradient
+from lobatto.discretization.tensor import physical_gradient, split_divergence, split_gradient
 from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, face_values, over_elements
 
 FIELD_NAMES = ("p", "ux", "uy", "uz")
@@ -90,9 +90,12 @@ def make_rhs(backend, order):
         d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
         bulk = density * sound_speed * sound_speed  # rho c^2
         impedance = density * sound_speed
-        # split forms: the volume terms cancel in the discrete energy on curved elements too
-        grad_p = split_gradient(xp, u[0], d, metrics, jacobian)
-        divergence = split_divergence(xp, u[1:4], d, metrics, jacobian)
+        if geometry.get("split_form", True):  # the volume terms cancel in the discrete energy on curved elements too
+            grad_p = split_gradient(xp, u[0], d, metrics, jacobian)
+            divergence = split_divergence(xp, u[1:4], d, metrics, jacobian)
+        else:  # the chain rule alone ([discretization] volume_form = "chain")
+            grad_p = physical_gradient(xp, u[0], d, metrics)
+            divergence = sum(physical_gradient(xp, u[1 + a], d, metrics)[a] for a in range(3))
         out[0] = -bulk * divergence
         out[1:4] = -grad_p / density
 
@@ -115,7 +118,7 @@ class AcousticsSystem(FaceExchangeSystem):
     output_layout = (FIELD_NAMES[1:4], "p", ())  # Nek5000 velocity and pressure
 
     def __init__(self, mesh, order, backend, density=1.0, sound_speed=1.0, flux="upwind", comm=None,
-                 geometry=None, exchange_method="auto", exchange="auto", overlap="auto"):
+                 geometry=None, exchange_method="auto", exchange="auto", overlap="auto", volume_form="split"):
         if flux not in FLUX_ALPHA:
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.density, self.sound_speed, self.flux = float(density), float(sound_speed), flux
@@ -125,7 +128,7 @@ class AcousticsSystem(FaceExchangeSystem):
                              inverse_bulk_modulus=lambda: 1.0 / (rho * c * c), impedance=lambda: rho * c,
                              inverse_impedance=lambda: 1.0 / (rho * c), inverse_density=lambda: 1.0 / rho)
         self.wave_speed = self.sound_speed
-        self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap)
+        self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap, volume_form)
         self.traces_kernel = backend.kernel("acoustics_traces", order=self.order)
         self.rhs_kernel = backend.kernel("acoustics_rhs", order=self.order)
 
@@ -133,7 +136,7 @@ class AcousticsSystem(FaceExchangeSystem):
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         return cls(mesh, case.discretization.order, backend, geometry=geometry, density=case.physics.density,
                    sound_speed=case.physics.sound_speed, flux=case.discretization.flux, comm=comm,
-                   **cls.parallel_options(case))
+                   volume_form=case.discretization.volume_form, **cls.parallel_options(case))
 
     def rhs(self, u, t, out):
         self.with_exchange(u, lambda elements, sums: self.rhs_kernel(

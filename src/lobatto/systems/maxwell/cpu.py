@@ -42,6 +42,11 @@ def _check(a, dtype, shape, name, writable=False):
 GEOMETRY_KEYS = ("metrics", "jacobian", "normals", "lift", "face_factors", "affine", "derivative")
 
 
+def split_flag(geometry) -> int:
+    """1 where the curl takes the split form on curved elements (systems/dg.py: "split_form")."""
+    return 1 if geometry.get("split_form", True) else 0
+
+
 class _Geometry:
     """Pointers of one geometry dict, checked once and kept (arrays are held alive)."""
 
@@ -77,11 +82,11 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     n = int(order) + 1
     lib.maxwell_traces.argtypes = [_VP, _VP, _VP, _I64]
     lib.maxwell_traces.restype = None
-    lib.maxwell_rhs.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 3
+    lib.maxwell_rhs.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 3 + [_INT]
     lib.maxwell_rhs.restype = None
-    lib.maxwell_stage.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 6
+    lib.maxwell_stage.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 6 + [_INT]
     lib.maxwell_stage.restype = _INT
-    lib.maxwell_rhs_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64]
+    lib.maxwell_rhs_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64] + [_INT]
     lib.maxwell_rhs_medium.restype = None
     c_traces, c_rhs, c_stage = lib.maxwell_traces, lib.maxwell_rhs, lib.maxwell_stage
     c_rhs_medium = lib.maxwell_rhs_medium
@@ -109,7 +114,7 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         first, stop = element_bounds(elements, E)
         m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
         c_rhs(_ptr(u), _ptr(sums), m, jac, nr, lf, ff, af, d, _ptr(out), E, first, stop, float(epsilon), float(mu),
-              float(alpha))
+              float(alpha), split_flag(geometry))
         return out
 
     def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
@@ -120,7 +125,7 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         first, stop = element_bounds(elements, E)
         m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
         status = c_stage(_ptr(u), _ptr(residual), _ptr(sums), m, jac, nr, lf, ff, af, d, E, first, stop, float(epsilon),
-                         float(mu), float(alpha), float(a), float(b), float(dt))
+                         float(mu), float(alpha), float(a), float(b), float(dt), split_flag(geometry))
         if status:
             raise MemoryError("maxwell_stage: could not allocate the per-thread element buffer")
 
@@ -140,7 +145,7 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
         c_rhs_medium(_ptr(u), _ptr(sums), m, jac, nr, lf, ff, af, d, _ptr(out), _ptr(material["inv_epsilon"]),
                      _ptr(material["inv_mu"]), None if sigma is None else _ptr(sigma),
-                     _ptr(material["flux_coefficients"]), E, first, stop, float(alpha))
+                     _ptr(material["flux_coefficients"]), E, first, stop, float(alpha), split_flag(geometry))
         return out
 
     return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage, "maxwell_rhs_materials": rhs_medium}

@@ -232,8 +232,10 @@ class MaxwellKernels:
         return compact
 
     def is_curved(self, geometry) -> bool:
-        """Whether any element is not affine (then the CURVED kernels run); cached per array,
-        so the host reads the flags once per geometry."""
+        """Whether the split curl runs: some element is not affine and the system asks for the
+        split form (geometry["split_form"]); cached per array, so the host reads the flags once."""
+        if not geometry.get("split_form", True):
+            return False  # the chain rule alone ([discretization] volume_form = "chain")
         affine = geometry.get("affine")
         if affine is None:
             return True

@@ -39,11 +39,10 @@ import numpy as np
 
 from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.config.expressions import compile_expression
-from lobatto.discretization.tensor import split_curl
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, element_range, face_values
-from lobatto.systems.maxwell.reference import cross
+from lobatto.systems.maxwell.reference import cross, curl
 
 PROPERTIES = ("epsilon", "mu", "sigma")
 SAMPLINGS = ("point", "element")
@@ -262,9 +261,8 @@ def make_rhs_materials(backend, order):
             sub = {k: (None if v is None else v[part]) for k, v in material.items() if k != "flux_coefficients"}
             rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], sub, alpha)
             return out
-        d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
-        curl_h = split_curl(xp, u[3:6], d, metrics, jacobian)
-        minus_curl_e = -split_curl(xp, u[0:3], d, metrics, jacobian)
+        curl_h = curl(xp, u[3:6], geometry)
+        minus_curl_e = -curl(xp, u[0:3], geometry)
         normals, lift, factors = geometry["normals"], geometry["lift"], geometry["face_factors"]
         sum_e = sums[0:3] * factors[0][:, :, None, None]
         sum_h = sums[3:6] * factors[1][:, :, None, None]

@@ -14,7 +14,7 @@ update interior elements while the face exchange of the others is in flight.
 from __future__ import annotations
 
 from lobatto.backends.base import reference_kernel
-from lobatto.discretization.tensor import split_curl
+from lobatto.discretization.tensor import chain_rule_curl, split_curl
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.systems.dg import face_values, over_elements
 
@@ -42,13 +42,27 @@ def make_rhs(backend, order):
 
     @over_elements
     def rhs(u, sums, geometry, out, epsilon, mu, alpha):
-        d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
-        out[0:3] = split_curl(xp, u[3:6], d, metrics, jacobian) / epsilon
-        out[3:6] = -split_curl(xp, u[0:3], d, metrics, jacobian) / mu
+        out[0:3] = curl(xp, u[3:6], geometry) / epsilon
+        out[3:6] = -curl(xp, u[0:3], geometry) / mu
         add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha)
         return out
 
     return rhs
+
+
+def curl(xp, f, geometry):
+    """The volume curl: split form on curved elements, the chain rule on affine ones (where the
+    two are equal, as the tuned kernels do it) and everywhere when geometry["split_form"] is False."""
+    d, metrics = geometry["derivative"], geometry["metrics"]
+    if not geometry.get("split_form", True):
+        return chain_rule_curl(xp, f, d, metrics)
+    out = split_curl(xp, f, d, metrics, geometry["jacobian"])
+    affine = geometry.get("affine")
+    if affine is not None and affine.size:
+        flat = affine.astype(bool)
+        if bool(flat.any()):
+            out[:, flat] = chain_rule_curl(xp, f[:, flat], d, metrics[:, :, flat])
+    return out
 
 
 def add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha):

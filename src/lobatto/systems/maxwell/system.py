@@ -108,7 +108,7 @@ class MaxwellSystem(FaceExchangeSystem):
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
                  exchange_method="auto", exchange="auto", overlap="auto", sources=(), source_file="case",
-                 material=None):
+                 material=None, volume_form="split"):
         if flux not in FLUX_ALPHA:
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
@@ -118,7 +118,7 @@ class MaxwellSystem(FaceExchangeSystem):
                              impedance=lambda: math.sqrt(mu / eps), inverse_impedance=lambda: math.sqrt(eps / mu),
                              inverse_epsilon=lambda: 1.0 / eps, inverse_mu=lambda: 1.0 / mu)
         self.wave_speed = 1.0 / math.sqrt(eps * mu)
-        self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap)
+        self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap, volume_form)
         self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
         self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order)
         self.stage_kernel = backend.kernel("maxwell_stage", order=self.order) if backend.has_tuned("maxwell_stage") else None
@@ -163,6 +163,7 @@ class MaxwellSystem(FaceExchangeSystem):
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
                      mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
+                     volume_form=case.discretization.volume_form,
                      sources=[s for s in case.tables.get("source", ()) if s.type != "plane_wave"],  # tfsf.py
                      source_file=case.source)
         for build in TERM_BUILDERS:

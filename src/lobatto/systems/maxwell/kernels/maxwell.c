@@ -139,6 +139,7 @@ typedef struct {
     REAL D[NQ][NQ], Dt[NQ][NQ];
     REAL inv_eps, inv_mu, ae, ah, alpha;
     const REAL *medium_flux; /* a medium per point: its flux coefficients a, b, c, d, or NULL */
+    int split;               /* 1: the split curl on curved elements, 0: the chain rule alone */
 } ctx_t;
 
 /* The surface terms in a medium given per point (materials.py), before the point's 1/eps,
@@ -195,6 +196,7 @@ static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *met
     c->ah = (REAL)(alpha * z);
     c->alpha = (REAL)alpha;
     c->medium_flux = NULL;
+    c->split = 1;
 }
 
 /* The conservative half of the split curl on a curved element (reference.py, split_curl):
@@ -257,6 +259,7 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
     const REAL *ue = c->u + e * NQ3;
     const REAL ie = c->inv_eps, im = c->inv_mu;
     const int affine = c->affine[e] != 0;
+    const int split = !affine && c->split;
     const idx_t ms = E * NQ3; /* stride between metric components */
     const REAL *me = c->metrics + e * NQ3;
     REAL mc[3][3];
@@ -310,8 +313,8 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
 #undef PD
                 }
             } else {
-                /* curved: the chain-rule half of the split curl (its other half below) */
-                const REAL hie = (REAL)0.5 * ie, him = (REAL)0.5 * im;
+                /* curved: the chain rule, or the chain-rule half of the split curl (the other below) */
+                const REAL hie = split ? (REAL)0.5 * ie : ie, him = split ? (REAL)0.5 * im : im;
                 const REAL *mp = me + row;
                 UNROLL
                 for (int i = 0; i < NQ; ++i) {
@@ -330,7 +333,7 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
             }
         }
     }
-    if (!affine) add_conservative_curl(c, e, r, rs, (REAL)0.5 * ie, (REAL)0.5 * im);
+    if (split) add_conservative_curl(c, e, r, rs, (REAL)0.5 * ie, (REAL)0.5 * im);
 
     if (c->medium_flux) {
         element_flux_medium(c, e, r, rs);
@@ -370,10 +373,11 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
 /* ---- rhs: out = L(u) on elements [first, stop) of E -------------------------------------- */
 void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *jacobian, const REAL *normals,
                  const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
-                 REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu, double alpha)
+                 REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu, double alpha, int split)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, eps, mu, alpha);
+    c.split = split;
     OMP_PARALLEL
     {
         OMP_FOR
@@ -389,10 +393,11 @@ void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, co
                         const REAL *normals,
                         const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
                         REAL *out, const REAL *inv_eps, const REAL *inv_mu, const REAL *sigma_eps,
-                        const REAL *flux, idx_t E, idx_t first, idx_t stop, double alpha)
+                        const REAL *flux, idx_t E, idx_t first, idx_t stop, double alpha, int split)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
+    c.split = split;
     c.medium_flux = flux;
     const idx_t fs = E * NQ3;
     OMP_PARALLEL
@@ -420,10 +425,11 @@ void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, co
 int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics,
                   const REAL *jacobian, const REAL *normals, const REAL *lift, const REAL *factors,
                   const int8_t *affine, const REAL *D, idx_t E, idx_t first, idx_t stop,
-                  double eps, double mu, double alpha, double a, double b, double dt)
+                  double eps, double mu, double alpha, double a, double b, double dt, int split)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, eps, mu, alpha);
+    c.split = split;
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const idx_t fs = E * NQ3;
     int failed = 0;
