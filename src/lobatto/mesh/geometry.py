@@ -83,6 +83,56 @@ def element_coordinates(mesh, order: int) -> np.ndarray:
     return trilinear_coordinates(mesh.vertices, mesh.element_vertices, order)
 
 
+def face_factors(metrics: np.ndarray, jacobian: np.ndarray, order: int) -> tuple:
+    """(normals (3, E, 6, n, n), surface Jacobian (E, 6, n, n), lift (E, 6, n, n)) from the
+    metrics at the face points: n = +-grad r_b / |grad r_b|, sJ = J |grad r_b|, lift = sJ / (J w_end)."""
+    n = order + 1
+    num_elements = jacobian.shape[0]
+    w = gll_weights(order)
+    normals = np.empty((3, num_elements, NUM_FACES, n, n))
+    surface_jacobian = np.empty((num_elements, NUM_FACES, n, n))
+    lift = np.empty((num_elements, NUM_FACES, n, n))
+    for face in range(NUM_FACES):
+        sl = face_slice(face, order)
+        grad = metrics[FACE_REFERENCE_AXIS[face]][sl]  # (3, E, n, n): grad of r, s or t
+        norm = np.sqrt(np.sum(grad**2, axis=0))
+        normals[:, :, face] = FACE_SIGN[face] * grad / norm
+        surface_jacobian[:, face] = jacobian[sl] * norm
+        lift[:, face] = norm / w[0]
+    return normals, surface_jacobian, lift
+
+
+def curl_form_factors(geometry: Geometry) -> tuple:
+    """(metrics, normals, lift) with J a^b of the curved elements in Kopriva's conservative curl
+    form, (J a^b)_a = -(curl_r (x_l grad_r x_m))_b for (a, m, l) cyclic, every derivative the
+    GLL one; affine elements keep the cofactors (``geometry``'s own arrays when all are affine).
+
+    Continuously these are the cofactors. Discretely they also meet the metric identities
+    sum_b d_b (J a^b) = 0 exactly (the derivative matrices of different axes commute), which the
+    split-form volume terms of the DG systems (tensor.split_curl) need to keep a uniform state
+    uniform; interpolated cofactors meet them only to their interpolation error. The CG
+    operators keep the cofactors (with the curl form a Poisson solve on a curved mesh of
+    tests/mpi/test_poisson_ranks.py was 1.5e-5 off instead of below 1e-5)."""
+    curved = np.flatnonzero(~np.asarray(geometry.affine, dtype=bool))
+    if not curved.size:
+        return geometry.metrics, geometry.normals, geometry.lift
+    order = geometry.order
+    d = derivative_matrix(order)
+    along = (derivative_r, derivative_s, derivative_t)
+    x, jac = geometry.coords[:, curved], geometry.jacobian[curved]
+    dx = [[f(np, x[a], d) for f in along] for a in range(3)]  # dx[a][c] = d x_a / d r_c
+    metrics = geometry.metrics.copy()
+    with np.errstate(all="ignore"):
+        for a in range(3):
+            m, l = (a + 1) % 3, (a + 2) % 3
+            v = [x[l] * dx[m][c] for c in range(3)]  # x_l grad_r x_m, components along r, s, t
+            for b in range(3):
+                b1, b2 = (b + 1) % 3, (b + 2) % 3
+                metrics[b, a][curved] = (along[b2](np, v[b1], d) - along[b1](np, v[b2], d)) / jac
+        normals, _, lift = face_factors(metrics, geometry.jacobian, order)
+    return metrics, normals, lift
+
+
 def compute_geometry(mesh, order: int, deform=None) -> Geometry:
     """Geometric factors; stops with an InputError naming the first degenerate element.
 
@@ -164,49 +214,19 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
             affine &= np.all(np.abs(part - first) <= AFFINE_TOLERANCE * (1 + np.abs(first)), axis=1)
     del part, first
 
-    # On curved elements J a^b in Kopriva's conservative curl form instead,
-    # (J a^b)_a = -(curl_r (x_l grad_r x_m))_b for (a, m, l) cyclic, every derivative the GLL
-    # one. Continuously these are the cofactors; discretely they also meet the metric
-    # identities sum_b d_b (J a^b) = 0 exactly (the derivative matrices of different axes
-    # commute), so the split-form volume terms of the DG systems (tensor.split_curl) keep a
-    # uniform state uniform; interpolated cofactors meet the identities only to their
-    # interpolation error. Affine elements keep the cofactors: constant, exactly.
-    curved = np.flatnonzero(~affine)
-    if curved.size:
-        x, jac, dx = coords[:, curved], jacobian[curved], dxdr[:, :, curved]
-        along = (derivative_r, derivative_s, derivative_t)
-        for a in range(3):
-            m, l = (a + 1) % 3, (a + 2) % 3
-            v = [x[l] * dx[m, c] for c in range(3)]  # x_l grad_r x_m, components along r, s, t
-            for b in range(3):
-                b1, b2 = (b + 1) % 3, (b + 2) % 3
-                metrics[b, a][curved] = (along[b2](np, v[b1], d) - along[b1](np, v[b2], d)) / jac
-            del v
-        del x, jac, dx
     del dxdr
 
     w = gll_weights(order)
     w3 = w[:, None, None] * w[None, :, None] * w[None, None, :]
     mass = jacobian * w3
 
-    n = order + 1
-    normals = np.empty((3, num_elements, NUM_FACES, n, n))
-    surface_jacobian = np.empty((num_elements, NUM_FACES, n, n))
-    lift = np.empty((num_elements, NUM_FACES, n, n))
-    for face in range(NUM_FACES):
-        sl = face_slice(face, order)
-        grad = metrics[FACE_REFERENCE_AXIS[face]][sl]  # (3, E, n, n): grad of r, s or t
-        jac = jacobian[sl]
-        norm = np.sqrt(np.sum(grad**2, axis=0))
-        normals[:, :, face] = FACE_SIGN[face] * grad / norm
-        surface_jacobian[:, face] = jac * norm
-        lift[:, face] = norm / w[0]  # sJ / (J w_end) with sJ = J |grad r|
+    normals, surface_jacobian, lift = face_factors(metrics, jacobian, order)
 
     spacing = np.inf
     for axis in (1, 2, 3):
         diffs = np.diff(coords, axis=axis + 1)
         spacing = min(spacing, float(np.sqrt(np.sum(diffs**2, axis=0)).min()))
-    del diffs, grad, norm, jac
+    del diffs
 
     # Factors that overflowed or underflowed (an element far too small or too large for
     # float64, or nearly degenerate) would turn the first step into NaN: name the element.

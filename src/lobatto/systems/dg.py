@@ -25,6 +25,7 @@ from lobatto.comm import GatherScatter
 from lobatto.errors import InputError
 from lobatto.discretization import derivative_matrix
 from lobatto.mesh import compute_geometry, face_point_ids
+from lobatto.mesh.geometry import curl_form_factors
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.parallel import allreduce, rank_and_size
 from lobatto.systems.base import System
@@ -120,12 +121,15 @@ class FaceExchangeSystem(System):
                 factors[c][on_kind] = value
         g, to_dev = self.geometry, backend.asarray
         check_representable(g, backend)
+        # the split form's metrics: curl form on curved elements (meets the metric identities)
+        metrics, normals, lift = curl_form_factors(g) if volume_form == "split" else (g.metrics, g.normals, g.lift)
+        self.face_normals, self.face_lift = normals, lift  # host copies of what the fluxes use
         self.device_geometry = {
             "derivative": to_dev(derivative_matrix(self.order)),
-            "metrics": to_dev(g.metrics),
+            "metrics": to_dev(metrics),
             "jacobian": to_dev(g.jacobian),
-            "normals": to_dev(g.normals),
-            "lift": to_dev(g.lift),
+            "normals": to_dev(normals),
+            "lift": to_dev(lift),
             "face_factors": to_dev(factors),
             "affine": to_dev(g.affine, dtype=np.int8),
             "mass": to_dev(g.mass),

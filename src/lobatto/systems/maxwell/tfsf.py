@@ -271,13 +271,13 @@ class TotalFieldScatteredField(StageTerm):
             return
         xp, geometry, order = system.backend.xp, system.geometry, system.order
         position = np.searchsorted(self.elements, element)
-        normals = geometry.normals[:, element, face]  # (3, K, n, n)
+        normals = system.face_normals[:, element, face]  # (3, K, n, n), as the fluxes have them
         # F_E = s/2 (n x H_inc - (alpha/Z) n x (n x E_inc)) lift/eps, F_H = s/2 (-n x E_inc - alpha Z n x (n x H_inc)) lift/mu
         z, alpha = wave.impedance, system.alpha
         p = wave.polarization[:, None, None, None] + 0 * normals
         h = wave.magnetic_direction[:, None, None, None] / z + 0 * normals
         n_p, n_h = np.cross(normals, p, axis=0), np.cross(normals, h, axis=0)
-        scale = 0.5 * sign[element, face][:, None, None] * geometry.lift[element, face]
+        scale = 0.5 * sign[element, face][:, None, None] * system.face_lift[element, face]
         self._gain_e = xp.asarray((n_h - (alpha / z) * np.cross(normals, n_p, axis=0)) * (scale / system.epsilon))
         self._gain_h = xp.asarray((-n_p - alpha * z * np.cross(normals, n_h, axis=0)) * (scale / system.mu))
         self._delay = xp.asarray(wave.delay(face_values(np, geometry.coords, order)[:, element, face]))
