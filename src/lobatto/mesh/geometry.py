@@ -111,8 +111,8 @@ def curl_form_factors(geometry: Geometry) -> tuple:
     sum_b d_b (J a^b) = 0 exactly (the derivative matrices of different axes commute), which the
     split-form volume terms of the DG systems (tensor.split_curl) need to keep a uniform state
     uniform; interpolated cofactors meet them only to their interpolation error. The CG
-    operators keep the cofactors (with the curl form a Poisson solve on a curved mesh of
-    tests/mpi/test_poisson_ranks.py was 1.5e-5 off instead of below 1e-5)."""
+    operators keep the cofactors (with the curl form an elliptic solve on a curved mesh in the
+    tests was 1.5e-5 off instead of below 1e-5)."""
     curved = np.flatnonzero(~np.asarray(geometry.affine, dtype=bool))
     if not curved.size:
         return geometry.metrics, geometry.normals, geometry.lift
