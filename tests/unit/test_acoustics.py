@@ -91,10 +91,10 @@ def test_mode_error_falls_spectrally_on_curved_mesh():
         errors.append(relative_error(system, u, mode, t))
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert np.all(ratios > 20.0), (errors, ratios)
-    # split-form gradient and divergence (energy-stable on curved elements): 1.0e-2, 2.0e-4,
-    # 3.7e-6 at N = 3, 5, 7; the chain-rule pair gave 9.6e-3, 1.4e-4, 2.3e-6 (the cofactor
-    # metrics meet the discrete metric identities only to their interpolation error, which the
-    # conservative half sees)
+    # split-form gradient and divergence (energy-stable on curved elements), curl-form metrics:
+    # 1.1e-2, 2.0e-4, 3.7e-6 at N = 3, 5, 7; the chain-rule pair gave 9.6e-3, 1.4e-4, 2.3e-6
+    # (the conservative half's aliasing; with the cofactor metrics the split form gave the same
+    # 3.7e-6 at N = 7)
     assert errors[-1] < 5e-6, errors
 
 
