@@ -72,10 +72,19 @@ def test_noisy_series_keeps_the_modes_and_rejects_the_noise():
         # the estimate is of the size of the true error, not far below it
         assert np.all(np.abs(modes.omega - omega) < 30 * modes.error + 1e-12), (seed, noise)
     # a rank forced far too high (no noise plateau cut): the poles fitted to noise move between
-    # the windows of the error estimate and are rejected, the true ones stay
-    modes = resonances(clean + 1e-3 * generator.standard_normal(t.size), dt, noise_factor=0.0)
-    assert modes.rank > 50 and modes.rejected > 40
-    assert len(modes) == 3 and np.abs(modes.omega - omega).max() < 1e-2, (seed, modes.omega)
+    # the windows of the error estimate and are rejected, the true ones stay. Not every time:
+    # over 545 noise draws the two strong modes always stayed, the weak, fast-decaying third
+    # (amplitude 0.2, decay 0.2) was rejected in 5.1 % and 10 noise poles were kept in all; so
+    # 30 draws, with bounds that fail with a probability of about 1e-3 at those rates
+    weak_missed = spurious = 0
+    for _ in range(30):
+        modes = resonances(clean + 1e-3 * generator.standard_normal(t.size), dt, noise_factor=0.0)
+        assert modes.rank > 50 and modes.rejected > 40
+        found = [bool(np.any(np.abs(modes.omega - w) < 1e-2)) for w in omega]
+        assert found[0] and found[1], (seed, modes.omega)
+        weak_missed += not found[2]
+        spurious += len(modes) - sum(found)
+    assert weak_missed <= 6 and spurious <= 6, (seed, weak_missed, spurious)
     # pure noise has no modes
     for _ in range(3):
         assert len(resonances(generator.standard_normal(500), 0.1)) == 0, seed
