@@ -39,7 +39,6 @@ import datetime
 import importlib.util
 import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,6 +47,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))  # also when run through runpy from elsewhere
+
+from bench_maxwell_physics import commit  # noqa: E402
 
 
 def gmsh_meshes():
@@ -262,14 +264,6 @@ def mie_rcs(rows, ref, i, theta, key):
 
 def mie_sca(ref, frequencies):
     return mie(ref["epsilon"], ref["radius"], frequencies, [0.0])["scattering"]
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=HERE, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def device_name(backend: str) -> str:

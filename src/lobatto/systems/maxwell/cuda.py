@@ -171,7 +171,6 @@ class MaxwellKernels:
             sp = int(cfg.split)
             o = self.order
             names = {
-                "traces": f"lobatto::maxwell_traces_kernel<{o}, {t}>",
                 "rhs": f"lobatto::maxwell_rhs_kernel<{o}, {t}, {fp}, {sp}>",
                 "rhs_medium": f"lobatto::maxwell_rhs_medium_kernel<{o}, {t}, {fp}, {sp}>",
                 "stage": f"lobatto::maxwell_stage_kernel<{o}, {t}, {fp}, {sp}>",
@@ -186,8 +185,6 @@ class MaxwellKernels:
             explicit = (self.order, dtype.name) in self.backend.launch_overrides
             threads = {}
             for k in names:
-                if k == "traces":
-                    continue
                 if cfg.shared_bytes > 48 * 1024:
                     funcs[k].max_dynamic_shared_size_bytes = cfg.shared_bytes
                 allowed = funcs[k].max_threads_per_block

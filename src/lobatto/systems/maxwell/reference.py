@@ -54,14 +54,12 @@ def curl(xp, f, geometry):
     """The volume curl: split form on curved elements, the chain rule on affine ones (where the
     two are equal, as the tuned kernels do it) and everywhere when geometry["split_form"] is False."""
     d, metrics = geometry["derivative"], geometry["metrics"]
-    if not geometry.get("split_form", True):
-        return chain_rule_curl(xp, f, d, metrics)
-    out = split_curl(xp, f, d, metrics, geometry["jacobian"])
-    affine = geometry.get("affine")
-    if affine is not None and affine.size:
-        flat = affine.astype(bool)
-        if bool(flat.any()):
-            out[:, flat] = chain_rule_curl(xp, f[:, flat], d, metrics[:, :, flat])
+    out = chain_rule_curl(xp, f, d, metrics)
+    if geometry.get("split_form", True):
+        affine = geometry.get("affine")
+        curved = xp.arange(f.shape[1]) if affine is None else xp.flatnonzero(affine == 0)
+        if curved.size:
+            out[:, curved] = split_curl(xp, f[:, curved], d, metrics[:, :, curved], geometry["jacobian"][curved])
     return out
 
 
