@@ -80,3 +80,24 @@ def test_terms_on_gpu_ranks_match_cpu(cpu_serial, ranks, tmp_path, monkeypatch):
     # the scattered and absorbed fields are not small: the comparison is not of zeros
     assert float(abs(cpu_serial[2]).max()) > 0.1
     assert max_relative_difference(fields, cpu_serial[2]) <= 1e-12
+
+
+DISCRETE = CASE.replace('type = "plane_wave"', 'type = "plane_wave"\nincident_field = "discrete"')
+
+
+@pytest.fixture(scope="module")
+def cpu_serial_discrete(tmp_path_factory):
+    return run_case(tmp_path_factory.mktemp("cpu_discrete"), DISCRETE, 1, ["--backend", "cpu"], timeout=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_discrete_incident_wave_on_gpu_ranks_matches_cpu(cpu_serial, cpu_serial_discrete, ranks, tmp_path,
+                                                         monkeypatch):
+    """The discrete incident wave's kernels (terms_cuda.DiscreteIncidentStage) with the other
+    terms, the wave's background operator exchanging faces between ranks."""
+    monkeypatch.setenv("LOBATTO_SHARE_GPUS", "1")
+    summary, ids, fields = run_case(tmp_path, DISCRETE, ranks, ["--backend", "cuda"], timeout=TIMEOUT_S)
+    assert summary["step_path"] == "whole-step" and summary["plane_wave.wave"]["incident_field"] == "discrete"
+    assert (ids == cpu_serial_discrete[1]).all()
+    assert max_relative_difference(cpu_serial_discrete[2], cpu_serial[2]) > 1e-8  # the variants differ
+    assert max_relative_difference(fields, cpu_serial_discrete[2]) <= 1e-12

@@ -1,7 +1,8 @@
 """Checkpoint and restart with the CUDA backend (docs/restart.md).
 
 CUDA -> CUDA continues bitwise (Maxwell's fused whole-step path, replayed as a CUDA graph,
-and acoustics' reference kernels on CuPy); CUDA <-> CPU continue each other to 1e-13.
+with and without the discrete incident wave of TF/SF, and acoustics' reference kernels on
+CuPy); CUDA <-> CPU continue each other to 1e-13.
 Skipped, with the reason, where CuPy or a CUDA device is missing.
 """
 
@@ -27,6 +28,16 @@ CASES = {
                     "Ey": "exp(-20*((x-0.4)**2+(y-0.5)**2+(z-0.6)**2))"},
         "time": {"t_end": 0.3},
         "output": {"formats": ["hdf5"], "every": 5},
+    },
+    "maxwell_discrete_tfsf": {  # the discrete incident wave's auxiliary state on its kernel path
+        "mesh": {"elements": [6, 6, 6], "upper": [1.5, 1.5, 1.5], "boundary": "absorbing"},
+        "discretization": {"order": 4},
+        "source": {"inc": {"type": "plane_wave", "incident_field": "discrete", "direction": [1.0, 0.5, 0.3],
+                           "polarization": [-0.5, 1.0, 0.0], "waveform": "modulated_gaussian", "frequency": 1.0,
+                           "t0": 0.15, "width": 0.1, "origin": [0.25, 0.25, 0.25], "lower": [0.25] * 3,
+                           "upper": [1.25] * 3}},
+        "time": {"t_end": 0.4},
+        "output": {"formats": ["hdf5"], "every": 10},
     },
     "acoustics": {
         "physics": {"equations": "acoustics"},

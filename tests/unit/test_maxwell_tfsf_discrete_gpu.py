@@ -42,6 +42,7 @@ def run_system(backend_name, fused, steps, monitor=False):
     system = MaxwellSystem(box_mesh((6, 6, 6), upper=(1.5, 1.5, 1.5), boundary="absorbing"), 4, backend)
     inside = elements_in_box(system, LOWER, UPPER)
     system.add_term(DiscreteIncidentTFSF(system, wave(), inside))
+    assert (system.terms[0].kernels is not None) == (backend_name == "cuda")  # CUDA: the kernel path
     if not fused:
         system.fused_with_terms = False
     stepper = Stepper(system, get_scheme("lsrk45"))

@@ -10,8 +10,9 @@ versions would cost more than the step they ride on.
   u and the auxiliary fields are updated. A factor whose sigma is 0 keeps its auxiliary
   field at 0, so it is neither read nor written: a face layer touches 6 of the 18.
 * ``SurfaceAdd``: the TF/SF correction with the incident waveform evaluated in the kernel.
+* ``DiscreteIncidentStage``: the stage of TF/SF's discrete incident wave (tfsf_discrete.py).
 
-Both rewrite, on the fused path, the traces of the points they change, so the terms need no
+They rewrite, on the fused path, the traces of the points they change, so the terms need no
 separate trace pass (ListedTraces) after them.
 
 The array-operation versions (terms.py, pml.py) are the reference; tests/unit/
@@ -431,3 +432,93 @@ class DispersiveStep(PointUpdate):
             weight.reshape(-1), epsilon_term.reshape(-1), elements, self.point_faces, normals, np.int64(u.shape[1]),
             np.int64(m), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1), aux.reshape(-1),
             aux_residual.reshape(-1), traces, size=m * self.n3)
+
+
+# the discrete incident wave of TF/SF (tfsf_discrete.py), one thread per point of the term's
+# elements: on a total-field element v's 2N-storage stage with rate L_bg(v) (the analytic
+# correction of the surface is added after, by SurfaceAdd on v); on a scattered-field element
+# S = -L_bg(v) into residual and u, then the point's traces
+_DISCRETE_STAGE = r"""
+const long long n3 = N3;
+const long long el = i / n3, p = i - el * n3;
+const long long e = elements[el];
+const long long g = e * n3 + p, at = el * n3 + p;
+const long long fs = E * n3, ms = M * n3;
+if (total[el]) {
+#pragma unroll
+    for (int c = 0; c < 6; ++c) {
+        const T r = a * aux_residual[c * ms + at] + dt * lv[c * fs + g];
+        aux_residual[c * ms + at] = r;
+        aux[c * ms + at] += b * r;
+    }
+} else {
+    T uu[6];
+#pragma unroll
+    for (int c = 0; c < 6; ++c) {
+        const T s = -lv[c * fs + g];
+        residual[c * fs + g] += dt * s;
+        uu[c] = u[c * fs + g] + (b * dt) * s;
+        u[c * fs + g] = uu[c];
+    }
+    if (write_traces) {
+        TRACES_OF_POINT
+    }
+}
+"""
+
+# v on the total-field elements, from the term's compact auxiliary fields into the full array
+_SPREAD = r"""
+const long long n3 = N3;
+const long long k = i / n3, p = i - k * n3;
+const long long at = positions[k] * n3 + p, g = elements[k] * n3 + p;
+const long long fs = E * n3, ms = M * n3;
+#pragma unroll
+for (int c = 0; c < 6; ++c) v[c * fs + g] = aux[c * ms + at];
+"""
+
+
+class DiscreteIncidentStage:
+    """tfsf_discrete.py's stage on CUDA, in two kernels instead of array operations over the
+    term's elements: ``spread`` writes v (the compact auxiliary fields on the total-field
+    elements) into the full array the background operator reads; ``finish`` steps v with
+    L_bg(v) on the total-field elements and adds S = -L_bg(v) on the scattered-field ones,
+    rewriting their traces on the fused path. The surface's analytic correction is added by
+    SurfaceAdd kernels (on u and on v)."""
+
+    def __init__(self, backend, order: int, elements, total):
+        n = order + 1
+        self.n3 = n**3
+        xp = backend.xp
+        self.unused = backend.zeros(1)
+        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        elements, total = np.asarray(elements, dtype=np.int64), np.asarray(total, dtype=bool)
+        self.count, self.total_count = int(elements.size), int(np.count_nonzero(total))
+        self.elements = backend.asarray(elements, dtype=np.int64)
+        self.total = backend.asarray(total.astype(np.int8), dtype=np.int8)
+        self.total_positions = backend.asarray(np.flatnonzero(total), dtype=np.int64)
+        self.total_elements = backend.asarray(elements[total], dtype=np.int64)
+        self.stage = xp.ElementwiseKernel(
+            "raw T lv, raw int64 elements, raw int8 total, raw int64 point_faces, raw T normals, int64 E, int64 M, "
+            "T a, T b, T dt, int32 write_traces", "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces",
+            _DISCRETE_STAGE.replace("TRACES_OF_POINT", _TRACES_OF_POINT).replace("N3", str(self.n3))
+            .replace("N2", str(n * n)), f"lobatto_discrete_incident_{order}")
+        self.spread_kernel = xp.ElementwiseKernel(
+            "raw T aux, raw int64 positions, raw int64 elements, int64 E, int64 M", "raw T v",
+            _SPREAD.replace("N3", str(self.n3)), f"lobatto_discrete_spread_{order}")
+
+    def spread(self, aux, v) -> None:
+        if self.total_count:
+            self.spread_kernel(aux.reshape(-1), self.total_positions, self.total_elements, np.int64(v.shape[1]),
+                               np.int64(self.count), v.reshape(-1), size=self.total_count * self.n3)
+
+    def finish(self, lv, u, residual, aux, aux_residual, a, b, dt, traces=None, normals=None) -> None:
+        if not self.count:
+            return
+        t = u.dtype.type
+        write = traces is not None
+        if not write:
+            traces = normals = self.unused
+        self.stage(lv.reshape(-1), self.elements, self.total, self.point_faces, normals.reshape(-1),
+                   np.int64(u.shape[1]), np.int64(self.count), t(a), t(b), t(dt), np.int32(write), u.reshape(-1),
+                   residual.reshape(-1), aux.reshape(-1), aux_residual.reshape(-1), traces.reshape(-1),
+                   size=self.count * self.n3)

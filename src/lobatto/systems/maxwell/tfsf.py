@@ -263,6 +263,7 @@ class TotalFieldScatteredField(StageTerm):
             raise InputError(f"{where}: [source.{wave.name}] the total-field region has no face with the "
                              "scattered-field region (it holds no element, or every element)")
         element, face = np.nonzero(sign)
+        self.surface_faces = (element, face)  # (K,) each: the surface's faces on this rank
         check_background(system, element, face, f"[source.{wave.name}] the total-field surface", where, comm)
         self.setup_storage(system, np.unique(element))
         self.faces_here = int(element.size)

@@ -27,7 +27,8 @@ The term's elements are the total-field elements and the scattered-field element
 the surface (v stays 0 on the latter). v steps with the 2N-storage stage (terms.py), is
 checkpointed (``history``) and so needs lsrk45. Cost: one more evaluation of the core
 operator over all elements per stage, with its face exchange (collective: every rank runs
-it every stage), and two full-size 6-field arrays.
+it every stage), and two full-size 6-field arrays. On CUDA the rest of the stage runs in
+kernels (terms_cuda.DiscreteIncidentStage, SurfaceAdd); ``rates`` is the reference.
 """
 
 from __future__ import annotations
@@ -73,12 +74,52 @@ class DiscreteIncidentTFSF(StageTerm):
         shape = (6, system.num_elements) + (system.order + 1,) * 3
         self._v = backend.zeros(shape)  # v on every element: 0 outside the total-field region
         self._lv = backend.zeros(shape)  # L_bg(v)
+        self.kernels = None
+        if backend.name == "cuda" and self.count:
+            self.setup_kernels(system, inside, on_total)
+
+    def setup_kernels(self, system, inside, on_total) -> None:
+        """CUDA: the stage in kernels (terms_cuda.DiscreteIncidentStage) and the surface's
+        analytic correction by two SurfaceAdd kernels, one on u and one on v (compact), over
+        the surface faces of the total-field elements; the array path below is the reference."""
+        from lobatto.systems.maxwell.terms_cuda import DiscreteIncidentStage, SurfaceAdd
+        from lobatto.systems.maxwell.tfsf import backend_host
+
+        analytic, wave, order = self.analytic, self.wave, self.system.order
+        self.kernels = DiscreteIncidentStage(system.backend, order, self.elements, on_total)
+        element, face = analytic.surface_faces
+        mine = inside[element]
+        gain = np.concatenate([backend_host(system, analytic._gain_e), backend_host(system, analytic._gain_h)])[:, mine]
+        delay = backend_host(system, analytic._delay)[mine]
+
+        def surface(ids):
+            return SurfaceAdd(system.backend, order, ids, face[mine], gain, delay, wave.waveform, wave.params,
+                              wave.amplitude)
+
+        self.surface_u = surface(element[mine])
+        self.surface_v = surface(np.searchsorted(self.elements, element[mine]))
+        self.rate = self.aux_rate = None  # the kernels need neither
+        self.writes_traces = True  # the fused path passes its trace buffer to finish (terms.py)
 
     def prepare(self, u, t) -> None:
-        if self.count:
+        if self.kernels is not None:
+            self.kernels.spread(self.aux, self._v)
+        elif self.count:
             self._v[:, self._total] = self.aux[:, self._total_at]
         self.system.background_rhs(self._v, self._lv)  # collective: on every rank, every stage
-        super().prepare(u, t)
+        if self.kernels is not None:
+            self._stage_time = t
+        else:
+            super().prepare(u, t)
+
+    def finish(self, u, residual, a, b, dt, traces=None) -> None:
+        if self.kernels is None:
+            return super().finish(u, residual, a, b, dt)
+        normals = self.system.device_geometry["normals"] if traces is not None else None
+        self.kernels.finish(self._lv, u, residual, self.aux, self.aux_residual, a, b, dt, traces, normals)
+        t = self._stage_time
+        self.surface_u(u, residual, t, a, b, dt, traces, normals)
+        self.surface_v(self.aux, self.aux_residual, t, a, b, dt)
 
     def rates(self, u, t, s_out, r_out) -> None:
         lv = self._lv
