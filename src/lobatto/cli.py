@@ -4,6 +4,8 @@
     lobatto plot RUN_DIR [--output FILE.png] [--quantities NAME ...]   (time series as a PNG)
     lobatto resonances RUN_DIR [--probe NAME] [--field Ez] [--band f1 f2]   (modes of a probe's series)
     lobatto bench ...        (benchmarks, when lobatto.bench.cli is installed)
+    lobatto sysbench [--only SECTION ...] [--json PATH] [--compare BASELINE.json]   (node micro-benchmarks)
+    lobatto doctor [--backend auto|cpu|cuda] [--json PATH] [--bytes N]   (check devices, MPI, transports)
     lobatto --version
 
 Errors in the input (exit 2) and failed runs (exit 1) are reported as one
@@ -101,6 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run benchmarks (see 'lobatto bench --help')",
         add_help=False,
         description="Benchmarks; the arguments are passed to lobatto.bench.cli.",
+    )
+    sub.add_parser(
+        "sysbench",
+        help="node micro-benchmarks: STREAM, GEMM, host<->device, GPU<->GPU, MPI (see 'lobatto sysbench --help')",
+        add_help=False,
+        description="Node micro-benchmarks; the arguments are passed to lobatto.bench.sysbench.",
+    )
+    sub.add_parser(
+        "doctor",
+        help="check GPUs, the rank->GPU mapping, MPI, NCCL, transports, caches (see 'lobatto doctor --help')",
+        add_help=False,
+        description="Checks of this machine or allocation; the arguments are passed to lobatto.bench.doctor.",
     )
     return parser
 
@@ -251,6 +265,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "bench":
             return _cmd_bench(argv[1:])
+        if argv and argv[0] == "sysbench":
+            from lobatto.bench import sysbench
+
+            return int(sysbench.main(argv[1:]) or 0)
+        if argv and argv[0] == "doctor":
+            from lobatto.bench import doctor
+
+            return int(doctor.main(argv[1:]) or 0)
         parser = build_parser()
         try:
             args = parser.parse_args(argv)

@@ -28,6 +28,7 @@ from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
                               world_comm)
+from lobatto.power import EnergyMeter, energy_per_step
 from lobatto.probes import TimeSeries
 from lobatto.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
@@ -260,6 +261,7 @@ class Simulation:
         if case.time is None:  # a steady system: lobatto/steady.py runs it
             raise InputError(f"{case.source}: {case.physics.equations} is steady (no time steps): run it with "
                              "lobatto.run(case) or lobatto.steady.SteadyRun, not Simulation")
+        created = time.perf_counter()
         self.case = case
         self.comm = comm = world_comm() if comm == "world" else comm
         self.rank, self.size = rank_and_size(comm)
@@ -313,6 +315,7 @@ class Simulation:
         # coefficients change over the start-up steps (and with dt).
         self.advance_one = None if system.time_dependent or self.advective else self.backend.capture(
             lambda: self.stepper.step(self.u, 0.0, self.dt), self.stepper.graph_veto)
+        self.setup_seconds = time.perf_counter() - created  # mesh, geometry, kernels built so far
 
     # Stepping -----------------------------------------------------------------------------
     def _step(self) -> None:
@@ -539,8 +542,11 @@ class Simulation:
         if series is not None:
             series.start(self.u, self.step_count, self.t, steps)
         output_seconds = 0.0
+        # energy over the rate window, outputs included (docs/energy.md); opened before the clock
+        meter = EnergyMeter(backend.name, getattr(backend, "device_id", None), self.comm)
         backend.synchronize()
         loop_start = time.perf_counter()
+        meter.start()
         rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
         from lobatto.restart import Schedule
@@ -555,6 +561,7 @@ class Simulation:
                 self.check_state()
                 backend.synchronize()
                 rate_start, rate_first = time.perf_counter() - output_seconds, warmup_end + 1
+                meter.start()
             if step % FINITE_CHECK_STEPS == 0 or step == steps or (every and step % every == 0):
                 self.check_state()
             if every and step % every == 0 and step != steps:
@@ -570,12 +577,16 @@ class Simulation:
                 self.progress(step, steps, self.t)
         backend.synchronize()
         loop_end = time.perf_counter() - output_seconds
+        self.energy_report = meter.stop()  # collective: the same on every rank
         rate_steps = self.step_count - rate_first + 1
+        final_start = time.perf_counter()
         self.writer.write(self.u, self.step_count, self.t)
         if checkpoints is not None:
             checkpoints.at_end()
         if series is not None:
             series.close()
+        self.final_output_seconds = time.perf_counter() - final_start
+        self.warmup = (rate_first - first, rate_start - loop_start)  # steps and seconds before the rate window
         if self.step_log is not None:
             self.step_log.close()
 
@@ -613,6 +624,7 @@ class Simulation:
             "wall_seconds": compute_seconds,
             "seconds_per_step": seconds_per_step,
             "rate_steps": rate_steps,  # the steps seconds_per_step is measured over
+            "time_accounting": self.time_accounting(compute_seconds, seconds_per_step, rate_steps),
             "point_steps_per_second": points / seconds_per_step if seconds_per_step > 0 else None,
             "backend": system.backend.name,
             "precision": system.backend.precision,
@@ -631,6 +643,8 @@ class Simulation:
         if "time_per_part" in summary:  # a system's own split of the step; outputs are the driver's
             summary["time_per_part"]["output"] = getattr(self, "output_seconds", 0.0)
         summary["energy"] = {"initial": self.energy_initial, "final": allreduce(comm, system.energy(self.u))}
+        if getattr(self, "energy_report", None) is not None:  # joules used in the rate window
+            summary["energy_use"] = energy_per_step(self.energy_report, rate_steps, points)
         summary["outputs"] = self.writer.records
         if self.series is not None:
             summary["time_series"] = self.series.describe()
@@ -642,6 +656,20 @@ class Simulation:
             summary["errors"] = errors
         return summary
 
+
+    def time_accounting(self, compute_seconds, seconds_per_step, rate_steps) -> dict:
+        """Where the run's time went, largest over ranks: set-up (mesh, geometry, kernels built
+        before the loop), the warm-up steps before the rate window (compilation, graph
+        recording), the rate window (rate_steps x seconds_per_step), the snapshots, checkpoints
+        and time series written during the loop, and the final writes. wall_seconds is the loop
+        without outputs: warm-up + rate window (docs/output.md)."""
+        comm = self.comm
+        warmup_steps, warmup_seconds = getattr(self, "warmup", (0, 0.0))
+        return {"setup_seconds": allreduce(comm, getattr(self, "setup_seconds", 0.0), "max"),
+                "warmup_steps": int(warmup_steps), "warmup_seconds": allreduce(comm, warmup_seconds, "max"),
+                "rate_seconds": seconds_per_step * rate_steps, "loop_seconds": compute_seconds,
+                "output_seconds": getattr(self, "output_seconds", 0.0),
+                "final_output_seconds": allreduce(comm, getattr(self, "final_output_seconds", 0.0), "max")}
 
     def threads(self) -> dict:
         """Threads per rank of the compiled kernels, and who chose that number."""

@@ -5,7 +5,10 @@
     lobatto bench maxwell --backend cuda --sweep [--orders 7 14] [--max-points P] --json sweep.json
     lobatto bench maxwell --plot-from sweep.json [--png throughput.png]
     lobatto bench copy [--bytes B]            # device-to-device copy bandwidth alone
+    lobatto bench roofline --backend cuda --orders 7 14 [--sysbench SYSBENCH.json]   (bench/roofline.py)
     lobatto bench helmholtz ... / lobatto bench poisson ...   (bench/elliptic_cli.py)
+    lobatto bench comm-model [--measure | --sysbench F]       (bench/comm_cli.py, docs/comm-model.md)
+    lobatto bench scaling --strong|--weak [--ranks 1 2 4] [--sizes ...]   (bench/scaling.py, docs/scaling.md)
 
 See docs/benchmarks.md and docs/cuda.md (byte and flop models).
 """
@@ -50,12 +53,20 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--json", type=Path, default=None, help="write the results here")
     m.add_argument("--plot-from", type=Path, default=None, help="make the PNG of a sweep JSON (no run)")
     m.add_argument("--png", type=Path, default=None, help="PNG path (default: the JSON's with .png)")
+    sub.add_parser("roofline", add_help=False,
+                   help="each Maxwell kernel against the memory and compute roofs (lobatto bench roofline --help)")
     c = sub.add_parser("copy", help="device-to-device copy bandwidth")
     c.add_argument("--bytes", type=float, default=2 * 2**30)
     c.add_argument("--json", type=Path, default=None)
     from lobatto.bench import elliptic_cli
 
     elliptic_cli.add_parsers(sub)
+    from lobatto.bench import scaling
+
+    scaling.add_parser(sub)  # lobatto bench scaling (bench/scaling.py)
+    from lobatto.bench import comm_cli
+
+    comm_cli.add_parser(sub)  # lobatto bench comm-model (bench/comm_cli.py)
     return p
 
 
@@ -80,6 +91,14 @@ def format_run(r: dict) -> str:
         f"{'point-steps/s':34s} {_fmt_rate(r['point_steps_per_s']):>14s}",
         f"{'GFLOP/s (paper work model)':34s} {r['gflops']:14.1f}",
     ]
+    energy = r.get("energy")  # lobatto.power: joules of the timed repeats
+    if energy and energy.get("joules_per_step") is not None:
+        what = "+".join(part.upper() for part in energy["counted"])
+        lines.append(f"{f'energy per step [J] ({what})':34s} {energy['joules_per_step']:14.4g}")
+        lines.append(f"{f'mean power [W] ({what})':34s} {energy['mean_watts']:14.1f}")
+    for part in ("gpu", "cpu"):
+        if energy and f"{part}_reason" in energy:
+            lines.append(f"{part.upper()} energy not measured: {energy[f'{part}_reason']}")
     if "bandwidth_model_bytes_per_s" in r:
         bm = r["bytes_model"]
         lines.append(f"{'model bytes / point / stage':34s} {bm['per_point_per_stage']:14.1f}")
@@ -123,11 +142,24 @@ def _write_json(path: Path | None, data: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:1] == ["roofline"]:  # its own parser (bench/roofline.py)
+        from lobatto.bench import roofline
+
+        return roofline.main(given[1:])
+    args = _parser().parse_args(given)
+    if args.what == "scaling":
+        from lobatto.bench import scaling
+
+        return scaling.main(args, sys.argv[1:] if argv is None else argv)
     if args.what in ("helmholtz", "poisson"):
         from lobatto.bench import elliptic_cli
 
         return elliptic_cli.run(args)
+    if args.what == "comm-model":
+        from lobatto.bench import comm_cli
+
+        return comm_cli.run(args)
     if args.what == "copy":
         from lobatto.bench.maxwell import copy_bandwidth
 

@@ -30,6 +30,7 @@ from lobatto.backends import get_backend
 from lobatto.integrators import Stepper, get_scheme
 from lobatto.integrators.tables import LowStorageScheme
 from lobatto.mesh import box_mesh
+from lobatto.power import EnergyMeter, energy_per_step
 from lobatto.systems.maxwell.fused import FusedExchangeStepper
 from lobatto.systems.maxwell.system import MaxwellSystem, flops_per_step
 
@@ -240,10 +241,11 @@ def kernel_times(system, stepper, u, dt, timer, calls=20) -> dict:
     return times
 
 
-def time_steps(backend, stepper, u, dt, steps=None, repeats=5, graph=True, min_seconds=0.2) -> dict:
+def time_steps(backend, stepper, u, dt, steps=None, repeats=5, graph=True, min_seconds=0.2, meter=None) -> dict:
     """Median seconds per whole step; on the GPU a step is replayed from a CUDA graph.
 
     ``stepper`` is anything with ``step(u, t, dt)`` (a Stepper or a FusedExchangeStepper).
+    ``meter``: an EnergyMeter (lobatto.power) around all timed repeats; its report is "energy".
     """
 
     def plain():
@@ -257,8 +259,12 @@ def time_steps(backend, stepper, u, dt, steps=None, repeats=5, graph=True, min_s
     once = timer(step, 1, 1)
     if steps is None:
         steps = int(min(5000, max(3, math.ceil(min_seconds / max(once, 1e-7)))))
-    t = timer(step, steps, repeats)
+    if meter is not None:
+        meter.start()
+    t = timer(step, steps, repeats)  # each repeat waits for the device at its end
     info = {"seconds_per_step": t, "steps_per_repeat": steps, "repeats": repeats}
+    if meter is not None:
+        info["energy"] = meter.stop()
     if step is not plain:  # a recorded step (Backend.capture): whether it replays a graph
         info["graph"] = bool(step.captured)
         if not step.captured:
@@ -289,7 +295,10 @@ def run(
     if stages:  # the system's stage-by-stage path (gather-scatter), not its whole-step path
         stepper.whole_step = None  # Stepper.path then reads "stages"
     fused = stepper.whole_step if isinstance(stepper.whole_step, FusedExchangeStepper) else None
-    timing = time_steps(backend, stepper, u, dt, steps, repeats, graph)
+    meter = EnergyMeter(backend.name, getattr(backend, "device_id", None))
+    timing = time_steps(backend, stepper, u, dt, steps, repeats, graph, meter=meter)
+    # joules of all timed repeats over their steps (docs/energy.md)
+    energy = energy_per_step(timing.pop("energy"), timing["steps_per_repeat"] * repeats, system.points)
     stages = stepper.stages
     t = timing["seconds_per_step"]
     points = system.points
@@ -313,6 +322,7 @@ def run(
         "point_stage_updates_per_s": points * stages / t,
         "point_steps_per_s": points / t,
         "gflops": flops_per_step(order, points, stages) / t / 1e9,
+        "energy": energy,
     }
     if backend.name == "cuda":
         model = fused_byte_model(system, stepper) if fused else byte_model(system, stepper)

@@ -128,7 +128,16 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
     add("wall time", "wall_seconds", _duration)
     add("s/step", "seconds_per_step", lambda v: _num(v or None, ".3e"))  # 0: no steps were run
     add("point-steps/s", "point_steps_per_second", lambda v: _num(v, ".3e"))
+    account = s.get("time_accounting")
+    if isinstance(account, Mapping) and account.get("setup_seconds") is not None:
+        rows.append(("set-up", f"{_duration(account['setup_seconds'])}, warm-up {_duration(account['warmup_seconds'])} "
+                               f"({account['warmup_steps']} steps), outputs "
+                               f"{_duration(account['output_seconds'] + account['final_output_seconds'])}"))
     add("GFLOP/s", "gflops", lambda v: _num(v, ".3f"))
+    if isinstance(s.get("energy_use"), Mapping):  # measured joules (lobatto.power, docs/energy.md)
+        from lobatto.power import format_energy
+
+        rows.append(("energy use", format_energy(s["energy_use"])))
     if "backend" in s:
         backend = str(s["backend"])
         if s.get("precision"):

@@ -1,0 +1,470 @@
+"""``lobatto bench scaling``: strong and weak scaling of Maxwell runs over ranks and sizes.
+
+    lobatto bench scaling --weak   [--ranks 1 2 4] [--sizes 8 64 512] [--order 7] [--steps K]
+    lobatto bench scaling --strong [--backend cpu|cuda] [--mpiexec CMD] [--json PATH] [--png PATH]
+
+Each (rank count, size) point is one child process, ``mpiexec -n P python -m lobatto run``
+of a generated Maxwell box case (PEC cavity of unit elements, lsrk45, upwind flux, no
+outputs), so the figure is the one a user's run reports: the summary's ``seconds_per_step``
+(slowest rank, first WARMUP_STEPS left out; driver.Simulation.run). A size is a number of
+elements (``64``, made a near-cubic box) or a box (``4x4x8``): per rank for --weak, in total
+for --strong. From the summaries: time per step, speed-up and parallel efficiency against
+the smallest rank count of each size, and for each rank count the throughput per rank
+against points per rank with an n_1/2 fit (NekCEM's Figures 5-8; docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lobatto.discretization.gll import gll_points
+from lobatto.errors import InputError, SolverError
+from lobatto.mesh.partition import rcb_box_part
+
+MODES = ("strong", "weak")
+CFL = 0.5  # of the smallest GLL spacing; the upwind lsrk45 bound is 0.63
+STDERR_TAIL = 1500  # characters of a failed child's standard error kept in the error
+DEFAULT_SIZES = {"cpu": ("8", "27", "64"), "cuda": ("512", "4096", "32768")}
+DEFAULT_STEPS = {"cpu": 20, "cuda": 200}
+#: summary entries kept for each run (driver.Simulation.make_summary, systems/dg.py summary)
+SUMMARY_KEYS = ("points", "steps", "rate_steps", "seconds_per_step", "point_steps_per_second",
+                "wall_seconds", "stages", "step_path", "cuda_graph", "threads", "exchange_method", "exchange",
+                "overlap", "gflops", "backend", "precision", "energy_use")  # energy_use: lobatto.power, where measured
+
+
+# Sizes ------------------------------------------------------------------------------------------
+def near_cube(count: int) -> tuple[int, int, int]:
+    """(a, b, c), a >= b >= c, a * b * c = count, with the smallest largest side."""
+    best = None
+    for c in range(1, round(count ** (1 / 3)) + 2):
+        if count % c:
+            continue
+        for b in range(c, math.isqrt(count // c) + 1):
+            if (count // c) % b == 0:
+                a = count // (c * b)
+                if a >= b and (best is None or (a, -c) < (best[0], -best[2])):
+                    best = (a, b, c)
+    return best
+
+
+def parse_size(text: str) -> tuple[int, int, int]:
+    """``"64"`` -> the near-cubic box of 64 elements; ``"4x4x8"`` -> (4, 4, 8)."""
+    parts = str(text).lower().split("x")
+    if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InputError(f"--sizes: '{text}' is not a positive element count (64) or a box NXxNYxNZ (4x4x8)")
+    if len(parts) == 1:
+        return near_cube(int(parts[0]))
+    return tuple(int(p) for p in parts)
+
+
+def weak_box(per_rank: tuple[int, int, int], ranks: int) -> tuple[int, int, int]:
+    """The total box for ``ranks`` copies of the per-rank box: the ranks as a near-cubic grid,
+    its largest factor along the per-rank box's shortest side (the most cubic total)."""
+    grid = near_cube(ranks)
+    axes = np.argsort(per_rank, kind="stable")  # shortest side first
+    total = list(per_rank)
+    for factor, axis in zip(grid, axes):
+        total[axis] *= factor
+    return tuple(int(n) for n in total)
+
+
+def elements_per_rank(elements, ranks: int) -> list[int]:
+    """Elements of each rank under the rcb partition the run will use (lobatto.mesh.partition)."""
+    out = []
+    for part in range(ranks):
+        lo, hi = rcb_box_part(elements, ranks, part)
+        out.append(int(np.prod(hi - lo)))
+    return out
+
+
+def plan(mode: str, ranks, sizes) -> list[dict]:
+    """One entry per run: rank count, the size as asked, the total box, each rank's elements."""
+    if mode not in MODES:
+        raise InputError(f"scaling mode '{mode}': expected one of {', '.join(MODES)}")
+    runs = []
+    for size in sizes:
+        box = parse_size(size)
+        for p in ranks:
+            total = weak_box(box, p) if mode == "weak" else box
+            if math.prod(total) < p:
+                raise InputError(f"--sizes {size}: {math.prod(total)} elements cannot be shared by {p} ranks")
+            runs.append({"ranks": p, "size": str(size), "elements": list(total),
+                         "elements_per_rank": elements_per_rank(total, p)})
+    return runs
+
+
+# The case ---------------------------------------------------------------------------------------
+def time_step(order: int) -> float:
+    """CFL times the smallest GLL spacing of a unit element (wave speed 1)."""
+    x = gll_points(order)
+    return CFL * float(x[1] - x[0]) / 2
+
+
+def case_text(elements, order: int, steps: int, backend: str, precision: str = "float64") -> str:
+    """A Maxwell box of unit elements whose run takes exactly ``steps`` steps and writes nothing."""
+    nx, ny, nz = elements
+    dt = time_step(order)
+    return f"""# lobatto bench scaling: {nx}x{ny}x{nz} elements, N = {order}, {steps} steps
+[mesh]
+generator = "box"
+elements = [{nx}, {ny}, {nz}]
+lower = [0.0, 0.0, 0.0]
+upper = [{nx}.0, {ny}.0, {nz}.0]
+boundary = "pec"
+
+[discretization]
+order = {order}
+flux = "upwind"
+
+[physics]
+equations = "maxwell"
+
+[initial]
+# the box's TM110 mode: a smooth field that stays bounded
+Ez = "sin(pi*x/{nx})*sin(pi*y/{ny})"
+
+[time]
+integrator = "lsrk45"
+dt = {dt!r}
+t_end = {steps * dt!r}
+
+[backend]
+name = "{backend}"
+precision = "{precision}"
+
+[output]
+formats = []
+"""
+
+
+# Launching --------------------------------------------------------------------------------------
+def find_mpiexec() -> str | None:
+    """mpiexec beside this Python first (pip's MPICH in a venv), then on PATH."""
+    for name in ("mpiexec", "mpirun"):
+        cand = Path(sys.executable).parent / name
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    for name in ("mpiexec", "mpirun"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def open_mpi_flags(mpiexec: str) -> list[str]:
+    """Open MPI refuses more ranks than cores, and root, without these flags; MPICH needs none."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
+        text = (out.stdout + out.stderr).lower()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if "open mpi" not in text and "openrte" not in text:
+        return []
+    return ["--oversubscribe"] + (["--allow-run-as-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])
+
+
+def launcher(mpiexec: str | None, extra_args: str = "") -> list[str]:
+    """The launcher's argv before ``-n P``: --mpiexec (may carry its own arguments), else the
+    one found, with Open MPI's flags and the extra arguments."""
+    if mpiexec:
+        argv = shlex.split(mpiexec)
+        if not argv or shutil.which(argv[0]) is None:
+            raise InputError(f"--mpiexec: '{mpiexec}' is not an executable command")
+    else:
+        found = find_mpiexec()
+        if found is None:
+            raise InputError("no mpiexec beside the Python executable or on PATH: install MPI or give --mpiexec")
+        argv = [found]
+    return argv + open_mpi_flags(argv[0]) + shlex.split(extra_args or "")
+
+
+def child_env(threads: int | None) -> dict:
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parent.parent.parent)  # children import this lobatto
+    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    # the exchange is point to point; NVLink multicast only matters to collectives, and is
+    # kept off so that runs on shared GPU hosts do not take it
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    return env
+
+
+def run_one(point: dict, workdir: Path, launch: list[str], *, order: int, steps: int, backend: str,
+            precision: str, threads: int | None, timeout: float, attempt: int = 0) -> dict:
+    """Launch one run, return its record (the plan's entry, the command and the summary's figures);
+    SolverError with the child's standard error tail when it fails."""
+    name = f"P{point['ranks']}_{'x'.join(map(str, point['elements']))}" + (f"_{attempt}" if attempt else "")
+    directory = workdir / name
+    directory.mkdir(parents=True, exist_ok=True)
+    case = directory / "case.toml"
+    case.write_text(case_text(point["elements"], order, steps, backend, precision))
+    out = directory / "out"
+    cmd = [*launch, "-n", str(point["ranks"]), sys.executable, "-m", "lobatto", "run", str(case),
+           "--output", str(out), "--quiet", "--overwrite"]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None  # others' work on a shared node
+    start = time.perf_counter()
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env(threads))
+    except subprocess.TimeoutExpired:
+        raise SolverError(f"scaling run {name} ({point['ranks']} ranks) took over {timeout:.0f} s "
+                          f"(--timeout): {shlex.join(cmd)}") from None
+    seconds = time.perf_counter() - start
+    summary_path = out / "summary.json"
+    if result.returncode != 0 or not summary_path.is_file():
+        tail = (result.stderr or result.stdout or "")[-STDERR_TAIL:].strip()
+        raise SolverError(f"scaling run {name} ({point['ranks']} ranks) failed with exit code "
+                          f"{result.returncode}: {shlex.join(cmd)}; its standard error ends: {tail}")
+    summary = json.loads(summary_path.read_text())
+    if summary.get("ranks") != point["ranks"]:  # P singletons, each rank 0 of 1, also "succeed"
+        raise SolverError(f"scaling run {name}: launched on {point['ranks']} ranks, the run reports "
+                          f"{summary.get('ranks')}; is mpi4py built against the MPI of {launch[0]}?")
+    record = dict(point, command=shlex.join(cmd), launch_seconds=seconds, load_average_before=load,
+                  run_dir=str(directory))
+    record.update({k: summary.get(k) for k in SUMMARY_KEYS}, num_elements=summary.get("elements"))
+    return with_rates(record)
+
+
+def with_rates(run: dict) -> dict:
+    """Per-rank figures of a run record (points / ranks; point-steps per second per rank)."""
+    run["points_per_rank"] = run["points"] / run["ranks"]
+    t = run["seconds_per_step"]
+    run["point_steps_per_second_per_rank"] = run["points_per_rank"] / t if t else None
+    return run
+
+
+# Analysis ---------------------------------------------------------------------------------------
+def scaling_curves(runs: list[dict], mode: str) -> dict:
+    """For each size, its runs by rank count with speed-up and efficiency against the smallest
+    rank count P0: strong S = t0 / t, E = S P0 / P; weak E = t0 / t and the scaled speed-up
+    S = E P / P0 (the work done in t0 grows with P)."""
+    curves = {}
+    for size in dict.fromkeys(r["size"] for r in runs):
+        rows = sorted((r for r in runs if r["size"] == size), key=lambda r: r["ranks"])
+        p0, t0 = rows[0]["ranks"], rows[0]["seconds_per_step"]
+        curve = []
+        for r in rows:
+            p, t = r["ranks"], r["seconds_per_step"]
+            efficiency = None if not t else (t0 * p0 / (t * p) if mode == "strong" else t0 / t)
+            speedup = None if not t else efficiency * p / p0
+            curve.append({"ranks": p, "seconds_per_step": t, "speedup": speedup, "efficiency": efficiency,
+                          "points": r["points"], "points_per_rank": r["points_per_rank"]})
+        curves[size] = {"reference_ranks": p0, "rows": curve}
+    return curves
+
+
+def rank_fits(runs: list[dict]) -> dict:
+    """For each rank count: t(n) = t0 + n / R_inf over its sizes, n the points per rank
+    (bench.maxwell.fit_half_performance); R_inf is then point-steps/s per rank."""
+    from lobatto.bench.maxwell import fit_half_performance  # imports the systems: only when needed
+
+    fits = {}
+    for p in sorted({r["ranks"] for r in runs}):
+        rows = sorted((r for r in runs if r["ranks"] == p and r["seconds_per_step"]),
+                      key=lambda r: r["points_per_rank"])
+        n = [r["points_per_rank"] for r in rows]
+        if len(set(n)) < 2:
+            fits[str(p)] = {"skipped": "needs runs of two sizes or more"}
+            continue
+        fit = dict(fit_half_performance(n, [r["seconds_per_step"] for r in rows]), sizes=len(n), points_per_rank=n)
+        if fit["t0"] <= 0:
+            fit["note"] = ("t0 <= 0: the time is not t0 + n/R here (throughput falls with size, "
+                           "or noise); n1/2 (fit) means nothing")
+        fits[str(p)] = fit
+    return fits
+
+
+def analyse(study: dict) -> dict:
+    study["scaling"] = scaling_curves(study["runs"], study["mode"])
+    study["fits"] = rank_fits(study["runs"])
+    return study
+
+
+def _g(x, fmt=".3e") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def format_table(study: dict) -> str:
+    mode = study["mode"]
+    label = "elements/rank" if mode == "weak" else "elements"
+    lines = [f"{mode} scaling: maxwell N={study['order']} backend={study['backend']} {study['precision']} "
+             f"steps={study['steps']} best of {study.get('repeats', 1)}", "",
+             f"{label:>13s} {'ranks':>5s} {'box':>12s} {'points/rank':>12s} {'ms/step':>10s} "
+             f"{'pt-steps/s/rank':>15s} {'speed-up':>8s} {'efficiency':>10s} {'load':>5s}"]
+    by_key = {(r["size"], r["ranks"]): r for r in study["runs"]}
+    for size, curve in study["scaling"].items():
+        for row in curve["rows"]:
+            r = by_key[(size, row["ranks"])]
+            lines.append(f"{size:>13s} {row['ranks']:5d} {'x'.join(map(str, r['elements'])):>12s} "
+                         f"{r['points_per_rank']:12.4g} {row['seconds_per_step'] * 1e3:10.4g} "
+                         f"{_g(r['point_steps_per_second_per_rank']):>15s} {_g(row['speedup'], '.2f'):>8s} "
+                         f"{_g(row['efficiency'], '.2f'):>10s} {_g(r.get('load_average_before'), '.2f'):>5s}")
+    lines += ["", f"{'ranks':>5s} {'sizes':>5s} {'peak/rank (meas)':>16s} {'peak/rank (fit)':>15s} "
+              f"{'n1/2 (fit)':>10s} {'n1/2 (meas)':>11s}   [pt-steps/s; points per rank]"]
+    for p, fit in study["fits"].items():
+        if "skipped" in fit:
+            lines.append(f"{p:>5s}   fit skipped: {fit['skipped']}")
+            continue
+        lines.append(f"{p:>5s} {fit['sizes']:5d} {fit['peak_measured']:16.3e} {fit['peak_fit']:15.3e} "
+                     f"{fit['n_half_fit']:10.3g} {_g(fit['n_half_measured'], '.3g'):>11s}"
+                     + (f"   {fit['note']}" if "note" in fit else ""))
+    return "\n".join(lines)
+
+
+# The study --------------------------------------------------------------------------------------
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _device(backend: str) -> str:
+    """The GPU's name from nvidia-smi (no CUDA context in this process), or the CPU's model."""
+    if backend == "cuda":
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=30)
+            names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
+            if names:
+                return f"{len(names)} x {names[0]}"
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return "unknown GPU (nvidia-smi did not answer)"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
+    except OSError:
+        pass
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def check_options(args) -> None:
+    if args.order < 1:
+        raise InputError(f"--order must be >= 1 (got {args.order})")
+    if args.steps is not None and args.steps < 3:
+        raise InputError(f"--steps must be >= 3 (the first 2 are left out of the rate; got {args.steps})")
+    if not args.ranks or any(p < 1 for p in args.ranks):
+        raise InputError(f"--ranks must be positive rank counts (got {args.ranks})")
+    if args.threads is not None and args.threads < 1:
+        raise InputError(f"--threads must be >= 1 (got {args.threads})")
+    if args.repeats < 1:
+        raise InputError(f"--repeats must be >= 1 (got {args.repeats})")
+    if args.timeout <= 0:
+        raise InputError(f"--timeout must be positive (got {args.timeout})")
+
+
+def study(args, log=print) -> dict:
+    """Plan, launch and collect every run; the study's record with its curves and fits."""
+    check_options(args)
+    mode = "strong" if args.strong else "weak"
+    sizes = args.sizes or DEFAULT_SIZES[args.backend]
+    steps = args.steps or DEFAULT_STEPS[args.backend]
+    ranks = sorted(set(args.ranks))
+    runs = plan(mode, ranks, sizes)
+    launch = launcher(args.mpiexec, args.mpiexec_args)
+    record = {
+        "benchmark": "scaling", "mode": mode, "equations": "maxwell", "order": args.order,
+        "backend": args.backend, "precision": args.precision, "steps": steps, "ranks": ranks,
+        "sizes": [str(s) for s in sizes], "size_meaning": "elements per rank" if mode == "weak" else "total elements",
+        "repeats": args.repeats, "threads_requested": args.threads, "device": _device(args.backend),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(), "commit": _commit(), "command": shlex.join(["lobatto", "bench", *args.argv]),
+        "launcher": shlex.join(launch), "runs": [],
+    }
+    keep = args.keep is not None
+    workdir = Path(args.keep) if keep else Path(tempfile.mkdtemp(prefix="lobatto-scaling-"))
+    try:
+        for i, point in enumerate(runs, 1):
+            # best of --repeats: on a shared node others' work only ever adds time
+            tries = [run_one(point, workdir / mode, launch, order=args.order, steps=steps, backend=args.backend,
+                             precision=args.precision, threads=args.threads, timeout=args.timeout, attempt=k)
+                     for k in range(args.repeats)]
+            run = min(tries, key=lambda r: r["seconds_per_step"])
+            run["repeats_seconds_per_step"] = [r["seconds_per_step"] for r in tries]
+            record["runs"].append(run)
+            log(f"[{i}/{len(runs)}] {mode} size {point['size']}: {run['ranks']} ranks, "
+                f"{'x'.join(map(str, run['elements']))} elements, {run['points_per_rank']:.4g} points/rank: "
+                f"{run['seconds_per_step'] * 1e3:.4g} ms/step, "
+                f"{_g(run['point_steps_per_second_per_rank'])} point-steps/s/rank ({run['launch_seconds']:.1f} s)",
+                flush=True)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+            for run in record["runs"]:
+                run["run_dir"] = None  # removed with the temporary directory
+    return analyse(record)
+
+
+# Command line -----------------------------------------------------------------------------------
+def add_parser(sub) -> None:
+    s = sub.add_parser("scaling", help="strong or weak scaling of Maxwell runs over ranks and sizes (mpiexec)")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--strong", action="store_true", help="fixed total size per curve (--sizes: total elements)")
+    which.add_argument("--weak", action="store_true", help="fixed size per rank per curve (--sizes: elements/rank)")
+    s.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    s.add_argument("--ranks", type=int, nargs="+", default=[1, 2], metavar="P", help="rank counts (default 1 2)")
+    s.add_argument("--sizes", nargs="+", default=None, metavar="SIZE",
+                   help="element counts (64) or boxes (4x4x8); per rank for --weak, total for --strong "
+                        f"(default: cpu {' '.join(DEFAULT_SIZES['cpu'])}, cuda {' '.join(DEFAULT_SIZES['cuda'])})")
+    s.add_argument("--order", type=int, default=7)
+    s.add_argument("--precision", default="float64", choices=("float64", "float32"))
+    s.add_argument("--steps", type=int, default=None,
+                   help=f"steps per run (default cpu {DEFAULT_STEPS['cpu']}, cuda {DEFAULT_STEPS['cuda']})")
+    s.add_argument("--repeats", type=int, default=1, help="runs of each point; the fastest is kept")
+    s.add_argument("--threads", type=int, default=None,
+                   help="OMP_NUM_THREADS of each rank (default: lobatto's, cores / ranks on the node)")
+    s.add_argument("--mpiexec", default=None, metavar="CMD",
+                   help="launcher command, may carry arguments (default: mpiexec beside Python, else on PATH)")
+    s.add_argument("--mpiexec-args", default="", metavar="ARGS",
+                   help="extra launcher arguments, one string (Open MPI's --oversubscribe and, as root, "
+                        "--allow-run-as-root are added already)")
+    s.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each run")
+    s.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each run's case and summary here")
+    s.add_argument("--json", type=Path, default=None, help="write the study here")
+    s.add_argument("--png", type=Path, default=None, help="figure (default: the JSON's path with .png)")
+    s.add_argument("--plot-from", type=Path, default=None, metavar="JSON",
+                   help="only redraw the figure and table of a study's JSON (no runs)")
+
+
+def main(args, argv: list[str]) -> int:
+    from lobatto.bench.scaling_plot import plot_study
+    from lobatto.io.atomic import atomic_write_text
+
+    args.argv = list(argv)
+    if args.plot_from is not None:
+        try:
+            record = analyse(json.loads(args.plot_from.read_text()))
+        except (OSError, ValueError, KeyError) as err:
+            raise InputError(f"--plot-from {args.plot_from}: not a scaling study's JSON ({err})") from None
+    else:
+        if not (args.strong or args.weak):
+            raise InputError("lobatto bench scaling: give --strong or --weak")
+        record = study(args)
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(args.json, json.dumps(record, indent=2))
+            print(f"results written to {args.json}")
+    png = args.png or (args.json.with_suffix(".png") if args.json is not None and args.plot_from is None
+                       else args.plot_from.with_suffix(".png") if args.plot_from is not None else None)
+    if png is not None:
+        print(plot_study(record, png))
+    print()
+    print(format_table(record))
+    return 0
