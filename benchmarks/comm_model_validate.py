@@ -9,8 +9,9 @@ step time (slowest rank; steps with the run's state check every 20) and the exch
 time (``GatherScatter.apply`` on P ranks less the same sums on one rank, with the run's method
 and transport on the run's backend: CuPy arrays on a GPU, warmed up, synchronised, the median
 of 30 calls). The model gets
-the single-rank rate from the P = 1 run, LogGP and the software cost from ``--params`` (else
-from ``lobatto bench comm-model --measure`` on 2 ranks, run first), the busiest rank's
+the single-rank rate from the P = 1 run, LogGP, the software cost and the stage term from
+``--params`` (else from ``lobatto bench comm-model --measure --backend <this backend>`` on 2
+ranks, run first: exchanges and timed steps on the same backend), the busiest rank's
 pattern from lobatto's partition, and, with more ranks than cores, each rank's share of a
 core (cores / P). Prints a table and writes JSON.
 """
@@ -114,8 +115,14 @@ def main() -> int:
         if params_path is None:
             params_path = Path(tmp) / "params.json"
             mpiexec(2, ["-m", "lobatto", "bench", "comm-model", "--measure", "--network", "none", "--max-ranks", "2",
-                        "--order-points", str(args.order), "--json", str(params_path)])
+                        "--order-points", str(args.order), "--backend", args.backend, "--json", str(params_path)])
         params, software = read_params(params_path)
+        fit = json.loads(Path(params_path).read_text())
+        fit = fit.get("measured") or fit
+        sharing, stage_fit = fit.get("sharing") or {}, fit.get("stage") or []
+        if software.backend != args.backend:
+            print(f"WARNING: the software cost in {params_path} was measured on {software.backend}, this run is on "
+                  f"{args.backend}")
         measured = []
         for P in args.ranks:
             out = Path(tmp) / f"worker{P}.json"
@@ -142,26 +149,37 @@ def main() -> int:
                      "measured_exchange_seconds": fx["seconds"] if fx else 0.0,
                      "predicted_exchange_seconds": pred["exchange_seconds"],
                      "predicted_exchange_network_seconds": pred["exchange_network_seconds"],
+                     "predicted_stage_term_seconds": pred["stage_term_seconds"],
                      "exchange_method": fx["method"] if fx else None, "exchange_transport": fx["exchange"] if fx else None,
                      "oversubscribed": P > args.cores, "prediction": pred, "system": m["system"]})
     print(f"single-rank rate {rate:.3e} point-stage/s; LogGP {params.source}: L {params.L * 1e6:.3g} us, "
           f"o {params.o * 1e6:.3g} us, g {params.g * 1e6:.3g} us, {1 / params.G / 1e9:.3g} GB/s; "
-          f"software s0 {software.s0 * 1e6:.3g} us, s_v {software.s_v * 1e9:.3g} ns/value, "
-          f"s1 {software.s1 * 1e9:.3g} ns/B; cores {args.cores}")
+          f"software (on {software.backend}) s0 {software.s0 * 1e6:.3g} us, s_v {software.s_v * 1e9:.3g} ns/value, "
+          f"s1 {software.s1 * 1e9:.3g} ns/B; stage term r0 {software.r0 * 1e6:.3g} us + r_e "
+          f"{software.r_e * 1e6:.3g} us/element; cores {args.cores}")
+    if sharing.get("note"):
+        print("NOTE: " + sharing["note"])
+    for r in stage_fit:
+        print(f"  stage fit, block {'x'.join(map(str, r['block']))}: run {r['stage_seconds'] * 1e6:.1f} us/stage, "
+              f"single {r['single_stage_seconds'] * 1e6:.1f}, all ranks alone {r['alone_stage_seconds'] * 1e6:.1f}; "
+              f"extra {r['extra'] * 1e6:.1f} = isolated exchange (model) {r['exchange_model'] * 1e6:.1f} + "
+              f"contention {r['contention'] * 1e6:.1f} + rest; fitted extra {r['predicted_extra'] * 1e6:.1f}")
     print(f"{'P':>2s} {'meas ms':>8s} {'model ms':>8s} {'err':>6s} {'ovl ms':>8s} {'err':>6s} "
-          f"{'exch meas us':>12s} {'exch model us':>13s}")
+          f"{'exch meas us':>12s} {'exch model us':>13s} {'stage term us':>13s}")
     for r in rows:
         print(f"{r['ranks']:2d} {r['measured_step_seconds'] * 1e3:8.3f} {r['predicted_step_seconds'] * 1e3:8.3f} "
               f"{r['step_error'] * 100:5.1f}% {r['predicted_step_seconds_overlap'] * 1e3:8.3f} "
               f"{r['step_error_overlap'] * 100:5.1f}% {r['measured_exchange_seconds'] * 1e6:12.1f} "
-              f"{r['predicted_exchange_seconds'] * 1e6:13.1f}{'  (oversubscribed)' if r['oversubscribed'] else ''}")
+              f"{r['predicted_exchange_seconds'] * 1e6:13.1f} {r['predicted_stage_term_seconds'] * 1e6:13.1f}"
+              f"{'  (oversubscribed)' if r['oversubscribed'] else ''}")
     if args.json is not None:
         from lobatto.bench.comm_cli import _meta
         from lobatto.io.atomic import atomic_write_text
 
         meta = dict(_meta(), command=" ".join([sys.executable, *sys.argv]))
         atomic_write_text(args.json, json.dumps({"meta": meta, "rate": rate, "loggp": params.as_dict(),
-                                                 "software": vars(software), "rows": rows}, indent=2, default=str))
+                                                 "software": vars(software), "sharing": sharing,
+                                                 "stage_fit": stage_fit, "rows": rows}, indent=2, default=str))
         print(f"results written to {args.json}")
     return 0
 

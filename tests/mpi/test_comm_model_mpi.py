@@ -55,6 +55,17 @@ def test_measure(tmp_path, nprocs):
     lg = data["measured"]["loggp"]
     assert lg["G"] > 0 and lg["latency"] > 0 and lg["g"] >= lg["o"] >= 0
     assert all(r["ranks"] == nprocs and r["message_bytes"] == r["pattern_bytes"] for r in data["measured"]["face_exchange"])
+    # the stage term: timed steps of the run against the block alone on each rank, on the CPU
+    stage, sw = data["measured"]["stage"], data["measured"]["software"]
+    assert [r["block"] for r in stage] == [[2, 2, 2], [3, 3, 3], [4, 4, 4], [5, 4, 4]]
+    assert all(r["ranks"] == nprocs and r["stage_seconds"] > 0 and r["alone_stage_seconds"] > 0 for r in stage)
+    assert all(r["single_stage_seconds"] > 0 for r in stage)
+    assert all(r["extra"] == pytest.approx(r["stage_seconds"] - r["single_stage_seconds"]) for r in stage)
+    assert all(r["contention"] == pytest.approx(r["alone_stage_seconds"] - r["single_stage_seconds"]) for r in stage)
+    assert all(r["predicted_extra"] == pytest.approx(r["exchange_model"] + sw["r0"] + sw["r_e"] * r["elements"])
+               for r in stage)
+    assert sw["backend"] == "cpu" and "timed steps of 4 block(s)" in sw["stage_source"]
+    assert data["measured"]["sharing"]["shared_gpu"] is False and "NOTE:" not in res.stdout
     assert res.stdout.count("results written to") == 1  # rank 0 alone reports
 
 

@@ -211,3 +211,75 @@ def test_cli_writes_json(tmp_path):
     assert {s["case"] for s in data["studies"]} == set(CASES)
     assert data["studies"][0]["rows"][-1]["ranks"] == 64 and data["meta"]["command"].startswith("lobatto")
     assert "eff ovl" in res.stdout
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fit_stage_term_recovers_constant_and_per_element(seed):
+    """Synthetic in-run extras (isolated exchange as modelled + r0 + r_e E, 1 % noise) over the
+    stage blocks and one more: add_stage_term recovers r0 and r_e, signed (a negative r0, as
+    on a fused GPU path whose exchange is cheaper than the isolated one, is kept)."""
+    from lobatto.bench.comm_measure import STAGE_BLOCKS, add_stage_term, weak_box
+    from lobatto.bench.comm_model import Software, local_trace_values, network_time
+
+    rng = np.random.default_rng(seed)
+    params = comm_loggp.LogGP(L=1e-6, o=0.8e-6, g=1e-6, G=1 / 7e9)
+    sw = Software(s0=20e-6, s_v=8e-9, s1=1e-9)
+    r0, r_e = rng.uniform(-50e-6, 50e-6), rng.uniform(2e-6, 20e-6)
+    rows = []
+    for block in (*STAGE_BLOCKS, (6, 4, 4)):
+        pats = partition_pattern(weak_box(block, 2), 2)
+        busiest = max(pats, key=lambda p: (sum(p.message_bytes(5).values()), p.halo_elements))
+        sizes = list(busiest.message_bytes(5).values())
+        exchange = network_time(params, sizes, 2) + sw.seconds(local_trace_values(busiest.elements, 5), sum(sizes))
+        E = int(np.prod(block))
+        rows.append({"block": list(block), "elements": E, "ranks": 2,
+                     "extra": (exchange + r0 + r_e * E) * (1 + 0.01 * rng.standard_normal())})
+    add_stage_term(params, sw, rows, 5)
+    assert sw.r_e == pytest.approx(r_e, rel=0.1)
+    assert sw.r0 == pytest.approx(r0, abs=20e-6)
+    for r in rows:
+        assert r["predicted_extra"] == pytest.approx(r["extra"], rel=0.05)
+    # one block size: the constant alone
+    one = [dict(rows[2]), dict(rows[2])]
+    sw1 = Software(s0=20e-6, s_v=8e-9, s1=1e-9)
+    add_stage_term(params, sw1, one, 5)
+    assert sw1.r_e == 0 and sw1.r0 == pytest.approx(rows[2]["extra"] - rows[2]["exchange_model"])
+
+
+def test_stage_term_in_the_step():
+    """The stage term adds r0 + r_e E to every stage's exchange on P > 1 (not hidden by the
+    overlap, not on one rank), and the software sum never goes below zero."""
+    from lobatto.bench.comm_model import Software, local_trace_values
+
+    params = comm_loggp.LogGP(L=1e-6, o=0.5e-6, g=1e-6, G=1e-9)
+    base = Software(s0=1e-6, s1=2e-9, s_v=3e-9)
+    staged = Software(s0=1e-6, s1=2e-9, s_v=3e-9, r0=4e-6, r_e=5e-6)
+    pat = block_pattern((4, 4, 4), (2, 1, 1))
+    a = predict_step(pat, 3, 2, params, rate=1e8, software=base)
+    b = predict_step(pat, 3, 2, params, rate=1e8, software=staged)
+    term = 4e-6 + 5e-6 * 64
+    assert b["stage_term_seconds"] == pytest.approx(term)
+    assert b["step_seconds"] - a["step_seconds"] == pytest.approx(5 * term)
+    assert b["step_seconds_overlap"] - a["step_seconds_overlap"] == pytest.approx(5 * term)
+    one = block_pattern((4, 4, 4), (1, 1, 1))
+    assert predict_step(one, 3, 1, params, rate=1e8, software=staged)["step_seconds"] == pytest.approx(
+        predict_step(one, 3, 1, params, rate=1e8)["step_seconds"])
+    negative = Software(s0=1e-6, s_v=1e-9, r0=-1.0)
+    assert negative.seconds(local_trace_values(64, 3), 100, 64) == 0.0
+
+
+def test_read_params_round_trip(tmp_path):
+    """read_params takes back every field of the Software a --measure JSON stores (the stage
+    term and the backend included) and accepts an older file without them."""
+    from lobatto.bench.comm_cli import read_params
+    from lobatto.bench.comm_model import Software
+
+    lg = comm_loggp.LogGP(L=1e-6, o=0.5e-6, g=1e-6, G=1e-9, source="t")
+    sw = Software(s0=1e-6, s1=2e-9, source="x", s_v=3e-9, r0=-4e-6, r_e=5e-6, stage_source="y", backend="cuda")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"measured": {"loggp": lg.as_dict(), "software": vars(sw)}}))
+    assert read_params(path)[1] == sw
+    old = {k: v for k, v in vars(sw).items() if k in ("s0", "s1", "source", "s_v")}
+    path.write_text(json.dumps({"measured": {"loggp": lg.as_dict(), "software": old}}))
+    got = read_params(path)[1]
+    assert (got.r0, got.r_e, got.backend) == (0.0, 0.0, "cpu") and got.s_v == sw.s_v

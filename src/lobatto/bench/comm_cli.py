@@ -36,6 +36,8 @@ def add_parser(sub) -> None:
                         "(default: the H100 figures of docs/benchmarks.md)")
     p.add_argument("--max-ranks", type=int, default=16384)
     p.add_argument("--order-points", type=int, default=5, help="--measure: order of the timed face exchange")
+    p.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
+                   help="--measure: where the timed exchanges and steps run (cuda: CuPy arrays on each rank's GPU)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--png", type=Path, default=None)
 
@@ -64,7 +66,8 @@ def read_params(path: Path) -> tuple[comm_loggp.LogGP, Software]:
                                   source=str(lg.get("source", path)), residuals=dict(lg.get("residuals", {})))
         sw = data.get("software") or {}
         software = Software(float(sw.get("s0", 0.0)), float(sw.get("s1", 0.0)), str(sw.get("source", path)),
-                            float(sw.get("s_v", 0.0)))
+                            float(sw.get("s_v", 0.0)), float(sw.get("r0", 0.0)), float(sw.get("r_e", 0.0)),
+                            str(sw.get("stage_source", "none (0)")), str(sw.get("backend", "cpu")))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file (expected the JSON of 'lobatto bench comm-model --measure')") from None
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
@@ -105,7 +108,7 @@ def run(args) -> int:
         from lobatto.bench.comm_measure import measure
 
         with collective_errors(comm):
-            m = measure(comm, order=args.order_points)
+            m = measure(comm, order=args.order_points, backend_name=args.backend)
         if rank == 0:
             out["measured"] = m
             lg = m["loggp"]
@@ -136,8 +139,9 @@ def run(args) -> int:
                     f"g = {params.g * 1e6:.3g} us, G = {params.G * 1e9:.4g} ns/B "
                     f"({1 / params.G / 1e9 if params.G else math.inf:.3g} GB/s); residuals {params.residuals}; "
                     f"software s0 = {software.s0 * 1e6:.3g} us, s_v = {software.s_v * 1e9:.3g} ns per local "
-                    f"trace value, s1 = {software.s1 * 1e9:.3g} ns/B (this machine's path; not used for the "
-                    "extrapolation)")
+                    f"trace value, s1 = {software.s1 * 1e9:.3g} ns/B, stage term r0 = {software.r0 * 1e6:.3g} us + "
+                    f"r_e = {software.r_e * 1e6:.3g} us per element (measured on {software.backend}; this machine's "
+                    "path, not used for the extrapolation)")
         for key, case in CASES.items():
             if case["order"] not in rates:
                 raise InputError(f"no compute rate for N = {case['order']}: give --rate {case['order']}=R")
@@ -150,6 +154,8 @@ def run(args) -> int:
             text.append("")
             text.append(format_weak(rows, title))
     if m := out.get("measured"):
+        if (m.get("sharing") or {}).get("note"):
+            text += ["", "NOTE: " + m["sharing"]["note"]]
         fx = m.get("face_exchange") or []
         if fx:
             text += ["", "face exchange on this machine (measured; busiest rank's messages):",
@@ -159,6 +165,17 @@ def run(args) -> int:
                 text.append(f"{r['ranks']:3d} {'x'.join(map(str, r['elements'])):>12s} {sum(r['message_bytes']):9d} "
                             f"{r['local_values']:10d} {r['seconds'] * 1e6:12.1f} {r['predicted_seconds'] * 1e6:9.1f} "
                             f"{r['network_seconds'] * 1e6:7.1f}")
+        st = m.get("stage") or []
+        if st:
+            text += ["", f"a stage of the run on {st[0]['ranks']} ranks against the block on one rank (single), on "
+                         "every rank at once (alone); extra = run - single; model = isolated exchange + r0 + r_e E:",
+                     f"{'block':>8s} {'run us':>8s} {'single us':>9s} {'alone us':>8s} {'extra us':>8s} "
+                     f"{'exch model':>10s} {'model us':>8s}"]
+            for r in st:
+                text.append(f"{'x'.join(map(str, r['block'])):>8s} {r['stage_seconds'] * 1e6:8.1f} "
+                            f"{r['single_stage_seconds'] * 1e6:9.1f} "
+                            f"{r['alone_stage_seconds'] * 1e6:8.1f} {r['extra'] * 1e6:8.1f} "
+                            f"{r['exchange_model'] * 1e6:10.1f} {r['predicted_extra'] * 1e6:8.1f}")
     if args.png is not None:
         text.append(f"figure: {plot_weak(out['studies'], args.png)}")
     print("\n".join(text))

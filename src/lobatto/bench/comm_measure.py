@@ -1,10 +1,15 @@
 """Measurements of the communication model on this machine (run under mpiexec): ping-pong,
-a burst of small sends, and lobatto's own face exchange on its real partition of a box,
-from which the per-exchange software cost (s0, s_v, s1) is fitted (docs/comm-model.md)."""
+a burst of small sends, lobatto's own face exchange on its real partition of a box (on the
+run's backend: host arrays, or CuPy arrays on the device), from which the per-exchange
+software cost (s0, s_v, s1) is fitted, and timed steps of the real run against the same block
+alone on each rank, from which the stage term (r0, r_e) is fitted (docs/comm-model.md)."""
 
 from __future__ import annotations
 
+import gc
 import itertools
+import os
+import tempfile
 import time
 
 import numpy as np
@@ -17,6 +22,12 @@ from lobatto.bench.comm_pattern import MAXWELL_TRACES, partition_pattern
 #: the block's cross-section (by bz) and its local work with its volume, so blocks of the same
 #: cross-section and different lengths (and the reverse) separate the two terms
 FIT_BLOCKS = ((2, 2, 2), (6, 2, 2), (3, 3, 3), (2, 4, 4), (5, 4, 4), (4, 5, 5))
+#: the same on a GPU: blocks up to the 16^3 of the GPU validation, since small ones measure
+#: only the launch latency of the device passes
+DEVICE_FIT_BLOCKS = ((4, 4, 4), (12, 4, 4), (8, 8, 8), (6, 12, 12), (12, 12, 12), (16, 16, 16))
+#: blocks per rank of the stage term's fit (timed steps of whole runs, so fewer)
+STAGE_BLOCKS = ((2, 2, 2), (3, 3, 3), (4, 4, 4), (5, 4, 4))
+DEVICE_STAGE_BLOCKS = ((4, 4, 4), (8, 8, 8), (16, 16, 16))
 
 
 def weak_box(block, ranks: int) -> tuple[int, int, int]:
@@ -89,6 +100,131 @@ def face_exchange(comm, elements, order: int, repeats: int = 30, method: str = "
             "seconds": max(extra, 0.0), "rank_lists": comm.gather(own, root=0)}
 
 
+def run_backend(comm, name: str):
+    """The backend a run on this rank gets (the driver's choice of GPU: the node-local rank,
+    modulo the GPUs with LOBATTO_SHARE_GPUS=1); None for host arrays (cpu)."""
+    if name == "cpu":
+        return None
+    from lobatto.backends import get_backend
+    from lobatto.parallel import node_local_rank
+
+    return get_backend(name, device_id=node_local_rank(comm), rank=comm.Get_rank())
+
+
+def device_sharing(comm, backend) -> dict:
+    """Collective: which GPU each rank uses and whether ranks share one (the model's s_v then
+    describes ranks taking turns on one device, not one rank per GPU)."""
+    import platform
+
+    device = getattr(backend, "device_id", None) if backend is not None else None
+    where = comm.allgather((platform.node(), device))
+    on_gpus = [w for w in where if w[1] is not None]
+    shared = len(set(on_gpus)) < len(on_gpus)
+    note = None
+    if shared:
+        note = (f"{len(on_gpus)} ranks on {len(set(on_gpus))} GPU(s): ranks SHARE a GPU"
+                f"{' (LOBATTO_SHARE_GPUS=1)' if os.environ.get('LOBATTO_SHARE_GPUS') == '1' else ''}; the fitted "
+                "costs are those of ranks taking turns on one device, not of one rank per GPU")
+    return {"devices": [list(w) for w in where], "shared_gpu": shared, "note": note}
+
+
+def _maxwell_case(elements, order: int, backend_name: str):
+    """The validation's case: lsrk45, PEC walls, a smooth initial field (api.case_from_dict)."""
+    from lobatto.api import case_from_dict
+
+    upper = [float(e) for e in elements]
+    return case_from_dict({
+        "physics": {"equations": "maxwell"},
+        "mesh": {"elements": [int(e) for e in elements], "boundary": "pec", "upper": upper},
+        "discretization": {"order": int(order)},
+        "initial": {"Ez": "sin(pi*x/4)*sin(pi*y/4)", "Hx": "0.1*sin(pi*z/4)"},
+        "time": {"t_end": 1e6},
+        "backend": {"name": backend_name},
+    }, name="comm_model")
+
+
+def seconds_per_step(sim, comm, steps: int, chunks: int, warmup: int = 5) -> float:
+    """Median over ``chunks`` of ``steps`` consecutive steps (no barrier between the steps, as in
+    a run: a rank waits for its neighbours inside the exchange), after ``warmup`` steps."""
+    sim.advance(warmup)
+    sim.backend.synchronize()
+    times = []
+    for _ in range(chunks):
+        if comm is not None:
+            comm.Barrier()
+        t0 = time.perf_counter()
+        sim.advance(steps)
+        sim.backend.synchronize()
+        times.append((time.perf_counter() - t0) / steps)
+    return float(np.median(times))
+
+
+def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int = 4, chunks: int = 5) -> dict:
+    """Collective. Seconds per stage of the real run on P ranks (the box of P ``block``s along
+    x), of the same block run alone on every rank at the same time (the one-rank path:
+    compiled combine, one kernel launch, no neighbour to wait for; the slowest rank), and of
+    it on rank 0 alone while the others sleep (``single``: the P = 1 run). ``extra`` = run -
+    single: what running on P ranks costs per stage; of it, ``contention`` = alone - single is
+    the ranks sharing memory bandwidth, caches (or cores, or a GPU) without exchanging."""
+    from mpi4py import MPI
+
+    import lobatto.driver as driver
+    from lobatto.driver import Simulation
+
+    size = comm.Get_size()
+    local_rank = driver.node_local_rank(comm)
+    with tempfile.TemporaryDirectory() as tmp:
+        multi = Simulation(_maxwell_case(weak_box(block, size), order, backend_name), output_dir=tmp, comm=comm)
+        stages = multi.stepper.stages
+        t_multi = comm.allreduce(seconds_per_step(multi, comm, steps, chunks), op=MPI.MAX) / stages
+        summary = multi.system.summary(multi.stepper, comm)
+        split = comm.allreduce(int(multi.system.split), op=MPI.MIN)
+        del multi
+        gc.collect()
+        # alone on each rank: the driver would put a one-rank run on GPU 0 of the node; this rank's
+        # own GPU (the one its share of the multi-rank run used) is the fair comparison
+        choose = driver.node_local_rank
+        driver.node_local_rank = lambda _comm: local_rank
+        try:
+            alone = Simulation(_maxwell_case(block, order, backend_name), output_dir=tmp, comm=None)
+        finally:
+            driver.node_local_rank = choose
+        comm.Barrier()
+        t_alone = comm.allreduce(seconds_per_step(alone, None, steps, chunks), op=MPI.MAX) / stages
+        # rank 0 alone on the machine (the others sleep: a spinning rank would take a core): the
+        # P = 1 run whose rate the model's compute term uses
+        t_single = seconds_per_step(alone, None, steps, chunks, warmup=1) / stages if comm.Get_rank() == 0 else 0.0
+        comm_loggp._idle_wait(comm, busy=comm.Get_rank() == 0)
+        t_single = comm.bcast(t_single, root=0)
+        del alone
+        gc.collect()
+        comm.Barrier()
+    return {"block": list(block), "elements": int(np.prod(block)), "ranks": size, "order": order,
+            "backend": backend_name, "stage_seconds": t_multi, "alone_stage_seconds": t_alone,
+            "single_stage_seconds": t_single, "extra": t_multi - t_single, "contention": t_alone - t_single,
+            "interior_elements_min": split,
+            "exchange_method": summary.get("exchange_method"), "overlap": summary.get("overlap")}
+
+
+def fit_stage_term(software, rows) -> tuple[float, float, float]:
+    """r0 + r_e E: weighted least squares (signed) of each row's in-run extra less the software
+    cost of its isolated exchange (rows: stage_in_situ's, with ``exchange_model``: that cost
+    for the busiest rank, network included); (r0, r_e, relative rms residual of the total).
+    One block size gives r0 alone."""
+    E = np.array([float(r["elements"]) for r in rows])
+    extra = np.array([float(r["extra"]) for r in rows])
+    y = extra - np.array([float(r["exchange_model"]) for r in rows])
+    w = 1.0 / np.maximum(np.abs(extra), 1e-9)
+    if len(set(E)) < 2:
+        r0, r_e = float(np.average(y, weights=w)), 0.0
+    else:
+        A = np.stack([np.ones_like(E), E], axis=1)
+        (r0, r_e), *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
+    fitted = np.array([float(r["exchange_model"]) for r in rows]) + r0 + r_e * E
+    rel = (fitted - extra) / np.where(np.abs(extra) > 0, np.abs(extra), 1.0)
+    return float(r0), float(r_e), float(np.sqrt(np.mean(rel**2)))
+
+
 def nonnegative_lstsq(A, y, weights=None) -> tuple[np.ndarray, float]:
     """min |W (A x - y)| over x >= 0, exactly, by trying every set of free columns (A has a
     handful); (x, relative rms residual of A x against y)."""
@@ -130,8 +266,17 @@ def fit_software(params, rows) -> Software:
                     source=f"face exchange, {len(rows)} block shapes, non-negative least squares (rel. rms {res:.2f})")
 
 
-def measure(comm, order: int = 5, blocks=FIT_BLOCKS, max_bytes: int = 1 << 22, repeats: int = 30) -> dict | None:
-    """Collective. On rank 0: {"loggp", "software", "pingpong", "burst", "face_exchange"}."""
+def measure(comm, order: int = 5, blocks=None, max_bytes: int = 1 << 22, repeats: int = 30,
+            backend_name: str = "cpu", stage_blocks=None) -> dict | None:
+    """Collective. On rank 0: {"loggp", "software", "pingpong", "burst", "face_exchange",
+    "stage", "backend", "sharing"}. The face exchanges run on ``backend_name`` (cuda: CuPy
+    arrays on this rank's GPU, the transport the run would pick); ``stage_blocks=()`` skips the
+    stage term."""
+    device = backend_name != "cpu"
+    blocks = (DEVICE_FIT_BLOCKS if device else FIT_BLOCKS) if blocks is None else blocks
+    stage_blocks = (DEVICE_STAGE_BLOCKS if device else STAGE_BLOCKS) if stage_blocks is None else stage_blocks
+    backend = run_backend(comm, backend_name)
+    sharing = device_sharing(comm, backend)
     sizes = [8 * 4**k for k in range(12) if 8 * 4**k <= max_bytes]
     pp = comm_loggp.measure_pingpong(comm, sizes)
     burst = comm_loggp.measure_burst(comm)
@@ -139,9 +284,10 @@ def measure(comm, order: int = 5, blocks=FIT_BLOCKS, max_bytes: int = 1 << 22, r
     for block in blocks:
         elements = weak_box(block, comm.Get_size())
         t0 = time.perf_counter()
-        r = face_exchange(comm, elements, order, repeats)
+        r = face_exchange(comm, elements, order, repeats, backend=backend)
         r["setup_and_run_seconds"] = time.perf_counter() - t0
         rows.append(r)
+    stage_rows = [stage_in_situ(comm, block, order, backend_name) for block in stage_blocks]
     if comm.Get_rank() != 0:
         return None
     params = comm_loggp.fit(pp, burst, source=f"measured here: ping-pong and burst between ranks 0 and 1 of "
@@ -154,8 +300,33 @@ def measure(comm, order: int = 5, blocks=FIT_BLOCKS, max_bytes: int = 1 << 22, r
         pat = partition_pattern(r["elements"], r["ranks"])[busiest["rank"]]
         r["pattern_bytes"] = list(pat.message_bytes(order).values())
     software = fit_software(params, rows) if comm.Get_size() > 1 else Software()
+    software.backend = backend_name
+    if sharing["shared_gpu"]:
+        software.source += " [ranks share a GPU]"
     for r in rows:
         r["network_seconds"] = network_time(params, r["message_bytes"], r["ranks"])
         r["predicted_seconds"] = r["network_seconds"] + software.seconds(r["local_values"], sum(r["message_bytes"]))
+    add_stage_term(params, software, stage_rows, order)
     return {"loggp": params.as_dict(), "software": vars(software), "pingpong": pp, "burst": burst,
-            "face_exchange": rows}
+            "face_exchange": rows, "stage": stage_rows, "backend": backend_name, "sharing": sharing}
+
+
+def add_stage_term(params, software: Software, stage_rows, order: int) -> None:
+    """Fit r0, r_e of ``software`` from stage_in_situ rows (in place), after s0, s_v, s1: each
+    row gets ``exchange_model`` (the busiest rank's isolated exchange as modelled) and
+    ``predicted_extra``."""
+    from lobatto.bench.comm_model import local_trace_values
+
+    if not stage_rows:
+        return
+    for r in stage_rows:
+        pats = partition_pattern(weak_box(r["block"], r["ranks"]), r["ranks"])
+        busiest = max(pats, key=lambda p: (sum(p.message_bytes(order).values()), p.halo_elements))
+        sizes = list(busiest.message_bytes(order).values())
+        values = local_trace_values(busiest.elements, order)
+        r["exchange_model"] = network_time(params, sizes, r["ranks"]) + software.seconds(values, sum(sizes))
+    software.r0, software.r_e, res = fit_stage_term(software, stage_rows)
+    software.stage_source = (f"timed steps of {len(stage_rows)} block(s) on {stage_rows[0]['ranks']} ranks against "
+                             f"the block alone, least squares (rel. rms {res:.2f})")
+    for r in stage_rows:
+        r["predicted_extra"] = r["exchange_model"] + software.stage_seconds(r["elements"])

@@ -12,13 +12,16 @@ S stages (lsrk45: 5) and T_x the exchange of the busiest rank:
 
     pairwise        T_net = L + 2o + (k - 1) max(g, 2o) + G sum_i m_i
     crystal router  T_net = ceil(log2 P) (L + 2o + G sum_i m_i)                (blocking)
-    software        T_sw  = s0 + s_v V + s1 sum_i m_i,     T_x = T_net + T_sw
+    software        T_sw  = s0 + s_v V + s1 sum_i m_i + r0 + r_e E,     T_x = T_net + T_sw
 
 k messages of m_i bytes; V the trace values the rank's gather-scatter touches (all its
 element faces' points x components, shared or not). s0, s_v, s1: the software cost per
 exchange (the multi-rank path's gather, pack and scatter over all V values, per-byte copies
 into and out of the message buffers, Python), fitted from timed gather-scatters when
-measured (else 0). The software part runs on the rank's own core, so it is never hidden by
+measured (else 0). r0, r_e: what a stage of the real run on P ranks costs beyond the one-rank
+stage and the isolated exchange (split kernel launches, waiting for the slower neighbour,
+caches), per stage and per element E of the rank, fitted from timed steps (comm_measure.py:
+stage_in_situ). The software part runs on the rank's own core, so it is never hidden by
 the overlap. The exchange method is the faster of the two,
 as ``comm/auto.py`` picks it; the crystal router's bound assumes every stage forwards the
 rank's whole outgoing volume. One allreduce (the run's state check every 20 steps) costs
@@ -55,15 +58,28 @@ CASES = {
 class Software:
     """Per-exchange cost outside the network: s0 seconds, plus s_v seconds per trace value
     the rank's gather-scatter touches (local work, grows with the block's volume), plus s1
-    seconds per message byte (packing into and out of the buffers, grows with its surface)."""
+    seconds per message byte (packing into and out of the buffers, grows with its surface);
+    then the stage term measured in the run itself: r0 seconds plus r_e per element of the
+    rank (what a multi-rank stage costs beyond the one-rank stage and the isolated exchange;
+    signed: on the fused GPU path the run's exchange is cheaper than the isolated one). The
+    sum is never below 0. ``backend``: where s0, s_v, s1 were measured (cpu or cuda)."""
 
     s0: float = 0.0
     s1: float = 0.0
     source: str = "none (0)"
     s_v: float = 0.0
+    r0: float = 0.0
+    r_e: float = 0.0
+    stage_source: str = "none (0)"
+    backend: str = "cpu"
 
-    def seconds(self, local_values: float, message_bytes: float) -> float:
-        return self.s0 + self.s_v * float(local_values) + self.s1 * float(message_bytes)
+    def seconds(self, local_values: float, message_bytes: float, elements: float = 0.0) -> float:
+        exchange = self.s0 + self.s_v * float(local_values) + self.s1 * float(message_bytes)
+        return max(exchange + self.stage_seconds(elements), 0.0)
+
+    def stage_seconds(self, elements: float) -> float:
+        """The stage term alone (may be negative, see the class)."""
+        return self.r0 + self.r_e * float(elements)
 
 
 def local_trace_values(elements: int, order: int, components: int = MAXWELL_TRACES) -> int:
@@ -86,14 +102,14 @@ def network_time(params: LogGP, message_bytes, ranks: int, method: str = "pairwi
 
 
 def exchange_time(params: LogGP, message_bytes, ranks: int, method: str = "pairwise",
-                  software: Software | None = None, local_values: float = 0.0) -> float:
+                  software: Software | None = None, local_values: float = 0.0, elements: float = 0.0) -> float:
     """Network (LogGP) + software time of the busiest rank's exchange; 0 on one rank (the
     single-rank combine is part of the compute rate)."""
     sizes = list(message_bytes)
     if ranks <= 1 or not sizes:
         return 0.0
     sw = software or Software()
-    return network_time(params, sizes, ranks, method) + sw.seconds(local_values, sum(sizes))
+    return network_time(params, sizes, ranks, method) + sw.seconds(local_values, sum(sizes), elements)
 
 
 def allreduce_time(params: LogGP, ranks: int, nbytes: int = 8) -> float:
@@ -114,7 +130,8 @@ def predict_step(pattern: RankPattern, order: int, ranks: int, params: LogGP, ra
     t_c = compute_time(points, rate * rate_factor, n_half)
     sizes = list(pattern.message_bytes(order, components, itemsize).values())
     values = local_trace_values(pattern.elements, order, components)
-    per_method = {m: exchange_time(params, sizes, ranks, m, software, values) for m in ("pairwise", "crystal_router")}
+    per_method = {m: exchange_time(params, sizes, ranks, m, software, values, pattern.elements)
+                  for m in ("pairwise", "crystal_router")}
     method = min(per_method, key=lambda m: (per_method[m], m != "pairwise"))
     t_x = per_method[method]
     t_net = network_time(params, sizes, ranks, method) if ranks > 1 else 0.0
@@ -129,6 +146,7 @@ def predict_step(pattern: RankPattern, order: int, ranks: int, params: LogGP, ra
     return {"ranks": ranks, "points_per_rank": points, "neighbours": len(sizes), "message_bytes": max(sizes, default=0),
             "bytes_per_stage": int(sum(sizes)), "local_trace_values": values, "method": method,
             "exchange_seconds": t_x, "exchange_network_seconds": t_net, "exchange_software_seconds": t_sw,
+            "stage_term_seconds": (software.stage_seconds(pattern.elements) if software and ranks > 1 else 0.0),
             "exchange_seconds_by_method": per_method, "compute_seconds_per_stage": t_c,
             "interior_fraction": interior, "allreduce_seconds_per_step": t_ar,
             "step_seconds": no_overlap, "step_seconds_overlap": overlap}
