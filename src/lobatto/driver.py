@@ -664,12 +664,12 @@ class Simulation:
         and time series written during the loop, and the final writes. wall_seconds is the loop
         without outputs: warm-up + rate window (docs/output.md)."""
         comm = self.comm
-        warmup_steps, warmup_seconds = getattr(self, "warmup", (0, 0.0))
-        return {"setup_seconds": allreduce(comm, getattr(self, "setup_seconds", 0.0), "max"),
+        warmup_steps, warmup_seconds = self.warmup
+        return {"setup_seconds": allreduce(comm, self.setup_seconds, "max"),
                 "warmup_steps": int(warmup_steps), "warmup_seconds": allreduce(comm, warmup_seconds, "max"),
                 "rate_seconds": seconds_per_step * rate_steps, "loop_seconds": compute_seconds,
-                "output_seconds": getattr(self, "output_seconds", 0.0),
-                "final_output_seconds": allreduce(comm, getattr(self, "final_output_seconds", 0.0), "max")}
+                "output_seconds": self.output_seconds,
+                "final_output_seconds": allreduce(comm, self.final_output_seconds, "max")}
 
     def threads(self) -> dict:
         """Threads per rank of the compiled kernels, and who chose that number."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,33 +11,9 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent.parent / "src"
 
 
-def find_mpiexec() -> str | None:
-    """mpiexec next to sys.executable first (pip's mpich), then on PATH."""
-    for name in ("mpiexec", "mpirun"):
-        cand = Path(sys.executable).parent / name
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    for name in ("mpiexec", "mpirun"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def launcher_flags(mpiexec: str) -> list[str]:
-    """Oversubscription flags for the MPI that `mpiexec` belongs to."""
-    try:
-        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
-        text = (out.stdout + out.stderr).lower()
-    except (OSError, subprocess.SubprocessError):
-        text = ""
-    if "open mpi" in text or "openrte" in text or "open-mpi" in text:
-        flags = ["--oversubscribe"]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            flags.append("--allow-run-as-root")
-        return flags
-    return []  # MPICH (Hydra), Intel MPI: no flag needed
-
+# the launcher helpers lobatto's own commands use (lobatto bench scaling)
+from lobatto.bench.surroundings import find_mpiexec  # noqa: E402
+from lobatto.bench.surroundings import open_mpi_flags as launcher_flags  # noqa: E402
 
 MPIEXEC = find_mpiexec()
 SKIP_REASON = None

@@ -79,13 +79,9 @@ def read_params(path: Path) -> tuple[comm_loggp.LogGP, Software]:
 def _meta() -> dict:
     import datetime
     import platform
-    import subprocess
+    from lobatto.bench.surroundings import git_commit
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                timeout=10, cwd=Path(__file__).parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
+    commit = git_commit()
     return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "hostname": platform.node(),
             "commit": commit, "command": " ".join(["lobatto", *sys.argv[1:]]), "device": platform.processor() or
             platform.machine()}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lobatto.bench.sysbench_mpi import phase_end
 from lobatto.errors import InputError
 
 
@@ -166,16 +167,6 @@ def from_sysbench(path, transport: str = "mpi") -> LogGP:
 
 
 # -- measuring here (under mpiexec) ---------------------------------------------------------
-def _idle_wait(comm, busy: bool) -> None:
-    """Ranks not measuring sleep in a nonblocking barrier (a spinning rank would take a core)."""
-    req = comm.Ibarrier()
-    if busy:
-        req.Wait()
-        return
-    while not req.Test():
-        time.sleep(0.002)
-
-
 def measure_pingpong(comm, sizes, repeats: int = 5) -> list[dict] | None:
     """Rows {bytes, seconds_one_way} (best of ``repeats`` batches) between ranks 0 and 1;
     on rank 0 (None elsewhere)."""
@@ -198,7 +189,7 @@ def measure_pingpong(comm, sizes, repeats: int = 5) -> list[dict] | None:
                         comm.Send([buf[:size], size], other, 11)
                 best = min(best, (time.perf_counter() - t0) / (2 * count))
             rows.append({"bytes": int(size), "seconds_one_way": float(best)})
-    _idle_wait(comm, rank < 2)
+    phase_end(comm, rank < 2)
     return rows if rank == 0 else None
 
 
@@ -231,5 +222,5 @@ def measure_burst(comm, counts=(1, 2, 4, 8, 16, 32, 64), nbytes: int = 8, repeat
             if rank == 0:
                 rows.append({"messages": int(k), "bytes": nbytes, "seconds_post": float(np.median(post[2:])),
                              "seconds_total": float(np.median(total[2:]))})
-    _idle_wait(comm, rank < 2)
+    phase_end(comm, rank < 2)
     return rows if rank == 0 else None

@@ -17,6 +17,7 @@ import numpy as np
 from lobatto.bench import comm_loggp
 from lobatto.bench.comm_model import Software, network_time
 from lobatto.bench.comm_pattern import MAXWELL_TRACES, partition_pattern
+from lobatto.bench.sysbench_mpi import phase_end
 
 #: blocks of elements per rank for the software fit: the busiest rank's message bytes grow with
 #: the block's cross-section (by bz) and its local work with its volume, so blocks of the same
@@ -194,7 +195,7 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
         # rank 0 alone on the machine (the others sleep: a spinning rank would take a core): the
         # P = 1 run whose rate the model's compute term uses
         t_single = seconds_per_step(alone, None, steps, chunks, warmup=1) / stages if comm.Get_rank() == 0 else 0.0
-        comm_loggp._idle_wait(comm, busy=comm.Get_rank() == 0)
+        phase_end(comm, busy=comm.Get_rank() == 0)
         t_single = comm.bcast(t_single, root=0)
         del alone
         gc.collect()

@@ -20,11 +20,11 @@ import json
 import os
 import secrets
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 from lobatto.bench import doctor_exchange, doctor_probe
+from lobatto.bench.surroundings import git_commit
 from lobatto.errors import InputError
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -78,14 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="end the job (exit 1) if one check hangs longer than this (default 60 s)")
     return p
 
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 # -- collecting ------------------------------------------------------------------------------
@@ -310,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         failures, notes = judge(found)
         line, code = verdict(found, failures)
-        meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "commit": _commit(),
+        meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "commit": git_commit(),
                 "hostname": socket.gethostname(), "command": " ".join(["lobatto", "doctor", *argv]),
                 "ranks": size, "options": {"backend": args.backend, "bytes": args.bytes,
                                            "repeats": args.repeats, "timeout": args.timeout}}

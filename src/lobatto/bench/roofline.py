@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lobatto.bench.surroundings import git_commit
 from lobatto.errors import InputError
 
 #: the kernels whose flops the paper's count covers (the others only move data)
@@ -235,8 +236,6 @@ def plot(result: dict, path: Path) -> str:
 
 def run(args) -> dict:
     from lobatto.backends import get_backend
-    from lobatto.bench.sysbench import _commit
-
     backend = get_backend(args.backend, precision=args.precision)
     device = device_name(backend)
     if args.sysbench is not None:
@@ -249,7 +248,7 @@ def run(args) -> dict:
         print(f"roofline: N = {order}, {args.elements} elements ...", file=sys.stderr, flush=True)
         rows += kernel_rows(backend, order, tuple(args.elements), args.curved, args.calls)
     place(rows, ceilings)
-    return {"benchmark": "roofline", "date": datetime.date.today().isoformat(), "commit": _commit(),
+    return {"benchmark": "roofline", "date": datetime.date.today().isoformat(), "commit": git_commit(),
             "host": platform.node(), "command": " ".join(["lobatto", "bench", "roofline"] + sys.argv[3:]),
             "device": device, "backend": backend.name, "precision": args.precision,
             "elements": list(args.elements), "curved": bool(args.curved), "ceilings": ceilings, "kernels": rows}

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.discretization.gll import gll_points
+from lobatto.bench.surroundings import find_mpiexec, git_commit, open_mpi_flags
 from lobatto.errors import InputError, SolverError
 from lobatto.mesh.partition import rcb_box_part
 
@@ -151,31 +152,6 @@ formats = []
 
 
 # Launching --------------------------------------------------------------------------------------
-def find_mpiexec() -> str | None:
-    """mpiexec beside this Python first (pip's MPICH in a venv), then on PATH."""
-    for name in ("mpiexec", "mpirun"):
-        cand = Path(sys.executable).parent / name
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    for name in ("mpiexec", "mpirun"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def open_mpi_flags(mpiexec: str) -> list[str]:
-    """Open MPI refuses more ranks than cores, and root, without these flags; MPICH needs none."""
-    try:
-        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
-        text = (out.stdout + out.stderr).lower()
-    except (OSError, subprocess.SubprocessError):
-        return []
-    if "open mpi" not in text and "openrte" not in text:
-        return []
-    return ["--oversubscribe"] + (["--allow-run-as-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])
-
-
 def launcher(mpiexec: str | None, extra_args: str = "") -> list[str]:
     """The launcher's argv before ``-n P``: --mpiexec (may carry its own arguments), else the
     one found, with Open MPI's flags and the extra arguments."""
@@ -325,14 +301,6 @@ def format_table(study: dict) -> str:
 
 
 # The study --------------------------------------------------------------------------------------
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
 
 def _device(backend: str) -> str:
     """The GPU's name from nvidia-smi (no CUDA context in this process), or the CPU's model."""
@@ -385,7 +353,7 @@ def study(args, log=print) -> dict:
         "sizes": [str(s) for s in sizes], "size_meaning": "elements per rank" if mode == "weak" else "total elements",
         "repeats": args.repeats, "threads_requested": args.threads, "device": _device(args.backend),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(), "commit": _commit(), "command": shlex.join(["lobatto", "bench", *args.argv]),
+        "host": platform.node(), "commit": git_commit(), "command": shlex.join(["lobatto", "bench", *args.argv]),
         "launcher": shlex.join(launch), "runs": [],
     }
     keep = args.keep is not None

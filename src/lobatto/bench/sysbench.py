@@ -20,12 +20,12 @@ import os
 import platform
 import shlex
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 from lobatto.bench.sysbench_compare import compare, flatten_metrics, load_baseline, report
 from lobatto.bench.sysbench_mpi import phase_end
+from lobatto.bench.surroundings import git_commit
 from lobatto.errors import InputError
 
 __all__ = ["main", "compare", "flatten_metrics", "SECTIONS"]
@@ -102,14 +102,6 @@ def _settings(args) -> dict:
         raise InputError(f"--tolerance must be in (0, 1] (got {args.tolerance})")
     return s
 
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def _cpu_model() -> str:
@@ -210,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             doc = {
                 "benchmark": "sysbench", "version": 1,
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "commit": _commit(), "hostname": socket.gethostname(),
+                "commit": git_commit(), "hostname": socket.gethostname(),
                 "command": "lobatto sysbench" + ("" if not argv else " " + shlex.join(argv)),
                 "ranks": size, "mpi_library": _mpi_library(comm),
                 "cpu": {"model": _cpu_model(), "cores": os.cpu_count()},

@@ -477,7 +477,7 @@ for (int c = 0; c < 6; ++c) v[c * fs + g] = aux[c * ms + at];
 """
 
 
-class DiscreteIncidentStage:
+class DiscreteIncidentStage(PointUpdate):
     """tfsf_discrete.py's stage on CUDA, in two kernels instead of array operations over the
     term's elements: ``spread`` writes v (the compact auxiliary fields on the total-field
     elements) into the full array the background operator reads; ``finish`` steps v with
@@ -489,8 +489,7 @@ class DiscreteIncidentStage:
         n = order + 1
         self.n3 = n**3
         xp = backend.xp
-        self.unused = backend.zeros(1)
-        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        self.setup_points(backend, order)
         elements, total = np.asarray(elements, dtype=np.int64), np.asarray(total, dtype=bool)
         self.count, self.total_count = int(elements.size), int(np.count_nonzero(total))
         self.elements = backend.asarray(elements, dtype=np.int64)
@@ -515,10 +514,7 @@ class DiscreteIncidentStage:
         if not self.count:
             return
         t = u.dtype.type
-        write = traces is not None
-        if not write:
-            traces = normals = self.unused
-        self.stage(lv.reshape(-1), self.elements, self.total, self.point_faces, normals.reshape(-1),
-                   np.int64(u.shape[1]), np.int64(self.count), t(a), t(b), t(dt), np.int32(write), u.reshape(-1),
-                   residual.reshape(-1), aux.reshape(-1), aux_residual.reshape(-1), traces.reshape(-1),
-                   size=self.count * self.n3)
+        write, traces, normals, _ = self.trace_arguments(traces, normals, False, a, dt)
+        self.stage(lv.reshape(-1), self.elements, self.total, self.point_faces, normals, np.int64(u.shape[1]),
+                   np.int64(self.count), t(a), t(b), t(dt), write, u.reshape(-1), residual.reshape(-1),
+                   aux.reshape(-1), aux_residual.reshape(-1), traces, size=self.count * self.n3)
