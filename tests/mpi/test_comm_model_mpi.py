@@ -62,7 +62,8 @@ def test_measure(tmp_path, nprocs):
     assert all(r["single_stage_seconds"] > 0 for r in stage)
     assert all(r["extra"] == pytest.approx(r["stage_seconds"] - r["single_stage_seconds"]) for r in stage)
     assert all(r["contention"] == pytest.approx(r["alone_stage_seconds"] - r["single_stage_seconds"]) for r in stage)
-    assert all(r["predicted_extra"] == pytest.approx(r["exchange_model"] + sw["r0"] + sw["r_e"] * r["elements"])
+    assert all(r["beyond_alone"] == pytest.approx(r["stage_seconds"] - r["alone_stage_seconds"]) for r in stage)
+    assert all(r["predicted_beyond_alone"] == pytest.approx(r["exchange_model"] + sw["r0"] + sw["r_e"] * r["elements"])
                for r in stage)
     assert sw["backend"] == "cpu" and "timed steps of 4 block(s)" in sw["stage_source"]
     assert data["measured"]["sharing"]["shared_gpu"] is False and "NOTE:" not in res.stdout

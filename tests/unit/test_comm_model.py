@@ -215,7 +215,7 @@ def test_cli_writes_json(tmp_path):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fit_stage_term_recovers_constant_and_per_element(seed):
-    """Synthetic in-run extras (isolated exchange as modelled + r0 + r_e E, 1 % noise) over the
+    """Synthetic in-run stages (alone + isolated exchange as modelled + r0 + r_e E, 1 % noise) over the
     stage blocks and one more: add_stage_term recovers r0 and r_e, signed (a negative r0, as
     on a fused GPU path whose exchange is cheaper than the isolated one, is kept)."""
     from lobatto.bench.comm_measure import STAGE_BLOCKS, add_stage_term, weak_box
@@ -232,18 +232,21 @@ def test_fit_stage_term_recovers_constant_and_per_element(seed):
         sizes = list(busiest.message_bytes(5).values())
         exchange = network_time(params, sizes, 2) + sw.seconds(local_trace_values(busiest.elements, 5), sum(sizes))
         E = int(np.prod(block))
-        rows.append({"block": list(block), "elements": E, "ranks": 2,
-                     "extra": (exchange + r0 + r_e * E) * (1 + 0.01 * rng.standard_normal())})
+        # the node-shared compute (alone) is the compute term's and must not leak into the fit
+        alone = rng.uniform(1e-4, 1e-3) * E
+        beyond = (exchange + r0 + r_e * E) * (1 + 0.01 * rng.standard_normal())
+        rows.append({"block": list(block), "elements": E, "ranks": 2, "alone_stage_seconds": alone,
+                     "stage_seconds": alone + beyond, "beyond_alone": beyond})
     add_stage_term(params, sw, rows, 5)
     assert sw.r_e == pytest.approx(r_e, rel=0.1)
     assert sw.r0 == pytest.approx(r0, abs=20e-6)
     for r in rows:
-        assert r["predicted_extra"] == pytest.approx(r["extra"], rel=0.05)
+        assert r["predicted_beyond_alone"] == pytest.approx(r["beyond_alone"], rel=0.05)
     # one block size: the constant alone
     one = [dict(rows[2]), dict(rows[2])]
     sw1 = Software(s0=20e-6, s_v=8e-9, s1=1e-9)
     add_stage_term(params, sw1, one, 5)
-    assert sw1.r_e == 0 and sw1.r0 == pytest.approx(rows[2]["extra"] - rows[2]["exchange_model"])
+    assert sw1.r_e == 0 and sw1.r0 == pytest.approx(rows[2]["beyond_alone"] - rows[2]["exchange_model"])
 
 
 def test_stage_term_in_the_step():
@@ -283,3 +286,34 @@ def test_read_params_round_trip(tmp_path):
     path.write_text(json.dumps({"measured": {"loggp": lg.as_dict(), "software": old}}))
     got = read_params(path)[1]
     assert (got.r0, got.r_e, got.backend) == (0.0, 0.0, "cpu") and got.s_v == sw.s_v
+
+
+def test_bandwidth_share_from_stream_rows():
+    """Per-process share of the node's STREAM triad: 1 alone and while the total grows
+    linearly, the measured per-thread ratio at the measured counts, linear in P between them,
+    the last per-thread share beyond, never above 1; no rows (or no 1-thread row) gives 1."""
+    from lobatto.bench.comm_model import bandwidth_share
+
+    rows = [{"threads": 1, "triad": 10e9}, {"threads": 2, "triad": 20.4e9}, {"threads": 4, "triad": 36e9},
+            {"threads": 8, "triad": 48e9}]
+    assert bandwidth_share(1, rows) == 1.0
+    assert bandwidth_share(2, rows) == 1.0  # 10.2 GB/s per process: capped at alone
+    assert bandwidth_share(4, rows) == pytest.approx(0.9)
+    assert bandwidth_share(8, rows) == pytest.approx(0.6)
+    assert bandwidth_share(6, rows) == pytest.approx(42e9 / 6 / 10e9)
+    assert bandwidth_share(16, rows) == pytest.approx(0.6)
+    assert bandwidth_share(4, list(reversed(rows))) == pytest.approx(0.9)
+    assert bandwidth_share(4, []) == 1.0 and bandwidth_share(4, rows[1:]) == 1.0
+
+
+def test_bandwidth_share_slows_compute_only():
+    """predict_step's rate_factor scales the compute term and nothing else."""
+    from lobatto.bench.comm_model import predict_step
+
+    params = comm_loggp.LogGP(L=1e-6, o=0.8e-6, g=1e-6, G=1 / 7e9)
+    pat = partition_pattern((8, 4, 4), 2)[0]
+    full = predict_step(pat, 5, 2, params, 2e7)
+    half = predict_step(pat, 5, 2, params, 2e7, rate_factor=0.5)
+    assert half["compute_seconds_per_stage"] == pytest.approx(2 * full["compute_seconds_per_stage"])
+    assert half["exchange_seconds"] == full["exchange_seconds"]
+    assert half["step_seconds"] - full["step_seconds"] == pytest.approx(5 * full["compute_seconds_per_stage"])

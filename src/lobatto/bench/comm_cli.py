@@ -164,14 +164,14 @@ def run(args) -> int:
         st = m.get("stage") or []
         if st:
             text += ["", f"a stage of the run on {st[0]['ranks']} ranks against the block on one rank (single), on "
-                         "every rank at once (alone); extra = run - single; model = isolated exchange + r0 + r_e E:",
-                     f"{'block':>8s} {'run us':>8s} {'single us':>9s} {'alone us':>8s} {'extra us':>8s} "
+                         "every rank at once (alone); run - alone is fitted by isolated exchange + r0 + r_e E:",
+                     f"{'block':>8s} {'run us':>8s} {'single us':>9s} {'alone us':>8s} {'run-alone':>9s} "
                      f"{'exch model':>10s} {'model us':>8s}"]
             for r in st:
                 text.append(f"{'x'.join(map(str, r['block'])):>8s} {r['stage_seconds'] * 1e6:8.1f} "
                             f"{r['single_stage_seconds'] * 1e6:9.1f} "
-                            f"{r['alone_stage_seconds'] * 1e6:8.1f} {r['extra'] * 1e6:8.1f} "
-                            f"{r['exchange_model'] * 1e6:10.1f} {r['predicted_extra'] * 1e6:8.1f}")
+                            f"{r['alone_stage_seconds'] * 1e6:8.1f} {r['beyond_alone'] * 1e6:9.1f} "
+                            f"{r['exchange_model'] * 1e6:10.1f} {r['predicted_beyond_alone'] * 1e6:8.1f}")
     if args.png is not None:
         text.append(f"figure: {plot_weak(out['studies'], args.png)}")
     print("\n".join(text))

@@ -166,7 +166,9 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
     compiled combine, one kernel launch, no neighbour to wait for; the slowest rank), and of
     it on rank 0 alone while the others sleep (``single``: the P = 1 run). ``extra`` = run -
     single: what running on P ranks costs per stage; of it, ``contention`` = alone - single is
-    the ranks sharing memory bandwidth, caches (or cores, or a GPU) without exchanging."""
+    the ranks sharing memory bandwidth, caches (or cores, or a GPU) without exchanging, which
+    the model predicts from the node's shares (cores, STREAM), and ``beyond_alone`` = run -
+    alone is what the exchange and the stage term must account for."""
     from mpi4py import MPI
 
     import lobatto.driver as driver
@@ -203,17 +205,19 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
     return {"block": list(block), "elements": int(np.prod(block)), "ranks": size, "order": order,
             "backend": backend_name, "stage_seconds": t_multi, "alone_stage_seconds": t_alone,
             "single_stage_seconds": t_single, "extra": t_multi - t_single, "contention": t_alone - t_single,
+            "beyond_alone": t_multi - t_alone,
             "interior_elements_min": split,
             "exchange_method": summary.get("exchange_method"), "overlap": summary.get("overlap")}
 
 
 def fit_stage_term(software, rows) -> tuple[float, float, float]:
-    """r0 + r_e E: weighted least squares (signed) of each row's in-run extra less the software
-    cost of its isolated exchange (rows: stage_in_situ's, with ``exchange_model``: that cost
-    for the busiest rank, network included); (r0, r_e, relative rms residual of the total).
-    One block size gives r0 alone."""
+    """r0 + r_e E: weighted least squares (signed) of each row's ``beyond_alone`` (the run's
+    stage less the same block on every rank at once: the node's shared compute is the compute
+    term's, through the core and bandwidth shares) less its isolated exchange (rows:
+    stage_in_situ's, with ``exchange_model``: that cost for the busiest rank, network
+    included); (r0, r_e, relative rms residual of the total). One block size gives r0 alone."""
     E = np.array([float(r["elements"]) for r in rows])
-    extra = np.array([float(r["extra"]) for r in rows])
+    extra = np.array([float(r["beyond_alone"]) for r in rows])
     y = extra - np.array([float(r["exchange_model"]) for r in rows])
     w = 1.0 / np.maximum(np.abs(extra), 1e-9)
     if len(set(E)) < 2:
@@ -315,7 +319,7 @@ def measure(comm, order: int = 5, blocks=None, max_bytes: int = 1 << 22, repeats
 def add_stage_term(params, software: Software, stage_rows, order: int) -> None:
     """Fit r0, r_e of ``software`` from stage_in_situ rows (in place), after s0, s_v, s1: each
     row gets ``exchange_model`` (the busiest rank's isolated exchange as modelled) and
-    ``predicted_extra``."""
+    ``predicted_beyond_alone``."""
     from lobatto.bench.comm_model import local_trace_values
 
     if not stage_rows:
@@ -330,4 +334,4 @@ def add_stage_term(params, software: Software, stage_rows, order: int) -> None:
     software.stage_source = (f"timed steps of {len(stage_rows)} block(s) on {stage_rows[0]['ranks']} ranks against "
                              f"the block alone, least squares (rel. rms {res:.2f})")
     for r in stage_rows:
-        r["predicted_extra"] = r["exchange_model"] + software.stage_seconds(r["elements"])
+        r["predicted_beyond_alone"] = r["exchange_model"] + software.stage_seconds(r["elements"])

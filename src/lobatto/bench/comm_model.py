@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from lobatto.bench.comm_loggp import LogGP
 from lobatto.bench.comm_pattern import MAXWELL_TRACES, RankPattern, block_of, block_pattern, rank_grid
@@ -116,6 +117,25 @@ def allreduce_time(params: LogGP, ranks: int, nbytes: int = 8) -> float:
     return 0.0 if ranks <= 1 else math.ceil(math.log2(ranks)) * (params.latency + params.G * nbytes)
 
 
+def bandwidth_share(ranks: int, stream_rows) -> float:
+    """Memory bandwidth one of ``ranks`` processes gets on a node, relative to one process
+    alone: (triad(P) / P) / triad(1), from sysbench's ``cpu_stream`` rows (threads, triad
+    bytes/s), linear in P between the measured thread counts, the last row's per-thread share
+    beyond them; never above 1 (a rank is not faster than alone). 1 without rows."""
+    rows = sorted((int(r["threads"]), float(r["triad"])) for r in (stream_rows or []) if r.get("triad"))
+    if ranks <= 1 or not rows or rows[0][0] != 1:
+        return 1.0
+    single = rows[0][1]
+    total = None
+    for (p0, b0), (p1, b1) in zip(rows, rows[1:]):
+        if p0 <= ranks <= p1:
+            total = b0 + (b1 - b0) * (ranks - p0) / (p1 - p0)
+            break
+    if total is None:
+        total = rows[-1][1] / rows[-1][0] * ranks
+    return min(1.0, total / ranks / single)
+
+
 def compute_time(points: float, rate: float, n_half: float = 0.0) -> float:
     """Seconds of one stage on one rank: (n + n_half) / R (the fit t = t0 + n/R)."""
     return (float(points) + float(n_half)) / float(rate)
@@ -125,7 +145,9 @@ def predict_step(pattern: RankPattern, order: int, ranks: int, params: LogGP, ra
                  software: Software | None = None, stages: int = STAGES, itemsize: int = 8,
                  components: int = MAXWELL_TRACES, rate_factor: float = 1.0) -> dict:
     """Step time of the busiest rank with and without overlap, each method, the chosen one.
-    ``rate_factor``: the share of one core a rank gets (ranks > cores: cores / ranks)."""
+    ``rate_factor``: what a rank's compute rate keeps of the single-rank rate: its share of a
+    core (ranks > cores: cores / ranks) times its share of the node's memory bandwidth
+    (:func:`bandwidth_share`)."""
     points = pattern.elements * (order + 1) ** 3
     t_c = compute_time(points, rate * rate_factor, n_half)
     sizes = list(pattern.message_bytes(order, components, itemsize).values())
@@ -194,15 +216,20 @@ def plot_weak(studies: list[dict], png) -> str:
     except ImportError:
         return "skipped: matplotlib is not installed (no PNG)"
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    overlap, plain = [], []
     for s in studies:
         P = [r["ranks"] for r in s["rows"]]
         line = ax.plot(P, [r["efficiency_overlap"] for r in s["rows"]], marker="o", label=f"{s['label']} (overlap)")[0]
-        ax.plot(P, [r["efficiency"] for r in s["rows"]], linestyle="--", color=line.get_color(), label="  no overlap")
+        overlap.append(line)
+        plain += ax.plot(P, [r["efficiency"] for r in s["rows"]], linestyle="--", color=line.get_color(),
+                         label="no overlap")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("ranks (GPUs)")
     ax.set_ylabel("weak-scaling efficiency T(1)/T(P) (model)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(png, dpi=150)
+    # below the axes, one row per study (overlap | no overlap): inside, it hid the curves at 1.0
+    ax.legend(handles=overlap + plain, fontsize=6, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    Path(png).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=150, bbox_inches="tight")
+    plt.close(fig)
     return str(png)
