@@ -219,9 +219,14 @@ def plot(result: dict, path: Path) -> str:
     high = max([4 * c["ridge_flops_per_byte"]] + [2 * r["intensity"] for r in points])
     x = np.geomspace(low, high, 200)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    ax.loglog(x, np.minimum(c["flops_per_second"], x * c["bytes_per_second"]) / 1e9, "k-", label="roof")
+    ax.loglog(x, np.minimum(c["flops_per_second"], x * c["bytes_per_second"]) / 1e9, "k-",
+              label=f"roof: {c['bytes_per_second'] / 1e9:.0f} GB/s, {c['flops_per_second'] / 1e12:.1f} TFLOP/s")
     for r in points:
-        ax.loglog(r["intensity"], r["flops_per_second"] / 1e9, "o", label=f"N = {r['order']} {r['kernel']}")
+        # the whole step has the fused stage's intensity: an open square keeps that kernel's dot visible
+        style = (dict(marker="s", markersize=10, markerfacecolor="none") if r["kernel"] == "whole step"
+                 else dict(marker="o"))
+        ax.loglog(r["intensity"], r["flops_per_second"] / 1e9, linestyle="none",
+                  label=f"N = {r['order']} {r['kernel']}", **style)
     ax.set_xlabel("arithmetic intensity (flop / byte, model bytes)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(f"{result['device']}, {result['precision']}")

@@ -19,7 +19,11 @@ def plot_all(doc: dict, directory: Path, stem: str) -> list[Path] | str:
     from lobatto.io.atomic import atomic_path
 
     results = doc.get("results", {})
-    title = f"{doc.get('hostname', '')}, {doc.get('date', '')[:10]}"
+    # host names repeat across machines ("vm"): the device or CPU says which machine this was
+    cpu = doc.get("cpu") or {}
+    machine = (doc.get("device") or {}).get("name") or (f"{cpu['model']}, {cpu.get('cores')} cores"
+                                                       if cpu.get("model") else "")
+    title = f"{doc.get('hostname', '')}{f' ({machine})' if machine else ''}, {doc.get('date', '')[:10]}"
     written = []
     for name, draw in (("host_device", _host_device), ("mpi_pingpong", _pingpong), ("gpu_gpu", _gpu_gpu),
                        ("cpu_stream", _cpu_stream)):
@@ -46,7 +50,7 @@ def _host_device(plt, section, doc):
             if rows:
                 ax.plot([r["bytes"] for r in rows], [r["bytes_per_second"] / 1e9 for r in rows], style, marker="o",
                         markersize=3, label=f"{direction} {memory}")
-    ax.set(xscale="log", xlabel="bytes per copy", ylabel="GB/s")
+    ax.set(xscale="log", xlabel="bytes per copy", ylabel="GB/s (bytes / time of one copy)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return fig
@@ -60,7 +64,7 @@ def _pingpong(plt, section, doc):
     lat.set(xscale="log", yscale="log", xlabel="message bytes (0 drawn at 1)", ylabel="one-way time [us]")
     sized = [r for r in rows if r["bytes"] > 0]
     bw.plot([r["bytes"] for r in sized], [r["bytes_per_second"] / 1e9 for r in sized], marker="o", markersize=3)
-    bw.set(xscale="log", xlabel="message bytes", ylabel="GB/s")
+    bw.set(xscale="log", xlabel="message bytes", ylabel="GB/s (bytes / one-way time)")
     for ax in (lat, bw):
         ax.grid(True, which="both", alpha=0.3)
     return fig
