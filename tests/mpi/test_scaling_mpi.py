@@ -1,6 +1,7 @@
 """`lobatto bench scaling` launches real runs under mpiexec (MPICH here) on 1, 2 and 3 ranks:
 every run's summary comes back, with the rank count and size asked, and the JSON has the
-curves and the n_1/2 fits. No timing is asserted (a shared 2-core machine)."""
+curves and the n_1/2 fits; with --overlap on off each setting is a series and each run
+reports the setting and what it did. No timing is asserted (a shared 2-core machine)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,39 @@ def test_strong_study(tmp_path):
     for size in ("6", "12"):
         totals = {r["num_elements"] for r in record["runs"] if r["size"] == size}
         assert totals == {int(size)}
+
+
+def test_overlap_settings_are_series_and_runs_report_what_they_used(tmp_path):
+    """--overlap on off: a series per setting; each run's case has the setting, its summary
+    what the run did (on the CPU the stage path overlaps whenever asked and there is a second
+    rank), and the JSON and table carry both."""
+    out = tmp_path / "weak.json"
+    keep = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "lobatto", "bench", "scaling", "--weak", "--backend", "cpu", "--ranks", "1", "2",
+           "--order", str(ORDER), "--sizes", "4x2x1", "--steps", str(STEPS), "--threads", "1",
+           "--overlap", "on", "off", "--json", str(out), "--keep", str(keep)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=dict(os.environ, PYTHONPATH=str(SRC)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    record = json.loads(out.read_text())
+    assert record["overlap_settings"] == ["on", "off"] and record["partitioner"] == "rcb"
+    assert list(record["scaling"]) == ["4x2x1 overlap on", "4x2x1 overlap off"]
+    for name, curve in record["scaling"].items():
+        assert [row["ranks"] for row in curve["rows"]] == [1, 2] and curve["rows"][0]["efficiency"] == pytest.approx(1.0)
+        assert name.endswith(curve["overlap"])
+    assert len(record["runs"]) == 4
+    for run in record["runs"]:
+        directory = Path(run["run_dir"])
+        assert f"_overlap-{run['overlap_setting']}" in directory.name
+        case = (directory / "case.toml").read_text()
+        assert f"overlap = {'true' if run['overlap_setting'] == 'on' else 'false'}" in case
+        summary = json.loads((directory / "out" / "summary.json").read_text())
+        assert summary["config"]["parallel"]["overlap"] is (run["overlap_setting"] == "on")
+        assert summary["overlap"]["setting"] is (run["overlap_setting"] == "on")
+        assert run["overlap"] == summary["overlap"]
+        assert run["overlap_used"] is summary["overlap"]["enabled"] is (run["ranks"] == 2 and run["overlap_setting"] == "on")
+        if run["ranks"] == 2 and run["overlap_setting"] == "on":
+            # the stage really split (summed over the ranks: 16 elements in all)
+            assert 0 < summary["overlap"]["interior_elements"] < 16
+            assert summary["overlap"]["interior_elements"] + summary["overlap"]["elements_after_exchange"] == 16
+    rows = [line.split() for line in result.stdout.splitlines() if line.split()[:1] == ["4x2x1"] and "x" in line.split()[4]]
+    assert sorted((r[2], r[5]) for r in rows) == [("off", "off>off"), ("off", "off>off"), ("on", "on>off"), ("on", "on>on")]

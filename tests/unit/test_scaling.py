@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lobatto.bench import scaling
+from lobatto.bench import scaling, scaling_analysis
 from lobatto.errors import InputError
 
 SRC = Path(__file__).resolve().parent.parent.parent / "src"
@@ -99,7 +99,7 @@ def test_strong_efficiency():
     runs = synthetic_runs("strong", [1, 2, 3, 4], ["8", "64"], lambda p, n: None)
     for r in runs:
         r["seconds_per_step"] = t1[r["size"]] / (r["ranks"] * eff[r["ranks"]])
-    curves = scaling.scaling_curves(runs, "strong")
+    curves = scaling_analysis.scaling_curves(runs, "strong")
     for size in t1:
         assert curves[size]["reference_ranks"] == 1
         for row in curves[size]["rows"]:
@@ -110,7 +110,7 @@ def test_strong_efficiency():
 def test_weak_efficiency_against_the_smallest_rank_count():
     # without a 1-rank run the reference is the smallest rank count given
     runs = synthetic_runs("weak", [2, 4, 8], ["27"], lambda p, n: 1e-3 * (1 + 0.1 * np.log2(p)))
-    rows = scaling.scaling_curves(runs, "weak")["27"]["rows"]
+    rows = scaling_analysis.scaling_curves(runs, "weak")["27"]["rows"]
     assert [r["ranks"] for r in rows] == [2, 4, 8]
     for r in rows:
         e = 1.1 / (1 + 0.1 * np.log2(r["ranks"]))
@@ -124,7 +124,7 @@ def test_fits_recover_half_performance_per_rank_count():
     t0 = {1: 2e-4, 2: 5e-4, 3: 9e-4}
     rate = {1: 4e7, 2: 3e7, 3: 2.5e7}
     runs = synthetic_runs("weak", [1, 2, 3], ["1", "8", "64", "512"], lambda p, n: t0[p] + n / rate[p])
-    fits = scaling.rank_fits(runs)
+    fits = scaling_analysis.rank_fits(runs)
     assert set(fits) == {"1", "2", "3"}
     for p in t0:
         f = fits[str(p)]
@@ -134,9 +134,9 @@ def test_fits_recover_half_performance_per_rank_count():
         assert f["n_half_fit"] == pytest.approx(t0[p] * rate[p], rel=1e-9)
     assert all("note" not in f for f in fits.values())
     # throughput that falls with size (a CPU out of cache) gives t0 < 0: said, not hidden
-    falling = scaling.rank_fits(synthetic_runs("weak", [1], ["8", "64", "512"], lambda p, n: n / 1e7 - 1e-5))
+    falling = scaling_analysis.rank_fits(synthetic_runs("weak", [1], ["8", "64", "512"], lambda p, n: n / 1e7 - 1e-5))
     assert falling["1"]["t0"] == pytest.approx(-1e-5, rel=1e-9) and "t0 <= 0" in falling["1"]["note"]
-    one = scaling.rank_fits(synthetic_runs("weak", [1, 2], ["8"], lambda p, n: 1e-3))
+    one = scaling_analysis.rank_fits(synthetic_runs("weak", [1, 2], ["8"], lambda p, n: 1e-3))
     assert "skipped" in one["1"] and "skipped" in one["2"]
 
 
@@ -144,17 +144,18 @@ def synthetic_study(mode="strong"):
     runs = synthetic_runs(mode, [1, 2, 4], ["8", "64", "512"], lambda p, n: 1e-4 * p + n / 3e7)
     record = {"benchmark": "scaling", "mode": mode, "order": 3, "backend": "cpu", "precision": "float64",
               "steps": 10, "device": "test", "date": "today", "runs": runs}
-    return scaling.analyse(record)
+    return scaling_analysis.analyse(record)
 
 
 def test_table_lists_every_run_and_fit():
     study = synthetic_study()
-    table = scaling.format_table(study).splitlines()
-    rows = [line.split() for line in table if line.split()[:1] in (["8"], ["64"], ["512"])]
+    table = scaling_analysis.format_table(study).splitlines()
+    rows = [line.split() for line in table if line.split()[:1] in (["8"], ["64"], ["512"]) and "x" in line.split()[2]]
     assert len(rows) == 9
     for cols in rows:
         run = next(r for r in study["runs"] if r["size"] == cols[0] and r["ranks"] == int(cols[1]))
-        assert float(cols[4]) == pytest.approx(run["seconds_per_step"] * 1e3, rel=1e-3)
+        assert float(cols[5]) == pytest.approx(run["seconds_per_step"] * 1e3, rel=1e-3)
+        assert cols[3] == "auto>-"  # the setting, and what the run used (not recorded here)
     fits = [line.split() for line in table if line.split()[:2] in (["1", "3"], ["2", "3"], ["4", "3"])]
     assert len(fits) == 3
 
@@ -168,7 +169,7 @@ def test_plot_and_plot_from(tmp_path):
     assert result.returncode == 0, result.stderr
     png = tmp_path / "study.png"
     assert "figure written" in result.stdout and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert result.stdout.rstrip().endswith(scaling.format_table(study))  # the table is printed last
+    assert result.stdout.rstrip().endswith(scaling_analysis.format_table(study))  # the table is printed last
 
 
 def test_figure_skipped_without_matplotlib(tmp_path, monkeypatch):

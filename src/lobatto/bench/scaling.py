@@ -1,7 +1,9 @@
 """``lobatto bench scaling``: strong and weak scaling of Maxwell runs over ranks and sizes.
 
     lobatto bench scaling --weak   [--ranks 1 2 4] [--sizes 8 64 512] [--order 7] [--steps K]
-    lobatto bench scaling --strong [--backend cpu|cuda] [--mpiexec CMD] [--json PATH] [--png PATH]
+    lobatto bench scaling --strong [--backend cpu|cuda] [--overlap on off auto] [--partitioner rsb]
+                                   [--mpiexec CMD] [--json PATH] [--png PATH] [--model COMM.json]
+    lobatto bench scaling --plot-from A.json [B.json ...]     (redraw; several studies are merged)
 
 Each (rank count, size) point is one child process, ``mpiexec -n P python -m lobatto run``
 of a generated Maxwell box case (PEC cavity of unit elements, lsrk45, upwind flux, no
@@ -10,7 +12,9 @@ outputs), so the figure is the one a user's run reports: the summary's ``seconds
 elements (``64``, made a near-cubic box) or a box (``4x4x8``): per rank for --weak, in total
 for --strong. From the summaries: time per step, speed-up and parallel efficiency against
 the smallest rank count of each size, and for each rank count the throughput per rank
-against points per rank with an n_1/2 fit (NekCEM's Figures 5-8; docs/scaling.md).
+against points per rank with an n_1/2 fit (NekCEM's Figures 5-8; docs/scaling.md). Each
+``--overlap`` setting is a series of its own (bench/scaling_analysis.py); ``--model`` compares
+the runs with the communication model's prediction (bench/scaling_model.py).
 """
 
 from __future__ import annotations
@@ -31,11 +35,14 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.discretization.gll import gll_points
+from lobatto.bench.scaling_analysis import _g, analyse, format_table, merge_studies
 from lobatto.bench.surroundings import find_mpiexec, git_commit, open_mpi_flags
 from lobatto.errors import InputError, SolverError
-from lobatto.mesh.partition import rcb_box_part
+from lobatto.mesh.partition import PARTITIONERS, rcb_box_part
 
 MODES = ("strong", "weak")
+#: --overlap settings and what each writes as [parallel] overlap
+OVERLAP = {"on": "true", "off": "false", "auto": '"auto"'}
 CFL = 0.5  # of the smallest GLL spacing; the upwind lsrk45 bound is 0.63
 STDERR_TAIL = 1500  # characters of a failed child's standard error kept in the error
 DEFAULT_SIZES = {"cpu": ("8", "27", "64"), "cuda": ("512", "4096", "32768")}
@@ -82,8 +89,23 @@ def weak_box(per_rank: tuple[int, int, int], ranks: int) -> tuple[int, int, int]
     return tuple(int(n) for n in total)
 
 
-def elements_per_rank(elements, ranks: int) -> list[int]:
-    """Elements of each rank under the rcb partition the run will use (lobatto.mesh.partition)."""
+def bisection_counts(count: int, parts: int) -> list[int]:
+    """Part sizes of ``count`` elements bisected as rsb does (mesh.partition.rsb_part): the
+    first parts//2 parts get count * (parts//2) // parts, recursively."""
+    if parts == 1:
+        return [count]
+    left = parts // 2
+    n_left = count * left // parts
+    return bisection_counts(n_left, left) + bisection_counts(count - n_left, parts - left)
+
+
+def elements_per_rank(elements, ranks: int, partitioner: str = "rcb") -> list[int] | None:
+    """Elements of each rank under the partition the run will use (lobatto.mesh.partition);
+    None for metis, whose part sizes only METIS knows."""
+    if partitioner == "rsb":
+        return bisection_counts(math.prod(elements), ranks)
+    if partitioner != "rcb":
+        return None
     out = []
     for part in range(ranks):
         lo, hi = rcb_box_part(elements, ranks, part)
@@ -91,19 +113,26 @@ def elements_per_rank(elements, ranks: int) -> list[int]:
     return out
 
 
-def plan(mode: str, ranks, sizes) -> list[dict]:
-    """One entry per run: rank count, the size as asked, the total box, each rank's elements."""
+def plan(mode: str, ranks, sizes, overlaps=("auto",), partitioner: str = "rcb") -> list[dict]:
+    """One entry per run: rank count, the size as asked, the overlap setting, the total box,
+    each rank's elements; sizes in the order given, each over the overlap settings and ranks."""
     if mode not in MODES:
         raise InputError(f"scaling mode '{mode}': expected one of {', '.join(MODES)}")
+    if partitioner not in PARTITIONERS:
+        raise InputError(f"--partitioner '{partitioner}': expected one of {', '.join(PARTITIONERS)}")
+    for overlap in overlaps:
+        if overlap not in OVERLAP:
+            raise InputError(f"--overlap '{overlap}': expected on, off or auto")
     runs = []
     for size in sizes:
         box = parse_size(size)
-        for p in ranks:
-            total = weak_box(box, p) if mode == "weak" else box
-            if math.prod(total) < p:
-                raise InputError(f"--sizes {size}: {math.prod(total)} elements cannot be shared by {p} ranks")
-            runs.append({"ranks": p, "size": str(size), "elements": list(total),
-                         "elements_per_rank": elements_per_rank(total, p)})
+        for overlap in dict.fromkeys(overlaps):
+            for p in ranks:
+                total = weak_box(box, p) if mode == "weak" else box
+                if math.prod(total) < p:
+                    raise InputError(f"--sizes {size}: {math.prod(total)} elements cannot be shared by {p} ranks")
+                runs.append({"ranks": p, "size": str(size), "overlap_setting": overlap, "partitioner": partitioner,
+                             "elements": list(total), "elements_per_rank": elements_per_rank(total, p, partitioner)})
     return runs
 
 
@@ -114,8 +143,10 @@ def time_step(order: int) -> float:
     return CFL * float(x[1] - x[0]) / 2
 
 
-def case_text(elements, order: int, steps: int, backend: str, precision: str = "float64") -> str:
-    """A Maxwell box of unit elements whose run takes exactly ``steps`` steps and writes nothing."""
+def case_text(elements, order: int, steps: int, backend: str, precision: str = "float64",
+              overlap: str = "auto", partitioner: str = "rcb") -> str:
+    """A Maxwell box of unit elements whose run takes exactly ``steps`` steps and writes nothing;
+    ``overlap``: on, off or auto ([parallel] overlap true, false, "auto")."""
     nx, ny, nz = elements
     dt = time_step(order)
     return f"""# lobatto bench scaling: {nx}x{ny}x{nz} elements, N = {order}, {steps} steps
@@ -145,6 +176,10 @@ t_end = {steps * dt!r}
 [backend]
 name = "{backend}"
 precision = "{precision}"
+
+[parallel]
+overlap = {OVERLAP[overlap]}
+partitioner = "{partitioner}"
 
 [output]
 formats = []
@@ -183,11 +218,13 @@ def run_one(point: dict, workdir: Path, launch: list[str], *, order: int, steps:
             precision: str, threads: int | None, timeout: float, attempt: int = 0) -> dict:
     """Launch one run, return its record (the plan's entry, the command and the summary's figures);
     SolverError with the child's standard error tail when it fails."""
-    name = f"P{point['ranks']}_{'x'.join(map(str, point['elements']))}" + (f"_{attempt}" if attempt else "")
+    overlap, partitioner = point.get("overlap_setting", "auto"), point.get("partitioner", "rcb")
+    name = (f"P{point['ranks']}_{'x'.join(map(str, point['elements']))}_overlap-{overlap}"
+            + (f"_{partitioner}" if partitioner != "rcb" else "") + (f"_{attempt}" if attempt else ""))
     directory = workdir / name
     directory.mkdir(parents=True, exist_ok=True)
     case = directory / "case.toml"
-    case.write_text(case_text(point["elements"], order, steps, backend, precision))
+    case.write_text(case_text(point["elements"], order, steps, backend, precision, overlap, partitioner))
     out = directory / "out"
     cmd = [*launch, "-n", str(point["ranks"]), sys.executable, "-m", "lobatto", "run", str(case),
            "--output", str(out), "--quiet", "--overwrite"]
@@ -211,6 +248,8 @@ def run_one(point: dict, workdir: Path, launch: list[str], *, order: int, steps:
     record = dict(point, command=shlex.join(cmd), launch_seconds=seconds, load_average_before=load,
                   run_dir=str(directory))
     record.update({k: summary.get(k) for k in SUMMARY_KEYS}, num_elements=summary.get("elements"))
+    # what the run did under the setting: "auto" decides at its first step (CUDA whole step)
+    record["overlap_used"] = (summary.get("overlap") or {}).get("enabled")
     return with_rates(record)
 
 
@@ -220,84 +259,6 @@ def with_rates(run: dict) -> dict:
     t = run["seconds_per_step"]
     run["point_steps_per_second_per_rank"] = run["points_per_rank"] / t if t else None
     return run
-
-
-# Analysis ---------------------------------------------------------------------------------------
-def scaling_curves(runs: list[dict], mode: str) -> dict:
-    """For each size, its runs by rank count with speed-up and efficiency against the smallest
-    rank count P0: strong S = t0 / t, E = S P0 / P; weak E = t0 / t and the scaled speed-up
-    S = E P / P0 (the work done in t0 grows with P)."""
-    curves = {}
-    for size in dict.fromkeys(r["size"] for r in runs):
-        rows = sorted((r for r in runs if r["size"] == size), key=lambda r: r["ranks"])
-        p0, t0 = rows[0]["ranks"], rows[0]["seconds_per_step"]
-        curve = []
-        for r in rows:
-            p, t = r["ranks"], r["seconds_per_step"]
-            efficiency = None if not t else (t0 * p0 / (t * p) if mode == "strong" else t0 / t)
-            speedup = None if not t else efficiency * p / p0
-            curve.append({"ranks": p, "seconds_per_step": t, "speedup": speedup, "efficiency": efficiency,
-                          "points": r["points"], "points_per_rank": r["points_per_rank"]})
-        curves[size] = {"reference_ranks": p0, "rows": curve}
-    return curves
-
-
-def rank_fits(runs: list[dict]) -> dict:
-    """For each rank count: t(n) = t0 + n / R_inf over its sizes, n the points per rank
-    (bench.maxwell.fit_half_performance); R_inf is then point-steps/s per rank."""
-    from lobatto.bench.maxwell import fit_half_performance  # imports the systems: only when needed
-
-    fits = {}
-    for p in sorted({r["ranks"] for r in runs}):
-        rows = sorted((r for r in runs if r["ranks"] == p and r["seconds_per_step"]),
-                      key=lambda r: r["points_per_rank"])
-        n = [r["points_per_rank"] for r in rows]
-        if len(set(n)) < 2:
-            fits[str(p)] = {"skipped": "needs runs of two sizes or more"}
-            continue
-        fit = dict(fit_half_performance(n, [r["seconds_per_step"] for r in rows]), sizes=len(n), points_per_rank=n)
-        if fit["t0"] <= 0:
-            fit["note"] = ("t0 <= 0: the time is not t0 + n/R here (throughput falls with size, "
-                           "or noise); n1/2 (fit) means nothing")
-        fits[str(p)] = fit
-    return fits
-
-
-def analyse(study: dict) -> dict:
-    study["scaling"] = scaling_curves(study["runs"], study["mode"])
-    study["fits"] = rank_fits(study["runs"])
-    return study
-
-
-def _g(x, fmt=".3e") -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def format_table(study: dict) -> str:
-    mode = study["mode"]
-    label = "elements/rank" if mode == "weak" else "elements"
-    lines = [f"{mode} scaling: maxwell N={study['order']} backend={study['backend']} {study['precision']} "
-             f"steps={study['steps']} best of {study.get('repeats', 1)}", "",
-             f"{label:>13s} {'ranks':>5s} {'box':>12s} {'points/rank':>12s} {'ms/step':>10s} "
-             f"{'pt-steps/s/rank':>15s} {'speed-up':>8s} {'efficiency':>10s} {'load':>5s}"]
-    by_key = {(r["size"], r["ranks"]): r for r in study["runs"]}
-    for size, curve in study["scaling"].items():
-        for row in curve["rows"]:
-            r = by_key[(size, row["ranks"])]
-            lines.append(f"{size:>13s} {row['ranks']:5d} {'x'.join(map(str, r['elements'])):>12s} "
-                         f"{r['points_per_rank']:12.4g} {row['seconds_per_step'] * 1e3:10.4g} "
-                         f"{_g(r['point_steps_per_second_per_rank']):>15s} {_g(row['speedup'], '.2f'):>8s} "
-                         f"{_g(row['efficiency'], '.2f'):>10s} {_g(r.get('load_average_before'), '.2f'):>5s}")
-    lines += ["", f"{'ranks':>5s} {'sizes':>5s} {'peak/rank (meas)':>16s} {'peak/rank (fit)':>15s} "
-              f"{'n1/2 (fit)':>10s} {'n1/2 (meas)':>11s}   [pt-steps/s; points per rank]"]
-    for p, fit in study["fits"].items():
-        if "skipped" in fit:
-            lines.append(f"{p:>5s}   fit skipped: {fit['skipped']}")
-            continue
-        lines.append(f"{p:>5s} {fit['sizes']:5d} {fit['peak_measured']:16.3e} {fit['peak_fit']:15.3e} "
-                     f"{fit['n_half_fit']:10.3g} {_g(fit['n_half_measured'], '.3g'):>11s}"
-                     + (f"   {fit['note']}" if "note" in fit else ""))
-    return "\n".join(lines)
 
 
 # The study --------------------------------------------------------------------------------------
@@ -345,13 +306,16 @@ def study(args, log=print) -> dict:
     sizes = args.sizes or DEFAULT_SIZES[args.backend]
     steps = args.steps or DEFAULT_STEPS[args.backend]
     ranks = sorted(set(args.ranks))
-    runs = plan(mode, ranks, sizes)
+    overlaps = list(dict.fromkeys(args.overlap or ["auto"]))  # default: the case default, auto
+    runs = plan(mode, ranks, sizes, overlaps, args.partitioner)
     launch = launcher(args.mpiexec, args.mpiexec_args)
     record = {
         "benchmark": "scaling", "mode": mode, "equations": "maxwell", "order": args.order,
         "backend": args.backend, "precision": args.precision, "steps": steps, "ranks": ranks,
         "sizes": [str(s) for s in sizes], "size_meaning": "elements per rank" if mode == "weak" else "total elements",
+        "overlap_settings": overlaps, "partitioner": args.partitioner,
         "repeats": args.repeats, "threads_requested": args.threads, "device": _device(args.backend),
+        "cores": os.cpu_count(), "share_gpus": os.environ.get("LOBATTO_SHARE_GPUS") == "1",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(), "commit": git_commit(), "command": shlex.join(["lobatto", "bench", *args.argv]),
         "launcher": shlex.join(launch), "runs": [],
@@ -367,10 +331,13 @@ def study(args, log=print) -> dict:
             run = min(tries, key=lambda r: r["seconds_per_step"])
             run["repeats_seconds_per_step"] = [r["seconds_per_step"] for r in tries]
             record["runs"].append(run)
-            log(f"[{i}/{len(runs)}] {mode} size {point['size']}: {run['ranks']} ranks, "
+            used = {None: "-", True: "on", False: "off"}[run["overlap_used"]]
+            log(f"[{i}/{len(runs)}] {mode} size {point['size']} overlap {point['overlap_setting']} (used: {used}): "
+                f"{run['ranks']} ranks, "
                 f"{'x'.join(map(str, run['elements']))} elements, {run['points_per_rank']:.4g} points/rank: "
                 f"{run['seconds_per_step'] * 1e3:.4g} ms/step, "
-                f"{_g(run['point_steps_per_second_per_rank'])} point-steps/s/rank ({run['launch_seconds']:.1f} s)",
+                f"{_g(run['point_steps_per_second_per_rank'])} point-steps/s/rank, exchange "
+                f"{run['exchange_method']}/{run['exchange']} ({run['launch_seconds']:.1f} s)",
                 flush=True)
     finally:
         if not keep:
@@ -391,6 +358,10 @@ def add_parser(sub) -> None:
     s.add_argument("--sizes", nargs="+", default=None, metavar="SIZE",
                    help="element counts (64) or boxes (4x4x8); per rank for --weak, total for --strong "
                         f"(default: cpu {' '.join(DEFAULT_SIZES['cpu'])}, cuda {' '.join(DEFAULT_SIZES['cuda'])})")
+    s.add_argument("--overlap", nargs="+", default=None, choices=tuple(OVERLAP), metavar="on|off|auto",
+                   help="[parallel] overlap of the runs, each setting a series of its own "
+                        "(default: the case default, auto)")
+    s.add_argument("--partitioner", default="rcb", choices=PARTITIONERS, help="[parallel] partitioner of the runs")
     s.add_argument("--order", type=int, default=7)
     s.add_argument("--precision", default="float64", choices=("float64", "float32"))
     s.add_argument("--steps", type=int, default=None,
@@ -407,8 +378,12 @@ def add_parser(sub) -> None:
     s.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each run's case and summary here")
     s.add_argument("--json", type=Path, default=None, help="write the study here")
     s.add_argument("--png", type=Path, default=None, help="figure (default: the JSON's path with .png)")
-    s.add_argument("--plot-from", type=Path, default=None, metavar="JSON",
-                   help="only redraw the figure and table of a study's JSON (no runs)")
+    s.add_argument("--plot-from", type=Path, nargs="+", default=None, metavar="JSON",
+                   help="only redraw the figure and table of a study's JSON (no runs); several studies "
+                        "of the same mode, order, backend and precision are merged (--json writes the merge)")
+    s.add_argument("--model", type=Path, default=None, metavar="COMM_MODEL.json",
+                   help="compare the runs with the communication model of this JSON "
+                        "(lobatto bench comm-model --measure --json; docs/comm-model.md)")
 
 
 def main(args, argv: list[str]) -> int:
@@ -416,23 +391,56 @@ def main(args, argv: list[str]) -> int:
     from lobatto.io.atomic import atomic_write_text
 
     args.argv = list(argv)
+    model = None
+    if args.model is not None:  # read before any run: a bad file is found at once
+        from lobatto.bench.comm_cli import read_params
+
+        model = read_params(args.model)
     if args.plot_from is not None:
-        try:
-            record = analyse(json.loads(args.plot_from.read_text()))
-        except (OSError, ValueError, KeyError) as err:
-            raise InputError(f"--plot-from {args.plot_from}: not a scaling study's JSON ({err})") from None
+        record = read_studies(args.plot_from)
     else:
         if not (args.strong or args.weak):
             raise InputError("lobatto bench scaling: give --strong or --weak")
         record = study(args)
-        if args.json is not None:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(args.json, json.dumps(record, indent=2))
-            print(f"results written to {args.json}")
-    png = args.png or (args.json.with_suffix(".png") if args.json is not None and args.plot_from is None
-                       else args.plot_from.with_suffix(".png") if args.plot_from is not None else None)
+    if model is not None:
+        from lobatto.bench.scaling_model import compare
+
+        record["model_comparison"] = compare(record, *model, source=str(args.model))
+    if args.json is not None and (args.plot_from is None or len(args.plot_from) > 1 or model is not None):
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.json, json.dumps(record, indent=2))
+        print(f"results written to {args.json}")
+    png = args.png
+    if png is None and args.json is not None:
+        png = args.json.with_suffix(".png")
+    elif png is None and args.plot_from is not None:
+        first = args.plot_from[0]
+        png = first.with_suffix(".png") if len(args.plot_from) == 1 else first.with_name(first.stem + "_merged.png")
     if png is not None:
         print(plot_study(record, png))
     print()
     print(format_table(record))
+    if model is not None:
+        from lobatto.bench.scaling_model import format_comparison
+
+        print()
+        print(format_comparison(record["model_comparison"]))
     return 0
+
+
+def read_studies(paths) -> dict:
+    """The study of one JSON, or the merge of several (bench.scaling_analysis.merge_studies)."""
+    records = []
+    for path in paths:
+        try:
+            record = json.loads(Path(path).read_text())
+            if record.get("benchmark") != "scaling" or not isinstance(record.get("runs"), list):
+                raise ValueError("no 'benchmark': 'scaling' with a list of runs")
+            records.append(record)
+        except (OSError, ValueError, KeyError) as err:
+            raise InputError(f"--plot-from {path}: not a scaling study's JSON ({err})") from None
+    try:
+        record = records[0] if len(records) == 1 else merge_studies(records, sources=paths)
+        return analyse(record)
+    except (ValueError, KeyError, TypeError) as err:
+        raise InputError(f"--plot-from {' '.join(map(str, paths))}: cannot be analysed together ({err})") from None

@@ -1,6 +1,7 @@
 """Figure of a scaling study (bench/scaling.py), after NekCEM's Figures 5-8: time per step and
-parallel efficiency against ranks, one curve per size, and throughput per rank against points
-per rank, one curve per rank count with its n_1/2 fit. matplotlib is optional: without it the
+parallel efficiency against ranks, one curve per series (size; with several --overlap settings
+one colour per size and one line style per setting), and throughput per rank against points
+per rank, one curve per rank count (and setting) with its n_1/2 fit. matplotlib is optional: without it the
 figure is skipped with a line saying so (the GPU machine has none; redraw there from the JSON
 with ``lobatto bench scaling --plot-from STUDY.json``)."""
 
@@ -9,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+from lobatto.bench.scaling_analysis import STRONG_LIMIT, overlap_of
+
+#: line style of each --overlap setting
+STYLES = {"auto": "-", "on": "--", "off": ":"}
 
 
 def plot_study(study: dict, png: Path) -> str:
@@ -25,17 +31,24 @@ def plot_study(study: dict, png: Path) -> str:
     fig, (ax_t, ax_e, ax_n) = plt.subplots(1, 3, figsize=(15, 4.4))
     markers = "osd^v<>"
     what = "elements/rank" if mode == "weak" else "elements"
-    for i, (size, curve) in enumerate(study["scaling"].items()):
+    sizes = list(dict.fromkeys(c.get("size", name) for name, c in study["scaling"].items()))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for name, curve in study["scaling"].items():
+        i = sizes.index(curve.get("size", name))
+        style = dict(marker=markers[i % 7], color=colours[i % len(colours)],
+                     linestyle=STYLES.get(curve.get("overlap", "auto"), "-"))
         p = [r["ranks"] for r in curve["rows"]]
-        ax_t.plot(p, [r["seconds_per_step"] * 1e3 for r in curve["rows"]], marker=markers[i % 7],
-                  label=f"{size} {what}")
-        ax_e.plot(p, [r["efficiency"] for r in curve["rows"]], marker=markers[i % 7], label=f"{size} {what}")
+        label = f"{name.replace(' overlap ', ' ' + what + ', overlap ')}" if " overlap " in name else f"{name} {what}"
+        ax_t.plot(p, [r["seconds_per_step"] * 1e3 for r in curve["rows"]], label=label, **style)
+        ax_e.plot(p, [r["efficiency"] for r in curve["rows"]], label=label, **style)
     ranks = sorted({r["ranks"] for r in study["runs"]})
     if mode == "strong":  # ideal: t0 P0 / P for the first size
         first = next(iter(study["scaling"].values()))
         t0, p0 = first["rows"][0]["seconds_per_step"] * 1e3, first["reference_ranks"]
         ax_t.plot(ranks, [t0 * p0 / p for p in ranks], "k:", linewidth=1, label="ideal")
     ax_e.axhline(1.0, color="k", linestyle=":", linewidth=1)
+    # where a strong-scaling curve crosses it is the strong-scale limit (the table gives its n/P)
+    ax_e.axhline(STRONG_LIMIT, color="0.5", linestyle="--", linewidth=1, label=f"{STRONG_LIMIT:g}")
     for ax in (ax_t, ax_e):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ranks, [str(p) for p in ranks])
@@ -47,15 +60,21 @@ def plot_study(study: dict, png: Path) -> str:
     ax_e.set_ylabel(f"{mode} scaling efficiency")
     ax_e.set_ylim(0, max(1.1, max((r["efficiency"] or 0) for c in study["scaling"].values() for r in c["rows"])))
 
-    for i, p in enumerate(ranks):
-        rows = sorted((r for r in study["runs"] if r["ranks"] == p), key=lambda r: r["points_per_rank"])
+    for key, fit in study["fits"].items():
+        p, overlap = fit.get("ranks", int(key.split()[0])), fit.get("overlap", "auto")
+        rows = sorted((r for r in study["runs"] if r["ranks"] == p and overlap_of(r) == overlap),
+                      key=lambda r: r["points_per_rank"])
+        if not rows:
+            continue
         n = [r["points_per_rank"] for r in rows]
+        i = ranks.index(p)
         line = ax_n.plot(n, [r["point_steps_per_second_per_rank"] for r in rows], marker=markers[i % 7],
-                         linestyle="none", label=f"P = {p}")[0]
-        fit = study["fits"].get(str(p), {})
+                         linestyle="none", color=colours[i % len(colours)],
+                         label=f"P = {p}" + (key[len(str(p)):] if key != str(p) else ""))[0]
         if "t0" in fit:
             grid = np.geomspace(min(n), max(n), 50)
-            ax_n.plot(grid, grid / (fit["t0"] + grid / fit["peak_fit"]), color=line.get_color(), linewidth=1)
+            ax_n.plot(grid, grid / (fit["t0"] + grid / fit["peak_fit"]), color=line.get_color(), linewidth=1,
+                      linestyle=STYLES.get(overlap, "-"))
             if fit["n_half_fit"] > 0:
                 ax_n.axvline(fit["n_half_fit"], color=line.get_color(), linestyle=":", linewidth=1)
     ax_n.set_xscale("log")
