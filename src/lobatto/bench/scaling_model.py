@@ -10,8 +10,9 @@ compute rate comes from the study itself, so only the exchange is predicted:
 - strong: from the study's 1-rank fit t = t0 + n/R over its sizes (rate = stages R,
   n_half = t0 R) where there is one with t0 > 0, else linear from the series' 1-rank run.
 
-On the CPU a rank gets cores/P of a core when P exceeds the cores (as the validation
-assumes); on GPUs each rank is assumed to have its own device (not so under
+On the CPU a rank gets cores/P of a core when P exceeds the cores; unlike
+benchmarks/comm_model_validate.py it does not scale by the memory-bandwidth share (the study
+has no STREAM rows), so on CPU ranks that share a memory bus it predicts too little; on GPUs each rank is assumed to have its own device (not so under
 LOBATTO_SHARE_GPUS=1, which the output says).
 """
 
