@@ -283,7 +283,13 @@ def measure(comm, order: int = 5, blocks=None, max_bytes: int = 1 << 22, repeats
     backend = run_backend(comm, backend_name)
     sharing = device_sharing(comm, backend)
     sizes = [8 * 4**k for k in range(12) if 8 * 4**k <= max_bytes]
-    pp = comm_loggp.measure_pingpong(comm, sizes)
+    pp = host_pp = comm_loggp.measure_pingpong(comm, sizes)
+    network = "host MPI ping-pong"
+    if device and not sharing["shared_gpu"]:
+        # one GPU per rank: the run exchanges over NCCL where it can, so L and G are NCCL's
+        nccl_rows, why = nccl_pingpong(comm, sizes)
+        if why is None:
+            pp, network = nccl_rows, "NCCL ping-pong between the GPUs"
     burst = comm_loggp.measure_burst(comm)
     rows = []
     for block in blocks:
@@ -295,8 +301,8 @@ def measure(comm, order: int = 5, blocks=None, max_bytes: int = 1 << 22, repeats
     stage_rows = [stage_in_situ(comm, block, order, backend_name) for block in stage_blocks]
     if comm.Get_rank() != 0:
         return None
-    params = comm_loggp.fit(pp, burst, source=f"measured here: ping-pong and burst between ranks 0 and 1 of "
-                                              f"{comm.Get_size()}")
+    params = comm_loggp.fit(pp, burst, source=f"measured here: {network} and host burst between ranks 0 and 1 "
+                                              f"of {comm.Get_size()}")
     for r in rows:
         busiest = max(r["rank_lists"], key=lambda o: (o["local_values"], sum(o["message_bytes"]), len(o["neighbours"])))
         r["message_bytes"] = busiest["message_bytes"]
@@ -312,8 +318,33 @@ def measure(comm, order: int = 5, blocks=None, max_bytes: int = 1 << 22, repeats
         r["network_seconds"] = network_time(params, r["message_bytes"], r["ranks"])
         r["predicted_seconds"] = r["network_seconds"] + software.seconds(r["local_values"], sum(r["message_bytes"]))
     add_stage_term(params, software, stage_rows, order)
-    return {"loggp": params.as_dict(), "software": vars(software), "pingpong": pp, "burst": burst,
+    return {"loggp": params.as_dict(), "software": vars(software), "pingpong": pp, "pingpong_host": host_pp,
+            "pingpong_network": network, "burst": burst,
             "face_exchange": rows, "stage": stage_rows, "backend": backend_name, "sharing": sharing}
+
+
+def nccl_pingpong(comm, sizes, repeats: int = 5):
+    """Collective. ({bytes, seconds_one_way} rows of NCCL send/recv between the GPUs of ranks 0
+    and 1 (device buffers, timed by CUDA events; sysbench's gpu_gpu path) on rank 0, else None;
+    the reason NCCL cannot run, the same on every rank, or None)."""
+    from lobatto.bench.sysbench_gpu_gpu import nccl_pair, nccl_reason, timed_pingpong
+    from lobatto.bench.sysbench_mpi import agree
+
+    why = agree(comm, nccl_reason())
+    if why is not None:
+        return None, why
+    rank = comm.Get_rank()
+    pair = comm.Split(0 if rank < 2 else 1, rank)
+    rows = []
+    if rank < 2:
+        nc, pingpong = nccl_pair(pair)
+        try:
+            rows = [{"bytes": int(s), "seconds_one_way": timed_pingpong(pair, s, repeats, pingpong)} for s in sizes]
+        finally:
+            nc.destroy()
+    pair.Free()
+    phase_end(comm, rank < 2)
+    return (rows if rank == 0 else None), None
 
 
 def add_stage_term(params, software: Software, stage_rows, order: int) -> None:

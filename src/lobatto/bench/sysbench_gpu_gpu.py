@@ -59,26 +59,27 @@ def _measure(pair, max_bytes: int, chunks: list[int], repeats: int) -> dict:
     pinned_memory = cupy.cuda.alloc_pinned_memory(max(sizes[-1], 1))
     host = np.frombuffer(pinned_memory, dtype=np.uint8, count=sizes[-1])
 
-    why = agree(pair, same_gpu or _nccl_reason())
+    why = agree(pair, same_gpu or nccl_reason())
     if why is None:
-        nc, nccl_pingpong = _nccl(pair)
+        nc, nccl_pingpong = nccl_pair(pair)
         try:
-            rows += [_row("nccl", s, None, _timed(pair, s, repeats, nccl_pingpong)) for s in sizes]
+            rows += [_row("nccl", s, None, timed_pingpong(pair, s, repeats, nccl_pingpong)) for s in sizes]
         finally:
             nc.destroy()
     else:
         skipped["nccl"] = why
     why = agree(pair, _cuda_aware_reason())
     if why is None:
-        rows += [_row("cuda_aware_mpi", s, None, _timed(pair, s, repeats, _mpi_pingpong(pair))) for s in sizes]
+        rows += [_row("cuda_aware_mpi", s, None, timed_pingpong(pair, s, repeats, _mpi_pingpong(pair))) for s in sizes]
     else:
         skipped["cuda_aware_mpi"] = why
     for s in sizes:
-        rows.append(_row("host_staged", s, None, _timed(pair, s, repeats, _staged_pingpong(pair, host, s))))
+        rows.append(_row("host_staged", s, None, timed_pingpong(pair, s, repeats, _staged_pingpong(pair, host, s))))
     top = sizes[-1]
     for chunk in chunks:
         if chunk < top:
-            rows.append(_row("host_staged", top, chunk, _timed(pair, top, repeats, _staged_pingpong(pair, host, chunk))))
+            seconds = timed_pingpong(pair, top, repeats, _staged_pingpong(pair, host, chunk))
+            rows.append(_row("host_staged", top, chunk, seconds))
     out = {"pair": [0, 1], "message_bytes": top, "rows": rows}
     if skipped:
         out["skipped_transports"] = skipped
@@ -90,7 +91,7 @@ def _row(transport, size, chunk, seconds) -> dict:
             "bytes_per_second": size / seconds}
 
 
-def _timed(pair, size: int, repeats: int, pingpong) -> float:
+def timed_pingpong(pair, size: int, repeats: int, pingpong) -> float:
     """Best over batches of one-way seconds; checks the pattern made the round trips."""
     import cupy
 
@@ -115,7 +116,7 @@ def _timed(pair, size: int, repeats: int, pingpong) -> float:
     return pair.bcast(best, root=0)
 
 
-def _nccl_reason() -> str | None:
+def nccl_reason() -> str | None:
     from lobatto.comm.transport.nccl import nccl_status
 
     return nccl_status()
@@ -128,7 +129,7 @@ def _cuda_aware_reason() -> str | None:
     return None if ok else f"the MPI library is not CUDA-aware ({how})"
 
 
-def _nccl(pair):
+def nccl_pair(pair):
     import cupy
     from cupy.cuda import nccl
 
