@@ -55,25 +55,18 @@ def worker(args) -> None:
     import numpy as np
     from mpi4py import MPI
 
-    from lobatto.api import Simulation, case_from_dict
-    from lobatto.bench.comm_measure import face_exchange, weak_box
+    from lobatto.api import Simulation
+    from lobatto.bench.comm_measure import (face_exchange, maxwell_case, one_rank_simulation, seconds_per_step,
+                                            weak_box)
     from lobatto.bench.sysbench_mpi import phase_end
 
     comm = MPI.COMM_WORLD
     P = comm.Get_size()
     elements = weak_box(args.block, P)
-    case = case_from_dict({
-        "physics": {"equations": "maxwell"},
-        "mesh": {"elements": list(elements), "boundary": "pec", "upper": [float(elements[0]), float(elements[1]),
-                                                                             float(elements[2])]},
-        "discretization": {"order": args.order},
-        "initial": {"Ez": "sin(pi*x/4)*sin(pi*y/4)", "Hx": "0.1*sin(pi*z/4)"},
-        "time": {"t_end": 1e6},
-        "backend": {"name": args.backend},
-    }, name="comm_model_validate")
+    case = maxwell_case(elements, args.order, args.backend)
     with tempfile.TemporaryDirectory() as tmp:
         sim = Simulation(case, output_dir=tmp, comm=comm if P > 1 else None)
-        alone_sim = one_rank_block(comm, args, tmp) if P > 1 else None
+        alone_sim = one_rank_simulation(comm, args.block, args.order, args.backend, tmp) if P > 1 else None
         sim.advance(5)  # warm-up: compilation, graph recording
         if alone_sim is not None:
             alone_sim.advance(5)
@@ -81,10 +74,10 @@ def worker(args) -> None:
         # (the others sleep): drift of the machine (clocks, other jobs) hits all three alike
         run, alone, single = [], [], []
         for _ in range(args.repeats):
-            run.append(timed_steps(comm, sim))
+            run.append(seconds_per_step(sim, comm, 20, 1, warmup=0))
             if alone_sim is not None:
-                alone.append(timed_steps(comm, alone_sim))
-                single.append(timed_steps(None, alone_sim) if comm.Get_rank() == 0 else 0.0)
+                alone.append(seconds_per_step(alone_sim, comm, 20, 1, warmup=0))
+                single.append(seconds_per_step(alone_sim, None, 20, 1, warmup=0) if comm.Get_rank() == 0 else 0.0)
                 phase_end(comm, busy=comm.Get_rank() == 0)
         step = comm.allreduce(float(np.median(run)), op=MPI.MAX)
         alone_step = comm.allreduce(float(np.median(alone)), op=MPI.MAX) if alone else step
@@ -104,35 +97,6 @@ def worker(args) -> None:
                                               "exchange": fx, "system": summary}, default=str))
 
 
-def timed_steps(comm, sim, steps: int = 20) -> float:
-    """Seconds per step of ``steps`` consecutive steps (a run's state check every 20 included);
-    a barrier first when ``comm`` is given."""
-    from mpi4py import MPI
-
-    if comm is not None:
-        comm.Barrier()
-    t0 = MPI.Wtime()
-    sim.advance(steps)
-    sim.backend.synchronize()
-    return (MPI.Wtime() - t0) / steps
-
-
-def one_rank_block(comm, args, tmp):
-    """The rank's block as a one-rank case, on the device the rank's share of the run uses
-    (the driver would put a one-rank run on the node's first GPU)."""
-    import lobatto.driver as driver
-    from lobatto.api import Simulation
-    from lobatto.bench.comm_measure import _maxwell_case
-
-    local_rank = driver.node_local_rank(comm)
-    choose = driver.node_local_rank
-    driver.node_local_rank = lambda _comm: local_rank
-    try:
-        return Simulation(_maxwell_case(args.block, args.order, args.backend), output_dir=tmp, comm=None)
-    finally:
-        driver.node_local_rank = choose
-
-
 def read_stream_rows(args, tmp: Path) -> list[dict]:
     """sysbench ``cpu_stream`` rows from --sysbench, else measured now (1 .. the ranks' thread
     counts, capped at the cores)."""
@@ -146,14 +110,14 @@ def read_stream_rows(args, tmp: Path) -> list[dict]:
                              capture_output=True, text=True, env=env, timeout=600)
         if res.returncode != 0:
             raise SystemExit(f"lobatto sysbench --only cpu_stream failed:\n{res.stdout}\n{res.stderr}")
+    from lobatto.bench.comm_loggp import read_sysbench, sysbench_section
+    from lobatto.errors import InputError
+
     try:
-        section = json.loads(Path(path).read_text())["results"]["cpu_stream"]
-    except (OSError, ValueError, KeyError) as e:
-        raise SystemExit(f"{path}: no results.cpu_stream section ({e})") from None
-    rows = section.get("rows") or []
-    if not rows:
-        raise SystemExit(f"{path}: results.cpu_stream has no rows ({section.get('skipped', 'empty')})")
-    return rows
+        return sysbench_section(read_sysbench(path), "cpu_stream", path, hint="run 'lobatto sysbench'")["rows"]
+    except InputError as exc:
+        print(f"comm_model_validate: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main() -> int:
@@ -182,14 +146,14 @@ def main() -> int:
     from lobatto.bench.comm_pattern import partition_pattern
 
     with tempfile.TemporaryDirectory() as tmp:
+        stream_rows = []
+        if args.backend == "cpu":
+            stream_rows = read_stream_rows(args, Path(tmp))
         params_path = args.params
         if params_path is None:
             params_path = Path(tmp) / "params.json"
             mpiexec(2, ["-m", "lobatto", "bench", "comm-model", "--measure", "--network", "none", "--max-ranks", "2",
                         "--order-points", str(args.order), "--backend", args.backend, "--json", str(params_path)])
-        stream_rows = []
-        if args.backend == "cpu":
-            stream_rows = read_stream_rows(args, Path(tmp))
         params, software = read_params(params_path)
         fit = json.loads(Path(params_path).read_text())
         fit = fit.get("measured") or fit

@@ -109,10 +109,12 @@ def fit(pingpong_rows, burst_rows=None, source: str = "") -> LogGP:
 
 
 # -- lobatto sysbench JSON ------------------------------------------------------------------
-def _section(results: dict, name: str, path) -> dict:
+def sysbench_section(results: dict, name: str, path,
+                     hint: str = "run 'lobatto sysbench' under mpiexec -n 2 or more") -> dict:
+    """``results[name]`` of a sysbench file, with rows; InputError naming the file otherwise."""
     sec = results.get(name)
     if not isinstance(sec, dict):
-        raise InputError(f"{path}: no results.{name} section (run 'lobatto sysbench' under mpiexec -n 2 or more)")
+        raise InputError(f"{path}: no results.{name} section ({hint})")
     if sec.get("skipped"):
         raise InputError(f"{path}: results.{name} was skipped: {sec['skipped']}")
     rows = sec.get("rows")
@@ -141,14 +143,14 @@ def from_sysbench(path, transport: str = "mpi") -> LogGP:
     chunking of each size)."""
     results = read_sysbench(path)
     if transport == "mpi":
-        pp = _section(results, "mpi_pingpong", path)["rows"]
+        pp = sysbench_section(results, "mpi_pingpong", path)["rows"]
         try:
             rows = [{"bytes": int(r["bytes"]), "seconds_one_way": float(r["seconds_one_way"])} for r in pp]
         except (KeyError, TypeError, ValueError):
             raise InputError(f"{path}: results.mpi_pingpong.rows need numbers 'bytes' and 'seconds_one_way'") from None
         burst = results.get("comm_burst", {}).get("rows") if isinstance(results.get("comm_burst"), dict) else None
         return fit(rows, burst, source=f"{path}: mpi_pingpong" + (" + comm_burst" if burst else ""))
-    gg = _section(results, "gpu_gpu", path)["rows"]
+    gg = sysbench_section(results, "gpu_gpu", path)["rows"]
     best: dict[int, float] = {}
     for r in gg:
         try:

@@ -129,7 +129,7 @@ def device_sharing(comm, backend) -> dict:
     return {"devices": [list(w) for w in where], "shared_gpu": shared, "note": note}
 
 
-def _maxwell_case(elements, order: int, backend_name: str):
+def maxwell_case(elements, order: int, backend_name: str):
     """The validation's case: lsrk45, PEC walls, a smooth initial field (api.case_from_dict)."""
     from lobatto.api import case_from_dict
 
@@ -144,10 +144,29 @@ def _maxwell_case(elements, order: int, backend_name: str):
     }, name="comm_model")
 
 
+def one_rank_simulation(comm, block, order: int, backend_name: str, output_dir, local_rank=None):
+    """``block`` as a one-rank case (no exchange) on this rank's own device: the driver would put
+    a one-rank run on the node's first GPU, while the fair comparison with a multi-rank run is
+    the GPU this rank's share of it used. ``local_rank``: the rank's node-local rank, when
+    already known (collective otherwise)."""
+    import lobatto.driver as driver
+    from lobatto.driver import Simulation
+
+    if local_rank is None:
+        local_rank = driver.node_local_rank(comm)
+    choose = driver.node_local_rank
+    driver.node_local_rank = lambda _comm: local_rank
+    try:
+        return Simulation(maxwell_case(block, order, backend_name), output_dir=output_dir, comm=None)
+    finally:
+        driver.node_local_rank = choose
+
+
 def seconds_per_step(sim, comm, steps: int, chunks: int, warmup: int = 5) -> float:
     """Median over ``chunks`` of ``steps`` consecutive steps (no barrier between the steps, as in
     a run: a rank waits for its neighbours inside the exchange), after ``warmup`` steps."""
-    sim.advance(warmup)
+    if warmup:
+        sim.advance(warmup)
     sim.backend.synchronize()
     times = []
     for _ in range(chunks):
@@ -177,21 +196,14 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
     size = comm.Get_size()
     local_rank = driver.node_local_rank(comm)
     with tempfile.TemporaryDirectory() as tmp:
-        multi = Simulation(_maxwell_case(weak_box(block, size), order, backend_name), output_dir=tmp, comm=comm)
+        multi = Simulation(maxwell_case(weak_box(block, size), order, backend_name), output_dir=tmp, comm=comm)
         stages = multi.stepper.stages
         t_multi = comm.allreduce(seconds_per_step(multi, comm, steps, chunks), op=MPI.MAX) / stages
         summary = multi.system.summary(multi.stepper, comm)
         split = comm.allreduce(int(multi.system.split), op=MPI.MIN)
         del multi
         gc.collect()
-        # alone on each rank: the driver would put a one-rank run on GPU 0 of the node; this rank's
-        # own GPU (the one its share of the multi-rank run used) is the fair comparison
-        choose = driver.node_local_rank
-        driver.node_local_rank = lambda _comm: local_rank
-        try:
-            alone = Simulation(_maxwell_case(block, order, backend_name), output_dir=tmp, comm=None)
-        finally:
-            driver.node_local_rank = choose
+        alone = one_rank_simulation(comm, block, order, backend_name, tmp, local_rank)
         comm.Barrier()
         t_alone = comm.allreduce(seconds_per_step(alone, None, steps, chunks), op=MPI.MAX) / stages
         # rank 0 alone on the machine (the others sleep: a spinning rank would take a core): the
