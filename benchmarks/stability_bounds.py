@@ -51,7 +51,7 @@ except ImportError:  # running from a checkout without install
 
 from lobatto.backends import get_backend  # noqa: E402
 from lobatto.integrators import Stepper, get_scheme  # noqa: E402
-from lobatto.integrators.tables import SCHEMES, butcher_form  # noqa: E402
+from lobatto.integrators.tables import RUNGE_KUTTA, SCHEMES, butcher_form  # noqa: E402
 from lobatto.mesh import box_mesh  # noqa: E402
 from lobatto.systems.acoustics.system import AcousticsSystem  # noqa: E402
 from lobatto.systems.maxwell.system import MaxwellSystem  # noqa: E402
@@ -74,7 +74,7 @@ def stability_polynomial(scheme) -> np.ndarray:
     return np.array(coeffs)
 
 
-POLYS = {name: stability_polynomial(scheme) for name, scheme in SCHEMES.items()}
+POLYS = {name: stability_polynomial(SCHEMES[name]) for name in RUNGE_KUTTA}  # bdf* have no Butcher form
 
 
 def amplification(p: np.ndarray, z: np.ndarray) -> np.ndarray:
