@@ -345,13 +345,21 @@ def main(argv=None):
     result = {"benchmark": "mie_sphere", "device": device, "backend": args.backend,
               "date": datetime.date.today().isoformat(), "commit": commit(),
               "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]), "order": args.order,
-              "geometry_order": args.geometry_order, "divisions": args.divisions, "elements": got["elements"],
-              "steps": got["samples"], "dt": got["dt"], "t_end": got["t_last"], "seconds": got["seconds"],
+              # a compared file's mesh is not known here: not the options' defaults, and no NaN (not JSON)
+              "geometry_order": None if args.farfield else args.geometry_order,
+              "divisions": None if args.farfield else args.divisions,
+              "elements": None if args.farfield else got["elements"], "steps": got["samples"],
+              "dt": None if args.farfield else got["dt"], "t_end": got["t_last"],
+              "seconds": None if args.farfield else got["seconds"],
               "case": got["case"], "rows": rows, "history": got.get("history", []),
               "theta": got["theta"].tolist(), "rcs": got["rcs"].tolist(),
               "mie_rcs_e": ref["rcs_e"].tolist(), "mie_rcs_h": ref["rcs_h"].tolist()}
-    out = Path(args.json or HERE / "results" / f"mie_sphere_{args.backend}_N{args.order}_n{args.divisions}_"
-               f"{result['date']}.json")
+    if args.json:
+        out = Path(args.json)
+    elif args.farfield:  # next to the compared file, not in the source tree
+        out = Path(args.farfield).with_name(Path(args.farfield).stem + "_mie.json")
+    else:
+        out = HERE / "results" / f"mie_sphere_{args.backend}_N{args.order}_n{args.divisions}_{result['date']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")

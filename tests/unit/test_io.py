@@ -354,3 +354,16 @@ def test_summary_table(rng):
     # Missing entries are simply left out.
     small = summary.format_summary_table({"order": 3, "steps": 10})
     assert "order" in small and "GFLOP/s" not in small and "energy" not in small
+
+
+def test_summary_table_names_what_a_run_without_snapshots_wrote():
+    # [output] formats = []: the final state is recorded with no files, so nothing was written
+    s = {"order": 3, "outputs": [{"step": 40, "t": 1.0, "files": []}],
+         "time_series": {"dft": {"file": "slab_dft.h5", "frequencies": [0.1, 0.2, 0.3], "steps": 41},
+                         "far_field": {"file": "slab_farfield.h5", "frequencies": [0.2]}}}
+    table = summary.format_summary_table(s)
+    assert "no snapshots written" in table and "1 snapshot" not in table
+    assert "transforms: slab_dft.h5 (3 frequencies)" in table
+    assert "far field: slab_farfield.h5 (1 frequency)" in table
+    s["outputs"].insert(0, {"step": 0, "t": 0.0, "files": ["slab_00000.h5"]})
+    assert "1 snapshot written" in summary.format_summary_table(s)

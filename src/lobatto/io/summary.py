@@ -197,9 +197,20 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
 
     outputs = s.get("outputs")
     if isinstance(outputs, (list, tuple)) and outputs:
+        # an entry with no files is the final state of a run with [output] formats = []
+        written = [o for o in outputs if not isinstance(o, Mapping) or o.get("files")]
         lines.append("")
-        lines.append(f"  {len(outputs)} snapshot{'s' if len(outputs) != 1 else ''} written")
-    series = s.get("time_series")  # [output.probes], [output.integrals]
-    if isinstance(series, Mapping) and series.get("files"):
-        lines.append(f"  time series: {', '.join(series['files'])} ({series.get('samples')} samples)")
+        if written:
+            lines.append(f"  {len(written)} snapshot{'s' if len(written) != 1 else ''} written")
+        else:
+            lines.append("  no snapshots written ([output] formats = [])")
+    series = s.get("time_series")  # [output.probes], [output.integrals], [output.dft], [output.far_field]
+    if isinstance(series, Mapping):
+        if series.get("files"):
+            lines.append(f"  time series: {', '.join(series['files'])} ({series.get('samples')} samples)")
+        for key, label in (("dft", "transforms"), ("far_field", "far field")):
+            entry = series.get(key)
+            if isinstance(entry, Mapping) and entry.get("file"):
+                count = len(entry.get("frequencies") or [])
+                lines.append(f"  {label}: {entry['file']} ({count} frequenc{'ies' if count != 1 else 'y'})")
     return "\n".join(lines)
