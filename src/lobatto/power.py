@@ -504,13 +504,24 @@ def energy_per_step(report: dict, steps: int, points: int) -> dict:
     return section
 
 
-def format_energy(section: dict) -> str:
-    """One line: joules per step and mean watts of what was measured, and why the rest was not."""
+def brief_reason(reason: str, width: int = 80) -> str:
+    """A reason cut for the summary table: a long closing parenthetical dropped and, if it is
+    still long, everything after its first colon (summary.json keeps the whole text)."""
+    head, bracket, tail = reason.rpartition(" (")
+    if bracket and reason.endswith(")") and len(tail) > 30:
+        reason = head
+    return reason if len(reason) <= width else reason.split(": ", 1)[0]
+
+
+def format_energy(section: dict, brief: bool = False) -> str:
+    """One line: joules per step and mean watts of what was measured, and why the rest was not
+    (with ``brief``, each reason cut by :func:`brief_reason`)."""
     parts = []
     if section.get("joules_per_step") is not None:
         what = " + ".join(p.upper() for p in section["counted"])
         parts.append(f"{section['joules_per_step']:.4g} J/step, {section['mean_watts']:.4g} W ({what})")
     for part in ("gpu", "cpu"):
         if f"{part}_reason" in section:
-            parts.append(f"{part.upper()} not measured: {section[f'{part}_reason']}")
+            reason = section[f"{part}_reason"]
+            parts.append(f"{part.upper()} not measured: {brief_reason(reason) if brief else reason}")
     return "; ".join(parts)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from lobatto import power
-from lobatto.power import EnergyMeter, NvmlError, PowerSampler, RaplPackages, combine, energy_per_step, format_energy
+from lobatto.power import (EnergyMeter, NvmlError, PowerSampler, RaplPackages, brief_reason, combine,
+                           energy_per_step, format_energy)
 
 SRC = Path(__file__).resolve().parent.parent.parent / "src"
 BUS = "00000000:3B:00.0"
@@ -323,6 +324,13 @@ def test_energy_per_step_and_its_line():
     assert section["counted"] == [] and section["joules_per_step"] is None and section["mean_watts"] is None
     assert format_energy(section) == ("GPU not measured: the cpu backend uses no GPU; "
                                       "CPU not measured: no RAPL interface")
+    section["cpu_reason"] = ("no RAPL interface: /sys/class/powercap does not exist (a kernel without powercap, "
+                             "or a virtual machine or container that does not expose it)")
+    assert format_energy(section, brief=True).endswith("CPU not measured: no RAPL interface: "
+                                                       "/sys/class/powercap does not exist")
+    section["cpu_reason"] = "reading failed during the run: OSError: " + "x" * 80
+    assert format_energy(section, brief=True).endswith("CPU not measured: reading failed during the run")
+    assert format_energy(section).endswith("x" * 80)  # summary.json's text is whole
 
 
 # A run ------------------------------------------------------------------------------------
@@ -356,7 +364,7 @@ def test_lobatto_run_summary_has_the_energy_section(tmp_path):
         assert "J/step" in line
     else:
         assert use["joules_per_step"] is None and use["cpu_reason"] == use["cpu"]["reason"]
-        assert f"CPU not measured: {use['cpu_reason']}" in line
+        assert f"CPU not measured: {brief_reason(use['cpu_reason'])}" in line and len(line) < 160
 
 
 def test_run_through_the_api_measures_a_fake_rapl_over_the_rate_window(tmp_path, monkeypatch):

@@ -137,7 +137,7 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
     if isinstance(s.get("energy_use"), Mapping):  # measured joules (lobatto.power, docs/energy.md)
         from lobatto.power import format_energy
 
-        rows.append(("energy use", format_energy(s["energy_use"])))
+        rows.append(("energy use", format_energy(s["energy_use"], brief=True)))
     if "backend" in s:
         backend = str(s["backend"])
         if s.get("precision"):
