@@ -164,14 +164,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     comm = world_comm()
     restart = None
+    removals: list = []  # what --overwrite replaces: removed once the run is set up (rank 0)
     with collective_errors(comm):  # every rank reads the case; rank 0 alone prepares the directory
         case = load_case(args.case)
         output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
         if _world_rank() == 0 and args.restart is not None:
-            restart = prepare_for_restart(output_dir, case.output.name, args.restart, overwrite=args.overwrite)
+            restart = prepare_for_restart(output_dir, case.output.name, args.restart, overwrite=args.overwrite,
+                                          removals=removals)
         elif _world_rank() == 0:
-            prepare_output_dir(output_dir, case.output.name, overwrite=args.overwrite)
-            prepare_for_checkpoints(output_dir, case.output.name, overwrite=args.overwrite)
+            prepare_output_dir(output_dir, case.output.name, overwrite=args.overwrite, removals=removals)
+            prepare_for_checkpoints(output_dir, case.output.name, overwrite=args.overwrite, removals=removals)
     if comm is not None and args.restart is not None:
         restart = comm.bcast(restart)
     backend = args.backend or case.backend.name
@@ -184,8 +186,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         progress = ProgressBar(None, stream=sys.stderr)
         callback = progress
+
+    def remove_replaced() -> None:  # a case refused at set-up leaves the earlier outputs as they were
+        with collective_errors(comm):
+            for remove in removals:
+                remove()
+
     try:
         continued = {} if restart is None else {"restart": restart}
+        if args.overwrite:  # the same on every rank: remove_replaced is collective
+            continued["before_writing"] = remove_replaced
         summary = run_case(case, backend=backend, output_dir=output_dir, progress=callback, comm=comm, **continued)
     finally:
         if progress is not None:

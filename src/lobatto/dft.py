@@ -150,16 +150,14 @@ class DftMonitor:
 
     def write(self, directory, name: str, attrs: dict) -> Path | None:
         """Collective: ``NAME_dft.h5`` written by rank 0 (atomically)."""
-        import h5py
-
         from lobatto import __version__
-        from lobatto.io.atomic import atomic_path
+        from lobatto.io.atomic import atomic_path, h5_create
 
         results = self.results()
         if results is None:
             return None
         path = Path(directory) / file_name(name)
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        with atomic_path(path) as tmp, h5_create(tmp) as f:
             for key, value in attrs.items():
                 f.attrs[key] = value
             f.attrs["lobatto_version"] = __version__

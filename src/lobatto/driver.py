@@ -684,14 +684,18 @@ class Simulation:
 
 
 def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,
-             progress: Callable[[int, int, float], None] | None = None, comm="world", restart=None) -> dict:
+             progress: Callable[[int, int, float], None] | None = None, comm="world", restart=None,
+             before_writing: Callable[[], None] | None = None) -> dict:
     """Solve the case (continuing from the checkpoint ``restart`` if given); write outputs and
-    summary.json; return the summary."""
+    summary.json; return the summary. ``before_writing`` (collective) is called once the run is
+    set up, before its first output (lobatto run: removing what --overwrite replaces)."""
     if get_system(case.physics.equations).spec.steady:  # one solve, no time steps: steady.py
         from lobatto.steady import run_steady
 
-        return run_steady(case, backend, output_dir, progress, comm, restart)
+        return run_steady(case, backend, output_dir, progress, comm, restart, before_writing)
     simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
     if restart is not None:
         simulation.restart(restart)
+    if before_writing is not None:
+        before_writing()
     return simulation.run()

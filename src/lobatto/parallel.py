@@ -135,7 +135,14 @@ def end_job_on_signals(rank: int) -> None:
     os.set_blocking(write_fd, False)
     signals = {getattr(signal, name): code for name, code in _INTERRUPT_CODES.items() if hasattr(signal, name)}
 
+    ending = threading.Lock()
+
     def stop(signum, frame=None):
+        # both the handler (main thread) and the watcher see each signal: the first ends the
+        # rank, the other returns (so the line is printed once). Not a blocking wait: a second
+        # signal runs the handler again inside the first call, on the thread holding the lock.
+        if not ending.acquire(blocking=False):
+            return
         if rank == 0:
             print("lobatto: interrupted", file=sys.stderr, flush=True)
         _exit_now(signals.get(signum, 130))

@@ -99,7 +99,7 @@ def save(sim, path=None) -> Path:
 def _incompatible(case, checkpoint: Checkpoint, what: str, ours, theirs) -> InputError:
     return InputError(f"{case.source}: cannot continue from {checkpoint.path}: {what} differs (the case: {ours}; "
                       f"the checkpoint: {theirs}); restart with the case that wrote it, or one that changes only "
-                      "[time] t_end, [output], [checkpoint], [backend] or [parallel]")
+                      "[time] t_end, [physics] values, the flux, [output], [checkpoint], [backend] or [parallel]")
 
 
 def check_compatible(sim, checkpoint: Checkpoint) -> None:
@@ -134,6 +134,7 @@ def resume(sim, path) -> dict:
     case, system, backend, comm = sim.case, sim.system, sim.backend, sim.comm
     with collective_errors(comm):
         checkpoint = Checkpoint(path)
+        checkpoint.check_restart_attributes()
         check_compatible(sim, checkpoint)
         attrs = checkpoint.attrs
         step, dt = int(attrs["step"]), float(attrs["dt"])

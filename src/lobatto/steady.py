@@ -192,6 +192,10 @@ class SteadyRun:
         return summary
 
 
-def run_steady(case, backend=None, output_dir=None, progress=None, comm="world", restart=None) -> dict:
+def run_steady(case, backend=None, output_dir=None, progress=None, comm="world", restart=None,
+               before_writing=None) -> dict:
     """Set up, solve, write the snapshot and summary.json; the summary (driver.run_case)."""
-    return SteadyRun(case, backend, output_dir, comm, progress, restart).run()
+    run = SteadyRun(case, backend, output_dir, comm, progress, restart)
+    if before_writing is not None:
+        before_writing()
+    return run.run()

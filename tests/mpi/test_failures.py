@@ -147,3 +147,4 @@ def test_signal_ends_every_rank(tmp_path, signum, code, nprocs):
         pytest.fail(f"the job did not end within 20 s of the signal\n{err}")
     assert proc.returncode == code, err
     assert "Traceback" not in err, err
+    assert err.count("lobatto: interrupted") == 1, err  # rank 0's handler and its watcher both saw it

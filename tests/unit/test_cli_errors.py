@@ -4,10 +4,12 @@ key, and no traceback. Runs the real command in a subprocess."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -307,3 +309,145 @@ def test_summary_printed_on_rank_0_only(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli, "_world_rank", lambda: 0)
     assert cli.main(["run", str(path), "-o", str(tmp_path / "o"), "-q"]) == 0
     assert "steps" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------- found by the audit
+DATA = ROOT / "tests" / "data"
+
+
+def gmsh_case(tmp_path, mesh: Path) -> Path:
+    return write_case(tmp_path, f'[mesh]\ngenerator = "gmsh"\nfile = "{mesh}"\n[discretization]\norder = 2\n'
+                                '[initial]\nEz = "1"\n[time]\nt_end = 0.01\n')
+
+
+def test_mesh_file_too_large_for_float64_is_an_input_error(tmp_path):
+    """A valid box scaled by 1e120: its Jacobians overflow (it was an OverflowError traceback)."""
+    pytest.importorskip("gmsh")
+    lines = (DATA / "meshes" / "box_msh22.msh").read_text().splitlines()
+    start, end = lines.index("$Nodes") + 2, lines.index("$EndNodes")
+    for i in range(start, end):
+        tag, *xyz = lines[i].split()
+        lines[i] = " ".join([tag] + [repr(float(v) * 1e120) for v in xyz])
+    mesh = tmp_path / "huge.msh"
+    mesh.write_text("\n".join(lines) + "\n")
+    proc = run_cli("run", str(gmsh_case(tmp_path, mesh)), "-o", str(tmp_path / "out"), "-q")
+    assert_one_line_error(proc, "cavity.toml", "huge.msh", "(number 33 in the file)", "rescale the mesh's units")
+
+
+def test_nek_mesh_with_coordinates_that_are_no_numbers(tmp_path):
+    """NaN corners in a .re2: one line naming the element as Nek numbers it, no RuntimeWarning."""
+    data = bytearray((DATA / "nek" / "3dboxper.re2").read_bytes())
+    record = 84 + 9 * 200  # #v002: 80-byte header, 4-byte test word, then per element 25 float64
+    data[record: record + 200] = np.full(25, np.nan).tobytes()  # element 10: its group and corners
+    mesh = tmp_path / "nan.re2"
+    mesh.write_bytes(bytes(data))
+    case = write_case(tmp_path, f'[mesh]\ngenerator = "nek"\nfile = "{mesh}"\n[discretization]\norder = 2\n'
+                                '[initial]\nEz = "1"\n[time]\nt_end = 0.01\n')
+    proc = run_cli("run", str(case), "-o", str(tmp_path / "out"), "-q")
+    assert_one_line_error(proc, "nan.re2: element 10 has corner coordinates that are not finite numbers")
+
+
+def test_resonances_of_a_file_that_is_no_time_series(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    (tmp_path / "binary_probes.csv").write_bytes(b"\x93\xff\x00 not text")
+    (tmp_path / "headless_probes.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "cell_probes.csv").write_text("step,time,Ez@p0\n0,0.0,1.0\n1,0.1,abc\n")
+    with h5py.File(tmp_path / "empty_probes.h5", "w") as f:
+        f.create_group("probes")
+    for name, words in [("binary_probes.csv", ["cannot read the time series", "utf-8"]),
+                        ("headless_probes.csv", ["no 'step,time' header"]),
+                        ("cell_probes.csv", ["could not convert string to float: 'abc'"]),
+                        ("empty_probes.h5", ["not a lobatto time series", "fields"])]:
+        proc = run_cli("resonances", str(tmp_path / name))
+        assert_one_line_error(proc, name, *words)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--steps", "0"], ["--steps must be >= 1"]),
+    (["--steps", "-1"], ["--steps must be >= 1"]),  # it printed negative times and rates, exit 0
+    (["--repeats", "0"], ["--repeats must be >= 1"]),
+    (["--order", "99"], ["--order must be from 1 to 24, got 99"]),
+])
+def test_bench_maxwell_refuses_counts_out_of_range(argv, words):
+    proc = run_cli("bench", "maxwell", "--backend", "cpu", "--order", "2", "--elements", "1", "1", "1", *argv)
+    assert_one_line_error(proc, *words)
+
+
+def test_bench_scaling_refuses_an_order_above_the_largest():
+    proc = run_cli("bench", "scaling", "--weak", "--order", "30")
+    assert_one_line_error(proc, "--order must be from 1 to 24 (got 30)")
+
+
+def test_flow_rate_on_a_mesh_whose_velocity_nodes_are_all_on_walls(tmp_path):
+    """Order 1 and one element between the walls: the driving force moves nothing (it was a
+    ZeroDivisionError traceback, found by tests/fuzz with seed 4242, case 297)."""
+    path = write_case(tmp_path, """\
+[physics]
+equations = "navier_stokes"
+viscosity = 0.01
+flow_rate = 1.0
+
+[mesh]
+elements = [2, 1, 2]
+lower = [0.0, -1.0, 0.0]
+upper = [2.0, 1.0, 1.0]
+periodic = [true, false, true]
+boundary = "wall"
+
+[discretization]
+order = 1
+
+[time]
+integrator = "bdf2"
+dt = 0.02
+t_end = 0.04
+""")
+    proc = run_cli("run", str(path), "-o", str(tmp_path / "out"), "-q")
+    assert_one_line_error(proc, "[physics] flow_rate = 1", "moves no fluid", "[discretization] order")
+
+
+def test_restart_from_a_checkpoint_whose_index_is_damaged(tmp_path):
+    """Attributes of index.h5 carry no checksum: a damaged one is refused, not a traceback."""
+    h5py = pytest.importorskip("h5py")
+    path = write_case(tmp_path, GOOD + "\n[checkpoint]\nevery = 2\nat_end = false\n")
+    out = tmp_path / "out"
+    proc = run_cli("run", str(path), "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    checkpoint = sorted((out / "checkpoints").iterdir())[-1]
+    for damage, word in [(lambda a: a.__setitem__("writer", "{not json"), "writer"),
+                         (lambda a: a.__delitem__("energy_initial"), "energy_initial")]:
+        damaged = tmp_path / f"damaged_{word}"
+        shutil.copytree(checkpoint, damaged)
+        with h5py.File(damaged / "index.h5", "r+") as f:
+            damage(f.attrs)
+        proc = run_cli("run", str(path), "-o", str(tmp_path / f"again_{word}"), "-q", "--restart", str(damaged))
+        assert_one_line_error(proc, "index.h5: a damaged checkpoint index", word)
+
+
+def test_overwrite_keeps_the_earlier_outputs_when_the_case_is_refused_at_set_up(tmp_path):
+    """--overwrite removed the earlier run's outputs before the set-up, so a case refused there
+    (here a probe outside the mesh) lost them; now they go only once the run is set up."""
+    out = tmp_path / "out"
+    path = write_case(tmp_path, GOOD)
+    assert run_cli("run", str(path), "-o", str(out), "-q").returncode == 0
+    before = sorted(p.name for p in out.iterdir())
+    typo = write_case(tmp_path, GOOD + '\n[output]\nname = "cavity"\n[output.probes]\npoints = [[5.0, 0.5, 0.5]]\n',
+                      name="typo.toml")
+    proc = run_cli("run", str(typo), "-o", str(out), "-q", "--overwrite")
+    assert_one_line_error(proc, "typo.toml", "[output.probes] points[0]", "outside the mesh")
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert run_cli("run", str(path), "-o", str(out), "-q", "--overwrite").returncode == 0
+
+
+def test_restart_with_overwrite_keeps_later_checkpoints_when_the_case_does_not_match(tmp_path):
+    out = tmp_path / "out"
+    path = write_case(tmp_path, GOOD + "\n[checkpoint]\nevery = 2\nkeep = 5\n")
+    assert run_cli("run", str(path), "-o", str(out), "-q").returncode == 0
+    checkpoints = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert len(checkpoints) >= 2, checkpoints
+    other = write_case(tmp_path, (GOOD + "\n[checkpoint]\nevery = 2\nkeep = 5\n[discretization]\norder = 4\n"
+                                  '[output]\nname = "cavity"\n'), name="other.toml")
+    proc = run_cli("run", str(other), "-o", str(out), "-q", "--overwrite", "--restart",
+                   str(out / "checkpoints" / checkpoints[0]))
+    assert_one_line_error(proc, "other.toml", "[discretization] order differs")
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == checkpoints

@@ -25,7 +25,10 @@ def probe_series(run_dir, probe: str | int = 0, field: str | None = None) -> dic
     if path.is_file() and path.suffix == ".h5":
         return _from_hdf5(path, index, field)
     path = find_series(path)
-    series = read_csv(path)
+    try:
+        series = read_csv(path)
+    except (OSError, ValueError) as exc:  # as lobatto plot says it (io/plot.py)
+        raise InputError(f"{path}: cannot read the time series ({exc})") from None
     probe_columns = [c for c in series["columns"] if c.rsplit("@", 1)[-1][:1] == "p" and c.rsplit("@", 1)[-1][1:].isdigit()]
     if not probe_columns:
         raise InputError(f"{path}: no probe columns (the case needs [output.probes])")
@@ -53,6 +56,8 @@ def _from_hdf5(path: Path, index: int, field: str | None) -> dict:
                     "values": group[field][:, index]}
     except OSError as err:
         raise InputError(f"{path}: not a readable HDF5 file ({err})") from None
+    except KeyError as err:
+        raise InputError(f"{path}: not a lobatto time series ({err.args[0] if err.args else err})") from None
 
 
 def _probe_index(probe) -> int:
@@ -89,8 +94,8 @@ def uniform_step(time: np.ndarray, path) -> tuple[np.ndarray, float]:
         kept = kept[:-1]
     elif off.any():
         first = int(np.nonzero(off)[0][0])
-        raise InputError(f"{path}: the probe samples are not uniform in time (gap {gaps[first]!r} after t = "
-                         f"{time[first]!r}, step {step!r}): resonances need a fixed time step")
+        raise InputError(f"{path}: the probe samples are not uniform in time (gap {float(gaps[first])!r} after t = "
+                         f"{float(time[first])!r}, step {float(step)!r}): resonances need a fixed time step")
     return kept, step
 
 

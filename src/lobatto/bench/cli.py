@@ -178,9 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from lobatto.bench import maxwell as mb
+    from lobatto.discretization.gll import MAX_ORDER
 
-    if args.order < 1:
-        raise InputError("--order must be >= 1")
+    orders = list(args.orders) if args.sweep else [args.order]
+    if any(not 1 <= order <= MAX_ORDER for order in orders):
+        raise InputError(f"--order{'s' if args.sweep else ''} must be from 1 to {MAX_ORDER}, got "
+                         f"{' '.join(map(str, orders))}")
+    if args.steps is not None and args.steps < 1:
+        raise InputError(f"--steps must be >= 1 (got {args.steps})")
+    if args.repeats < 1:
+        raise InputError(f"--repeats must be >= 1 (got {args.repeats})")
     if args.sweep:
         s = mb.sweep(args.backend, tuple(args.orders), curved=args.curved, precision=args.precision,
                      max_points=args.max_points, device=args.device, stages=args.stages)

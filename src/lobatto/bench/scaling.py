@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.discretization.gll import gll_points
+from lobatto.discretization.gll import MAX_ORDER, gll_points
 from lobatto.bench.scaling_analysis import _g, analyse, format_table, merge_studies
 from lobatto.bench.surroundings import find_mpiexec, git_commit, open_mpi_flags
 from lobatto.errors import InputError, SolverError
@@ -285,8 +285,8 @@ def _device(backend: str) -> str:
 
 
 def check_options(args) -> None:
-    if args.order < 1:
-        raise InputError(f"--order must be >= 1 (got {args.order})")
+    if not 1 <= args.order <= MAX_ORDER:
+        raise InputError(f"--order must be from 1 to {MAX_ORDER} (got {args.order})")
     if args.steps is not None and args.steps < 3:
         raise InputError(f"--steps must be >= 3 (the first 2 are left out of the rate; got {args.steps})")
     if not args.ranks or any(p < 1 for p in args.ranks):

@@ -30,6 +30,7 @@ __all__ = [
     "atomic_open",
     "atomic_write_bytes",
     "atomic_write_text",
+    "h5_create",
     "temp_path_for",
     "output_errors",
     "os_reason",
@@ -59,6 +60,9 @@ def os_reason(err: BaseException) -> str:
     if not isinstance(code, int) or code <= 0:
         found = _ERRNO_IN_TEXT.search(text)  # h5py: "... errno = 28, error message = '...'"
         code = int(found.group(1)) if found else None
+    inner = err.__cause__ or err.__context__
+    if not code and isinstance(inner, OSError) and isinstance(inner.errno, int) and inner.errno > 0:
+        code = inner.errno  # h5py's "file close failed" over the file object's own error (io.atomic.h5_create)
     if code:
         reason = os.strerror(code)
     else:
@@ -125,6 +129,20 @@ def atomic_path(path: str | os.PathLike, fsync: bool = True) -> Iterator[Path]:
         raise
     if fsync:
         _fsync_dir(final.parent if str(final.parent) else Path("."))
+
+
+@contextlib.contextmanager
+def h5_create(path: str | os.PathLike):
+    """``h5py.File(path, "w")``, written through a Python file object and without a chunk
+    cache (each chunk goes to the file as it is written). A write that fails (a full disk) then
+    raises OSError where it happens. Through h5py's own POSIX driver, or with chunks still in
+    the cache, HDF5 keeps a file it can neither flush nor close: "Exception ignored" tracebacks,
+    a RuntimeError from the close, and a segmentation fault at exit (h5py issue 914; seen with
+    h5py 3.16 and HDF5 2.0)."""
+    import h5py
+
+    with open(path, "w+b") as fh, h5py.File(fh, "w", rdcc_nbytes=0) as f:  # HDF5 may read back
+        yield f
 
 
 @contextlib.contextmanager

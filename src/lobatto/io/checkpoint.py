@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.io.atomic import TEMP_MARK, os_reason, output_errors
+from lobatto.io.atomic import TEMP_MARK, h5_create, os_reason, output_errors
 from lobatto.io.compression import dataset_options, register_filters
 from lobatto.parallel import collective_errors, rank_and_size
 
@@ -70,9 +70,7 @@ def _pause_here(step: int) -> None:
 
 
 def _write_part(path: Path, arrays: dict, element_ids, step: int, rank: int, compression: str) -> int:
-    import h5py
-
-    with h5py.File(path, "w") as f:
+    with h5_create(path) as f:
         f.attrs["rank"] = rank
         f.attrs["step"] = step
         f.create_dataset("element_ids", data=np.asarray(element_ids, dtype=np.int64))
@@ -128,11 +126,9 @@ def write_checkpoint(path, arrays: dict, element_ids, attrs: dict, compression: 
 
 
 def _write_index(temporary: Path, final: Path, counts, all_ids, attrs: dict, compression: str) -> None:
-    import h5py
-
     index = temporary / INDEX_FILE
     with output_errors(final / INDEX_FILE):
-        with h5py.File(index, "w") as f:
+        with h5_create(index) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["compression"] = compression
@@ -152,6 +148,13 @@ def _write_index(temporary: Path, final: Path, counts, all_ids, attrs: dict, com
         _fsync(final.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+#: index attributes that a restart reads, and the types they are written with (JSON ones decoded)
+_ATTRIBUTE_TYPES = {"step": int, "time": (int, float), "dt": (int, float), "order": int, "num_global_elements": int,
+                    "energy_initial": (int, float, type(None)), "field_names": list, "mesh": dict,
+                    "writer": (dict, type(None)), "restarts": (list, type(None)),
+                    "history_numbers": (dict, type(None)), "outputs_state": (dict, type(None))}
 
 
 def _plain(value):
@@ -195,7 +198,7 @@ class Checkpoint:
                 self.element_ids = f["element_ids"][...]
         except FileNotFoundError:
             raise InputError(f"{index}: missing; {where} is not a complete checkpoint") from None
-        except (OSError, KeyError) as err:
+        except (OSError, KeyError, RuntimeError, ValueError) as err:  # h5py: RuntimeError for damaged attributes
             raise InputError(f"{index}: not a readable checkpoint index ({os_reason(err)})") from None
         if self.attrs.get("format") != FORMAT:
             raise InputError(f"{index}: not a lobatto checkpoint (format attribute {self.attrs.get('format')!r})")
@@ -215,6 +218,16 @@ class Checkpoint:
             if actual != int(expected):
                 raise InputError(f"{part}: {actual} bytes, the index recorded {int(expected)}: the file is "
                                  f"{'truncated' if actual < expected else 'changed'}")
+
+    def check_restart_attributes(self) -> dict:
+        """The index's attributes that a restart reads, checked for their written types (they
+        carry no checksum, unlike the parts' datasets); InputError naming the damaged ones."""
+        damaged = [key for key, kinds in _ATTRIBUTE_TYPES.items() if key not in self.attrs
+                   or not isinstance(self.attrs[key], kinds) or isinstance(self.attrs[key], bool)]
+        if damaged:
+            raise InputError(f"{self.path / INDEX_FILE}: a damaged checkpoint index (attributes {', '.join(damaged)} "
+                             "missing or not of the type written); restart from another checkpoint")
+        return self.attrs
 
     def read(self, ids) -> dict:
         """{array name: host array (len(ids), ...)} of the elements with global ids ``ids``,

@@ -105,17 +105,25 @@ def _show(paths, directory: Path, most: int = 3) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def prepare_for_checkpoints(output_dir, name: str, overwrite: bool = False) -> None:
+def prepare_for_checkpoints(output_dir, name: str, overwrite: bool = False, removals: list | None = None) -> None:
     """Before a new run (rank 0, after io.output_dir.prepare_output_dir): checkpoints of
     ``name`` from an earlier run are refused (a later ``--restart latest`` would pick them)
-    unless ``overwrite``, which removes them; unfinished ones are removed either way."""
+    unless ``overwrite``, which removes them (or, given ``removals``, appends their removal to
+    it: see prepare_output_dir); unfinished ones are removed either way."""
     directory = Path(output_dir)
     remove_stale_checkpoints(directory, name)
     earlier = [path for _, path in find_checkpoints(directory, name)]
     if earlier and not overwrite:
         raise InputError(f"{directory}: holds checkpoints of an earlier run ({_show(earlier, directory)}); use "
                          "--restart to continue it, --overwrite to replace them, or another --output directory")
-    remove_checkpoints(earlier, "the earlier checkpoint")
+
+    def remove_earlier() -> None:
+        remove_checkpoints(earlier, "the earlier checkpoint")
+
+    if removals is not None:
+        removals.append(remove_earlier)
+    else:
+        remove_earlier()
 
 
 _STEP_IN_NAME = r"_(?P<step>\d{6,})"
@@ -139,17 +147,20 @@ def later_outputs(output_dir, name: str, step: int, nek_count: int) -> list[Path
     return later
 
 
-def prepare_for_restart(output_dir, name: str, restart: str, overwrite: bool = False) -> Path:
+def prepare_for_restart(output_dir, name: str, restart: str, overwrite: bool = False,
+                        removals: list | None = None) -> Path:
     """Before a continued run (rank 0): the checkpoint named by ``restart`` (a path, or
     ``"latest"`` for the newest in ``output_dir``), opened and checked, is returned. The
     earlier run's outputs up to its step stay; what the earlier run wrote after it (snapshots,
     checkpoints), which the continued run writes again, is refused unless ``overwrite``,
-    which removes exactly that. Temporaries of interrupted writes are removed."""
+    which removes exactly that (or, given ``removals``, appends that removal to it: see
+    io.output_dir.prepare_output_dir). Temporaries of interrupted writes are removed."""
     directory = Path(output_dir)
     _create(directory)
     _probe(directory)
     path = latest_checkpoint(directory, name) if restart == "latest" else Path(restart)
     checkpoint = Checkpoint(path)
+    checkpoint.check_restart_attributes()
     step = int(checkpoint.attrs["step"])
     writer = checkpoint.attrs.get("writer") or {}
     later = later_outputs(directory, name, step, int(writer.get("nek_count", 0)))
@@ -161,7 +172,14 @@ def prepare_for_restart(output_dir, name: str, restart: str, overwrite: bool = F
     remove_stale_checkpoints(directory, name)
     for temporary in find_temporaries(directory, name):
         temporary.unlink(missing_ok=True)
-    for path_ in later:
-        path_.unlink(missing_ok=True)
-    remove_checkpoints(later_checkpoints, "a later checkpoint")
+
+    def remove_later() -> None:
+        for path_ in later:
+            path_.unlink(missing_ok=True)
+        remove_checkpoints(later_checkpoints, "a later checkpoint")
+
+    if removals is not None:
+        removals.append(remove_later)
+    else:
+        remove_later()
     return checkpoint.path

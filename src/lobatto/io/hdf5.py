@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lobatto.io.atomic import atomic_path
+from lobatto.io.atomic import atomic_path, h5_create
 from lobatto.io.compression import dataset_options, register_filters
 
 __all__ = ["write_snapshot", "read_snapshot", "LAYOUT"]
@@ -104,13 +104,11 @@ def write_snapshot(
         if a.shape != shape:
             raise ValueError(f"field {name} has shape {a.shape}, expected {shape}")
 
-    h5py = _h5py()
-
     def options(a):
         return dataset_options(compression, a.shape, a.dtype.itemsize)
 
     with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w") as f:
+        with h5_create(tmp) as f:
             mesh = f.create_group("mesh")
             for i, c in enumerate(_COORD_NAMES):
                 mesh.create_dataset(c, data=np.ascontiguousarray(coords[i]), **options(coords[i]))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.io.atomic import atomic_path, output_errors
+from lobatto.io.atomic import atomic_path, h5_create, output_errors
 from lobatto.io.hdf5 import write_snapshot
 
 PART_DIRECTORY = "parts"
@@ -44,7 +44,7 @@ def write_virtual_snapshot(snapshot_path, part_counts, order, field_names, dtype
     total = int(sum(part_counts))
     datasets = [f"mesh/{c}" for c in "xyz"] + [f"fields/{name}" for name in field_names]
     with atomic_path(snapshot_path) as tmp:
-        with h5py.File(tmp, "w") as f:
+        with h5_create(tmp) as f:
             for name in datasets + ["mesh/element_ids"]:
                 shape, kind = ((total,), np.int64) if name == "mesh/element_ids" else ((total, n, n, n), dtype)
                 layout = h5py.VirtualLayout(shape=shape, dtype=kind)

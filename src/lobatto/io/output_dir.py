@@ -222,7 +222,8 @@ def _relative(path: Path, directory: Path) -> str:
     return path.relative_to(directory).as_posix()
 
 
-def prepare_output_dir(path: str | os.PathLike, name: str, overwrite: bool = False) -> dict:
+def prepare_output_dir(path: str | os.PathLike, name: str, overwrite: bool = False,
+                       removals: list | None = None) -> dict:
     """Make ``path`` ready for a run whose files are named after ``name`` ([output] name).
 
     Call it before any computation, in one process only (rank 0). In order:
@@ -240,7 +241,9 @@ def prepare_output_dir(path: str | os.PathLike, name: str, overwrite: bool = Fal
       writing the same name into one directory at once are not supported). Leftover probe
       files of other processes are removed too;
     * with ``overwrite``: deletes those earlier outputs (and ``parts/`` if that leaves it
-      empty). Other files, other output names' included, are never touched.
+      empty). Other files, other output names' included, are never touched. Given a list
+      ``removals``, that deletion is appended to it (a callable) instead, for the caller to run
+      once the run is set up: a case refused at set-up then leaves the earlier outputs in place.
 
     Returns ``{"directory": str(path), "created": bool, "removed_temporaries": [names],
     "removed_outputs": [names], "free_bytes": int}`` (names relative to ``path``, sorted,
@@ -267,12 +270,18 @@ def prepare_output_dir(path: str | os.PathLike, name: str, overwrite: bool = Fal
             f"use --overwrite to replace them, or another --output directory"
         )
     _remove(temporaries, "a temporary file of an interrupted run")
-    if overwrite:
+
+    def remove_earlier() -> None:
         _remove(outputs, "the earlier output")
         parts = directory / PART_DIRECTORY
         if any(p.parent == parts for p in outputs + temporaries):
             with contextlib.suppress(OSError):
                 parts.rmdir()  # only if empty
+
+    if overwrite and removals is not None:
+        removals.append(remove_earlier)
+    elif overwrite:
+        remove_earlier()
     try:
         free = int(shutil.disk_usage(directory).free)
     except OSError:

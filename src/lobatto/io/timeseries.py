@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto import __version__
-from lobatto.io.atomic import atomic_open, atomic_path, output_errors
+from lobatto.io.atomic import atomic_open, atomic_path, h5_create, output_errors
 
 #: the largest share of wall time the HDF5 rewrites may take
 REWRITE_SHARE = 0.05
@@ -128,10 +128,8 @@ class TimeSeriesWriter:
         self.write_hdf5()
 
     def write_hdf5(self) -> None:
-        import h5py
-
         start = time.perf_counter()
-        with atomic_path(self.h5_path) as tmp, h5py.File(tmp, "w") as f:
+        with atomic_path(self.h5_path) as tmp, h5_create(tmp) as f:
             for key, value in self.attrs.items():
                 f.attrs[key] = value
             f.attrs["lobatto_version"] = __version__

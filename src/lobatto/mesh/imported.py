@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lobatto.errors import InputError
+from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.connectivity import connectivity_from_vertices
 from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
 from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, NUM_ORIENTATIONS, reorient
@@ -144,10 +145,21 @@ def _check_nodes(imported: ImportedMesh) -> None:
         raise InputError(f"{imported.source}: element nodes have shape {nodes.shape}, expected (E, 3, q+1, q+1, q+1)")
     if imported.num_elements == 0:
         raise InputError(f"{imported.source}: the mesh has no hexahedra")
+    numbers = imported.info.get("element_numbers")
+
+    def element(e: int) -> str:
+        return f"element {e}" + ("" if numbers is None else f" (number {int(numbers[e])} in the file)")
+
     finite = np.isfinite(nodes).reshape(len(nodes), -1).all(axis=1)
     if not finite.all():
         e = int(np.argmin(finite))
-        raise InputError(f"{imported.source}: element {e} has coordinates that are not finite numbers")
+        raise InputError(f"{imported.source}: {element(e)} has coordinates that are not finite numbers")
+    size = np.abs(nodes).reshape(len(nodes), -1).max(axis=1)
+    if np.any(size > MAX_EXTENT):
+        e = int(np.argmax(size > MAX_EXTENT))
+        raise InputError(f"{imported.source}: {element(e)} has a coordinate of magnitude {size[e]:.3g}; coordinates "
+                         f"must lie within {MAX_EXTENT:.0e} of the origin, or the geometric factors (Jacobians, "
+                         "1/length) overflow float64: rescale the mesh's units")
 
 
 def smallest_edges(corners: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.errors import InputError
+from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.imported import ImportedMesh
 from lobatto.mesh.readers.nek5000_curves import (
     CIRCLE_EDGES,
@@ -41,6 +42,8 @@ __all__ = ["read", "read_nek", "to_imported", "NekMesh", "NEK_FACE_TO_LOBATTO", 
 
 #: curve types built: midpoint edge, circle edge, sphere face
 CURVE_TYPES = ("m", "C", "s")
+#: how many of a curve record's five values each type uses (midpoint; radius; centre and radius)
+CURVE_VALUES = {"m": 3, "C": 1, "s": 4}
 #: boundary codes of faces that have a neighbour
 INTERIOR_CODES = ("E", "")
 RE2_VERSIONS = {"#v001": 4, "#v002": 8, "#v003": 8}
@@ -157,6 +160,13 @@ class _Cursor:
         return self.take(dtype, count, what)
 
 
+def _ids(values) -> np.ndarray:
+    """Element and side numbers of records as integers; a value that is no whole number in range
+    (a damaged file) becomes 0, which the range checks after this refuse."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(np.isfinite(values) & (np.abs(values) < 2.0**62), values, 0).astype(np.int64)
+
+
 def _decode_codes(raw: np.ndarray, width: int) -> np.ndarray:
     return np.array([bytes(c[:width]).decode("ascii", errors="replace").replace("\x00", " ").strip()
                      for c in raw], dtype=object)
@@ -174,11 +184,16 @@ def _read_re2(path: Path) -> NekMesh:
     records = cursor.take(np.dtype([("group", group), ("xyz", real, (3, 8))]), nelt,
                           f"the {nelt} elements the header announces")
     corners = np.ascontiguousarray(np.transpose(records["xyz"], (0, 2, 1)), dtype=np.float64)
-    groups = records["group"].astype(np.int64)
+    _check_corners(path, corners)
+    group_values = records["group"].astype(np.float64)
+    if not np.isfinite(group_values).all():
+        e = int(np.argmin(np.isfinite(group_values)))
+        raise InputError(f"{path}: element {e + 1} has group {group_values[e]}, expected an integer")
+    groups = group_values.astype(np.int64)
 
     ncurves = cursor.count("curved sides")
     crec = cursor.side_records(ncurves, f"the {ncurves} curved-side records")
-    curves = _curves(path, nelt, crec["element"].astype(np.int64), crec["side"].astype(np.int64),
+    curves = _curves(path, nelt, _ids(crec["element"]), _ids(crec["side"]),
                      crec["values"].astype(np.float64), _decode_codes(crec["code"], 1))
 
     nbcs = cursor.count("boundary conditions")
@@ -192,7 +207,7 @@ def _read_re2(path: Path) -> NekMesh:
         values[codes == "P", 0] = as_int[codes == "P"]
     bc_codes = np.full((nelt, 6), "E", dtype=object)
     bc_values = np.zeros((nelt, 6, 5))
-    element, side = brec["element"].astype(np.int64), brec["side"].astype(np.int64)
+    element, side = _ids(brec["element"]), _ids(brec["side"])
     bad = (element < 1) | (element > nelt) | (side < 1) | (side > 6)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
@@ -207,6 +222,19 @@ def _read_re2(path: Path) -> NekMesh:
 
 
 # --------------------------------------------------------------------------- curves
+
+def _check_corners(path, corners: np.ndarray) -> None:
+    """Corners (E, 8, 3) that are finite and within MAX_EXTENT, before any geometry is built
+    from them (where they would overflow); elements are named 1-based, as Nek counts them."""
+    size = np.abs(corners).reshape(len(corners), -1).max(axis=1, initial=0.0)
+    bad = ~np.isfinite(size) | (size > MAX_EXTENT)
+    if bad.any():
+        e = int(np.argmax(bad))
+        if not np.isfinite(size[e]):
+            raise InputError(f"{path}: element {e + 1} has corner coordinates that are not finite numbers")
+        raise InputError(f"{path}: element {e + 1} has a corner coordinate of magnitude {size[e]:.3g}; coordinates "
+                         f"must lie within {MAX_EXTENT:.0e} of the origin: rescale the mesh's units")
+
 
 def _curves(path, nelt: int, elements, sides, values, types) -> dict:
     """Check the curve records (1-based element and side) and keep the curved ones, 0-based;
@@ -226,6 +254,10 @@ def _curves(path, nelt: int, elements, sides, values, types) -> dict:
         if t == "C" and s - 1 not in CIRCLE_EDGES:
             raise InputError(f"{path}: element {e} edge {s}: circle ('C') sides are defined on "
                              "edges 1-8 only (Nek5000 ignores them elsewhere)")
+        used = values[i][:CURVE_VALUES[t]]
+        if not np.all(np.isfinite(used)) or np.any(np.abs(used) > MAX_EXTENT):
+            raise InputError(f"{path}: element {e} side {s}: curve {t!r} has values {list(map(float, used))}; "
+                             f"expected finite numbers within {MAX_EXTENT:.0e}")
     key = (elements - 1) * 100 + (sides - 1) + np.where(types == "s", 50, 0)
     _, last = np.unique(key[::-1], return_index=True)
     pick = np.sort(len(key) - 1 - last)
@@ -295,6 +327,7 @@ def _read_rea(path: Path) -> NekMesh:
                 path, lines[row + 1 + block], row + 2 + block, 4, f"element {e + 1} corner coordinates")
         row += 7
     at = _find(path, lines, row, "CURVED SIDE", "curved-side section")
+    _check_corners(path, corners)
     curves = _rea_curves(path, lines, at, nel)
     bc_codes, bc_values = _rea_bcs(path, lines, at, nel)
     info = {"format": "Nek5000 .rea", "version": "ASCII"}
@@ -389,7 +422,7 @@ def _periodic_pairs(nek: NekMesh) -> np.ndarray | None:
     if len(elements) == 0:
         return None
     nel = nek.num_elements
-    partner = np.rint(nek.bc_values[elements, faces, :2]).astype(np.int64)
+    partner = _ids(np.rint(nek.bc_values[elements, faces, :2]))
     pe, pf = partner[:, 0] - 1, partner[:, 1] - 1
     for i in range(len(elements)):
         e, f = int(elements[i]), int(faces[i])

@@ -9,6 +9,7 @@ u . e over the volume equal the target. u_s is recomputed whenever bdf_0 / dt ch
 
 from __future__ import annotations
 
+from lobatto.errors import InputError
 from lobatto.parallel import allreduce
 
 
@@ -45,6 +46,14 @@ class FlowRate:
              s.velocity_result) = saved
         self.response = (velocity.copy(), pressure.copy())
         self.response_mean = self.mean(velocity)
+        if not abs(self.response_mean) > 0.0:  # zero (or not finite): no alpha reaches the target
+            error = InputError(
+                f"[physics] flow_rate = {self.target:g}: a force along {'xyz'[self.direction]} moves no fluid on "
+                f"this mesh (the mean velocity it drives is {self.response_mean:.3g}): every velocity node lies on a "
+                "wall or an inflow, as with one element of order 1 across the channel; use more elements or a "
+                "higher [discretization] order")
+            error.collective = True  # the mean is summed over the ranks: every rank raises this
+            raise error
         self.sigma = sigma
 
     def correct(self, velocity, pressure, sigma):
