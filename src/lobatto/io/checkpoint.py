@@ -22,6 +22,7 @@ each rank's own elements without gathering anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -40,6 +41,9 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "INDEX_FILE", "Checkpoint", "part_file_na
 FORMAT = "lobatto-checkpoint"
 FORMAT_VERSION = 1
 INDEX_FILE = "index.h5"
+#: the index's own checksum: SHA-256 of its other attributes and its datasets (the parts'
+#: datasets carry HDF5's fletcher32; an index attribute changed in place would go unseen)
+INDEX_DIGEST = "index_sha256"
 #: test-only: "STEP:SECONDS" makes every rank sleep inside the write of the checkpoint of that
 #: step (its part file open and half written), so a test can kill the job there
 PAUSE_VARIABLE = "LOBATTO_TEST_CHECKPOINT_PAUSE"
@@ -137,6 +141,7 @@ def _write_index(temporary: Path, final: Path, counts, all_ids, attrs: dict, com
             f.create_dataset("parts/elements", data=np.array([c for c, _ in counts], dtype=np.int64))
             f.create_dataset("parts/bytes", data=np.array([b for _, b in counts], dtype=np.int64))
             f.create_dataset("element_ids", data=np.concatenate(all_ids).astype(np.int64))
+            f.attrs[INDEX_DIGEST] = _index_digest(f)  # of the values as stored, read back
         _fsync(index)
         _fsync(temporary)
     with output_errors(final):
@@ -155,6 +160,21 @@ _ATTRIBUTE_TYPES = {"step": int, "time": (int, float), "dt": (int, float), "orde
                     "energy_initial": (int, float, type(None)), "field_names": list, "mesh": dict,
                     "writer": (dict, type(None)), "restarts": (list, type(None)),
                     "history_numbers": (dict, type(None)), "outputs_state": (dict, type(None))}
+
+
+def _index_digest(f) -> str:
+    """SHA-256 of an open index's attributes (all but the digest, by name) and datasets."""
+    digest = hashlib.sha256()
+    for key in sorted(f.attrs):
+        if key == INDEX_DIGEST:
+            continue
+        value = np.asarray(f.attrs[key])
+        digest.update(f"{key}\0{value.dtype.str}\0{value.shape}\0".encode())
+        digest.update(repr(value.tolist()).encode() if value.dtype.kind == "O" else value.tobytes())
+    for name in ("parts/elements", "parts/bytes", "element_ids"):
+        digest.update(f"{name}\0".encode())
+        digest.update(np.ascontiguousarray(f[name][...]).tobytes())
+    return digest.hexdigest()
 
 
 def _plain(value):
@@ -196,10 +216,16 @@ class Checkpoint:
                 counts = f["parts/elements"][...]
                 sizes = f["parts/bytes"][...]
                 self.element_ids = f["element_ids"][...]
+                stored = f.attrs.get(INDEX_DIGEST)  # absent in checkpoints written before it existed
+                intact = stored is None or _plain(stored) == _index_digest(f)
         except FileNotFoundError:
             raise InputError(f"{index}: missing; {where} is not a complete checkpoint") from None
         except (OSError, KeyError, RuntimeError, ValueError) as err:  # h5py: RuntimeError for damaged attributes
             raise InputError(f"{index}: not a readable checkpoint index ({os_reason(err)})") from None
+        if not intact:
+            raise InputError(f"{index}: its attributes or element lists do not match the checksum written with "
+                             "them (the file was changed or damaged after it was written); restart from another "
+                             "checkpoint")
         if self.attrs.get("format") != FORMAT:
             raise InputError(f"{index}: not a lobatto checkpoint (format attribute {self.attrs.get('format')!r})")
         if self.attrs.get("format_version") != FORMAT_VERSION:
@@ -220,8 +246,9 @@ class Checkpoint:
                                  f"{'truncated' if actual < expected else 'changed'}")
 
     def check_restart_attributes(self) -> dict:
-        """The index's attributes that a restart reads, checked for their written types (they
-        carry no checksum, unlike the parts' datasets); InputError naming the damaged ones."""
+        """The index's attributes that a restart reads, checked for their written types (an
+        index written before INDEX_DIGEST existed has no checksum); InputError naming the
+        damaged ones."""
         damaged = [key for key, kinds in _ATTRIBUTE_TYPES.items() if key not in self.attrs
                    or not isinstance(self.attrs[key], kinds) or isinstance(self.attrs[key], bool)]
         if damaged:
