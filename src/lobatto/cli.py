@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lobatto",
         description="GPU-native high-order spectral-element framework.",
         epilog="Case files: docs/case-file.md. Output: docs/output.md.",
+        allow_abbrev=False,  # --out is not --output: a prefix is an unknown option
     )
     parser.add_argument("--version", action="version", version=f"lobatto {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run a case file",
+        allow_abbrev=False,
         description="Run the case described by a TOML case file and print a summary.",
     )
     run.add_argument("case", metavar="CASE.toml", help="the case file")
@@ -75,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot = sub.add_parser(
         "plot",
         help="plot a run's probes and integrals (time series) as a PNG",
+        allow_abbrev=False,
         description="Turn a run's time series (NAME_probes.csv, from [output.probes] and "
                     "[output.integrals]) into a PNG, one panel per quantity (docs/probes.md).",
     )
@@ -87,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     modes = sub.add_parser(
         "resonances",
         help="frequencies, decay rates and Q of the modes in a probe's time series",
+        allow_abbrev=False,
         description="Fit a probe's time series (NAME_probes.csv or .h5) by damped sinusoids (matrix pencil) "
                     "and print the modes (docs/electromagnetics.md).",
     )
@@ -100,18 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser(
         "bench",
+        allow_abbrev=False,
         help="run benchmarks (see 'lobatto bench --help')",
         add_help=False,
         description="Benchmarks; the arguments are passed to lobatto.bench.cli.",
     )
     sub.add_parser(
         "sysbench",
+        allow_abbrev=False,
         help="node micro-benchmarks: STREAM, GEMM, host<->device, GPU<->GPU, MPI (see 'lobatto sysbench --help')",
         add_help=False,
         description="Node micro-benchmarks; the arguments are passed to lobatto.bench.sysbench.",
     )
     sub.add_parser(
         "doctor",
+        allow_abbrev=False,
         help="check GPUs, the rank->GPU mapping, MPI, NCCL, transports, caches (see 'lobatto doctor --help')",
         add_help=False,
         description="Checks of this machine or allocation; the arguments are passed to lobatto.bench.doctor.",
@@ -166,13 +174,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     restart = None
     removals: list = []  # what --overwrite replaces: removed once the run is set up (rank 0)
     with collective_errors(comm):  # every rank reads the case; rank 0 alone prepares the directory
+        if args.output is not None and not args.output:
+            raise InputError("--output: expected the output directory, got an empty path (leave --output out "
+                             "for ./<case name>_out)")
+        if args.restart is not None and not args.restart.strip():
+            raise InputError("--restart: expected a checkpoint directory or 'latest', got an empty path")
         case = load_case(args.case)
         output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
         if _world_rank() == 0 and args.restart is not None:
+            _check_checkpoint_directory(case, output_dir)
             restart = prepare_for_restart(output_dir, case.output.name, args.restart, overwrite=args.overwrite,
                                           removals=removals)
         elif _world_rank() == 0:
             prepare_output_dir(output_dir, case.output.name, overwrite=args.overwrite, removals=removals)
+            _check_checkpoint_directory(case, output_dir)
             prepare_for_checkpoints(output_dir, case.output.name, overwrite=args.overwrite, removals=removals)
     if comm is not None and args.restart is not None:
         restart = comm.bcast(restart)
@@ -207,15 +222,46 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_checkpoint_directory(case, output_dir: Path) -> None:
+    """A case that writes checkpoints: <output>/checkpoints must be a directory, or absent,
+    now rather than at the first checkpoint (an output path that is no directory is the
+    output directory's own check, io.output_dir)."""
+    from lobatto.io.checkpoint_dir import CHECKPOINT_DIRECTORY
+    from lobatto.io.output_dir import check_output_path
+
+    if case.checkpoint.enabled and output_dir.is_dir():
+        check_output_path(output_dir / CHECKPOINT_DIRECTORY, directory=True,
+                          hint="the case's [checkpoint] writes the run's checkpoints into it; move the file away "
+                               "or give another --output")
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from lobatto.io.output_dir import check_output_path
     from lobatto.io.plot import find_series, plot_time_series
 
+    if args.output is not None:
+        if not args.output:
+            raise InputError("--output: expected the PNG file to write, got an empty path (leave --output out for "
+                             "NAME_probes.png beside the CSV file)")
+        check_output_path(args.output, "--output ", create_parents=False)
     csv_path = find_series(Path(args.run_dir))
     png = Path(args.output) if args.output else csv_path.with_suffix(".png")
     result = plot_time_series(csv_path, png, args.quantities, title=f"{csv_path.parent.name}/{csv_path.name}")
     print(f"{png}: {result['panels']} panel{'s' if result['panels'] != 1 else ''}, "
           f"{len(result['columns'])} series, {result['pixels'][0]} x {result['pixels'][1]} pixels")
     return 0
+
+
+def _check_resonance_options(args: argparse.Namespace) -> None:
+    """The numbers of ``lobatto resonances`` in range, before the series is read."""
+    if not (math.isfinite(args.max_error) and args.max_error > 0):
+        raise InputError(f"--max-error must be a positive number (the largest relative error estimate of a mode "
+                         f"kept, such as 1e-3), got {args.max_error:g}")
+    if args.band is not None:
+        f1, f2 = args.band
+        if not 0 <= f1 < f2:
+            raise InputError(f"--band F1 F2 must be two frequencies (omega / 2 pi) with 0 <= F1 < F2, got "
+                             f"{f1:g} {f2:g}")
 
 
 def _cmd_bench(argv: list[str]) -> int:
@@ -295,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "resonances":
             from lobatto.analysis.resonance_table import resonance_report
 
+            _check_resonance_options(args)
             print(resonance_report(args.run_dir, args.probe, args.field, args.band, args.max_error)[1])
             return 0
         parser.print_help(sys.stderr)

@@ -66,3 +66,17 @@ def test_an_unknown_region_is_reported_once(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, describe(result)
     assert "[material.glas]: no region 'glas' in the mesh" in lines[0]
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+def test_a_value_out_of_range_names_the_global_element_once(tmp_path, nprocs):
+    """epsilon < 0 only on elements of the last ranks: the same line on any number of ranks,
+    naming the lowest such element by global id (a rank's local index meant nothing)."""
+    text = CASE.split("[material.fast]")[0] + '[material.all]\nepsilon = "0.6 - x"\n'
+    (tmp_path / "case.toml").write_text(text)
+    result = run(nprocs, ["-m", "lobatto", "run", str(tmp_path / "case.toml"), "--output", str(tmp_path / "out"),
+                          "--quiet"], timeout=60)
+    assert result.returncode == 2, describe(result)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [f"lobatto: error: {tmp_path / 'case.toml'}: [material.all] epsilon = -0.0809017 in element 2 "
+                     "(box index 2,0,0) centred at (0.625, 0.25, 0.25), expected a positive number"], describe(result)

@@ -9,6 +9,7 @@ import numpy as np
 
 from lobatto.analysis.resonance import Modes, resonances
 from lobatto.errors import InputError
+from lobatto.io.atomic import os_reason
 from lobatto.io.plot import find_series
 from lobatto.io.timeseries import probe_column, read_csv
 
@@ -55,9 +56,9 @@ def _from_hdf5(path: Path, index: int, field: str | None) -> dict:
             return {"path": path, "column": probe_column(field, index), "time": group["time"][()],
                     "values": group[field][:, index]}
     except OSError as err:
-        raise InputError(f"{path}: not a readable HDF5 file ({err})") from None
+        raise InputError(f"{path}: not a readable HDF5 file ({os_reason(err)})") from None
     except KeyError as err:
-        raise InputError(f"{path}: not a lobatto time series ({err.args[0] if err.args else err})") from None
+        raise InputError(f"{path}: not a lobatto time series ({os_reason(err)})") from None
 
 
 def _probe_index(probe) -> int:

@@ -24,9 +24,9 @@ from lobatto.errors import InputError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lobatto bench", description="lobatto benchmarks")
+    p = argparse.ArgumentParser(prog="lobatto bench", description="lobatto benchmarks", allow_abbrev=False)
     sub = p.add_subparsers(dest="what", required=True)
-    m = sub.add_parser("maxwell", help="SEDG Maxwell whole-step throughput")
+    m = sub.add_parser("maxwell", help="SEDG Maxwell whole-step throughput", allow_abbrev=False)
     m.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
     m.add_argument("--order", type=int, default=7)
     m.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
@@ -53,9 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--json", type=Path, default=None, help="write the results here")
     m.add_argument("--plot-from", type=Path, default=None, help="make the PNG of a sweep JSON (no run)")
     m.add_argument("--png", type=Path, default=None, help="PNG path (default: the JSON's with .png)")
-    sub.add_parser("roofline", add_help=False,
+    sub.add_parser("roofline", add_help=False, allow_abbrev=False,
                    help="each Maxwell kernel against the memory and compute roofs (lobatto bench roofline --help)")
-    c = sub.add_parser("copy", help="device-to-device copy bandwidth")
+    c = sub.add_parser("copy", help="device-to-device copy bandwidth", allow_abbrev=False)
     c.add_argument("--bytes", type=float, default=2 * 2**30)
     c.add_argument("--json", type=Path, default=None)
     from lobatto.bench import elliptic_cli
@@ -133,6 +133,17 @@ def format_sweep(s: dict) -> str:
     return "\n".join(lines)
 
 
+def check_output_options(args, options=("json", "png")) -> None:
+    """Before anything is measured: every output file given (--json, --png) can be written
+    there (io.output_dir.check_output_path; the writers create missing directories)."""
+    from lobatto.io.output_dir import check_output_path
+
+    for option in options:
+        path = getattr(args, option, None)
+        if path is not None:
+            check_output_path(path, f"--{option} ")
+
+
 def _write_json(path: Path | None, data: dict) -> None:
     if path is None:
         return
@@ -148,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return roofline.main(given[1:])
     args = _parser().parse_args(given)
+    if args.what != "comm-model":  # comm-model checks on every rank (bench/comm_cli.py)
+        check_output_options(args)
     if args.what == "scaling":
         from lobatto.bench import scaling
 

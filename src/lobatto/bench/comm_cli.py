@@ -23,7 +23,8 @@ from lobatto.errors import InputError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("comm-model", help="LogGP fit and weak-scaling prediction of the face exchange")
+    p = sub.add_parser("comm-model", help="LogGP fit and weak-scaling prediction of the face exchange",
+                       allow_abbrev=False)
     p.add_argument("--measure", action="store_true", help="measure this machine (under mpiexec, 2+ ranks)")
     p.add_argument("--sysbench", type=Path, default=None, help="fit from a 'lobatto sysbench' JSON")
     p.add_argument("--transport", default="mpi", choices=("mpi", "nccl", "cuda-aware-mpi", "host"),
@@ -96,6 +97,9 @@ def run(args) -> int:
         if args.max_ranks < 1:
             raise InputError(f"--max-ranks must be >= 1, got {args.max_ranks}")
         rates = parse_rates(args.rate)
+        from lobatto.bench.cli import check_output_options
+
+        check_output_options(args)
     out = {"meta": _meta(), "measured": None, "studies": []}
     sources = []  # (label, LogGP, Software)
     if args.measure:
@@ -178,6 +182,7 @@ def run(args) -> int:
     if args.json is not None:
         from lobatto.io.atomic import atomic_write_text
 
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.json, json.dumps(out, indent=2, default=float))
         print(f"results written to {args.json}")
     return 0

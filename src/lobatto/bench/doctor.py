@@ -63,7 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="lobatto doctor", add_help=False,
+    p = _Parser(prog="lobatto doctor", add_help=False, allow_abbrev=False,
                 description="Check devices, the rank->GPU mapping, MPI, NCCL, lobatto's exchange transports, "
                             "kernel caches and package versions, on every rank (docs/doctor.md).")
     p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
@@ -294,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
         return 0
     with collective_errors(comm):
-        if rank == 0 and args.json is not None and not args.json.expanduser().resolve().parent.is_dir():
-            raise InputError(f"doctor: --json {args.json}: the directory {args.json.parent} does not exist")
+        if rank == 0 and args.json is not None:
+            from lobatto.io.output_dir import check_output_path
+
+            check_output_path(args.json.expanduser(), "doctor: --json ", create_parents=False)
     found = collect(args, comm)
     report = None
     code = 0

@@ -19,7 +19,8 @@ NAMES = ("helmholtz", "poisson")
 
 
 def add_parsers(sub) -> None:
-    h = sub.add_parser("helmholtz", help="Helmholtz operator alone (BK5-like): points/s, GDOF/s, GB/s by N")
+    h = sub.add_parser("helmholtz", help="Helmholtz operator alone (BK5-like): points/s, GDOF/s, GB/s by N",
+                       allow_abbrev=False)
     h.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
     h.add_argument("--orders", type=int, nargs="+", default=list(range(1, 16)), metavar="N")
     h.add_argument("--max-points", type=float, default=None,
@@ -32,7 +33,8 @@ def add_parsers(sub) -> None:
     h.add_argument("--device", type=int, default=None, help="CUDA device id")
     h.add_argument("--all-rows", action="store_true", help="print every size, not only each order's largest")
     h.add_argument("--json", type=Path, default=None, help="write the results here")
-    p = sub.add_parser("poisson", help="a whole Poisson solve on a curved mesh: iterations, time, parts")
+    p = sub.add_parser("poisson", help="a whole Poisson solve on a curved mesh: iterations, time, parts",
+                       allow_abbrev=False)
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
     p.add_argument("--order", type=int, default=7)
     p.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))

@@ -33,7 +33,7 @@ STAGE_KERNELS = ("stage", "stage_a0", "fused_stage", "rhs")
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lobatto bench roofline", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--orders", type=int, nargs="+", default=(7, 14))
     p.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
@@ -233,6 +233,7 @@ def plot(result: dict, path: Path) -> str:
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     tmp = path.with_name(path.name + ".tmp.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(tmp, dpi=120, bbox_inches="tight")
     plt.close(fig)
     tmp.replace(path)
@@ -260,13 +261,17 @@ def run(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lobatto.bench.cli import check_output_options
+
     args = _parser().parse_args(argv)
     for order in args.orders:
         if not 1 <= order <= 15:
             raise InputError(f"--orders: {order} is outside 1..15")
+    check_output_options(args)
     result = run(args)
     print(table(result))
     if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.json.with_name(args.json.name + ".tmp")
         tmp.write_text(json.dumps(result, indent=1))
         tmp.replace(args.json)

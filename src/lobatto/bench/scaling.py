@@ -130,7 +130,9 @@ def plan(mode: str, ranks, sizes, overlaps=("auto",), partitioner: str = "rcb") 
             for p in ranks:
                 total = weak_box(box, p) if mode == "weak" else box
                 if math.prod(total) < p:
-                    raise InputError(f"--sizes {size}: {math.prod(total)} elements cannot be shared by {p} ranks")
+                    count = math.prod(total)
+                    raise InputError(f"--sizes {size}: {count} element{'s' if count != 1 else ''} cannot be shared "
+                                     f"by {p} ranks")
                 runs.append({"ranks": p, "size": str(size), "overlap_setting": overlap, "partitioner": partitioner,
                              "elements": list(total), "elements_per_rank": elements_per_rank(total, p, partitioner)})
     return runs
@@ -349,7 +351,8 @@ def study(args, log=print) -> dict:
 
 # Command line -----------------------------------------------------------------------------------
 def add_parser(sub) -> None:
-    s = sub.add_parser("scaling", help="strong or weak scaling of Maxwell runs over ranks and sizes (mpiexec)")
+    s = sub.add_parser("scaling", help="strong or weak scaling of Maxwell runs over ranks and sizes (mpiexec)",
+                       allow_abbrev=False)
     which = s.add_mutually_exclusive_group()
     which.add_argument("--strong", action="store_true", help="fixed total size per curve (--sizes: total elements)")
     which.add_argument("--weak", action="store_true", help="fixed size per rank per curve (--sizes: elements/rank)")

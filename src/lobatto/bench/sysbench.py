@@ -62,7 +62,8 @@ def byte_count(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lobatto sysbench", description="Node micro-benchmarks: device and CPU "
-                                "STREAM, GEMM, host<->device and GPU<->GPU bandwidth, MPI latency (docs/sysbench.md).")
+                                "STREAM, GEMM, host<->device and GPU<->GPU bandwidth, MPI latency (docs/sysbench.md).",
+                                allow_abbrev=False)
     p.add_argument("--only", nargs="+", choices=SECTIONS, metavar="SECTION", help=f"run only these: {', '.join(SECTIONS)}")
     p.add_argument("--skip", nargs="+", choices=SECTIONS, default=(), metavar="SECTION", help="leave these out")
     p.add_argument("--json", type=Path, default=Path("sysbench.json"), help="result file (default sysbench.json)")
@@ -193,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     baseline = None
     with collective_errors(comm):
         settings = _settings(args)
+        if rank == 0:  # rank 0 writes: its paths are checked before anything is measured
+            from lobatto.io.output_dir import check_output_path
+
+            check_output_path(args.json, "--json ")
+            if args.png is not None and not args.no_png:
+                check_output_path(args.png, "--png ", directory=True)
         if args.compare is not None and rank == 0:
             baseline = load_baseline(args.compare)
     results, device = measure(args, settings, comm)

@@ -49,14 +49,22 @@ def temp_path_for(path: str | os.PathLike) -> Path:
 
 _ERRNO_IN_TEXT = re.compile(r"errno\s*=\s*(\d+)")
 _MESSAGE_IN_TEXT = re.compile(r"error message\s*=\s*'([^']*)'")
+#: h5py's "Unable to synchronously open object (object 'x' doesn't exist)": a generic first part
+#: ("Unable to [synchronously] <do what>"), HDF5's detail inside the parentheses
+_DETAIL_IN_TEXT = re.compile(r"Unable to [^(]*\((?P<detail>[^()=]+)\)\s*")
 
 
 def os_reason(err: BaseException) -> str:
-    """A short, one-line reason for an OSError: the system's text for its errno ("no space
-    left on device"), never the whole text h5py builds around it (which names the file,
-    often the temporary one, and spans lines)."""
+    """A short, one-line reason for an OSError (or h5py's KeyError, RuntimeError, ValueError):
+    the system's text for its errno ("no space left on device"), or HDF5's detail after h5py's
+    generic "Unable to ..." ("object 'x' doesn't exist", "file signature not found"), never the
+    whole text h5py builds around it (which names the file, often the temporary one, and spans
+    lines)."""
     code = getattr(err, "errno", None)
-    text = str(getattr(err, "strerror", None) or err)
+    if isinstance(err, KeyError) and err.args and isinstance(err.args[0], str):
+        text = err.args[0]  # str(KeyError) quotes its text
+    else:
+        text = str(getattr(err, "strerror", None) or err)
     if not isinstance(code, int) or code <= 0:
         found = _ERRNO_IN_TEXT.search(text)  # h5py: "... errno = 28, error message = '...'"
         code = int(found.group(1)) if found else None
@@ -65,10 +73,15 @@ def os_reason(err: BaseException) -> str:
         code = inner.errno  # h5py's "file close failed" over the file object's own error (io.atomic.h5_create)
     if code:
         reason = os.strerror(code)
+    elif found := _MESSAGE_IN_TEXT.search(text):
+        reason = found.group(1)
+    elif found := _DETAIL_IN_TEXT.fullmatch(text):
+        reason = found.group("detail")
     else:
-        found = _MESSAGE_IN_TEXT.search(text)
-        reason = found.group(1) if found else text.split("(")[0]
-    reason = " ".join(reason.split()) or type(err).__name__
+        reason = text.split("(")[0]
+    reason = " ".join(reason.split())
+    if not reason:
+        return type(err).__name__
     if len(reason) > 1 and reason[0].isupper() and reason[1].islower():
         reason = reason[0].lower() + reason[1:]
     return reason if len(reason) <= 120 else reason[:117] + "..."

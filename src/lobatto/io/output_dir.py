@@ -41,6 +41,7 @@ from lobatto.io.nek5000 import HEADER_BYTES
 
 __all__ = [
     "prepare_output_dir",
+    "check_output_path",
     "find_outputs",
     "find_temporaries",
     "longest_output_file_name",
@@ -159,6 +160,33 @@ def find_temporaries(directory: str | os.PathLike, name: str) -> list[Path]:
 
 
 # ------------------------------------------------------------------------ the checks
+def check_output_path(path: str | os.PathLike, label: str = "", directory: bool = False,
+                      create_parents: bool = True, hint: str = "") -> Path:
+    """Before anything is measured or computed: InputError (exit 2, one line ``<label><path>:
+    <why>``) when ``path`` cannot be written later as a file (or, with ``directory``, used as a
+    directory): it is the other kind; a part of the path above it is an existing file ("afile
+    is not a directory"); without ``create_parents``, its directory does not exist. Nothing is
+    created. ``label`` names the option (``"--json "``), ``hint`` is added in parentheses to
+    a directory that is a file. Returns ``Path(path)``."""
+    path = Path(path)
+    where = f"{label}{path}"
+    if directory and (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise InputError(f"{where}: exists and is not a directory" + (f" ({hint})" if hint else ""))
+    if not directory and path.is_dir():
+        raise InputError(f"{where}: is a directory (expected a file name)")
+    parent = path.parent
+    for above in (parent, *parent.parents):
+        if above.exists():  # False where a part of it is a file (ENOTDIR): look further up
+            if not above.is_dir():
+                raise InputError(f"{where}: {above} is not a directory")
+            break
+        if above.is_symlink():
+            raise InputError(f"{where}: {above} is a broken symbolic link")
+    if not create_parents and not parent.is_dir():
+        raise InputError(f"{where}: the directory {parent} does not exist")
+    return path
+
+
 def _create(directory: Path) -> bool:
     """Create the directory (and parents); True if it was created."""
     if directory.is_dir():

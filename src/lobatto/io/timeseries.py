@@ -164,15 +164,24 @@ def _steps(group, rows) -> None:
 
 def read_csv(path: str | Path) -> dict:
     """{"columns": [names], "step": (S,) int, "time": (S,), "values": {name: (S,) float,
-    NaN where not sampled}} of a time-series CSV file; a last line cut short is dropped."""
+    NaN where not sampled}} of a time-series CSV file. A last line cut short (no newline: a
+    run killed while writing it) is dropped; any other line that is not one number (or an
+    empty cell) per column is a ValueError naming its line number."""
     text = Path(path).read_text(encoding="utf-8")
     if not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]  # a sample cut short by a crash
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or rows[0][:2] != ["step", "time"]:
-        raise ValueError(f"{path}: not a lobatto time series (no 'step,time' header)")
+        raise ValueError("not a lobatto time series (no 'step,time' header)")
     columns = rows[0]
-    table = np.array([[float(c) if c else np.nan for c in row] for row in rows[1:] if len(row) == len(columns)],
-                     dtype=np.float64).reshape(-1, len(columns))
+    table = np.empty((len(rows) - 1, len(columns)), dtype=np.float64)
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(columns):
+            raise ValueError(f"line {line} has {len(row)} cell{'s' if len(row) != 1 else ''}, the header "
+                             f"{len(columns)}: a damaged file")
+        try:
+            table[line - 2] = [float(c) if c else np.nan for c in row]
+        except ValueError as err:
+            raise ValueError(f"line {line}: {err}") from None
     return {"columns": columns[2:], "step": table[:, 0].astype(np.int64), "time": table[:, 1],
             "values": {name: table[:, 2 + i] for i, name in enumerate(columns[2:])}}

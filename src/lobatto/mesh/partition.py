@@ -59,8 +59,8 @@ def partition_box(elements, num_parts: int, part: int, method: str = "rcb") -> n
     total = int(np.prod(elements))
     if num_parts > total:
         raise InputError(
-            f"[mesh] {total} elements cannot be shared by {num_parts} ranks: a rank would be left "
-            "without elements; use fewer ranks or more elements"
+            f"[mesh] {total} element{'s' if total != 1 else ''} cannot be shared by {num_parts} ranks: a rank would be "
+            "left without elements; use fewer ranks or more elements"
         )
     if method == "rcb":
         ids = box_element_ids(elements, *rcb_box_part(elements, num_parts, part))
@@ -255,8 +255,8 @@ def partition_mesh(mesh, num_parts: int, part: int, method: str = "rcb") -> np.n
     total = mesh.num_elements
     if num_parts > total:
         raise InputError(
-            f"[mesh] {total} elements cannot be shared by {num_parts} ranks: a rank would be left "
-            "without elements; use fewer ranks or a finer mesh"
+            f"[mesh] {total} element{'s' if total != 1 else ''} cannot be shared by {num_parts} ranks: a rank would be "
+            "left without elements; use fewer ranks or a finer mesh"
         )
     ids = mesh.element_ids
     if method == "rcb":

@@ -130,27 +130,41 @@ def _property(ctx, where, key, value):
 
 # ====================================================================== per-point values
 def material_fields(tables: MaterialTables | None, background: Mapping, mesh, coords: np.ndarray,
-                    source: str = "case") -> dict:
+                    source: str = "case", comm=None) -> dict:
     """{'epsilon', 'mu', 'sigma'}: (E, n, n, n) host arrays at the GLL points.
 
     ``background``: the [physics] values; each table overrides them where it applies (its
-    region's elements, or the points, or the elements' centroids, where ``where`` > 0)."""
+    region's elements, or the points, or the elements' centroids, where ``where`` > 0).
+    Collective with ``comm``: a value out of range on any rank is the same InputError on
+    every rank, naming the element by global id (the lowest, of the first table and key)."""
     shape = coords.shape[1:]
     out = {k: np.full(shape, float(background[k])) for k in PROPERTIES}
     centroids = coords.mean(axis=(2, 3, 4))[:, :, None, None, None] * np.ones_like(coords)
-    for t in (tables.tables if tables is not None else ()):
+    found = None  # (table, key, global id, message) of this rank's first value out of range
+    for i, t in enumerate(tables.tables if tables is not None else ()):
         at = centroids if t.sampling == "element" else coords
         mask = table_mask(t, mesh, coords, centroids, shape, source)
-        for key, value in t.values.items():
+        for k, (key, value) in enumerate(t.values.items()):
             v = value if isinstance(value, float) else np.broadcast_to(
                 np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
             bad = mask & ~(np.isfinite(v) & ((v >= 0) if key == "sigma" else (v > 0)))
             if np.any(bad):
-                e = int(np.argwhere(bad)[0][0])
-                first = float(np.broadcast_to(v, shape)[bad][0])
-                raise InputError(f"{source}: [material.{t.name}] {key} = {first:.6g} in element {e} (local index), "
-                                 f"expected {'a number >= 0' if key == 'sigma' else 'a positive number'}")
+                local = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
+                e = int(local[np.argmin(np.asarray(mesh.element_ids)[local])])
+                first = float(np.broadcast_to(v, shape)[e][bad[e]][0])
+                found = (i, k, int(mesh.element_ids[e]),
+                         f"{source}: [material.{t.name}] {key} = {first:.6g} in {mesh.describe_element(e)}, "
+                         f"expected {'a number >= 0' if key == 'sigma' else 'a positive number'}")
+                break
             out[key] = np.where(mask, v, out[key])
+        if found is not None:
+            break
+    if comm is not None:
+        found = min((f for f in comm.allgather(found) if f is not None), default=None)
+    if found is not None:
+        error = InputError(found[3])
+        error.collective = comm is not None  # every rank raises this one
+        raise error
     return out
 
 
@@ -295,7 +309,7 @@ def medium_from_case(case, mesh, geometry, comm=None) -> tuple:
         from lobatto.mesh import compute_geometry
 
         geometry = compute_geometry(mesh, case.discretization.order)
-    fields = material_fields(tables, background, mesh, geometry.coords, source=case.source)
+    fields = material_fields(tables, background, mesh, geometry.coords, source=case.source, comm=comm)
     if is_uniform(fields, comm):
         if fields["epsilon"].size:
             return float(fields["epsilon"].flat[0]), float(fields["mu"].flat[0]), None
