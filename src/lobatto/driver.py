@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -24,6 +25,7 @@ from lobatto.errors import InputError, SolverError
 from lobatto.integrators import Stepper, get_scheme, plan_steps
 from lobatto.integrators.step_log import StepLog
 from lobatto.integrators.step_size import first_dt, landing_dt, next_dt, steps_left
+from lobatto.io.run_lock import lock_output_dir, release_output_dir
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
@@ -266,9 +268,11 @@ class Simulation:
         self.comm = comm = world_comm() if comm == "world" else comm
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
+        self.release_output_dir = lambda: None
         with collective_errors(comm):
-            if self.rank == 0:
-                self.output_dir.mkdir(parents=True, exist_ok=True)
+            if self.rank == 0:  # one run per directory; `lobatto run` took the lock already (re-entrant)
+                lock_output_dir(self.output_dir)
+                self.release_output_dir = weakref.finalize(self, release_output_dir, self.output_dir)
             self.backend = get_backend(backend or case.backend.name, precision=case.backend.precision,
                                        device_id=node_local_rank(comm), rank=self.rank)
         if comm is not None:
@@ -529,7 +533,14 @@ class Simulation:
     # The timed run ------------------------------------------------------------------------
     def run(self) -> dict:
         """The remaining steps to t_end, timed; snapshots every [output] every steps and at
-        the end; summary.json (rank 0). Returns the summary."""
+        the end; summary.json (rank 0). Returns the summary; the output directory's lock is
+        released however it ends."""
+        try:
+            return self.run_steps()
+        finally:
+            self.release_output_dir()
+
+    def run_steps(self) -> dict:
         from lobatto.io.summary import write_summary
 
         case, backend = self.case, self.backend
