@@ -16,7 +16,8 @@ Ctrl-C exits with 130 and SIGTERM with 143, removing the run's temporary files. 
 Under MPI an error on any rank ends every rank (lobatto.parallel): an error the ranks agreed
 on is printed once, by rank 0; any other ends the job from the rank that met it. SIGINT and
 SIGTERM end every rank at once (130, 143). Several ranks on one node share its cores: unless
-OMP_NUM_THREADS is set, each rank's threads are limited to cores / ranks on the node.
+OMP_NUM_THREADS is set, each rank's threads are limited to cores / ranks on the node, fewer
+where other work keeps cores busy, and idle threads sleep (lobatto/threads.py).
 """
 
 from __future__ import annotations
@@ -282,18 +283,6 @@ def _cmd_bench(argv: list[str]) -> int:
     return int(rc or 0)
 
 
-def _limit_threads_per_rank(local_ranks: int) -> None:
-    """Several ranks on a node: cores / ranks threads each for OpenMP and BLAS, unless the
-    user chose (OMP_NUM_THREADS set). Must run before NumPy and the C kernels load."""
-    if local_ranks <= 1 or "OMP_NUM_THREADS" in os.environ:
-        return
-    threads = str(max(1, (os.cpu_count() or 1) // local_ranks))
-    os.environ["OMP_NUM_THREADS"] = threads
-    os.environ["LOBATTO_THREADS_SET_BY"] = f"lobatto: {local_ranks} ranks on {os.cpu_count()} cores"
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
-
-
 def _clean_up() -> None:
     """On SIGINT / SIGTERM: remove this process's temporary files (io.atomic) and release the
     output directory's lock (io.run_lock); the finished outputs stay as they are."""
@@ -346,8 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lobatto import parallel
 
     mpi = parallel.launched_size() > 1 and not debug
-    if mpi:
-        _limit_threads_per_rank(parallel.launched_local_size())
+    if mpi:  # threads per rank: chosen when lobatto was imported (lobatto/threads.py)
         parallel.end_job_on_signals(_world_rank(), cleanup=_clean_up)
     elif not debug:
         _end_on_sigterm()
