@@ -325,7 +325,7 @@ class Simulation:
     def _step(self) -> None:
         start = time.perf_counter()
         dt, last = self.dt, False
-        if self.variable_dt:  # the step that lands on t_end is shortened to it
+        if self.variable_dt:  # the time left in equal whole steps, the last on t_end (step_size.landing_dt)
             dt, last = landing_dt(self.t, self.case.time.t_end, self.dt)
         if self.advance_one is not None:
             self.advance_one()
