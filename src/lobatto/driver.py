@@ -260,6 +260,14 @@ class Simulation:
 
     def __init__(self, case, backend: str | None = None, output_dir: Path | str | None = None, comm="world",
                  progress: Callable[[int, int, float], None] | None = None):
+        self.release_output_dir = lambda: None
+        try:
+            self.set_up(case, backend, output_dir, comm, progress)
+        except BaseException:
+            self.release_output_dir()  # a case refused at set-up leaves its directory free at once
+            raise
+
+    def set_up(self, case, backend, output_dir, comm, progress) -> None:
         if case.time is None:  # a steady system: lobatto/steady.py runs it
             raise InputError(f"{case.source}: {case.physics.equations} is steady (no time steps): run it with "
                              "lobatto.run(case) or lobatto.steady.SteadyRun, not Simulation")
@@ -268,7 +276,6 @@ class Simulation:
         self.comm = comm = world_comm() if comm == "world" else comm
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
-        self.release_output_dir = lambda: None
         with collective_errors(comm):
             if self.rank == 0:  # one run per directory; `lobatto run` took the lock already (re-entrant)
                 lock_output_dir(self.output_dir)

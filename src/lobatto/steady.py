@@ -59,12 +59,19 @@ class SteadyRun:
 
     def __init__(self, case, backend: str | None = None, output_dir=None, comm="world", progress=None,
                  restart=None):
+        self.release_output_dir = lambda: None
+        try:
+            self.set_up(case, backend, output_dir, comm, progress, restart)
+        except BaseException:
+            self.release_output_dir()  # a case refused at set-up leaves its directory free at once
+            raise
+
+    def set_up(self, case, backend, output_dir, comm, progress, restart) -> None:
         refuse_time_dependent_options(case, restart)
         self.case = case
         self.comm = comm = world_comm() if comm == "world" else comm
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
-        self.release_output_dir = lambda: None
         with collective_errors(comm):
             if self.rank == 0:  # one run per directory (io.run_lock), re-entrant under `lobatto run`
                 lock_output_dir(self.output_dir)

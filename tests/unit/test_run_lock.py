@@ -176,3 +176,21 @@ def test_lock_is_refused_while_another_process_holds_it(tmp_path):
         holder.communicate(timeout=30)
     lock_output_dir(out)
     release_output_dir(out)
+
+
+def test_a_case_refused_at_set_up_frees_the_directory(tmp_path):
+    import lobatto
+
+    out = tmp_path / "out"
+    case = lobatto.case_from_dict({"physics": {"equations": "acoustics"}, "mesh": {"elements": [1, 1, 1]},
+                                   "discretization": {"order": 2}, "time": {"t_end": 0.01},
+                                   "initial": {"p": "1e200"}}, name="refused")
+    with pytest.raises(InputError, match=r"\[initial\] p"):
+        lobatto.Simulation(case, backend="cpu", output_dir=out, comm=None)
+    assert not (out / LOCK_FILE).exists()  # released at once, not when the object is collected
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], env=_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"  # another process may use it now
+    finally:
+        holder.kill()
+        holder.communicate(timeout=30)
