@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import errno
-import fcntl
 import json
 import os
 import socket
@@ -34,6 +33,11 @@ from pathlib import Path
 from lobatto.errors import InputError
 from lobatto.io.atomic import os_reason
 from lobatto.io.output_dir import create_output_dir
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock (two runs into one directory are not detected)
+    fcntl = None
 
 __all__ = ["LOCK_FILE", "RunLock", "lock_output_dir", "release_output_dir", "release_all", "holder_of"]
 
@@ -127,13 +131,20 @@ def lock_output_dir(directory, overwrite: bool = False) -> RunLock:
     create_output_dir(directory)
     key = _key(directory)
     held = _held.get(key)
-    if held is not None and held.fd >= 0:
+    if held is not None:
         held.count += 1
         return held
     path = directory / LOCK_FILE
+    if fcntl is None:
+        lock = RunLock(directory, -1)
+        _held[key] = lock
+        return lock
     for _ in range(100):  # a new attempt only when the holder released (and removed) the file meanwhile
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except PermissionError:  # another user's lock file (its run ended or was killed): flock reads
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as err:
             # as io.output_dir's probe words it: the lock file is the first file a run creates
             raise InputError(f"{directory}: cannot write to the output directory ({os_reason(err)})") from None
