@@ -34,7 +34,8 @@ every = 2
 formats = ["hdf5", "vtk"]
 """
 
-# `lobatto run`, with the third HDF5 snapshot (with several ranks: the file joining the parts) held between its complete temporary and the rename
+# `lobatto run`, with the third HDF5 snapshot (with several ranks: the file joining the parts)
+# held between its complete temporary and the rename
 HELD_RUN = r"""
 import re, sys, time
 import lobatto.io.atomic as atomic

@@ -125,8 +125,9 @@ def _refusal(directory: Path, overwrite: bool) -> InputError:
 
 def lock_output_dir(directory, overwrite: bool = False) -> RunLock:
     """Create ``directory`` if needed and take (or, when this process holds it already, count
-    once more) its lock. Call it on one rank (rank 0) inside ``collective_errors``. InputError (exit 2, one line naming the holder's PID) when another
-    process holds it; ``overwrite`` only words that refusal for ``--overwrite``."""
+    once more) its lock. Call it on one rank (rank 0) inside ``collective_errors``. InputError
+    (exit 2, one line naming the holder's PID) when another process holds it; ``overwrite``
+    only words that refusal for ``--overwrite``."""
     directory = Path(directory)
     create_output_dir(directory)
     key = _key(directory)
