@@ -145,6 +145,8 @@ def lock_output_dir(directory, overwrite: bool = False) -> RunLock:
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except PermissionError:  # another user's lock file (its run ended or was killed): flock reads
+                if not path.is_file():
+                    raise
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as err:
             # as io.output_dir's probe words it: the lock file is the first file a run creates
