@@ -10,12 +10,14 @@
 
 Errors in the input (exit 2) and failed runs (exit 1) are reported as one
 line, ``lobatto: error: <message>``, on standard error, without a traceback;
-Ctrl-C exits with 130. Set ``LOBATTO_DEBUG=1`` to get the traceback instead.
+Ctrl-C exits with 130 and SIGTERM with 143, removing the run's temporary files. Set
+``LOBATTO_DEBUG=1`` to get the traceback instead.
 
 Under MPI an error on any rank ends every rank (lobatto.parallel): an error the ranks agreed
 on is printed once, by rank 0; any other ends the job from the rank that met it. SIGINT and
 SIGTERM end every rank at once (130, 143). Several ranks on one node share its cores: unless
-OMP_NUM_THREADS is set, each rank's threads are limited to cores / ranks on the node.
+OMP_NUM_THREADS is set, each rank's threads are limited to cores / ranks on the node, fewer
+where other work keeps cores busy, and idle threads sleep (lobatto/threads.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from lobatto.errors import InputError, LobattoError
 __all__ = ["main", "build_parser"]
 
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as under MPI
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,6 +184,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise InputError("--restart: expected a checkpoint directory or 'latest', got an empty path")
         case = load_case(args.case)
         output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
+        if _world_rank() == 0:  # one run per directory (io.run_lock): before anything is written or removed
+            from lobatto.io.run_lock import lock_output_dir
+
+            lock_output_dir(output_dir, overwrite=args.overwrite)
         if _world_rank() == 0 and args.restart is not None:
             _check_checkpoint_directory(case, output_dir)
             restart = prepare_for_restart(output_dir, case.output.name, args.restart, overwrite=args.overwrite,
@@ -276,16 +283,29 @@ def _cmd_bench(argv: list[str]) -> int:
     return int(rc or 0)
 
 
-def _limit_threads_per_rank(local_ranks: int) -> None:
-    """Several ranks on a node: cores / ranks threads each for OpenMP and BLAS, unless the
-    user chose (OMP_NUM_THREADS set). Must run before NumPy and the C kernels load."""
-    if local_ranks <= 1 or "OMP_NUM_THREADS" in os.environ:
-        return
-    threads = str(max(1, (os.cpu_count() or 1) // local_ranks))
-    os.environ["OMP_NUM_THREADS"] = threads
-    os.environ["LOBATTO_THREADS_SET_BY"] = f"lobatto: {local_ranks} ranks on {os.cpu_count()} cores"
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
+def _clean_up() -> None:
+    """On SIGINT / SIGTERM: remove this process's temporary files (io.atomic) and release the
+    output directory's lock (io.run_lock); the finished outputs stay as they are."""
+    atomic = sys.modules.get("lobatto.io.atomic")  # nothing to do before any output code loaded
+    if atomic is not None:
+        atomic.remove_temporaries()
+    run_lock = sys.modules.get("lobatto.io.run_lock")
+    if run_lock is not None:
+        run_lock.release_all()
+
+
+def _end_on_sigterm() -> None:
+    """Serially, SIGTERM ends the run as Ctrl-C does (exit 143, "interrupted"), its temporaries
+    removed; Python's default would end it without removing them."""
+    import signal
+
+    def terminated(signum, frame):
+        _clean_up()
+        print("lobatto: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(EXIT_TERMINATED)
+
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def _leave(code: int, message: str | None, everyone_knows: bool, mpi: bool) -> int:
@@ -315,9 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lobatto import parallel
 
     mpi = parallel.launched_size() > 1 and not debug
-    if mpi:
-        _limit_threads_per_rank(parallel.launched_local_size())
-        parallel.end_job_on_signals(_world_rank())
+    if mpi:  # threads per rank: chosen when lobatto was imported (lobatto/threads.py)
+        parallel.end_job_on_signals(_world_rank(), cleanup=_clean_up)
+    elif not debug:
+        _end_on_sigterm()
     try:
         if argv and argv[0] == "bench":
             return _cmd_bench(argv[1:])
@@ -335,7 +356,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exit_:
             return int(exit_.code) if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
         if args.command == "run":
-            return _cmd_run(args)
+            try:
+                return _cmd_run(args)
+            finally:  # the output directory's lock (io.run_lock), also when main() is called in-process
+                run_lock = sys.modules.get("lobatto.io.run_lock")
+                if run_lock is not None:
+                    run_lock.release_all()
         if args.command == "plot":
             return _cmd_plot(args)
         if args.command == "resonances":
@@ -351,6 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _leave(int(getattr(err, "exit_code", 1)), str(err), getattr(err, "collective", False), mpi)
     except KeyboardInterrupt:
+        _clean_up()
         if debug:
             raise
         if not mpi or _world_rank() == 0:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -24,6 +25,7 @@ from lobatto.errors import InputError, SolverError
 from lobatto.integrators import Stepper, get_scheme, plan_steps
 from lobatto.integrators.step_log import StepLog
 from lobatto.integrators.step_size import first_dt, landing_dt, next_dt, steps_left
+from lobatto.io.run_lock import lock_output_dir, release_output_dir
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
@@ -258,6 +260,14 @@ class Simulation:
 
     def __init__(self, case, backend: str | None = None, output_dir: Path | str | None = None, comm="world",
                  progress: Callable[[int, int, float], None] | None = None):
+        self.release_output_dir = lambda: None
+        try:
+            self.set_up(case, backend, output_dir, comm, progress)
+        except BaseException:
+            self.release_output_dir()  # a case refused at set-up leaves its directory free at once
+            raise
+
+    def set_up(self, case, backend, output_dir, comm, progress) -> None:
         if case.time is None:  # a steady system: lobatto/steady.py runs it
             raise InputError(f"{case.source}: {case.physics.equations} is steady (no time steps): run it with "
                              "lobatto.run(case) or lobatto.steady.SteadyRun, not Simulation")
@@ -267,8 +277,9 @@ class Simulation:
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
         with collective_errors(comm):
-            if self.rank == 0:
-                self.output_dir.mkdir(parents=True, exist_ok=True)
+            if self.rank == 0:  # one run per directory; `lobatto run` took the lock already (re-entrant)
+                lock_output_dir(self.output_dir)
+                self.release_output_dir = weakref.finalize(self, release_output_dir, self.output_dir)
             self.backend = get_backend(backend or case.backend.name, precision=case.backend.precision,
                                        device_id=node_local_rank(comm), rank=self.rank)
         if comm is not None:
@@ -321,7 +332,7 @@ class Simulation:
     def _step(self) -> None:
         start = time.perf_counter()
         dt, last = self.dt, False
-        if self.variable_dt:  # the step that lands on t_end is shortened to it
+        if self.variable_dt:  # the time left in equal whole steps, the last on t_end (step_size.landing_dt)
             dt, last = landing_dt(self.t, self.case.time.t_end, self.dt)
         if self.advance_one is not None:
             self.advance_one()
@@ -529,7 +540,14 @@ class Simulation:
     # The timed run ------------------------------------------------------------------------
     def run(self) -> dict:
         """The remaining steps to t_end, timed; snapshots every [output] every steps and at
-        the end; summary.json (rank 0). Returns the summary."""
+        the end; summary.json (rank 0). Returns the summary; the output directory's lock is
+        released however it ends."""
+        try:
+            return self.run_steps()
+        finally:
+            self.release_output_dir()
+
+    def run_steps(self) -> dict:
         from lobatto.io.summary import write_summary
 
         case, backend = self.case, self.backend

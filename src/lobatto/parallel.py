@@ -124,11 +124,12 @@ def node_local_rank(comm) -> int:
 _INTERRUPT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 
 
-def end_job_on_signals(rank: int) -> None:
+def end_job_on_signals(rank: int, cleanup=None) -> None:
     """Under MPI: SIGINT or SIGTERM ends this rank at once (exit 130 / 143; rank 0 says
     "interrupted"), even while its main thread waits inside an MPI call, where Python's own
     handlers would not run until the call returns (it may never). A thread watches the
-    signal wake-up pipe that Python's C-level handler writes to immediately."""
+    signal wake-up pipe that Python's C-level handler writes to immediately. ``cleanup`` (no
+    arguments) runs first: the command line removes this rank's temporary files with it."""
     import signal
 
     read_fd, write_fd = os.pipe()
@@ -143,6 +144,11 @@ def end_job_on_signals(rank: int) -> None:
         # signal runs the handler again inside the first call, on the thread holding the lock.
         if not ending.acquire(blocking=False):
             return
+        if cleanup is not None:
+            try:
+                cleanup()
+            except Exception:  # never in the way of ending the job
+                pass
         if rank == 0:
             print("lobatto: interrupted", file=sys.stderr, flush=True)
         _exit_now(signals.get(signum, 130))

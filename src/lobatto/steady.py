@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
 from lobatto.driver import SnapshotWriter, build_system, describe_mesh
 from lobatto.errors import InputError, SolverError
+from lobatto.io.run_lock import lock_output_dir, release_output_dir
 from lobatto.io.summary import write_summary
 from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
 from lobatto.progress import ProgressBar
@@ -57,14 +59,23 @@ class SteadyRun:
 
     def __init__(self, case, backend: str | None = None, output_dir=None, comm="world", progress=None,
                  restart=None):
+        self.release_output_dir = lambda: None
+        try:
+            self.set_up(case, backend, output_dir, comm, progress, restart)
+        except BaseException:
+            self.release_output_dir()  # a case refused at set-up leaves its directory free at once
+            raise
+
+    def set_up(self, case, backend, output_dir, comm, progress, restart) -> None:
         refuse_time_dependent_options(case, restart)
         self.case = case
         self.comm = comm = world_comm() if comm == "world" else comm
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
         with collective_errors(comm):
-            if self.rank == 0:
-                self.output_dir.mkdir(parents=True, exist_ok=True)
+            if self.rank == 0:  # one run per directory (io.run_lock), re-entrant under `lobatto run`
+                lock_output_dir(self.output_dir)
+                self.release_output_dir = weakref.finalize(self, release_output_dir, self.output_dir)
             self.backend = get_backend(backend or case.backend.name, precision=case.backend.precision,
                                        device_id=node_local_rank(comm), rank=self.rank)
         self.progress = progress if self.rank == 0 else None
@@ -102,6 +113,12 @@ class SteadyRun:
         return self.system.evaluate_fields(self.case.initial.fields, 0.0)[0]
 
     def run(self) -> dict:
+        try:
+            return self.solve_and_write()
+        finally:
+            self.release_output_dir()
+
+    def solve_and_write(self) -> dict:
         case, system = self.case, self.system
         self.reference = system.level.assembly.norm(system.rhs) if self.monitored else 0.0  # collective
         with self.blas_limit():

@@ -24,6 +24,7 @@ LAYERS = {
     "lobatto.errors": 0,
     "lobatto.discretization": 0,
     "lobatto.jit": 0,
+    "lobatto.threads": 0,  # thread wait policy and count, set before NumPy loads
     # 1: mesh, case files, MPI helpers, input/output
     "lobatto.mesh": 1,
     "lobatto.config": 1,

@@ -11,8 +11,11 @@ rename, h5py's included: disk full, permission denied, read-only file system) is
 raised as :class:`lobatto.errors.OutputError`, one line naming the final file (never
 the temporary) and the reason: ``"out/cavity_000100.h5: cannot write (no space left
 on device)"``. Other exceptions pass through unchanged (the temporary is removed all
-the same). A run killed outright (SIGKILL, power loss) can leave a temporary behind;
-:func:`lobatto.io.output_dir.prepare_output_dir` removes them before the next run.
+the same). Each temporary being written is registered (:func:`registered_temporary`) so
+that ``lobatto run`` removes this process's temporaries when SIGINT or SIGTERM ends it
+(:func:`remove_temporaries`). A run killed outright (SIGKILL, power loss) can leave a
+temporary behind; :func:`lobatto.io.output_dir.prepare_output_dir` removes them before the
+next run.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import threading
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -34,6 +39,10 @@ __all__ = [
     "temp_path_for",
     "output_errors",
     "os_reason",
+    "forget_temporary",
+    "register_temporary",
+    "registered_temporary",
+    "remove_temporaries",
     "TEMP_MARK",
 ]
 
@@ -45,6 +54,57 @@ def temp_path_for(path: str | os.PathLike) -> Path:
     """The temporary name used while ``path`` is being written: ``<name>.tmp-<pid>``."""
     p = Path(path)
     return p.with_name(f"{p.name}{TEMP_MARK}{os.getpid()}")
+
+
+_live: dict[Path, int] = {}  # this process's temporaries being written (files or directories)
+_live_lock = threading.Lock()
+
+
+def register_temporary(path: str | os.PathLike) -> None:
+    """``path``, a temporary file or directory this process writes, is removed by
+    :func:`remove_temporaries` if a signal ends the process before :func:`forget_temporary`.
+    Forget it before it becomes the only copy of something kept (before a swap)."""
+    path = Path(path)
+    with _live_lock:
+        _live[path] = _live.get(path, 0) + 1
+
+
+def forget_temporary(path: str | os.PathLike) -> None:
+    path = Path(path)
+    with _live_lock:
+        if _live.get(path, 0) > 1:
+            _live[path] -= 1
+        else:
+            _live.pop(path, None)
+
+
+@contextlib.contextmanager
+def registered_temporary(path: str | os.PathLike) -> Iterator[Path]:
+    """register_temporary for the block."""
+    register_temporary(path)
+    try:
+        yield Path(path)
+    finally:
+        forget_temporary(path)
+
+
+def remove_temporaries() -> list[Path]:
+    """Remove every registered temporary of this process (on SIGINT / SIGTERM, just before it
+    exits); returns those removed. Safe to call from a signal handler or another thread."""
+    with _live_lock:
+        paths = list(_live)
+        _live.clear()
+    removed = []
+    for path in paths:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
 
 
 _ERRNO_IN_TEXT = re.compile(r"errno\s*=\s*(\d+)")
@@ -131,7 +191,7 @@ def atomic_path(path: str | os.PathLike, fsync: bool = True) -> Iterator[Path]:
     final = Path(path)
     tmp = temp_path_for(final)
     try:
-        with output_errors(final):
+        with output_errors(final), registered_temporary(tmp):
             yield tmp
             if fsync:
                 _fsync_file(tmp)

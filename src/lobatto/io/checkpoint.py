@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.io.atomic import TEMP_MARK, h5_create, os_reason, output_errors
+from lobatto.io.atomic import TEMP_MARK, forget_temporary, h5_create, os_reason, output_errors, register_temporary
 from lobatto.io.compression import dataset_options, register_filters
 from lobatto.parallel import collective_errors, rank_and_size
 
@@ -109,6 +109,7 @@ def write_checkpoint(path, arrays: dict, element_ids, attrs: dict, compression: 
                 with output_errors(temporary):
                     if temporary.exists():
                         shutil.rmtree(temporary)
+                    register_temporary(temporary)  # removed if a signal ends the run (until the swap)
                     temporary.mkdir(parents=True)
         if comm is not None:
             temporary = comm.bcast(temporary)
@@ -127,6 +128,9 @@ def write_checkpoint(path, arrays: dict, element_ids, attrs: dict, compression: 
         if rank == 0 and temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+    finally:
+        if rank == 0 and temporary is not None:
+            forget_temporary(temporary)
 
 
 def _write_index(temporary: Path, final: Path, counts, all_ids, attrs: dict, compression: str) -> None:
@@ -144,6 +148,7 @@ def _write_index(temporary: Path, final: Path, counts, all_ids, attrs: dict, com
             f.attrs[INDEX_DIGEST] = _index_digest(f)  # of the values as stored, read back
         _fsync(index)
         _fsync(temporary)
+    forget_temporary(temporary)  # complete: from here on it may be the only copy (the swap)
     with output_errors(final):
         old = None
         if final.exists():  # the same step written again: swap, then remove the old one

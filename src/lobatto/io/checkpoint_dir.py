@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from lobatto.errors import InputError
-from lobatto.io.atomic import TEMP_MARK, os_reason
+from lobatto.io.atomic import TEMP_MARK, os_reason, registered_temporary
 from lobatto.io.checkpoint import INDEX_FILE, Checkpoint
 from lobatto.io.output_dir import _create, _probe, find_outputs, find_temporaries
 
@@ -74,7 +74,8 @@ def _remove_tree(path: Path) -> None:
     if TEMP_MARK not in path.name:
         doomed = path.with_name(f"{path.name}.old{TEMP_MARK}{os.getpid()}")
         os.replace(path, doomed)
-    shutil.rmtree(doomed)
+    with registered_temporary(doomed):  # a signal meanwhile: removed all the same
+        shutil.rmtree(doomed)
 
 
 def remove_checkpoints(paths, what: str) -> None:

@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from lobatto.errors import OutputError
-from lobatto.io.atomic import _fsync_dir, os_reason, temp_path_for
+from lobatto.io.atomic import _fsync_dir, forget_temporary, os_reason, register_temporary, temp_path_for
 from lobatto.io.nek5000 import ENDIAN_TAG, PREAMBLE_BYTES, FieldFileContent, _header
 
 #: largest byte range in one block of the file view (the count of a block is a C int)
@@ -167,12 +167,15 @@ def write_field_file_collective(path, prepare: Callable[[], FieldFileContent], c
 
     tmp = Path(comm.bcast(str(temp_path_for(final)) if rank == 0 else None))
     if rank == 0:
+        register_temporary(tmp)  # removed if a signal ends the run (forgotten once renamed or removed)
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
         except OSError as exc:
             failure = exc
     error = _agree(comm, final, failure)
     if error is not None:
+        if rank == 0:
+            forget_temporary(tmp)
         raise error
     fh = None
     try:
@@ -193,10 +196,12 @@ def write_field_file_collective(path, prepare: Callable[[], FieldFileContent], c
         _fsync_dir(final.parent if str(final.parent) else Path("."))
     if error is None:
         error = _agree(comm, final, failure)
+    if error is not None and rank == 0:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    if rank == 0:
+        forget_temporary(tmp)
     if error is not None:
-        if rank == 0:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
         comm.Barrier()  # the temporary is gone on every rank's return
         raise error
 

@@ -41,6 +41,7 @@ from lobatto.io.nek5000 import HEADER_BYTES
 
 __all__ = [
     "prepare_output_dir",
+    "create_output_dir",
     "check_output_path",
     "find_outputs",
     "find_temporaries",
@@ -185,6 +186,12 @@ def check_output_path(path: str | os.PathLike, label: str = "", directory: bool 
     if not create_parents and not parent.is_dir():
         raise InputError(f"{where}: the directory {parent} does not exist")
     return path
+
+
+def create_output_dir(path: str | os.PathLike) -> bool:
+    """Create the output directory (and parents) if it does not exist; True if it was created.
+    InputError naming the path when it is something else or cannot be created."""
+    return _create(Path(path))
 
 
 def _create(directory: Path) -> bool:
