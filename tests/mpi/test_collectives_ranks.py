@@ -161,3 +161,39 @@ def test_cylinder_in_a_channel_on_one_two_and_three_ranks(tmp_path):
         assert sn["ranks"] == n and np.array_equal(ids1, idsn)
         assert_same("navier_stokes", f"cylinder on {n} ranks: fields", un, u1)
         compare_series("navier_stokes", f"cylinder on {n} ranks", series(tmp_path / f"n{n}" / "out", "case"), probes1)
+
+
+# A set-up error on some ranks only ---------------------------------------------------------
+BAD_CURRENT = """
+[physics]
+equations = "maxwell"
+[mesh]
+elements = [6, 1, 1]
+upper = [6.0, 1.0, 1.0]
+[discretization]
+order = 2
+[time]
+dt = 0.05
+t_end = 0.1
+[source.sheet]
+type = "current"
+Jx = "1/(x - 0.5)"     # not finite at x = 0.5, a GLL point of element 0 (rank 0 only)
+[pml]
+sides = ["xmax"]       # whose set-up (collective) follows the sources'
+elements = 1
+[output]
+formats = []
+"""
+
+
+def test_an_error_on_one_rank_is_agreed_before_the_next_collective_call(tmp_path):
+    """Only rank 0 holds the points where the current is not finite; the others went on into
+    the PML's collective set-up, and rank 0 ended the job after its 5 s watchdog with "the
+    other ranks did not respond". Now every rank reports the one error, exit 2."""
+    (tmp_path / "case.toml").write_text(BAD_CURRENT)
+    result = run(2, ["-m", "lobatto", "run", str(tmp_path / "case.toml"), "--output", str(tmp_path / "out"), "--quiet"],
+                 timeout=60)
+    assert result.returncode == 2, describe(result)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("lobatto: error:")]
+    assert len(lines) == 1 and "[source.sheet]" in lines[0] and "not finite" in lines[0], describe(result)
+    assert "did not respond" not in result.stderr, describe(result)
