@@ -40,7 +40,7 @@ import numpy as np
 from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.config.expressions import compile_expression
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce
+from lobatto.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
 from lobatto.systems.maxwell.reference import cross, curl
 
@@ -202,13 +202,17 @@ class HeterogeneousMedium:
         shape = (system.num_elements,) + (order + 1,) * 3
         eps, mu, sigma = (np.ascontiguousarray(np.broadcast_to(np.asarray(fields[k], dtype=np.float64), shape))
                           for k in PROPERTIES)
-        if not (np.all(eps > 0) and np.all(mu > 0) and np.all(sigma >= 0) and np.all(np.isfinite(eps * mu * sigma))):
-            raise InputError("[material]: epsilon and mu must be positive and finite, sigma >= 0 and finite")
+        with collective_errors(comm), np.errstate(all="ignore"):  # a rank's own values: agreed before the
+            # collective calls below (the other ranks would wait there)
+            if not (np.all(eps > 0) and np.all(mu > 0) and np.all(sigma >= 0)
+                    and np.all(np.isfinite(eps * mu * sigma))):
+                raise InputError("[material]: epsilon and mu must be positive and finite, sigma >= 0 and finite")
         self.epsilon, self.mu, self.sigma = eps, mu, sigma
         speed = float(np.max(1.0 / np.sqrt(eps * mu))) if eps.size else 0.0
         self.wave_speed = float(allreduce(comm, speed, "max"))
         z_own = face_values(np, np.sqrt(mu / eps), order)  # (E, 6, n, n)
-        z_other = self._neighbour_impedance(system, z_own)
+        with collective_errors(comm):  # a face point with more than two sides may be on one rank only
+            z_other = self._neighbour_impedance(system, z_own)
         total = z_own + z_other
         to_dev = backend.asarray
         self.arrays = {

@@ -29,7 +29,7 @@ from lobatto.config.schema import _check_keys, _choice, _show, _vector
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
-from lobatto.parallel import allreduce
+from lobatto.parallel import allreduce, collective_errors
 
 SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole", "plane_wave")  # plane_wave: tfsf.py
 #: waveform -> the keys it takes
@@ -227,8 +227,9 @@ class MaxwellSources:
             delta = delta * v["amplitude"] * inverse("epsilon" if electric else "mu", element)
             field = (0 if electric else 3) - self.components.start
             self.dipoles.append((v, field, position[element], backend.asarray(d[:, None, None, None] * delta)))
-        if self.currents:
-            self._check_finite(0.0)
+        with collective_errors(comm):  # only the ranks holding a current check it: agreed here, before
+            if self.currents:  # the set-up's next collective call (a PML's, a plane wave's)
+                self._check_finite(0.0)
 
     @staticmethod
     def _current_elements(spec, geometry) -> np.ndarray:

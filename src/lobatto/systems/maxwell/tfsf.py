@@ -268,6 +268,7 @@ class TotalFieldScatteredField(StageTerm):
         self.setup_storage(system, np.unique(element))
         self.faces_here = int(element.size)
         self.total_field_elements = int(np.count_nonzero(inside))
+        self.surface_add = None  # a rank without surface faces has none (its prepare and finish do nothing)
         if not self.count:
             return
         xp, geometry, order = system.backend.xp, system.geometry, system.order
@@ -288,7 +289,6 @@ class TotalFieldScatteredField(StageTerm):
         # on CUDA: one kernel adds S at the volume points the surface touches, with the
         # waveform evaluated in it (terms_cuda.SurfaceAdd), instead of array operations over
         # whole elements; on the fused path it also rewrites those points' traces
-        self.surface_add = None
         if system.backend.name == "cuda":
             from lobatto.systems.maxwell.terms_cuda import SurfaceAdd
 

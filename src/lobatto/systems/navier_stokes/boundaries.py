@@ -85,6 +85,9 @@ class FlowBoundaries:
         self.shape = (3, mesh.num_elements) + (order + 1,) * 3
         self.order = order
         self._cached = None  # (values per group) when nothing depends on t
+        #: whether the velocity solves lift boundary data: the same on every rank (the system
+        #: sets it over the ranks; a rank may have no group and still take part)
+        self.lifted = bool(self.groups)
 
     def values(self, t: float) -> list:
         """[(3, rows, n, n) backend array] per group: the boundary velocity at time t."""
@@ -107,11 +110,10 @@ class FlowBoundaries:
 
     def lifting(self, values: list, assembly):
         """(3, E, n, n, n) continuous field: the boundary velocity on Dirichlet points (copies
-        averaged), zero elsewhere (walls: zero)."""
+        averaged), zero elsewhere (walls: zero). Collective (two gather-scatters): every rank
+        calls it, one without a velocity face too (its part is zero)."""
         xp = self.backend.xp
         lift = xp.zeros(self.shape, dtype=self.backend.dtype)
-        if not self.groups:
-            return lift
         given = xp.zeros(self.shape[1:], dtype=self.backend.dtype)
         for g, v in zip(self.groups, values):
             index = (g.rows,) + face_slice(g.face, self.order)[1:]

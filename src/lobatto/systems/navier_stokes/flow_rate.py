@@ -32,17 +32,19 @@ class FlowRate:
         force = xp.zeros((3,) + s.assembly.shape, dtype=s.backend.dtype)
         force[self.direction] = 1.0
         zero = xp.zeros_like(force)
-        saved = s.boundaries.groups, s.pressure_solver.projection, s.pressure_result, s.velocity_result
+        saved = (s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection, s.pressure_result,
+                 s.velocity_result)
         # the response has zero boundary data, and stays out of the pressure projection's basis
         # (so a restarted run, which solves for it again, projects as the uninterrupted one);
         # the step reports its own solves, not the response's
-        s.boundaries.groups, s.pressure_solver.projection = [], None
+        # (lifted is off on every rank alike: no lifting, so no gather-scatter, anywhere)
+        s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection = [], False, None
         try:
             pressure = s.solve_pressure(xp.zeros(s.assembly.shape, dtype=s.backend.dtype), force, zero, [], sigma,
                                         0.0)
             velocity = s.solve_velocity(force, pressure, zero, [], sigma, 0.0)
         finally:
-            (s.boundaries.groups, s.pressure_solver.projection, s.pressure_result,
+            (s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection, s.pressure_result,
              s.velocity_result) = saved
         self.response = (velocity.copy(), pressure.copy())
         self.response_mean = self.mean(velocity)

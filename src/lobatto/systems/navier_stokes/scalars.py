@@ -167,7 +167,9 @@ class ScalarTransport:
         if (solver.h1, solver.h2) != (s.diffusivity, sigma):
             solver.set_coefficients(s.diffusivity, sigma)
         solver.tolerance, solver.max_iterations = s.tolerance, s.max_iterations
-        lifting = self._lifting(s, t_new, level.assembly) if s.values else None
+        # s.dirichlet (names) is the same on every rank, s.values (this rank's faces) is not:
+        # the lifting's gather-scatter is collective, so a rank without such a face takes part
+        lifting = self._lifting(s, t_new, level.assembly) if s.dirichlet else None
         if lifting is not None:
             rhs[0] -= level.operator.apply_local(lifting)
         level.assembly.dssum(rhs)
@@ -205,7 +207,7 @@ class ScalarTransport:
 
     def _lifting(self, s: Scalar, t, assembly):
         """(E, n, n, n) continuous: the boundary values on the Dirichlet points (copies where
-        faces meet averaged), zero elsewhere."""
+        faces meet averaged), zero elsewhere. Collective: every rank calls it."""
         xp = self.backend.xp
         shape = assembly.shape
         lift = xp.zeros((2,) + tuple(shape), dtype=self.backend.dtype)  # values, and how many gave one

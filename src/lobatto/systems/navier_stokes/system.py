@@ -82,6 +82,9 @@ class NavierStokesSystem(System):
         self.pressure_level = Level.build(mesh, self.order, backend, self.comm, boundaries.outflow_faces,
                                           h1=1.0, h2=0.0, geometry=geometry)
         self.null_space = not bool(allreduce(self.comm, int(boundaries.outflow_faces.any()), "max"))
+        # whether any rank has velocity data: the lifting's gather-scatter is collective, so
+        # every rank makes it (a rank without a velocity face adds zeros) or none does
+        boundaries.lifted = bool(allreduce(self.comm, int(bool(boundaries.groups)), "max"))
         self.pressure_solver = EllipticSolver(mesh, self.pressure_level, self.pressure_settings, backend, self.comm,
                                               boundaries.outflow_faces, 1.0, 0.0, self.profile,
                                               null_space=self.null_space)
@@ -206,7 +209,7 @@ class NavierStokesSystem(System):
         g, level = self.device_geometry, self.velocity_level
         rhs = forcing - gradient(g, self.backend, pressure)
         rhs *= g.mass
-        lifting = self.boundaries.lifting(data, self.assembly) if self.boundaries.groups else None
+        lifting = self.boundaries.lifting(data, self.assembly) if self.boundaries.lifted else None
         if lifting is not None:
             for c in range(3):
                 rhs[c] -= level.operator.apply_local(lifting[c])
