@@ -28,7 +28,7 @@ MAGNITUDE_REASON = "products of a few such values, as a run forms them, must sta
 
 
 def _show(value: float) -> str:
-    if float(value).is_integer() and abs(value) < 1e16:
+    if float(value).is_integer() and abs(value) < 1e4:
         return str(int(value))
     return f"{value:g}"
 
@@ -63,7 +63,7 @@ class Range:
         ``xp``: the array's namespace (numpy or cupy)."""
         values = xp.asarray(values)
         ok = ~xp.isnan(values)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(all="ignore"):  # a bound beyond float32 casts to inf: still the right answer
             if self.low is not None:
                 ok &= (values > self.low) if self.low_open else (values >= self.low)
             if self.high is not None:
@@ -102,6 +102,11 @@ def kind_range(kind: str) -> Range | None:
 MAX_ITERATIONS = 10**6
 ITERATIONS_REASON = "a solve that has not converged in a million iterations will not; more only runs for days"
 
+#: a number of steps: a run takes at most 1e9 (the driver's MAX_STEPS)
+STEPS = Range(0, 10**9, "a number of steps, and a run takes at most 1e9")
+#: coordinates of the box and of points in it; the box's extents have their own bounds (mesh/box.py)
+COORDINATES = Range(-LARGEST, LARGEST, MAGNITUDE_REASON)
+
 #: ranges of the generic sections' numeric keys, read by config/schema.py
 SECTION_RANGES = {
     ("time", "t_end"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
@@ -112,18 +117,37 @@ SECTION_RANGES = {
     ("time", "target_cfl"): Range(0.0, 100.0, "a CFL number: extrapolated advection is unstable well below 100",
                                   low_open=True),
     ("time", "max_cfl"): Range(0.0, 1e6, "a CFL number: a guard against a run gone wrong", low_open=True),
-    ("mesh", "lower"): Range(-1e30, 1e30, "the metric factors scale as powers of the element size up to 3: "
-                             "coordinates beyond 1e+-30 overflow them; rescale the problem"),
-    ("mesh", "upper"): Range(-1e30, 1e30, "the metric factors scale as powers of the element size up to 3: "
-                             "coordinates beyond 1e+-30 overflow them; rescale the problem"),
-    ("output", "every"): Range(0, 2**62, "a step count"),
-    ("output", "log_every"): Range(0, 2**62, "a step count"),
-    ("output.probes", "every"): Range(1, 2**62, "a step count"),
-    ("output.probes", "points"): Range(-1e30, 1e30, "coordinates, as [mesh] lower and upper"),
-    ("checkpoint", "every"): Range(0, 2**62, "a step count"),
+    ("mesh", "lower"): COORDINATES,
+    ("mesh", "upper"): COORDINATES,
+    ("output", "every"): STEPS,
+    ("output", "log_every"): STEPS,
+    ("output.probes", "every"): Range(1, 10**9, STEPS.reason),
+    ("output.probes", "points"): COORDINATES,
+    ("checkpoint", "every"): STEPS,
     ("checkpoint", "keep"): Range(1, 10**6, "checkpoints kept on disk"),
     ("checkpoint", "wall_minutes"): Range(1e-3, 1e7, "minutes of wall time: from 0.06 s to 19 years"),
 }
+
+
+def precision_range(dtype) -> Range:
+    """The magnitudes a nonzero value may have in a run of this precision: a product of two
+    stays a normal number (float32: about 1e-19 .. 1.8e19; float64 is wider than LARGEST)."""
+    info = np.finfo(dtype)
+    name = np.dtype(dtype).name
+    return Range(float(np.sqrt(info.tiny)), float(np.sqrt(info.max)),
+                 f"{name} holds {float(info.tiny):.1e} to {float(info.max):.1e}, and a product of two such values "
+                 "must stay within it")
+
+
+def check_precision(value: float, dtype, where: str) -> None:
+    """InputError unless a nonzero value is within ``precision_range(dtype)``; ``where``
+    names the key (``[physics] viscosity``)."""
+    valid = precision_range(dtype)
+    if value != 0 and not valid.contains(abs(value)):
+        hint = ' (or use [backend] precision = "float64")' if np.dtype(dtype) == np.float32 else ""
+        raise InputError(f"{where} = {value:g} is too {'small' if abs(value) < 1 else 'large'} for "
+                         f"{np.dtype(dtype).name}: its magnitude must be {valid.describe()}; rescale the "
+                         f"problem's units{hint}")
 
 
 def section_range(section: str, key: str) -> Range | None:

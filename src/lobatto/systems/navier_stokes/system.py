@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from lobatto.config.ranges import check_expression_values
+from lobatto.config.ranges import check_expression_values, check_precision
 from lobatto.errors import InputError, SolverError
 from lobatto.operators import curl, divergence, gradient, weak_divergence
 from lobatto.operators.advection import Advection
@@ -133,7 +133,7 @@ class NavierStokesSystem(System):
             if force is not None and force.time_dependent:
                 force.weak(0.0)  # its range checked before any work (here, on every rank)
             boundaries.values(0.0)
-            check_start(case, physics, geometry)
+            check_start(case, physics, geometry, backend)
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
         return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
@@ -410,8 +410,14 @@ def initial_speed(case, geometry) -> float:
     return speed if math.isfinite(speed) else 0.0
 
 
-def check_start(case, physics, geometry) -> None:
-    """What the case asks of the mesh, before any work: filter_modes below the order."""
+def check_start(case, physics, geometry, backend) -> None:
+    """What the case asks of the mesh and the precision, before any work: filter_modes below
+    the order; the coefficients within what the backend's precision multiplies (float32)."""
+    for key in SPEC.keys:
+        if key.kind in ("positive", "nonnegative"):
+            check_precision(physics[key.name], backend.dtype, f"[physics] {key.name}")
+    for name in physics["scalars"]:
+        check_precision(case.tables[f"scalar.{name}"]["diffusivity"], backend.dtype, f"[scalar.{name}] diffusivity")
     order = geometry.order
     modes = int(physics["filter_modes"])
     if modes and not modes <= order - 1:

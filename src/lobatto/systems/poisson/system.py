@@ -118,7 +118,7 @@ class PoissonSystem(System):
         with collective_errors(comm):  # local checks: a bad value on one rank stops all
             check_representable(geometry, backend)  # float32: metrics and mass within its range
             kinds = System.boundary_kind_of(cls, mesh)  # reads only the class's spec
-            data = problem.evaluate(case, kinds, mesh, geometry, SPEC.keys, SPEC.boundary_keys)
+            data = problem.evaluate(case, kinds, mesh, geometry, SPEC.keys, SPEC.boundary_keys, backend.dtype)
         comm = comm if comm is not None and comm.Get_size() > 1 else None
         has_dirichlet = allreduce(comm, int(data.dirichlet_faces.any()), "max")
         h_positive = allreduce(comm, int(np.any(np.asarray(data.h) > 0)), "max")
