@@ -154,6 +154,16 @@ def section_range(section: str, key: str) -> Range | None:
     return SECTION_RANGES.get((section, key))
 
 
+def show_value(value: float) -> str:
+    """A value of an expression for a message: ``inf (it overflows float64)``, ``nan (not a number)``."""
+    value = float(value)
+    if math.isinf(value):
+        return f"{value:g} (it overflows float64)"
+    if math.isnan(value):
+        return "nan (not a number)"
+    return f"{value:.4g}"
+
+
 def check_expression_values(values, valid: Range, where: str, text: str, t: float | None = None, xp=np):
     """InputError unless every value of the expression (``where`` names its key, as
     ``[physics] force_x``; ``text``: its text) is within ``valid``; ``t``: the time evaluated at."""
@@ -162,5 +172,5 @@ def check_expression_values(values, valid: Range, where: str, text: str, t: floa
         return values
     bad = float(xp.asarray(values)[~ok].reshape(-1)[0])
     when = "" if t is None else f" at t = {t:.6g}"
-    raise InputError(f"{where} = \"{text}\" is {bad:.4g}{when} at some points; its values must be "
+    raise InputError(f"{where} = \"{text}\" is {show_value(bad)}{when} at some points; its values must be "
                      f"{valid.describe()}")

@@ -29,6 +29,7 @@ import numpy as np
 
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import KEY_KINDS, Key, PhysicsSpec
+from lobatto.config.ranges import show_value
 from lobatto.config.schema import (SIDES, _bool, _check_keys, _choice, _Ctx, _get, _int, _is_number, _positive,
                                    _show, _table)
 from lobatto.errors import InputError
@@ -53,7 +54,7 @@ def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
     if valid.contains(number):
         return value
     if hasattr(value, "is_constant"):  # worded as the check of its values on the mesh
-        raise ctx.error(f"[{section}] {key.name} = \"{value.text}\" is {number:.4g}; its values must be "
+        raise ctx.error(f"[{section}] {key.name} = \"{value.text}\" is {show_value(number)}; its values must be "
                         f"{valid.describe()}")
     expected = "an integer" if isinstance(value, int) else "a number"
     raise ctx.bad(section, key.name, f"{expected} {valid.describe()}", table.get(key.name, key.default))

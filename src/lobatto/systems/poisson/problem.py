@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lobatto.config.ranges import precision_range
+from lobatto.config.ranges import precision_range, show_value
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.mesh import INTERIOR
@@ -62,7 +62,7 @@ def coefficient(expression, key: str, coords, valid, dtype=None):  # key: "[phys
         need = valid.describe()
         if dtype is not None and valid.contains(values[point]):
             need = f"0 or of magnitude {precision_range(dtype).describe()}"
-        raise InputError(f"{key} = \"{expression.text}\" is {values[point]:.4g} at (x, y, z) = ({where}); "
+        raise InputError(f"{key} = \"{expression.text}\" is {show_value(values[point])} at (x, y, z) = ({where}); "
                          f"its values must be {need}")
     if expression.is_constant:
         return float(values.reshape(-1)[0]) if values.size else float(expression.evaluate(np))
