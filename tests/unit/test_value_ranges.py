@@ -251,3 +251,25 @@ def test_the_docs_list_every_range():
         row = [r for r in rows if f"`{label}`" in r.split(" | ")[0]]
         assert len(row) == 1, label
         assert f"| {valid.text()} |" in row[0], (label, valid.text(), row[0])
+
+
+def test_nek5000_bounds_of_values_beyond_float32_are_written_without_a_warning(tmp_path):
+    """A viscosity of 1e100 gives a pressure of about 1e100 (fuzz round, seed 4, case 108): the
+    data is float64, the format's per-element bounds float32; the cast warned (exit 0)."""
+    import warnings
+
+    from lobatto.io import nek5000
+
+    rng = np.random.default_rng(28)
+    order, nel = 2, 2
+    coords = rng.random((3, nel) + (order + 1,) * 3)
+    pressure = 1e100 * (1 + rng.random((nel,) + (order + 1,) * 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nek5000.write_field_file(tmp_path / "c0.f00001", coords, {"p": pressure}, 0.0, 1, order, pressure="p")
+    raw = (tmp_path / "c0.f00001").read_bytes()
+    npts = (order + 1) ** 3
+    data = np.frombuffer(raw, "<f8", 4 * nel * npts, 136 + 4 * nel)
+    np.testing.assert_array_equal(data[3 * nel * npts:].reshape(pressure.shape), pressure)  # exact, float64
+    bounds = np.frombuffer(raw, "<f4", offset=136 + 4 * nel + 4 * nel * npts * 8)[-2 * nel:]
+    assert np.all(bounds == np.finfo(np.float32).max)
