@@ -87,6 +87,16 @@ SYSTEMS = {
         "boundaries": ("wall", "absorbing"),
         "keys": {"density": 1.0, "sound_speed": 1.0},
     },
+    "navier_stokes": {
+        "fields": ("ux", "uy", "uz", "p"),
+        "boundaries": ("wall", "velocity", "outflow"),
+        "keys": {"viscosity": 0.01, "flow_rate": 1.0},
+    },
+    "poisson": {
+        "fields": ("u",),
+        "boundaries": ("dirichlet", "neumann"),
+        "keys": {"k": 1.0, "h": 0.0, "f": 1.0},
+    },
 }
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 CHOICES = {
@@ -283,10 +293,21 @@ def shrink(rng: random.Random, data: dict) -> dict:
     mesh["elements"] = [rng.choice((1, 2, 2, 2, 3)) for _ in range(3)]
     data.setdefault("discretization", {})["order"] = rng.randint(1, 4)
     data.setdefault("time", {})["t_end"] = rng.choice((0.01, 0.02, 0.05))
+    shrink_flow(rng, data)
     output = data.setdefault("output", {})
     output["every"] = rng.choice((0, 0, 1, 2))
     output["formats"] = rng.choice((["hdf5"], ["nek"], ["vtk"], ["hdf5", "nek", "vtk"], []))
     return data
+
+
+def shrink_flow(rng: random.Random, data: dict) -> None:
+    """A steady system has no [time]; a Navier-Stokes run takes 2 to 5 steps."""
+    equations = (data.get("physics") or {}).get("equations")
+    if equations == "poisson":
+        del data["time"]
+    elif equations == "navier_stokes":
+        data["time"].pop("target_cfl", None)
+        data["time"]["dt"] = data["time"]["t_end"] / rng.choice((2, 4, 5))
 
 
 def equations_of(data: dict) -> str:
@@ -335,6 +356,8 @@ def _work(data: Any) -> tuple:
         speed = 1.0 / math.sqrt(_number(phys, "epsilon", 1.0) * _number(phys, "mu", 1.0) or 1e-320)
     elif equations == "acoustics":
         speed = _number(phys, "sound_speed", 1.0)
+    elif equations in ("navier_stokes", "poisson"):
+        return _flow_work(data, equations, points)
     else:
         raise _Invalid
     time = data.get("time")
@@ -364,6 +387,32 @@ def _work(data: Any) -> tuple:
         return points, math.inf
     # measured on a slow 2-core machine: ~0.03 s per step plus ~15 us per point and step
     return points, 3.0 + math.ceil(steps) * (0.03 + 1.5e-5 * points)
+
+
+def _flow_work(data: dict, equations: str, points: int) -> tuple:
+    """(points, estimated seconds) of a Navier-Stokes or Poisson case: a solve per step (one
+    for Poisson), each up to max_iterations iterations of ~3 us per point (slow 2-core machine)."""
+    def table(*path):
+        t = data
+        for k in path:
+            t = t.get(k) if isinstance(t, dict) else None
+        return t if isinstance(t, dict) else {}
+
+    def iterations(t, default):
+        v = t.get("max_iterations", default)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+
+    if equations == "poisson":
+        return points, 5.0 + iterations(table("solver"), 1000) * 3e-6 * points
+    time = data.get("time")
+    if not isinstance(time, dict) or "dt" not in time:
+        return points, math.inf  # dt from the flow's CFL number: not estimated
+    steps = 4 * _number(time, "t_end", None) / _number(time, "dt", None)
+    if not steps < 1e15:
+        return points, math.inf
+    per_step = (iterations(table("solver", "pressure"), 200) + 3 * iterations(table("solver", "velocity"), 200)) \
+        * 3e-6 * points
+    return points, 5.0 + math.ceil(steps) * (0.05 + per_step)
 
 
 _WORK_CACHE: dict = {}
@@ -766,6 +815,108 @@ def op_float32(rng, data):
     return f"float32 with lower = {show(lower)}, upper = {show(upper)}"
 
 
+# ------------------------------------------------- flow, elliptic and acoustics tables
+# The tables of the Navier-Stokes, Poisson and acoustics examples, and the [solver.*],
+# [output.probes] and [checkpoint] keys: each value made huge, tiny, NaN, inf, empty or of
+# the wrong type (docs/case-file.md gives every key's range).
+
+#: the examples these mutations start from
+FLOW_SEEDS = ("beltrami.toml", "kovasznay.toml", "channel.toml", "tgv.toml", "poisson.toml", "acoustics_mode.toml")
+_SOLVER = {"tolerance": "fraction", "absolute_tolerance": "number", "max_iterations": "count",
+           "projection": "count", "restart": "count", "smoother_degree": "count", "coarse_tolerance": "fraction",
+           "levels": "orders", "method": ("cg", "fcg", "gmres"), "preconditioner": ("multigrid", "jacobi", "none"),
+           "precision": ("float64", "float32"), "coarse": ("auto", "cholesky", "pcg")}
+_COMMON = {("output", "every"): "count", ("output", "log_every"): "count",
+           ("output", "probes", "every"): "count", ("output", "probes", "points"): "points",
+           ("output", "probes", "fields"): "names", ("checkpoint", "every"): "count",
+           ("checkpoint", "keep"): "count", ("checkpoint", "wall_minutes"): "number",
+           ("checkpoint", "at_end"): "bool", ("checkpoint", "compression"): ("none", "gzip")}
+#: system -> {path: kind}; kind: number, fraction (0 < v < 1), count, expression, points,
+#: names, orders, bool, or a tuple of the valid choices
+FLOW_KEYS = {
+    "navier_stokes": {
+        ("physics", "viscosity"): "number", ("physics", "flow_rate"): "number",
+        ("physics", "filter_modes"): "count", ("physics", "filter_weight"): "number",
+        ("physics", "diagnostics_every"): "count", ("physics", "force_x"): "expression",
+        ("physics", "force_y"): "expression", ("physics", "dealias"): "bool",
+        ("physics", "flow_direction"): ("x", "y", "z"),
+        **{("solver", "pressure", k): v for k, v in _SOLVER.items()},
+        ("solver", "velocity", "tolerance"): "fraction", ("solver", "velocity", "absolute_tolerance"): "number",
+        ("solver", "velocity", "max_iterations"): "count",
+        ("time", "dt"): "number", ("time", "t_end"): "number", ("time", "max_cfl"): "number",
+        ("time", "target_cfl"): "number", ("time", "initial_dt"): "number",
+        ("time", "integrator"): ("bdf1", "bdf2", "bdf3"),
+        ("initial", "ux"): "expression", ("boundary", "ymin", "ux"): "expression",
+    },
+    "poisson": {
+        ("physics", "k"): "expression", ("physics", "h"): "expression", ("physics", "f"): "expression",
+        **{("solver", k): v for k, v in _SOLVER.items() if k != "absolute_tolerance"},
+        ("boundary", "xmin", "value"): "expression", ("boundary", "ymin", "flux"): "expression",
+    },
+    "acoustics": {("physics", "density"): "number", ("physics", "sound_speed"): "number",
+                  ("time", "cfl"): "number", ("time", "dt"): "number", ("initial", "p"): "expression"},
+}
+FLOW_NUMBERS = (0, 0.0, -0.0, -1, -1e-3, 1e-3, 0.5, 2.0, 1e100, 1e101, 1e-100, 1e-101, 1e160, 1e300, 1e308,
+                1.7976931348623157e308, -1e308, 1e-300, 5e-324, 1e-320, math.nan, math.inf, -math.inf)
+FLOW_COUNTS = (0, 1, 2, 50, 51, 1000, 1001, 10**6, 10**6 + 1, 10**9, 2**31, 2**62, 2**63 - 1, -1, -(2**63))
+FLOW_EXPRESSIONS = ("1e308*x+1", "1e308*x", "1e200*x", "1e160", "1e101*sin(pi*x)", "1e-320*x+1e-320", "-1",
+                    "0", "1/x", "log(x)", "exp(1000*x)", "nan", "inf", "", "x +", "sin(pi*x)", "1e308", "-1e308",
+                    "(1e200*x)**2", "1 - 2*x", "1e300*t")
+FLOW_WRONG_TYPES = ("", "1.0", "abc", True, False, [], [1, 2], {}, {"a": 1}, datetime.date(1979, 5, 27))
+
+
+def _flow_value(rng: random.Random, kind) -> Any:
+    """A value for a key of this kind: mostly hostile, sometimes valid."""
+    if rng.random() < 0.2:
+        return rng.choice(FLOW_WRONG_TYPES)
+    if isinstance(kind, tuple):
+        return rng.choice(kind + ("bogus", "", kind[0].upper()))
+    if kind in ("number", "fraction"):
+        extra = (0.999999, 1.0, 1.0000001, 1e-8, 1e-14) if kind == "fraction" else ()
+        return rng.choice(FLOW_NUMBERS + extra + HUGE_INTS)
+    if kind == "count":
+        return rng.choice(FLOW_COUNTS + (1.5, 1e9, 3.0))
+    if kind == "expression":
+        return rng.choice(FLOW_EXPRESSIONS + (1e308, 1e-320, math.nan, math.inf, 2**63 - 1))
+    if kind == "points":
+        return rng.choice(([], [[]], [[0.5, 0.5]], [[math.nan, 0.5, 0.5]], [[math.inf, 0, 0]], [[1e300, 0, 0]],
+                           [[1e31, 0, 0]], [[5e-324, 0.5, 0.5]], [[0.5, 0.5, 0.5]] * 3, [[2.0, 2.0, 2.0]],
+                           [["0.5", 0.5, 0.5]], [[0.5, 0.5, 0.5], [0.1, 0.2]]))
+    if kind == "names":
+        return rng.choice(([], [""], ["p", "p"], ["ux"], ["u"], ["Ex"], ["x" * 1000], [1]))
+    if kind == "orders":
+        return rng.choice(([], [1], [4, 1], [1, 4], [0], [-1], [25, 1], [10**9, 1], [4, 4], [2.0, 1], ["4"]))
+    return rng.choice((True, False, 1, "true"))
+
+
+def op_flow_table(rng, data):
+    """One key of a Navier-Stokes, Poisson or acoustics case's own tables, [solver.*],
+    [output.probes] or [checkpoint], set to a hostile value (or deleted, or its table
+    replaced by a non-table)."""
+    phys = data.get("physics")
+    eq = phys.get("equations") if isinstance(phys, dict) else None
+    if eq not in FLOW_KEYS:
+        raise _Skip
+    keys = {**FLOW_KEYS[eq], **_COMMON}
+    if eq == "navier_stokes":
+        for name in (phys.get("scalars") or []) if isinstance(phys.get("scalars"), list) else []:
+            if isinstance(name, str):
+                keys.update({("scalar", name, "diffusivity"): "number", ("scalar", name, "tolerance"): "fraction",
+                             ("scalar", name, "max_iterations"): "count", ("scalar", name, "source"): "expression"})
+    path = rng.choice(sorted(keys, key=str))
+    if ("output", "probes") == path[:2] and "points" not in (data.get("output", {}).get("probes") or {}):
+        set_at(data, ("output", "probes", "points"), [[0.5, 0.5, 0.5]])  # the table needs points
+    r = rng.random()
+    if r < 0.05:
+        value = rng.choice(("x", 1, [1]))
+        set_at(data, path[:-1], value)  # the table itself of the wrong type
+        return f"flow: [{dotted(path[:-1])}] = {show(value)}"
+    value = _flow_value(rng, keys[path])
+    set_at(data, path, value)
+    return f"flow: {dotted(path)} = {show(value)}"
+
+
+
 # Operators on the document, with weights.
 DATA_OPS: list[tuple[str, Callable, int]] = [
     ("delete_key", op_delete_key, 3),
@@ -783,6 +934,7 @@ DATA_OPS: list[tuple[str, Callable, int]] = [
     ("string_value", op_string_value, 1),
     ("valid_variation", op_valid_variation, 3),
     ("float32", op_float32, 1),
+    ("flow_table", op_flow_table, 6),  # skipped for other systems
 ]
 
 
@@ -1233,12 +1385,20 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("--memory-limit", type=float, default=MEMORY_LIMIT / 2**30, metavar="GIB",
                         help="address-space limit of each run in GiB, 0 for none (default %(default)g)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no per-case progress lines")
+    parser.add_argument("--base", action="append", metavar="EXAMPLE",
+                        help="start only from this example (repeatable), e.g. --base poisson.toml")
     args = parser.parse_args(argv)
     MEMORY_LIMIT = int(args.memory_limit * 2**30)
 
     if args.case is not None:
         args.start, args.count = args.case, 1
-    cases = make_cases(args.seed, args.count, start=args.start)
+    examples = load_examples()
+    if args.base:  # only these examples as the starting points
+        unknown = sorted(set(args.base) - set(examples))
+        if unknown:
+            parser.error(f"--base: no example {', '.join(unknown)} in {EXAMPLES}")
+        examples = {name: examples[name] for name in args.base}
+    cases = make_cases(args.seed, args.count, examples, start=args.start)
     if args.print:
         for c in cases:
             print(f"# case {c.index} from {c.base}: " + "; ".join(c.ops))

@@ -231,13 +231,13 @@ def test_bad_values_found_when_the_system_is_built(tmp_path):
         with pytest.raises(InputError, match=match):
             solve(tmp_path, physics or {"f": s}, mesh or {"elements": [2, 2, 2]}, 3, **kwargs)
 
-    fails(r"\[physics\] k = \"1 - 2\*x\" is 0 at \(x, y, z\) = \(0.5, 0, 0\); it must be > 0",
+    fails(r"\[physics\] k = \"1 - 2\*x\" is 0 at \(x, y, z\) = \(0.5, 0, 0\); its values must be from 1e-100",
           physics={"k": "1 - 2*x"})
     fails(r"\[physics\] h = \"-1\" is -1", physics={"h": -1})
     fails(r"\[solver\] levels = \[2, 1\] must start at the \[discretization\] order 3", solver={"levels": [2, 1]})
     fails(r"method = \"cg\" needs a fixed preconditioner.*float32", solver={"method": "cg", "precision": "float32"})
     fails(r"method = \"cg\" needs a fixed preconditioner.*coarse", solver={"method": "cg", "coarse": "pcg"})
-    fails(r"tolerance must be below 1", solver={"tolerance": 2})
+    fails(r"\[solver\] tolerance must be a number >= 1e-100 and < 1 \(a relative residual", solver={"tolerance": 2})
     fails(r"up to a constant", boundary={side: {"flux": "0"} for side in
                                           ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")})
     fails(r"up to a constant", mesh={"elements": [2, 2, 2], "boundary": "neumann"})

@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lobatto.config.physics import PhysicsSpec
+from lobatto.config.ranges import section_range
 from lobatto.config.schema import _Ctx, _int, _is_number, _show, _table
 
+#: a probe point's coordinates (config/ranges.py)
+POINT_RANGE = section_range("output.probes", "points")
 #: the region that is always there: the whole mesh
 WHOLE_MESH = "all"
 
@@ -55,6 +58,8 @@ def parse_probes(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> Pro
         if not (isinstance(point, (list, tuple)) and len(point) == 3
                 and all(_is_number(v) and math.isfinite(v) for v in point)):
             raise ctx.bad(where, f"points[{i}]", "a point [x, y, z] of 3 finite numbers", point)
+        if not all(POINT_RANGE.contains(v) for v in point):
+            raise ctx.bad(where, f"points[{i}]", f"a point [x, y, z] of numbers {POINT_RANGE.describe()}", point)
         checked.append(tuple(float(v) for v in point))
     fields = _names(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
     return ProbesSection(every=_int(ctx, where, table, "every", 1, 1), points=tuple(checked),

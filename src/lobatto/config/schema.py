@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lobatto.config.expressions import compile_expression
-from lobatto.config.physics import KEY_KINDS, PhysicsSpec
+from lobatto.config.physics import PhysicsSpec
+from lobatto.config.ranges import section_range
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -578,7 +579,15 @@ def _int(ctx, section, table, key, default, lo=None, hi=None, required_hint=""):
         raise ctx.bad(section, key, expected, v)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise ctx.bad(section, key, expected, v)
-    return v
+    return _within(ctx, section, key, v, "an integer")
+
+
+def _within(ctx, section, key, value, expected, shown=None):
+    """``value``, or InputError when it is outside the key's declared range (config/ranges.py)."""
+    valid = section_range(section, key)
+    if valid is not None and value is not None and not valid.contains(value):
+        raise ctx.bad(section, key, f"{expected} {valid.describe()}", value if shown is None else shown)
+    return value
 
 
 def _positive(ctx, section, table, key, default, required_hint=""):
@@ -587,7 +596,7 @@ def _positive(ctx, section, table, key, default, required_hint=""):
         return None
     if not _is_number(v) or not math.isfinite(v) or v <= 0:
         raise ctx.bad(section, key, "a positive number", v)
-    return float(v)
+    return _within(ctx, section, key, float(v), "a number", v)
 
 
 def _vector(ctx, section, table, key, default, kind, required_hint=""):
@@ -610,6 +619,8 @@ def _vector(ctx, section, table, key, default, kind, required_hint=""):
             ok = isinstance(x, bool)
         if not ok:
             raise ctx.bad(section, key, what, v)
+        if kind == "float":
+            _within(ctx, section, key, x, what, v)
         out.append(x)
     return tuple(out)
 
@@ -668,24 +679,9 @@ def _sanitize_name(stem: str) -> str:
 # ============================================================================ parsing
 def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> dict:
     """The system's own [physics] keys, checked by kind, defaults filled in."""
-    values = {}
-    for key in spec.keys:
-        if key.kind == "positive":
-            values[key.name] = _positive(ctx, "physics", table, key.name, key.default)
-        elif key.kind == "choice":
-            values[key.name] = _choice(ctx, "physics", table, key.name, key.choices, key.default)
-        elif key.kind == "bool":
-            values[key.name] = _bool(ctx, "physics", table, key.name, key.default)
-        elif key.kind in ("expression", "expression_t", "positive_integer", "count", "orders", "names"):
-            from lobatto.config.system_tables import key_value
+    from lobatto.config.system_tables import key_value
 
-            values[key.name] = key_value(ctx, "physics", table, key)
-        else:  # "number", "nonnegative"
-            v = _get(table, key.name, key.default, ctx, "physics")
-            if not _is_number(v) or not math.isfinite(v) or (key.kind == "nonnegative" and v < 0):
-                raise ctx.bad("physics", key.name, KEY_KINDS[key.kind], v)
-            values[key.name] = float(v)
-    return values
+    return {key.name: key_value(ctx, "physics", table, key) for key in spec.keys}
 
 
 def _integrator(ctx: _Ctx, spec: PhysicsSpec, time: Mapping[str, Any]) -> str:

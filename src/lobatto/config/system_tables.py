@@ -25,8 +25,11 @@ import math
 import re
 from typing import Any, Mapping
 
+import numpy as np
+
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import KEY_KINDS, Key, PhysicsSpec
+from lobatto.config.ranges import show_value
 from lobatto.config.schema import (SIDES, _bool, _check_keys, _choice, _Ctx, _get, _int, _is_number, _positive,
                                    _show, _table)
 from lobatto.errors import InputError
@@ -36,7 +39,28 @@ EXPRESSION_VARIABLES = ("x", "y", "z")
 
 
 def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
-    """The checked value of ``key`` in ``[section]`` (its default when absent)."""
+    """The checked value of ``key`` in ``[section]`` (its default when absent): of its kind,
+    and within its range (``Key.valid_range``; a constant expression's value too)."""
+    value = _kind_value(ctx, section, table, key)
+    valid = key.valid_range
+    if valid is None or value is None:
+        return value
+    number = value
+    if hasattr(value, "is_constant"):  # an expression: its value is checked on the mesh, unless constant
+        if not value.is_constant:
+            return value
+        with np.errstate(all="ignore"):
+            number = float(np.asarray(value.evaluate(np), dtype=np.float64).reshape(-1)[0])
+    if valid.contains(number):
+        return value
+    if hasattr(value, "is_constant"):  # worded as the check of its values on the mesh
+        raise ctx.error(f"[{section}] {key.name} = \"{value.text}\" is {show_value(number)}; its values must be "
+                        f"{valid.describe()}")
+    expected = "an integer" if isinstance(value, int) else "a number"
+    raise ctx.bad(section, key.name, f"{expected} {valid.describe()}", table.get(key.name, key.default))
+
+
+def _kind_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
     kind, name = key.kind, key.name
     if kind == "positive":
         return _positive(ctx, section, table, name, key.default)

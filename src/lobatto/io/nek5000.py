@@ -141,7 +141,10 @@ def _vector_extrema(components: list) -> Callable:
     def values(positions):
         mm = np.stack([np.stack([c[positions].min(axis=1), c[positions].max(axis=1)], axis=-1)
                        for c in components], axis=1)  # (e, components, 2)
-        return mm.astype(np.float32)
+        # the format's bounds are float32: a value beyond its range (a pressure of 1e100) is
+        # bounded by float32's largest, without an overflow warning (the data stays float64)
+        big = float(np.finfo(np.float32).max)
+        return np.clip(mm, -big, big).astype(np.float32)
     return values
 
 

@@ -78,16 +78,29 @@ class DenseCoarseSolve:
             if self.fixed.any():
                 raise ValueError("DenseCoarseSolve: null_space=True with Dirichlet points (they fix the constant)")
             factored = matrix + np.diag(matrix).mean() / size  # + sigma 1 1^T
+        if not np.isfinite(factored).all():  # not a question of Neumann sides: say what it is
+            raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) has "
+                              "non-finite entries: the operator's coefficients times the metric factors overflow")
         try:
             factor = np.linalg.cholesky(factored)
             # a singular matrix may still factor, with a pivot at round-off level
-            singular = np.diag(factor).min() ** 2 < SINGULAR_PIVOT * np.diag(matrix).max()
+            with np.errstate(all="ignore"):
+                singular = not np.diag(factor).min() ** 2 >= SINGULAR_PIVOT * np.diag(matrix).max()
         except np.linalg.LinAlgError:
             singular = True
+        entries = np.abs(matrix[np.ix_(~self.fixed, ~self.fixed)])
+        entries = entries[entries > 0]
+        spread = f"its entries span {entries.min():.3g} to {entries.max():.3g}, " if entries.size else ""
         if singular and self.null_space:
             raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) plus "
                               "sigma 1 1^T is not positive definite: its null space is more than the constants "
-                              "(a domain in several disconnected pieces?)")
+                              f"(a domain in several disconnected pieces), or {spread}too many orders of magnitude "
+                              "for float64 (elements far longer on one axis than another, coefficients far apart)")
+        if singular and self.fixed.any():  # Dirichlet points fix the constant: not a pure Neumann problem
+            raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) is not "
+                              f"positive definite, though Dirichlet points fix it: {spread}too many orders of "
+                              "magnitude for float64 (elements far longer on one axis than another, coefficients "
+                              "far apart), or a part of the domain touches no Dirichlet side")
         if singular:
             raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) is not "
                               "positive definite: a pure Neumann problem (h2 = 0, no Dirichlet side) has a "

@@ -5,6 +5,12 @@ table of a flow system), declared once for every system that solves with
 from __future__ import annotations
 
 from lobatto.config import Key
+from lobatto.config.ranges import ITERATIONS_REASON, MAX_ITERATIONS, SMALLEST, Range
+
+#: a relative residual: 1 is met by the start x = 0, before any iteration
+RELATIVE = Range(SMALLEST, 1.0, "a relative residual: 1 is met by the start x = 0 before any iteration, and "
+                 "values below 1e-100 leave float64's range", high_open=True)
+ITERATIONS = Range(1, MAX_ITERATIONS, ITERATIONS_REASON)
 
 
 def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, projection: int = 0,
@@ -17,12 +23,13 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
         Key("preconditioner", "choice", "multigrid", "p-multigrid V-cycle, Jacobi (the assembled diagonal) or none",
             choices=("multigrid", "jacobi", "none")),
         Key("tolerance", "positive", tolerance, f"stop {what} at ||r|| <= tolerance ||b|| (assembled norms, b "
-            "after the Dirichlet lifting)"),
+            "after the Dirichlet lifting)", range=RELATIVE),
         Key("absolute_tolerance", "nonnegative", 0.0, "or at ||r|| <= absolute_tolerance (0: relative only)"),
         Key("max_iterations", "positive_integer", max_iterations, "iterations before the solve is declared not "
-            "converged"),
+            "converged", range=ITERATIONS),
         Key("projection", "count", projection, "previous solutions kept for A-conjugate projection (0: none); it "
-            "helps sequences of solves (time steps)"),
+            "helps sequences of solves (time steps)", range=Range(0, 100, "each kept solution costs two vectors of the "
+            "mesh's size and an inner product with each per solve")),
         Key("levels", "orders", (), "p-multigrid orders from [discretization] order down, e.g. [7, 3, 1] "
             "(default: halving to 1)"),
         Key("precision", "choice", "float64", "precision of the preconditioner; float32 needs method fcg or gmres",
@@ -30,8 +37,11 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
         Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, pcg (Jacobi-PCG to coarse_tolerance) "
             "or auto (cholesky up to 3000 points)", choices=("auto", "cholesky", "pcg")),
         Key("coarse_tolerance", "positive", 1e-2, "coarse = pcg: relative residual the coarse Jacobi-PCG stops at "
-            "(looser is cheaper per cycle; too loose costs outer iterations)"),
-        Key("restart", "positive_integer", 30, "gmres: vectors before a restart"),
-        Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother"),
+            "(looser is cheaper per cycle; too loose costs outer iterations)", range=RELATIVE),
+        Key("restart", "positive_integer", 30, "gmres: vectors before a restart", range=Range(1, 1000, "gmres keeps "
+            "restart + 1 vectors of the mesh's size and orthogonalises each new one against all of them")),
+        Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother",
+            range=Range(1, 50, "each degree is one operator application per smoothing: a high degree costs more "
+                        "than it saves")),
     )
     return keys if absolute else tuple(k for k in keys if k.name != "absolute_tolerance")

@@ -22,12 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lobatto.config.ranges import KIND_RANGES, check_expression_values
 from lobatto.discretization import gll_weights
-from lobatto.errors import InputError
 from lobatto.mesh.mesh import INTERIOR
 from lobatto.mesh.topology import NUM_FACES, face_slice
 
 COMPONENTS = ("ux", "uy", "uz")
+#: the range of the boundary velocity's values (spec.py's boundary keys: expressions)
+BOUNDARY_RANGE = KIND_RANGES["expression_t"]
 
 
 @dataclass
@@ -39,6 +41,7 @@ class FaceGroup:
     coords: tuple  # backend (len(rows), n, n) x, y, z
     weighted_normals: object  # backend (3, len(rows), n, n): n w_a w_b sJ
     expressions: tuple  # three Expressions or None
+    name: str = ""  # the [boundary.<name>] table
 
 
 def face_kinds(kinds: list, mesh, tables: dict) -> np.ndarray:
@@ -80,7 +83,7 @@ class FlowBoundaries:
                 coords = tuple(backend.asarray(c[(rows,) + points], dtype=np.float64) for c in geometry.coords)
                 normals = geometry.normals[:, rows, face] * (face_weights * geometry.surface_jacobian[rows, face])
                 self.groups.append(FaceGroup(face, xp.asarray(rows), coords, backend.asarray(normals),
-                                             tuple(data.get(c) for c in COMPONENTS)))
+                                             tuple(data.get(c) for c in COMPONENTS), name))
         self.time_dependent = any("t" in e.variables_used for g in self.groups for e in g.expressions if e is not None)
         self.shape = (3, mesh.num_elements) + (order + 1,) * 3
         self.order = order
@@ -100,9 +103,8 @@ class FlowBoundaries:
             v = xp.zeros((3,) + x.shape, dtype=self.backend.dtype)
             for c, e in enumerate(g.expressions):
                 if e is not None:
-                    v[c] = e.evaluate(xp, x=x, y=y, z=z, t=float(t))
-            if not bool(xp.isfinite(v).all()):
-                raise InputError(f"[boundary] velocity data is not finite at time {t:.6g} on some face points")
+                    v[c] = check_expression_values(e.evaluate(xp, x=x, y=y, z=z, t=float(t)), BOUNDARY_RANGE,
+                                                   f"[boundary.{g.name}] {COMPONENTS[c]}", e.text, t, xp)
             out.append(v)
         if not self.time_dependent:
             self._cached = out

@@ -27,11 +27,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lobatto.config.ranges import KIND_RANGES, check_expression_values
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.solvers.elliptic import VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
+
+
+#: the range of a scalar's source and boundary values (spec.py: expressions)
+VALUES = KIND_RANGES["expression_t"]
 
 
 @dataclass
@@ -43,6 +48,7 @@ class ScalarFaces:
     coords: tuple  # backend (len(rows), n, n) x, y, z
     weights: object  # backend (len(rows), n, n): w_a w_b sJ (the flux faces' quadrature)
     expression: object
+    name: str = ""  # the [boundary.<name>] table
 
 
 @dataclass
@@ -101,7 +107,15 @@ def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, firs
                 coords = tuple(backend.asarray(c[(rows,) + points], dtype=np.float64) for c in geometry.coords)
                 weights = face_weights * geometry.surface_jacobian[rows, face]
                 faces["values" if key == name else "fluxes"].append(
-                    ScalarFaces(face, backend.xp.asarray(rows), coords, backend.asarray(weights), data[key]))
+                    ScalarFaces(face, backend.xp.asarray(rows), coords, backend.asarray(weights), data[key], side))
+        x, y, z = geometry.coords  # the data's range at the start, before any work (on every rank)
+        check_expression_values(settings["source"].evaluate(np, x=x, y=y, z=z, t=0.0), VALUES,
+                                f"[scalar.{name}] source", settings["source"].text, 0.0)
+        for group, key in (("values", name), ("fluxes", flux_key)):
+            for f in faces[group]:
+                fx, fy, fz = f.coords
+                check_expression_values(f.expression.evaluate(backend.xp, x=fx, y=fy, z=fz, t=0.0), VALUES,
+                                        f"[boundary.{f.name}] {key}", f.expression.text, 0.0, backend.xp)
         out.append(Scalar(name, first_index + s, float(settings["diffusivity"]), settings["source"],
                           float(settings["tolerance"]), int(settings["max_iterations"]), dirichlet,
                           dirichlet_faces, faces["values"], faces["fluxes"]))
@@ -189,9 +203,7 @@ class ScalarTransport:
         xp = self.backend.xp
         values = expression.evaluate(xp, x=x, y=y, z=z, t=float(t))
         values = xp.broadcast_to(xp.asarray(values, dtype=self.backend.dtype), x.shape)
-        if not bool(xp.isfinite(values).all()):
-            raise InputError(f"{what} is not finite at time {t:.6g} at some points")
-        return values
+        return check_expression_values(values, VALUES, what, expression.text, t, xp)
 
     def _add_source(self, rhs, s: Scalar, t):
         if s.source.is_constant and float(s.source.evaluate(np)) == 0.0:
@@ -203,7 +215,7 @@ class ScalarTransport:
         """<phi, g> on the flux faces (local; assembled with the rest)."""
         for f in s.fluxes:
             index = (f.rows,) + face_slice(f.face, self.system.order)[1:]
-            rhs[index] += f.weights * self._evaluate(f.expression, *f.coords, t, f"[boundary] {s.name}_flux")
+            rhs[index] += f.weights * self._evaluate(f.expression, *f.coords, t, f"[boundary.{f.name}] {s.name}_flux")
 
     def _lifting(self, s: Scalar, t, assembly):
         """(E, n, n, n) continuous: the boundary values on the Dirichlet points (copies where
@@ -213,7 +225,7 @@ class ScalarTransport:
         lift = xp.zeros((2,) + tuple(shape), dtype=self.backend.dtype)  # values, and how many gave one
         for f in s.values:
             index = (f.rows,) + face_slice(f.face, self.system.order)[1:]
-            lift[0][index] = self._evaluate(f.expression, *f.coords, t, f"[boundary] {s.name}")
+            lift[0][index] = self._evaluate(f.expression, *f.coords, t, f"[boundary.{f.name}] {s.name}")
             lift[1][index] = 1.0
         assembly.dssum(lift)
         return lift[0] / (lift[1] + (lift[1] == 0))

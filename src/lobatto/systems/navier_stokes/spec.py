@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 from lobatto.config import Integrand, Key, PhysicsSpec
-from lobatto.solvers.settings import elliptic_solver_keys
+from lobatto.config.ranges import STEPS, Range
+from lobatto.solvers.settings import ITERATIONS, RELATIVE, elliptic_solver_keys
 
 FIELD_NAMES = ("ux", "uy", "uz", "p")
 BOUNDARY_KINDS = ("wall", "velocity", "outflow")
@@ -17,17 +18,20 @@ DIRECTIONS = ("x", "y", "z")
 PRESSURE_KEYS = elliptic_solver_keys(tolerance=1e-8, max_iterations=200, projection=8, method="fcg",
                                      what="the pressure Poisson equation")
 VELOCITY_KEYS = (
-    Key("tolerance", "positive", 1e-10, "stop the velocity Jacobi-PCG at ||r|| <= tolerance ||b|| (assembled norms)"),
+    Key("tolerance", "positive", 1e-10, "stop the velocity Jacobi-PCG at ||r|| <= tolerance ||b|| (assembled norms)",
+        range=RELATIVE),
     Key("absolute_tolerance", "nonnegative", 0.0, "or at ||r|| <= absolute_tolerance"),
-    Key("max_iterations", "positive_integer", 200, "iterations before the step stops as not converged"),
+    Key("max_iterations", "positive_integer", 200, "iterations before the step stops as not converged",
+        range=ITERATIONS),
 )
 
 
 SCALAR_KEYS = (
     Key("diffusivity", "positive", None, "the scalar's diffusivity kappa", required=True),
     Key("source", "expression_t", "0", "volume source in x, y, z, t: dT/dt + u . grad T = kappa lap T + source"),
-    Key("tolerance", "positive", 1e-10, "stop the scalar's Jacobi-PCG at ||r|| <= tolerance ||b||"),
-    Key("max_iterations", "positive_integer", 200, "iterations before the step stops as not converged"),
+    Key("tolerance", "positive", 1e-10, "stop the scalar's Jacobi-PCG at ||r|| <= tolerance ||b||", range=RELATIVE),
+    Key("max_iterations", "positive_integer", 200, "iterations before the step stops as not converged",
+        range=ITERATIONS),
 )
 #: names a scalar may not take: the flow's fields, and u (VTK joins ux, uy, uz as u)
 RESERVED = ("ux", "uy", "uz", "p", "u")
@@ -81,10 +85,12 @@ SPEC = PhysicsSpec(
             "0: off"),
         Key("flow_direction", "choice", "x", "direction of the constant flow rate", choices=DIRECTIONS),
         Key("dealias", "bool", True, "over-integrate the advection term (3/2 rule)"),
-        Key("filter_modes", "count", 0, "HPF-RT relaxation: highest modes filtered (0: off)"),
+        Key("filter_modes", "count", 0, "HPF-RT relaxation: highest modes filtered (0: off)",
+            range=Range(0, 23, "at most [discretization] order - 1 (the mean and one mode stay), and the order is "
+                        "at most 24")),
         Key("filter_weight", "positive", 10.0, "HPF-RT relaxation strength chi (per unit time)"),
         Key("diagnostics_every", "count", 1, "steps between kinetic energy / enstrophy / dissipation records "
-            "(0: never)"),
+            "(0: never)", range=STEPS),
         Key("scalars", "names", (), "passive scalars advected by the flow, each with a [scalar.<name>] table"),
     ),
     fluxes=("none",),  # continuous Galerkin: no numerical flux

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from lobatto.config.ranges import check_expression_values, check_precision
 from lobatto.errors import InputError, SolverError
 from lobatto.operators import curl, divergence, gradient, weak_divergence
 from lobatto.operators.advection import Advection
@@ -32,10 +33,13 @@ from lobatto.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.systems.base import System
+from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
+
+KEYS = {key.name: key for key in SPEC.keys}
 
 #: parts of a step, as the summary lists them
 PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
@@ -121,6 +125,7 @@ class NavierStokesSystem(System):
         physics = {key.name: getattr(case.physics, key.name) for key in SPEC.keys}
         tables = case.tables.get("boundary", {})
         with collective_errors(comm):
+            check_representable(geometry, backend)  # float32: metrics and mass within its range
             kinds = System.boundary_kind_of(cls, mesh)
             check_tables(case, mesh, tables)
             # only tables with velocity data make velocity faces (a scalar's alone leaves a wall one)
@@ -128,6 +133,10 @@ class NavierStokesSystem(System):
             boundaries = FlowBoundaries(mesh, geometry, backend, kinds, flow_tables)
             scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields))
             force = Force(physics, geometry, backend)
+            if force is not None and force.time_dependent:
+                force.weak(0.0)  # its range checked before any work (here, on every rank)
+            boundaries.values(0.0)
+            check_start(case, physics, geometry, backend)
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
         return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
@@ -381,8 +390,8 @@ class Force:
         xp = self.backend.xp
         x, y, z = coords
         values = xp.stack([e.evaluate(xp, x=x, y=y, z=z, t=float(t)) for e in self.expressions])
-        if not bool(xp.isfinite(values).all()):
-            raise InputError(f"[physics] force is not finite at time {t:.6g} at some points")
+        for a, e, v in zip("xyz", self.expressions, values):  # the declared range of each component
+            check_expression_values(v, KEYS[f"force_{a}"].valid_range, f"[physics] force_{a}", e.text, t, xp)
         return values * self.mass
 
     def weak(self, t):
@@ -395,11 +404,28 @@ def initial_speed(case, geometry) -> float:
     source = fields if any(name in fields for name in ("ux", "uy", "uz")) else (case.exact.fields or {})
     x, y, z = geometry.coords
     square = np.zeros_like(x)
-    for name in ("ux", "uy", "uz"):
-        e = source.get(name)
-        if e is not None:
-            square += np.asarray(e.evaluate(np, x=x, y=y, z=z, t=0.0)) ** 2
-    return float(np.sqrt(square.max())) if square.size else 0.0
+    with np.errstate(all="ignore"):  # values too large to square: the driver names them (check_given_fields)
+        for name in ("ux", "uy", "uz"):
+            e = source.get(name)
+            if e is not None:
+                square += np.asarray(e.evaluate(np, x=x, y=y, z=z, t=0.0)) ** 2
+        speed = float(np.sqrt(square.max())) if square.size else 0.0
+    return speed if math.isfinite(speed) else 0.0
+
+
+def check_start(case, physics, geometry, backend) -> None:
+    """What the case asks of the mesh and the precision, before any work: filter_modes below
+    the order; the coefficients within what the backend's precision multiplies (float32)."""
+    for key in SPEC.keys:
+        if key.kind in ("positive", "nonnegative"):
+            check_precision(physics[key.name], backend.dtype, f"[physics] {key.name}")
+    for name in physics["scalars"]:
+        check_precision(case.tables[f"scalar.{name}"]["diffusivity"], backend.dtype, f"[scalar.{name}] diffusivity")
+    order = geometry.order
+    modes = int(physics["filter_modes"])
+    if modes and not modes <= order - 1:
+        raise InputError(f"[physics] filter_modes = {modes} must be at most [discretization] order - 1 = {order - 1} "
+                         "(the mean and at least one mode stay unfiltered)")
 
 
 def check_tables(case, mesh, tables: dict) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lobatto.config.ranges import precision_range, show_value
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.mesh import INTERIOR
@@ -45,18 +46,24 @@ class ProblemData:
     neumann_faces: int
 
 
-def coefficient(expression, key: str, coords, lowest: float, strict: bool):
-    """The expression's values (a float if constant), checked finite and > ``lowest`` (strict)
-    or >= it; InputError naming the key and the first bad point."""
+def coefficient(expression, key: str, coords, valid, dtype=None):  # key: "[physics] k", as messages name it
+    """The expression's values (a float if constant), checked against ``valid`` (the key's
+    config.ranges.Range) before any use; InputError naming the key and the first bad point."""
     x, y, z = coords
-    values = np.asarray(expression.evaluate(np, x=x, y=y, z=z), dtype=np.float64)
-    ok = np.isfinite(values) & ((values > lowest) if strict else (values >= lowest))
+    with np.errstate(all="ignore"):  # a value out of range is reported below, not warned about
+        values = np.asarray(expression.evaluate(np, x=x, y=y, z=z), dtype=np.float64)
+    values = np.broadcast_to(values, x.shape) if values.ndim == 0 and x.size else values
+    ok = valid.within(values)
+    if dtype is not None:  # and what the backend's precision multiplies (float32)
+        ok &= (values == 0) | precision_range(dtype).within(np.abs(values))
     if not ok.all():
         point = np.unravel_index(int(np.argmin(ok)), values.shape)
         where = ", ".join(f"{float(c[point]):.4g}" for c in coords)
-        need = "finite" if lowest == -np.inf else f"{'>' if strict else '>='} {lowest:g} and finite"
-        raise InputError(f"[physics] {key} = \"{expression.text}\" is {values[point]:.4g} at (x, y, z) = ({where}); "
-                         f"it must be {need} everywhere")
+        need = valid.describe()
+        if dtype is not None and valid.contains(values[point]):
+            need = f"0 or of magnitude {precision_range(dtype).describe()}"
+        raise InputError(f"{key} = \"{expression.text}\" is {show_value(values[point])} at (x, y, z) = ({where}); "
+                         f"its values must be {need}")
     if expression.is_constant:
         return float(values.reshape(-1)[0]) if values.size else float(expression.evaluate(np))
     return values
@@ -78,14 +85,17 @@ def face_kinds(kinds: list, mesh, boundary_tables: dict) -> tuple[np.ndarray, np
     return boundary & (kind == "dirichlet"), np.where(named, group, "")
 
 
-def evaluate(case, kinds: list, mesh, geometry) -> ProblemData:
+def evaluate(case, kinds: list, mesh, geometry, case_keys, boundary_keys, dtype=None) -> ProblemData:
     """All of the rank's problem data from the case's [physics] and [boundary.<name>];
-    ``kinds``: the boundary kind of each of ``mesh.boundary_names``."""
+    ``kinds``: the boundary kind of each of ``mesh.boundary_names``; ``case_keys``,
+    ``boundary_keys``: the spec's Keys (their ranges check the values on the mesh); ``dtype``:
+    the backend's, whose range the coefficients must also keep."""
+    boundary_ranges = {key.name: key.valid_range for key in boundary_keys}
     physics = case.physics
     coords = geometry.coords
-    k = coefficient(physics.k, "k", coords, 0.0, strict=True)
-    h = coefficient(physics.h, "h", coords, 0.0, strict=False)
-    f = coefficient(physics.f, "f", coords, -np.inf, strict=True)
+    keys = {key.name: key for key in case_keys}
+    k, h, f = (coefficient(getattr(physics, name), f"[physics] {name}", coords, keys[name].valid_range, dtype)
+               for name in ("k", "h", "f"))
     weighted = geometry.mass * f
     tables = case.tables.get("boundary", {})
     dirichlet, table_of = face_kinds(kinds, mesh, tables)
@@ -102,9 +112,7 @@ def evaluate(case, kinds: list, mesh, geometry) -> ProblemData:
             if not rows.size:
                 continue
             x, y, z = (c[(rows,) + points] for c in coords)  # (faces, n, n) each
-            data = np.asarray(expression.evaluate(np, x=x, y=y, z=z), dtype=np.float64)
-            if not np.isfinite(data).all():
-                raise InputError(f"[boundary.{name}] {key} = \"{expression.text}\" is not finite at some of its points")
+            data = coefficient(expression, f"[boundary.{name}] {key}", (x, y, z), boundary_ranges[key])
             if key == "flux":
                 weighted[(rows,) + points] += face_weights * geometry.surface_jacobian[rows, face] * data
                 neumann += rows.size

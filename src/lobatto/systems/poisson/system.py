@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from lobatto.config import Key, PhysicsSpec
+from lobatto.config.ranges import LARGEST, MAGNITUDE_REASON, SMALLEST, Range
 from lobatto.config.system_tables import check_boundary_name
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce, collective_errors
@@ -28,6 +29,7 @@ from lobatto.solvers.multigrid import Level
 from lobatto.solvers.profile import Profile
 from lobatto.solvers.settings import elliptic_solver_keys
 from lobatto.systems.base import System
+from lobatto.systems.dg import check_representable
 from lobatto.systems.poisson import problem
 
 SOLVER_KEYS = elliptic_solver_keys(tolerance=1e-8, max_iterations=1000, projection=0, method="fcg", absolute=False)
@@ -40,8 +42,10 @@ SPEC = PhysicsSpec(
     default_boundary="dirichlet",
     keys=(
         Key("f", "expression", "0", "the source f(x, y, z)"),
-        Key("k", "expression", "1", "the diffusivity k(x, y, z) > 0"),
-        Key("h", "expression", "0", "the reaction coefficient h(x, y, z) >= 0"),
+        Key("k", "expression", "1", "the diffusivity k(x, y, z) > 0", range=Range(
+            SMALLEST, LARGEST, "k > 0 makes the problem elliptic; " + MAGNITUDE_REASON)),
+        Key("h", "expression", "0", "the reaction coefficient h(x, y, z) >= 0", range=Range(
+            0.0, LARGEST, "h >= 0 keeps the operator positive; " + MAGNITUDE_REASON)),
     ),
     fluxes=("none",),  # continuous Galerkin: no numerical flux
     steady=True,
@@ -96,8 +100,6 @@ class PoissonSystem(System):
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         settings = case.tables["solver"]
-        if not settings["tolerance"] < 1:
-            raise InputError(f"[solver] tolerance must be below 1 (a relative residual), got {settings['tolerance']:g}")
         if backend.precision == "float32" and settings["tolerance"] < FLOAT32_TOLERANCE:
             raise InputError(f"[solver] tolerance = {settings['tolerance']:g} is below what a float32 iteration "
                              f"reaches (about {FLOAT32_TOLERANCE:g}): use [backend] precision = \"float64\" (and "
@@ -114,8 +116,9 @@ class PoissonSystem(System):
                 raise InputError(f"[boundary.{name}] {key} makes {name} a {kind} boundary, but [mesh.boundaries] "
                                  f"{name} = \"{explicit[name]}\": remove one of them")
         with collective_errors(comm):  # local checks: a bad value on one rank stops all
+            check_representable(geometry, backend)  # float32: metrics and mass within its range
             kinds = System.boundary_kind_of(cls, mesh)  # reads only the class's spec
-            data = problem.evaluate(case, kinds, mesh, geometry)
+            data = problem.evaluate(case, kinds, mesh, geometry, SPEC.keys, SPEC.boundary_keys, backend.dtype)
         comm = comm if comm is not None and comm.Get_size() > 1 else None
         has_dirichlet = allreduce(comm, int(data.dirichlet_faces.any()), "max")
         h_positive = allreduce(comm, int(np.any(np.asarray(data.h) > 0)), "max")

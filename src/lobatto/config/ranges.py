@@ -1,0 +1,176 @@
+"""Valid ranges of case-file numbers, each with its reason (docs/case-file.md, "Ranges").
+
+A :class:`Range` is declared beside its key: in a system's :class:`~lobatto.config.physics.Key`
+(``Key(..., range=Range(...))``), or in :data:`SECTION_RANGES` for the keys of the generic
+sections (``[time]``, ``[mesh]``, ``[output]``, ``[checkpoint]``, ``[output.probes]``) that
+``config/schema.py`` reads. A key of a numeric kind without a range of its own gets its kind's
+(:func:`kind_range`): magnitudes within ``1e-100 .. 1e100``, so that the products a run forms
+of a few of them (a coefficient times metric factors, squared in a norm) stay inside
+float64's ``1e-308 .. 1.8e308``. Expression keys carry a range too: the system checks the
+values on the mesh against it (before any solve), as an expression's value is only known there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from lobatto.errors import InputError
+
+#: the largest magnitude of a number of a case (and of an expression's value on the mesh)
+LARGEST = 1e100
+#: the smallest nonzero magnitude of a positive number
+SMALLEST = 1e-100
+#: why: a product of three such numbers stays within float64 (1e-308 .. 1.8e308)
+MAGNITUDE_REASON = "products of a few such values, as a run forms them, must stay within float64's 1e+-308"
+
+
+def _show(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 1e4:
+        return str(int(value))
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a key takes: ``low`` to ``high`` (None: no bound on that side), each end
+    included unless ``low_open`` / ``high_open``; ``reason``: why, in a few words."""
+
+    low: float | None = None
+    high: float | None = None
+    reason: str = ""
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        """False for NaN, for a value outside, and for a number too big for a float."""
+        try:
+            v = float(value)
+        except OverflowError:
+            return False
+        if math.isnan(v):
+            return False
+        if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
+            return False
+        if self.high is not None and (v > self.high or (self.high_open and v == self.high)):
+            return False
+        return True
+
+    def within(self, values, xp=np):
+        """Elementwise ``contains`` of an array (False for NaN), without floating-point warnings;
+        ``xp``: the array's namespace (numpy or cupy)."""
+        values = xp.asarray(values)
+        ok = ~xp.isnan(values)
+        with np.errstate(all="ignore"):  # a bound beyond float32 casts to inf: still the right answer
+            if self.low is not None:
+                ok &= (values > self.low) if self.low_open else (values >= self.low)
+            if self.high is not None:
+                ok &= (values < self.high) if self.high_open else (values <= self.high)
+        return ok
+
+    def text(self) -> str:
+        """The range in words: ``from 1e-100 to 1e+100``, ``> 0 and < 1``, ``<= 1000``."""
+        low = None if self.low is None else (">" if self.low_open else ">=") + " " + _show(self.low)
+        high = None if self.high is None else ("<" if self.high_open else "<=") + " " + _show(self.high)
+        if low and high and not self.low_open and not self.high_open:
+            return f"from {_show(self.low)} to {_show(self.high)}"
+        return " and ".join(part for part in (low, high) if part) or "any number"
+
+    def describe(self) -> str:
+        """``text()`` with the reason: ``from 1 to 100 (reason)``."""
+        return f"{self.text()} ({self.reason})" if self.reason else self.text()
+
+
+#: the default range of each numeric key kind (config/physics.py KEY_KINDS)
+KIND_RANGES = {
+    "positive": Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    "nonnegative": Range(0.0, LARGEST, MAGNITUDE_REASON),
+    "number": Range(-LARGEST, LARGEST, MAGNITUDE_REASON),
+    "expression": Range(-LARGEST, LARGEST, MAGNITUDE_REASON),
+    "expression_t": Range(-LARGEST, LARGEST, MAGNITUDE_REASON),
+}
+
+
+def kind_range(kind: str) -> Range | None:
+    """The range a key of this kind has when it declares none (None: integers, choices...)."""
+    return KIND_RANGES.get(kind)
+
+
+#: the most steps of a solve (Krylov iterations) a case may ask for
+MAX_ITERATIONS = 10**6
+ITERATIONS_REASON = "a solve that has not converged in a million iterations will not; more only runs for days"
+
+#: a number of steps: a run takes at most 1e9 (the driver's MAX_STEPS)
+STEPS = Range(0, 10**9, "a number of steps, and a run takes at most 1e9")
+#: coordinates of the box and of points in it; the box's extents have their own bounds (mesh/box.py)
+COORDINATES = Range(-LARGEST, LARGEST, MAGNITUDE_REASON)
+
+#: ranges of the generic sections' numeric keys, read by config/schema.py
+SECTION_RANGES = {
+    ("time", "t_end"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    ("time", "dt"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    ("time", "initial_dt"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    ("time", "cfl"): Range(0.0, 100.0, "a CFL number: the stable ones are below 1 for the explicit schemes, a few "
+                           "for the multistep ones", low_open=True),
+    ("time", "target_cfl"): Range(0.0, 100.0, "a CFL number: extrapolated advection is unstable well below 100",
+                                  low_open=True),
+    ("time", "max_cfl"): Range(0.0, 1e6, "a CFL number: a guard against a run gone wrong", low_open=True),
+    ("mesh", "lower"): COORDINATES,
+    ("mesh", "upper"): COORDINATES,
+    ("output", "every"): STEPS,
+    ("output", "log_every"): STEPS,
+    ("output.probes", "every"): Range(1, 10**9, STEPS.reason),
+    ("output.probes", "points"): COORDINATES,
+    ("checkpoint", "every"): STEPS,
+    ("checkpoint", "keep"): Range(1, 10**6, "checkpoints kept on disk"),
+    ("checkpoint", "wall_minutes"): Range(1e-3, 1e7, "minutes of wall time: from 0.06 s to 19 years"),
+}
+
+
+def precision_range(dtype) -> Range:
+    """The magnitudes a nonzero value may have in a run of this precision: a product of two
+    stays a normal number (float32: about 1e-19 .. 1.8e19; float64 is wider than LARGEST)."""
+    info = np.finfo(dtype)
+    name = np.dtype(dtype).name
+    return Range(float(np.sqrt(info.tiny)), float(np.sqrt(info.max)),
+                 f"{name} holds {float(info.tiny):.1e} to {float(info.max):.1e}, and a product of two such values "
+                 "must stay within it")
+
+
+def check_precision(value: float, dtype, where: str) -> None:
+    """InputError unless a nonzero value is within ``precision_range(dtype)``; ``where``
+    names the key (``[physics] viscosity``)."""
+    valid = precision_range(dtype)
+    if value != 0 and not valid.contains(abs(value)):
+        hint = ' (or use [backend] precision = "float64")' if np.dtype(dtype) == np.float32 else ""
+        raise InputError(f"{where} = {value:g} is too {'small' if abs(value) < 1 else 'large'} for "
+                         f"{np.dtype(dtype).name}: its magnitude must be {valid.describe()}; rescale the "
+                         f"problem's units{hint}")
+
+
+def section_range(section: str, key: str) -> Range | None:
+    return SECTION_RANGES.get((section, key))
+
+
+def show_value(value: float) -> str:
+    """A value of an expression for a message: ``inf (it overflows float64)``, ``nan (not a number)``."""
+    value = float(value)
+    if math.isinf(value):
+        return f"{value:g} (it overflows float64)"
+    if math.isnan(value):
+        return "nan (not a number)"
+    return f"{value:.4g}"
+
+
+def check_expression_values(values, valid: Range, where: str, text: str, t: float | None = None, xp=np):
+    """InputError unless every value of the expression (``where`` names its key, as
+    ``[physics] force_x``; ``text``: its text) is within ``valid``; ``t``: the time evaluated at."""
+    ok = valid.within(values, xp)
+    if bool(ok.all()):
+        return values
+    bad = float(xp.asarray(values)[~ok].reshape(-1)[0])
+    when = "" if t is None else f" at t = {t:.6g}"
+    raise InputError(f"{where} = \"{text}\" is {show_value(bad)}{when} at some points; its values must be "
+                     f"{valid.describe()}")
