@@ -103,8 +103,7 @@ class Integrals:
             for quantity in section.volume:
                 self.columns.append((quantity, region, "volume", spec.integrands[quantity].doc))
                 self.volume.append((spec.integrands[quantity], elements))
-        mass = getattr(system, "device_geometry", {}).get("mass")
-        self.mass = mass if mass is not None else backend.asarray(system.geometry.mass)
+        self.mass = system.quadrature_mass()  # the system's own (systems/base.py): energy@all = its energy
         self.block = max(1, BLOCK_POINTS // (system.order + 1) ** 3)
 
         group_of, group_names = _surfaces(mesh)

@@ -280,6 +280,9 @@ class NavierStokesSystem(System):
         exact[3] += shift
         return super().error_sums(u, exact)
 
+    def quadrature_mass(self):
+        return self.device_geometry.mass
+
     def energy(self, u) -> float:
         """Kinetic energy 1/2 sum B |u|^2 on this rank (the driver's finiteness check)."""
         xp = self.backend.xp

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from lobatto.config import Key, PhysicsSpec
+from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.config.system_tables import check_boundary_name
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce, collective_errors
@@ -31,6 +31,14 @@ from lobatto.systems.base import System
 from lobatto.systems.poisson import problem
 
 SOLVER_KEYS = elliptic_solver_keys(tolerance=1e-8, max_iterations=1000, projection=0, method="fcg", absolute=False)
+
+#: what [output.integrals] integrates (docs/probes.md): the solution, sampled once after the solve
+INTEGRANDS = {
+    "integral": Integrand("volume", "the solution u (its integral over the region)", lambda s, f: f[0]),
+    "square": Integrand("volume", "u^2 (its integral: the squared L2 norm over the region)", lambda s, f: f[0] * f[0]),
+    "surface_integral": Integrand("surface", "the solution u on the surface (its integral over the surface)",
+                                  lambda s, f, n: f[0]),
+}
 
 SPEC = PhysicsSpec(
     name="poisson",
@@ -45,6 +53,7 @@ SPEC = PhysicsSpec(
     ),
     fluxes=("none",),  # continuous Galerkin: no numerical flux
     steady=True,
+    integrands=INTEGRANDS,
     tables={"solver": SOLVER_KEYS},
     boundary_keys=(
         Key("value", "expression", None, "Dirichlet data: u on this boundary"),
