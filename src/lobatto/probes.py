@@ -29,10 +29,31 @@ from lobatto.parallel import allreduce, collective_errors, rank_and_size
 BLOCK_POINTS = 1 << 22
 WHOLE_MESH = "all"
 NOT_FOUND = np.iinfo(np.int64).max
+#: host bytes per probe point besides its values: the search's candidate pairs and Newton's
+#: iterates, owner, reference coordinates, the summary's lists and the CSV header's names
+PROBE_BYTES = 2048
+
+
+def samples(section, layout) -> int:
+    """Rows a series keeps in memory (the HDF5 file is rewritten from them): steps / every + 2
+    where the case gives the steps ([time] dt), else 2 (a lower bound)."""
+    return (layout.steps or 0) // section.every + 2
 
 
 class Probes:
     """The case's probe points on this rank's part of the mesh."""
+
+    @classmethod
+    def memory_estimate(cls, section, layout) -> list:
+        """resources.MemoryItem: PROBE_BYTES and the per-axis weights per point, each sample's
+        values (and their sum over ranks), and the rows kept for the HDF5 file."""
+        from lobatto.resources import MemoryItem
+
+        points, fields = len(section.points), len(section.fields)
+        rows = samples(section, layout)
+        host = points * (PROBE_BYTES + 24 * (layout.order + 1) + 8 * fields * (3 + rows) + 24 * fields)
+        return [MemoryItem(f"[output.probes] {points:,} points x {fields} fields over {rows:,} samples", host=host,
+                           advice="use fewer [output.probes] points or fields, or a larger every")]
 
     def __init__(self, section, system, comm=None):
         self.system, self.comm = system, comm
@@ -84,6 +105,16 @@ class Probes:
 
 class Integrals:
     """The case's volume and surface integrals on this rank's part of the mesh."""
+
+    @classmethod
+    def memory_estimate(cls, section, layout) -> list:
+        """resources.MemoryItem: a block's density temporaries (the fields and 4 more values per
+        point of at most BLOCK_POINTS points) and the rows kept for the HDF5 file."""
+        columns = len(section.volume) * len(section.regions) + len(section.surface) * len(section.surfaces)
+        block = min(layout.points, BLOCK_POINTS) * (layout.fields + 4) * layout.value_bytes
+        return [layout.backend_item(f"[output.integrals] {columns:,} columns", block,
+                                    host=8.0 * columns * samples(section, layout),
+                                    advice="use fewer [output.integrals] integrands, regions or surfaces")]
 
     def __init__(self, section, system, comm=None):
         self.system, self.comm = system, comm
@@ -202,6 +233,24 @@ class TimeSeries:
             self.far_field = FarFieldMonitor(out.far_field, system, comm, case.source)
         self.writer = None
         self.samples = 0
+
+    @staticmethod
+    def memory_estimate(case, layout) -> list:
+        """resources.MemoryItem of each section of the case's series (each class's own count)."""
+        out, items = case.output, []
+        if out.probes is not None:
+            items += Probes.memory_estimate(out.probes, layout)
+        if out.integrals is not None:
+            items += Integrals.memory_estimate(out.integrals, layout)
+        if getattr(out, "dft", None) is not None:
+            from lobatto.dft import DftMonitor
+
+            items += DftMonitor.memory_estimate(out.dft, layout)
+        if getattr(out, "far_field", None) is not None:
+            from lobatto.nearfar import FarFieldMonitor
+
+            items += FarFieldMonitor.memory_estimate(out.far_field, layout)
+        return items
 
     @classmethod
     def from_case(cls, case, system, output_dir, comm=None):

@@ -46,6 +46,8 @@ class System:
     #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars),
     #: and optionally a fourth entry, the field in the temperature slot T
     output_layout: tuple = (None, None, ())
+    #: values per point of what ``history()`` returns (the checkpoints' buffers hold them too)
+    history_fields = 0
 
     @property
     def field_names(self) -> tuple:

@@ -318,6 +318,43 @@ def fit_time_step(case, term, system, comm=None) -> None:
                          "cfl instead (the step is then fitted to the layer), or make the layer thicker")
 
 
+#: values per point of a layer element: the term's rate (6), its 18 auxiliary fields, their
+#: rates and residuals (54), the gains and poles (4 x 3)
+LAYER_VALUES = 72
+
+
+def layer_elements(case, spec: PmlSpec) -> int | None:
+    """Elements of a box mesh in the layer (their centroids within the layer's reach of the
+    chosen sides), or None for a file mesh (known only once the mesh is built)."""
+    if case.mesh.from_file:
+        return None
+    counts = list(case.mesh.elements)
+    inner = 1
+    for axis, n in enumerate(counts):
+        width = (case.mesh.upper[axis] - case.mesh.lower[axis]) / n
+        deep = [spec.elements if spec.elements is not None else int(math.ceil(spec.thickness / width - 0.5))
+                for side in (SIDES[2 * axis], SIDES[2 * axis + 1]) if side in spec.sides]
+        inner *= max(n - sum(min(d, n) for d in deep), 0)
+    return math.prod(counts) - inner
+
+
+def memory_estimate(case, layout) -> list:
+    """The layer's arrays (resources.MemoryItem): LAYER_VALUES per point of its elements (a
+    box: counted from [mesh] and [pml]; the rank with the most holds at least its share), and
+    on the host while it is found, the conductivity and the sides' distances at every point."""
+    spec = case.tables.get("pml")
+    if spec is None:
+        return []
+    per_element = (layout.order + 1) ** 3
+    count = layer_elements(case, spec)
+    on_rank = layout.elements if count is None else min(layout.elements, math.ceil(count / layout.ranks))
+    return [layout.backend_item(
+        f"[pml] on {', '.join(spec.sides)}: {LAYER_VALUES} values per point of "
+        + (f"{count:,} layer elements" if count is not None else "the layer's elements"),
+        LAYER_VALUES * on_rank * per_element * layout.value_bytes, host=(3 + len(spec.sides)) * layout.points * 8,
+        advice="use a thinner [pml] (fewer elements) or fewer sides", known=count is not None)]
+
+
 def build_pml(case, system, comm=None) -> list:
     """TERM_BUILDERS entry: the [pml] layer of a case, or nothing."""
     spec = case.tables.get("pml")

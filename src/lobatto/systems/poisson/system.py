@@ -26,7 +26,7 @@ from lobatto.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.profile import Profile
-from lobatto.solvers.settings import elliptic_solver_keys
+from lobatto.solvers.settings import elliptic_memory, elliptic_solver_keys
 from lobatto.systems.base import System
 from lobatto.systems.poisson import problem
 
@@ -101,6 +101,11 @@ class PoissonSystem(System):
         self.global_points = self.level.assembly.num_global_points
         self.result = None
         self.solve_seconds = None
+
+    @classmethod
+    def memory_estimate(cls, case, layout) -> list:
+        """The [solver]'s GMRES basis and multigrid levels (solvers/settings.py)."""
+        return elliptic_memory(case.tables["solver"], layout, "solver")
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
