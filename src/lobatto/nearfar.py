@@ -42,8 +42,8 @@ SUFFIX = "_farfield"
 #: host bytes on rank 0 per direction (theta x phi) and frequency kept to the end (E_theta and
 #: E_phi, complex, as lists and as arrays; the radar cross section), and per direction while
 #: one frequency is transformed (angles, unit vectors, phases of a chunk, the two components)
-DIRECTION_BYTES = 72
-DIRECTION_WORK_BYTES = 200
+DIRECTION_BYTES = 48
+DIRECTION_WORK_BYTES = 136
 FIELDS = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 WHERE = "[output.far_field]"
 

@@ -21,12 +21,14 @@ import numpy as np
 
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
-from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
+from lobatto.mesh.locate import axis_weights, candidate_pairs, element_boxes, newton
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.parallel import allreduce, collective_errors, rank_and_size
 
 #: points per block of elements in volume integrals: bounds the temporaries of a density
 BLOCK_POINTS = 1 << 22
+#: values of element nodes Newton's method copies at a time while probes are located
+NEWTON_VALUES = 1 << 22
 WHOLE_MESH = "all"
 NOT_FOUND = np.iinfo(np.int64).max
 #: host bytes per probe point besides its values: the search's candidate pairs and Newton's
@@ -61,17 +63,20 @@ class Probes:
         self.fields = tuple(section.fields)
         self.field_index = [system.field_names.index(f) for f in self.fields]
         coords, ids = system.geometry.coords, system.mesh.element_ids
-        boxes = element_boxes(coords)
+        # every candidate (point, element) pair at once, by lowest global id per point
+        point_of, element_of = candidate_pairs(element_boxes(coords), self.points)
+        order = np.lexsort((ids[element_of], point_of))
+        point_of, element_of = point_of[order], element_of[order]
+        inside, reference = np.zeros(point_of.size, dtype=bool), np.zeros((point_of.size, 3))
+        chunk = max(1, NEWTON_VALUES // (3 * (system.order + 1) ** 3))  # bounds Newton's copy of the nodes
+        for first in range(0, point_of.size, chunk):
+            part = slice(first, first + chunk)
+            result = newton(coords, element_of[part], self.points[point_of[part]])
+            inside[part], reference[part] = result.inside, result.reference
+        point_of, element_of, reference = point_of[inside], element_of[inside], reference[inside]
+        unique, first = np.unique(point_of, return_index=True)  # the first inside is the lowest id
         best = np.full(len(self.points), NOT_FOUND, dtype=np.int64)
-        found = {}
-        for p, point in enumerate(self.points):
-            near = candidates(boxes, point)
-            if near.size:
-                result = newton(coords, near[np.argsort(ids[near], kind="stable")], point)
-                if result.inside.any():
-                    first = int(np.argmax(result.inside))  # lowest global id: candidates are sorted
-                    found[p] = (int(result.elements[first]), result.reference[first])
-                    best[p] = ids[result.elements[first]]
+        best[unique] = ids[element_of[first]]
         self.element_ids = allreduce(comm, best, "min")
         outside = np.nonzero(self.element_ids == NOT_FOUND)[0]
         if outside.size:
@@ -80,22 +85,25 @@ class Probes:
             shown = ", ".join(repr(float(v)) for v in self.points[p])
             raise InputError(f"[output.probes] points[{p}] = [{shown}] is outside the mesh: no element holds it{more}")
         # this rank's probes: those whose lowest-id element it holds
-        self.mine = [p for p, (e, _) in found.items() if ids[e] == self.element_ids[p]]
-        self.local_elements = np.array([found[p][0] for p in self.mine], dtype=np.int64)
-        reference = np.zeros((len(self.points), 3))
-        for p in self.mine:
-            reference[p] = found[p][1]
-        self.reference = allreduce(comm, reference)
-        self.weights = tensor_weights(system.order, self.reference[self.mine])
-        self.device_elements = system.backend.xp.asarray(self.local_elements) if self.mine else None
+        mine = ids[element_of[first]] == self.element_ids[unique]
+        self.mine = unique[mine]
+        self.local_elements = element_of[first][mine].astype(np.int64)
+        local = np.zeros((len(self.points), 3))
+        local[self.mine] = reference[first][mine]
+        self.reference = allreduce(comm, local)
+        self.weights = axis_weights(system.order, self.reference[self.mine])  # (h(r), h(s), h(t)), each (m, n)
+        self.device_elements = system.backend.xp.asarray(self.local_elements) if self.mine.size else None
+        self.chunk = max(1, BLOCK_POINTS // (len(self.fields) * (system.order + 1) ** 3))
 
     def values(self, u) -> np.ndarray:
         """Collective: (fields, P) the probes' values (every rank gets them)."""
         out = np.zeros((len(self.fields), len(self.points)))
-        if self.mine:
-            held = self.system.backend.to_host(u[:, self.device_elements]).astype(np.float64, copy=False)
+        hr, hs, ht = self.weights
+        for first in range(0, self.mine.size, self.chunk):  # the owners' elements, a block at a time
+            part = slice(first, first + self.chunk)
+            held = self.system.backend.to_host(u[:, self.device_elements[part]]).astype(np.float64, copy=False)
             held = held[self.field_index]  # (fields, m, n, n, n)
-            out[:, self.mine] = np.einsum("fmkji,mkji->fm", held, self.weights)
+            out[:, self.mine[part]] = np.einsum("fmkji,mk,mj,mi->fm", held, ht[part], hs[part], hr[part])
         return allreduce(self.comm, out)
 
     def describe(self) -> dict:
