@@ -9,6 +9,7 @@ by monkeypatching so that the results do not depend on the machine."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -172,3 +173,39 @@ def test_items_add_to_the_peak_and_the_biggest_is_named():
     check_allocation([small], 2e6, None, "x")
     with pytest.raises(InputError, match=r"^x needs about .* more of host memory per rank \(the biggest item: big"):
         check_allocation([MemoryItem("big", host=GIB)], GIB, None, "x")
+
+
+_SCALARS = r"""
+import json, sys, time
+import lobatto
+from lobatto import driver
+from lobatto.backends import get_backend
+from lobatto.systems.navier_stokes.system import NavierStokesSystem
+
+names = [f"s{i}" for i in range(20_000)]
+start = time.perf_counter()
+case = lobatto.case_from_dict({"physics": {"equations": "navier_stokes", "scalars": names},
+                               "mesh": {"elements": [2, 2, 2]}, "discretization": {"order": 2},
+                               "time": {"t_end": 0.01, "dt": 0.01},
+                               "scalar": {n: {"diffusivity": 0.1} for n in names}}, name="scalars")
+parsed = time.perf_counter() - start
+layout = driver.run_layout(case, NavierStokesSystem, get_backend("cpu"), 1, 8)
+items = driver.memory_items(case, NavierStokesSystem, layout)
+sim = lobatto.Simulation(case, backend="cpu", output_dir=sys.argv[1], comm=None)
+print(json.dumps({"parsed": parsed, "set_up": time.perf_counter() - start, "fields": len(sim.system.field_names),
+                  "items": [(item.what, item.host) for item in items]}))
+"""
+
+
+def test_20000_scalars_are_read_and_set_up_in_seconds(tmp_path):
+    # checking each [scalar.<name>] table re-checked the whole [scalar] table against every
+    # name: 2,000 scalars took 200 s to read, 20,000 would have taken days
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+               OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", _SCALARS, str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["fields"] == 20_004 and result["parsed"] < 60 and result["set_up"] < 120, result
+    scalars = [host for what, host in result["items"] if what.startswith("[physics] scalars: 20,000 passive scalars")]
+    assert scalars == [14 * 20_000 * 8 * 27 * 8]  # 14 arrays of the rank's 216 points each
