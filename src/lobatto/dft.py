@@ -18,7 +18,7 @@ import numpy as np
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce, launched_local_size, rank_and_size
+from lobatto.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
 from lobatto.resources import available_host_memory, check_allocation
 
 SUFFIX = "_dft"
@@ -57,9 +57,10 @@ def box_side_faces(layout, name: str) -> int | None:
     return min(-(-faces // layout.ranks), layout.elements)
 
 
-def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: int, system, what: str) -> None:
-    """Once the parts are found, before their transforms are allocated: they fit in the memory
-    available now (resources.check_allocation)."""
+def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: int, system, what: str,
+                       comm=None) -> None:
+    """Collective: once the parts are found, before their transforms are allocated, they fit in
+    the memory available now (resources.check_allocation), on every rank."""
     from lobatto.resources import RunLayout
 
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
@@ -68,10 +69,11 @@ def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: 
     items = [transform_item(f"{what} {kind} '{name}':", frequencies, region_fields if kind == "region" else all_fields,
                             chosen.size * (n**3 if kind == "region" else n**2), layout)
              for kind, name, _, chosen, *_ in parts if chosen.size]
-    if items:
-        host = available_host_memory()
-        check_allocation(items, None if host is None else host // launched_local_size(),
-                         system.backend.memory_available(), what)
+    with collective_errors(comm):  # a rank that holds more may fail alone
+        if items:
+            host = available_host_memory()
+            check_allocation(items, None if host is None else host // launched_local_size(),
+                             system.backend.memory_available(), what)
 
 
 class DftMonitor:
@@ -126,7 +128,7 @@ class DftMonitor:
                                        system.geometry.normals[:, chosen, face],
                                        system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
         check_parts_memory(self.parts, len(self.omega), len(self.region_fields), len(system.field_names), system,
-                           "[output.dft]")
+                           "[output.dft]", comm)
         self.sums = [None] * len(self.parts)
         self.previous = None  # (t, [values of each part]) of the last sample
         self.first_time = self.last_time = None

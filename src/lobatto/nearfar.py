@@ -151,7 +151,7 @@ class FarFieldMonitor(DftMonitor):
                     self.parts.append(("surface", label, f, chosen, xp.asarray(chosen),
                                        system.geometry.normals[:, chosen, f],
                                        system.geometry.surface_jacobian[chosen, f] * np.outer(w, w)))
-        check_parts_memory(self.parts, len(self.omega), 6, 6, system, WHERE)
+        check_parts_memory(self.parts, len(self.omega), 6, 6, system, WHERE, comm)
         self.origin = np.array(section.origin if section.origin is not None else self._centre(), dtype=float)
         self.wave = self._incident(system, section.incident, where)
         self.incident = np.zeros(len(self.omega), complex)  # the plane wave's transform at the origin

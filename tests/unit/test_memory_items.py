@@ -209,3 +209,13 @@ def test_20000_scalars_are_read_and_set_up_in_seconds(tmp_path):
     assert result["fields"] == 20_004 and result["parsed"] < 60 and result["set_up"] < 120, result
     scalars = [host for what, host in result["items"] if what.startswith("[physics] scalars: 20,000 passive scalars")]
     assert scalars == [14 * 20_000 * 8 * 27 * 8]  # 14 arrays of the rank's 216 points each
+
+
+def test_a_far_field_surface_is_checked_once_its_faces_are_known(tmp_path, host_memory):
+    # the closed surface's faces are found only on the mesh: 24 faces x 16 points here, whose
+    # transforms at 20,000 frequencies (6 fields, complex) need about 5.5 GiB
+    host_memory(2 * GIB)
+    far = {**FAR, "frequencies": list(1.0 + 1e-4 * np.arange(20_000))}
+    refused(tmp_path, maxwell(output={"far_field": far}), "[output.far_field] needs about",
+            "(the biggest item: [output.far_field] surface 'scattering': 20,000 frequencies x 6 fields on",
+            "2 GiB available")
