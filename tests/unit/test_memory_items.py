@@ -219,3 +219,13 @@ def test_a_far_field_surface_is_checked_once_its_faces_are_known(tmp_path, host_
     refused(tmp_path, maxwell(output={"far_field": far}), "[output.far_field] needs about",
             "(the biggest item: [output.far_field] surface 'scattering': 20,000 frequencies x 6 fields on",
             "2 GiB available")
+
+
+def test_the_pml_layer_is_checked_again_once_found(tmp_path, host_memory, monkeypatch):
+    import lobatto.resources as resources
+
+    monkeypatch.setattr(resources, "available_host_memory", lambda: 2**20)  # what is free once the mesh is built
+    case = maxwell((6, 6, 6), pml={"sides": ["xmin", "xmax"], "elements": 2})
+    assert pml.layer_elements(case, case.tables["pml"]) == 144  # the count before the mesh: 2 x 2 x 36
+    refused(tmp_path, case, "<memory>: [pml] needs about", "72 values per point of 144 layer elements",
+            "use a thinner [pml]")

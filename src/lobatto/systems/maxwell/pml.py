@@ -41,7 +41,7 @@ from lobatto.config import Key
 from lobatto.config.schema import SIDES, _check_keys, _show
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce
+from lobatto.parallel import allreduce, collective_errors
 from lobatto.systems.maxwell.terms import StageTerm
 
 KEYS = ("sides", "elements", "thickness", "grading_order", "reflection", "sigma_max", "alpha")
@@ -355,6 +355,21 @@ def memory_estimate(case, layout) -> list:
         advice="use a thinner [pml] (fewer elements) or fewer sides", known=count is not None)]
 
 
+def check_layer_memory(system, spec: PmlSpec, count: int, where: str) -> None:
+    """The layer's arrays on its ``count`` elements of this rank fit in the memory free now."""
+    from lobatto.parallel import launched_local_size
+    from lobatto.resources import RunLayout, available_host_memory, check_allocation
+
+    layout = RunLayout(elements=max(count, 1), total_elements=max(count, 1), order=system.order, fields=6,
+                       precision=system.backend.precision, backend=system.backend.name)
+    item = layout.backend_item(f"[pml] on {', '.join(spec.sides)}: {LAYER_VALUES} values per point of {count:,} "
+                               "layer elements", LAYER_VALUES * count * (system.order + 1) ** 3 * layout.value_bytes,
+                               advice="use a thinner [pml] (fewer elements) or fewer sides")
+    host = available_host_memory()
+    check_allocation([item], None if host is None else host // launched_local_size(),
+                     system.backend.memory_available(), f"{where}: [pml]")
+
+
 def build_pml(case, system, comm=None) -> list:
     """TERM_BUILDERS entry: the [pml] layer of a case, or nothing."""
     spec = case.tables.get("pml")
@@ -362,6 +377,8 @@ def build_pml(case, system, comm=None) -> list:
         return []
     where = getattr(case, "source", "case")
     elements, sigma, described, alpha = layer_profile(system, spec, comm, where)
+    with collective_errors(comm):  # the layer found: its arrays fit (a file mesh's is known only now)
+        check_layer_memory(system, spec, len(elements), where)
     term = PerfectlyMatchedLayer(system, elements, sigma, alpha, described, spec.grading_order)
     fit_time_step(case, term, system, comm)
     return [term]
