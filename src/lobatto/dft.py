@@ -19,7 +19,8 @@ from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
-from lobatto.resources import available_host_memory, check_allocation
+from lobatto.memory_items import check_allocation
+from lobatto.resources import available_host_memory
 
 SUFFIX = "_dft"
 #: complex128 arrays of a part's size alive while a step is added (the sums, the previous
@@ -36,7 +37,7 @@ def file_name(name: str) -> str:
 
 def transform_item(what: str, frequencies: int, fields: int, points: int, layout, known: bool = True,
                    advice: str = ADVICE):
-    """resources.MemoryItem of one part's running transform: RUNNING_COPIES complex128 arrays
+    """memory_items.MemoryItem of one part's running transform: RUNNING_COPIES complex128 arrays
     (frequencies, fields, points) on the backend, and on the host its copy at the end plus, on
     rank 0, GATHERED_COPIES of every rank's."""
     nbytes = 16.0 * frequencies * fields * points
@@ -60,8 +61,8 @@ def box_side_faces(layout, name: str) -> int | None:
 def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: int, system, what: str,
                        comm=None) -> None:
     """Collective: once the parts are found, before their transforms are allocated, they fit in
-    the memory available now (resources.check_allocation), on every rank."""
-    from lobatto.resources import RunLayout
+    the memory available now (memory_items.check_allocation), on every rank."""
+    from lobatto.memory_items import RunLayout
 
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
                        fields=all_fields, ranks=1, precision=system.backend.precision, backend=system.backend.name)
@@ -81,7 +82,7 @@ class DftMonitor:
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
-        """resources.MemoryItem of each region and surface (transform_item); a region other
+        """memory_items.MemoryItem of each region and surface (transform_item); a region other
         than "all" and a file mesh's surface are known only once set up (checked again then)."""
         from lobatto.probes import WHOLE_MESH
 

@@ -30,8 +30,8 @@ from lobatto.parallel import (allreduce, collective_errors, launched_local_size,
                               world_comm)
 from lobatto.power import EnergyMeter, energy_per_step
 from lobatto.probes import TimeSeries
-from lobatto.resources import (RunLayout, available_host_memory, check_fits, estimate_run_memory, stepper_states,
-                               with_items)
+from lobatto.memory_items import RunLayout, with_items
+from lobatto.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
 
 # How often (in steps) the state is checked for NaN/Inf between outputs: often enough to
@@ -143,7 +143,7 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
 
 
 def run_layout(case, system_class, backend, ranks: int, total: int) -> RunLayout:
-    """What the parts' memory estimates need (resources.RunLayout), from the case alone."""
+    """What the parts' memory estimates need (memory_items.RunLayout), from the case alone."""
     fields = len(system_class.spec.for_case(case.physics.values, InputError).fields)
     time_ = case.time
     steps = None
@@ -155,7 +155,7 @@ def run_layout(case, system_class, backend, ranks: int, total: int) -> RunLayout
 
 
 def memory_items(case, system_class, layout) -> list:
-    """Each part's own estimate (resources.MemoryItem): the system's (its terms and solvers),
+    """Each part's own estimate (memory_items.MemoryItem): the system's (its terms and solvers),
     the monitors' (probes.py, dft.py, nearfar.py) and the checkpoints' (restart.py)."""
     from lobatto.restart import memory_estimate as checkpoint_memory
 

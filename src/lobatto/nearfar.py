@@ -108,9 +108,9 @@ class FarFieldMonitor(DftMonitor):
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
-        """resources.MemoryItem of the directions (rank 0's host, known from the case); the
+        """memory_items.MemoryItem of the directions (rank 0's host, known from the case); the
         surfaces' transforms are counted once their faces are found (check_parts_memory)."""
-        from lobatto.resources import MemoryItem
+        from lobatto.memory_items import MemoryItem
 
         count, directions = len(section.frequencies), len(section.theta) * len(section.phi)
         return [MemoryItem(f"{WHERE} {len(section.theta):,} x {len(section.phi):,} directions (theta x phi) at "

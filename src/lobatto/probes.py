@@ -47,9 +47,9 @@ class Probes:
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
-        """resources.MemoryItem: PROBE_BYTES and the per-axis weights per point, each sample's
+        """memory_items.MemoryItem: PROBE_BYTES and the per-axis weights per point, each sample's
         values (and their sum over ranks), and the rows kept for the HDF5 file."""
-        from lobatto.resources import MemoryItem
+        from lobatto.memory_items import MemoryItem
 
         points, fields = len(section.points), len(section.fields)
         rows = samples(section, layout)
@@ -116,7 +116,7 @@ class Integrals:
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
-        """resources.MemoryItem: a block's density temporaries (the fields and 4 more values per
+        """memory_items.MemoryItem: a block's density temporaries (the fields and 4 more values per
         point of at most BLOCK_POINTS points) and the rows kept for the HDF5 file."""
         columns = len(section.volume) * len(section.regions) + len(section.surface) * len(section.surfaces)
         block = min(layout.points, BLOCK_POINTS) * (layout.fields + 4) * layout.value_bytes
@@ -244,7 +244,7 @@ class TimeSeries:
 
     @staticmethod
     def memory_estimate(case, layout) -> list:
-        """resources.MemoryItem of each section of the case's series (each class's own count)."""
+        """memory_items.MemoryItem of each section of the case's series (each class's own count)."""
         out, items = case.output, []
         if out.probes is not None:
             items += Probes.memory_estimate(out.probes, layout)

@@ -71,9 +71,9 @@ def _outputs_state(sim) -> dict:
 
 
 def memory_estimate(case, layout, system_class) -> list:
-    """resources.MemoryItem of a checkpoint's host buffers while it is written: the state and
+    """memory_items.MemoryItem of a checkpoint's host buffers while it is written: the state and
     the system's history as float64 on the host, and their element-first copies."""
-    from lobatto.resources import MemoryItem
+    from lobatto.memory_items import MemoryItem
 
     if not case.checkpoint.enabled:
         return []

@@ -22,7 +22,8 @@ import pytest
 import lobatto
 from lobatto import driver
 from lobatto.errors import InputError
-from lobatto.resources import GIB, MemoryItem, RunLayout, biggest_item, check_allocation, with_items
+from lobatto.memory_items import MemoryItem, RunLayout, biggest_item, check_allocation, with_items
+from lobatto.resources import GIB
 from lobatto.steady import SteadyRun
 from lobatto.systems.maxwell import dispersive_memory, pml
 

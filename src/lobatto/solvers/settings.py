@@ -45,7 +45,7 @@ LEVEL_ARRAYS = 16
 
 def elliptic_memory(settings: dict, layout, table: str, counted_projection: int = 0) -> list:
     """What an EllipticSolver with these checked settings allocates beyond what its system's
-    ``memory_states`` already counts (measured at the defaults), as resources.MemoryItem:
+    ``memory_states`` already counts (measured at the defaults), as memory_items.MemoryItem:
     the restarted GMRES basis and preconditioned directions ((2 restart + 1) vectors of the
     solve's size) and its Hessenberg matrix ((restart + 1) x restart float64 on the host),
     projection vectors beyond ``counted_projection`` (two per kept solution), and the

@@ -15,7 +15,7 @@ A system class declares
 * ``quadrature_mass()``: the diagonal mass w_i w_j w_k J on the backend, for the monitors
   that integrate its fields (probes.py, dft.py);
 * ``memory_estimate(case, layout)``: the arrays it allocates beyond the mesh, the geometry
-  and the states, as resources.MemoryItem entries (driver.check_memory).
+  and the states, as memory_items.MemoryItem entries (driver.check_memory).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class System:
     def memory_estimate(cls, case, layout) -> list:
         """What a run of ``case`` allocates for this system beyond what
         ``resources.estimate_run_memory`` counts (mesh, geometry, face exchange, states): a list
-        of ``resources.MemoryItem`` for ``layout`` (a ``resources.RunLayout``), called before
+        of ``memory_items.MemoryItem`` for ``layout`` (a ``memory_items.RunLayout``), called before
         anything is built. Systems with auxiliary fields, solvers or extra fields override it."""
         return []
 

@@ -1,11 +1,12 @@
-"""The memory a dispersive [material] table needs (resources.MemoryItem), counted before the
+"""The memory a dispersive [material] table needs (memory_items.MemoryItem), counted before the
 mesh is built (driver.check_memory, through MaxwellSystem.memory_estimate) and checked again
 once its elements are found, before any pole is set up (dispersive.dispersive_terms)."""
 
 from __future__ import annotations
 
 from lobatto.parallel import launched_local_size
-from lobatto.resources import MemoryItem, RunLayout, available_host_memory, check_allocation
+from lobatto.memory_items import MemoryItem, RunLayout, check_allocation
+from lobatto.resources import available_host_memory
 
 #: values per point of a dispersive element besides the poles' 3 x aux_count (auxiliary
 #: fields, rates, residuals): the term's rate (6), the mask, eps_inf and the mass
@@ -13,7 +14,7 @@ TERM_VALUES = 9
 
 
 def memory_estimate(case, layout) -> list:
-    """Each dispersive [material] table's arrays (resources.MemoryItem): the poles' rate
+    """Each dispersive [material] table's arrays (memory_items.MemoryItem): the poles' rate
     matrix (host, (1 + aux/3)^2 float64 and LAPACK's copies: known from the case) and the
     auxiliary fields on its elements (3 aux_count + TERM_VALUES per point). The elements are
     known before the mesh only for a ``where`` that is constant; otherwise that item is an

@@ -339,7 +339,7 @@ def layer_elements(case, spec: PmlSpec) -> int | None:
 
 
 def memory_estimate(case, layout) -> list:
-    """The layer's arrays (resources.MemoryItem): LAYER_VALUES per point of its elements (a
+    """The layer's arrays (memory_items.MemoryItem): LAYER_VALUES per point of its elements (a
     box: counted from [mesh] and [pml]; the rank with the most holds at least its share), and
     on the host while it is found, the conductivity and the sides' distances at every point."""
     spec = case.tables.get("pml")
@@ -358,7 +358,8 @@ def memory_estimate(case, layout) -> list:
 def check_layer_memory(system, spec: PmlSpec, count: int, where: str) -> None:
     """The layer's arrays on its ``count`` elements of this rank fit in the memory free now."""
     from lobatto.parallel import launched_local_size
-    from lobatto.resources import RunLayout, available_host_memory, check_allocation
+    from lobatto.memory_items import RunLayout, check_allocation
+    from lobatto.resources import available_host_memory
 
     layout = RunLayout(elements=max(count, 1), total_elements=max(count, 1), order=system.order, fields=6,
                        precision=system.backend.precision, backend=system.backend.name)
