@@ -18,17 +18,84 @@ import numpy as np
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce, rank_and_size
+from lobatto.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
+from lobatto.memory_items import check_allocation
+from lobatto.resources import available_host_memory
 
 SUFFIX = "_dft"
+#: complex128 arrays of a part's size alive while a step is added (the sums, the previous
+#: step's phased values, the new ones and their sum)
+RUNNING_COPIES = 4
+#: host copies on rank 0 at the end, of every rank's parts: gathered, concatenated, reordered
+GATHERED_COPIES = 3
+ADVICE = "use fewer [output.dft] frequencies or fields, or smaller regions and surfaces"
 
 
 def file_name(name: str) -> str:
     return f"{name}{SUFFIX}.h5"
 
 
+def transform_item(what: str, frequencies: int, fields: int, points: int, layout, known: bool = True,
+                   advice: str = ADVICE):
+    """memory_items.MemoryItem of one part's running transform: RUNNING_COPIES complex128 arrays
+    (frequencies, fields, points) on the backend, and on the host its copy at the end plus, on
+    rank 0, GATHERED_COPIES of every rank's."""
+    nbytes = 16.0 * frequencies * fields * points
+    return layout.backend_item(f"{what} {frequencies:,} frequenc{'y' if frequencies == 1 else 'ies'} x {fields} fields on {points:,} points",
+                               RUNNING_COPIES * nbytes, host=(1 + GATHERED_COPIES * layout.ranks) * nbytes,
+                               advice=advice, known=known)
+
+
+def box_side_faces(layout, name: str) -> int | None:
+    """Faces of a box mesh's side ``name`` on the rank with the most (at least its share), or
+    None where it is not known before the mesh is built (a file mesh's surface)."""
+    from lobatto.mesh.box import SIDE_NAMES
+
+    if layout.box is None or name not in SIDE_NAMES:
+        return None
+    axis = SIDE_NAMES.index(name) // 2
+    faces = int(np.prod(layout.box)) // int(layout.box[axis])
+    return min(-(-faces // layout.ranks), layout.elements)
+
+
+def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: int, system, what: str,
+                       comm=None) -> None:
+    """Collective: once the parts are found, before their transforms are allocated, they fit in
+    the memory available now (memory_items.check_allocation), on every rank."""
+    from lobatto.memory_items import RunLayout
+
+    layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
+                       fields=all_fields, ranks=1, precision=system.backend.precision, backend=system.backend.name)
+    n = system.order + 1
+    items = [transform_item(f"{what} {kind} '{name}':", frequencies, region_fields if kind == "region" else all_fields,
+                            chosen.size * (n**3 if kind == "region" else n**2), layout)
+             for kind, name, _, chosen, *_ in parts if chosen.size]
+    with collective_errors(comm):  # a rank that holds more may fail alone
+        if items:
+            host = available_host_memory()
+            check_allocation(items, None if host is None else host // launched_local_size(),
+                             system.backend.memory_available(), what)
+
+
 class DftMonitor:
     """The case's running transforms on this rank's part of the mesh."""
+
+    @classmethod
+    def memory_estimate(cls, section, layout) -> list:
+        """memory_items.MemoryItem of each region and surface (transform_item); a region other
+        than "all" and a file mesh's surface are known only once set up (checked again then)."""
+        from lobatto.probes import WHOLE_MESH
+
+        count, n, items = len(section.frequencies), layout.order + 1, []
+        for region in section.regions:
+            items.append(transform_item(f"[output.dft] region '{region}':", count, len(section.fields), layout.points,
+                                        layout, known=region == WHOLE_MESH))
+        for name in section.surfaces:
+            faces = box_side_faces(layout, name)
+            items.append(transform_item(f"[output.dft] surface '{name}':", count, layout.fields,
+                                        (layout.elements if faces is None else faces) * n * n, layout,
+                                        known=faces is not None))
+        return items
 
     def __init__(self, section, system, comm=None):
         from lobatto.probes import WHOLE_MESH, _regions, _surfaces
@@ -61,6 +128,8 @@ class DftMonitor:
                     self.parts.append(("surface", name, face, chosen, xp.asarray(chosen),
                                        system.geometry.normals[:, chosen, face],
                                        system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
+        check_parts_memory(self.parts, len(self.omega), len(self.region_fields), len(system.field_names), system,
+                           "[output.dft]", comm)
         self.sums = [None] * len(self.parts)
         self.previous = None  # (t, [values of each part]) of the last sample
         self.first_time = self.last_time = None

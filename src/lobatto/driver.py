@@ -32,6 +32,7 @@ from lobatto.parallel import (allreduce, collective_errors, launched_local_size,
                               world_comm)
 from lobatto.power import EnergyMeter, energy_per_step
 from lobatto.probes import TimeSeries
+from lobatto.memory_items import RunLayout, with_items
 from lobatto.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
 
@@ -130,6 +131,9 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
         reference_kernels=not system_class.tuned_on(backend), partitioner=case.parallel.partitioner,
         exact_fields=case.exact.present, geometry_order=1 if whole is None else whole.geometry_order,
         file_elements=None if whole is None else total)
+    # what the monitors, physics terms, solvers and checkpoints allocate, each part's own count
+    estimate = with_items(estimate, memory_items(case, system_class, run_layout(case, system_class, backend, size,
+                                                                                 total)))
     host = available_host_memory()
     host = None if host is None else host // launched_local_size()
     mesh_is = (f"[mesh] file {case.mesh.file} ({total} elements)" if whole is not None
@@ -138,6 +142,27 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
             + (f" on {size} ranks" if size > 1 else ""))
     check_fits(estimate, host, backend.memory_available(), what)
     return estimate
+
+
+def run_layout(case, system_class, backend, ranks: int, total: int) -> RunLayout:
+    """What the parts' memory estimates need (memory_items.RunLayout), from the case alone."""
+    fields = len(system_class.spec.for_case(case.physics.values, InputError).fields)
+    time_ = case.time
+    steps = None
+    if time_ is not None and time_.dt is not None and time_.target_cfl is None:
+        steps = int(min(math.ceil(time_.t_end / time_.dt), MAX_STEPS))
+    return RunLayout(elements=math.ceil(total / ranks), total_elements=total, order=case.discretization.order,
+                     fields=fields, ranks=ranks, precision=backend.precision, backend=backend.name,
+                     box=None if case.mesh.from_file else tuple(case.mesh.elements), steps=steps)
+
+
+def memory_items(case, system_class, layout) -> list:
+    """Each part's own estimate (memory_items.MemoryItem): the system's (its terms and solvers),
+    the monitors' (probes.py, dft.py, nearfar.py) and the checkpoints' (restart.py)."""
+    from lobatto.restart import memory_estimate as checkpoint_memory
+
+    return (list(system_class.memory_estimate(case, layout)) + TimeSeries.memory_estimate(case, layout)
+            + checkpoint_memory(case, layout, system_class))
 
 
 def build_system(case, backend, comm=None):

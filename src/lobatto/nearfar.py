@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.dft import DftMonitor
+from lobatto.dft import DftMonitor, check_parts_memory
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
@@ -39,6 +39,11 @@ from lobatto.parallel import allreduce, rank_and_size
 from lobatto.systems.maxwell.tfsf import check_background, elements_in_box, elements_in_region, surface_signs
 
 SUFFIX = "_farfield"
+#: host bytes on rank 0 per direction (theta x phi) and frequency kept to the end (E_theta and
+#: E_phi, complex, as lists and as arrays; the radar cross section), and per direction while
+#: one frequency is transformed (angles, unit vectors, phases of a chunk, the two components)
+DIRECTION_BYTES = 48
+DIRECTION_WORK_BYTES = 136
 FIELDS = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 WHERE = "[output.far_field]"
 
@@ -101,6 +106,18 @@ class FarFieldMonitor(DftMonitor):
     """The running transforms on the closed surfaces (dft.py's accumulation) and, at the end,
     the far field and cross sections on rank 0."""
 
+    @classmethod
+    def memory_estimate(cls, section, layout) -> list:
+        """memory_items.MemoryItem of the directions (rank 0's host, known from the case); the
+        surfaces' transforms are counted once their faces are found (check_parts_memory)."""
+        from lobatto.memory_items import MemoryItem
+
+        count, directions = len(section.frequencies), len(section.theta) * len(section.phi)
+        return [MemoryItem(f"{WHERE} {len(section.theta):,} x {len(section.phi):,} directions (theta x phi) at "
+                           f"{count:,} frequenc{'y' if count == 1 else 'ies'}", host=float(directions) * (DIRECTION_BYTES * count
+                                                                              + DIRECTION_WORK_BYTES),
+                           advice=f"use fewer {WHERE} theta and phi angles or frequencies")]
+
     def __init__(self, section, system, comm=None, where: str = "case"):
         self.section, self.system, self.comm = section, system, comm
         if tuple(system.field_names[:6]) != FIELDS or not hasattr(system, "epsilon"):
@@ -134,6 +151,7 @@ class FarFieldMonitor(DftMonitor):
                     self.parts.append(("surface", label, f, chosen, xp.asarray(chosen),
                                        system.geometry.normals[:, chosen, f],
                                        system.geometry.surface_jacobian[chosen, f] * np.outer(w, w)))
+        check_parts_memory(self.parts, len(self.omega), 6, 6, system, WHERE, comm)
         self.origin = np.array(section.origin if section.origin is not None else self._centre(), dtype=float)
         self.wave = self._incident(system, section.incident, where)
         self.incident = np.zeros(len(self.omega), complex)  # the plane wave's transform at the origin

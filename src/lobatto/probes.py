@@ -21,18 +21,41 @@ import numpy as np
 
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
-from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
+from lobatto.mesh.locate import axis_weights, candidate_pairs, element_boxes, newton
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.parallel import allreduce, collective_errors, rank_and_size
 
 #: points per block of elements in volume integrals: bounds the temporaries of a density
 BLOCK_POINTS = 1 << 22
+#: values of element nodes Newton's method copies at a time while probes are located
+NEWTON_VALUES = 1 << 22
 WHOLE_MESH = "all"
 NOT_FOUND = np.iinfo(np.int64).max
+#: host bytes per probe point besides its values: the search's candidate pairs and Newton's
+#: iterates, owner, reference coordinates, the summary's lists and the CSV header's names
+PROBE_BYTES = 2048
+
+
+def samples(section, layout) -> int:
+    """Rows a series keeps in memory (the HDF5 file is rewritten from them): steps / every + 2
+    where the case gives the steps ([time] dt), else 2 (a lower bound)."""
+    return (layout.steps or 0) // section.every + 2
 
 
 class Probes:
     """The case's probe points on this rank's part of the mesh."""
+
+    @classmethod
+    def memory_estimate(cls, section, layout) -> list:
+        """memory_items.MemoryItem: PROBE_BYTES and the per-axis weights per point, each sample's
+        values (and their sum over ranks), and the rows kept for the HDF5 file."""
+        from lobatto.memory_items import MemoryItem
+
+        points, fields = len(section.points), len(section.fields)
+        rows = samples(section, layout)
+        host = points * (PROBE_BYTES + 24 * (layout.order + 1) + 8 * fields * (3 + rows) + 24 * fields)
+        return [MemoryItem(f"[output.probes] {points:,} points x {fields} fields over {rows:,} samples", host=host,
+                           advice="use fewer [output.probes] points or fields, or a larger every")]
 
     def __init__(self, section, system, comm=None):
         self.system, self.comm = system, comm
@@ -40,17 +63,20 @@ class Probes:
         self.fields = tuple(section.fields)
         self.field_index = [system.field_names.index(f) for f in self.fields]
         coords, ids = system.geometry.coords, system.mesh.element_ids
-        boxes = element_boxes(coords)
+        # every candidate (point, element) pair at once, by lowest global id per point
+        point_of, element_of = candidate_pairs(element_boxes(coords), self.points)
+        order = np.lexsort((ids[element_of], point_of))
+        point_of, element_of = point_of[order], element_of[order]
+        inside, reference = np.zeros(point_of.size, dtype=bool), np.zeros((point_of.size, 3))
+        chunk = max(1, NEWTON_VALUES // (3 * (system.order + 1) ** 3))  # bounds Newton's copy of the nodes
+        for first in range(0, point_of.size, chunk):
+            part = slice(first, first + chunk)
+            result = newton(coords, element_of[part], self.points[point_of[part]])
+            inside[part], reference[part] = result.inside, result.reference
+        point_of, element_of, reference = point_of[inside], element_of[inside], reference[inside]
+        unique, first = np.unique(point_of, return_index=True)  # the first inside is the lowest id
         best = np.full(len(self.points), NOT_FOUND, dtype=np.int64)
-        found = {}
-        for p, point in enumerate(self.points):
-            near = candidates(boxes, point)
-            if near.size:
-                result = newton(coords, near[np.argsort(ids[near], kind="stable")], point)
-                if result.inside.any():
-                    first = int(np.argmax(result.inside))  # lowest global id: candidates are sorted
-                    found[p] = (int(result.elements[first]), result.reference[first])
-                    best[p] = ids[result.elements[first]]
+        best[unique] = ids[element_of[first]]
         self.element_ids = allreduce(comm, best, "min")
         outside = np.nonzero(self.element_ids == NOT_FOUND)[0]
         if outside.size:
@@ -59,22 +85,25 @@ class Probes:
             shown = ", ".join(repr(float(v)) for v in self.points[p])
             raise InputError(f"[output.probes] points[{p}] = [{shown}] is outside the mesh: no element holds it{more}")
         # this rank's probes: those whose lowest-id element it holds
-        self.mine = [p for p, (e, _) in found.items() if ids[e] == self.element_ids[p]]
-        self.local_elements = np.array([found[p][0] for p in self.mine], dtype=np.int64)
-        reference = np.zeros((len(self.points), 3))
-        for p in self.mine:
-            reference[p] = found[p][1]
-        self.reference = allreduce(comm, reference)
-        self.weights = tensor_weights(system.order, self.reference[self.mine])
-        self.device_elements = system.backend.xp.asarray(self.local_elements) if self.mine else None
+        mine = ids[element_of[first]] == self.element_ids[unique]
+        self.mine = unique[mine]
+        self.local_elements = element_of[first][mine].astype(np.int64)
+        local = np.zeros((len(self.points), 3))
+        local[self.mine] = reference[first][mine]
+        self.reference = allreduce(comm, local)
+        self.weights = axis_weights(system.order, self.reference[self.mine])  # (h(r), h(s), h(t)), each (m, n)
+        self.device_elements = system.backend.xp.asarray(self.local_elements) if self.mine.size else None
+        self.chunk = max(1, BLOCK_POINTS // (len(self.fields) * (system.order + 1) ** 3))
 
     def values(self, u) -> np.ndarray:
         """Collective: (fields, P) the probes' values (every rank gets them)."""
         out = np.zeros((len(self.fields), len(self.points)))
-        if self.mine:
-            held = self.system.backend.to_host(u[:, self.device_elements]).astype(np.float64, copy=False)
+        hr, hs, ht = self.weights
+        for first in range(0, self.mine.size, self.chunk):  # the owners' elements, a block at a time
+            part = slice(first, first + self.chunk)
+            held = self.system.backend.to_host(u[:, self.device_elements[part]]).astype(np.float64, copy=False)
             held = held[self.field_index]  # (fields, m, n, n, n)
-            out[:, self.mine] = np.einsum("fmkji,mkji->fm", held, self.weights)
+            out[:, self.mine[part]] = np.einsum("fmkji,mk,mj,mi->fm", held, ht[part], hs[part], hr[part])
         return allreduce(self.comm, out)
 
     def describe(self) -> dict:
@@ -84,6 +113,16 @@ class Probes:
 
 class Integrals:
     """The case's volume and surface integrals on this rank's part of the mesh."""
+
+    @classmethod
+    def memory_estimate(cls, section, layout) -> list:
+        """memory_items.MemoryItem: a block's density temporaries (the fields and 4 more values per
+        point of at most BLOCK_POINTS points) and the rows kept for the HDF5 file."""
+        columns = len(section.volume) * len(section.regions) + len(section.surface) * len(section.surfaces)
+        block = min(layout.points, BLOCK_POINTS) * (layout.fields + 4) * layout.value_bytes
+        return [layout.backend_item(f"[output.integrals] {columns:,} columns", block,
+                                    host=8.0 * columns * samples(section, layout),
+                                    advice="use fewer [output.integrals] integrands, regions or surfaces")]
 
     def __init__(self, section, system, comm=None):
         self.system, self.comm = system, comm
@@ -103,8 +142,7 @@ class Integrals:
             for quantity in section.volume:
                 self.columns.append((quantity, region, "volume", spec.integrands[quantity].doc))
                 self.volume.append((spec.integrands[quantity], elements))
-        mass = getattr(system, "device_geometry", {}).get("mass")
-        self.mass = mass if mass is not None else backend.asarray(system.geometry.mass)
+        self.mass = system.quadrature_mass()  # the system's own (systems/base.py): energy@all = its energy
         self.block = max(1, BLOCK_POINTS // (system.order + 1) ** 3)
 
         group_of, group_names = _surfaces(mesh)
@@ -203,6 +241,24 @@ class TimeSeries:
             self.far_field = FarFieldMonitor(out.far_field, system, comm, case.source)
         self.writer = None
         self.samples = 0
+
+    @staticmethod
+    def memory_estimate(case, layout) -> list:
+        """memory_items.MemoryItem of each section of the case's series (each class's own count)."""
+        out, items = case.output, []
+        if out.probes is not None:
+            items += Probes.memory_estimate(out.probes, layout)
+        if out.integrals is not None:
+            items += Integrals.memory_estimate(out.integrals, layout)
+        if getattr(out, "dft", None) is not None:
+            from lobatto.dft import DftMonitor
+
+            items += DftMonitor.memory_estimate(out.dft, layout)
+        if getattr(out, "far_field", None) is not None:
+            from lobatto.nearfar import FarFieldMonitor
+
+            items += FarFieldMonitor.memory_estimate(out.far_field, layout)
+        return items
 
     @classmethod
     def from_case(cls, case, system, output_dir, comm=None):

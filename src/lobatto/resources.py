@@ -71,7 +71,7 @@ GRAPH_PARTITION_BYTES = 3072
 MARGIN = 0.20
 FIXED_BYTES = 32 * MIB
 
-_PRECISION_BYTES = {"float64": 8, "float32": 4}
+PRECISION_BYTES = {"float64": 8, "float32": 4}
 
 
 def stepper_states(scheme) -> int:
@@ -111,7 +111,7 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
     falls), "elements_per_rank", "points_per_rank", "order", "ranks", "backend",
     "precision"}. Numbers of arbitrary size are fine: nothing is allocated.
     """
-    if precision not in _PRECISION_BYTES:
+    if precision not in PRECISION_BYTES:
         raise ValueError(f"precision must be 'float64' or 'float32', got {precision!r}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', got {backend!r}")
@@ -120,7 +120,7 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
     if E < 0 or N < 1 or f < 1 or c < 0 or S < 1:
         raise ValueError("estimate_run_memory: num_elements >= 0, order >= 1, fields >= 1, "
                          "trace_components >= 0 and integrator_states >= 1 expected")
-    p = _PRECISION_BYTES[precision]
+    p = PRECISION_BYTES[precision]
     n = N + 1
     P = E * n**3  # volume points
     F = 6 * E * n**2  # face points
@@ -295,6 +295,12 @@ def check_fits(estimate: dict, host_available, device_available, what: str) -> N
             continue
         if need > available:
             per_rank = " per rank" if where == "host" else " per GPU"
+            top = estimate.get(f"biggest_{where}_item")  # memory_items.with_items: a part outweighs the mesh
+            if top is not None:
+                raise InputError(
+                    f"{what} needs about {format_gib(need)} GiB of {where} memory{per_rank} (the biggest item: "
+                    f"{top.what}, {format_gib(getattr(top, where))} GiB), {format_gib(available)} GiB available: "
+                    f"{top.advice or 'make it smaller'}")
             raise InputError(
                 f"{what} needs about {format_gib(need)} GiB of {where} memory{per_rank} "
                 f"({int(estimate.get('elements_per_rank', 0)):,} elements on the rank), "

@@ -70,6 +70,18 @@ def _outputs_state(sim) -> dict:
     return state
 
 
+def memory_estimate(case, layout, system_class) -> list:
+    """memory_items.MemoryItem of a checkpoint's host buffers while it is written: the state and
+    the system's history as float64 on the host, and their element-first copies."""
+    from lobatto.memory_items import MemoryItem
+
+    if not case.checkpoint.enabled:
+        return []
+    values = layout.fields + int(getattr(system_class, "history_fields", 0))
+    return [MemoryItem(f"[checkpoint] buffers ({values} values per point of {layout.points:,} points)",
+                       host=2.0 * 8 * values * layout.points, advice="use more ranks or a smaller mesh")]
+
+
 def save(sim, path=None) -> Path:
     """Collective: write a checkpoint of ``sim`` at its current step into ``path`` (default
     ``<output_dir>/checkpoints/<name>_<step>``); returns the directory."""

@@ -11,6 +11,7 @@ geometry, ``from_case``) and provides ``solve(x0, monitor)``, returning the stat
 * a solve that does not converge writes summary.json (``converged: false``, the residual
   history) and stops with a SolverError (exit 1) saying what was reached and what to change;
 * otherwise the state is written as one snapshot (step 0, time 0) in the case's formats,
+  ``[output.probes]`` and ``[output.integrals]`` are sampled once (step 0, probes.py),
   and summary.json with the iterations, residuals, time per part and, with [exact], errors.
 """
 
@@ -25,11 +26,12 @@ from pathlib import Path
 from lobatto import __version__
 from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
-from lobatto.driver import SnapshotWriter, build_system, describe_mesh
+from lobatto.driver import SnapshotWriter, build_system, case_named, describe_mesh
 from lobatto.errors import InputError, SolverError
 from lobatto.io.run_lock import lock_output_dir, release_output_dir
 from lobatto.io.summary import write_summary
 from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
+from lobatto.probes import TimeSeries
 from lobatto.progress import ProgressBar
 
 
@@ -40,10 +42,10 @@ def refuse_time_dependent_options(case, restart) -> None:
         raise InputError(f"{case.source}: --restart does not apply: {steady}")
     if case.checkpoint.enabled:
         raise InputError(f"{case.source}: [checkpoint] does not apply: {steady}; remove it")
-    for table in ("probes", "integrals"):
-        if getattr(case.output, table) is not None:
-            raise InputError(f"{case.source}: [output.{table}] (time series) does not apply: {steady}; "
-                             "read values from the snapshot instead")
+    for table in ("dft", "far_field"):  # running transforms in time ([output.probes] and integrals: one sample)
+        if getattr(case.output, table, None) is not None:
+            raise InputError(f"{case.source}: [output.{table}] (a running transform in time) does not apply: "
+                             f"{steady}; remove it")
     if case.output.every:
         raise InputError(f"{case.source}: [output] every does not apply: {steady} (one snapshot is written); "
                          "remove it")
@@ -86,6 +88,9 @@ class SteadyRun:
             self.system = build_system(case, self.backend, comm=comm)
         self.setup_seconds = allreduce(comm, time.perf_counter() - start, "max")
         self.writer = SnapshotWriter(case, self.system, self.output_dir, comm)
+        # [output.probes] and [output.integrals]: one sample of the solution (step 0, time 0)
+        with collective_errors(comm), case_named(case):
+            self.series = TimeSeries.from_case(case, self.system, self.output_dir, comm)
         self.u = None
         self.summary = None
         self.reference = 0.0  # ||b||, for the printed relative residuals (set by run)
@@ -140,6 +145,9 @@ class SteadyRun:
             error.collective = True
             raise error
         self.writer.write(self.u, 0, 0.0)
+        if self.series is not None:
+            self.series.start(self.u, 0, 0.0, 0)
+            self.series.close()
         self.summary = self.make_summary(errors=True)
         if self.rank == 0:
             write_summary(self.output_dir / "summary.json", self.summary)
@@ -202,6 +210,8 @@ class SteadyRun:
         }
         summary.update(system.summary())
         summary["outputs"] = self.writer.records
+        if self.series is not None:
+            summary["time_series"] = self.series.describe()
         summary["config"] = self.case.to_dict()
         found = self.errors() if errors else None
         if found is not None:

@@ -33,6 +33,7 @@ LAYERS = {
     "lobatto.analysis": 1,  # after-the-fact analysis of outputs (resonances): NumPy and io only
     "lobatto.progress": 1,
     "lobatto.resources": 1,
+    "lobatto.memory_items": 1,  # what each part of a run allocates (its memory_estimate hook)
     "lobatto.power": 1,  # energy meters (NVML, RAPL): used by the driver and the benchmarks
     # 2: gather-scatter and transports
     "lobatto.comm": 2,

@@ -463,10 +463,12 @@ def schema_keys(spec: PhysicsSpec | None) -> dict:
         # a dotted table name ("solver.pressure") is a subtable: [solver] holds [solver.pressure]
         tops = tuple(dict.fromkeys(name.split(".")[0] for name in spec.tables))
         keys[""] = keys[""] + tops + (("boundary",) if spec.boundary_keys else ()) + tuple(spec.named_tables)
+        subtables: dict = {}
         for name in spec.tables:
             if "." in name:
                 top, sub = name.split(".", 1)
-                keys[top] = keys.get(top, ()) + (sub,)
+                subtables.setdefault(top, list(keys.get(top, ()))).append(sub)
+        keys.update({top: tuple(subs) for top, subs in subtables.items()})
         keys.update({name: tuple(k.name for k in table) for name, table in spec.tables.items()})
     return keys
 
@@ -505,6 +507,7 @@ def _suggest(keys: dict, section: str, key: str) -> str:
 
 def _check_keys(ctx: _Ctx, section: str, table: Mapping[str, Any]):
     valid = ctx.keys[section]
+    valid = set(valid) if len(table) > 8 else valid  # a table of many names (scalars) against many
     for key in table:
         if key not in valid:
             raise ctx.error(f"unknown key '{_dotted(section, key)}'{_suggest(ctx.keys, section, key)}")

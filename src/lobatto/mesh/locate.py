@@ -56,6 +56,13 @@ def basis(order: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return h, h @ derivative_matrix(order)
 
 
+def axis_weights(order: int, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(h(r), h(s), h(t)), each (m, n): the factors of tensor_weights, kept apart (3n values per
+    point instead of n^3): the value is sum u_kji h_k(t) h_j(s) h_i(r)."""
+    reference = np.asarray(reference, dtype=np.float64).reshape(-1, 3)
+    return tuple(basis(order, reference[:, a])[0] for a in range(3))
+
+
 def tensor_weights(order: int, reference: np.ndarray) -> np.ndarray:
     """(m, n, n, n) weights w[k, j, i] = h_k(t) h_j(s) h_i(r) of m reference points (r, s, t):
     ``sum(u_e * w)`` is the element's nodal field u_e (n, n, n) at that point."""
@@ -79,23 +86,75 @@ def candidates(boxes: tuple[np.ndarray, np.ndarray], point) -> np.ndarray:
     return np.nonzero(np.all((lower <= p) & (p <= upper), axis=1))[0]
 
 
+def candidate_pairs(boxes: tuple[np.ndarray, np.ndarray], points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(point index, element index) of every element whose widened box holds a point, for many
+    points at once: the same pairs as ``candidates`` point by point, found through a uniform
+    grid of cells about the size of an element box (each element listed in the cells its box
+    covers, each point looked up in its own cell), so the work grows like points + elements
+    rather than their product. Pairs are ordered by point."""
+    lower, upper = boxes
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    empty = np.zeros(0, dtype=np.int64)
+    if not len(lower) or not len(points):
+        return empty, empty
+    origin, top = lower.min(axis=0), upper.max(axis=0)
+    extent = np.maximum(top - origin, 1e-300)
+    size = np.maximum(np.median(upper - lower, axis=0), extent * 1e-6)
+    cells = np.clip(np.ceil(extent / size), 1, None)
+    while np.prod(cells) > 8 * len(lower) + 8:  # at most about 8 cells per element
+        cells = np.maximum(np.ceil(cells / 2), 1)
+    cells = cells.astype(np.int64)
+    width = extent / cells
+
+    def cell_of(x):
+        return np.clip(np.floor((x - origin) / width), 0, cells - 1).astype(np.int64)
+
+    first, last = cell_of(lower), cell_of(upper)
+    span = last - first + 1
+    count = np.prod(span, axis=1)
+    element = np.repeat(np.arange(len(lower)), count)
+    offset = np.arange(element.size) - np.repeat(np.cumsum(count) - count, count)
+    ix = first[element, 0] + offset % span[element, 0]
+    rest = offset // span[element, 0]
+    iy = first[element, 1] + rest % span[element, 1]
+    iz = first[element, 2] + rest // span[element, 1]
+    key = (iz * cells[1] + iy) * cells[0] + ix
+    order = np.argsort(key, kind="stable")
+    key, element = key[order], element[order]
+    within = np.all((origin <= points) & (points <= top), axis=1)
+    c = cell_of(points)
+    point_key = (c[:, 2] * cells[1] + c[:, 1]) * cells[0] + c[:, 0]
+    start = np.searchsorted(key, point_key, "left")
+    found = np.where(within, np.searchsorted(key, point_key, "right") - start, 0)
+    point_of = np.repeat(np.arange(len(points)), found)
+    element_of = element[np.repeat(start, found) + np.arange(point_of.size) - np.repeat(np.cumsum(found) - found,
+                                                                                         found)]
+    p = points[point_of]
+    keep = np.all((lower[element_of] <= p) & (p <= upper[element_of]), axis=1)
+    return point_of[keep], element_of[keep]
+
+
 def newton(coords: np.ndarray, elements: np.ndarray, point) -> Found:
-    """Solve x(r) = point in each of ``elements`` (local indices into coords (3, E, n, n, n))."""
+    """Solve x(r) = point in each of ``elements`` (local indices into coords (3, E, n, n, n));
+    ``point``: one (3,) for all of them, or (m, 3), one per element."""
     elements = np.asarray(elements, dtype=np.int64)
     order = coords.shape[-1] - 1
     nodes = coords[:, elements]  # (3, m, n, n, n)
-    p = np.asarray(point, dtype=np.float64)
     m = elements.size
+    p = np.broadcast_to(np.asarray(point, dtype=np.float64), (m, 3))
     r = np.zeros((m, 3))
     step = np.full((m, 3), np.inf)
     steps = 0
+    active = np.arange(m)  # candidates still iterating: each stops at its own convergence
     with np.errstate(all="ignore"):  # a singular map outside the element gives NaN: not inside
         for steps in range(1, MAX_NEWTON_STEPS + 1):
-            x, jac = _map_and_jacobian(nodes, order, r)
-            step = np.linalg.solve(_regular(jac), (x - p)[:, :, None])[:, :, 0]
-            step[~np.isfinite(step).all(axis=1)] = np.nan
-            r = np.clip(r - np.nan_to_num(step, nan=0.0), -REFERENCE_LIMIT, REFERENCE_LIMIT)
-            if not np.any(np.abs(step) > NEWTON_TOLERANCE):  # NaN counts as not converged
+            x, jac = _map_and_jacobian(nodes[:, active] if active.size < m else nodes, order, r[active])
+            change = np.linalg.solve(_regular(jac), (x - p[active])[:, :, None])[:, :, 0]
+            change[~np.isfinite(change).all(axis=1)] = np.nan
+            r[active] = np.clip(r[active] - np.nan_to_num(change, nan=0.0), -REFERENCE_LIMIT, REFERENCE_LIMIT)
+            step[active] = change
+            active = active[np.any(np.abs(change) > NEWTON_TOLERANCE, axis=1)]  # NaN: stops, not converged
+            if not active.size:
                 break
         x, _ = _map_and_jacobian(nodes, order, r)
         residual = np.sqrt(np.sum((x - p) ** 2, axis=1))
@@ -118,8 +177,13 @@ def _regular(jac: np.ndarray) -> np.ndarray:
 def _map_and_jacobian(nodes: np.ndarray, order: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x(r) (m, 3) and dx/dr (m, 3, 3) of m elements' maps (nodes (3, m, n, n, n)), each at its own r."""
     (hr, dr), (hs, ds), (ht, dt) = (basis(order, r[:, a]) for a in range(3))
-    x = np.einsum("xekji,ek,ej,ei->ex", nodes, ht, hs, hr)
-    jac = np.stack([np.einsum("xekji,ek,ej,ei->ex", nodes, ht, hs, dr),
-                    np.einsum("xekji,ek,ej,ei->ex", nodes, ht, ds, hr),
-                    np.einsum("xekji,ek,ej,ei->ex", nodes, dt, hs, hr)], axis=2)
+    # one direction at a time (r, then s, then t), not one 4-operand sum: 3-4 times faster at orders 3-7
+    along_r = np.einsum("xekji,ei->xekj", nodes, hr)
+    along_r_d = np.einsum("xekji,ei->xekj", nodes, dr)
+    plane = np.einsum("xekj,ej->xek", along_r, hs)
+    plane_s = np.einsum("xekj,ej->xek", along_r, ds)
+    plane_r = np.einsum("xekj,ej->xek", along_r_d, hs)
+    x = np.einsum("xek,ek->ex", plane, ht)
+    jac = np.stack([np.einsum("xek,ek->ex", plane_r, ht), np.einsum("xek,ek->ex", plane_s, ht),
+                    np.einsum("xek,ek->ex", plane, dt)], axis=2)
     return x, jac

@@ -45,3 +45,43 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
                         "than it saves")),
     )
     return keys if absolute else tuple(k for k in keys if k.name != "absolute_tolerance")
+
+
+#: arrays of one level's size a multigrid level keeps and uses per cycle: the operator's
+#: factors (6, 12 with a variable coefficient), mass, mask, multiplicity and its inverse,
+#: numbering labels, the Chebyshev smoother's and the V-cycle's temporaries
+LEVEL_ARRAYS = 16
+
+
+def elliptic_memory(settings: dict, layout, table: str, counted_projection: int = 0) -> list:
+    """What an EllipticSolver with these checked settings allocates beyond what its system's
+    ``memory_states`` already counts (measured at the defaults), as memory_items.MemoryItem:
+    the restarted GMRES basis and preconditioned directions ((2 restart + 1) vectors of the
+    solve's size) and its Hessenberg matrix ((restart + 1) x restart float64 on the host),
+    projection vectors beyond ``counted_projection`` (two per kept solution), and the
+    multigrid levels below the finest (LEVEL_ARRAYS arrays each, at its order)."""
+    points, p = layout.points, layout.value_bytes
+    items = []
+    if settings.get("method") == "gmres":
+        m = int(settings["restart"])
+        items.append(layout.backend_item(
+            f"[{table}] method = \"gmres\" with restart = {m:,} ({2 * m + 1:,} Krylov vectors of {points:,} points "
+            f"and a {m + 1:,} x {m:,} Hessenberg matrix)", (2 * m + 1) * points * p, host=8.0 * (m + 1) * (m + 3),
+            advice=f"lower [{table}] restart (now {m:,}; 30 is usual)"))
+    extra = int(settings.get("projection", 0)) - counted_projection
+    if extra > 0:
+        items.append(layout.backend_item(f"[{table}] projection = {int(settings['projection']):,} (two vectors of "
+                                         f"{points:,} points per kept solution)", 2 * extra * points * p,
+                                         advice=f"lower [{table}] projection"))
+    if settings.get("preconditioner") == "multigrid":
+        orders = list(settings.get("levels") or ())[1:]
+        if not orders:  # the default: halving to 1
+            order = layout.order
+            while order > 1:
+                order = max(1, order // 2)
+                orders.append(order)
+        coarse = sum(layout.elements * (q + 1) ** 3 for q in orders)
+        if coarse:
+            items.append(layout.backend_item(f"[{table}] multigrid levels {orders} ({coarse:,} points)",
+                                             LEVEL_ARRAYS * coarse * 8, advice=f"use fewer [{table}] levels"))
+    return items

@@ -11,7 +11,11 @@ A system class declares
 * ``stable_time_step(cfl, min_spacing)``, ``energy(u)``, ``error_sums(u, exact)``,
   ``flops_per_step(stages)`` and ``summary(stepper, comm)``: its diagnostics and the
   entries it adds to the run summary;
-* ``output_layout``: how its fields map onto Nek5000's velocity / pressure / scalar slots.
+* ``output_layout``: how its fields map onto Nek5000's velocity / pressure / scalar slots;
+* ``quadrature_mass()``: the diagonal mass w_i w_j w_k J on the backend, for the monitors
+  that integrate its fields (probes.py, dft.py);
+* ``memory_estimate(case, layout)``: the arrays it allocates beyond the mesh, the geometry
+  and the states, as memory_items.MemoryItem entries (driver.check_memory).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class System:
     #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars),
     #: and optionally a fourth entry, the field in the temperature slot T
     output_layout: tuple = (None, None, ())
+    #: values per point of what ``history()`` returns (the checkpoints' buffers hold them too)
+    history_fields = 0
 
     @property
     def field_names(self) -> tuple:
@@ -142,6 +148,24 @@ class System:
 
     def energy(self, u) -> float:
         raise NotImplementedError
+
+    def quadrature_mass(self):
+        """(E, n, n, n) the diagonal mass w_i w_j w_k J of this rank's elements on the backend,
+        in its dtype: what ``[output.integrals]`` sums with (the same as the system's energy).
+        Systems that keep it on the backend already return theirs; this default copies the
+        host geometry's once."""
+        mass = getattr(self, "_quadrature_mass", None)
+        if mass is None:
+            mass = self._quadrature_mass = self.backend.asarray(self.geometry.mass)
+        return mass
+
+    @classmethod
+    def memory_estimate(cls, case, layout) -> list:
+        """What a run of ``case`` allocates for this system beyond what
+        ``resources.estimate_run_memory`` counts (mesh, geometry, face exchange, states): a list
+        of ``memory_items.MemoryItem`` for ``layout`` (a ``memory_items.RunLayout``), called before
+        anything is built. Systems with auxiliary fields, solvers or extra fields override it."""
+        return []
 
     def error_sums(self, u, exact_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per field: sum of M (u - exact)^2 and max |u - exact| on this rank (host arrays)."""

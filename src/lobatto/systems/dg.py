@@ -191,6 +191,9 @@ class FaceExchangeSystem(System):
             "overlap": overlap,
         }
 
+    def quadrature_mass(self):
+        return self.device_geometry["mass"]
+
     def mass_weighted_sum(self, u, weights) -> float:
         """sum over points of M * sum_c weights[c] * u[c]^2 on this rank (float64)."""
         xp, mass = self.backend.xp, self.device_geometry["mass"]

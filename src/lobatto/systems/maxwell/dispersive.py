@@ -38,8 +38,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce, rank_and_size
+from lobatto.parallel import allreduce, collective_errors, rank_and_size
 from lobatto.systems.maxwell.dispersion_fit import (AUX_PER_POLE, POLE_KEYS, POSITIVE_KEYS, Fit, Pole, fit_nk_file)
+from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
 from lobatto.systems.maxwell.terms import StageTerm
 
 MODELS = tuple(POLE_KEYS)
@@ -366,6 +367,9 @@ def dispersive_terms(case, system, comm=None) -> list:
     for i, t in enumerate(dispersive):
         owner[table_mask(t, system.mesh, coords, centroids, shape, case.source)] = i
     epsilon = system.medium.epsilon if system.medium is not None else None
+    with collective_errors(comm):  # the rank that holds most of a material may fail alone
+        check_aux_memory(case, system, dispersive, [np.count_nonzero((owner == i).any(axis=(1, 2, 3)))
+                                                     for i in range(len(dispersive))])
     terms = []
     for i, t in enumerate(dispersive):
         mine = owner == i

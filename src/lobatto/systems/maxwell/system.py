@@ -24,9 +24,11 @@ from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, reference  # noqa: F401  (register the kernels)
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
+from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.materials import HeterogeneousMedium, medium_from_case, parse_material_tables
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
+from lobatto.systems.maxwell.pml import memory_estimate as pml_memory
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
 from lobatto.systems.maxwell.tfsf import build_plane_waves
 
@@ -105,6 +107,11 @@ class MaxwellSystem(FaceExchangeSystem):
     boundary_factors = BOUNDARY_FACTORS
     # E to Nek5000's velocity, H to its first three passive scalars
     output_layout = (FIELD_NAMES[0:3], None, FIELD_NAMES[3:6])
+
+    @classmethod
+    def memory_estimate(cls, case, layout) -> list:
+        """The [pml] layer's and the dispersive poles' arrays (pml.py, dispersive.py)."""
+        return pml_memory(case, layout) + dispersive_memory(case, layout)
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
                  exchange_method="auto", exchange="auto", overlap="auto", sources=(), source_file="case",

@@ -32,6 +32,7 @@ from lobatto.operators.filter import HighPassFilter
 from lobatto.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
+from lobatto.solvers.settings import elliptic_memory
 from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
@@ -55,6 +56,12 @@ class NavierStokesSystem(System):
     #: system keeps: history, both levels' factors, the dealiasing grid's metrics, Krylov and
     #: projection vectors, multigrid; from measured peaks (docs/navier-stokes.md, "Memory")
     memory_states = 40
+    #: arrays of the state's points per passive scalar: its field in the state and the
+    #: stepper's copies, three lagged values and advection terms, the step's temporaries
+    #: (counted from scalars.py, not measured)
+    scalar_arrays = 14
+    #: values per point that history() returns (three lagged velocities and advection terms)
+    history_fields = 18
 
     def __init__(self, mesh, geometry, backend, comm, physics, pressure_settings, velocity_settings,
                  boundaries: FlowBoundaries, force, wave_speed: float = 1.0, scalars: list = ()):
@@ -120,6 +127,20 @@ class NavierStokesSystem(System):
         self.totals = {"pressure_iterations": 0, "velocity_iterations": 0}
 
     # Set-up ------------------------------------------------------------------------------
+    @classmethod
+    def memory_estimate(cls, case, layout) -> list:
+        """The pressure solver's GMRES basis, projection beyond the default 8 and multigrid
+        levels (solvers/settings.py), and the passive scalars (memory_states counts the flow's
+        four fields only)."""
+        items = elliptic_memory(case.tables["solver.pressure"], layout, "solver.pressure", counted_projection=8)
+        scalars = layout.fields - len(SPEC.fields)
+        if scalars > 0:
+            items.append(layout.backend_item(
+                f"[physics] scalars: {scalars:,} passive scalars ({cls.scalar_arrays} arrays of {layout.points:,} "
+                "points each)", cls.scalar_arrays * scalars * layout.points * layout.value_bytes,
+                advice="use fewer [physics] scalars"))
+        return items
+
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         physics = {key.name: getattr(case.physics, key.name) for key in SPEC.keys}
@@ -291,6 +312,9 @@ class NavierStokesSystem(System):
         exact = exact_values.copy()
         exact[3] += shift
         return super().error_sums(u, exact)
+
+    def quadrature_mass(self):
+        return self.device_geometry.mass
 
     def energy(self, u) -> float:
         """Kinetic energy 1/2 sum B |u|^2 on this rank (the driver's finiteness check)."""

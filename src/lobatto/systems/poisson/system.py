@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from lobatto.config import Key, PhysicsSpec
+from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.config.ranges import LARGEST, MAGNITUDE_REASON, SMALLEST, Range
 from lobatto.config.system_tables import check_boundary_name
 from lobatto.errors import InputError
@@ -27,12 +27,20 @@ from lobatto.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.profile import Profile
-from lobatto.solvers.settings import elliptic_solver_keys
+from lobatto.solvers.settings import elliptic_memory, elliptic_solver_keys
 from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.poisson import problem
 
 SOLVER_KEYS = elliptic_solver_keys(tolerance=1e-8, max_iterations=1000, projection=0, method="fcg", absolute=False)
+
+#: what [output.integrals] integrates (docs/probes.md): the solution, sampled once after the solve
+INTEGRANDS = {
+    "integral": Integrand("volume", "the solution u (its integral over the region)", lambda s, f: f[0]),
+    "square": Integrand("volume", "u^2 (its integral: the squared L2 norm over the region)", lambda s, f: f[0] * f[0]),
+    "surface_integral": Integrand("surface", "the solution u on the surface (its integral over the surface)",
+                                  lambda s, f, n: f[0]),
+}
 
 SPEC = PhysicsSpec(
     name="poisson",
@@ -49,6 +57,7 @@ SPEC = PhysicsSpec(
     ),
     fluxes=("none",),  # continuous Galerkin: no numerical flux
     steady=True,
+    integrands=INTEGRANDS,
     tables={"solver": SOLVER_KEYS},
     boundary_keys=(
         Key("value", "expression", None, "Dirichlet data: u on this boundary"),
@@ -96,6 +105,11 @@ class PoissonSystem(System):
         self.global_points = self.level.assembly.num_global_points
         self.result = None
         self.solve_seconds = None
+
+    @classmethod
+    def memory_estimate(cls, case, layout) -> list:
+        """The [solver]'s GMRES basis and multigrid levels (solvers/settings.py)."""
+        return elliptic_memory(case.tables["solver"], layout, "solver")
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
