@@ -108,11 +108,22 @@ def test_poles_on_part_of_the_mesh_are_checked_once_their_elements_are_known(tmp
             "per point on 32 elements", "use fewer [material.metal] poles or a smaller material")
 
 
-def test_gmres_with_a_billion_restart_vectors_is_refused(tmp_path, host_memory):
-    case = lobatto.case_from_dict({"physics": {"equations": "poisson", "f": "1"}, "mesh": {"elements": [4, 4, 4]},
+def test_gmres_with_a_billion_restart_vectors_is_refused(tmp_path):
+    # beyond [solver] restart's declared range: refused before any estimate
+    case = {"physics": {"equations": "poisson", "f": "1"}, "mesh": {"elements": [4, 4, 4]},
+            "discretization": {"order": 3}, "solver": {"method": "gmres", "restart": 1_000_000_000}}
+    with pytest.raises(InputError, match=r"\[solver\] restart"):
+        lobatto.case_from_dict(case, name="memory")
+
+
+def test_gmres_restart_vectors_that_do_not_fit_are_refused(tmp_path, host_memory):
+    # within the range, the restart basis (1000 vectors of 16^3 elements at order 3, ~2 GiB)
+    # is the biggest item and does not fit in the 1 GiB given
+    host_memory(1 * GIB)
+    case = lobatto.case_from_dict({"physics": {"equations": "poisson", "f": "1"}, "mesh": {"elements": [16, 16, 16]},
                                    "discretization": {"order": 3},
-                                   "solver": {"method": "gmres", "restart": 1_000_000_000}}, name="memory")
-    refused(tmp_path, case, "(the biggest item: [solver] method = \"gmres\" with restart = 1,000,000,000",
+                                   "solver": {"method": "gmres", "restart": 1000}}, name="memory")
+    refused(tmp_path, case, "(the biggest item: [solver] method = \"gmres\" with restart = 1,000",
             "lower [solver] restart", steady=True)
 
 
