@@ -78,9 +78,10 @@ def build_case(name: str, partitioner: str):
 def main(out: Path, partitioner: str, mode: str, argument: str | None) -> None:
     from lobatto.driver import Simulation
 
+    backend = os.environ.get("LOBATTO_TEST_BACKEND", "cpu")  # tests/gpu runs it with cuda
     for name in CASES:
         case = build_case(name, partitioner)
-        sim = Simulation(case, "cpu", out / name, comm="world")
+        sim = Simulation(case, backend, out / name, comm="world")
         if mode == "cut":
             sim.advance(int(argument))
             sim.checkpoint(out / name / "checkpoint")

@@ -10,11 +10,12 @@ the total is rounded once. The result is the correctly rounded sum of all the te
 
     total = exact_sum(comm, partials)            # partials: any float array (NumPy or CuPy)
     a, b = exact_sums(comm, [pa, pb])            # several sums, one allreduce
-    parts = row_sums(x, points)                  # per-element sums in a fixed element-local order
+    dot, = totals(comm, [accumulate_rows(points, u, v, w)])   # sum of u v w, one pass
 
-Callers sum each element's points first (``row_sums``: its order depends only on the
-element's values), then reduce the per-element partials exactly: the cost is one pass over
-the partials (E values, not E n^3) and one allreduce of 71 int64 per sum. NaN and
+Callers sum each element's points first (its order depends only on the element's values),
+then add the per-element partials exactly: ``accumulate_rows`` does both in one pass (a C
+kernel for NumPy float64, a CUDA kernel for CuPy, NumPy otherwise), and ``totals`` reduces
+the accumulators with one allreduce of 71 int64 per sum. NaN and
 infinities are counted apart: any NaN, or +inf with -inf, gives NaN; otherwise an infinity
 wins; an exact total beyond the float64 range gives an infinity of its sign.
 """
@@ -91,9 +92,10 @@ def rounded(acc) -> float:
         return float("nan")
     if pinf or ninf:
         return float("inf") if pinf else float("-inf")
+    chunks = np.asarray(acc[:CHUNKS])
     total = 0
-    for k in range(CHUNKS - 1, -1, -1):
-        total = (total << CHUNK_BITS) + int(acc[k])
+    for k in np.flatnonzero(chunks)[::-1]:  # usually a few: the terms' exponents span little
+        total += int(chunks[k]) << (CHUNK_BITS * int(k))
     try:
         return total / _SCALE  # Python rounds an int quotient correctly (to nearest, ties even)
     except OverflowError:
@@ -104,7 +106,13 @@ def exact_sums(comm, parts: list) -> list[float]:
     """The correctly rounded sum of each array of ``parts`` over every rank of ``comm``
     (None or one rank: this rank's); collective: every rank passes the same number of arrays
     (empty ones where it has nothing)."""
-    accs = np.stack([accumulate(p) for p in parts]) if parts else np.zeros((0, SLOTS), dtype=np.int64)
+    return totals(comm, [accumulate(p) for p in parts])
+
+
+def totals(comm, accumulators: list) -> list[float]:
+    """The rounded totals of accumulators (``accumulate``, ``accumulate_rows``) summed over
+    every rank of ``comm`` (collective: every rank passes as many)."""
+    accs = np.stack(accumulators) if accumulators else np.zeros((0, SLOTS), dtype=np.int64)
     if comm is not None and comm.Get_size() > 1:
         from mpi4py import MPI
 
@@ -120,19 +128,76 @@ def exact_sum(comm, values) -> float:
 
 
 _ROW_SUMS: dict = {}
+_C: dict = {}
 
 
-def _row_sums_kernel(dtype):
-    from lobatto.jit.nvrtc import ctype, get_module
-
+def _cuda_kernel(kind: str, dtype):
     import cupy
 
-    key = (np.dtype(dtype).str, cupy.cuda.runtime.getDevice())
+    from lobatto.jit.nvrtc import ctype, get_module
+
+    key = (kind, np.dtype(dtype).str, cupy.cuda.runtime.getDevice())
     fn = _ROW_SUMS.get(key)
     if fn is None:
-        name = f"lobatto::row_sums<{ctype(dtype)}>"
-        fn = _ROW_SUMS[key] = get_module(ROW_SUMS_SOURCE, (name,)).get_function(name)
+        names = tuple(f"lobatto::{k}<{t}>" for k in ("row_sums", "exact_rows") for t in ("double", "float"))
+        fn = _ROW_SUMS[key] = get_module(ROW_SUMS_SOURCE, names).get_function(f"lobatto::{kind}<{ctype(dtype)}>")
     return fn
+
+
+def _c_exact_rows():
+    """The C ``exact_rows_f64`` (kernels/exact_sum.c), or None without a C compiler."""
+    if "fn" not in _C:
+        import ctypes
+
+        from lobatto.jit import c as cbuild
+
+        lib = cbuild.load(Path(__file__).resolve().parent / "kernels" / "exact_sum.c")
+        fn = None
+        if lib is not None:
+            fn = lib.exact_rows_f64
+            vp, i64 = ctypes.c_void_p, ctypes.c_int64
+            fn.argtypes = [vp, vp, vp, i64, i64, i64, ctypes.c_int, vp]
+            fn.restype = None
+        _C["fn"] = fn
+    return _C["fn"]
+
+
+def accumulate_rows(points: int, u, v=None, w=None) -> np.ndarray:
+    """This rank's (SLOTS,) int64 accumulator of the per-row sums of u, u v or u v w (rows of
+    ``points`` values: an element's points; ``w`` is repeated over leading axes as in
+    ``row_sums``), each row summed in a fixed order first. One pass, no temporaries, with the
+    C (NumPy float64) or CUDA (CuPy) kernel; NumPy otherwise."""
+    xp = _xp_of(u)
+    mode = 0 if v is None else (1 if w is None else 2)
+    rows = u.size // points if points else 0
+    arrays = [a for a in (u, v, w) if a is not None]
+    if xp is np:
+        fn = _c_exact_rows()
+        if fn is not None and rows and all(a.dtype == np.float64 for a in arrays):
+            from lobatto.jit.c import pointer
+
+            # the same kernel whatever the layout (a strided view is copied), so the same bits
+            u, v, w = (None if a is None else np.ascontiguousarray(a) for a in (u, v, w))
+            acc = np.zeros(SLOTS, dtype=np.int64)
+            x, y, q = u, (u if v is None else v), (u if w is None else w)
+            fn(pointer(x), pointer(y), pointer(q), rows, points, max(q.size // points, 1), mode, pointer(acc))
+            return acc
+    elif rows and len({a.dtype for a in arrays}) == 1 and np.dtype(u.dtype) in (np.dtype(np.float64),
+                                                                                  np.dtype(np.float32)):
+        x = xp.ascontiguousarray(u)
+        y = x if v is None else xp.ascontiguousarray(v)
+        q = x if w is None else xp.ascontiguousarray(w)
+        acc = xp.zeros(SLOTS, dtype=xp.uint64)
+        threads = 256
+        _cuda_kernel("exact_rows", x.dtype)(((rows * 32 + threads - 1) // threads,), (threads,), (
+            x, y, q, np.int64(rows), np.int64(points), np.int64(max(q.size // points, 1)), np.int32(mode), acc))
+        acc = acc.get().view(np.int64)
+        carry = acc[:CHUNKS - 1] >> CHUNK_BITS
+        acc[:CHUNKS - 1] -= carry << CHUNK_BITS
+        acc[1:CHUNKS] += carry
+        return acc
+    product = u if v is None else u * v
+    return accumulate(row_sums(product, points, w))
 
 
 def row_sums(values, points: int, weights=None):
@@ -156,7 +221,7 @@ def row_sums(values, points: int, weights=None):
     if rows:
         threads = 256
         blocks = (rows * 32 + threads - 1) // threads
-        _row_sums_kernel(values.dtype)((blocks,), (threads,), (
+        _cuda_kernel("row_sums", values.dtype)((blocks,), (threads,), (
             values, w, np.int64(rows), np.int64(points), np.int64(w.size // points if points else 1),
             np.int32(weights is not None), out))
     return out

@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from lobatto.comm import GatherScatter
-from lobatto.comm.exact_sum import exact_sum, exact_sums, row_sums
+from lobatto.comm.exact_sum import accumulate_rows, totals
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.operators.numbering import continuous_ids
@@ -147,7 +147,7 @@ class Assembly:
         continuous u and v every distinct point counts once."""
         xp = self.backend.xp
         if self.reproducible:
-            return exact_sum(self.comm, row_sums(u * v, self.points, self.inverse_multiplicity))
+            return totals(self.comm, [accumulate_rows(self.points, u, v, self.inverse_multiplicity)])[0]
         local = float(xp.vdot(u.reshape(-1), (v * self.inverse_multiplicity).reshape(-1)))
         return float(allreduce(self.comm, local, "sum"))
 
@@ -156,7 +156,7 @@ class Assembly:
         every rank (collective): reproducible like ``dot`` when it is, else a plain allreduce
         of the local sums (one reduction for all)."""
         if self.reproducible:
-            return exact_sums(self.comm, [row_sums(f, self.points) for f in fields])
+            return totals(self.comm, [accumulate_rows(self.points, f) for f in fields])
         local = np.array([float(f.sum()) for f in fields], dtype=np.float64)
         return [float(x) for x in allreduce(self.comm, local, "sum")]
 
