@@ -68,7 +68,11 @@ def measure(args, reproducible: bool, comm, dt: float) -> dict:
         comm.Barrier()
     per_step = (time.perf_counter() - start) / args.steps
     field = sim.backend.to_host(sim.u[0]) if hasattr(sim, "u") else None
-    return {"seconds_per_step": per_step,
+    gs = system.pressure_level.assembly.gs
+    ordered = getattr(gs, "ordered", None)
+    return {"seconds_per_step": per_step, "gather_scatter": gs.method,
+            "slots_gather_scatter": None if ordered is None else ordered.gs.method,
+            "shared_points": int(gs.nshared), "slots": None if ordered is None else int(ordered.slots),
             "pressure_iterations_per_step": (system.totals["pressure_iterations"] - before["pressure_iterations"])
             / args.steps,
             "velocity_iterations_per_step": (system.totals["velocity_iterations"] - before["velocity_iterations"])
@@ -122,6 +126,10 @@ def main(argv=None) -> int:
             print(f"  {label:14s} {result[mode] * 1e3:9.2f} {r['pressure_iterations_per_step']:10.1f} "
                   f"{r['velocity_iterations_per_step']:10.1f}")
         print(f"  cost of reproducible sums: {100 * result['cost']:+.1f} % per step")
+        last = runs["on"][-1]
+        print(f"  rank 0's pressure gather-scatter: {runs['off'][-1]['gather_scatter']}, reproducible "
+              f"{last['gather_scatter']} with slots by {last['slots_gather_scatter']}; {last['shared_points']} "
+              f"shared points, {last['slots']} slots")
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
     return 0

@@ -71,3 +71,37 @@ def test_cuda_checkpoint_of_two_ranks_continued_on_three(serial, tmp_path):
     for name in CASES:
         assert resumed[name][2] == serial[name][2][3:], name
         assert np.array_equal(resumed[name][1], serial[name][1]), name
+
+
+def test_cuda_exact_sums_and_contractions_do_not_depend_on_the_element_count():
+    """The CUDA exact reduction gives the correctly rounded total of its per-element sums,
+    the same for any split of the elements; the tensor contraction gives each element the
+    same bits whatever the other elements (cuBLAS would not)."""
+    import math
+
+    import cupy
+
+    from lobatto.comm.exact_sum import accumulate_rows, row_sums, totals
+    from lobatto.discretization.tensor import along
+
+    rng = np.random.default_rng()
+    points, elements = 125, 700
+    u = rng.standard_normal((3, elements, points)) * np.exp2(rng.integers(-30, 30, (3, elements, points)))
+    v, w = rng.standard_normal((3, elements, points)), rng.random((elements, points)) + 0.1
+    du, dv, dw = (cupy.asarray(a) for a in (u, v, w))
+    whole = totals(None, [accumulate_rows(points, du, dv, dw)])[0]
+    rows = cupy.asnumpy(row_sums(du * dv, points, dw))
+    assert whole == math.fsum(rows)
+    cut = int(rng.integers(1, elements))
+    parts = [accumulate_rows(points, *(cupy.ascontiguousarray(a[:, s] if a.ndim == 3 else a[s]) for a in (du, dv, dw)))
+             for s in (slice(0, cut), slice(cut, None))]
+    assert totals(None, [parts[0] + parts[1]])[0] == whole
+    assert whole == pytest.approx(float((u * v * w).sum()), rel=1e-12)
+    d = rng.standard_normal((7, 5))
+    field = cupy.asarray(rng.standard_normal((elements, 5, 5, 5)))
+    for inner in (1, 5, 25):
+        full = cupy.asnumpy(along(cupy, field, cupy.asarray(d), inner))
+        part = cupy.asnumpy(along(cupy, field[:cut], cupy.asarray(d), inner))
+        assert np.array_equal(full[: part.shape[0]], part)
+        expected = np.matmul(d, cupy.asnumpy(field).reshape(-1, 5, inner))
+        np.testing.assert_allclose(full, expected, rtol=1e-12, atol=1e-12)

@@ -75,11 +75,16 @@ def build_case(name: str, partitioner: str):
     return parse_case(data, source=f"<{name}>", name=name)
 
 
+def cases_for(partitioner: str) -> tuple:
+    """metis runs the channel only (its parts need not hold the duct's inflow faces)."""
+    return CASES if partitioner == "rcb" else ("channel",)
+
+
 def main(out: Path, partitioner: str, mode: str, argument: str | None) -> None:
     from lobatto.driver import Simulation
 
     backend = os.environ.get("LOBATTO_TEST_BACKEND", "cpu")  # tests/gpu runs it with cuda
-    for name in CASES:
+    for name in cases_for(partitioner):
         case = build_case(name, partitioner)
         sim = Simulation(case, backend, out / name, comm="world")
         if mode == "cut":
@@ -109,7 +114,7 @@ def launch(nprocs: int, out: Path, partitioner: str = "rcb", mode: str = "run", 
     if mode == "cut":
         return {}
     found = {}
-    for name in CASES:
+    for name in cases_for(partitioner):
         summary, ids, fields = read_final(out / name)
         rows = [json.loads(line) for line in (out / name / "steps.jsonl").read_text().splitlines()]
         found[name] = (summary, ids, fields, rows)
@@ -144,7 +149,7 @@ def serial(tmp_path_factory):
 
 @pytest.mark.parametrize("nprocs,partitioner", [(2, "rcb"), (3, "rcb"), (4, "rcb"), (3, "metis")])
 def test_ranks_give_the_serial_fields_and_iterations(serial, tmp_path, nprocs, partitioner):
-    cases = CASES if partitioner == "rcb" else ("channel",)
+    cases = cases_for(partitioner)
     parallel = launch(nprocs, tmp_path, partitioner)
     for name in cases:
         s1, ids1, u1, rows1 = serial[name]
@@ -167,3 +172,21 @@ def test_two_rank_checkpoint_continued_on_three_equals_one_rank(serial, tmp_path
         assert np.array_equal(ids1, idsr) and steps_of(rowsr) == steps_of(rows1)[CUT:], name
         assert np.array_equal(ur, u1), (f"{name}: restarted on 3 ranks, the fields differ by "
                                         f"{relative_difference(ur, u1):.2e}")
+
+
+#: the bound docs/restart.md states for LOBATTO_REPRODUCIBLE=0 (partial sums per rank): fields
+#: on another rank count within this relative difference (measured up to 1.1e-10 and 2.4e-10
+#: across a restart; rounding grows with the number of steps and iterations, so it is no
+#: promise for long runs, only what these cases must keep)
+PARTIAL_SUMS_BOUND = 1e-9
+
+
+def test_partial_sums_switched_off_stay_within_the_stated_bound(serial, tmp_path):
+    os.environ["LOBATTO_REPRODUCIBLE"] = "0"
+    try:
+        parallel = launch(3, tmp_path)
+    finally:
+        del os.environ["LOBATTO_REPRODUCIBLE"]
+    for name in CASES:
+        difference = relative_difference(parallel[name][2], serial[name][2])
+        assert difference <= PARTIAL_SUMS_BOUND, f"{name}: partial sums on 3 ranks differ by {difference:.2e}"

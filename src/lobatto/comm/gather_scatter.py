@@ -153,7 +153,9 @@ class GatherScatter:
         if self.keyed and self.comm is not None:
             self.ordered = ordered.OrderedShared(
                 self.comm, self.plan, keys, topo,
-                lambda slot_ids: GatherScatter(slot_ids, self.comm, method=method, xp=xp, vn_hint=vn_hint,
+                # the method this gather-scatter chose (not "auto": timing the slots' pattern
+                # again costs set-up time and may pick a global allreduce of every slot)
+                lambda slot_ids: GatherScatter(slot_ids, self.comm, method=self.method, xp=xp, vn_hint=vn_hint,
                                                exchange=exchange))
         self._idx: dict[str, dict] = {}
 
