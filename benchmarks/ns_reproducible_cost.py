@@ -136,6 +136,8 @@ def main(argv=None) -> int:
 
 
 def _commit() -> str | None:
+    if os.environ.get("LOBATTO_COMMIT"):  # a copy without .git (the device machine's)
+        return os.environ["LOBATTO_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)

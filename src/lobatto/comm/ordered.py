@@ -9,14 +9,17 @@ order, on one rank or many:
 - ids held by this rank alone: the compiled combine over the key-ordered groups (C or CUDA,
   each group added left to right), as the serial gather-scatter does;
 - ids shared with other ranks: every rank learns at setup the keys of all copies of its
-  shared ids (one message to each neighbour), so it knows each copy's place in key order.
-  A second gather-scatter over "slots" (one id per copy of a shared id, all of an id's
-  slots held by every rank that holds the id) carries each rank's values in its own slots
-  and zeros elsewhere: x + 0 + 0 is exact in any order, so after it every rank holds all
-  copies, in key order, and adds them left to right.
+  shared ids (one message to each neighbour), so it knows each copy's place ("slot") in key
+  order. NumPy data: each rank sends each neighbour its own copies of the ids they share
+  (MPI point to point, no partial sums) and puts what arrives in its slots. CuPy data: a
+  second gather-scatter over the slots (one id per copy of a shared id, all of an id's slots
+  held by every rank that holds the id) carries each rank's values in its own slots and
+  zeros elsewhere, over the device transports: x + 0 + 0 is exact in any order. Then every
+  rank holds all copies of each shared id, in key order, and adds them left to right.
 
-The exchange carries an id's every copy instead of one partial sum per rank (2 values
-instead of 1 for a point inside a face): the cost is in docs/benchmarks.md.
+The exchange carries an id's every copy instead of one partial sum per rank (a point inside
+a face: 1 value each way either way; an edge or corner: the copies on the sending rank):
+the cost is in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -100,9 +103,13 @@ class OrderedShared:
         own_key = keys[perm_shared]
         # 1. every neighbour's keys of the ids it shares with this rank
         requests, received = [], []
+        self.comm = comm
+        self.neighbours = [int(r) for r in topo.nbr_ranks]
+        self.send_points = []  # per neighbour: this rank's copies of the ids they share, in key order
         for i, rank in enumerate(topo.nbr_ranks):
             ids = topo.nbr_idx[topo.nbr_offsets[i]:topo.nbr_offsets[i + 1]]
             mine = np.isin(own_id, ids)
+            self.send_points.append(perm_shared[mine].astype(np.int64))
             requests.append(comm.isend((shared_counts[ids], own_key[mine]), dest=int(rank), tag=71))
         for i, rank in enumerate(topo.nbr_ranks):
             ids = topo.nbr_idx[topo.nbr_offsets[i]:topo.nbr_offsets[i + 1]]
@@ -123,6 +130,9 @@ class OrderedShared:
         slot_of[order] = np.arange(len(all_id), dtype=np.int64)  # ids ascending, keys within
         self.own_points = perm_shared
         self.own_slots = slot_of[:len(own_id)]
+        # per neighbour: the slots of the copies it sends (the order of its send_points)
+        ends = np.cumsum([len(own_id)] + [len(ids) for ids, _ in received])
+        self.recv_slots = [slot_of[ends[i]:ends[i + 1]] for i in range(len(received))]
         self.slot_starts = base
         self.slots = int(total.sum())
         self.dest, self.src = plan.dest_shared, plan.src_shared
@@ -147,6 +157,8 @@ class OrderedShared:
     def start(self, k, u2):
         """Copies of shared points into their slots, ids of this rank alone combined, the slot
         exchange posted; returns what ``finish`` needs."""
+        if k.xp is np:
+            return self._start_host(k, u2)
         idx = self.index(k)
         key = (k.__name__, u2.shape[0], np.dtype(u2.dtype).str)
         slots = self._buffers.get(key)
@@ -159,8 +171,37 @@ class OrderedShared:
         combine_in_order(k, u2, idx["perm_local"], idx["starts_local"])
         return slots, self.gs.start(slots, "sum")
 
+    def _start_host(self, k, u2):
+        """NumPy data: each neighbour gets this rank's own copies only (no zeros), straight
+        over MPI, and they land in their slots on arrival."""
+        from mpi4py import MPI
+
+        vn = u2.shape[0]
+        slots = np.empty((vn, self.slots), dtype=u2.dtype)
+        receives, requests = [], []
+        for rank, where in zip(self.neighbours, self.recv_slots):
+            buffer = np.empty((vn, len(where)), dtype=u2.dtype)
+            receives.append(buffer)
+            requests.append(self.comm.Irecv(buffer, source=rank, tag=7101))
+        for rank, points in zip(self.neighbours, self.send_points):
+            buffer = np.take(u2, points, axis=1)
+            requests.append(self.comm.Isend(buffer, dest=rank, tag=7101))
+            receives.append(buffer)  # kept alive until the sends complete
+        if len(self.own_points):
+            slots[:, self.own_slots] = np.take(u2, self.own_points, axis=1)
+        combine_in_order(k, u2, self.perm_local, self.starts_local)
+        return slots, (requests, receives, MPI)
+
     def finish(self, k, u2, pending) -> None:
         slots, handle = pending
+        if k.xp is np:
+            requests, receives, MPI = handle
+            MPI.Request.Waitall(requests)
+            for where, buffer in zip(self.recv_slots, receives):
+                slots[:, where] = buffer
+            if self.slots:
+                k.scatter(add_in_order(k, slots, self.slot_starts), u2, self.dest, self.src)
+            return
         self.gs.finish(handle)
         if self.slots:
             idx = self.index(k)
