@@ -75,7 +75,8 @@ def physical_gradient(xp, u, d, metrics):
     if xp is np or xp.__name__ != "cupy":
         return xp.einsum("ba...,b...->a...", metrics, ref)
     # elementwise on CuPy (its einsum may go through cuBLAS, sized by the element count)
-    return xp.stack([metrics[0, a] * ref[0] + metrics[1, a] * ref[1] + metrics[2, a] * ref[2] for a in range(3)])
+    return xp.stack([metrics[0, a] * ref[0] + metrics[1, a] * ref[1] + metrics[2, a] * ref[2]
+                     for a in range(3)])
 
 
 def _cross(xp, a, b):

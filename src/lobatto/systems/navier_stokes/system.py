@@ -256,7 +256,7 @@ class NavierStokesSystem(System):
         """Volume averages (collective): kinetic energy |u|^2/2, enstrophy |curl u|^2/2, the
         dissipation 2 nu enstrophy (equal to -dE/dt in a periodic box), and the L2 norm of
         div u."""
-        xp, g = self.backend.xp, self.device_geometry
+        g = self.device_geometry
         velocity = u[:3]
         vorticity = curl(g, self.backend, velocity)
         div = divergence(g, self.backend, velocity)
