@@ -1,13 +1,17 @@
-"""Incompressible Navier–Stokes on 1, 2, 3 and 4 ranks (docs/navier-stokes.md): the same
-fields (to 1e-12, gathered by global element id from the HDF5 snapshot), the same steps
-(t, dt) and the same pressure and velocity iteration counts in steps.jsonl, for
+"""Incompressible Navier–Stokes on 1, 2, 3 and 4 ranks (docs/navier-stokes.md): bitwise the
+same fields (gathered by global element id from the HDF5 snapshot), the same steps (t, dt,
+to the last bit) and the same pressure and velocity iteration counts in steps.jsonl, for
 
     beltrami  Ethier–Steinman: velocity data on every side, the pressure in its null space, BDF3
     tgv       a curved periodic Taylor–Green box, HPF-RT filter, variable dt from target_cfl
     channel   walls at y = +-1, periodic in x and z, the constant flow rate
+    duct      inflow on ymin, outflow on ymax, walls elsewhere (the pressure fixed at the
+              outflow: Dirichlet points in the pressure's coarse Cholesky solve); rcb never
+              splits its y axis on 2 to 4 ranks, so every rank holds inflow faces
 
 with rcb, and the channel also with metis; and a checkpoint written on 2 ranks, continued on
-3, equal to the uninterrupted 1-rank run to 1e-12.
+3, bitwise equal to the uninterrupted 1-rank run. The assembly adds shared points' copies in
+global order and reduces dot products exactly (operators/assembly.py, docs/parallel.md).
 
 This file is also the script that ``mpiexec`` runs:
 
@@ -27,7 +31,7 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-CASES = ("beltrami", "tgv", "channel")
+CASES = ("beltrami", "tgv", "channel", "duct")
 #: steps of the restart's first part (the BDF3 and BDF2 histories and the projection are full)
 CUT = 3
 
@@ -46,6 +50,15 @@ def build_case(name: str, partitioner: str):
         data = tgv_case(order=4, elements=3, nu=0.01, filter_modes=1).to_dict()
         data["time"] = {"integrator": "bdf2", "target_cfl": 0.4, "t_end": 0.6}
         data["solver"] = {"pressure": {"tolerance": 1e-10}, "velocity": {"tolerance": 1e-12}}
+    elif name == "duct":
+        data = {
+            "physics": {"equations": "navier_stokes", "viscosity": 0.05},
+            "mesh": {"elements": [3, 3, 2], "boundaries": {"ymax": "outflow"}},
+            "discretization": {"order": 4},
+            "time": {"integrator": "bdf2", "dt": 0.02, "t_end": 0.1},
+            "solver": {"pressure": {"tolerance": 1e-10}, "velocity": {"tolerance": 1e-12}},
+            "boundary": {"ymin": {"uy": "16*x*(1 - x)*z*(1 - z)*(1 - exp(-20*t))"}},
+        }
     else:
         data = {
             "physics": {"equations": "navier_stokes", "viscosity": 0.05, "flow_rate": 2.0 / 3.0},
@@ -62,12 +75,18 @@ def build_case(name: str, partitioner: str):
     return parse_case(data, source=f"<{name}>", name=name)
 
 
+def cases_for(partitioner: str) -> tuple:
+    """metis runs the channel only (its parts need not hold the duct's inflow faces)."""
+    return CASES if partitioner == "rcb" else ("channel",)
+
+
 def main(out: Path, partitioner: str, mode: str, argument: str | None) -> None:
     from lobatto.driver import Simulation
 
-    for name in CASES:
+    backend = os.environ.get("LOBATTO_TEST_BACKEND", "cpu")  # tests/gpu runs it with cuda
+    for name in cases_for(partitioner):
         case = build_case(name, partitioner)
-        sim = Simulation(case, "cpu", out / name, comm="world")
+        sim = Simulation(case, backend, out / name, comm="world")
         if mode == "cut":
             sim.advance(int(argument))
             sim.checkpoint(out / name / "checkpoint")
@@ -95,7 +114,7 @@ def launch(nprocs: int, out: Path, partitioner: str = "rcb", mode: str = "run", 
     if mode == "cut":
         return {}
     found = {}
-    for name in CASES:
+    for name in cases_for(partitioner):
         summary, ids, fields = read_final(out / name)
         rows = [json.loads(line) for line in (out / name / "steps.jsonl").read_text().splitlines()]
         found[name] = (summary, ids, fields, rows)
@@ -103,11 +122,11 @@ def launch(nprocs: int, out: Path, partitioner: str = "rcb", mode: str = "run", 
 
 
 def steps_of(rows: list) -> list:
-    """What each step must repeat on any rank count: its number, time and step (to 12 digits:
-    with target_cfl, dt follows the CFL, whose last bits depend on the summation order of
-    the assembly), and iterations."""
-    return [(r["step"], round(r["t"], 12), float(f"{r['dt']:.12e}"), r["pressure_iterations"],
-             r["velocity_iterations"]) for r in rows]
+    """What each step must repeat on any rank count, bitwise: its number, time and step
+    (with target_cfl dt follows the CFL number, a max over the velocity), iterations and
+    the solvers' final residuals."""
+    return [(r["step"], r["t"], r["dt"], r["pressure_iterations"], r["velocity_iterations"],
+             r["pressure_residual"], r["velocity_residual"]) for r in rows]
 
 
 def relative_difference(a, b) -> float:
@@ -130,16 +149,17 @@ def serial(tmp_path_factory):
 
 @pytest.mark.parametrize("nprocs,partitioner", [(2, "rcb"), (3, "rcb"), (4, "rcb"), (3, "metis")])
 def test_ranks_give_the_serial_fields_and_iterations(serial, tmp_path, nprocs, partitioner):
-    cases = CASES if partitioner == "rcb" else ("channel",)
+    cases = cases_for(partitioner)
     parallel = launch(nprocs, tmp_path, partitioner)
     for name in cases:
         s1, ids1, u1, rows1 = serial[name]
         sp, idsp, up, rowsp = parallel[name]
         assert sp["ranks"] == nprocs and np.array_equal(ids1, idsp), name
         assert steps_of(rowsp) == steps_of(rows1), name
-        difference = relative_difference(up, u1)
-        assert difference <= 1e-12, f"{name} on {nprocs} ranks ({partitioner}): fields differ by {difference:.2e}"
-        assert sp["navier_stokes"]["pressure_null_space"] and s1["navier_stokes"]["pressure_null_space"], name
+        assert np.array_equal(up, u1), (f"{name} on {nprocs} ranks ({partitioner}): fields differ by "
+                                        f"{relative_difference(up, u1):.2e}")
+        null_space = name != "duct"
+        assert sp["navier_stokes"]["pressure_null_space"] == s1["navier_stokes"]["pressure_null_space"] == null_space
 
 
 def test_two_rank_checkpoint_continued_on_three_equals_one_rank(serial, tmp_path):
@@ -150,5 +170,23 @@ def test_two_rank_checkpoint_continued_on_three_equals_one_rank(serial, tmp_path
         sr, idsr, ur, rowsr = resumed[name]
         assert sr["ranks"] == 3 and sr["restarts"][0]["from"]["ranks"] == 2, name
         assert np.array_equal(ids1, idsr) and steps_of(rowsr) == steps_of(rows1)[CUT:], name
-        difference = relative_difference(ur, u1)
-        assert difference <= 1e-12, f"{name}: restarted on 3 ranks, the fields differ by {difference:.2e}"
+        assert np.array_equal(ur, u1), (f"{name}: restarted on 3 ranks, the fields differ by "
+                                        f"{relative_difference(ur, u1):.2e}")
+
+
+#: the bound docs/restart.md states for LOBATTO_REPRODUCIBLE=0 (partial sums per rank): fields
+#: on another rank count within this relative difference (measured up to 1.1e-10 and 2.4e-10
+#: across a restart; rounding grows with the number of steps and iterations, so it is no
+#: promise for long runs, only what these cases must keep)
+PARTIAL_SUMS_BOUND = 1e-9
+
+
+def test_partial_sums_switched_off_stay_within_the_stated_bound(serial, tmp_path):
+    os.environ["LOBATTO_REPRODUCIBLE"] = "0"
+    try:
+        parallel = launch(3, tmp_path)
+    finally:
+        del os.environ["LOBATTO_REPRODUCIBLE"]
+    for name in CASES:
+        difference = relative_difference(parallel[name][2], serial[name][2])
+        assert difference <= PARTIAL_SUMS_BOUND, f"{name}: partial sums on 3 ranks differ by {difference:.2e}"

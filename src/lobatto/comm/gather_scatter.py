@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.comm import local
+from lobatto.comm import local, ordered
 from lobatto.comm.auto import METHODS, choose
 from lobatto.comm.discovery import discover, serial_topology
 from lobatto.comm.ops import check_op
@@ -74,11 +74,20 @@ class GatherScatter:
     ``vn_hint``: number of fields usually applied at once; "auto" times it too.
     ``exchange``: transport, "auto", "nccl", "cuda-aware-mpi" or "host" (see
     :mod:`lobatto.comm.transport`); NumPy data always uses "host".
+    ``keys``: optional 1-D int64 array, one global key per point, unique over all ranks
+    (e.g. global element id * n^3 + local point): a "sum" then adds each id's copies one by
+    one in increasing key order, the same bits on every partition (:mod:`lobatto.comm.ordered`).
     """
 
     def __init__(self, ids, comm=None, method: str = "auto", xp=None, vn_hint: int | None = None,
-                 exchange: str = "auto"):
+                 exchange: str = "auto", keys=None):
         a, err = _check_ids(ids)
+        if err is None and keys is not None:
+            keys = np.asarray(keys)
+            if keys.shape != a.shape or keys.dtype.kind not in "iu":
+                err = (f"gather-scatter keys: expected an integer array of the ids' shape {a.shape}, "
+                       f"got {keys.dtype} {keys.shape}")
+            keys = keys.astype(np.int64, copy=False)
         if err is None and method not in METHOD_NAMES:
             err = f"gather-scatter: unknown method {method!r}; expected one of {', '.join(METHOD_NAMES)}"
         if err is None and exchange not in EXCHANGE_NAMES:
@@ -101,7 +110,7 @@ class GatherScatter:
             err = f"gather-scatter: method 'local' needs comm=None or one rank, the communicator has {size}"
         if comm is not None and size > 1:
             # every rank raises together (no rank is left waiting in a collective)
-            mine = (method, vn_hint, exchange, xp_name)
+            mine = (method, vn_hint, exchange, xp_name, keys is not None)
             everyone = comm.allgather((err, mine))
             bad = [(r, e) for r, (e, _) in enumerate(everyone) if e is not None]
             if bad:
@@ -122,7 +131,8 @@ class GatherScatter:
         self.vn_hint = vn_hint
         self.timings: dict[str, float] = {}
         self.exchange_reason = ""
-        spts, uids, starts = local.unique_ids(a)
+        spts, uids, starts = local.unique_ids(a) if keys is None else ordered.ordered_ids(a, keys)
+        self.keyed = keys is not None
         if size > 1:
             self.comm = comm.Dup()
             topo = discover(self.comm, uids)
@@ -139,6 +149,14 @@ class GatherScatter:
         else:
             k = local.kernels_for(_cupy() if self._device_at_setup else (xp if xp is not None else np))
             self._use(self._resolve(k))
+        self.ordered = None
+        if self.keyed and self.comm is not None:
+            self.ordered = ordered.OrderedShared(
+                self.comm, self.plan, keys, topo,
+                # the method this gather-scatter chose (not "auto": timing the slots' pattern
+                # again costs set-up time and may pick a global allreduce of every slot)
+                lambda slot_ids: GatherScatter(slot_ids, self.comm, method=self.method, xp=xp, vn_hint=vn_hint,
+                                               exchange=exchange))
         self._idx: dict[str, dict] = {}
 
     # -- routes (method + transport per array module) ----------------------------
@@ -228,6 +246,11 @@ class GatherScatter:
             route = self._resolve(k)  # collective the first time a new array module is seen
             self._use(route)
         idx = self._index(k)
+        if self.keyed and op == "sum":
+            if route is None:
+                ordered.combine_in_order(k, u2, idx["perm"], idx["starts"])
+                return Handle(u, u2, k, idx, None)
+            return Handle(u, u2, k, idx, (None, self.ordered.start(k, u2)))
         if route is None and u2.flags.c_contiguous:
             # Serial: every kept id is local, so one compiled pass (C or CUDA) does it all.
             combine = getattr(k, "compiled_combine", lambda dtype: None)(u2.dtype)
@@ -246,7 +269,9 @@ class GatherScatter:
         if h.done:
             raise InputError("gather-scatter: finish() called twice on the same handle")
         h.done = True
-        if h.xh is not None:
+        if h.xh is not None and h.xh[0] is None:
+            self.ordered.finish(h.k, h.u2, h.xh[1])
+        elif h.xh is not None:
             route, xh = h.xh
             combined = route.finish(xh)
             h.k.scatter(combined, h.u2, h.idx["dest_shared"], h.idx["src_shared"])
@@ -294,6 +319,9 @@ class GatherScatter:
     def free(self) -> None:
         """Release the duplicated communicator (collective); the object is unusable after."""
         if self.comm is not None:
+            if self.ordered is not None:
+                self.ordered.free()
+                self.ordered = None
             for route in self._routes.values():
                 route.transport.free()
             self._routes.clear()

@@ -1,28 +1,67 @@
 """Tensor-product derivatives on the reference element (seed paper eqs. (13)-(15)).
 
 Arrays end with the element's (k, j, i) axes, i along r. `xp` is the array namespace
-(numpy or cupy), so the same code is the reference on both.
+(numpy or cupy), so the same code is the reference on both. On CuPy the contractions run in
+``contract.cu`` (each value summed in a fixed order) rather than through cuBLAS, whose
+kernel choice, and rounding, depends on the number of elements: a rank's share of the mesh
+then gives the whole mesh's bits (docs/parallel.md, reproducible sums).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
+CONTRACT_SOURCE = Path(__file__).resolve().parent / "contract.cu"
+_KERNELS: dict = {}
+
+
+def along(xp, u, d, inner: int):
+    """out[a, j, c] = sum_l d[j, l] u[a, l, c], u viewed as (A, n, inner), d (m, n): the
+    (A, m, inner) result (a new array)."""
+    m, n = d.shape
+    if xp is np or xp.__name__ != "cupy":
+        if inner == 1:
+            return (u.reshape(-1, n) @ d.T).reshape(-1, m, 1)
+        return xp.matmul(d, u.reshape(-1, n, inner))
+    x = xp.ascontiguousarray(u)
+    dd = xp.ascontiguousarray(d, dtype=x.dtype)
+    outer = x.size // (n * inner) if n * inner else 0
+    out = xp.empty((outer, m, inner), dtype=x.dtype)
+    total = out.size
+    if total:
+        _along_kernel(x.dtype)((min((total + 255) // 256, 65536),), (256,),
+                               (x, dd, out, np.int64(outer), np.int32(m), np.int32(n), np.int64(inner)))
+    return out
+
+
+def _along_kernel(dtype):
+    import cupy
+
+    from lobatto.jit.nvrtc import ctype, get_module
+
+    key = (np.dtype(dtype).str, cupy.cuda.runtime.getDevice())
+    fn = _KERNELS.get(key)
+    if fn is None:
+        names = ("lobatto::along_axis<double>", "lobatto::along_axis<float>")
+        fn = _KERNELS[key] = get_module(CONTRACT_SOURCE, names).get_function(f"lobatto::along_axis<{ctype(dtype)}>")
+    return fn
+
 
 def derivative_r(xp, u, d):
     """u_r[..., k, j, i] = sum_l D[i, l] u[..., k, j, l]."""
-    n = d.shape[0]
-    return (u.reshape(-1, n) @ d.T).reshape(u.shape)
+    return along(xp, u, d, 1).reshape(u.shape)
 
 
 def derivative_s(xp, u, d):
     """u_s[..., k, j, i] = sum_l D[j, l] u[..., k, l, i]."""
-    n = d.shape[0]
-    return xp.matmul(d, u.reshape(-1, n, n)).reshape(u.shape)
+    return along(xp, u, d, d.shape[0]).reshape(u.shape)
 
 
 def derivative_t(xp, u, d):
     """u_t[..., k, j, i] = sum_l D[k, l] u[..., l, j, i]."""
-    n = d.shape[0]
-    return xp.matmul(d, u.reshape(-1, n, n * n)).reshape(u.shape)
+    return along(xp, u, d, d.shape[0] ** 2).reshape(u.shape)
 
 
 def reference_gradient(xp, u, d):
@@ -33,7 +72,11 @@ def reference_gradient(xp, u, d):
 def physical_gradient(xp, u, d, metrics):
     """(du/dx, du/dy, du/dz) by the chain rule, metrics[b, a] = d r_b / d x_a."""
     ref = reference_gradient(xp, u, d)
-    return xp.einsum("ba...,b...->a...", metrics, ref)
+    if xp is np or xp.__name__ != "cupy":
+        return xp.einsum("ba...,b...->a...", metrics, ref)
+    # elementwise on CuPy (its einsum may go through cuBLAS, sized by the element count)
+    return xp.stack([metrics[0, a] * ref[0] + metrics[1, a] * ref[1] + metrics[2, a] * ref[2]
+                     for a in range(3)])
 
 
 def _cross(xp, a, b):

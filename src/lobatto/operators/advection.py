@@ -50,7 +50,7 @@ import math
 import numpy as np
 
 from lobatto.discretization import derivative_matrix, gll_points
-from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
+from lobatto.discretization.tensor import along, derivative_r, derivative_s, derivative_t
 from lobatto.errors import InputError
 from lobatto.operators.differential import BackendGeometry
 from lobatto.operators.interpolation import interpolate, interpolation_matrix
@@ -64,9 +64,9 @@ def tensor_apply(xp, u, along_i, along_j, along_k):
     n = u.shape[-1]
     lead = u.shape[:-3]
     mi, mj, mk = along_i.shape[0], along_j.shape[0], along_k.shape[0]
-    x = u.reshape(-1, n) @ along_i.T  # [(., k, j), a]
-    x = xp.matmul(along_j, x.reshape(-1, n, mi))  # [(., k), b, a]
-    x = xp.matmul(along_k, x.reshape(-1, n, mj * mi))  # [., c, (b, a)]
+    x = along(xp, u, along_i, 1)  # [(., k, j), a]
+    x = along(xp, x, along_j, mi)  # [(., k), b, a]
+    x = along(xp, x, along_k, mj * mi)  # [., c, (b, a)]
     return x.reshape(lead + (mk, mj, mi))
 
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from lobatto.discretization import gll_points
+from lobatto.discretization.tensor import along
 
 
 def interpolation_matrix(from_points, to_points) -> np.ndarray:
@@ -79,9 +80,9 @@ def interpolate(backend, u, matrix):
     if u.shape[-3:] != (n, n, n):
         raise ValueError(f"interpolate: u must end in ({n}, {n}, {n}) for a ({m}, {n}) matrix, got {u.shape}")
     lead = u.shape[:-3]
-    x = u.reshape(-1, n) @ J.T  # along i: [(., k, j), a]
-    x = xp.matmul(J, x.reshape(-1, n, m))  # along j: [(., k), b, a]
-    x = xp.matmul(J, x.reshape(-1, n, m * m))  # along k: [., c, (b, a)]
+    x = along(xp, u, J, 1)  # along i: [(., k, j), a]
+    x = along(xp, x, J, m)  # along j: [(., k), b, a]
+    x = along(xp, x, J, m * m)  # along k: [., c, (b, a)]
     return x.reshape(lead + (m, m, m))
 
 

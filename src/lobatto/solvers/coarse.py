@@ -8,6 +8,12 @@ setup, 8 at order 1), and summed into global rows and columns by the level's con
 (0..M-1 over all ranks). Every rank holds the whole M x M matrix and its factor, so a coarse
 solve is one allreduce of an M-vector and two triangular products, the same on every rank.
 
+The same on every partition too: the matrix is numbered by each point's smallest (global
+element id, local point) key, not by the partition's continuous ids; every rank gathers all
+element matrices and adds them in global element order; and the right-hand side is read at
+each point's copy of that smallest key (the coarse right-hand side is continuous: all copies
+hold the same value), so the allreduce adds one value and zeros.
+
 With ``null_space=True`` (h2 = 0, no Dirichlet point: A_c 1 = 0) the factored matrix is
 A_c + sigma 1 1^T, sigma = mean(diag A_c) / M, which puts the constant vector's eigenvalue
 (sigma M) inside A_c's spectrum instead of at zero. For a coarse right-hand side with
@@ -44,16 +50,41 @@ def element_matrices(operator):
     return np.stack(columns, axis=2)
 
 
-def assembled_matrix(operator, assembly, comm=None) -> tuple[np.ndarray, np.ndarray]:
+def canonical_numbering(assembly, comm=None) -> tuple[np.ndarray, np.ndarray]:
+    """((E, n^3) int64 numbers 0..M-1 of the points, ordered by each point's smallest
+    (global element id, local point) key: the same numbering on every partition; (E, n^3)
+    bool: the copy holding that smallest key (one per point over all ranks)). Collective."""
+    keys = assembly.point_keys()
+    smallest = assembly.backend.asarray(keys.astype(np.float64).reshape(assembly.shape))  # < 2**53: exact
+    assembly.gs.apply(smallest.reshape(1, -1), "min")
+    smallest = assembly.backend.to_host(smallest).reshape(keys.shape).astype(np.int64)
+    owner = smallest == keys
+    mine = keys[owner]
+    every = np.sort(np.concatenate(comm.allgather(mine))) if comm is not None else np.sort(mine)
+    return np.searchsorted(every, smallest), owner
+
+
+def assembled_matrix(operator, assembly, comm=None, numbering=None) -> tuple[np.ndarray, np.ndarray]:
     """(M x M assembled matrix with identity rows and columns on fixed points, fixed (M,)
-    bool), the same on every rank of ``comm``."""
+    bool), the same on every rank of ``comm``. ``numbering``: (E, n^3) point numbers
+    (default ``assembly.ids``; ``canonical_numbering`` for the same matrix on every
+    partition). The element matrices of all ranks are added in global element order."""
     size = assembly.num_global_points
-    ids = assembly.ids.reshape(assembly.num_elements, -1)
+    ids = assembly.ids.reshape(assembly.num_elements, -1) if numbering is None else numbering
     local = element_matrices(operator)
+    parts = [(assembly.element_ids, ids, local)]
+    if comm is not None:
+        parts = comm.allgather(parts[0])
+    elements = np.concatenate([p[0] for p in parts])
+    order = np.argsort(elements, kind="stable")
+    ids = np.concatenate([p[1] for p in parts])[order]
+    local = np.concatenate([p[2] for p in parts])[order]
     rows = np.broadcast_to(ids[:, :, None], local.shape)
     cols = np.broadcast_to(ids[:, None, :], local.shape)
+    # bincount adds in input order: global element order, whatever the partition
     matrix = np.bincount((rows * size + cols).ravel(), weights=local.ravel(), minlength=size * size)
-    matrix = allreduce(comm, matrix.reshape(size, size))
+    matrix = matrix.reshape(size, size)
+    ids = assembly.ids.reshape(assembly.num_elements, -1) if numbering is None else numbering
     fixed = np.zeros(size)
     fixed[ids.ravel()] = 1.0 - assembly.backend.to_host(assembly.mask).reshape(-1)
     fixed = allreduce(comm, fixed, "max") > 0
@@ -71,7 +102,9 @@ class DenseCoarseSolve:
         size = assembly.num_global_points
         if size > DENSE_LIMIT:
             raise ValueError(f"DenseCoarseSolve: {size} coarse points is above the dense limit {DENSE_LIMIT}")
-        matrix, self.fixed = assembled_matrix(operator, assembly, comm)
+        comm = comm if comm is not None and comm.Get_size() > 1 else None
+        numbering, owner = canonical_numbering(assembly, comm)
+        matrix, self.fixed = assembled_matrix(operator, assembly, comm, numbering)
         self.null_space = bool(null_space)
         factored = matrix
         if self.null_space:
@@ -109,19 +142,20 @@ class DenseCoarseSolve:
         dtype = np.dtype(dtype or operator.dtype)
         self.matrix = matrix
         self.inverse_factor = backend.asarray(np.linalg.inv(factor), dtype=dtype)
-        self.ids = backend.asarray(assembly.ids.reshape(-1), dtype=np.int64)
-        self.weights = assembly.inverse_multiplicity.reshape(-1).astype(dtype)
+        self.ids = backend.asarray(numbering.reshape(-1), dtype=np.int64)
+        self.owner_points = backend.asarray(np.flatnonzero(owner.reshape(-1)), dtype=np.int64)
+        self.owner_ids = backend.asarray(numbering.reshape(-1)[owner.reshape(-1)], dtype=np.int64)
         self.size, self.shape = size, assembly.shape
-        self.backend, self.comm = backend, comm if comm is not None and comm.Get_size() > 1 else None
+        self.backend, self.comm = backend, comm
 
     def __call__(self, b):
         xp = self.backend.xp
-        # each copy of a point weighted by 1/multiplicity: summed over all copies on all
-        # ranks, every point's value once
-        global_b = xp.bincount(self.ids, weights=b.reshape(-1) * self.weights, minlength=self.size)
+        # b is continuous (the restricted, assembled residual): each point's value is read at
+        # one copy, the one of smallest key, and the other ranks add zeros: exact in any order
+        global_b = xp.zeros(self.size, dtype=b.dtype)
+        global_b[self.owner_ids] = b.reshape(-1)[self.owner_points]
         if self.comm is not None:
             global_b = self.backend.asarray(allreduce(self.comm, self.backend.to_host(global_b)), dtype=b.dtype)
-        global_b = global_b.astype(b.dtype, copy=False)
         y = self.inverse_factor @ global_b
         x = self.inverse_factor.T @ y
         return x[self.ids].reshape(self.shape)

@@ -10,7 +10,6 @@ u . e over the volume equal the target. u_s is recomputed whenever bdf_0 / dt ch
 from __future__ import annotations
 
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce
 
 
 class FlowRate:
@@ -23,8 +22,7 @@ class FlowRate:
     def mean(self, velocity) -> float:
         """The volume average of the velocity component along the direction (collective)."""
         s = self.system
-        local = float(s.backend.xp.sum(s.device_geometry.mass * velocity[self.direction]))
-        return allreduce(s.comm, local, "sum") / s.volume
+        return s.assembly.integral(s.device_geometry.mass * velocity[self.direction])[0] / s.volume
 
     def _respond(self, sigma):
         s = self.system
