@@ -29,7 +29,7 @@ TIMEOUT = 150
 #: how far a run on P ranks may be from the 1-rank run, per system: the DG systems are equal to
 #: the bit; Navier-Stokes and Poisson sum their Krylov reductions in a rank-dependent order
 #: (docs/restart.md): 0 there once those sums are reproducible
-TOLERANCE = {"maxwell": 0.0, "acoustics": 0.0, "poisson": 1e-9, "navier_stokes": 1e-9}
+TOLERANCE = {"maxwell": 0.0, "acoustics": 0.0, "poisson": 0.0, "navier_stokes": 0.0}
 
 
 def assert_same(system: str, what: str, got, expected) -> None:
