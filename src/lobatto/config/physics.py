@@ -31,7 +31,9 @@ KEY_KINDS = {
 @dataclass(frozen=True)
 class Key:
     """One ``[physics]`` key: name, kind (KEY_KINDS), default and a line of documentation;
-    ``required``: a key of a system table that has no default (config/system_tables.py)."""
+    ``required``: a key of a system table that has no default (config/system_tables.py);
+    ``range``: a :class:`~lobatto.config.ranges.Range` a number must also lie in (its
+    bounds and their reason), checked after the kind."""
 
     name: str
     kind: str
@@ -39,6 +41,7 @@ class Key:
     doc: str
     choices: tuple = ()
     required: bool = False
+    range: Any = None
 
     def __post_init__(self):
         if self.kind not in KEY_KINDS:

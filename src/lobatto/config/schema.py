@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import KEY_KINDS, PhysicsSpec
+from lobatto.config.ranges import check_number
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -685,6 +686,8 @@ def _physics_values(ctx: _Ctx, spec: PhysicsSpec, table: Mapping[str, Any]) -> d
             if not _is_number(v) or not math.isfinite(v) or (key.kind == "nonnegative" and v < 0):
                 raise ctx.bad("physics", key.name, KEY_KINDS[key.kind], v)
             values[key.name] = float(v)
+        if key.range is not None and values[key.name] is not None:
+            check_number(ctx, "physics", key.name, values[key.name], key.range)
     return values
 
 
@@ -922,7 +925,8 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name,
                             compression=_compression(ctx, "output", out),
                             probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
-                            dft=parse_dft(ctx, out, spec), far_field=parse_far_field(ctx, out),
+                            dft=parse_dft(ctx, out, spec, t_end=time_sec and time_sec.t_end),
+                            far_field=parse_far_field(ctx, out, t_end=time_sec and time_sec.t_end),
                             log_every=_int(ctx, "output", out, "log_every", 1, 0))
 
     # ---- [checkpoint]

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import KEY_KINDS, Key, PhysicsSpec
+from lobatto.config.ranges import check_number
 from lobatto.config.schema import (SIDES, _bool, _check_keys, _choice, _Ctx, _get, _int, _is_number, _positive,
                                    _show, _table)
 from lobatto.errors import InputError
@@ -36,7 +37,15 @@ EXPRESSION_VARIABLES = ("x", "y", "z")
 
 
 def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
-    """The checked value of ``key`` in ``[section]`` (its default when absent)."""
+    """The checked value of ``key`` in ``[section]`` (its default when absent), in its
+    ``range`` where it declares one."""
+    value = _kind_value(ctx, section, table, key)
+    if key.range is not None and value is not None:
+        check_number(ctx, section, key.name, value, key.range)
+    return value
+
+
+def _kind_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
     kind, name = key.kind, key.name
     if kind == "positive":
         return _positive(ctx, section, table, name, key.default)
