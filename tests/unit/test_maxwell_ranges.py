@@ -203,6 +203,22 @@ def test_the_bound_on_dt_sigma_holds_near_the_edge_of_stability(tmp_path):
             output_dir=tmp_path / "refused")
 
 
+def test_a_pole_faster_than_any_step_is_refused_naming_its_table(tmp_path):
+    """plasma_frequency = 1e3 on a coarse mesh: dt * omega_p ~ 800; the run blew up and blamed
+    the cfl."""
+    data = case(**{"material.m": {**DRUDE, "poles": [{"plasma_frequency": 1e3, "collision_frequency": 1.0}]}})
+    refused(data, "[material.m] poles: their fastest rate", "beyond the lsrk45 scheme's reach 3.34",
+            tmp_path=tmp_path)
+
+
+def test_a_far_field_frequency_the_mesh_cannot_carry_is_refused(tmp_path):
+    """f = 1e30 (in range) asked the far field's quadrature for ~1e30 points: an OverflowError
+    traceback from numpy's leggauss after the whole run."""
+    data = case(**{"output.far_field": {"frequencies": [0.5, 1e30], "lower": [0, 0, 0], "upper": [0.5, 0.5, 0.5]}})
+    refused(data, "[output.far_field] frequencies: f = 1e+30 is above", "the highest the mesh resolves",
+            tmp_path=tmp_path)
+
+
 # --------------------------------------------------------------------- the command line
 @pytest.mark.parametrize("table", [
     '[material.m]\nwhere = "x - 0.5"\nmodel = "drude"\npoles = [{plasma_frequency = 1e308, collision_frequency = 1.0}]',

@@ -85,3 +85,34 @@ def fit_loss_step(case, system, comm=None) -> None:
             "is then fitted to sigma), or set [time] cfl_check = false to run anyway")
         error.collective = comm is not None
         raise error
+
+
+#: how far each scheme's stability region reaches along the imaginary axis (|R(iy)| <= 1 for
+#: |y| <= reach): a pole's rates are complex (an undamped Drude or Lorentz pole oscillates at
+#: about its plasma or resonance frequency), so the smaller of the two reaches bounds dt * rate
+IMAGINARY_AXIS_REACH = {"lsrk45": 3.34, "rk4": 2.82, "ssprk3": 1.73}
+
+
+def check_pole_rates(case, system, comm=None) -> None:
+    """A dispersive pole faster than the step can follow at all (dt * its fastest rate beyond
+    the scheme's reach, whatever the cfl) is refused before the run, naming the table, rather
+    than failing later blaming the cfl. Collective (the rates and dt are the same on every rank)."""
+    time = case.time
+    reach = min(REAL_AXIS_REACH.get(time.integrator, 0.0), IMAGINARY_AXIS_REACH.get(time.integrator, 0.0))
+    if not time.cfl_check or not reach:
+        return
+    terms = [t for t in system.terms if getattr(t, "fastest_rate", 0.0) > 0]
+    if not terms:
+        return
+    dt = time.dt
+    if dt is None:
+        dt = system.stable_time_step(time.cfl, float(allreduce(comm, system.geometry.min_spacing, "min")))
+    for term in terms:
+        if dt * term.fastest_rate > reach:
+            error = InputError(
+                f"{case.source}: [material.{term.label}] poles: their fastest rate {term.fastest_rate:.4g} (angular, "
+                f"with epsilon) times the step dt = {dt:.4g} is {dt * term.fastest_rate:.3g}, beyond the {time.integrator} "
+                f"scheme's reach {reach}: lower the pole frequencies (or [time] dt / cfl below {reach / term.fastest_rate:.4g})")
+            error.collective = comm is not None
+            raise error
+

@@ -25,7 +25,7 @@ from lobatto.systems.maxwell import cpu, cuda, reference  # noqa: F401  (registe
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
-from lobatto.systems.maxwell.loss import fit_loss_step, loss_time_step
+from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
 from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMedium, medium_from_case,
                                               parse_material_tables)
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
@@ -176,6 +176,7 @@ class MaxwellSystem(FaceExchangeSystem):
                 system.add_term(term)
         system.check_integrator(case.time.integrator, case.source)
         fit_loss_step(case, system, comm)
+        check_pole_rates(case, system, comm)
         if system.sources is not None:
             system.sources.check_times(case.time.t_end, comm, case.source)
         return system
