@@ -31,7 +31,6 @@ Case file: ``[physics] sigma`` (a uniform conductivity) and ``[material.<name>]`
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 

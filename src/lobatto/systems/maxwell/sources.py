@@ -91,14 +91,20 @@ def check_waveform(spec, times, where: str = "case") -> None:
     where the keys are each in range but t is long."""
     v = spec.values
     for t in times:
+        # the arguments (2 pi f s, s / width) must square finitely: the CUDA kernels evaluate
+        # the waveform as written, without this module's care far from the pulse
+        s = t - v.get("t0", 0.0)
+        arguments = [2 * math.pi * v["frequency"] * s] if "frequency" in v else []
+        arguments += [s / v["width"]] if "width" in v else []
         try:
             value = waveform_value(v["waveform"], v, float(t))
         except (OverflowError, ValueError):  # sin(inf)
             value = math.nan
-        if not math.isfinite(value):
+        if not math.isfinite(value) or not all(abs(a) < 1e150 for a in arguments):
             keys = ", ".join(f"{k} = {v[k]:g}" for k in WAVEFORMS[v["waveform"]])
-            raise InputError(f"{where}: [source.{spec.name}] the {v['waveform']} waveform ({keys}) is not finite at "
-                             f"t = {t:.6g} (2 pi frequency t overflows); choose values on the run's time scale")
+            raise InputError(f"{where}: [source.{spec.name}] the {v['waveform']} waveform ({keys}) overflows at "
+                             f"t = {t:.6g} (2 pi frequency (t - t0) or (t - t0) / width beyond 1e150); choose values "
+                             "on the run's time scale")
 
 
 # Case file ------------------------------------------------------------------------------
