@@ -67,7 +67,7 @@ def test_a_huge_plasma_frequency_is_refused_naming_the_pole(value, tmp_path):
 
 
 @pytest.mark.parametrize("changes, parts", [
-    ({"physics.mu": 1e308}, ["[physics] mu must be a number from 1e-30 to 1e+30, got 1e+308"]),
+    ({"physics.mu": 1e308}, ["[physics] mu must be a number from 1e-30 to 1e+30", "1e+308"]),
     ({"physics.epsilon": 1e-300}, ["[physics] epsilon must be a number from 1e-30 to 1e+30"]),
     ({"physics.sigma": 1e300}, ["[physics] sigma must be a number from 0 to 1e+30"]),
     ({"material.m": {"where": "x - 0.5", "mu": 1e31}}, ["[material.m] mu must be a number from 1e-30"]),
@@ -101,9 +101,9 @@ def test_a_key_of_the_wrong_type_names_the_key():
 
 def test_ranges_describe_and_contain():
     r = Range(0.0, 1.0, low_open=True, reason="why")
-    assert r.describe() == "a number > 0 and <= 1" and r.contains(1) and not r.contains(0.0)
-    assert not r.contains(math.nan) and not r.contains(10**400) and not r.contains(True)
-    assert list(r.contains_array([0.0, 0.5, math.nan, math.inf, 1.0])) == [False, True, False, False, True]
+    assert r.text() == "> 0 and <= 1" and r.contains(1) and not r.contains(0.0)
+    assert not r.contains(math.nan) and not r.contains(10**400)
+    assert list(r.within(np.array([0.0, 0.5, math.nan, math.inf, 1.0]))) == [False, True, False, False, True]
 
 
 # ------------------------------------------------------------- derived quantities

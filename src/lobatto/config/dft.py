@@ -42,7 +42,7 @@ def check_frequencies(ctx: _Ctx, where: str, table: Mapping[str, Any], allowed: 
     if frequencies is None:
         raise ctx.error(f"[{where}] frequencies is required (for example frequencies = [0.5, 0.75])")
     if not isinstance(frequencies, (list, tuple)) or not frequencies:
-        raise ctx.bad(where, "frequencies", f"a non-empty list of frequencies, each {allowed.bounds()}", frequencies)
+        raise ctx.bad(where, "frequencies", f"a non-empty list of frequencies, each {allowed.text()}", frequencies)
     out = tuple(check_number(ctx, where, f"frequencies[{i}]", f, allowed) for i, f in enumerate(frequencies))
     if t_end is not None and max(out) * t_end * 2 * math.pi > LARGEST_PHASE:
         raise ctx.bad(where, "frequencies", f"at most {LARGEST_PHASE / (2 * math.pi * t_end):.3g} with [time] "

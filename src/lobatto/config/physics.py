@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from lobatto.config.ranges import Range, kind_range
+
 #: key kinds understood by the schema, with the phrase used in error messages
 KEY_KINDS = {
     "positive": "a positive number",
@@ -32,8 +34,7 @@ KEY_KINDS = {
 class Key:
     """One ``[physics]`` key: name, kind (KEY_KINDS), default and a line of documentation;
     ``required``: a key of a system table that has no default (config/system_tables.py);
-    ``range``: a :class:`~lobatto.config.ranges.Range` a number must also lie in (its
-    bounds and their reason), checked after the kind."""
+    ``range``: its valid values, with the reason (config/ranges.py; None: its kind's)."""
 
     name: str
     kind: str
@@ -41,7 +42,12 @@ class Key:
     doc: str
     choices: tuple = ()
     required: bool = False
-    range: Any = None
+    range: Range | None = None
+
+    @property
+    def valid_range(self) -> Range | None:
+        """The declared range, or the kind's (None for a kind without one: choices, names...)."""
+        return self.range if self.range is not None else kind_range(self.kind)
 
     def __post_init__(self):
         if self.kind not in KEY_KINDS:

@@ -1,37 +1,205 @@
-"""Valid ranges of case-file numbers, declared beside each key with the reason for them.
+"""Valid ranges of case-file numbers, each with its reason (docs/case-file.md, "Ranges").
 
-A :class:`Range` is the set of values a number may take (bounds open or closed) and why;
-``check_number`` and ``check_vector`` turn a raw TOML value into a float or a tuple of
-floats, or raise the one-line InputError of the schema's context naming the section, the
-key, the range and its reason. Tables parsed by hand (a system's ``[source.<name>]``,
-``[pml]``, ``[output.dft]``...) declare a Range per key and check through these; a
-:class:`~lobatto.config.physics.Key` may carry one (``range``), checked after its kind.
-
-The bounds are chosen so that what is computed from the values (products such as
-frequency times time, squares of rates, exponentials, inverses stored in single precision)
-stays finite and normal: most magnitudes are limited to :data:`LARGE` (and positive ones
-kept above :data:`SMALL`), which leaves SI values (eps0 = 8.85e-12 F/m, optical
-frequencies ~1e15 Hz) and any sensible scaling of units inside.
+A :class:`Range` is declared beside its key: in a system's :class:`~lobatto.config.physics.Key`
+(``Key(..., range=Range(...))``), or in :data:`SECTION_RANGES` for the keys of the generic
+sections (``[time]``, ``[mesh]``, ``[output]``, ``[checkpoint]``, ``[output.probes]``) that
+``config/schema.py`` reads. A key of a numeric kind without a range of its own gets its kind's
+(:func:`kind_range`): magnitudes within ``1e-100 .. 1e100``, so that the products a run forms
+of a few of them (a coefficient times metric factors, squared in a norm) stay inside
+float64's ``1e-308 .. 1.8e308``. Expression keys carry a range too: the system checks the
+values on the mesh against it (before any solve), as an expression's value is only known there.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-#: the largest magnitude of most numbers: the square of a rate (1e60) or a product of two
-#: such values with a time or a length stays far inside double precision (1.8e308), and a
-#: value or its inverse inside single precision (3.4e38, normal above 1.2e-38)
+from lobatto.errors import InputError
+
+#: the largest magnitude of a number of a case (and of an expression's value on the mesh)
+LARGEST = 1e100
+#: the smallest nonzero magnitude of a positive number
+SMALLEST = 1e-100
+#: why: a product of three such numbers stays within float64 (1e-308 .. 1.8e308)
+MAGNITUDE_REASON = "products of a few such values, as a run forms them, must stay within float64's 1e+-308"
+
+
+def _show(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 1e4:
+        return str(int(value))
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a key takes: ``low`` to ``high`` (None: no bound on that side), each end
+    included unless ``low_open`` / ``high_open``; ``reason``: why, in a few words."""
+
+    low: float | None = None
+    high: float | None = None
+    reason: str = ""
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        """False for NaN, for a value outside, and for a number too big for a float."""
+        try:
+            v = float(value)
+        except OverflowError:
+            return False
+        if math.isnan(v):
+            return False
+        if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
+            return False
+        if self.high is not None and (v > self.high or (self.high_open and v == self.high)):
+            return False
+        return True
+
+    def within(self, values, xp=np):
+        """Elementwise ``contains`` of an array (False for NaN), without floating-point warnings;
+        ``xp``: the array's namespace (numpy or cupy)."""
+        values = xp.asarray(values)
+        ok = ~xp.isnan(values)
+        with np.errstate(all="ignore"):  # a bound beyond float32 casts to inf: still the right answer
+            if self.low is not None:
+                ok &= (values > self.low) if self.low_open else (values >= self.low)
+            if self.high is not None:
+                ok &= (values < self.high) if self.high_open else (values <= self.high)
+        return ok
+
+    def text(self) -> str:
+        """The range in words: ``from 1e-100 to 1e+100``, ``> 0 and < 1``, ``<= 1000``."""
+        low = None if self.low is None else (">" if self.low_open else ">=") + " " + _show(self.low)
+        high = None if self.high is None else ("<" if self.high_open else "<=") + " " + _show(self.high)
+        if low and high and not self.low_open and not self.high_open:
+            return f"from {_show(self.low)} to {_show(self.high)}"
+        return " and ".join(part for part in (low, high) if part) or "any number"
+
+    def describe(self) -> str:
+        """``text()`` with the reason: ``from 1 to 100 (reason)``."""
+        return f"{self.text()} ({self.reason})" if self.reason else self.text()
+
+
+#: the default range of each numeric key kind (config/physics.py KEY_KINDS)
+KIND_RANGES = {
+    "positive": Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    "nonnegative": Range(0.0, LARGEST, MAGNITUDE_REASON),
+    "number": Range(-LARGEST, LARGEST, MAGNITUDE_REASON),
+    "expression": Range(-LARGEST, LARGEST, MAGNITUDE_REASON),
+    "expression_t": Range(-LARGEST, LARGEST, MAGNITUDE_REASON),
+}
+
+
+def kind_range(kind: str) -> Range | None:
+    """The range a key of this kind has when it declares none (None: integers, choices...)."""
+    return KIND_RANGES.get(kind)
+
+
+#: the most steps of a solve (Krylov iterations) a case may ask for
+MAX_ITERATIONS = 10**6
+ITERATIONS_REASON = "a solve that has not converged in a million iterations will not; more only runs for days"
+
+#: a number of steps: a run takes at most 1e9 (the driver's MAX_STEPS)
+STEPS = Range(0, 10**9, "a number of steps, and a run takes at most 1e9")
+#: coordinates of the box and of points in it; the box's extents have their own bounds (mesh/box.py)
+COORDINATES = Range(-LARGEST, LARGEST, MAGNITUDE_REASON)
+
+#: ranges of the generic sections' numeric keys, read by config/schema.py
+SECTION_RANGES = {
+    ("time", "t_end"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    ("time", "dt"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    ("time", "initial_dt"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
+    ("time", "cfl"): Range(0.0, 100.0, "a CFL number: the stable ones are below 1 for the explicit schemes, a few "
+                           "for the multistep ones", low_open=True),
+    ("time", "target_cfl"): Range(0.0, 100.0, "a CFL number: extrapolated advection is unstable well below 100",
+                                  low_open=True),
+    ("time", "max_cfl"): Range(0.0, 1e6, "a CFL number: a guard against a run gone wrong", low_open=True),
+    ("mesh", "lower"): COORDINATES,
+    ("mesh", "upper"): COORDINATES,
+    ("output", "every"): STEPS,
+    ("output", "log_every"): STEPS,
+    ("output.probes", "every"): Range(1, 10**9, STEPS.reason),
+    ("output.probes", "points"): COORDINATES,
+    ("checkpoint", "every"): STEPS,
+    ("checkpoint", "keep"): Range(1, 10**6, "checkpoints kept on disk"),
+    ("checkpoint", "wall_minutes"): Range(1e-3, 1e7, "minutes of wall time: from 0.06 s to 19 years"),
+}
+
+
+def precision_range(dtype) -> Range:
+    """The magnitudes a nonzero value may have in a run of this precision: a product of two
+    stays a normal number (float32: about 1e-19 .. 1.8e19; float64 is wider than LARGEST)."""
+    info = np.finfo(dtype)
+    name = np.dtype(dtype).name
+    return Range(float(np.sqrt(info.tiny)), float(np.sqrt(info.max)),
+                 f"{name} holds {float(info.tiny):.1e} to {float(info.max):.1e}, and a product of two such values "
+                 "must stay within it")
+
+
+def check_precision(value: float, dtype, where: str) -> None:
+    """InputError unless a nonzero value is within ``precision_range(dtype)``; ``where``
+    names the key (``[physics] viscosity``)."""
+    valid = precision_range(dtype)
+    if value != 0 and not valid.contains(abs(value)):
+        hint = ' (or use [backend] precision = "float64")' if np.dtype(dtype) == np.float32 else ""
+        raise InputError(f"{where} = {value:g} is too {'small' if abs(value) < 1 else 'large'} for "
+                         f"{np.dtype(dtype).name}: its magnitude must be {valid.describe()}; rescale the "
+                         f"problem's units{hint}")
+
+
+def section_range(section: str, key: str) -> Range | None:
+    return SECTION_RANGES.get((section, key))
+
+
+def show_value(value: float) -> str:
+    """A value of an expression for a message: ``inf (it overflows float64)``, ``nan (not a number)``."""
+    value = float(value)
+    if math.isinf(value):
+        return f"{value:g} (it overflows float64)"
+    if math.isnan(value):
+        return "nan (not a number)"
+    return f"{value:.4g}"
+
+
+def check_expression_values(values, valid: Range, where: str, text: str, t: float | None = None, xp=np):
+    """InputError unless every value of the expression (``where`` names its key, as
+    ``[physics] force_x``; ``text``: its text) is within ``valid``; ``t``: the time evaluated at."""
+    ok = valid.within(values, xp)
+    if bool(ok.all()):
+        return values
+    bad = float(xp.asarray(values)[~ok].reshape(-1)[0])
+    when = "" if t is None else f" at t = {t:.6g}"
+    raise InputError(f"{where} = \"{text}\" is {show_value(bad)}{when} at some points; its values must be "
+                     f"{valid.describe()}")
+
+
+# ======================================================== tables a system parses by hand
+# A table that a system parses itself (``[source.<name>]``, ``[pml]``, ``[output.dft]``...)
+# declares a Range per key beside its parser and checks through these: the value as a float
+# (or a tuple of them), or the one-line ``ctx.bad`` naming [section] key, the range and why.
+
+#: the largest magnitude of such tables' numbers (a system's own choice): the square of a rate (1e60), or a
+#: product of two with a time or a length, stays far inside float64, and a value or its
+#: inverse inside float32 (3.4e38; normal above 1.2e-38); SI values (eps0 = 8.85e-12, optical
+#: frequencies ~1e15 Hz) and any sensible scaling of units fit
 LARGE = 1e30
-#: the smallest magnitude of a positive number that is inverted or divided by
+#: the smallest magnitude of a positive number of those tables that is inverted or divided by
 SMALL = 1e-30
+#: any finite number of magnitude up to LARGE
+MAGNITUDE = Range(-LARGE, LARGE, "products with times and lengths must stay finite")
+NONNEGATIVE = Range(0.0, LARGE, "products with times and lengths must stay finite")
 
 
-def _as_float(value: Any) -> float | None:
-    """A finite float of a TOML number (an integer beyond double precision is None)."""
+def is_number(value) -> bool:
+    """An int or float that is not a bool (TOML's numbers)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def finite_float(value) -> float | None:
+    """A TOML number as a finite float, else None (NaN, inf, an integer beyond float64, a bool)."""
     if not is_number(value):
         return None
     try:
@@ -41,87 +209,29 @@ def _as_float(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def is_number(value: Any) -> bool:
-    """An int or float that is not a bool (TOML's numbers)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def check_number(ctx, section: str, key: str, value, valid: Range) -> float:
+    """``value`` as a float when it is a finite number within ``valid``, else ``ctx.bad``
+    naming [section] key with the range and its reason (``ctx``: the schema's context)."""
+    number = finite_float(value)
+    if number is None or not valid.contains(number):
+        raise ctx.bad(section, key, f"a number {valid.text()}" if valid.text() != "any number" else "a finite number",
+                      value, valid.reason if number is not None or is_number(value) else "")
+    return number
 
 
-@dataclass(frozen=True)
-class Range:
-    """``low <= value <= high`` (``<`` where ``low_open`` / ``high_open``); None: no bound
-    (a value must still be finite). ``reason``: why, in a few words, for the error message."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    reason: str = ""
-
-    def contains(self, value: Any) -> bool:
-        value = _as_float(value)
-        if value is None:
-            return False
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            return False
-        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
-            return False
-        return True
-
-    def contains_array(self, values) -> np.ndarray:
-        """``contains`` of every element of an array (NaN and infinities are outside)."""
-        values = np.asarray(values, dtype=np.float64)
-        inside = np.isfinite(values)
-        if self.low is not None:
-            inside &= (values > self.low) if self.low_open else (values >= self.low)
-        if self.high is not None:
-            inside &= (values < self.high) if self.high_open else (values <= self.high)
-        return inside
-
-    def bounds(self) -> str:
-        """'from 1e-30 to 1e+30', '> 0 and <= 1e+30', or '' without bounds."""
-        low, high = self.low, self.high
-        if low is not None and high is not None and not self.low_open and not self.high_open:
-            return f"from {low:g} to {high:g}"
-        parts = []
-        if low is not None:
-            parts.append(f"{'>' if self.low_open else '>='} {low:g}")
-        if high is not None:
-            parts.append(f"{'<' if self.high_open else '<='} {high:g}")
-        return " and ".join(parts)
-
-    def describe(self) -> str:
-        """'a number from 1e-30 to 1e+30', 'a number > 0 and < 1', 'a finite number'."""
-        bounds = self.bounds()
-        return f"a number {bounds}" if bounds else "a finite number"
-
-
-#: the common ranges
-POSITIVE = Range(SMALL, LARGE, reason="it is inverted or multiplies others: kept well inside double and single "
-                                      "precision")
-NONNEGATIVE = Range(0.0, LARGE, reason="products with times and lengths must stay finite")
-MAGNITUDE = Range(-LARGE, LARGE, reason="products with times and lengths must stay finite")
-
-
-def check_number(ctx, section: str, key: str, value: Any, allowed: Range) -> float:
-    """``value`` as a float when it is a number in ``allowed``, else ``ctx.bad`` naming
-    [section] key with the range and its reason (ctx: the schema's context)."""
-    if not allowed.contains(value):
-        raise ctx.bad(section, key, allowed.describe(), value, allowed.reason if is_number(value) else "")
-    return float(value)
-
-
-def check_vector(ctx, section: str, key: str, value: Any, allowed: Range = MAGNITUDE, length: int = 3) -> tuple:
-    """A list of ``length`` numbers, each in ``allowed``, as a tuple of floats."""
-    bounds = allowed.bounds()
-    what = f"a list of {length} finite numbers" + (f", each {bounds}" if bounds else "")
+def check_vector(ctx, section: str, key: str, value, valid: Range = MAGNITUDE, length: int = 3) -> tuple:
+    """A list of ``length`` finite numbers, each within ``valid``, as a tuple of floats."""
+    bounds = valid.text()
+    what = f"a list of {length} finite numbers" + (f", each {bounds}" if bounds != "any number" else "")
     if not isinstance(value, (list, tuple)) or len(value) != length or not all(is_number(v) for v in value):
         raise ctx.bad(section, key, what, value)
-    if not all(allowed.contains(v) for v in value):
-        raise ctx.bad(section, key, what, value, allowed.reason)
-    return tuple(float(v) for v in value)
+    numbers = [finite_float(v) for v in value]
+    if any(v is None or not valid.contains(v) for v in numbers):
+        raise ctx.bad(section, key, what, value, valid.reason)
+    return tuple(numbers)
 
 
-def unit_vector(values) -> tuple:
+def unit_vector(values) -> tuple | None:
     """A nonzero finite vector scaled to length 1 without overflow or underflow (the norm of
     [1e308, 1e308, 1e308] or of [1e-320, 0, 0] is not representable, their direction is);
     None for the zero vector."""

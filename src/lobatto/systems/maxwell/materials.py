@@ -158,14 +158,14 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
             v = value if isinstance(value, float) else np.broadcast_to(
                 np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
             allowed = PROPERTY_RANGES[key]
-            bad = mask & ~allowed.contains_array(v)
+            bad = mask & ~allowed.within(v)
             if np.any(bad):
                 local = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
                 e = int(local[np.argmin(np.asarray(mesh.element_ids)[local])])
                 first = float(np.broadcast_to(v, shape)[e][bad[e]][0])
                 found = (i, k, int(mesh.element_ids[e]),
                          f"{source}: [material.{t.name}] {key} = {first:.6g} in {mesh.describe_element(e)}, "
-                         f"expected {allowed.describe()}")
+                         f"expected a number {allowed.text()}")
                 break
             out[key] = np.where(mask, v, out[key])
         if found is not None:
