@@ -126,6 +126,7 @@ class FarFieldMonitor(DftMonitor):
         self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
         self.region_fields = list(range(6))
         self.epsilon, self.mu = float(system.epsilon), float(system.mu)
+        self._check_resolved(system, comm, where)
         self.parts, self.faces = [], {}
         w = gll_weights(system.order)
         xp = system.backend.xp
@@ -160,6 +161,19 @@ class FarFieldMonitor(DftMonitor):
         self.previous = None
         self.first_time = self.last_time = None
         self.samples = 0
+
+    def _check_resolved(self, system, comm, where) -> None:
+        """Every frequency's wavelength must span two of the mesh's smallest GLL spacings: above
+        that the fields carry nothing at that frequency, and the far field's quadrature (about
+        k times the surface's radius points per direction) grows without bound. Collective."""
+        spacing = float(allreduce(comm, float(system.geometry.min_spacing), "min"))
+        speed = 1.0 / math.sqrt(self.epsilon * self.mu)
+        highest = speed / (2 * spacing)  # two spacings per wavelength
+        too_high = [f for f in self.section.frequencies if f > highest]
+        if too_high:
+            raise InputError(f"{where}: {WHERE} frequencies: f = {max(too_high):.6g} is above {highest:.6g}, the "
+                             f"highest the mesh resolves (a wavelength of two GLL spacings, {spacing:.4g}, at c = "
+                             f"{speed:.4g}); lower it (or refine the mesh)")
 
     def _centre(self) -> np.ndarray:
         """The centre of the scattering surface's bounding box (collective)."""

@@ -916,6 +916,90 @@ def op_flow_table(rng, data):
     return f"flow: {dotted(path)} = {show(value)}"
 
 
+# ----------------------------------------------------------- Maxwell-physics tables
+# [material.<name>], [source.<name>], [pml], [output.dft], [output.far_field] and [physics]
+# sigma (docs/electromagnetics.md): each number huge, tiny, NaN, inf, of the wrong type or
+# empty, and some valid values that exercise derived quantities (norms, products, rates).
+MAXWELL_NUMBERS = (0, -1.0, 1e300, -1e300, 1e160, 1e-300, 5e-324, 1.7976931348623157e308, 1e31, 1e-31, 1e30,
+                   1e-30, math.nan, math.inf, -math.inf, 2**63 - 1, 10**30, "1.0", True, [], [1.0], {}, "")
+MAXWELL_VECTORS = ([1e308, 1e308, 1e308], [1e-320, 0, 0], [5e-324, 5e-324, 0], [0, 0, 0], [math.nan, 0, 1],
+                   [math.inf, 0, 0], [1e30, 0, 0], [1, 2], [1, 2, 3, 4], [], ["a", 0, 0], [True, 0, 0],
+                   [-1e300, 1e300, 0], "0, 0, 1", [[0, 0, 1]])
+MAXWELL_LISTS = ([], [1e308], [1e30], [5e-324], [0.0], [-1.0], [math.nan], [math.inf], ["0.5"], [[0.5]],
+                 [0.5] * 2000, "0.5", 0.5, [True])
+#: a valid table of each kind, added to a case that lacks one
+MAXWELL_TABLES = {
+    "material": {"m": {"where": "x - 0.5", "epsilon": 2.0, "sigma": 0.1}},
+    "drude": {"m": {"where": "0.5 - x", "model": "drude",
+                    "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.5}]}},
+    "lorentz": {"m": {"where": "0.1 - y", "model": "lorentz",
+                      "poles": [{"resonance_frequency": 1.0, "delta_epsilon": 1.0, "damping_frequency": 0.1}]}},
+    "debye": {"m": {"where": "x - 0.7", "model": "debye", "poles": [{"delta_epsilon": 1.0, "relaxation_time": 0.5}]}},
+    "dipole": {"d": {"type": "electric_dipole", "position": [0.3, 0.4, 0.5], "direction": [0, 0, 1],
+                     "waveform": "gaussian", "t0": 0.01, "width": 0.01}},
+    "magnetic": {"d": {"type": "magnetic_dipole", "position": [0.3, 0.4, 0.5], "direction": [1, 1, 0],
+                       "waveform": "continuous", "frequency": 1.0, "ramp": 0.0}},
+    "current": {"c": {"type": "current", "Jz": "sin(pi*x)*exp(-t)", "lower": [0.2, 0.2, 0.2], "upper": [0.8, 0.8, 0.8]}},
+    "plane_wave": {"p": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 0, 1],
+                         "waveform": "ricker", "frequency": 1.0, "t0": 1.0, "lower": [0, 0, 0], "upper": [1, 1, 1]}},
+    "pml": {"sides": ["xmax"], "elements": 1},
+    "dft": {"frequencies": [0.5, 1.0], "surfaces": ["xmin"], "fields": ["Ez"]},
+}
+MAXWELL_TOPS = ("material", "source", "pml")
+
+
+def _maxwell_slots(data: dict) -> list:
+    """Paths of the Maxwell-physics numbers and lists in ``data`` (items of lists too)."""
+    out = []
+    for top in MAXWELL_TOPS:
+        if isinstance(data.get(top), dict):
+            out.extend((top,) + p for p in paths(data[top], items=True))
+    output = data.get("output")
+    for sub in ("dft", "far_field"):
+        if isinstance(output, dict) and isinstance(output.get(sub), dict):
+            out.extend(("output", sub) + p for p in paths(output[sub], items=True))
+    physics = data.get("physics")
+    if isinstance(physics, dict) and "sigma" in physics:
+        out.append(("physics", "sigma"))
+    return out
+
+
+def op_maxwell_table(rng, data):
+    """A value of a Maxwell-physics table (or a whole table of one) made hostile."""
+    if equations_of(data) != "maxwell":
+        raise _Skip
+    slots = _maxwell_slots(data)
+    if not slots or rng.random() < 0.2:  # bring a table along (valid), then perhaps spoil it
+        kind = rng.choice(sorted(MAXWELL_TABLES))
+        table = copy.deepcopy(MAXWELL_TABLES[kind])
+        top = {"drude": "material", "lorentz": "material", "debye": "material", "dipole": "source",
+               "magnetic": "source", "current": "source", "plane_wave": "source"}.get(kind, kind)
+        if kind == "dft":
+            set_at(data, ("output", "dft"), table)
+        elif top == "pml":
+            data["pml"] = table
+        else:
+            if not isinstance(data.get(top), dict):
+                data[top] = {}
+            data[top].update(table)
+        slots = _maxwell_slots(data)
+        if rng.random() < 0.4 or not slots:
+            return f"maxwell: add a {kind} table"
+    p = rng.choice(slots)
+    old = get_at(data, p)
+    r = rng.random()
+    if isinstance(old, list) and old and all(isinstance(v, (int, float)) for v in old) and len(old) == 3 and r < 0.5:
+        value = rng.choice(MAXWELL_VECTORS)
+    elif isinstance(old, list) and r < 0.6:
+        value = rng.choice(MAXWELL_LISTS)
+    elif isinstance(old, str) and r < 0.5:
+        value = rng.choice(("-1", "0", "1e308", "1e308*x", "1/(x-0.5)", "nan", "x*0", "-1e-300", "", "sqrt(-x)",
+                            "exp(1000*x)", "y +", 1.0, "auto"))
+    else:
+        value = rng.choice(MAXWELL_NUMBERS)
+    set_at(data, p, value)
+    return f"maxwell: {dotted(p)} = {show(value)}"
+
 
 # Operators on the document, with weights.
 DATA_OPS: list[tuple[str, Callable, int]] = [
@@ -935,6 +1019,7 @@ DATA_OPS: list[tuple[str, Callable, int]] = [
     ("valid_variation", op_valid_variation, 3),
     ("float32", op_float32, 1),
     ("flow_table", op_flow_table, 6),  # skipped for other systems
+    ("maxwell_table", op_maxwell_table, 3),
 ]
 
 

@@ -83,4 +83,4 @@ def test_a_bad_pole_is_reported_once(tmp_path):
     assert result.returncode == 2, describe(result)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, describe(result)
-    assert "[material.metal] poles[0].plasma_frequency must be a positive number" in lines[0]
+    assert "[material.metal] poles[0].plasma_frequency must be a number from 1e-30 to 1e+30" in lines[0]

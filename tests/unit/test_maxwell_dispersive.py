@@ -364,7 +364,7 @@ t_end = 0.01
     ('model = "plasma"\npoles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]',
      ["[material.all] model must be one of", "\"drude\""]),
     ('model = "drude"\npoles = [{plasma_frequency = -1.0, collision_frequency = 0.1}]',
-     ["[material.all] poles[0].plasma_frequency must be a positive number"]),
+     ["[material.all] poles[0].plasma_frequency must be a number from 1e-30 to 1e+30"]),
     ('model = "lorentz"\npoles = [{resonance_frequency = 1.0, delta_epsilon = 1.0}]',
      ["poles[0] (lorentz) lacks damping_frequency"]),
     ('poles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]', ["poles[0] has no model"]),
@@ -398,4 +398,4 @@ def test_bad_dispersion_through_the_command_line(tmp_path):
                           capture_output=True, text=True, env=env, timeout=120)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "[material.all] poles[0].plasma_frequency must be a positive number" in lines[0]
+    assert "[material.all] poles[0].plasma_frequency must be a number from 1e-30 to 1e+30" in lines[0]

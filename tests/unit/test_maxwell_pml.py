@@ -203,7 +203,7 @@ def test_restart_continues_bitwise(tmp_path):
     ({"elements": 2, "thickness": 0.3}, "[pml] sets both elements and thickness"),
     ({"elements": 0}, "[pml] elements must be an integer >= 1"),
     ({"thickness": -0.1}, "[pml] thickness must be a positive number"),
-    ({"reflection": 1.5}, "[pml] reflection must be a number between 0 and 1"),
+    ({"reflection": 1.5}, "[pml] reflection must be a number > 0 and < 1"),
     ({"reflection": 1e-3, "sigma_max": 10.0}, "[pml] sets both reflection and sigma_max"),
     ({"grading_order": -1}, "[pml] grading_order must be a number >= 0"),
     ({"alpha": "big"}, "[pml] alpha must be a number >= 0"),

@@ -131,7 +131,7 @@ def test_dipole_run_against_the_analytic_power_and_pattern(tmp_path):
 
 @pytest.mark.parametrize("far_field,message", [
     ({"frequencies": None}, "frequencies is required"),
-    ({"frequencies": [0.0]}, "a finite frequency > 0"),
+    ({"frequencies": [0.0]}, r"frequencies\[0\] must be a number from 1e-30 to 1e\+30"),
     ({"theta": [200]}, "an angle in degrees from 0 to 180"),
     ({"lower": None}, "lower and upper go together"),
     ({"lower": None, "upper": None}, "needs a closed surface"),

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import _names
-from lobatto.config.schema import _Ctx, _is_number, _table
+from lobatto.config.ranges import LARGE, Range, check_number
+from lobatto.config.schema import _Ctx, _table
 
 
 @dataclass(frozen=True)
@@ -27,19 +28,34 @@ class DftSection:
                 "regions": list(self.regions), "flux": list(self.flux)}
 
 
-def parse_dft(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> DftSection | None:
-    table = _table(ctx, output, "output", "dft")
-    if table is None:
-        return None
-    where = "output.dft"
+#: a transform's frequency (cycles per unit time): the phase 2 pi f t is computed at every step
+FREQUENCY = Range(0.0, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite")
+#: the run's phases 2 pi f t stay below this (far below overflow, and cos/sin keep meaning)
+LARGEST_PHASE = 1e200
+
+
+def check_frequencies(ctx: _Ctx, where: str, table: Mapping[str, Any], allowed: Range,
+                      t_end: float | None) -> tuple:
+    """``table["frequencies"]``: a non-empty list of numbers in ``allowed`` whose phases 2 pi f t
+    stay finite up to ``t_end`` (the run's end; None: a steady system). Tuple of floats."""
     frequencies = table.get("frequencies")
     if frequencies is None:
         raise ctx.error(f"[{where}] frequencies is required (for example frequencies = [0.5, 0.75])")
     if not isinstance(frequencies, (list, tuple)) or not frequencies:
-        raise ctx.bad(where, "frequencies", "a non-empty list of frequencies >= 0", frequencies)
-    for i, f in enumerate(frequencies):
-        if not (_is_number(f) and math.isfinite(f) and f >= 0):
-            raise ctx.bad(where, f"frequencies[{i}]", "a finite frequency >= 0 (cycles per unit time)", f)
+        raise ctx.bad(where, "frequencies", f"a non-empty list of frequencies, each {allowed.text()}", frequencies)
+    out = tuple(check_number(ctx, where, f"frequencies[{i}]", f, allowed) for i, f in enumerate(frequencies))
+    if t_end is not None and max(out) * t_end * 2 * math.pi > LARGEST_PHASE:
+        raise ctx.bad(where, "frequencies", f"at most {LARGEST_PHASE / (2 * math.pi * t_end):.3g} with [time] "
+                      f"t_end = {t_end:g}", max(out), "the phase 2 pi f t must stay finite")
+    return out
+
+
+def parse_dft(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec, t_end: float | None = None) -> DftSection | None:
+    table = _table(ctx, output, "output", "dft")
+    if table is None:
+        return None
+    where = "output.dft"
+    frequencies = check_frequencies(ctx, where, table, FREQUENCY, t_end)
     fields = _names(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
     surface_names = spec.integrand_names("surface")
     flux = _names(ctx, where, table, "flux", surface_names, f"surface integrand of {spec.name}", list(surface_names),

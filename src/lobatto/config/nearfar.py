@@ -9,7 +9,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lobatto.config.schema import _Ctx, _is_number, _table, _vector
+from lobatto.config.dft import check_frequencies
+from lobatto.config.ranges import LARGE, SMALL, Range, check_vector
+from lobatto.config.schema import _Ctx, _is_number, _table
 
 KEYS = ("frequencies", "lower", "upper", "region", "origin", "theta", "phi", "incident", "absorption_lower",
         "absorption_upper", "absorption_region")
@@ -62,8 +64,8 @@ def _surface(ctx: _Ctx, where: str, table: Mapping[str, Any], prefix: str, requi
     if box and region in table:
         raise ctx.error(f"[{where}] give either {lower}/{upper} or {region}, not both")
     if box:
-        lo = _vector(ctx, where, table, lower, None, "float")
-        up = _vector(ctx, where, table, upper, None, "float")
+        lo = check_vector(ctx, where, lower, table[lower])
+        up = check_vector(ctx, where, upper, table[upper])
         if not all(a < b for a, b in zip(lo, up)):
             raise ctx.bad(where, upper, f"above {lower} in every coordinate", list(up))
         return ClosedSurface(lower=tuple(lo), upper=tuple(up))
@@ -88,23 +90,22 @@ def _angles(ctx: _Ctx, where: str, table: Mapping[str, Any], key: str, default: 
     return tuple(float(a) for a in values)
 
 
-def parse_far_field(ctx: _Ctx, output: Mapping[str, Any]) -> FarFieldSection | None:
+#: a far field's frequency (cycles per unit time): 2 pi f t is a phase at every step, and the
+#: cross sections divide by the incident wave's transform, zero at f = 0
+FREQUENCY = Range(SMALL, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite, and the cross "
+                  "sections divide by the incident transform (zero at f = 0)")
+
+
+def parse_far_field(ctx: _Ctx, output: Mapping[str, Any], t_end: float | None = None) -> FarFieldSection | None:
     table = _table(ctx, output, "output", "far_field")
     if table is None:
         return None
     where = "output.far_field"
-    frequencies = table.get("frequencies")
-    if frequencies is None:
-        raise ctx.error(f"[{where}] frequencies is required (for example frequencies = [0.5, 0.75])")
-    if not isinstance(frequencies, (list, tuple)) or not frequencies:
-        raise ctx.bad(where, "frequencies", "a non-empty list of frequencies > 0", frequencies)
-    for i, f in enumerate(frequencies):
-        if not (_is_number(f) and math.isfinite(f) and f > 0):
-            raise ctx.bad(where, f"frequencies[{i}]", "a finite frequency > 0 (cycles per unit time)", f)
+    frequencies = check_frequencies(ctx, where, table, FREQUENCY, t_end)
     incident = table.get("incident")
     if incident is not None and (not isinstance(incident, str) or not incident):
         raise ctx.bad(where, "incident", "the name of a [source.<name>] of type \"plane_wave\"", incident)
-    origin = _vector(ctx, where, table, "origin", None, "float") if "origin" in table else None
+    origin = check_vector(ctx, where, "origin", table["origin"]) if "origin" in table else None
     return FarFieldSection(
         frequencies=tuple(float(f) for f in frequencies), surface=_surface(ctx, where, table, "", True),
         theta=_angles(ctx, where, table, "theta", [5.0 * i for i in range(37)], 180.0),

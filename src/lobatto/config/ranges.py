@@ -174,3 +174,70 @@ def check_expression_values(values, valid: Range, where: str, text: str, t: floa
     when = "" if t is None else f" at t = {t:.6g}"
     raise InputError(f"{where} = \"{text}\" is {show_value(bad)}{when} at some points; its values must be "
                      f"{valid.describe()}")
+
+
+# ======================================================== tables a system parses by hand
+# A table that a system parses itself (``[source.<name>]``, ``[pml]``, ``[output.dft]``...)
+# declares a Range per key beside its parser and checks through these: the value as a float
+# (or a tuple of them), or the one-line ``ctx.bad`` naming [section] key, the range and why.
+
+#: the largest magnitude of such tables' numbers (a system's own choice): the square of a rate (1e60), or a
+#: product of two with a time or a length, stays far inside float64, and a value or its
+#: inverse inside float32 (3.4e38; normal above 1.2e-38); SI values (eps0 = 8.85e-12, optical
+#: frequencies ~1e15 Hz) and any sensible scaling of units fit
+LARGE = 1e30
+#: the smallest magnitude of a positive number of those tables that is inverted or divided by
+SMALL = 1e-30
+#: any finite number of magnitude up to LARGE
+MAGNITUDE = Range(-LARGE, LARGE, "products with times and lengths must stay finite")
+NONNEGATIVE = Range(0.0, LARGE, "products with times and lengths must stay finite")
+
+
+def is_number(value) -> bool:
+    """An int or float that is not a bool (TOML's numbers)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def finite_float(value) -> float | None:
+    """A TOML number as a finite float, else None (NaN, inf, an integer beyond float64, a bool)."""
+    if not is_number(value):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def check_number(ctx, section: str, key: str, value, valid: Range) -> float:
+    """``value`` as a float when it is a finite number within ``valid``, else ``ctx.bad``
+    naming [section] key with the range and its reason (``ctx``: the schema's context)."""
+    number = finite_float(value)
+    if number is None or not valid.contains(number):
+        raise ctx.bad(section, key, f"a number {valid.text()}" if valid.text() != "any number" else "a finite number",
+                      value, valid.reason if number is not None or is_number(value) else "")
+    return number
+
+
+def check_vector(ctx, section: str, key: str, value, valid: Range = MAGNITUDE, length: int = 3) -> tuple:
+    """A list of ``length`` finite numbers, each within ``valid``, as a tuple of floats."""
+    bounds = valid.text()
+    what = f"a list of {length} finite numbers" + (f", each {bounds}" if bounds != "any number" else "")
+    if not isinstance(value, (list, tuple)) or len(value) != length or not all(is_number(v) for v in value):
+        raise ctx.bad(section, key, what, value)
+    numbers = [finite_float(v) for v in value]
+    if any(v is None or not valid.contains(v) for v in numbers):
+        raise ctx.bad(section, key, what, value, valid.reason)
+    return tuple(numbers)
+
+
+def unit_vector(values) -> tuple | None:
+    """A nonzero finite vector scaled to length 1 without overflow or underflow (the norm of
+    [1e308, 1e308, 1e308] or of [1e-320, 0, 0] is not representable, their direction is);
+    None for the zero vector."""
+    largest = max(abs(float(v)) for v in values)
+    if not largest > 0:
+        return None
+    scaled = [float(v) / largest for v in values]
+    norm = math.sqrt(sum(v * v for v in scaled))
+    return tuple(v / norm for v in scaled)

@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from lobatto.config.ranges import LARGE, SMALL, Range, check_number
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce, collective_errors, rank_and_size
 from lobatto.systems.maxwell.dispersion_fit import (AUX_PER_POLE, POLE_KEYS, POSITIVE_KEYS, Fit, Pole, fit_nk_file)
@@ -44,6 +45,21 @@ from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
 from lobatto.systems.maxwell.terms import StageTerm
 
 MODELS = tuple(POLE_KEYS)
+_RATE = "2 pi f (cycles per unit time) is a rate the step must resolve, squared in the pole's equation"
+#: the valid values of each pole key, with the reason (frequencies in cycles per unit time)
+POLE_RANGES = {
+    "plasma_frequency": Range(SMALL, LARGE, reason=_RATE),
+    "resonance_frequency": Range(SMALL, LARGE, reason=_RATE),
+    "collision_frequency": Range(0.0, LARGE, reason="2 pi f (cycles per unit time) is a damping rate"),
+    "damping_frequency": Range(0.0, LARGE, reason="2 pi f (cycles per unit time) is a damping rate"),
+    "delta_epsilon": Range(SMALL, LARGE, reason="it multiplies omega0^2 E and divides the pole's energy"),
+    "relaxation_time": Range(SMALL, LARGE, reason="1/tau is a rate the step must resolve"),
+}
+assert set(POLE_RANGES) == {k for keys in POLE_KEYS.values() for k in keys}
+assert all(POLE_RANGES[k].low > 0 for k in POSITIVE_KEYS)
+#: lobatto lengths per unit of a data file's wavelengths; the largest relative error of a fit
+WAVELENGTH_UNIT = Range(SMALL, LARGE, reason="the data's frequencies are 1 / (wavelength * unit)")
+FIT_TOLERANCE = Range(0.0, LARGE, low_open=True, reason="a relative error")
 FIT_MODELS = ("lorentz", "drude_lorentz")
 FIT_KEYS = ("poles", "model", "tolerance")
 DEFAULT_FIT_TOLERANCE = 0.02
@@ -131,13 +147,7 @@ def _pole(ctx, where: str, index: int, given: Any, default_model) -> Pole:
     for key in keys:
         if key not in given:
             raise ctx.error(f"[{where}] {name} ({model}) lacks {key}; a {model} pole needs {', '.join(keys)}")
-        v = given[key]
-        positive = key in POSITIVE_KEYS
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (
-                positive and v == 0):
-            unit = " (cycles per unit time)" if key.endswith("frequency") else ""
-            raise ctx.bad(where, f"{name}.{key}", ("a positive number" if positive else "a number >= 0") + unit, v)
-        values[key] = float(v)
+        values[key] = check_number(ctx, where, f"{name}.{key}", given[key], POLE_RANGES[key])
     return Pole(model, values)
 
 
@@ -149,8 +159,7 @@ def _fitted(ctx, where: str, table: Mapping) -> Dispersion:
     if unit is None:
         raise ctx.error(f"[{where}] wavelength_unit is required with data: the data's wavelength unit in "
                         "lobatto's unit length (for example 0.001 for nm data and a unit length of 1 um)")
-    if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not math.isfinite(unit) or unit <= 0:
-        raise ctx.bad(where, "wavelength_unit", "a positive number (lobatto lengths per data unit)", unit)
+    unit = check_number(ctx, where, "wavelength_unit", unit, WAVELENGTH_UNIT)
     fit = table.get("fit")
     if not isinstance(fit, Mapping):
         raise ctx.error(f"[{where}] fit is required with data, for example fit = {{poles = 2, model = \"lorentz\"}}")
@@ -165,9 +174,7 @@ def _fitted(ctx, where: str, table: Mapping) -> Dispersion:
     if isinstance(count, bool) or not isinstance(count, int) or count < (0 if drude else 1) or count > 8:
         raise ctx.bad(where, "fit.poles", f"the number of Lorentz poles, an integer from {0 if drude else 1} to 8",
                       count)
-    tolerance = fit.get("tolerance", DEFAULT_FIT_TOLERANCE)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance > 0:
-        raise ctx.bad(where, "fit.tolerance", "a positive number (the largest relative error of the fit)", tolerance)
+    tolerance = check_number(ctx, where, "fit.tolerance", fit.get("tolerance", DEFAULT_FIT_TOLERANCE), FIT_TOLERANCE)
     path = Path(given).expanduser()
     if not path.is_absolute() and not (ctx.source.startswith("<") and ctx.source.endswith(">")):
         path = Path(ctx.source).parent / path

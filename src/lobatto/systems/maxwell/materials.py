@@ -31,7 +31,6 @@ Case file: ``[physics] sigma`` (a uniform conductivity) and ``[material.<name>]`
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -39,12 +38,23 @@ import numpy as np
 
 from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.config.expressions import compile_expression
+from lobatto.config.ranges import LARGE, SMALL, Range, check_number
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
 from lobatto.systems.maxwell.reference import cross, curl
 
 PROPERTIES = ("epsilon", "mu", "sigma")
+#: the valid values of each property, in [physics] and [material.<name>] (numbers, and the
+#: values of expressions at every point), with the reason
+PROPERTY_RANGES = {
+    "epsilon": Range(SMALL, LARGE, reason="c = 1/sqrt(epsilon mu), Z = sqrt(mu/epsilon) and 1/epsilon are computed "
+                     "from it (1/epsilon in single precision too); SI values (8.85e-12) and scaled units fit"),
+    "mu": Range(SMALL, LARGE, reason="c = 1/sqrt(epsilon mu), Z = sqrt(mu/epsilon) and 1/mu are computed from it "
+                "(1/mu in single precision too); SI values (1.26e-6) and scaled units fit"),
+    "sigma": Range(0.0, LARGE, reason="sigma/epsilon is a decay rate: the time step is fitted to it, and it multiplies "
+                   "E in single precision too"),
+}
 SAMPLINGS = ("point", "element")
 DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit")  # dispersive.py
 TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",) + DISPERSION_KEYS
@@ -122,10 +132,7 @@ def _property(ctx, where, key, value):
         raise ctx.bad(where, key, "a number or an expression in x, y, z", value)
     if isinstance(value, str):
         return compile_expression(value, ("x", "y", "z"), where=f"{ctx.source}: [{where}] {key}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (value == 0 and key != "sigma"):
-        raise ctx.bad(where, key, "a number >= 0" if key == "sigma" else "a positive number", value)
-    return value
+    return check_number(ctx, where, key, value, PROPERTY_RANGES[key])
 
 
 # ====================================================================== per-point values
@@ -141,20 +148,24 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
     out = {k: np.full(shape, float(background[k])) for k in PROPERTIES}
     centroids = coords.mean(axis=(2, 3, 4))[:, :, None, None, None] * np.ones_like(coords)
     found = None  # (table, key, global id, message) of this rank's first value out of range
-    for i, t in enumerate(tables.tables if tables is not None else ()):
+    listed = tables.tables if tables is not None else ()
+    touched = np.ones(len(listed), dtype=np.int64)  # 0: the table's where is > 0 nowhere on this rank
+    for i, t in enumerate(listed):
         at = centroids if t.sampling == "element" else coords
         mask = table_mask(t, mesh, coords, centroids, shape, source)
+        touched[i] = int(t.where is None or bool(np.any(mask)))
         for k, (key, value) in enumerate(t.values.items()):
             v = value if isinstance(value, float) else np.broadcast_to(
                 np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
-            bad = mask & ~(np.isfinite(v) & ((v >= 0) if key == "sigma" else (v > 0)))
+            allowed = PROPERTY_RANGES[key]
+            bad = mask & ~allowed.within(v)
             if np.any(bad):
                 local = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
                 e = int(local[np.argmin(np.asarray(mesh.element_ids)[local])])
                 first = float(np.broadcast_to(v, shape)[e][bad[e]][0])
                 found = (i, k, int(mesh.element_ids[e]),
                          f"{source}: [material.{t.name}] {key} = {first:.6g} in {mesh.describe_element(e)}, "
-                         f"expected {'a number >= 0' if key == 'sigma' else 'a positive number'}")
+                         f"expected a number {allowed.text()}")
                 break
             out[key] = np.where(mask, v, out[key])
         if found is not None:
@@ -165,7 +176,20 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
         error = InputError(found[3])
         error.collective = comm is not None  # every rank raises this one
         raise error
+    check_applies(listed, allreduce(comm, touched, "max") if listed else touched, source, comm)
     return out
+
+
+def check_applies(tables, touched, source: str, comm=None) -> None:
+    """A table whose ``where`` is > 0 at no point of any rank (``touched``: the max over the
+    ranks) sets nothing: an error on every rank alike, naming the first such table."""
+    for t, anywhere in zip(tables, touched):
+        if not anywhere:
+            at = "any element's centroid (sampling = \"element\")" if t.sampling == "element" else "any point"
+            error = InputError(f"{source}: [material.{t.name}] where = {t.where.text!r} is not > 0 at {at} of the "
+                               "mesh, so the table applies nowhere; check the expression (or remove the table)")
+            error.collective = comm is not None
+            raise error
 
 
 def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:

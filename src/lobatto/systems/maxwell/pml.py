@@ -38,6 +38,7 @@ from typing import Mapping
 import numpy as np
 
 from lobatto.config import Key
+from lobatto.config.ranges import LARGE, SMALL, Range
 from lobatto.config.schema import SIDES, _check_keys, _show
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
@@ -54,6 +55,23 @@ ALPHA_FRACTION = 0.05
 #: random fields in boxes with the layer on all sides, N = 3-7, 1-2 layers, gave 3.2-3.7 at
 #: the edge of stability (benchmarks/bench_pml_reflection.py --stiffness); 3.0 keeps a margin
 RATE_REACH = 3.0
+
+
+#: the [pml] numbers, with their valid ranges and why (sides: a list of box sides)
+PML_KEYS = {k.name: k for k in (
+    Key("elements", "positive_integer", None, "layers of elements"),
+    Key("thickness", "positive", None, "the layer's depth",
+        range=Range(SMALL, LARGE, reason="sigma_max follows from c / thickness")),
+    Key("grading_order", "nonnegative", DEFAULT_GRADING, "grading order m",
+        range=Range(0.0, 20.0, reason="sigma grows as depth^m: a larger m makes the layer a step at its outer face, "
+                    "which reflects; 2 to 4 is usual")),
+    Key("reflection", "positive", None, "target reflection",
+        range=Range(0.0, 1.0, low_open=True, high_open=True, reason="the target normal reflection R0; sigma_max "
+                    "grows with -ln R0")),
+    Key("sigma_max", "positive", None, "peak conductivity",
+        range=Range(SMALL, LARGE, reason="a rate the step is fitted to")),
+    Key("alpha", "nonnegative", None, "frequency shift", range=Range(0.0, LARGE, reason="a rate the step is fitted to")),
+)}
 
 
 # ============================================================================ case file
@@ -101,18 +119,16 @@ def parse_pml(ctx, table) -> PmlSpec:
     def get(key: Key):
         return key_value(ctx, "pml", table, key) if key.name in table else None
 
-    elements = get(Key("elements", "positive_integer", None, "layers of elements"))
-    thickness = get(Key("thickness", "positive", None, "the layer's depth"))
+    elements = get(PML_KEYS["elements"])
+    thickness = get(PML_KEYS["thickness"])
     if elements is None and thickness is None:
         elements = DEFAULT_ELEMENTS
-    order = key_value(ctx, "pml", table, Key("grading_order", "nonnegative", DEFAULT_GRADING, "grading order m"))
-    reflection = get(Key("reflection", "positive", None, "target reflection"))
-    if reflection is not None and not reflection < 1:
-        raise ctx.bad("pml", "reflection", "a number between 0 and 1 (the target normal reflection R0)", reflection)
-    sigma_max = get(Key("sigma_max", "positive", None, "peak conductivity"))
+    order = key_value(ctx, "pml", table, PML_KEYS["grading_order"])
+    reflection = get(PML_KEYS["reflection"])
+    sigma_max = get(PML_KEYS["sigma_max"])
     if reflection is None and sigma_max is None:
         reflection = DEFAULT_REFLECTION
-    alpha = get(Key("alpha", "nonnegative", None, "frequency shift"))
+    alpha = get(PML_KEYS["alpha"])
     return PmlSpec(tuple(sides), elements, thickness, float(order), reflection, sigma_max, alpha)
 
 

@@ -25,11 +25,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import Key
-from lobatto.config.schema import _check_keys, _choice, _show, _vector
+from lobatto.config.ranges import LARGE, MAGNITUDE, NONNEGATIVE, SMALL, Range, check_vector, unit_vector
+from lobatto.config.schema import _check_keys, _choice, _show
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
-from lobatto.parallel import allreduce, collective_errors
+from lobatto.parallel import allreduce
 
 SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole", "plane_wave")  # plane_wave: tfsf.py
 #: waveform -> the keys it takes
@@ -39,31 +40,71 @@ WAVEFORMS = {
     "ricker": ("frequency", "t0"),
     "continuous": ("frequency", "ramp"),
 }
+#: the waveforms' keys with their valid ranges: 2 pi f t, (t - t0) / width and their squares
+#: must stay finite over the run (checked again with t_end when the run is set up)
 WAVEFORM_KEYS = {
-    "frequency": Key("frequency", "positive", None, "frequency f (cycles per unit time)"),
-    "t0": Key("t0", "number", None, "time of the pulse's centre"),
-    "width": Key("width", "positive", None, "the Gaussian's standard deviation in time"),
-    "ramp": Key("ramp", "nonnegative", None, "time over which a continuous wave is switched on"),
+    "frequency": Key("frequency", "positive", None, "frequency f (cycles per unit time)",
+                     range=Range(SMALL, LARGE, reason="2 pi f t must stay finite; below 1e-30 the wave is constant "
+                                 "over any run")),
+    "t0": Key("t0", "number", None, "time of the pulse's centre", range=MAGNITUDE),
+    "width": Key("width", "positive", None, "the Gaussian's standard deviation in time",
+                 range=Range(SMALL, LARGE, reason="(t - t0) / width is squared")),
+    "ramp": Key("ramp", "nonnegative", None, "time over which a continuous wave is switched on", range=NONNEGATIVE),
 }
+#: a source's strength: it multiplies the discrete delta 1 / (mass eps), in single precision too
+AMPLITUDE = Key("amplitude", "number", 1.0, "amplitude",
+                range=Range(-LARGE, LARGE, reason="it multiplies the source's profile (the discrete delta, 1/epsilon)"))
+#: where a point or a box is: any finite coordinates (outside the mesh is refused at set-up)
+COORDINATES = Range(reason="coordinates")
+#: a direction: any finite vector but zero; only its direction counts (scaled to length 1)
+DIRECTION = Range(reason="a direction, scaled to length 1")
 CURRENT_KEYS = tuple(Key(f"J{a}", "expression_t", "0", f"current density, {a} component") for a in "xyz")
 NOT_FOUND = np.iinfo(np.int64).max
 
 
 def waveform_value(waveform: str, p: Mapping[str, float], t: float) -> float:
     """w(t) of a dipole (docs/electromagnetics.md, "Sources")."""
+    # (squares as products: a float product that overflows is inf, and exp(-inf) = 0, where
+    # ** would raise OverflowError far from the pulse)
     if waveform == "gaussian":
-        return math.exp(-0.5 * ((t - p["t0"]) / p["width"]) ** 2)
+        s = (t - p["t0"]) / p["width"]
+        return math.exp(-0.5 * (s * s))
     if waveform == "modulated_gaussian":
         s = t - p["t0"]
-        return math.sin(2 * math.pi * p["frequency"] * s) * math.exp(-0.5 * (s / p["width"]) ** 2)
+        r = s / p["width"]
+        envelope = math.exp(-0.5 * (r * r))
+        return 0.0 if envelope == 0 else math.sin(2 * math.pi * p["frequency"] * s) * envelope
     if waveform == "ricker":
-        a = (math.pi * p["frequency"] * (t - p["t0"])) ** 2
-        return (1.0 - 2.0 * a) * math.exp(-a)
+        a = math.pi * p["frequency"] * (t - p["t0"])
+        a *= a
+        return 0.0 if a == math.inf else (1.0 - 2.0 * a) * math.exp(-a)
     if waveform == "continuous":
         ramp = p["ramp"]
-        on = 1.0 if t >= ramp else math.sin(0.5 * math.pi * max(t, 0.0) / ramp) ** 2
+        on = 1.0 if t >= ramp else 0.0 if ramp == 0 else math.sin(0.5 * math.pi * max(t, 0.0) / ramp) ** 2
         return on * math.sin(2 * math.pi * p["frequency"] * t)
     raise ValueError(f"unknown waveform {waveform!r}")
+
+
+def check_waveform(spec, times, where: str = "case") -> None:
+    """InputError unless the waveform of ``spec`` (a dipole or a plane wave) is finite at
+    ``times`` (the run's ends; a plane wave's delays widen them): 2 pi f t may overflow
+    where the keys are each in range but t is long."""
+    v = spec.values
+    for t in times:
+        # the arguments (2 pi f s, s / width) must square finitely: the CUDA kernels evaluate
+        # the waveform as written, without this module's care far from the pulse
+        s = t - v.get("t0", 0.0)
+        arguments = [2 * math.pi * v["frequency"] * s] if "frequency" in v else []
+        arguments += [s / v["width"]] if "width" in v else []
+        try:
+            value = waveform_value(v["waveform"], v, float(t))
+        except (OverflowError, ValueError):  # sin(inf)
+            value = math.nan
+        if not math.isfinite(value) or not all(abs(a) < 1e150 for a in arguments):
+            keys = ", ".join(f"{k} = {v[k]:g}" for k in WAVEFORMS[v["waveform"]])
+            raise InputError(f"{where}: [source.{spec.name}] the {v['waveform']} waveform ({keys}) overflows at "
+                             f"t = {t:.6g} (2 pi frequency (t - t0) or (t - t0) / width beyond 1e150); choose values "
+                             "on the run's time scale")
 
 
 # Case file ------------------------------------------------------------------------------
@@ -114,8 +155,8 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if ("lower" in table) != ("upper" in table):
             raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
         if "lower" in table:
-            lower = _vector(ctx, where, table, "lower", None, "float")
-            upper = _vector(ctx, where, table, "upper", None, "float")
+            lower = check_vector(ctx, where, "lower", table["lower"], COORDINATES)
+            upper = check_vector(ctx, where, "upper", table["upper"], COORDINATES)
             if not all(a < b for a, b in zip(lower, upper)):
                 raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
             values.update(lower=lower, upper=upper)
@@ -133,11 +174,11 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if key not in table:
             doc = WAVEFORM_KEYS[key].doc if key in WAVEFORM_KEYS else "a list of 3 numbers"
             raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {"position": _vector(ctx, where, table, "position", None, "float"),
-              "direction": _vector(ctx, where, table, "direction", None, "float")}
-    if not any(values["direction"]):
+    values = {"position": check_vector(ctx, where, "position", table["position"], COORDINATES),
+              "direction": check_vector(ctx, where, "direction", table["direction"], DIRECTION)}
+    if unit_vector(values["direction"]) is None:
         raise ctx.bad(where, "direction", "a nonzero vector", list(values["direction"]))
-    values["amplitude"] = key_value(ctx, where, table, Key("amplitude", "number", 1.0, "amplitude"))
+    values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
     values["waveform"] = waveform
     values.update({key: key_value(ctx, where, table, WAVEFORM_KEYS[key]) for key in takes})
     return SourceSpec(name, kind, values)
@@ -175,6 +216,7 @@ class MaxwellSources:
         for spec in self.specs:
             if spec.type == "current":
                 on = self._current_elements(spec, geometry)
+                self._check_box_holds_points(spec, geometry, on, comm, where)
                 if on.size:
                     currents.append((spec, on))
                     elements.append(on)
@@ -222,14 +264,50 @@ class MaxwellSources:
         for spec, element, reference in dipoles:
             v = spec.values
             delta = tensor_weights(system.order, reference)[0] / geometry.mass[element]
-            d = np.array(v["direction"]) / np.linalg.norm(v["direction"])
+            d = np.array(unit_vector(v["direction"]))
             electric = spec.type == "electric_dipole"
-            delta = delta * v["amplitude"] * inverse("epsilon" if electric else "mu", element)
+            with np.errstate(over="ignore", invalid="ignore"):  # checked below, on every rank
+                delta = delta * v["amplitude"] * inverse("epsilon" if electric else "mu", element)
             field = (0 if electric else 3) - self.components.start
-            self.dipoles.append((v, field, position[element], backend.asarray(d[:, None, None, None] * delta)))
-        with collective_errors(comm):  # only the ranks holding a current check it: agreed here, before
-            if self.currents:  # the set-up's next collective call (a PML's, a plane wave's)
-                self._check_finite(0.0)
+            self.dipoles.append((spec, field, position[element], delta, d))
+        self._check_profiles(backend, comm, where)
+        self.dipoles = [(spec.values, field, slot, backend.asarray(d[:, None, None, None] * delta))
+                        for spec, field, slot, delta, d in self.dipoles]
+        self._check_finite(0.0, comm, where)
+
+    def _check_box_holds_points(self, spec, geometry, on, comm, where) -> None:
+        """A current's box must hold GLL points of the mesh on some rank (collective): one
+        outside the mesh, or between the points, would drive nothing."""
+        if "lower" not in spec.values:
+            return
+        lo, up = (np.array(spec.values[k]).reshape(3, 1, 1, 1, 1) for k in ("lower", "upper"))
+        x = geometry.coords[:, on]
+        held = int(np.count_nonzero(np.all((x >= lo) & (x <= up), axis=0))) if on.size else 0
+        if allreduce(comm, held) == 0:
+            shown = lambda key: "[" + ", ".join(f"{c:g}" for c in spec.values[key]) + "]"
+            error = InputError(f"{where}: [source.{spec.name}] the current's box lower = {shown('lower')}, upper = "
+                               f"{shown('upper')} holds no point of the mesh (it lies outside the mesh, or between "
+                               "its GLL points), so the current would drive nothing; move or widen the box")
+            error.collective = comm is not None
+            raise error
+
+    def _check_profiles(self, backend, comm, where) -> None:
+        """Each dipole's profile amplitude / (mass eps or mu) at its point must be finite and
+        square in the working precision (collective: the owner's value, reduced)."""
+        limit = float(np.sqrt(np.finfo(backend.dtype).max)) / 16
+        mine = {spec.name: float(np.max(np.abs(delta))) for spec, _, _, delta, _ in self.dipoles}
+        for spec in self.specs:
+            if spec.type == "current":
+                continue
+            size = mine.get(spec.name, 0.0)
+            size = allreduce(comm, size if size == size else math.inf, "max")
+            if not size < limit:
+                error = InputError(f"{where}: [source.{spec.name}] amplitude = {spec.values['amplitude']:.6g} gives "
+                                   f"the point source a density of {size:.3g} (amplitude / (mass "
+                                   f"{'epsilon' if spec.type == 'electric_dipole' else 'mu'})), beyond {limit:.3g} "
+                                   f"({backend.precision}); lower the amplitude (or rescale the units)")
+                error.collective = comm is not None
+                raise error
 
     @staticmethod
     def _current_elements(spec, geometry) -> np.ndarray:
@@ -242,13 +320,28 @@ class MaxwellSources:
         lo, up = (np.array(spec.values[k])[:, None] for k in ("lower", "upper"))
         return np.nonzero(np.all((x.max(axis=2) > lo) & (x.min(axis=2) < up), axis=0))[0]
 
-    def _check_finite(self, t):
-        rate = self.rate(t)
-        if not bool(self.backend.xp.isfinite(rate).all()):
+    def _check_finite(self, t, comm=None, where: str = "case"):
+        """The currents' J/eps at time t is finite on every rank (collective)."""
+        fine = True
+        if self.currents:
+            with np.errstate(all="ignore"):  # an overflow is the finding reported here
+                fine = bool(self.backend.xp.isfinite(self.rate(t, dipoles=False)).all())
+        if not allreduce(comm, int(fine), "min"):
             names = ", ".join(f"[source.{spec.name}]" for spec in self.specs if spec.type == "current")
-            raise InputError(f"{names}: the current density is not finite at t = {t:.6g} at some points")
+            error = InputError(f"{where}: {names}: the current density J/epsilon is not finite at t = {t:.6g} at some "
+                               "points")
+            error.collective = comm is not None
+            raise error
 
-    def rate(self, t: float):
+    def check_times(self, t_end: float, comm=None, where: str = "case") -> None:
+        """Before the run: the currents and the dipoles' waveforms are finite at its end too
+        (collective)."""
+        for spec in self.specs:
+            if spec.type != "current":
+                check_waveform(spec, (0.0, t_end), where)
+        self._check_finite(t_end, comm, where)
+
+    def rate(self, t: float, dipoles: bool = True):
         """S(t) on the affected elements (components, m, n, n, n): -J/eps and -M/mu for the
         fields ``self.components``; None if none here."""
         buffer = self.buffer
@@ -263,7 +356,7 @@ class MaxwellSources:
                 value = e.evaluate(xp, x=x, y=y, z=z, t=t)
                 value *= scale
                 buffer[c, slot] -= value
-        for v, field, slot, profile in self.dipoles:
+        for v, field, slot, profile in self.dipoles if dipoles else ():
             buffer[field:field + 3, slot] -= waveform_value(v["waveform"], v, t) * profile
         return buffer
 

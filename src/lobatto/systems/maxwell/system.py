@@ -26,7 +26,9 @@ from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
-from lobatto.systems.maxwell.materials import HeterogeneousMedium, medium_from_case, parse_material_tables
+from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
+from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMedium, medium_from_case,
+                                              parse_material_tables)
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
 from lobatto.systems.maxwell.pml import memory_estimate as pml_memory
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
@@ -75,9 +77,10 @@ SPEC = PhysicsSpec(
     boundary_kinds=tuple(BOUNDARY_FACTORS),
     default_boundary="pec",
     keys=(
-        Key("epsilon", "positive", 1.0, "permittivity"),
-        Key("mu", "positive", 1.0, "permeability"),
-        Key("sigma", "nonnegative", 0.0, "electric conductivity (uniform; per region: [material.<name>])"),
+        Key("epsilon", "positive", 1.0, "permittivity", range=PROPERTY_RANGES["epsilon"]),
+        Key("mu", "positive", 1.0, "permeability", range=PROPERTY_RANGES["mu"]),
+        Key("sigma", "nonnegative", 0.0, "electric conductivity (uniform; per region: [material.<name>])",
+            range=PROPERTY_RANGES["sigma"]),
     ),
     fluxes=tuple(FLUX_ALPHA),
     # largest stable cfl, every order 1-16 and boxes of PEC/PMC/absorbing/periodic sides, affine
@@ -142,6 +145,8 @@ class MaxwellSystem(FaceExchangeSystem):
         #: False keeps the stage path on CUDA with terms (tests compare the two paths)
         self.fused_with_terms = True
         self._listed_traces = None
+        #: (sigma/eps, cfl bound, reach) where a conductor shortens the step (loss.py)
+        self.loss_fit = None
 
     def add_term(self, term) -> None:
         """Add a StageTerm (terms.py). Terms make L depend on t where they say so; terms that
@@ -156,7 +161,7 @@ class MaxwellSystem(FaceExchangeSystem):
         dt = super().stable_time_step(cfl, min_spacing)
         for term in self.terms:
             dt = term.limit_time_step(dt, cfl)
-        return dt
+        return loss_time_step(dt, cfl, self.loss_fit)  # a conductor's decay rate (loss.py)
 
     def check_integrator(self, integrator: str, where: str = "case") -> None:
         """Terms with auxiliary fields need a 2N-storage scheme (their fields step with it)."""
@@ -177,6 +182,10 @@ class MaxwellSystem(FaceExchangeSystem):
             for term in build(case, system, comm):
                 system.add_term(term)
         system.check_integrator(case.time.integrator, case.source)
+        fit_loss_step(case, system, comm)
+        check_pole_rates(case, system, comm)
+        if system.sources is not None:
+            system.sources.check_times(case.time.t_end, comm, case.source)
         return system
 
     @classmethod

@@ -33,13 +33,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lobatto.config import Key
-from lobatto.config.schema import _check_keys, _choice, _vector
+from lobatto.config.ranges import MAGNITUDE, check_vector, unit_vector
+from lobatto.config.schema import _check_keys, _choice
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, face_values
-from lobatto.systems.maxwell.sources import WAVEFORM_KEYS, WAVEFORMS
+from lobatto.systems.maxwell.sources import AMPLITUDE, COORDINATES, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform
 from lobatto.systems.maxwell.terms import StageTerm
 
 PLANE_WAVE_KEYS = ("type", "direction", "polarization", "amplitude", "origin", "lower", "upper", "region",
@@ -68,24 +68,25 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
                          (k, WAVEFORM_KEYS[k].doc) for k in takes):
         if key not in table:
             raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {k: _vector(ctx, where, table, k, None, "float") for k in ("direction", "polarization")}
-    k, p = (np.array(values[key], dtype=float) for key in ("direction", "polarization"))
-    for key, v in (("direction", k), ("polarization", p)):
-        if not np.linalg.norm(v) > 0:
+    values = {k: check_vector(ctx, where, k, table[k], DIRECTION) for k in ("direction", "polarization")}
+    units = {key: unit_vector(values[key]) for key in ("direction", "polarization")}
+    for key, v in units.items():
+        if v is None:
             raise ctx.bad(where, key, "a nonzero vector", list(values[key]))
-    if abs(k @ p) > 1e-9 * np.linalg.norm(k) * np.linalg.norm(p):
+    k, p = (np.array(units[key]) for key in ("direction", "polarization"))
+    if abs(k @ p) > 1e-9:
         raise ctx.bad(where, "polarization", f"perpendicular to direction = {list(values['direction'])} "
                       "(E of a plane wave is transverse)", list(values["polarization"]))
-    values["amplitude"] = key_value(ctx, where, table, Key("amplitude", "number", 1.0, "amplitude of E"))
-    values["origin"] = _vector(ctx, where, table, "origin", [0.0, 0.0, 0.0], "float")
+    values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
+    values["origin"] = check_vector(ctx, where, "origin", table.get("origin", [0.0, 0.0, 0.0]), MAGNITUDE)
     box = ("lower" in table) + ("upper" in table)
     if box == 1:
         raise ctx.error(f"[{where}] lower and upper go together (the total-field box)")
     if box and "region" in table:
         raise ctx.error(f"[{where}] give either lower/upper (a total-field box) or region, not both")
     if box:
-        lower = _vector(ctx, where, table, "lower", None, "float")
-        upper = _vector(ctx, where, table, "upper", None, "float")
+        lower = check_vector(ctx, where, "lower", table["lower"], COORDINATES)
+        upper = check_vector(ctx, where, "upper", table["upper"], COORDINATES)
         if not all(a < b for a, b in zip(lower, upper)):
             raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
         values.update(lower=lower, upper=upper)
@@ -106,14 +107,18 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
 # The incident wave ----------------------------------------------------------------------
 def waveform_array(xp, waveform: str, p: Mapping[str, float], tau):
     """w(tau) of sources.waveform_value on arrays (NumPy or CuPy), for tau of any sign."""
-    if waveform == "gaussian":
-        return xp.exp(-0.5 * ((tau - p["t0"]) / p["width"]) ** 2)
-    if waveform == "modulated_gaussian":
-        s = tau - p["t0"]
-        return xp.sin((2 * math.pi * p["frequency"]) * s) * xp.exp(-0.5 * (s / p["width"]) ** 2)
-    if waveform == "ricker":
-        a = (math.pi * p["frequency"] * (tau - p["t0"])) ** 2
-        return (1.0 - 2.0 * a) * xp.exp(-a)
+    # far from the pulse a square may overflow to inf, and exp(-inf) = 0 is the value (the
+    # phases stay finite: build_plane_waves checks the waveform over the run's delays)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if waveform == "gaussian":
+            return xp.exp(-0.5 * ((tau - p["t0"]) / p["width"]) ** 2)
+        if waveform == "modulated_gaussian":
+            s = tau - p["t0"]
+            envelope = xp.exp(-0.5 * (s / p["width"]) ** 2)
+            return xp.where(envelope > 0, xp.sin((2 * math.pi * p["frequency"]) * s), 0.0) * envelope
+        if waveform == "ricker":
+            a = (math.pi * p["frequency"] * (tau - p["t0"])) ** 2
+            return xp.where(xp.isinf(a), 0.0, (1.0 - 2.0 * xp.minimum(a, 1e300)) * xp.exp(-a))
     if waveform == "continuous":
         ramp = p["ramp"]
         on = (tau >= 0) * 1.0 if ramp == 0 else xp.sin((0.5 * math.pi / ramp) * xp.clip(tau, 0.0, ramp)) ** 2
@@ -138,9 +143,8 @@ class PlaneWave:
     @classmethod
     def from_spec(cls, spec, epsilon: float, mu: float) -> PlaneWave:
         v = spec.values
-        k = np.array(v["direction"], dtype=float)
-        p = np.array(v["polarization"], dtype=float)
-        k /= np.linalg.norm(k)
+        k = np.array(unit_vector(v["direction"]))
+        p = np.array(unit_vector(v["polarization"]))
         p -= (p @ k) * k  # already perpendicular to 1e-9; make it exactly so
         p /= np.linalg.norm(p)
         return cls(spec.name, k, p, float(v["amplitude"]), v["waveform"], dict(v), np.array(v["origin"], float),
@@ -338,6 +342,7 @@ def build_plane_waves(case, system, comm=None) -> list:
     for spec in case.tables.get("source", ()):
         if spec.type == "plane_wave":
             wave = PlaneWave.from_spec(spec, system.epsilon, system.mu)
+            check_run_delays(case, system, wave, spec, comm)
             inside = total_field_elements(system, spec, comm, case.source)
             if spec.values.get("incident_field", "analytic") == "discrete":
                 from lobatto.systems.maxwell.tfsf_discrete import DiscreteIncidentTFSF  # (it imports this module)
@@ -346,3 +351,21 @@ def build_plane_waves(case, system, comm=None) -> list:
             else:
                 terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
     return terms
+
+
+def check_run_delays(case, system, wave: PlaneWave, spec, comm=None) -> None:
+    """The wave's waveform must be finite at every tau = t - delay of the run: t from 0 to
+    t_end, the delay k . (x - origin) / c over the mesh (extreme at its bounding box's
+    corners, the delay being linear in x). Collective."""
+    flat = system.geometry.coords.reshape(3, -1)
+    low = allreduce(comm, flat.min(axis=1) if flat.size else np.full(3, np.inf), "min")
+    high = allreduce(comm, flat.max(axis=1) if flat.size else np.full(3, -np.inf), "max")
+    corners = np.array([[(high if (i >> a) & 1 else low)[a] for a in range(3)] for i in range(8)]).T
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        delays = wave.delay(corners)
+    if not np.all(np.isfinite(delays)):
+        raise InputError(f"{case.source}: [source.{spec.name}] origin = {list(spec.values['origin'])} is too far from "
+                         "the mesh: the wave's delay k . (x - origin) / c overflows")
+    times = [t - d for t in (0.0, case.time.t_end) for d in (float(delays.min()), float(delays.max()))]
+    check_waveform(spec, times, case.source)
+
