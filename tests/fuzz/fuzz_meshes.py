@@ -309,13 +309,17 @@ class Outcome:
     leftovers: list
 
 
+#: the lobatto source tree the runs use (``--src``: run the same cases against another checkout)
+SRC = ROOT / "src"
+
+
 def _environment() -> dict:
     env = dict(os.environ)
     for var in ("LOBATTO_DEBUG", "PYTHONWARNINGS", "PYTHONSTARTUP", "PYTHONINSPECT"):
         env.pop(var, None)
     env["PYTHONIOENCODING"] = "utf-8"
     env.setdefault("OMP_NUM_THREADS", "1")
-    env["PYTHONPATH"] = str(ROOT / "src") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
@@ -367,7 +371,9 @@ def check(case: MeshCase, outcome: Outcome) -> list:
             found.append(f"exit {rc}: {len(lines)} lines on standard error")
         elif not lines[0].startswith("lobatto: error:"):
             found.append(f"exit {rc}: message without 'lobatto: error:'")
-        elif rc == 2 and case.mesh_name not in lines[0]:
+        elif rc == 2 and case.mesh_name not in lines[0] and not re.match(r"lobatto: error: case\.toml: \[(?!mesh)", lines[0]):
+            # an error about another key of the case ([time] dt against a tiny element) may not
+            # name the mesh; every other one must
             found.append("exit 2: the message does not name the mesh file")
     if rc == 0 and not outcome.summary:
         found.append("exit 0 without summary.json")
@@ -449,6 +455,7 @@ def keep_case(case: MeshCase, outcome: Outcome | None, directory: Path) -> None:
 
 
 def main(argv: list | None = None) -> int:
+    global SRC
     parser = argparse.ArgumentParser(description="Fuzz lobatto's mesh readers (tests/fuzz/README.md).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--count", type=int, default=100)
@@ -459,8 +466,10 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("--memory-limit", type=float, default=MEMORY_LIMIT / 2**30, metavar="GIB")
     parser.add_argument("--keep", metavar="DIR", type=Path, help="write every finding's case (or --case's) here")
     parser.add_argument("--write-sources", action="store_true", help="remake tests/data/fuzz_meshes and stop")
+    parser.add_argument("--src", type=Path, default=SRC, help="lobatto source tree to run (default: this checkout's)")
     parser.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
+    SRC = args.src.resolve()
     if args.write_sources:
         write_sources()
         return 0

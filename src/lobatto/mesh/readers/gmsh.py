@@ -71,32 +71,14 @@ def _session(gmsh, path: Path):
             gmsh.model.setCurrent(previous)
 
 
-def msh_version(path: Path) -> str:
-    """The MSH version from the file's $MeshFormat header ("4.1", "2.2"); InputError when the file
-    is no MSH file (gmsh would read any other text as a .geo script)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the mesh file ({error.strerror or error})") from None
-    lines = head.split(b"\n")
-    if not lines or lines[0].strip() != b"$MeshFormat" or len(lines) < 2:
-        raise InputError(f"{path}: not a gmsh MSH file (it must start with $MeshFormat; "
-                         "write the mesh with gmsh's File > Export or gmsh.write('mesh.msh'))")
-    version = lines[1].split()[0].decode("ascii", "replace") if lines[1].split() else "?"
-    if not (version.startswith("4.") or version.startswith("2.")):
-        raise InputError(f"{path}: MSH version {version} is not supported (write MSH 4.1 or 2.2)")
-    return version
-
-
 def read(path, geometry_order: int | None = None) -> ImportedMesh:
     """Every hexahedron of a gmsh MSH file, with its named surfaces and volumes.
 
     geometry_order is unused: gmsh elements are polynomials and keep their own order."""
     path = Path(path)
     gmsh = _import_gmsh()
-    version = msh_version(path)
-    check_msh(path)  # before the SDK sees the file: it crashes the process on some damaged files
+    # before the SDK sees the file: on some damaged files it crashes the process (msh_check)
+    version = check_msh(path)["version"]
     with _session(gmsh, path):
         hexes = _hexahedra(gmsh, path)
         tags, nodes, corner_tags, order, flipped = hexes

@@ -1,0 +1,331 @@
+"""The sections of a MSH file, each read the way the gmsh SDK reads it (GModelIO_MSH2.cpp,
+GModelIO_MSH4.cpp): counts, sizes, element types and tags checked, what the cross-checks need
+kept (lobatto.mesh.readers.msh_check)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from lobatto.mesh.readers.msh_format import (
+    ELEMENT_TYPES,
+    INT_TOKEN,
+    MAX_ELEMENT_LINE,
+    MAX_HEADER_LINE,
+    MAX_TAG,
+    MshContents,
+    MshReader,
+    MshTokens,
+)
+
+
+def skip_text_section(r: MshReader, name: str) -> None:
+    """A section the SDK keeps as lines of text: it must end, and hold no line it would take
+    for a section header."""
+    marker = b"\n$End" + name.encode()
+    at = r.data.find(marker, r.pos - 1)
+    if at < 0:
+        r.fail(f"truncated MSH file: the ${name} section has no $End{name} line")
+    for line in r.data[r.pos:at + 1].split(b"\n"):
+        if line.startswith(b"$") or len(line) > MAX_HEADER_LINE:
+            r.fail(f"damaged MSH file: the ${name} section holds a line that is too long or starts with '$'")
+    r.pos = at + 1
+    if r.line(f"$End{name}").rstrip() != f"$End{name}".encode():
+        r.fail(f"damaged MSH file: the ${name} section ends in a damaged $End{name} line")
+
+
+def physical_names(r: MshReader, mesh: MshContents) -> None:
+    text = r.body("PhysicalNames")
+    lines = [line.rstrip(b"\r") for line in text.split(b"\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    head = lines[0].split() if lines else []
+    if len(head) != 1 or not INT_TOKEN.fullmatch(head[0]) or int(head[0]) != len(lines) - 1:
+        r.fail(f"damaged MSH file: $PhysicalNames announces {head[0][:20].decode('ascii', 'replace') if head else '?'} "
+               f"names on its first line and holds {max(len(lines) - 1, 0)}")
+    for line in lines[1:]:
+        match = re.fullmatch(rb"\s*([-+]?\d{1,9})\s+([-+]?\d{1,9})\s+\"([^\"]*)\"\s*", line)
+        if match is None or len(line) > MAX_HEADER_LINE:
+            r.fail(f"damaged MSH file: $PhysicalNames line {line[:60].decode('ascii', 'replace')!r} is not "
+                   "'DIMENSION TAG \"NAME\"'")
+        dim, tag = int(match[1]), int(match[2])
+        try:
+            name = match[3].decode("utf-8")
+        except UnicodeDecodeError:
+            r.fail(f"damaged MSH file: the physical name of dimension {dim} tag {tag} is not UTF-8 text")
+        if not 0 <= dim <= 3 or tag < 1:
+            r.fail(f"damaged MSH file: physical name {name!r} has dimension {dim} and tag {tag} "
+                   "(expected a dimension 0..3 and a positive tag)")
+        if not name.isprintable():
+            r.fail(f"damaged MSH file: the physical name {name!r} (dimension {dim}, tag {tag}) holds control "
+                   "characters")
+        mesh.physical_names.append((dim, tag, name))
+
+
+def entities(r: MshReader, mesh: MshContents, binary: bool) -> None:
+    if binary:
+        counts = [r.size("the number of entities") for _ in range(4)]
+        for dim in range(4):
+            for _ in range(counts[dim]):
+                (tag,) = r.scalars("i", 1, "an entity's tag")
+                r.skip(8, 3 if dim == 0 else 6, "the bounding box of an entity")
+                r.skip(4, r.size("the physical tags of an entity", 2**20),
+                       "the physical tags of an entity")
+                if dim:
+                    r.skip(4, r.size("the bounding entities of an entity", 2**24),
+                           "the bounding entities of an entity")
+                mesh.entities.add((dim, tag))
+        r.end_of_section("Entities")
+        return
+    t = MshTokens(r, "Entities", r.body("Entities"))
+    counts = [int(v) for v in t.ints(4, "the number of entities", 0, 2**31)]
+    for dim in range(4):
+        for _ in range(counts[dim]):
+            tag = t.int("an entity's tag", -2**31, 2**31 - 1)
+            t.floats(3 if dim == 0 else 6, "the bounding box of an entity")
+            t.ints(t.int("the physical tags of an entity", 0, 2**20), "a physical tag",
+                   -2**31, 2**31 - 1)
+            if dim:
+                t.ints(t.int("the bounding entities of an entity", 0, 2**24), "a bounding entity",
+                       -2**31, 2**31 - 1)
+            mesh.entities.add((dim, tag))
+    t.done()
+
+
+def nodes41(r: MshReader, mesh: MshContents, binary: bool) -> None:
+    tags = []
+    if binary:
+        blocks, total = r.size("the number of node blocks"), r.size("the number of nodes")
+        r.skip(8, 2, "the smallest and largest node tags")
+        for b in range(blocks):
+            dim, entity, parametric = r.scalars("i", 3, "the header of a node block")
+            count = r.size("the number of nodes in a block")
+            _node_block_header(r, b, dim, parametric)
+            tags.append(r.take(np.uint64, count, "the tags of a node block"))
+            r.skip(8, count * (3 + (dim if parametric else 0)), "the coordinates of a node block")
+            mesh.entities.add((dim, entity))
+        r.end_of_section("Nodes")
+    else:
+        t = MshTokens(r, "Nodes", r.body("Nodes"))
+        blocks, total = (int(v) for v in t.ints(2, "the numbers of node blocks and nodes", 0, 2**40))
+        t.ints(2, "the smallest and largest node tags")
+        for b in range(blocks):
+            dim, entity, parametric = (int(v) for v in t.ints(3, "the header of a node block",
+                                                              -2**31, 2**31 - 1))
+            count = t.int("the number of nodes in a block", 0, 2**40)
+            _node_block_header(r, b, dim, parametric)
+            tags.append(t.ints(count, "the tags of a node block"))
+            t.floats(count * (3 + (dim if parametric else 0)), "the coordinates of a node block")
+            mesh.entities.add((dim, entity))
+        t.done()
+    _set_nodes(r, mesh, tags, total)
+
+
+def _node_block_header(r: MshReader, b: int, dim: int, parametric: int) -> None:
+    if not 0 <= dim <= 3 or parametric not in (0, 1):
+        r.fail(f"damaged MSH file: node block {b + 1} is on an entity of dimension {dim} with parametric flag "
+               f"{parametric} (expected 0..3 and 0 or 1)")
+
+
+def _set_nodes(r: MshReader, mesh: MshContents, tags: list, total: int) -> None:
+    tags = np.concatenate([np.asarray(t) for t in tags]) if tags else np.zeros(0, np.int64)  # uint64 if binary
+    if len(tags) != total:
+        r.fail(f"damaged MSH file: $Nodes announces {total} nodes, its blocks hold {len(tags)}")
+    if len(tags) and (tags.min() < 1 or tags.max() > MAX_TAG):
+        bad = tags[(tags < 1) | (tags > MAX_TAG)][0]
+        r.fail(f"damaged MSH file: node tag {int(bad)} (expected 1..{MAX_TAG})")
+    ordered = np.sort(tags.astype(np.int64))
+    repeated = ordered[1:] == ordered[:-1]
+    if repeated.any():
+        r.fail(f"damaged MSH file: node tag {int(ordered[1:][repeated][0])} appears twice in $Nodes")
+    mesh.node_tags = ordered
+
+
+def nodes22(r: MshReader, mesh: MshContents, binary: bool) -> None:
+    head = r.line("the number of nodes").split()
+    if len(head) != 1 or not INT_TOKEN.fullmatch(head[0]) or not 0 <= int(head[0]) < 2**31:
+        r.fail("damaged MSH file: the line after $Nodes is not the number of nodes")
+    total = int(head[0])
+    if binary:
+        records = r.take(np.dtype([("tag", "i4"), ("xyz", "f8", (3,))]), total, f"the {total} nodes")
+        r.end_of_section("Nodes")
+        tags = records["tag"].astype(np.int64)
+    else:
+        t = MshTokens(r, "Nodes", r.body("Nodes"))
+        if len(t.tokens) != 4 * total:
+            t.fail(f"the section announces {total} nodes (4 numbers each) and holds {len(t.tokens)} numbers")
+        t.floats(4 * total, "the nodes")  # every token a number, then the tags whole numbers
+        t.tokens, t.i = t.tokens[0::4], 0
+        tags = np.asarray(t.ints(total, "a node tag", -2**63 + 1, 2**63 - 1), dtype=np.int64)
+    if len(tags) and (tags.min() < 1 or tags.max() >= 2**31):
+        r.fail(f"damaged MSH file: node tag {int(tags[(tags < 1) | (tags >= 2**31)][0])} (expected 1..{2**31 - 1})")
+    _set_nodes(r, mesh, [tags], total)
+
+
+def _element_type(r: MshReader, etype: int, where: str) -> tuple:
+    if etype not in ELEMENT_TYPES:
+        r.fail(f"damaged MSH file: {where} has element type {etype}, which is no type of element lobatto can "
+               "read (hexahedra, and quadrilaterals, lines, points on the boundary)")
+    return ELEMENT_TYPES[etype]
+
+
+def elements41(r: MshReader, mesh: MshContents, binary: bool) -> None:
+    if binary:
+        blocks, total = r.size("the number of element blocks"), r.size("the number of elements")
+        r.skip(8, 2, "the smallest and largest element tags")
+        for b in range(blocks):
+            dim, entity, etype = r.scalars("i", 3, "the header of an element block")
+            count = r.size("the number of elements in a block")
+            _, nodes = _element_type(r, etype, f"element block {b + 1}")
+            rows = r.take(np.uint64, count * (1 + nodes), f"the {count} elements of block {b + 1}")
+            rows = rows.reshape(count, 1 + nodes)
+            if count and rows.max() > MAX_TAG:
+                r.fail(f"damaged MSH file: element block {b + 1} holds the tag {int(rows.max())} "
+                       f"(tags are 1..{MAX_TAG})")
+            rows = rows.astype(np.int64)
+            mesh.blocks.append((dim, entity, etype, rows[:, 0], rows[:, 1:]))
+        r.end_of_section("Elements")
+    else:
+        text = r.body("Elements")
+        if b"_" in text:
+            r.fail("damaged MSH file: the $Elements section holds '_', which is no part of a number")
+        lines = text.split(b"\n")
+        at = 0
+
+        def next_line():
+            nonlocal at
+            while at < len(lines) and not lines[at].strip():
+                at += 1
+            if at >= len(lines):
+                r.fail("truncated or damaged MSH file: $Elements ends before the elements it announces")
+            at += 1
+            return lines[at - 1]
+
+        head = MshTokens(r, "Elements", next_line())
+        blocks, total = (int(v) for v in head.ints(2, "the numbers of element blocks and elements", 0, 2**40))
+        head.ints(2, "the smallest and largest element tags")
+        head.done()
+        for b in range(blocks):
+            t = MshTokens(r, "Elements", next_line())
+            dim, entity, etype = (int(v) for v in t.ints(3, "the header of an element block",
+                                                         -2**31, 2**31 - 1))
+            count = t.int("the number of elements in a block", 0, 2**40)
+            t.done()
+            _, nodes = _element_type(r, etype, f"element block {b + 1}")
+            if count > len(lines) - at:
+                r.fail(f"truncated or damaged MSH file: element block {b + 1} announces {count} elements, "
+                       f"$Elements has {len(lines) - at} lines left")
+            rows = [next_line() for _ in range(count)]
+            if any(len(row) > MAX_ELEMENT_LINE for row in rows):
+                r.fail(f"damaged MSH file: element block {b + 1} has a line longer than {MAX_ELEMENT_LINE} bytes")
+            split = [row.split() for row in rows]
+            wrong = [i for i, row in enumerate(split) if len(row) != 1 + nodes]
+            if wrong:
+                row = split[wrong[0]]
+                what = f"element {row[0][:20].decode('ascii', 'replace')}" if row else "an element"
+                r.fail(f"damaged MSH file: {what} of block {b + 1} has {len(row) - 1} node tags on its line, "
+                       f"its type {etype} has {nodes}")
+            t = MshTokens(r, "Elements", b" ".join(b" ".join(row) for row in split))
+            values = np.asarray(t.ints(count * (1 + nodes), f"the elements of block {b + 1}"), dtype=np.int64)
+            values = values.reshape(count, 1 + nodes)
+            mesh.blocks.append((dim, entity, etype, values[:, 0], values[:, 1:]))
+        if any(line.strip() for line in lines[at:]):
+            r.fail("damaged MSH file: $Elements holds more lines than its blocks announce")
+    held = sum(len(block[3]) for block in mesh.blocks)
+    if held != total:
+        r.fail(f"damaged MSH file: $Elements announces {total} elements, its blocks hold {held}")
+
+
+def elements22(r: MshReader, mesh: MshContents, binary: bool) -> None:
+    head = r.line("the number of elements").split()
+    if len(head) != 1 or not INT_TOKEN.fullmatch(head[0]) or not 0 <= int(head[0]) < 2**31:
+        r.fail("damaged MSH file: the line after $Elements is not the number of elements")
+    total = int(head[0])
+    if binary:
+        held = 0
+        while held < total:
+            etype, count, ntags = (int(v) for v in r.take(np.int32, 3, "an element block header"))
+            where = f"the element block at byte {r.pos - 12}"
+            _, nodes = _element_type(r, etype, where)
+            if not 1 <= count <= total - held or not 0 <= ntags <= 3:
+                r.fail(f"damaged MSH file: {where} announces {count} elements with {ntags} tags each "
+                       f"({total - held} elements left to read; lobatto reads 0 to 3 tags)")
+            rows = r.take(np.int32, count * (1 + ntags + nodes), f"the elements of {where}")
+            rows = rows.reshape(count, 1 + ntags + nodes).astype(np.int64)
+            if ntags == 3 and np.any(rows[:, 3] != 0):
+                e = int(rows[np.argmax(rows[:, 3] != 0), 0])
+                r.fail(f"damaged MSH file: element {e} has a third tag {int(rows[rows[:, 0] == e][0, 3])}; gmsh "
+                       "reads it as a parent element (lobatto reads elements without parents)")
+            _tags22(r, rows[:, :1 + ntags], ntags)
+            mesh.blocks.append((None, rows[:, 2] if ntags > 1 else np.zeros(count, np.int64), etype,
+                                rows[:, 0], rows[:, 1 + ntags:]))
+            held += count
+        r.end_of_section("Elements")
+        return
+    text = r.body("Elements")
+    t = MshTokens(r, "Elements", text)
+    by_type: dict = {}
+    for _ in range(total):
+        number, etype, ntags = (int(v) for v in t.ints(3, "an element's number, type and tag count",
+                                                        -2**31, 2**31 - 1))
+        _, nodes = _element_type(r, etype, f"element {number}")
+        if not 0 <= ntags <= 3:
+            r.fail(f"damaged MSH file: element {number} has {ntags} tags (lobatto reads 0 to 3: physical, "
+                   "elementary, and a partition tag that gmsh ignores)")
+        row = t.ints(ntags + nodes, f"the tags and nodes of element {number}", -2**31, 2**31 - 1)
+        row = list(row)
+        by_type.setdefault(etype, []).append([number] + row[:ntags] + [0] * (3 - ntags) + row[ntags:])
+    t.done()
+    for etype, rows in by_type.items():
+        rows = np.array(rows, dtype=np.int64)
+        _tags22(r, rows[:, :4], 3)
+        mesh.blocks.append((None, rows[:, 2], etype, rows[:, 0], rows[:, 4:]))
+
+
+def _tags22(r: MshReader, rows: np.ndarray, ntags: int) -> None:
+    """Element numbers positive; physical and elementary tags not negative."""
+    bad = (rows[:, 0] < 1) | np.any(rows[:, 1:1 + min(ntags, 2)] < 0, axis=1)
+    if bad.any():
+        row = rows[np.argmax(bad)]
+        r.fail(f"damaged MSH file: element {int(row[0])} has tags {row[1:1 + ntags].tolist()} (element numbers "
+               "are positive, physical and elementary tags not negative)")
+
+
+def periodic41(r: MshReader, mesh: MshContents, binary: bool) -> None:
+    if binary:
+        links = r.size("the number of periodic links")
+        for k in range(links):
+            dim, slave, master = r.scalars("i", 3, f"periodic link {k + 1}")
+            _periodic_link(r, mesh, dim, slave, master)
+            affine = r.size(f"the affine transformation of periodic link {k + 1}")
+            if affine not in (0, 16):
+                r.fail(f"damaged MSH file: periodic link {k + 1} has {affine} affine values (0 or 16)")
+            r.skip(8, affine, f"the affine transformation of periodic link {k + 1}")
+            pairs = r.size(f"the node pairs of periodic link {k + 1}")
+            r.skip(16, pairs, f"the node pairs of periodic link {k + 1}")
+        r.end_of_section("Periodic")
+        return
+    t = MshTokens(r, "Periodic", r.body("Periodic"))
+    links = t.int("the number of periodic links", 0, 2**31)
+    for k in range(links):
+        dim, slave, master = (int(v) for v in t.ints(3, f"periodic link {k + 1}", -2**31, 2**31 - 1))
+        _periodic_link(r, mesh, dim, slave, master)
+        affine = t.int(f"the affine transformation of periodic link {k + 1}", 0, 16)
+        if affine not in (0, 16):
+            r.fail(f"damaged MSH file: periodic link {k + 1} has {affine} affine values (0 or 16)")
+        t.floats(affine, f"the affine transformation of periodic link {k + 1}")
+        pairs = t.int(f"the node pairs of periodic link {k + 1}", 0, 2**40)
+        t.ints(2 * pairs, f"the node pairs of periodic link {k + 1}")
+    t.done()
+
+
+def _periodic_link(r: MshReader, mesh: MshContents, dim: int, slave: int, master: int) -> None:
+    # the SDK skips the rest of a link whose entities it does not know and then reads the
+    # following numbers as the next link: both must exist
+    if not 0 <= dim <= 2 or (dim, slave) not in mesh.entities or (dim, master) not in mesh.entities:
+        r.fail(f"damaged MSH file: a periodic link joins {dim}-D entities {slave} and {master}, which "
+               "$Entities does not have")
+    mesh.periodic.append((dim, slave, master))
+
+
