@@ -56,6 +56,10 @@ def _session(gmsh, path: Path):
         gmsh.option.setNumber("General.Terminal", 0)
     else:
         previous = gmsh.model.getCurrent()
+    # MSH 2.2's $Periodic is read only with Mesh.IgnorePeriodicity = 0, which msh_check does
+    # not check (its default, 1, keeps the section as text): set it for the read, then restore
+    ignore = gmsh.option.getNumber("Mesh.IgnorePeriodicity")
+    gmsh.option.setNumber("Mesh.IgnorePeriodicity", 1)
     try:
         gmsh.model.add(f"lobatto-read-{id(path)}")
         try:
@@ -67,6 +71,7 @@ def _session(gmsh, path: Path):
         if own:
             gmsh.finalize()
         else:
+            gmsh.option.setNumber("Mesh.IgnorePeriodicity", ignore)
             gmsh.model.remove()
             gmsh.model.setCurrent(previous)
 
