@@ -42,7 +42,7 @@ def test_msh22_element_naming_the_node_past_the_last_is_an_error_not_sigsegv(tmp
     text = (MESHES / "box_msh22.msh").read_text()
     assert "\n27 3 2 6 6 1 19 33 10\n" in text and "\n36\n" in text  # a zmax quadrilateral; 36 nodes
     line = run_case(tmp_path, "m.msh", text.replace("\n27 3 2 6 6 1 19 33 10\n", "\n27 3 2 6 6 1 19 33 37\n").encode())
-    assert "element 27 (as the file numbers it) names node 37, which is not in $Nodes (36 nodes" in line
+    assert "the element (number 27 in the file) names node 37, which is not in $Nodes (36 nodes" in line
 
 
 @pytest.mark.parametrize("section, word, announced", [("$Elements", 1, 4), ("$Nodes", 1, 4)])
@@ -70,6 +70,23 @@ def test_a_subnormal_coordinate_names_the_file_and_element_not_lower_upper(tmp_p
     line = run_case(tmp_path, name, bytes(data), generator)
     assert "lower/upper" not in line and "the geometric factors (" in line, line
     assert f"{name}: the geometric factors" in line and f"(number {1 if generator == 'nek' else 35} in " in line, line
+
+
+def test_periodic_link_with_a_damaged_transformation_is_an_error_not_sigsegv(tmp_path):
+    # found by tests/fuzz/fuzz_meshes.py (seed 3, case 81): eight bytes of the affine matrix of
+    # the surface link (x = 1 onto x = 0) overwritten; the SDK crashed while reading the link
+    data = bytearray((SOURCES / "periodic_msh41_bin.msh").read_bytes())
+    assert data.index(b"$Periodic\n") == 3395 and len(data) == 5023
+    struct.pack_into("<d", data, 4420, 1e100)
+    line = run_case(tmp_path, "m.msh", bytes(data))
+    assert "periodic link 6 has the affine transformation" in line and "no translation" in line, line
+
+
+def test_nan_node_on_a_periodic_surface_is_an_error_not_sigsegv(tmp_path):
+    data = bytearray((SOURCES / "periodic_msh41_bin.msh").read_bytes())
+    struct.pack_into("<d", data, 2129, float("nan"))  # inside the coordinates of a node of $Nodes
+    line = run_case(tmp_path, "m.msh", bytes(data))
+    assert "coordinates must be finite numbers" in line and "(number " in line, line
 
 
 # ----------------------------------------------------------------------------- msh_check
@@ -158,7 +175,7 @@ def test_msh41_ascii_element_naming_a_missing_node(tmp_path):
     data[row] = " ".join(data[row].split()[:-1] + ["13"])
     path = tmp_path / "m.msh"
     path.write_text("\n".join(data) + "\n")
-    with pytest.raises(InputError, match=rf"element {tag} \(as the file numbers it\) names node 13, which is not"):
+    with pytest.raises(InputError, match=rf"the element \(number {tag} in the file\) names node 13, which is not"):
         check_msh(path)
 
 
@@ -210,3 +227,27 @@ def test_periodic_partner_values_that_are_nan(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(InputError, match=r"m\.re2: element \d face \d \(Nek numbering\) is periodic"):
         _read_nek(path)
+
+
+def test_geometric_factor_range_names_the_element_for_box_and_file_meshes():
+    from lobatto.backends import get_backend
+    from lobatto.mesh import box_mesh, compute_geometry
+    from lobatto.mesh.readers import mesh_from_file
+    from lobatto.systems.dg import check_representable
+
+    backend = get_backend("cpu", precision="float32")
+    box = box_mesh((2, 1, 1), lower=(0.0, 0.0, 0.0), upper=(2e-20, 1e-20, 1e-20))  # mass ~1e-60 < float32's tiny
+    with pytest.raises(InputError, match=r"^\[mesh\] the geometric factors \(\w+\) range from .* on element 0 \(box "
+                                         r"index 0,0,0\).*float32 holds: rescale \[mesh\] lower/upper or use \[backend\] "
+                                         r"precision = \"float64\""):
+        check_representable(compute_geometry(box, 2), backend, box)
+    path = SOURCES / "box_msh41.msh"
+    mesh = mesh_from_file("gmsh", path, 2)
+    mesh.vertices[:] *= 1e-20
+    if mesh.curved_nodes is not None:
+        mesh.curved_nodes[:] *= 1e-20
+    with pytest.raises(InputError) as info:
+        check_representable(compute_geometry(mesh, 2), backend, mesh)
+    message = str(info.value)
+    assert message.startswith(f"{path}: the geometric factors") and "(number " in message, message
+    assert "lower/upper" not in message and "node coordinates" in message, message

@@ -178,7 +178,7 @@ def _check_coordinates(path: Path, x: np.ndarray, element_tags) -> None:
         what = ("coordinates that are not finite numbers" if not np.isfinite(size[e]) else
                 f"a node coordinate of magnitude {size[e]:.3g}; coordinates must lie within {MAX_EXTENT:.0e} "
                 "of the origin: rescale the mesh's units")
-        raise InputError(f"{path}: element {int(element_tags[e])} (as the file numbers it) has {what}")
+        raise InputError(f"{path}: the element (number {int(element_tags[e])} in the file) has {what}")
 
 
 def _right_handed(nodes: np.ndarray, corners: np.ndarray) -> int:

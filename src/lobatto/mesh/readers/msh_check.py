@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.errors import InputError
+from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.readers.msh_format import ELEMENT_TYPES, MAX_HEADER_LINE, MAX_TAG, MshContents, MshReader
 from lobatto.mesh.readers.msh_sections import (
     elements22,
@@ -151,7 +152,7 @@ def cross_check(r: MshReader, mesh: MshContents, version: str) -> None:
         r.fail("damaged MSH file: it has no " + ("$Nodes" if mesh.node_tags is None else "$Elements")
                + " section, so no mesh")
     nodes = mesh.node_tags
-    all_tags, all_nodes, owners = [], [], []
+    all_tags, all_nodes, owners, dims = [], [], [], []
     for dim, entity, etype, tags, element_nodes in mesh.blocks:
         edim, count = ELEMENT_TYPES[etype]
         if dim is not None and (dim != edim or (dim, entity) not in mesh.entities):
@@ -161,6 +162,7 @@ def cross_check(r: MshReader, mesh: MshContents, version: str) -> None:
         all_tags.append(tags)
         all_nodes.append(element_nodes.reshape(-1))
         owners.append(np.repeat(tags, count))
+        dims.append(np.full(len(tags) * count, edim))
     if all_nodes:
         flat, owner = np.concatenate(all_nodes), np.concatenate(owners)
         at = np.clip(np.searchsorted(nodes, flat), 0, max(len(nodes) - 1, 0))
@@ -168,11 +170,72 @@ def cross_check(r: MshReader, mesh: MshContents, version: str) -> None:
         if not known.all():
             i = int(np.argmin(known))
             span = f"{len(nodes)} nodes, tags {int(nodes[0])}..{int(nodes[-1])}" if len(nodes) else "no nodes"
-            r.fail(f"element {int(owner[i])} (as the file numbers it) names node {int(flat[i])}, which is not in "
+            r.fail(f"the element (number {int(owner[i])} in the file) names node {int(flat[i])}, which is not in "
                    f"$Nodes ({span}): a damaged mesh file")
+        _check_coordinates(r, mesh, flat, owner, np.concatenate(dims))
+    _check_periodic(r, mesh)
     tags = np.sort(np.concatenate(all_tags)) if all_tags else np.zeros(0, np.int64)
     if len(tags) and (tags[0] < 1 or tags[-1] > MAX_TAG):
         r.fail(f"damaged MSH file: element tag {int(tags[0] if tags[0] < 1 else tags[-1])} (expected 1..{MAX_TAG})")
     repeated = tags[1:] == tags[:-1]
     if repeated.any():
         r.fail(f"damaged MSH file: two elements have the number {int(tags[1:][repeated][0])}")
+
+
+def _check_coordinates(r: MshReader, mesh: MshContents, flat: np.ndarray, owner: np.ndarray,
+                       dims: np.ndarray) -> None:
+    """Node coordinates finite and within MAX_EXTENT: the SDK crashed on a nan or 1e100 node of a
+    periodic surface (and lobatto's geometry would overflow); named by an element that uses the
+    node, as the file numbers it."""
+    xyz = mesh.node_xyz
+    bad = ~np.isfinite(xyz).all(axis=1) | (np.abs(xyz).max(axis=1, initial=0.0) > MAX_EXTENT)
+    if not bad.any():
+        return
+    flat_bad = bad[np.searchsorted(mesh.node_tags, flat)]  # every node of flat is in $Nodes (checked)
+    if flat_bad.any():  # the lowest-numbered element of the highest dimension (a hexahedron) with one
+        at = np.flatnonzero(flat_bad)
+        j = at[np.lexsort((owner[at], -dims[at]))[0]]
+        i = int(np.searchsorted(mesh.node_tags, flat[j]))
+        what = f"the element (number {int(owner[j])} in the file) has node {int(flat[j])}"
+    else:
+        i = int(np.argmax(bad))
+        what = f"node {int(mesh.node_tags[i])}"
+    where = ", ".join(f"{v:.3g}" for v in xyz[i])
+    r.fail(f"{what} at ({where}): coordinates must be finite numbers within {MAX_EXTENT:.0e} of the origin "
+           "(a damaged file? else rescale the mesh's units)")
+
+
+def _check_periodic(r: MshReader, mesh: MshContents) -> None:
+    """Each MSH 4.1 periodic link: an affine transformation that is a translation no longer than
+    twice the mesh's extent (the SDK crashed on others), node pairs in $Nodes, and each slave node
+    the image of its master node to 1e-6 of the mesh's extent."""
+    nodes, xyz = mesh.node_tags, mesh.node_xyz
+    extent = float(np.max(xyz.max(axis=0) - xyz.min(axis=0))) if len(xyz) else 0.0
+    tolerance = 1e-6 * max(extent, 1e-300)
+    for k, affine, pairs in mesh.periodic:
+        if affine is not None:
+            matrix = np.asarray(affine).reshape(4, 4)
+            shift = matrix[:3, 3]
+            linear = np.abs(matrix[:3, :3] - np.eye(3)).max()
+            if not (np.array_equal(matrix[3], [0.0, 0.0, 0.0, 1.0]) and linear <= 1e-12
+                    and np.abs(shift).max() <= 2 * extent):
+                # lobatto joins translates only (imported.join_periodic_faces); the SDK crashed on
+                # other transformations of surfaces without node pairs to check them against
+                r.fail(f"periodic link {k} has the affine transformation "
+                       f"{[float(f'{v:.3g}') for v in affine]}, which is no translation within the mesh's extent "
+                       "(lobatto joins periodic surfaces that are translates of each other; a damaged file?)")
+        if not len(pairs):
+            continue
+        at = np.clip(np.searchsorted(nodes, pairs), 0, max(len(nodes) - 1, 0))
+        known = nodes[at] == pairs if len(nodes) else np.zeros(pairs.shape, dtype=bool)
+        if not known.all():
+            r.fail(f"damaged MSH file: periodic link {k} names node {int(pairs[~known][0])}, which is not in $Nodes")
+        if affine is None:
+            continue
+        matrix = np.asarray(affine).reshape(4, 4)
+        image = xyz[at[:, 1]] @ matrix[:3, :3].T + matrix[:3, 3]
+        off = np.abs(image - xyz[at[:, 0]]).max(axis=1)
+        if not off.max() <= tolerance:
+            j = int(np.argmax(off))
+            r.fail(f"damaged MSH file: periodic link {k}: node {int(pairs[j, 0])} is {off[j]:.3g} away from the image of "
+                   f"node {int(pairs[j, 1])} under the link's affine transformation")

@@ -145,17 +145,18 @@ class MshTokens:
     def int(self, what: str, low: int = 0, high: int = MAX_TAG) -> int:
         return int(self.ints(1, what, low, high)[0])
 
-    def floats(self, count: int, what: str) -> None:
+    def floats(self, count: int, what: str) -> np.ndarray:
         if count < 0 or self.i + count > len(self.tokens):
             self.fail(f"{what}: the section ends early ({len(self.tokens) - self.i} numbers left, "
                       f"{count} needed)")
         part = self.tokens[self.i:self.i + count]
         try:
-            np.array(part, dtype=np.float64) if count > 16 else [float(t) for t in part]
+            values = np.array(part, dtype=np.float64) if count > 16 else np.array([float(t) for t in part])
         except (ValueError, OverflowError):
             bad = next((t for t in part if not _is_float(t)), part[0])
             self.fail(f"{what}: expected a number, got {bad[:40].decode('ascii', 'replace')!r}")
         self.i += count
+        return values
 
     def done(self) -> None:
         if self.i != len(self.tokens):
@@ -176,9 +177,10 @@ class MshContents:
     def __init__(self):
         self.physical_names = []     # (dim, tag, name)
         self.entities = set()        # (dim, tag)
-        self.node_tags = None
+        self.node_tags = None        # sorted
+        self.node_xyz = None         # (n, 3) in the order of node_tags
         self.blocks = []             # (entity dim, entity tag or None, type, element tags, (n, k) node tags)
-        self.periodic = []           # (dim, slave tag, master tag)
+        self.periodic = []           # (link number, affine values (16,) or None, (n, 2) slave, master node tags)
         self.seen = []
 
 

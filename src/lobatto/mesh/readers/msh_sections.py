@@ -94,7 +94,7 @@ def entities(r: MshReader, mesh: MshContents, binary: bool) -> None:
 
 
 def nodes41(r: MshReader, mesh: MshContents, binary: bool) -> None:
-    tags = []
+    tags, xyz = [], []
     if binary:
         blocks, total = r.size("the number of node blocks"), r.size("the number of nodes")
         r.skip(8, 2, "the smallest and largest node tags")
@@ -103,7 +103,8 @@ def nodes41(r: MshReader, mesh: MshContents, binary: bool) -> None:
             count = r.size("the number of nodes in a block")
             _node_block_header(r, b, dim, parametric)
             tags.append(r.take(np.uint64, count, "the tags of a node block"))
-            r.skip(8, count * (3 + (dim if parametric else 0)), "the coordinates of a node block")
+            width = 3 + (dim if parametric else 0)
+            xyz.append(r.take(np.float64, count * width, "the coordinates of a node block").reshape(count, width)[:, :3])
             mesh.entities.add((dim, entity))
         r.end_of_section("Nodes")
     else:
@@ -116,10 +117,11 @@ def nodes41(r: MshReader, mesh: MshContents, binary: bool) -> None:
             count = t.int("the number of nodes in a block", 0, 2**40)
             _node_block_header(r, b, dim, parametric)
             tags.append(t.ints(count, "the tags of a node block"))
-            t.floats(count * (3 + (dim if parametric else 0)), "the coordinates of a node block")
+            width = 3 + (dim if parametric else 0)
+            xyz.append(t.floats(count * width, "the coordinates of a node block").reshape(count, width)[:, :3])
             mesh.entities.add((dim, entity))
         t.done()
-    _set_nodes(r, mesh, tags, total)
+    _set_nodes(r, mesh, tags, xyz, total)
 
 
 def _node_block_header(r: MshReader, b: int, dim: int, parametric: int) -> None:
@@ -128,18 +130,20 @@ def _node_block_header(r: MshReader, b: int, dim: int, parametric: int) -> None:
                f"{parametric} (expected 0..3 and 0 or 1)")
 
 
-def _set_nodes(r: MshReader, mesh: MshContents, tags: list, total: int) -> None:
+def _set_nodes(r: MshReader, mesh: MshContents, tags: list, xyz: list, total: int) -> None:
     tags = np.concatenate([np.asarray(t) for t in tags]) if tags else np.zeros(0, np.int64)  # uint64 if binary
     if len(tags) != total:
         r.fail(f"damaged MSH file: $Nodes announces {total} nodes, its blocks hold {len(tags)}")
     if len(tags) and (tags.min() < 1 or tags.max() > MAX_TAG):
         bad = tags[(tags < 1) | (tags > MAX_TAG)][0]
         r.fail(f"damaged MSH file: node tag {int(bad)} (expected 1..{MAX_TAG})")
-    ordered = np.sort(tags.astype(np.int64))
+    order = np.argsort(tags.astype(np.int64), kind="stable")
+    ordered = tags.astype(np.int64)[order]
     repeated = ordered[1:] == ordered[:-1]
     if repeated.any():
         r.fail(f"damaged MSH file: node tag {int(ordered[1:][repeated][0])} appears twice in $Nodes")
     mesh.node_tags = ordered
+    mesh.node_xyz = (np.concatenate(xyz) if xyz else np.zeros((0, 3)))[order]
 
 
 def nodes22(r: MshReader, mesh: MshContents, binary: bool) -> None:
@@ -150,17 +154,17 @@ def nodes22(r: MshReader, mesh: MshContents, binary: bool) -> None:
     if binary:
         records = r.take(np.dtype([("tag", "i4"), ("xyz", "f8", (3,))]), total, f"the {total} nodes")
         r.end_of_section("Nodes")
-        tags = records["tag"].astype(np.int64)
+        tags, xyz = records["tag"].astype(np.int64), records["xyz"]
     else:
         t = MshTokens(r, "Nodes", r.body("Nodes"))
         if len(t.tokens) != 4 * total:
             t.fail(f"the section announces {total} nodes (4 numbers each) and holds {len(t.tokens)} numbers")
-        t.floats(4 * total, "the nodes")  # every token a number, then the tags whole numbers
+        xyz = t.floats(4 * total, "the nodes").reshape(total, 4)[:, 1:]  # every token a number, tags whole
         t.tokens, t.i = t.tokens[0::4], 0
         tags = np.asarray(t.ints(total, "a node tag", -2**63 + 1, 2**63 - 1), dtype=np.int64)
     if len(tags) and (tags.min() < 1 or tags.max() >= 2**31):
         r.fail(f"damaged MSH file: node tag {int(tags[(tags < 1) | (tags >= 2**31)][0])} (expected 1..{2**31 - 1})")
-    _set_nodes(r, mesh, [tags], total)
+    _set_nodes(r, mesh, [tags], [xyz], total)
 
 
 def _element_type(r: MshReader, etype: int, where: str) -> tuple:
@@ -301,9 +305,10 @@ def periodic41(r: MshReader, mesh: MshContents, binary: bool) -> None:
             affine = r.size(f"the affine transformation of periodic link {k + 1}")
             if affine not in (0, 16):
                 r.fail(f"damaged MSH file: periodic link {k + 1} has {affine} affine values (0 or 16)")
-            r.skip(8, affine, f"the affine transformation of periodic link {k + 1}")
+            values = r.take(np.float64, affine, f"the affine transformation of periodic link {k + 1}")
             pairs = r.size(f"the node pairs of periodic link {k + 1}")
-            r.skip(16, pairs, f"the node pairs of periodic link {k + 1}")
+            nodes = r.take(np.uint64, 2 * pairs, f"the node pairs of periodic link {k + 1}")
+            mesh.periodic.append((k + 1, values if affine else None, _node_pairs(r, k, nodes)))
         r.end_of_section("Periodic")
         return
     t = MshTokens(r, "Periodic", r.body("Periodic"))
@@ -314,10 +319,17 @@ def periodic41(r: MshReader, mesh: MshContents, binary: bool) -> None:
         affine = t.int(f"the affine transformation of periodic link {k + 1}", 0, 16)
         if affine not in (0, 16):
             r.fail(f"damaged MSH file: periodic link {k + 1} has {affine} affine values (0 or 16)")
-        t.floats(affine, f"the affine transformation of periodic link {k + 1}")
+        values = t.floats(affine, f"the affine transformation of periodic link {k + 1}")
         pairs = t.int(f"the node pairs of periodic link {k + 1}", 0, 2**40)
-        t.ints(2 * pairs, f"the node pairs of periodic link {k + 1}")
+        nodes = np.asarray(t.ints(2 * pairs, f"the node pairs of periodic link {k + 1}"), dtype=np.int64)
+        mesh.periodic.append((k + 1, values if affine else None, _node_pairs(r, k, nodes)))
     t.done()
+
+
+def _node_pairs(r: MshReader, k: int, nodes: np.ndarray) -> np.ndarray:
+    if len(nodes) and nodes.max() > MAX_TAG:
+        r.fail(f"damaged MSH file: periodic link {k + 1} names node {int(nodes.max())} (tags are 1..{MAX_TAG})")
+    return nodes.astype(np.int64).reshape(-1, 2)
 
 
 def _periodic_link(r: MshReader, mesh: MshContents, dim: int, slave: int, master: int) -> None:
@@ -326,6 +338,5 @@ def _periodic_link(r: MshReader, mesh: MshContents, dim: int, slave: int, master
     if not 0 <= dim <= 2 or (dim, slave) not in mesh.entities or (dim, master) not in mesh.entities:
         r.fail(f"damaged MSH file: a periodic link joins {dim}-D entities {slave} and {master}, which "
                "$Entities does not have")
-    mesh.periodic.append((dim, slave, master))
 
 
