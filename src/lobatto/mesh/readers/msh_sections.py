@@ -246,45 +246,100 @@ def elements22(r: MshReader, mesh: MshContents, binary: bool) -> None:
     if len(head) != 1 or not INT_TOKEN.fullmatch(head[0]) or not 0 <= int(head[0]) < 2**31:
         r.fail("damaged MSH file: the line after $Elements is not the number of elements")
     total = int(head[0])
-    if binary:
+    by_type: dict = {}  # element type -> rows [number, 3 tags (0 where missing), nodes]
+    arrays: dict = {}  # element type -> such rows as arrays
+    if binary:  # gmsh writes a block header per element: plain Python ints are faster than arrays
         held = 0
         while held < total:
-            etype, count, ntags = (int(v) for v in r.take(np.int32, 3, "an element block header"))
+            etype, count, ntags = r.scalars("i", 3, "an element block header")
             where = f"the element block at byte {r.pos - 12}"
             _, nodes = _element_type(r, etype, where)
             if not 1 <= count <= total - held or not 0 <= ntags <= 3:
                 r.fail(f"damaged MSH file: {where} announces {count} elements with {ntags} tags each "
                        f"({total - held} elements left to read; lobatto reads 0 to 3 tags)")
-            rows = r.take(np.int32, count * (1 + ntags + nodes), f"the elements of {where}")
-            rows = rows.reshape(count, 1 + ntags + nodes).astype(np.int64)
-            if ntags == 3 and np.any(rows[:, 3] != 0):
-                e = int(rows[np.argmax(rows[:, 3] != 0), 0])
-                r.fail(f"damaged MSH file: element {e} has a third tag {int(rows[rows[:, 0] == e][0, 3])}; gmsh "
-                       "reads it as a parent element (lobatto reads elements without parents)")
-            _tags22(r, rows[:, :1 + ntags], ntags)
-            mesh.blocks.append((None, rows[:, 2] if ntags > 1 else np.zeros(count, np.int64), etype,
-                                rows[:, 0], rows[:, 1 + ntags:]))
+            width = 1 + ntags + nodes
+            values = r.scalars("i", count * width, f"the elements of {where}")
+            rows = by_type.setdefault(etype, [])
+            for k in range(0, count * width, width):
+                row = values[k:k + width]
+                if ntags == 3 and row[3] != 0:
+                    r.fail(f"damaged MSH file: element {row[0]} has a third tag {row[3]}; gmsh reads it as a "
+                           "parent element (lobatto reads elements without parents)")
+                rows.append(row[:1 + ntags] + (0,) * (3 - ntags) + row[1 + ntags:])
             held += count
         r.end_of_section("Elements")
-        return
-    text = r.body("Elements")
-    t = MshTokens(r, "Elements", text)
-    by_type: dict = {}
-    for _ in range(total):
-        number, etype, ntags = (int(v) for v in t.ints(3, "an element's number, type and tag count",
-                                                        -2**31, 2**31 - 1))
-        _, nodes = _element_type(r, etype, f"element {number}")
-        if not 0 <= ntags <= 3:
-            r.fail(f"damaged MSH file: element {number} has {ntags} tags (lobatto reads 0 to 3: physical, "
-                   "elementary, and a partition tag that gmsh ignores)")
-        row = t.ints(ntags + nodes, f"the tags and nodes of element {number}", -2**31, 2**31 - 1)
-        row = list(row)
-        by_type.setdefault(etype, []).append([number] + row[:ntags] + [0] * (3 - ntags) + row[ntags:])
-    t.done()
-    for etype, rows in by_type.items():
-        rows = np.array(rows, dtype=np.int64)
+    elif not _elements22_by_lines((text := r.body("Elements")), total, arrays):
+        t = MshTokens(r, "Elements", text)
+        try:  # every token a whole number: convert all at once, then walk the elements
+            flat = [int(token) for token in t.tokens]
+        except ValueError:
+            flat = None
+        if flat is None or (flat and (min(flat) < -2**31 or max(flat) >= 2**31)):
+            t.ints(len(t.tokens), "the elements", -2**31, 2**31 - 1)  # names the bad token
+        i = 0
+        for _ in range(total):
+            if i + 3 > len(flat):
+                t.fail(f"the section ends before the {total} elements it announces")
+            number, etype, ntags = flat[i:i + 3]
+            _, nodes = _element_type(r, etype, f"element {number}")
+            if not 0 <= ntags <= 3:
+                r.fail(f"damaged MSH file: element {number} has {ntags} tags (lobatto reads 0 to 3: physical, "
+                       "elementary, and a partition tag that gmsh ignores)")
+            end = i + 3 + ntags + nodes
+            if end > len(flat):
+                t.fail(f"the tags and nodes of element {number}: the section ends early")
+            by_type.setdefault(etype, []).append([number] + flat[i + 3:i + 3 + ntags] + [0] * (3 - ntags)
+                                                 + flat[i + 3 + ntags:end])
+            i = end
+        if i != len(flat):
+            t.fail(f"{len(flat) - i} numbers more than the section announces")
+    for etype in sorted(set(by_type) | set(arrays)):
+        rows = np.concatenate(arrays.get(etype, []) + [np.array(by_type.get(etype, []), dtype=np.int64)
+                                                       .reshape(-1, 4 + ELEMENT_TYPES[etype][1])])
         _tags22(r, rows[:, :4], 3)
         mesh.blocks.append((None, rows[:, 2], etype, rows[:, 0], rows[:, 4:]))
+
+
+_NODES = np.zeros(max(ELEMENT_TYPES) + 1, dtype=np.int64)  # element type -> nodes, 0 for no type
+for _type, (_, _count) in ELEMENT_TYPES.items():
+    _NODES[_type] = _count
+
+
+def _elements22_by_lines(text: bytes, total: int, out: dict) -> bool:
+    """The elements of an ASCII MSH 2.2 section when each line holds one (as gmsh writes them),
+    converted by numpy a line length at a time; False to read the section token by token."""
+    lines = [line for line in (raw.split() for raw in text.split(b"\n")) if line]
+    if len(lines) != total or b"_" in text:
+        return False
+    groups: dict = {}
+    for line in lines:
+        groups.setdefault(len(line), []).append(line)
+    try:
+        arrays = {width: np.array(rows, dtype=np.int64) for width, rows in groups.items() if width >= 3}
+    except (ValueError, OverflowError):
+        return False
+    if sum(len(a) for a in arrays.values()) != total:
+        return False
+    for width, rows in arrays.items():
+        etype, ntags = rows[:, 1], rows[:, 2]
+        known = (etype >= 0) & (etype < len(_NODES))
+        if not known.all() or np.any((ntags < 0) | (ntags > 3)) or np.any(3 + ntags + _NODES[etype] != width):
+            return False
+        if np.abs(rows).max() >= 2**31 or np.any(_NODES[etype] == 0):
+            return False
+    for width, rows in arrays.items():
+        for (etype, ntags), at in _groups(rows[:, 1], rows[:, 2]):
+            part = rows[at]
+            tags = np.zeros((len(part), 3), dtype=np.int64)
+            tags[:, :ntags] = part[:, 3:3 + ntags]
+            out.setdefault(int(etype), []).append(np.concatenate([part[:, :1], tags, part[:, 3 + ntags:]], axis=1))
+    return True
+
+
+def _groups(etype: np.ndarray, ntags: np.ndarray):
+    keys = np.stack([etype, ntags], axis=1)
+    for key in np.unique(keys, axis=0):
+        yield (int(key[0]), int(key[1])), np.flatnonzero((keys == key).all(axis=1))
 
 
 def _tags22(r: MshReader, rows: np.ndarray, ntags: int) -> None:
