@@ -79,6 +79,9 @@ class ImportedMesh:
 #: corners closer than this times the smallest element edge are one vertex (files that carry
 #: coordinates only, like Nek5000's, repeat each corner once per element, rounded in ASCII files)
 MERGE_TOLERANCE = 1e-6
+#: corners are merged on a grid of cells MERGE_TOLERANCE times the smallest edge: coordinates
+#: beyond this many smallest edges from the origin would overflow its int64 cell numbers
+MAX_SPAN_RATIO = 1e12
 #: periodic faces must be translates of each other to this fraction of their shortest edge
 PERIODIC_TOLERANCE = 1e-6
 
@@ -180,6 +183,13 @@ def merge_corners(corners: np.ndarray, imported: ImportedMesh):
     if not np.all(edge > 0):
         e = int(np.argmin(edge))
         raise InputError(f"{imported.source}: {imported.describe_element(e)} has two corners at the same point")
+    e = int(np.argmin(edge))
+    with np.errstate(over="ignore"):  # a ratio beyond float64 is just too large
+        ratio = float(np.abs(points).max()) / float(edge[e])
+    if not ratio <= MAX_SPAN_RATIO:  # the cell keys below would overflow int64
+        raise InputError(f"{imported.source}: {imported.describe_element(e)} has an edge of {edge[e]:.3g}, "
+                         f"{ratio:.3g} times smaller than the mesh's coordinates reach (at most "
+                         f"{MAX_SPAN_RATIO:.0e}): check the element's coordinates")
     tol = MERGE_TOLERANCE * float(edge.min())
     cell = 2.0 * tol
     keys = np.floor(points / cell).astype(np.int64)

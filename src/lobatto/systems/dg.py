@@ -75,18 +75,32 @@ def add_to_faces(u, face_data, order):
         u[face_slice(f, order)] += face_data[..., f, :, :]
 
 
-def check_representable(geometry, backend) -> None:
+def check_representable(geometry, backend, mesh=None) -> None:
     """InputError unless the geometric factors fit the backend's precision (float32 holds
-    magnitudes from about 1e-38 to 3e38: a box of extent 1e-40 has metrics of 1e40)."""
+    magnitudes from about 1e-38 to 3e38: a box of extent 1e-40 has metrics of 1e40). The
+    message names the first element out of range; for a mesh read from a file, as the file
+    numbers it (a box's [mesh] lower/upper are no keys of a file mesh)."""
     info = np.finfo(backend.dtype)
-    for name in ("metrics", "lift", "mass", "normals"):
+    high, low = float(info.max) / 16, float(info.tiny) * 16
+    for name, axis in (("metrics", 2), ("lift", 0), ("mass", 0), ("normals", 1)):
         values = np.abs(getattr(geometry, name))
         largest = float(values.max()) if values.size else 0.0
         smallest = float(values[values > 0].min()) if np.any(values > 0) else 1.0
-        if not (largest < float(info.max) / 16 and smallest > float(info.tiny) * 16):
-            raise InputError(f"[mesh] the geometric factors ({name}) range from {smallest:.3g} to {largest:.3g}, "
-                             f"beyond what {backend.precision} holds: rescale [mesh] lower/upper"
-                             + (" or use [backend] precision = \"float64\"" if backend.precision == "float32" else ""))
+        if largest < high and smallest > low:
+            continue
+        out = (values >= high) | ((values > 0) & (values <= low))
+        per_element = np.moveaxis(out, axis, 0).reshape(out.shape[axis], -1).any(axis=1)
+        e = int(np.argmax(per_element))
+        where = f" on {mesh.describe_element(e)}" if mesh is not None else ""
+        prefix = f"{mesh.source}: " if mesh is not None and mesh.source is not None else "[mesh] "
+        if mesh is not None and mesh.source is not None:
+            hint = ("check the element's node coordinates, or rescale the mesh's units"
+                    + (" or use [backend] precision = \"float64\"" if backend.precision == "float32" else ""))
+        else:
+            hint = ("rescale [mesh] lower/upper"
+                    + (" or use [backend] precision = \"float64\"" if backend.precision == "float32" else ""))
+        raise InputError(f"{prefix}the geometric factors ({name}) range from {smallest:.3g} to {largest:.3g}"
+                         f"{where}, beyond what {backend.precision} holds: {hint}")
 
 
 class FaceExchangeSystem(System):
@@ -120,7 +134,7 @@ class FaceExchangeSystem(System):
             for c, value in enumerate(self.boundary_factors[kind]):
                 factors[c][on_kind] = value
         g, to_dev = self.geometry, backend.asarray
-        check_representable(g, backend)
+        check_representable(g, backend, mesh)
         # the split form's metrics: curl form on curved elements (meets the metric identities)
         metrics, normals, lift = curl_form_factors(g) if volume_form == "split" else (g.metrics, g.normals, g.lift)
         self.face_normals, self.face_lift = normals, lift  # host copies of what the fluxes use

@@ -27,7 +27,9 @@ import numpy as np
 
 from lobatto.discretization import gll_points
 from lobatto.errors import InputError
+from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.imported import ImportedMesh
+from lobatto.mesh.readers.msh_check import check_msh
 from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES
 
 ALL_HEX_HINT = ("lobatto needs an all-hexahedral mesh: in gmsh, recombine a transfinite or structured mesh "
@@ -54,6 +56,10 @@ def _session(gmsh, path: Path):
         gmsh.option.setNumber("General.Terminal", 0)
     else:
         previous = gmsh.model.getCurrent()
+    # MSH 2.2's $Periodic is read only with Mesh.IgnorePeriodicity = 0, which msh_check does
+    # not check (its default, 1, keeps the section as text): set it for the read, then restore
+    ignore = gmsh.option.getNumber("Mesh.IgnorePeriodicity")
+    gmsh.option.setNumber("Mesh.IgnorePeriodicity", 1)
     try:
         gmsh.model.add(f"lobatto-read-{id(path)}")
         try:
@@ -65,26 +71,9 @@ def _session(gmsh, path: Path):
         if own:
             gmsh.finalize()
         else:
+            gmsh.option.setNumber("Mesh.IgnorePeriodicity", ignore)
             gmsh.model.remove()
             gmsh.model.setCurrent(previous)
-
-
-def msh_version(path: Path) -> str:
-    """The MSH version from the file's $MeshFormat header ("4.1", "2.2"); InputError when the file
-    is no MSH file (gmsh would read any other text as a .geo script)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the mesh file ({error.strerror or error})") from None
-    lines = head.split(b"\n")
-    if not lines or lines[0].strip() != b"$MeshFormat" or len(lines) < 2:
-        raise InputError(f"{path}: not a gmsh MSH file (it must start with $MeshFormat; "
-                         "write the mesh with gmsh's File > Export or gmsh.write('mesh.msh'))")
-    version = lines[1].split()[0].decode("ascii", "replace") if lines[1].split() else "?"
-    if not (version.startswith("4.") or version.startswith("2.")):
-        raise InputError(f"{path}: MSH version {version} is not supported (write MSH 4.1 or 2.2)")
-    return version
 
 
 def read(path, geometry_order: int | None = None) -> ImportedMesh:
@@ -93,7 +82,8 @@ def read(path, geometry_order: int | None = None) -> ImportedMesh:
     geometry_order is unused: gmsh elements are polynomials and keep their own order."""
     path = Path(path)
     gmsh = _import_gmsh()
-    version = msh_version(path)
+    # before the SDK sees the file: on some damaged files it crashes the process (msh_check)
+    version = check_msh(path)["version"]
     with _session(gmsh, path):
         hexes = _hexahedra(gmsh, path)
         tags, nodes, corner_tags, order, flipped = hexes
@@ -158,6 +148,7 @@ def _hexahedra(gmsh, path: Path):
         element_node_tags = np.asarray(element_node_tags, dtype=np.int64).reshape(-1, num_nodes)
         at = sorter[np.searchsorted(node_tags, element_node_tags, sorter=sorter)]
         x = node_coords[at]  # (E, num_nodes, 3)
+        _check_coordinates(path, x, element_tags)
         _, basis, _ = gmsh.model.mesh.getBasisFunctions(element_type, _gll_local_points(order, local), "Lagrange")
         basis = np.asarray(basis, dtype=np.float64).reshape(n**3, num_nodes)
         nodes = np.einsum("pm,emc->ecp", basis, x).reshape(len(x), 3, n, n, n)
@@ -175,6 +166,19 @@ def _hexahedra(gmsh, path: Path):
     tags, nodes, corners = tags[by_tag], np.concatenate(all_nodes)[by_tag], np.concatenate(all_corners)[by_tag]
     flipped = _right_handed(nodes, corners)
     return tags, nodes, corners, order, flipped
+
+
+def _check_coordinates(path: Path, x: np.ndarray, element_tags) -> None:
+    """Node coordinates finite and within MAX_EXTENT before any arithmetic on them (a huge one
+    would overflow into a RuntimeWarning); the element named by its tag in the file."""
+    size = np.abs(x).reshape(len(x), -1).max(axis=1, initial=0.0)
+    bad = ~np.isfinite(size) | (size > MAX_EXTENT)
+    if bad.any():
+        e = int(np.argmax(bad))
+        what = ("coordinates that are not finite numbers" if not np.isfinite(size[e]) else
+                f"a node coordinate of magnitude {size[e]:.3g}; coordinates must lie within {MAX_EXTENT:.0e} "
+                "of the origin: rescale the mesh's units")
+        raise InputError(f"{path}: the element (number {int(element_tags[e])} in the file) has {what}")
 
 
 def _right_handed(nodes: np.ndarray, corners: np.ndarray) -> int:

@@ -147,7 +147,7 @@ class _Cursor:
     def count(self, what: str) -> int:
         kind = "f8" if self.word == 8 else "i4"
         value = self.take(np.dtype(f"{self.order}{kind}"), 1, f"the number of {what}")[0]
-        if value < 0 or value != int(value):
+        if not np.isfinite(value) or value < 0 or value != int(value):
             raise InputError(f"{self.path}: the number of {what} is {value} at byte {self.offset - self.word}")
         return int(value)
 
@@ -186,8 +186,9 @@ def _read_re2(path: Path) -> NekMesh:
     corners = np.ascontiguousarray(np.transpose(records["xyz"], (0, 2, 1)), dtype=np.float64)
     _check_corners(path, corners)
     group_values = records["group"].astype(np.float64)
-    if not np.isfinite(group_values).all():
-        e = int(np.argmin(np.isfinite(group_values)))
+    whole = np.isfinite(group_values) & (np.abs(group_values) < 2.0**31)
+    if not whole.all():  # before the cast to int, which would warn on nan, inf or 1e300
+        e = int(np.argmin(whole))
         raise InputError(f"{path}: element {e + 1} has group {group_values[e]}, expected an integer")
     groups = group_values.astype(np.int64)
 
@@ -300,11 +301,14 @@ def _read_rea(path: Path) -> NekMesh:
         raise InputError(f"{path}: truncated after the MESH DATA line")
     try:
         nel, ndim, nelv = (int(float(v)) for v in lines[at + 1].split()[:3])
-    except ValueError:
+    except (ValueError, OverflowError):  # too few numbers, text, inf or nan
         raise InputError(f"{path}:{at + 2}: expected NEL NDIM NELV, got {lines[at + 1].strip()!r}") from None
     if nel < 0:
         return _rea_with_re2(path, -nel, ndim)
     _check_counts(path, nel, ndim, nelv)
+    if 7 * nel > len(lines) - at - 2:  # each element takes 7 lines: refuse before allocating for nel
+        raise InputError(f"{path}: truncated mesh section: NEL = {nel} elements need {7 * nel} lines, "
+                         f"the file has {len(lines) - at - 2} after the NEL line")
     corners = np.empty((nel, 8, 3))
     groups = np.zeros(nel, dtype=np.int64)
     row = at + 2
@@ -353,6 +357,8 @@ def _rea_curves(path: Path, lines: list[str], at: int, nel: int) -> dict:
         count = int(lines[at + 1].split()[0])
     except (IndexError, ValueError):
         raise InputError(f"{path}:{at + 2}: expected the number of curved sides") from None
+    if count < 0:
+        raise InputError(f"{path}:{at + 2}: the number of curved sides is {count}; expected 0 or more")
     # Fortran formats of core/reader_rea.f rdcurve: (I3,I3,5G14.6,1X,A1), (I2,I6,...), (I2,I12,...)
     side_width, elem_width = (3, 3) if nel < 1000 else (2, 6) if nel < 1_000_000 else (2, 12)
     start = side_width + elem_width
@@ -431,7 +437,8 @@ def _periodic_pairs(nek: NekMesh) -> np.ndarray | None:
             raise InputError(f"{where} with partner element {pe[i] + 1} face {pf[i] + 1}; expected "
                              f"an element in 1..{nel} and a face in 1..6")
         back = nek.bc_values[pe[i], pf[i], :2]
-        if nek.bc_codes[pe[i], pf[i]] != "P" or int(round(back[0])) != e + 1 or int(round(back[1])) != f + 1:
+        back_ids = _ids(np.rint(back))  # nan or inf in a damaged file: 0, no element
+        if nek.bc_codes[pe[i], pf[i]] != "P" or back_ids[0] != e + 1 or back_ids[1] != f + 1:
             raise InputError(f"{where} with element {pe[i] + 1} face {pf[i] + 1}, but that face is "
                              f"{nek.bc_codes[pe[i], pf[i]]!r} with values {back.tolist()}, not 'P' back to it")
     first = (elements < pe) | ((elements == pe) & (faces < pf))
