@@ -29,29 +29,17 @@ import sys
 import time
 from pathlib import Path
 
-from lobatto.api import Simulation, case_from_dict
+from lobatto.api import Simulation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when run from elsewhere
+from bench_tgv import tgv  # noqa: E402  (the same case as the TGV benchmark)
 
 ENV = "LOBATTO_REPRODUCIBLE"
 
 
-def tgv(elements: int, order: int, dt: float):
-    two_pi = 2 * math.pi
-    return case_from_dict({
-        "physics": {"equations": "navier_stokes", "viscosity": 1 / 1600, "filter_modes": 1, "filter_weight": 10.0,
-                    "diagnostics_every": 10},
-        "mesh": {"elements": [elements] * 3, "upper": [two_pi] * 3, "periodic": [True] * 3},
-        "discretization": {"order": order},
-        "time": {"integrator": "bdf2", "dt": dt, "t_end": 20.0},
-        "solver": {"pressure": {"tolerance": 1e-6, "coarse_tolerance": 0.1}, "velocity": {"tolerance": 1e-8}},
-        "initial": {"ux": "sin(x)*cos(y)*cos(z)", "uy": "-cos(x)*sin(y)*cos(z)",
-                    "p": "(cos(2*x) + cos(2*y))*(cos(2*z) + 2)/16"},
-        "output": {"formats": [], "log_every": 0},
-    }, name="tgv_reproducible_cost")
-
-
 def measure(args, reproducible: bool, comm, dt: float) -> dict:
     os.environ[ENV] = "1" if reproducible else "0"
-    sim = Simulation(tgv(args.elements, args.order, dt), backend=args.backend,
+    sim = Simulation(tgv(args.elements, args.order, dt, diagnostics_every=10), backend=args.backend,
                      output_dir=f"/tmp/ns_reproducible_cost_{os.getpid()}", comm=comm)
     system = sim.system
     with contextlib.redirect_stdout(io.StringIO()):
