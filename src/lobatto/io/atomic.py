@@ -57,7 +57,7 @@ def temp_path_for(path: str | os.PathLike) -> Path:
 
 
 _live: dict[Path, int] = {}  # this process's temporaries being written (files or directories)
-_live_lock = threading.Lock()
+_live_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while the main thread holds it
 
 
 def register_temporary(path: str | os.PathLike) -> None:

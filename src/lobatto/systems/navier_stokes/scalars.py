@@ -111,8 +111,8 @@ def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, firs
         x, y, z = geometry.coords  # the data's range at the start, before any work (on every rank)
         check_expression_values(settings["source"].evaluate(np, x=x, y=y, z=z, t=0.0), VALUES,
                                 f"[scalar.{name}] source", settings["source"].text, 0.0)
-        for group, key in (("values", name), ("fluxes", flux_key)):
-            for f in faces[group]:
+        for kind, key in (("values", name), ("fluxes", flux_key)):
+            for f in faces[kind]:
                 fx, fy, fz = f.coords
                 check_expression_values(f.expression.evaluate(backend.xp, x=fx, y=fy, z=fz, t=0.0), VALUES,
                                         f"[boundary.{f.name}] {key}", f.expression.text, 0.0, backend.xp)

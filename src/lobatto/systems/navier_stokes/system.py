@@ -146,7 +146,7 @@ class NavierStokesSystem(System):
         physics = {key.name: getattr(case.physics, key.name) for key in SPEC.keys}
         tables = case.tables.get("boundary", {})
         with collective_errors(comm):
-            check_representable(geometry, backend)  # float32: metrics and mass within its range
+            check_representable(geometry, backend, mesh)  # float32: metrics and mass within its range
             kinds = System.boundary_kind_of(cls, mesh)
             check_tables(case, mesh, tables)
             # only tables with velocity data make velocity faces (a scalar's alone leaves a wall one)

@@ -130,7 +130,7 @@ class PoissonSystem(System):
                 raise InputError(f"[boundary.{name}] {key} makes {name} a {kind} boundary, but [mesh.boundaries] "
                                  f"{name} = \"{explicit[name]}\": remove one of them")
         with collective_errors(comm):  # local checks: a bad value on one rank stops all
-            check_representable(geometry, backend)  # float32: metrics and mass within its range
+            check_representable(geometry, backend, mesh)  # float32: metrics and mass within its range
             kinds = System.boundary_kind_of(cls, mesh)  # reads only the class's spec
             data = problem.evaluate(case, kinds, mesh, geometry, SPEC.keys, SPEC.boundary_keys, backend.dtype)
         comm = comm if comm is not None and comm.Get_size() > 1 else None
