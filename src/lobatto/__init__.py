@@ -4,11 +4,6 @@ The Python API (lobatto.api, docs/python.md) is available from here, imported on
 ``lobatto.load_case``, ``lobatto.case_from_dict``, ``lobatto.run``, ``lobatto.Simulation``.
 """
 
-from lobatto.threads import apply_thread_policy as _apply_thread_policy
-
-# before NumPy and the compiled kernels load: they read these variables once (lobatto/threads.py)
-_apply_thread_policy()
-
 __version__ = "0.1.0"
 
 _API = ("Result", "Simulation", "available_systems", "case_from_dict", "load_case", "parse_case", "run",

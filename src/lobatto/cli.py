@@ -332,10 +332,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("LOBATTO_DEBUG"))
+    # before NumPy and the compiled kernels load, as they read these variables once; here and
+    # not at `import lobatto`, so that a Python program's environment stays its own
+    from lobatto.threads import apply_thread_policy
+
+    apply_thread_policy()
     from lobatto import parallel
 
     mpi = parallel.launched_size() > 1 and not debug
-    if mpi:  # threads per rank: chosen when lobatto was imported (lobatto/threads.py)
+    if mpi:  # threads per rank: chosen above (lobatto/threads.py)
         parallel.end_job_on_signals(_world_rank(), cleanup=_clean_up)
     elif not debug:
         _end_on_sigterm()

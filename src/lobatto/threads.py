@@ -9,8 +9,9 @@ also busy with other work a spinning worker takes the time slice that the thread
 computing needs, and every region's barrier waits a scheduler tick: a Kovasznay step took
 3.12 s with 2 threads and 0.047 s with 1 thread on a busy 2-core machine.
 
-:func:`apply_thread_policy` therefore, before NumPy and the kernels load (``import lobatto``
-calls it first), and never over a variable the user set:
+:func:`apply_thread_policy` therefore, before NumPy and the kernels load (the command line,
+``cli.main``, calls it first; ``import lobatto`` leaves a Python program's environment alone),
+and never over a variable the user set:
 
 * makes idle workers sleep at once: ``OMP_WAIT_POLICY=passive`` (unless ``OMP_WAIT_POLICY`` or
   ``GOMP_SPINCOUNT`` is set) and ``OPENBLAS_THREAD_TIMEOUT=4`` (the shortest, 2^4 cycles);

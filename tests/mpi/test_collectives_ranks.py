@@ -26,9 +26,9 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1] / "examples"
 #: seconds a launch of all the cases may take before it counts as a hang (a few seconds each on 2 cores)
 TIMEOUT = 150
-#: how far a run on P ranks may be from the 1-rank run, per system: the DG systems are equal to
-#: the bit; Navier-Stokes and Poisson sum their Krylov reductions in a rank-dependent order
-#: (docs/restart.md): 0 there once those sums are reproducible
+#: how far a run on P ranks may be from the 1-rank run, per system: none. The DG systems add
+#: only pairs; Navier-Stokes and Poisson add each point's copies in global order and reduce
+#: their sums exactly (docs/parallel.md, "Reproducible sums")
 TOLERANCE = {"maxwell": 0.0, "acoustics": 0.0, "poisson": 0.0, "navier_stokes": 0.0}
 
 

@@ -1,7 +1,8 @@
-"""The thread policy (lobatto/threads.py, docs/parallel.md "Threads"): ``import lobatto``
-makes idle OpenMP and OpenBLAS workers sleep and chooses the threads per rank, before the
-libraries read their variables; a user's setting stands; LOBATTO_THREAD_POLICY=off leaves
-the environment alone. Checked in child processes, as libgomp and OpenBLAS see it."""
+"""The thread policy (lobatto/threads.py, docs/parallel.md "Threads"): the command line
+(``cli.main``, first thing) makes idle OpenMP and OpenBLAS workers sleep and chooses the
+threads per rank, before the libraries read their variables; a user's setting stands;
+LOBATTO_THREAD_POLICY=off leaves the environment alone; ``import lobatto`` alone changes
+nothing. Checked in child processes, as libgomp and OpenBLAS see it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ VARIABLES = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_T
 # OMP_DISPLAY_ENV) and BLAS report once lobatto and a compiled kernel are loaded
 CHILD = """
 import json, os
-import lobatto
+from lobatto.threads import apply_thread_policy
+apply_thread_policy()  # what cli.main does first
 from lobatto.backends.blas import blas_controls
 from lobatto.jit import c
 from lobatto.operators.helmholtz_cpu import compiled_apply
@@ -42,6 +44,26 @@ def child(**settings) -> tuple[dict, str]:
     result = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stdout + result.stderr
+
+
+def test_importing_lobatto_leaves_the_environment_alone():
+    code = ("import json, os; before = dict(os.environ); import lobatto, lobatto.api; "
+            "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))")
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    result = subprocess.run([sys.executable, "-c", code], env=dict(env, PYTHONPATH=str(SRC)), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {}
+
+
+def test_the_command_line_applies_the_policy(tmp_path):
+    code = ("import os\nfrom lobatto import cli\ntry:\n    cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('LOBATTO_THREADS_SET_BY', ''))")
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    result = subprocess.run([sys.executable, "-c", code], env=dict(env, PYTHONPATH=str(SRC)), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("passive lobatto: ")
 
 
 def test_default_policy_reaches_openmp_and_blas():
