@@ -44,6 +44,11 @@ def lobatto(tmp_path, text, nprocs):
     ('[source.d]\ntype = "electric_dipole"\nposition = [2.9, 0.5, 0.5]\ndirection = [0, 1, 0]\namplitude = 1e25\n'
      'waveform = "ricker"\nfrequency = 1.0\nt0 = 0.5\n[backend]\nprecision = "float32"\n',
      "[source.d] amplitude = 1e+25 gives the point source a density"),
+    # J out of its range on the last element only: at t = 0, and at t_end (checked before the run)
+    ('[source.c]\ntype = "current"\nJy = "1e35*x"\nlower = [2.5, 0, 0]\nupper = [3, 1, 1]\n',
+     '[source.c] Jy = "1e35*x" is 2.5e+35 at t = 0 at some points; its values must be from -1e+30 to 1e+30'),
+    ('[source.c]\ntype = "current"\nJy = "1e33*t*x"\nlower = [2.5, 0, 0]\nupper = [3, 1, 1]\n',
+     '[source.c] Jy = "1e33*t*x" is 5e+31 at t = 0.02 at some points; its values must be from -1e+30 to 1e+30'),
 ])
 def test_a_table_that_touches_nothing_is_one_line_on_every_rank_count(tmp_path, nprocs, text, message):
     result, lines = lobatto(tmp_path, text, nprocs)

@@ -71,7 +71,8 @@ def test_a_huge_plasma_frequency_is_refused_naming_the_pole(value, tmp_path):
     ({"physics.epsilon": 1e-300}, ["[physics] epsilon must be a number from 1e-30 to 1e+30"]),
     ({"physics.sigma": 1e300}, ["[physics] sigma must be a number from 0 to 1e+30"]),
     ({"material.m": {"where": "x - 0.5", "mu": 1e31}}, ["[material.m] mu must be a number from 1e-30"]),
-    ({"material.m": {"where": "x - 0.5", "epsilon": "1e40*x"}}, ["[material.m] epsilon = ", "expected a number from"]),
+    ({"material.m": {"where": "x - 0.5", "epsilon": "1e40*x"}},
+     ['[material.m] epsilon = "1e40*x" is ', "; its values must be from 1e-30 to 1e+30 (c = 1/sqrt(epsilon mu)"]),
     ({"source.d": {**DIPOLE, "amplitude": 1e308}}, ["[source.d] amplitude must be a number from -1e+30 to 1e+30"]),
     ({"source.d": {**DIPOLE, "frequency": 5e-324}}, ["[source.d] frequency must be a number from 1e-30"]),
     ({"source.p": {**PLANE_WAVE, "frequency": 5e-324}}, ["[source.p] frequency must be a number from 1e-30"]),
@@ -79,12 +80,30 @@ def test_a_huge_plasma_frequency_is_refused_naming_the_pole(value, tmp_path):
     ({"source.d": {**DIPOLE, "position": [math.nan, 0, 0]}}, ["[source.d] position must be a list of 3 finite"]),
     ({"output.dft": {"frequencies": [1e308], "surfaces": ["xmin"]}},
      ["[output.dft] frequencies[0] must be a number from 0 to 1e+30"]),
-    ({"output.dft": {"frequencies": [1e30], "surfaces": ["xmin"]}, "time.t_end": 1e280},
-     ["[time] t_end must be a number from 1e-100 to 1e+100", "got 1e+280"]),
+    pytest.param({"output.dft": {"frequencies": [1e30], "surfaces": ["xmin"]}, "time.t_end": 1e280},
+                 ["[time] t_end must be a number from 1e-100 to 1e+100", "got 1e+280"],
+                 id="a_dft_run_longer_than_t_ends_range_is_refused_by_t_end"),
     ({"output.far_field": {"frequencies": [5e-324], "lower": [0, 0, 0], "upper": [0.5, 0.5, 0.5]}},
      ["[output.far_field] frequencies[0] must be a number from 1e-30"]),
     ({"output.far_field": {"frequencies": [0.5], "lower": [0, 0, 0], "upper": [0.5, 0.5, 0.5], "origin": [1e300, 0, 0]}},
-     ["[output.far_field] origin must be a list of 3 finite numbers, each from -1e+30 to 1e+30"]),
+     ["[output.far_field] origin must be a list of 3 finite numbers, each from -1e+100 to 1e+100 (products"]),
+    ({"source.d": {**DIPOLE, "position": [0, 1e101, 0]}},
+     ["[source.d] position must be a list of 3 finite numbers, each from -1e+100 to 1e+100 (products"]),
+    ({"source.p": {**PLANE_WAVE, "origin": [0, 0, -1e101]}},
+     ["[source.p] origin must be a list of 3 finite numbers, each from -1e+100 to 1e+100 (products"]),
+    ({"source.c": {"type": "current", "Jz": "1", "lower": [0, 0, 0], "upper": [1, 1, 1e300]}},
+     ["[source.c] upper must be a list of 3 finite numbers, each from -1e+100 to 1e+100 (products"]),
+    ({"output.far_field": {"frequencies": [0.5], "lower": [0, 0, -1e101], "upper": [0.5, 0.5, 0.5]}},
+     ["[output.far_field] lower must be a list of 3 finite numbers, each from -1e+100 to 1e+100 (products"]),
+    ({"source.c": {"type": "current", "Jx": "-1e40"}}, ['[source.c] Jx = "-1e40" is -1e+40; its values must be from '
+                                                       "-1e+30 to 1e+30 (J/epsilon is added to dE/dt"]),
+    ({"source.c": {"type": "current", "Jy": "1e40*x"}}, ['[source.c] Jy = "1e40*x" is ', " at t = 0 at some points; "
+                                                         "its values must be from -1e+30 to 1e+30 (J/epsilon"]),
+    ({"source.c": {"type": "current", "Jz": "1e33*t*y"}}, ['[source.c] Jz = "1e33*t*y" is ', " at t = 0.05 at some "
+                                                           "points; its values must be from -1e+30 to 1e+30"]),
+    ({"pml": {"sides": ["xmax"], "elements": 101}},
+     ["[pml] elements must be an integer from 1 to 100 (layers of elements at each face", "got 101"]),
+    ({"pml": {"sides": ["xmax"], "elements": 10**400}}, ["[pml] elements must be an integer from 1 to 100"]),
     ({"pml": {"sides": ["xmax"], "grading_order": 1e308}}, ["[pml] grading_order must be a number from 0 to 20"]),
     ({"pml": {"sides": ["xmax"], "sigma_max": 1e300}}, ["[pml] sigma_max must be a number from 1e-30"]),
     ({"pml": {"sides": ["xmax"], "reflection": 1.0}}, ["[pml] reflection must be a number > 0 and < 1"]),
@@ -134,12 +153,40 @@ def test_a_dipole_too_strong_for_single_precision_names_its_amplitude(tmp_path):
     assert "sheet" not in message
 
 
-def test_a_waveform_whose_phase_overflows_over_the_run_is_refused(tmp_path):
+def test_a_dipole_run_longer_than_t_ends_range_is_refused_by_t_end(tmp_path):
     # [time] t_end's range (at most 1e100) keeps 2 pi f t_end far from overflow for any
-    # frequency in [source] frequency's range: a longer run is refused by that key
+    # frequency in [source] frequency's range: a longer run is refused by that key, before
+    # the waveform's own check
     wave = {**{k: v for k, v in DIPOLE.items() if k != "t0"}, "waveform": "continuous", "frequency": 1e30, "ramp": 0}
     data = case(**{"source.d": wave, "time.t_end": 1e280, "time.dt": 1e279, "time.cfl_check": False})
     refused(data, "[time] t_end must be a number from 1e-100 to 1e+100", "got 1e+280", tmp_path=tmp_path)
+
+
+def test_a_plane_wave_whose_delays_overflow_its_waveform_is_refused(tmp_path):
+    """t - k . (x - origin) / c over the mesh reaches -1e125 (origin 1e100 away, c = 1e-25), and
+    2 pi f there is beyond 1e150 (f = 1e30): tfsf.check_run_delays refuses it. t and f alone
+    cannot get there (t_end <= 1e100)."""
+    wave = {**PLANE_WAVE, "waveform": "continuous", "frequency": 1e30, "ramp": 0.0, "origin": [0, 0, -1e100]}
+    del wave["width"], wave["t0"]
+    data = case(**{"source.p": wave, "physics.epsilon": 1e25, "physics.mu": 1e25})
+    message = refused(data, "[source.p] the continuous waveform (frequency = 1e+30, ramp = 0) overflows at t = -1e+125",
+                      "beyond 1e150", tmp_path=tmp_path)
+    assert "t_end" not in message
+    wave["origin"] = [0, 0, -1e50]  # 2 pi f t up to 6e105: accepted
+    assert run(case(**{"source.p": wave, "physics.epsilon": 1e25, "physics.mu": 1e25}), output_dir=tmp_path / "near")
+
+
+def test_a_key_out_of_range_reads_the_same_in_physics_and_in_a_material_table():
+    """[physics] epsilon (schema's key_value) and [material.m] epsilon (ranges.check_number)
+    worded the range and its reason in two orders."""
+    messages = []
+    for changes in ({"physics.epsilon": 1e40}, {"material.m": {"where": "x - 0.5", "epsilon": 1e40}}):
+        with pytest.raises(InputError) as info:
+            case_from_dict(case(**changes))
+        messages.append(str(info.value).split("epsilon ", 1)[1])
+    assert messages[0] == messages[1], messages
+    assert messages[0].startswith("must be a number from 1e-30 to 1e+30 (c = 1/sqrt(epsilon mu)")
+    assert messages[0].endswith("), got 1e+40"), messages[0]
 
 
 # ------------------------------------------------------------- tables that touch nothing

@@ -251,3 +251,43 @@ def test_geometric_factor_range_names_the_element_for_box_and_file_meshes():
     message = str(info.value)
     assert message.startswith(f"{path}: the geometric factors") and "(number " in message, message
     assert "lower/upper" not in message and "node coordinates" in message, message
+
+
+@pytest.mark.parametrize("name", ["box_msh22.msh", "box_msh22_bin.msh", "box_msh41.msh", "box_msh41_bin.msh"])
+@pytest.mark.parametrize("value", [1e101, float("nan")])
+def test_a_node_beyond_max_extent_is_refused_by_msh_check_in_every_format(tmp_path, name, value):
+    # gmsh.py reads node coordinates only after msh_check: this check is the only one, in
+    # ASCII and binary MSH 2.2 and 4.1 alike, and it names the file and the element
+    pytest.importorskip("gmsh")
+    from lobatto.mesh.readers.gmsh import read
+
+    data = bytearray((SOURCES / name).read_bytes())
+    start = data.index(b"$Nodes\n") + 7
+    if name == "box_msh22_bin.msh":  # records of an int tag and 3 doubles after the count's line
+        first = data.index(b"\n", start) + 1
+        at = next(at for at in (first + 28 * k + 4 for k in range(12))
+                  if struct.unpack_from("<3d", data, at) == (0.0,) * 3)
+        struct.pack_into("<d", data, at, value)
+    elif name.endswith("_bin.msh"):  # 4 size_t, then blocks: 3 ints, a size_t count, the tags, the xyz
+        blocks, at, found = struct.unpack_from("<Q", data, start)[0], start + 32, []
+        for _ in range(blocks):
+            count = struct.unpack_from("<Q", data, at + 12)[0]
+            xyz = at + 20 + 8 * count
+            found += [xyz + 24 * k for k in range(count) if struct.unpack_from("<3d", data, xyz + 24 * k) == (0.0,) * 3]
+            at = xyz + 24 * count
+        struct.pack_into("<d", data, found[0], value)
+    else:  # the line of the node at the origin ("2 0 0 0" in MSH 2.2, "0 0 0" in 4.1)
+        end = data.index(b"$EndNodes")
+        lines = data[start:end].split(b"\n")
+        i = next(k for k, line in enumerate(lines) if line.split()[-3:] == [b"0", b"0", b"0"] and k > 0)
+        parts = lines[i].split()
+        parts[-3] = repr(value).encode()
+        lines[i] = b" ".join(parts)
+        data[start:end] = b"\n".join(lines)
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError) as info:
+        read(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "coordinates must be finite numbers within 1e+" in message, message
+    assert "(number " in message and ("nan" in message or "1e+101" in message), message

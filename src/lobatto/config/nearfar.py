@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lobatto.config.dft import check_frequencies
-from lobatto.config.ranges import LARGE, SMALL, Range, check_vector
+from lobatto.config.ranges import COORDINATES, LARGE, SMALL, Range, check_vector
 from lobatto.config.schema import _Ctx, _is_number, _table
 
 KEYS = ("frequencies", "lower", "upper", "region", "origin", "theta", "phi", "incident", "absorption_lower",
@@ -64,8 +64,8 @@ def _surface(ctx: _Ctx, where: str, table: Mapping[str, Any], prefix: str, requi
     if box and region in table:
         raise ctx.error(f"[{where}] give either {lower}/{upper} or {region}, not both")
     if box:
-        lo = check_vector(ctx, where, lower, table[lower])
-        up = check_vector(ctx, where, upper, table[upper])
+        lo = check_vector(ctx, where, lower, table[lower], COORDINATES)
+        up = check_vector(ctx, where, upper, table[upper], COORDINATES)
         if not all(a < b for a, b in zip(lo, up)):
             raise ctx.bad(where, upper, f"above {lower} in every coordinate", list(up))
         return ClosedSurface(lower=tuple(lo), upper=tuple(up))
@@ -96,16 +96,17 @@ FREQUENCY = Range(SMALL, LARGE, reason="cycles per unit time; the phase 2 pi f t
                   "sections divide by the incident transform (zero at f = 0)")
 
 
-def parse_far_field(ctx: _Ctx, output: Mapping[str, Any], t_end: float | None = None) -> FarFieldSection | None:
+def parse_far_field(ctx: _Ctx, output: Mapping[str, Any]) -> FarFieldSection | None:
     table = _table(ctx, output, "output", "far_field")
     if table is None:
         return None
     where = "output.far_field"
-    frequencies = check_frequencies(ctx, where, table, FREQUENCY, t_end)
+    frequencies = check_frequencies(ctx, where, table, FREQUENCY)
     incident = table.get("incident")
     if incident is not None and (not isinstance(incident, str) or not incident):
         raise ctx.bad(where, "incident", "the name of a [source.<name>] of type \"plane_wave\"", incident)
-    origin = check_vector(ctx, where, "origin", table["origin"]) if "origin" in table else None
+    # (any coordinates: the phases k . (x - origin) it enters stay finite in float64, as the mesh's do)
+    origin = check_vector(ctx, where, "origin", table["origin"], COORDINATES) if "origin" in table else None
     return FarFieldSection(
         frequencies=tuple(float(f) for f in frequencies), surface=_surface(ctx, where, table, "", True),
         theta=_angles(ctx, where, table, "theta", [5.0 * i for i in range(37)], 180.0),

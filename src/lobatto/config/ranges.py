@@ -209,25 +209,32 @@ def finite_float(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _expected(what: str, valid: Range, each: str = "") -> str:
+    """``what`` and the range with its reason, worded as config/schema.py's ``_within``:
+    ``a number from 1e-30 to 1e+30 (reason)``."""
+    if valid.text() == "any number":
+        return f"{what} ({valid.reason})" if valid.reason else what
+    return f"{what}{each} {valid.describe()}"
+
+
 def check_number(ctx, section: str, key: str, value, valid: Range) -> float:
     """``value`` as a float when it is a finite number within ``valid``, else ``ctx.bad``
     naming [section] key with the range and its reason (``ctx``: the schema's context)."""
     number = finite_float(value)
     if number is None or not valid.contains(number):
-        raise ctx.bad(section, key, f"a number {valid.text()}" if valid.text() != "any number" else "a finite number",
-                      value, valid.reason if number is not None or is_number(value) else "")
+        what = "a finite number" if valid.text() == "any number" else "a number"
+        raise ctx.bad(section, key, _expected(what, valid), value)
     return number
 
 
 def check_vector(ctx, section: str, key: str, value, valid: Range = MAGNITUDE, length: int = 3) -> tuple:
     """A list of ``length`` finite numbers, each within ``valid``, as a tuple of floats."""
-    bounds = valid.text()
-    what = f"a list of {length} finite numbers" + (f", each {bounds}" if bounds != "any number" else "")
+    what = _expected(f"a list of {length} finite numbers", valid, ", each")
     if not isinstance(value, (list, tuple)) or len(value) != length or not all(is_number(v) for v in value):
         raise ctx.bad(section, key, what, value)
     numbers = [finite_float(v) for v in value]
     if any(v is None or not valid.contains(v) for v in numbers):
-        raise ctx.bad(section, key, what, value, valid.reason)
+        raise ctx.bad(section, key, what, value)
     return tuple(numbers)
 
 

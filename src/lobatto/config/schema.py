@@ -921,8 +921,8 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     out_sec = OutputSection(every=every, formats=tuple(seen), name=out_name,
                             compression=_compression(ctx, "output", out),
                             probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
-                            dft=parse_dft(ctx, out, spec, t_end=time_sec and time_sec.t_end),
-                            far_field=parse_far_field(ctx, out, t_end=time_sec and time_sec.t_end),
+                            dft=parse_dft(ctx, out, spec),
+                            far_field=parse_far_field(ctx, out),
                             log_every=_int(ctx, "output", out, "log_every", 1, 0))
 
     # ---- [checkpoint]

@@ -27,7 +27,6 @@ import numpy as np
 
 from lobatto.discretization import gll_points
 from lobatto.errors import InputError
-from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.imported import ImportedMesh
 from lobatto.mesh.readers.msh_check import check_msh
 from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES
@@ -148,7 +147,7 @@ def _hexahedra(gmsh, path: Path):
         element_node_tags = np.asarray(element_node_tags, dtype=np.int64).reshape(-1, num_nodes)
         at = sorter[np.searchsorted(node_tags, element_node_tags, sorter=sorter)]
         x = node_coords[at]  # (E, num_nodes, 3)
-        _check_coordinates(path, x, element_tags)
+        # (finite, within mesh/box.py MAX_EXTENT: msh_check checked every node of $Nodes in each format)
         _, basis, _ = gmsh.model.mesh.getBasisFunctions(element_type, _gll_local_points(order, local), "Lagrange")
         basis = np.asarray(basis, dtype=np.float64).reshape(n**3, num_nodes)
         nodes = np.einsum("pm,emc->ecp", basis, x).reshape(len(x), 3, n, n, n)
@@ -166,19 +165,6 @@ def _hexahedra(gmsh, path: Path):
     tags, nodes, corners = tags[by_tag], np.concatenate(all_nodes)[by_tag], np.concatenate(all_corners)[by_tag]
     flipped = _right_handed(nodes, corners)
     return tags, nodes, corners, order, flipped
-
-
-def _check_coordinates(path: Path, x: np.ndarray, element_tags) -> None:
-    """Node coordinates finite and within MAX_EXTENT before any arithmetic on them (a huge one
-    would overflow into a RuntimeWarning); the element named by its tag in the file."""
-    size = np.abs(x).reshape(len(x), -1).max(axis=1, initial=0.0)
-    bad = ~np.isfinite(size) | (size > MAX_EXTENT)
-    if bad.any():
-        e = int(np.argmax(bad))
-        what = ("coordinates that are not finite numbers" if not np.isfinite(size[e]) else
-                f"a node coordinate of magnitude {size[e]:.3g}; coordinates must lie within {MAX_EXTENT:.0e} "
-                "of the origin: rescale the mesh's units")
-        raise InputError(f"{path}: the element (number {int(element_tags[e])} in the file) has {what}")
 
 
 def _right_handed(nodes: np.ndarray, corners: np.ndarray) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 
 from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.config.expressions import compile_expression
-from lobatto.config.ranges import LARGE, SMALL, Range, check_number
+from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
@@ -163,9 +163,13 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
                 local = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
                 e = int(local[np.argmin(np.asarray(mesh.element_ids)[local])])
                 first = float(np.broadcast_to(v, shape)[e][bad[e]][0])
+                # worded as config/schema.py's checks: a number (a constant) or an expression's values
+                element = mesh.describe_element(e)
                 found = (i, k, int(mesh.element_ids[e]),
-                         f"{source}: [material.{t.name}] {key} = {first:.6g} in {mesh.describe_element(e)}, "
-                         f"expected a number {allowed.text()}")
+                         f"{source}: [material.{t.name}] {key} must be a number {allowed.describe()}, got "
+                         f"{first:g} (in {element})" if isinstance(value, float) else
+                         f"{source}: [material.{t.name}] {key} = \"{value.text}\" is {show_value(first)} in "
+                         f"{element}; its values must be {allowed.describe()}")
                 break
             out[key] = np.where(mask, v, out[key])
         if found is not None:
@@ -226,11 +230,7 @@ class HeterogeneousMedium:
         shape = (system.num_elements,) + (order + 1,) * 3
         eps, mu, sigma = (np.ascontiguousarray(np.broadcast_to(np.asarray(fields[k], dtype=np.float64), shape))
                           for k in PROPERTIES)
-        with collective_errors(comm), np.errstate(all="ignore"):  # a rank's own values: agreed before the
-            # collective calls below (the other ranks would wait there)
-            if not (np.all(eps > 0) and np.all(mu > 0) and np.all(sigma >= 0)
-                    and np.all(np.isfinite(eps * mu * sigma))):
-                raise InputError("[material]: epsilon and mu must be positive and finite, sigma >= 0 and finite")
+        # (eps, mu, sigma are within PROPERTY_RANGES: material_fields checked them)
         self.epsilon, self.mu, self.sigma = eps, mu, sigma
         speed = float(np.max(1.0 / np.sqrt(eps * mu))) if eps.size else 0.0
         self.wave_speed = float(allreduce(comm, speed, "max"))

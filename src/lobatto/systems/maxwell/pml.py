@@ -59,7 +59,9 @@ RATE_REACH = 3.0
 
 #: the [pml] numbers, with their valid ranges and why (sides: a list of box sides)
 PML_KEYS = {k.name: k for k in (
-    Key("elements", "positive_integer", None, "layers of elements"),
+    Key("elements", "positive_integer", None, "layers of elements",
+        range=Range(1, 100, reason="layers of elements at each face: a few absorb to the target reflection, and "
+                    "a layer 100 elements deep is past any use (the depth, elements times their width, stays finite)")),
     Key("thickness", "positive", None, "the layer's depth",
         range=Range(SMALL, LARGE, reason="sigma_max follows from c / thickness")),
     Key("grading_order", "nonnegative", DEFAULT_GRADING, "grading order m",

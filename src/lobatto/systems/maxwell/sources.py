@@ -25,12 +25,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import Key
-from lobatto.config.ranges import LARGE, MAGNITUDE, NONNEGATIVE, SMALL, Range, check_vector, unit_vector
+from lobatto.config.ranges import (COORDINATES, LARGE, MAGNITUDE, NONNEGATIVE, SMALL, Range, check_expression_values,
+                                   check_vector, unit_vector)
 from lobatto.config.schema import _check_keys, _choice, _show
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
-from lobatto.parallel import allreduce
+from lobatto.parallel import allreduce, collective_errors
 
 SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole", "plane_wave")  # plane_wave: tfsf.py
 #: waveform -> the keys it takes
@@ -54,11 +55,12 @@ WAVEFORM_KEYS = {
 #: a source's strength: it multiplies the discrete delta 1 / (mass eps), in single precision too
 AMPLITUDE = Key("amplitude", "number", 1.0, "amplitude",
                 range=Range(-LARGE, LARGE, reason="it multiplies the source's profile (the discrete delta, 1/epsilon)"))
-#: where a point or a box is: any finite coordinates (outside the mesh is refused at set-up)
-COORDINATES = Range(reason="coordinates")
 #: a direction: any finite vector but zero; only its direction counts (scaled to length 1)
 DIRECTION = Range(reason="a direction, scaled to length 1")
-CURRENT_KEYS = tuple(Key(f"J{a}", "expression_t", "0", f"current density, {a} component") for a in "xyz")
+#: a current density's values (a constant, or an expression's on the mesh at 0 and t_end): as amplitude's
+CURRENT_RANGE = Range(-LARGE, LARGE, reason="J/epsilon is added to dE/dt, in single precision too")
+CURRENT_KEYS = tuple(Key(f"J{a}", "expression_t", "0", f"current density, {a} component", range=CURRENT_RANGE)
+                     for a in "xyz")
 NOT_FOUND = np.iinfo(np.int64).max
 
 
@@ -247,7 +249,7 @@ class MaxwellSources:
 
         # current: (expressions, coordinates of its elements, 1/eps times the box's mask there
         # (a number where both are uniform), where they sit in the buffer)
-        self.currents = []
+        self.currents, self.current_names = [], []
         for spec, on in currents:
             x = geometry.coords[:, on]
             scale = inverse("epsilon", on)
@@ -259,6 +261,7 @@ class MaxwellSources:
             scale = backend.asarray(scale) if np.ndim(scale) else float(scale)
             slot = _index(np.array([position[int(e)] for e in on]), xp)
             self.currents.append(([spec.values[f"J{a}"] for a in "xyz"], backend.asarray(x), scale, slot))
+            self.current_names.append(spec.name)
         # dipole: profile direction * amplitude * phi_p(x0) / (M_p * eps or mu) in its element
         self.dipoles = []
         for spec, element, reference in dipoles:
@@ -321,7 +324,16 @@ class MaxwellSources:
         return np.nonzero(np.all((x.max(axis=2) > lo) & (x.min(axis=2) < up), axis=0))[0]
 
     def _check_finite(self, t, comm=None, where: str = "case"):
-        """The currents' J/eps at time t is finite on every rank (collective)."""
+        """Each current's J within CURRENT_RANGE at time t (an expression's values are known only on
+        the mesh), and J/eps finite, on every rank (collective)."""
+        xp = self.backend.xp
+        with collective_errors(comm), np.errstate(all="ignore"):  # a value out of range is the finding
+            for name, (expressions, (x, y, z), _, _) in zip(self.current_names, self.currents):
+                for a, e in zip("xyz", expressions):
+                    if not e.is_constant:  # (a constant was checked with the case)
+                        values = e.evaluate(xp, x=x, y=y, z=z, t=float(t))
+                        check_expression_values(values, CURRENT_RANGE, f"{where}: [source.{name}] J{a}", e.text,
+                                                float(t), xp)
         fine = True
         if self.currents:
             with np.errstate(all="ignore"):  # an overflow is the finding reported here

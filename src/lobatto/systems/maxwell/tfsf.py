@@ -33,13 +33,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lobatto.config.ranges import MAGNITUDE, check_vector, unit_vector
+from lobatto.config.ranges import COORDINATES, check_vector, unit_vector
 from lobatto.config.schema import _check_keys, _choice
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
 from lobatto.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, face_values
-from lobatto.systems.maxwell.sources import AMPLITUDE, COORDINATES, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform
+from lobatto.systems.maxwell.sources import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform
 from lobatto.systems.maxwell.terms import StageTerm
 
 PLANE_WAVE_KEYS = ("type", "direction", "polarization", "amplitude", "origin", "lower", "upper", "region",
@@ -78,7 +78,7 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
         raise ctx.bad(where, "polarization", f"perpendicular to direction = {list(values['direction'])} "
                       "(E of a plane wave is transverse)", list(values["polarization"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
-    values["origin"] = check_vector(ctx, where, "origin", table.get("origin", [0.0, 0.0, 0.0]), MAGNITUDE)
+    values["origin"] = check_vector(ctx, where, "origin", table.get("origin", [0.0, 0.0, 0.0]), COORDINATES)
     box = ("lower" in table) + ("upper" in table)
     if box == 1:
         raise ctx.error(f"[{where}] lower and upper go together (the total-field box)")
