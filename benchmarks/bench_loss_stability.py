@@ -5,6 +5,7 @@ the step's bound allows (docs/electromagnetics.md, "Conductivity and the time st
 
     PYTHONPATH=src python benchmarks/bench_loss_stability.py 300 lsrk45,rk4
 """
+import argparse
 import sys
 from pathlib import Path
 
@@ -20,7 +21,11 @@ keys = dict(elements=(2, 2, 2), order=3, periodic=[True, True, True])
 probe = build_system(MaxwellSystem, **keys)
 shape = probe.geometry.coords.shape[1:]
 h = probe.geometry.min_spacing
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 400
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("steps", type=int, nargs="?", default=400, help="steps per energy test (default 400)")
+parser.add_argument("integrators", nargs="?", default="lsrk45,rk4", help="comma-separated (default lsrk45,rk4)")
+ARGS = parser.parse_args()
+N = ARGS.steps
 
 def grows(integrator, q, r):
     bound = SPEC.cfl_bounds[("upwind", integrator)]
@@ -38,7 +43,7 @@ def grows(integrator, q, r):
             return True
     return system.energy(u) > e0
 
-for integrator in sys.argv[2].split(","):
+for integrator in ARGS.integrators.split(","):
     for q in (0.1, 0.5, 0.9):
         lo, hi = 0.0, 1.2
         while hi - lo > 0.01:

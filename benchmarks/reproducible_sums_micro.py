@@ -9,6 +9,7 @@ dssum of one and of three fields, dot of one and of three fields; the minimum ov
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -22,9 +23,13 @@ from lobatto.operators import Assembly
 CALLS = 60
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=8, help="elements per side (default 8)")
+    parser.add_argument("--order", type=int, default=7, help="N (default 7)")
+    args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
-    elements, order = (8, 8, 8), 7
+    elements, order = (args.elements,) * 3, args.order
     mine = partition_box(elements, comm.size, comm.rank, "rcb")
     mesh = box_mesh(elements, periodic=(True, True, True)).subset(mine)
     backend = get_backend("cpu")

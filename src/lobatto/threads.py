@@ -36,7 +36,7 @@ import math
 import os
 import time
 
-__all__ = ["apply_thread_policy", "choose_threads", "usable_cores", "busy_elsewhere", "POLICY_VARIABLE"]
+__all__ = ["apply_thread_policy", "choose_threads", "usable_cores", "busy_elsewhere", "set_threads", "POLICY_VARIABLE"]
 
 POLICY_VARIABLE = "LOBATTO_THREAD_POLICY"
 _CHOSEN = "LOBATTO_THREADS_CHOSEN"
@@ -106,6 +106,13 @@ def _local_ranks(environ) -> int:
         if value.isdigit():
             return max(int(value), 1)
     return 1
+
+
+def set_threads(environ: dict, threads: int) -> None:
+    """Give a child process's environment ``threads`` threads per rank as the user's choice
+    (the marker of a count chosen here is dropped, so the child keeps it)."""
+    environ["OMP_NUM_THREADS"] = str(threads)
+    environ.pop(_CHOSEN, None)
 
 
 def apply_thread_policy(environ=None, local_ranks: int | None = None) -> dict:

@@ -173,8 +173,8 @@ def test_one_element_cannot_be_shared_is_singular():
 def test_a_negative_permittivity_names_the_global_element(tmp_path):
     text = GOOD.replace("[2, 2, 2]", "[4, 2, 2]") + '\n[material.all]\nepsilon = "0.6 - x"\n'
     proc = run_cli("run", str(write_case(tmp_path, text)), "-o", str(tmp_path / "out"))
-    assert_one_line_error(proc, "[material.all] epsilon = -0.0511624 in element 2 (box index 2,0,0) centred at "
-                                "(0.625, 0.25, 0.25), expected a positive number")
+    assert_one_line_error(proc, "[material.all] epsilon = \"0.6 - x\" is -0.05116 in element 2 (box index 2,0,0) "
+                                "centred at (0.625, 0.25, 0.25); its values must be from 1e-30 to 1e+30")
 
 
 def _probe_run(tmp_path):

@@ -39,6 +39,7 @@ from lobatto.bench.scaling_analysis import _g, analyse, format_table, merge_stud
 from lobatto.bench.surroundings import find_mpiexec, git_commit, open_mpi_flags
 from lobatto.errors import InputError, SolverError
 from lobatto.mesh.partition import PARTITIONERS, rcb_box_part
+from lobatto.threads import set_threads
 
 MODES = ("strong", "weak")
 #: --overlap settings and what each writes as [parallel] overlap
@@ -209,7 +210,7 @@ def child_env(threads: int | None) -> dict:
     package_root = str(Path(__file__).resolve().parent.parent.parent)  # children import this lobatto
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if threads is not None:
-        env["OMP_NUM_THREADS"] = str(threads)
+        set_threads(env, threads)
     # the exchange is point to point; NVLink multicast only matters to collectives, and is
     # kept off so that runs on shared GPU hosts do not take it
     env.setdefault("NCCL_NVLS_ENABLE", "0")

@@ -125,7 +125,7 @@ SECTION_RANGES = {
     ("output.probes", "points"): COORDINATES,
     ("checkpoint", "every"): STEPS,
     ("checkpoint", "keep"): Range(1, 10**6, "checkpoints kept on disk"),
-    ("checkpoint", "wall_minutes"): Range(1e-3, 1e7, "minutes of wall time: from 0.06 s to 19 years"),
+    ("checkpoint", "wall_minutes"): Range(1e-6, 1e7, "minutes of wall time: from 60 us (every step) to 19 years"),
 }
 
 
