@@ -19,25 +19,10 @@ from lobatto.errors import InputError
 from lobatto.io.run_lock import LOCK_FILE, holder_of, lock_output_dir, release_output_dir
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+sys.path.insert(0, str(SRC.parent / "tests"))
+from held_write import ACOUSTICS  # noqa: E402
 
-# a run that lasts far longer than the test needs (it is killed): acoustics on a small box
-LONG_CASE = """
-[physics]
-equations = "acoustics"
-[mesh]
-elements = [2, 2, 2]
-[discretization]
-order = 3
-[time]
-t_end = 1e4
-[initial]
-p = "exp(-20*((x-0.5)**2 + (y-0.5)**2 + (z-0.5)**2))"
-[output]
-name = "{name}"
-every = 5
-formats = ["hdf5"]
-"""
-
+LONG_CASE = ACOUSTICS.replace("{t_end}", "1e4").replace("{every}", "5").replace("{formats}", '["hdf5"]')
 SHORT_CASE = LONG_CASE.replace("t_end = 1e4", "t_end = 0.05")
 
 

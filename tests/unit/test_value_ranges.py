@@ -29,6 +29,7 @@ from lobatto.systems.poisson.system import SPEC as POISSON
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "mpi"))
 import mpirun  # noqa: E402
+from test_navier_stokes_errors import BASE  # noqa: E402
 
 NUMERIC = ("positive", "nonnegative", "number", "expression", "expression_t", "positive_integer", "count")
 
@@ -82,28 +83,7 @@ def test_range_bounds_and_words():
 
 
 # ------------------------------------------------------------------- the findings, by CLI
-NS = """\
-[physics]
-equations = "navier_stokes"
-viscosity = 0.05
-force_x = "1"
-
-[mesh]
-elements = [2, 2, 2]
-lower = [0.0, -1.0, 0.0]
-upper = [2.0, 1.0, 1.0]
-periodic = [true, false, true]
-
-[discretization]
-order = 3
-
-[initial]
-ux = "1 - y**2"
-
-[time]
-dt = 0.05
-t_end = 0.1
-"""
+NS = BASE  # the Navier-Stokes channel of the error tests
 
 POISSON_CASE = """\
 [physics]
