@@ -572,6 +572,12 @@ class Simulation:
         finally:
             self.release_output_dir()
 
+    def close(self) -> None:
+        """Done with this run's output directory (without running to t_end): another run of
+        this process may write there now (io.run_lock: one live run per directory). The fields
+        stay readable."""
+        self.release_output_dir()
+
     def run_steps(self) -> dict:
         from lobatto.io.summary import write_summary
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import gc
 import json
 import os
 import socket
@@ -201,10 +202,12 @@ def claim_output_dir(directory) -> RunLock:
     directory = Path(directory)
     held = _held.get(_key(directory))
     if held is not None and held.run:
+        gc.collect()  # a dropped run in a reference cycle: its finalizer releases the claim now
+    if held is not None and held.run:
         raise InputError(f"{directory}: another run of this process (PID {os.getpid()}: a Simulation or steady run "
                          "set up and not yet run to its end) is using this output directory; two runs into one "
-                         "directory would mix or overwrite each other's files: finish that run first, or choose "
-                         "another output directory")
+                         "directory would mix or overwrite each other's files: finish that run first (run() to "
+                         "its end, or close() it), or choose another output directory")
     lock = lock_output_dir(directory)
     lock.run = True
     return lock
