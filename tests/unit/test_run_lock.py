@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from lobatto.errors import InputError
-from lobatto.io.run_lock import LOCK_FILE, claim_output_dir, holder_of, lock_output_dir, release_claim, release_output_dir
+from lobatto.io.run_lock import (LOCK_FILE, claim_output_dir, holder_of, lock_output_dir, release_claim,
+                                 release_output_dir)
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 sys.path.insert(0, str(SRC.parent / "tests"))
