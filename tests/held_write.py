@@ -17,7 +17,9 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-CASE = """
+# a run that lasts far longer than a test needs (it is signalled or killed): acoustics on a small box
+# (also tests/unit/test_run_lock.py's)
+ACOUSTICS = """
 [physics]
 equations = "acoustics"
 [mesh]
@@ -25,14 +27,16 @@ elements = [2, 2, 2]
 [discretization]
 order = 3
 [time]
-t_end = 100
+t_end = {t_end}
 [initial]
 p = "exp(-20*((x-0.5)**2 + (y-0.5)**2 + (z-0.5)**2))"
 [output]
-name = "held"
-every = 2
-formats = ["hdf5", "vtk"]
+name = "{name}"
+every = {every}
+formats = {formats}
 """
+
+CASE = ACOUSTICS.format(t_end=100, name="held", every=2, formats='["hdf5", "vtk"]')
 
 # `lobatto run`, with the third HDF5 snapshot (with several ranks: the file joining the parts)
 # held between its complete temporary and the rename

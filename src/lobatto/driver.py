@@ -25,7 +25,7 @@ from lobatto.errors import InputError, SolverError
 from lobatto.integrators import Stepper, get_scheme, plan_steps
 from lobatto.integrators.step_log import StepLog
 from lobatto.integrators.step_size import first_dt, landing_dt, next_dt, steps_left
-from lobatto.io.run_lock import lock_output_dir, release_output_dir
+from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
@@ -302,9 +302,9 @@ class Simulation:
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
         with collective_errors(comm):
-            if self.rank == 0:  # one run per directory; `lobatto run` took the lock already (re-entrant)
-                lock_output_dir(self.output_dir)
-                self.release_output_dir = weakref.finalize(self, release_output_dir, self.output_dir)
+            if self.rank == 0:  # one run per directory (io.run_lock): `lobatto run`'s lock, or a new one
+                claim_output_dir(self.output_dir)
+                self.release_output_dir = weakref.finalize(self, release_claim, self.output_dir)
             self.backend = get_backend(backend or case.backend.name, precision=case.backend.precision,
                                        device_id=node_local_rank(comm), rank=self.rank)
         if comm is not None:
@@ -571,6 +571,12 @@ class Simulation:
             return self.run_steps()
         finally:
             self.release_output_dir()
+
+    def close(self) -> None:
+        """Done with this run's output directory (without running to t_end): another run of
+        this process may write there now (io.run_lock: one live run per directory). The fields
+        stay readable."""
+        self.release_output_dir()
 
     def run_steps(self) -> dict:
         from lobatto.io.summary import write_summary

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from lobatto.errors import InputError
-from lobatto.resources import FIXED_BYTES, MARGIN, PRECISION_BYTES, format_gib
+from lobatto.resources import FIXED_BYTES, MARGIN, PRECISION_BYTES, biggest_item_message
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,4 @@ def check_allocation(items, host_available, device_available, what: str) -> None
         if available is None or not need or need <= available:
             continue
         top = max(items, key=lambda item: getattr(item, where))
-        raise InputError(f"{what} needs about {format_gib(need)} GiB more of {where} memory per "
-                         f"{'rank' if where == 'host' else 'GPU'} (the biggest item: {top.what}, "
-                         f"{format_gib(getattr(top, where))} GiB), {format_gib(available)} GiB available: "
-                         f"{top.advice or 'make it smaller'}")
+        raise InputError(biggest_item_message(what, need, where, top, available, " more"))

@@ -280,6 +280,15 @@ def _advice(estimate: dict, need, available, where: str) -> str:
     return f"use fewer [mesh] elements or a lower [discretization] order, or {more}"
 
 
+def biggest_item_message(what: str, need: float, where: str, top, available: float, extra: str = "") -> str:
+    """The one line of a run that does not fit, naming its biggest item ``top`` (a memory_items
+    Item); ``where``: "host" or "device"; ``extra``: " more" for a second, later check."""
+    per = "rank" if where == "host" else "GPU"
+    return (f"{what} needs about {format_gib(need)} GiB{extra} of {where} memory per {per} (the biggest item: "
+            f"{top.what}, {format_gib(getattr(top, where))} GiB), {format_gib(available)} GiB available: "
+            f"{top.advice or 'make it smaller'}")
+
+
 def check_fits(estimate: dict, host_available, device_available, what: str) -> None:
     """Raise InputError (one line) when the estimate exceeds the memory available.
 
@@ -297,10 +306,7 @@ def check_fits(estimate: dict, host_available, device_available, what: str) -> N
             per_rank = " per rank" if where == "host" else " per GPU"
             top = estimate.get(f"biggest_{where}_item")  # memory_items.with_items: a part outweighs the mesh
             if top is not None:
-                raise InputError(
-                    f"{what} needs about {format_gib(need)} GiB of {where} memory{per_rank} (the biggest item: "
-                    f"{top.what}, {format_gib(getattr(top, where))} GiB), {format_gib(available)} GiB available: "
-                    f"{top.advice or 'make it smaller'}")
+                raise InputError(biggest_item_message(what, need, where, top, available))
             raise InputError(
                 f"{what} needs about {format_gib(need)} GiB of {where} memory{per_rank} "
                 f"({int(estimate.get('elements_per_rank', 0)):,} elements on the rank), "

@@ -28,7 +28,7 @@ from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
 from lobatto.driver import SnapshotWriter, build_system, case_named, describe_mesh
 from lobatto.errors import InputError, SolverError
-from lobatto.io.run_lock import lock_output_dir, release_output_dir
+from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.io.summary import write_summary
 from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
 from lobatto.probes import TimeSeries
@@ -75,9 +75,9 @@ class SteadyRun:
         self.rank, self.size = rank_and_size(comm)
         self.output_dir = Path(output_dir if output_dir is not None else f"{case.name}_out")
         with collective_errors(comm):
-            if self.rank == 0:  # one run per directory (io.run_lock), re-entrant under `lobatto run`
-                lock_output_dir(self.output_dir)
-                self.release_output_dir = weakref.finalize(self, release_output_dir, self.output_dir)
+            if self.rank == 0:  # one run per directory (io.run_lock): `lobatto run`'s lock, or a new one
+                claim_output_dir(self.output_dir)
+                self.release_output_dir = weakref.finalize(self, release_claim, self.output_dir)
             self.backend = get_backend(backend or case.backend.name, precision=case.backend.precision,
                                        device_id=node_local_rank(comm), rank=self.rank)
         self.progress = progress if self.rank == 0 else None

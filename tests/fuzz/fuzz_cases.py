@@ -1307,12 +1307,16 @@ class Result:
     findings: list
 
 
-def run_cases(cases: list, timeout: float, jobs: int = 2, progress: Callable | None = None) -> list:
-    """Run the cases (``jobs`` at a time); results in the order of ``cases``."""
+def run_cases(cases: list, timeout: float, jobs: int = 2, progress: Callable | None = None,
+              run_one: Callable | None = None) -> list:
+    """Run the cases (``jobs`` at a time); results in the order of ``cases``. ``run_one(case)``:
+    runs and checks one case (another fuzzer's cases); default: a case file's text."""
 
     def one(case: FuzzCase) -> Result:
         outcome = run_text(case.text, timeout)
         return Result(case, outcome, check(case, outcome, timeout))
+
+    one = run_one or one
 
     results: list = [None] * len(cases)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

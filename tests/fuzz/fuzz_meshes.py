@@ -34,7 +34,6 @@ The exit status is 1 when there is a finding, else 0.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import json
 import os
@@ -394,27 +393,14 @@ def run_cases(cases: list, timeout: float, jobs: int = 2, progress=None, memory_
         outcome = run_case(case, timeout, memory_limit)
         return Result(case, outcome, check(case, outcome))
 
-    results: list = [None] * len(cases)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(one, c): i for i, c in enumerate(cases)}
-        for future in concurrent.futures.as_completed(futures):
-            i = futures[future]
-            results[i] = future.result()
-            if progress is not None:
-                progress(results[i])
-    return results
+    return fuzz_cases.run_cases(cases, timeout, jobs, progress, run_one=one)
 
 
 def run_round(seed: int, count: int, timeout: float = 30.0, jobs: int = 2, start: int = 0, progress=None) -> list:
     return run_cases(make_cases(seed, count, start), timeout, jobs, progress)
 
 
-def outcome_counts(results: list) -> dict:
-    counts: dict = {}
-    for r in results:
-        key = "timeout" if r.outcome.returncode is None else f"exit {r.outcome.returncode}"
-        counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items()))
+outcome_counts = fuzz_cases.outcome_counts
 
 
 def format_report(results: list, seed: int) -> str:

@@ -74,6 +74,7 @@ def test_cuda_continues_cuda_bitwise_and_cpu_to_1e13(tmp_path, system):
     first = Simulation(case, backend="cuda", output_dir=tmp_path / "a", comm=None)
     first.advance(7)
     path = first.checkpoint()
+    first.close()  # one live run per directory: the continued run writes there
     again = continued(case, "cuda", tmp_path / "a", path)
     assert again.step_count == on_gpu.step_count and again.t == on_gpu.t
     assert np.array_equal(host(again), host(on_gpu))
@@ -83,6 +84,8 @@ def test_cuda_continues_cuda_bitwise_and_cpu_to_1e13(tmp_path, system):
     assert np.abs(host(to_cpu) - host(on_cpu)).max() <= 1e-13 * scale
     cpu_first = Simulation(case, backend="cpu", output_dir=tmp_path / "c", comm=None)
     cpu_first.advance(7)
-    to_gpu = continued(case, "cuda", tmp_path / "c", cpu_first.checkpoint())
+    path = cpu_first.checkpoint()
+    cpu_first.close()
+    to_gpu = continued(case, "cuda", tmp_path / "c", path)
     assert np.abs(host(to_gpu) - host(on_cpu)).max() <= 1e-13 * scale
     assert to_gpu.summary["restarts"][0]["to"]["backend"] == "cuda"

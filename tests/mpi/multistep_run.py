@@ -28,6 +28,7 @@ sim = Simulation(case, "cpu", output)
 if len(sys.argv) > 2:  # a run cut at the step given, continued by a fresh Simulation
     sim.advance(int(sys.argv[2]))
     path = sim.checkpoint()
+    sim.close()  # one live run per directory: the fresh one writes there
     sim = Simulation(case, "cpu", output).restart(path)
 sim.run()
 ids = sim.system.mesh.element_ids

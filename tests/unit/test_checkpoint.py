@@ -78,6 +78,7 @@ def test_continued_run_equals_the_uninterrupted_one_bitwise(tmp_path, data, back
     first.advance(7)
     path = first.checkpoint()
     assert path == tmp_path / "part" / "checkpoints" / "run_000007"
+    first.close()  # one live run per directory: the continued run writes there
     rest = continued(case, backend, tmp_path / "part", path)
     assert rest.step_count == full.step_count and rest.t == full.t and rest.dt == full.dt
     assert np.array_equal(state(rest), state(full))
@@ -141,13 +142,17 @@ def test_numpy_and_cpu_backends_continue_each_other_to_1e13(tmp_path):
     full = uninterrupted(case, "cpu", tmp_path / "full")
     first = Simulation(case, backend="numpy", output_dir=tmp_path / "a", comm=None)
     first.advance(6)
-    on_cpu = continued(case, "cpu", tmp_path / "a", first.checkpoint())
+    path = first.checkpoint()
+    first.close()  # one live run per directory: the continued run writes there
+    on_cpu = continued(case, "cpu", tmp_path / "a", path)
     scale = np.abs(state(full)).max()
     assert np.abs(state(on_cpu) - state(full)).max() <= 1e-13 * scale
     assert on_cpu.summary["restarts"][0]["step"] == 6
     second = Simulation(case, backend="cpu", output_dir=tmp_path / "b", comm=None)
     second.advance(6)
-    on_numpy = continued(case, "numpy", tmp_path / "b", second.checkpoint())
+    path = second.checkpoint()
+    second.close()
+    on_numpy = continued(case, "numpy", tmp_path / "b", path)
     assert np.abs(state(on_numpy) - state(full)).max() <= 1e-13 * scale
 
 
@@ -189,6 +194,7 @@ def test_outputs_with_state_get_it_back(tmp_path):
     sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
     sim.series = Series(rows=17)
     path = sim.checkpoint()
+    sim.close()  # one live run per directory
     other = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
     other.series = Series(rows=0)
     other.restart(path)

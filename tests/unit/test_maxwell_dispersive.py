@@ -237,6 +237,7 @@ def test_checkpoint_restart_with_poles_is_bitwise(tmp_path):
     first = Simulation(case, backend="cpu", output_dir=tmp_path / "part", comm=None)
     first.advance(5)
     path = first.checkpoint()
+    first.close()  # one live run per directory: the restart writes there
     rest = Simulation(case, backend="cpu", output_dir=tmp_path / "part", comm=None).restart(path)
     rest.run()
     assert rest.step_count == full.step_count > 5

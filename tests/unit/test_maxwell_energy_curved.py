@@ -32,7 +32,9 @@ def simulation(tmp_path, mesh, order, flux, material=None, backend="cpu"):
             "time": {"t_end": 1.0, "cfl": 0.4}, "output": {"formats": []}}
     if material:
         data["material"] = material
-    return Simulation(case_from_dict(data, name="energy"), backend=backend, output_dir=str(tmp_path), comm=None)
+    sim = Simulation(case_from_dict(data, name="energy"), backend=backend, output_dir=str(tmp_path), comm=None)
+    sim.close()  # only its system is used: the next one may take the directory (one live run per directory)
+    return sim
 
 
 def energy_rate(sim, rng):

@@ -181,6 +181,7 @@ def test_restart_continues_bitwise(tmp_path):
     first.advance(5)
     assert np.abs(first.system.terms[0].aux).max() > 1e-3  # the layer holds state at the checkpoint
     path = first.checkpoint()
+    first.close()  # one live run per directory: the restart writes there
     rest = Simulation(case, backend="cpu", output_dir=tmp_path / "part", comm=None).restart(path)
     rest.run()
     assert rest.step_count == full.step_count and rest.t == full.t

@@ -79,6 +79,7 @@ def monitored_run(case, select):
         u = np.asarray(sim.backend.to_host(sim.u))
         for name, on in groups.items():
             largest[name] = max(largest[name], float(np.abs(u[:, on]).max()))
+    sim.close()  # its fields stay readable; the next run may use the directory
     return sim, largest
 
 
@@ -155,6 +156,7 @@ def test_restart_continues_bitwise(tmp_path):
     first.advance(40)
     assert np.abs(first.system.terms[0].aux).max() > 0.1  # the auxiliary wave is in the box at the checkpoint
     path = first.checkpoint()
+    first.close()  # done with the directory: the restart writes there (one live run per directory)
     rest = Simulation(case, backend="cpu", output_dir=tmp_path / "part", comm=None).restart(path)
     rest.run()
     assert rest.step_count == full.step_count and rest.t == full.t

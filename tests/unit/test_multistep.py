@@ -182,6 +182,7 @@ def test_restart_in_the_middle_equals_the_uninterrupted_run(tmp_path, time):
     early, early_taken = first.checkpoint(), first.stepper.steps_taken
     first.advance(35)
     path, taken = first.checkpoint(), first.stepper.steps_taken
+    first.close()  # one live run per directory: the continued runs write there
     for checkpoint, step, steps_taken in ((early, 2, early_taken), (path, 37, taken)):
         later = simulation(tmp_path, "parts", **time).restart(checkpoint)
         # (BDF3's first step is several sub-steps: steps_taken counts those)

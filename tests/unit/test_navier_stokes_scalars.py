@@ -209,3 +209,35 @@ def test_channel_example_parses_and_runs(tmp_path):
     # the walls hold their temperatures, and the flow rate its target
     assert sim.system.flow_rate.mean(sim.u[:3]) == pytest.approx(
         case.physics.flow_rate, rel=1e-10)
+
+
+def test_a_second_scalar_with_boundary_data_is_set_up_and_runs(tmp_path):
+    """examples/channel.toml made small, with a second scalar fixed on a wall and an inflow
+    face of its own: set-up crashed (the check loop of the first scalar reused the name of the
+    face-group array, so the second's face groups were a string)."""
+    import tomllib
+
+    data = tomllib.loads(EXAMPLE.read_text())
+    data["physics"]["scalars"] = ["temperature", "dye"]
+    data["scalar"]["dye"] = {"diffusivity": 0.01}
+    data["mesh"].update(elements=[2, 2, 1], periodic=[False, False, True])
+    data["mesh"]["boundaries"] = {"xmax": "outflow"}
+    data["discretization"]["order"] = 3
+    data["time"].update(dt=0.01, t_end=0.02)
+    del data["physics"]["flow_rate"], data["physics"]["flow_direction"]
+    data["boundary"]["xmin"] = {"ux": "1 - y**2", "temperature": 0.5, "dye": "1 - y**2"}
+    data["boundary"]["ymax"]["dye"] = 0.25
+    data["output"] = {"formats": [], "log_every": 0}
+    sim = Simulation(case_from_dict(data, name="channel2"), backend="cpu", output_dir=tmp_path, comm=None)
+    temperature, dye = sim.system.scalars.scalars
+    assert dye.name == "dye" and dye.dirichlet == {"xmin", "ymax"}
+    assert dye.dirichlet_faces.any() and {f.name for f in dye.values} == {"xmin", "ymax"}
+    assert temperature.dirichlet_faces.sum() > dye.dirichlet_faces.sum()  # ymin, ymax, xmin
+    sim.advance(2)
+    assert sim.step_count == 2
+    fields, (x, y, _) = sim.fields(), sim.system.geometry.coords
+    assert np.isfinite(fields["dye"]).all() and np.isfinite(fields["temperature"]).all()
+    wall = np.isclose(y, 1.0) & (x > 1e-12)  # ymax away from the inflow's edge
+    np.testing.assert_allclose(fields["dye"][wall], 0.25, atol=1e-12)
+    inflow = np.isclose(x, 0.0) & (np.abs(y) < 1 - 1e-12)
+    np.testing.assert_allclose(fields["dye"][inflow], (1 - y**2)[inflow], atol=1e-12)

@@ -16,28 +16,14 @@ from pathlib import Path
 import pytest
 
 from lobatto.errors import InputError
-from lobatto.io.run_lock import LOCK_FILE, holder_of, lock_output_dir, release_output_dir
+from lobatto.io.run_lock import (LOCK_FILE, claim_output_dir, holder_of, lock_output_dir, release_claim,
+                                 release_output_dir)
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+sys.path.insert(0, str(SRC.parent / "tests"))
+from held_write import ACOUSTICS  # noqa: E402
 
-# a run that lasts far longer than the test needs (it is killed): acoustics on a small box
-LONG_CASE = """
-[physics]
-equations = "acoustics"
-[mesh]
-elements = [2, 2, 2]
-[discretization]
-order = 3
-[time]
-t_end = 1e4
-[initial]
-p = "exp(-20*((x-0.5)**2 + (y-0.5)**2 + (z-0.5)**2))"
-[output]
-name = "{name}"
-every = 5
-formats = ["hdf5"]
-"""
-
+LONG_CASE = ACOUSTICS.replace("{t_end}", "1e4").replace("{every}", "5").replace("{formats}", '["hdf5"]')
 SHORT_CASE = LONG_CASE.replace("t_end = 1e4", "t_end = 0.05")
 
 
@@ -136,7 +122,8 @@ time.sleep(120)
 
 
 def test_python_api_refuses_a_live_directory(tmp_path):
-    """lobatto.run / Simulation take the same lock; within one process the lock is re-entrant."""
+    """lobatto.run / Simulation take the same lock; lock_output_dir within one process counts its
+    holders (the last releases it)."""
     import lobatto
 
     out = tmp_path / "out"
@@ -194,3 +181,54 @@ def test_a_case_refused_at_set_up_frees_the_directory(tmp_path):
     finally:
         holder.kill()
         holder.communicate(timeout=30)
+
+
+def _api_case(name: str):
+    import lobatto
+
+    return lobatto.case_from_dict({"physics": {"equations": "acoustics"}, "mesh": {"elements": [1, 1, 1]},
+                                   "discretization": {"order": 2}, "time": {"t_end": 0.01},
+                                   "initial": {"p": "exp(-20*((x-0.5)**2 + (y-0.5)**2))"}}, name=name)
+
+
+def test_two_live_simulations_of_one_process_are_refused(tmp_path):
+    """A second Simulation into the directory of one set up (not run to its end) in the same
+    process is refused naming this process's PID; once the first has run, a new one proceeds."""
+    import lobatto
+
+    out = tmp_path / "out"
+    first = lobatto.Simulation(_api_case("first"), backend="cpu", output_dir=out, comm=None)
+    first.advance(1)
+    with pytest.raises(InputError) as refused:
+        lobatto.Simulation(_api_case("second"), backend="cpu", output_dir=out, comm=None)
+    line = str(refused.value)
+    assert f"PID {os.getpid()}" in line and str(out) in line and "\n" not in line, line
+    with pytest.raises(InputError, match=rf"PID {os.getpid()}"):  # lobatto.run takes the same path
+        lobatto.run(_api_case("third"), output_dir=out, backend="cpu")
+    assert not (out / "summary.json").exists() and (out / LOCK_FILE).exists()
+    first.run()  # to its end: releases the directory
+    assert not (out / LOCK_FILE).exists() and json.loads((out / "summary.json").read_text())["case"] == "first"
+    again = lobatto.run(_api_case("again"), output_dir=out, backend="cpu")
+    assert again.summary["t_final"] == pytest.approx(0.01)
+    assert json.loads((out / "summary.json").read_text())["case"] == "again"
+
+
+def test_the_command_lines_lock_is_handed_to_one_run(tmp_path):
+    """`lobatto run` (in this process) takes the lock and hands it to the run it starts; a lock
+    taken with lock_output_dir is handed to one run at a time, and stays with its taker."""
+    from lobatto.cli import main
+
+    case, out = tmp_path / "cli.toml", tmp_path / "out"
+    case.write_text(SHORT_CASE.format(name="cli"))
+    assert main(["run", str(case), "-o", str(out), "--quiet"]) == 0
+    assert json.loads((out / "summary.json").read_text())["case"] == "cli" and not (out / LOCK_FILE).exists()
+    lock_output_dir(out)  # as the command line does, then its runs in turn
+    claim_output_dir(out)
+    with pytest.raises(InputError, match=rf"PID {os.getpid()}"):
+        claim_output_dir(out)
+    release_claim(out)
+    claim_output_dir(out)
+    release_claim(out)
+    assert (out / LOCK_FILE).exists()  # still the taker's
+    release_output_dir(out)
+    assert not (out / LOCK_FILE).exists()

@@ -29,6 +29,7 @@ from lobatto.systems.poisson.system import SPEC as POISSON
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "mpi"))
 import mpirun  # noqa: E402
+from test_navier_stokes_errors import BASE  # noqa: E402
 
 NUMERIC = ("positive", "nonnegative", "number", "expression", "expression_t", "positive_integer", "count")
 
@@ -82,28 +83,7 @@ def test_range_bounds_and_words():
 
 
 # ------------------------------------------------------------------- the findings, by CLI
-NS = """\
-[physics]
-equations = "navier_stokes"
-viscosity = 0.05
-force_x = "1"
-
-[mesh]
-elements = [2, 2, 2]
-lower = [0.0, -1.0, 0.0]
-upper = [2.0, 1.0, 1.0]
-periodic = [true, false, true]
-
-[discretization]
-order = 3
-
-[initial]
-ux = "1 - y**2"
-
-[time]
-dt = 0.05
-t_end = 0.1
-"""
+NS = BASE  # the Navier-Stokes channel of the error tests
 
 POISSON_CASE = """\
 [physics]
@@ -162,6 +142,18 @@ CASES = {
                         ["[checkpoint] keep must be an integer from 1 to 1e+06"]),
     "probe_point": (NS + "\n[output.probes]\npoints = [[1e300, 0.0, 0.0]]\n",
                     ["[output.probes] points", "from -1e+100 to 1e+100"]),
+    # time-dependent data within range at t = 0 and out of it at t_end = 0.1: refused at set-up
+    # (the steps do not check it; it was refused at step 1, t = 0.05, on the ranks that own it)
+    "force_at_t_end": (NS.replace('force_x = "1"', 'force_x = "exp(8000*t)"'),
+                       ['[physics] force_x = "exp(8000*t)" is inf', "at t = 0.1 "]),
+    "inflow_at_t_end": (NS + '\n[boundary.ymin]\nux = "exp(8000*t)*(2 + x)"\n',
+                        ['[boundary.ymin] ux = "exp(8000*t)*(2 + x)" is inf', "at t = 0.1 "]),
+    "scalar_source_at_t_end": (NS.replace('force_x = "1"', 'force_x = "1"\nscalars = ["T"]')
+                               + '\n[scalar.T]\ndiffusivity = 0.01\nsource = "exp(8000*t)"\n',
+                               ['[scalar.T] source = "exp(8000*t)" is inf', "at t = 0.1 "]),
+    "scalar_boundary_at_t_end": (NS.replace('force_x = "1"', 'force_x = "1"\nscalars = ["T"]')
+                                 + '\n[scalar.T]\ndiffusivity = 0.01\n\n[boundary.ymax]\nT = "exp(8000*t)*(2 + x)"\n',
+                                 ['[boundary.ymax] T = "exp(8000*t)*(2 + x)" is inf', "at t = 0.1 "]),
 }
 
 
@@ -195,7 +187,7 @@ def test_a_value_out_of_range_is_one_line_naming_the_key(tmp_path, name):
 
 @pytest.mark.skipif(mpirun.SKIP_REASON is not None, reason=mpirun.SKIP_REASON or "")
 @pytest.mark.parametrize("nprocs", [2, 3])
-@pytest.mark.parametrize("name", ["poisson_k", "poisson_boundary", "force_on_the_mesh"])
+@pytest.mark.parametrize("name", ["poisson_k", "poisson_boundary", "force_on_the_mesh", "inflow_at_t_end"])
 def test_values_checked_on_the_mesh_stop_every_rank(tmp_path, name, nprocs):
     """The mesh's values are on some ranks only: still one line, exit 2, no hang."""
     text, fragments = CASES[name]

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lobatto.config.dft import check_frequencies
-from lobatto.config.ranges import COORDINATES, LARGE, SMALL, Range, check_vector
-from lobatto.config.schema import _Ctx, _is_number, _table
+from lobatto.config.ranges import COORDINATES, LARGE, SMALL, Range, check_vector, is_number
+from lobatto.config.schema import _Ctx, _table
 
 KEYS = ("frequencies", "lower", "upper", "region", "origin", "theta", "phi", "incident", "absorption_lower",
         "absorption_upper", "absorption_region")
@@ -85,7 +85,7 @@ def _angles(ctx: _Ctx, where: str, table: Mapping[str, Any], key: str, default: 
     if not isinstance(values, (list, tuple)) or not values:
         raise ctx.bad(where, key, f"a non-empty list of angles in degrees (0 to {top:g})", values)
     for i, a in enumerate(values):
-        if not (_is_number(a) and math.isfinite(a) and 0 <= a <= top):
+        if not (is_number(a) and math.isfinite(a) and 0 <= a <= top):
             raise ctx.bad(where, f"{key}[{i}]", f"an angle in degrees from 0 to {top:g}", a)
     return tuple(float(a) for a in values)
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lobatto.config.physics import PhysicsSpec
-from lobatto.config.ranges import section_range
-from lobatto.config.schema import _Ctx, _int, _is_number, _show, _table
+from lobatto.config.ranges import is_number, section_range
+from lobatto.config.schema import _Ctx, _int, _show, _table
 
 #: a probe point's coordinates (config/ranges.py)
 POINT_RANGE = section_range("output.probes", "points")
@@ -56,7 +56,7 @@ def parse_probes(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> Pro
     checked = []
     for i, point in enumerate(points):
         if not (isinstance(point, (list, tuple)) and len(point) == 3
-                and all(_is_number(v) and math.isfinite(v) for v in point)):
+                and all(is_number(v) and math.isfinite(v) for v in point)):
             raise ctx.bad(where, f"points[{i}]", "a point [x, y, z] of 3 finite numbers", point)
         if not all(POINT_RANGE.contains(v) for v in point):
             raise ctx.bad(where, f"points[{i}]", f"a point [x, y, z] of numbers {POINT_RANGE.describe()}", point)

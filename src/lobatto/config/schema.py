@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import PhysicsSpec
-from lobatto.config.ranges import section_range
+from lobatto.config.ranges import is_number, section_range
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -526,10 +526,6 @@ def _table(ctx: _Ctx, data: Mapping[str, Any], section: str, key: str, required=
     return dict(value)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _get(table: Mapping, key: str, default: Any, ctx: _Ctx, section: str, required_hint: str = ""):
     if key in table:
         return table[key]
@@ -597,7 +593,7 @@ def _positive(ctx, section, table, key, default, required_hint=""):
     v = _get(table, key, default, ctx, section, required_hint)
     if v is None:
         return None
-    if not _is_number(v) or not math.isfinite(v) or v <= 0:
+    if not is_number(v) or not math.isfinite(v) or v <= 0:
         raise ctx.bad(section, key, "a positive number", v)
     return _within(ctx, section, key, float(v), "a number", v)
 
@@ -616,7 +612,7 @@ def _vector(ctx, section, table, key, default, kind, required_hint=""):
         if kind == "posint":
             ok = isinstance(x, int) and not isinstance(x, bool) and x >= 1
         elif kind == "float":
-            ok = _is_number(x) and math.isfinite(x)
+            ok = is_number(x) and math.isfinite(x)
             x = float(x) if ok else x
         else:
             ok = isinstance(x, bool)
@@ -637,7 +633,7 @@ def _expressions(ctx, section: str, table: Mapping | None, names: tuple, variabl
             continue
         text = table[name]
         if not isinstance(text, str):
-            if _is_number(text):
+            if is_number(text):
                 text = repr(float(text)) if isinstance(text, float) else str(text)
             else:
                 raise ctx.bad(

@@ -30,8 +30,8 @@ import numpy as np
 
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import KEY_KINDS, Key, PhysicsSpec
-from lobatto.config.ranges import show_value
-from lobatto.config.schema import (SIDES, _bool, _check_keys, _choice, _Ctx, _get, _int, _is_number, _positive,
+from lobatto.config.ranges import is_number, show_value
+from lobatto.config.schema import (SIDES, _bool, _check_keys, _choice, _Ctx, _get, _int, _positive,
                                    _show, _table)
 from lobatto.errors import InputError
 
@@ -82,14 +82,14 @@ def _kind_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
     if kind == "names":
         return _names(ctx, section, table, key)
     value = _get(table, name, key.default, ctx, section)  # "number", "nonnegative"
-    if not _is_number(value) or not math.isfinite(value) or (kind == "nonnegative" and value < 0):
+    if not is_number(value) or not math.isfinite(value) or (kind == "nonnegative" and value < 0):
         raise ctx.bad(section, name, KEY_KINDS[kind], value)
     return float(value)
 
 
 def _expression(ctx, section, table, key, variables=EXPRESSION_VARIABLES):
     text = _get(table, key.name, key.default, ctx, section)
-    if _is_number(text):
+    if is_number(text):
         text = repr(float(text)) if isinstance(text, float) else str(text)
     if not isinstance(text, str):
         raise ctx.bad(section, key.name, KEY_KINDS["expression"], text)

@@ -11,8 +11,13 @@ so a lock file left behind by a dead process is taken over by the next run: ther
 "stale lock" to clean up by hand. On release the holder removes the file while it still
 holds the lock; a run that opened the old file meanwhile sees, once it gets the lock, that
 the path no longer names the file it locked, and tries again (two runs can never both hold
-the directory). Locks are per process and re-entrant: the command line takes the lock, and
-the Simulation it creates in the same process counts as the same holder.
+the directory).
+
+Within one process the lock is taken once (``lock_output_dir``, as ``lobatto run`` does before
+it writes or removes anything) and handed to one run at a time (``claim_output_dir``, as a
+Simulation or steady run does at set-up): the command line's lock is handed to the run it
+starts, while a second live run of the same process into the directory (two Simulations set
+up, the first not run to its end nor collected) is refused as another process's run is.
 
 flock is honoured by every local file system and by NFS (Linux emulates it with NFS byte-range
 locks, which the server arbitrates between clients); some FUSE and object-store mounts ignore
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import gc
 import json
 import os
 import socket
@@ -39,7 +45,8 @@ try:
 except ImportError:  # not POSIX: no lock (two runs into one directory are not detected)
     fcntl = None
 
-__all__ = ["LOCK_FILE", "RunLock", "lock_output_dir", "release_output_dir", "release_all", "holder_of"]
+__all__ = ["LOCK_FILE", "RunLock", "lock_output_dir", "release_output_dir", "claim_output_dir", "release_claim",
+           "release_all", "holder_of"]
 
 LOCK_FILE = ".lobatto.lock"
 #: a run that holds the lock writes its description right after taking it; a reader that
@@ -50,10 +57,11 @@ _held: dict[str, "RunLock"] = {}  # resolved directory -> this process's lock on
 
 
 class RunLock:
-    """This process's lock on one output directory (``count`` holders in this process)."""
+    """This process's lock on one output directory (``count`` holders in this process; ``run``:
+    whether a run has claimed it)."""
 
     def __init__(self, directory: Path, fd: int):
-        self.directory, self.fd, self.count = directory, fd, 1
+        self.directory, self.fd, self.count, self.run = directory, fd, 1, False
 
     @property
     def path(self) -> Path:
@@ -184,6 +192,34 @@ def release_output_dir(directory) -> None:
     if held.count <= 0:
         held.release()
         _held.pop(key, None)
+
+
+def claim_output_dir(directory) -> RunLock:
+    """A run's hold on ``directory`` (rank 0, inside ``collective_errors``): the lock this
+    process holds (``lobatto run`` took it) or else a new one, claimed by this run. InputError
+    (one line naming this process's PID) when another run of this process has claimed it and
+    not released it; another process's lock is refused as in :func:`lock_output_dir`."""
+    directory = Path(directory)
+    held = _held.get(_key(directory))
+    if held is not None and held.run:
+        gc.collect()  # a dropped run in a reference cycle: its finalizer releases the claim now
+    if held is not None and held.run:
+        raise InputError(f"{directory}: another run of this process (PID {os.getpid()}: a Simulation or steady run "
+                         "set up and not yet run to its end) is using this output directory; two runs into one "
+                         "directory would mix or overwrite each other's files: finish that run first (run() to "
+                         "its end, or close() it), or choose another output directory")
+    lock = lock_output_dir(directory)
+    lock.run = True
+    return lock
+
+
+def release_claim(directory) -> None:
+    """The run that claimed ``directory`` is done: the next run may claim it; the lock itself
+    is released with its last holder (:func:`release_output_dir`)."""
+    held = _held.get(_key(Path(directory)))
+    if held is not None:
+        held.run = False
+    release_output_dir(directory)
 
 
 def release_all() -> None:

@@ -92,6 +92,19 @@ class FlowBoundaries:
         #: sets it over the ranks; a rank may have no group and still take part)
         self.lifted = bool(self.groups)
 
+    def check(self, times) -> None:
+        """InputError unless the data is within its declared range at the ``times`` (the run's
+        start and end, at set-up; the steps do not check it: a device sync each step, and an
+        error on one rank only)."""
+        xp = self.backend.xp
+        for t in times if self.time_dependent else (0.0,):
+            for g in self.groups:
+                x, y, z = g.coords
+                for c, e in enumerate(g.expressions):
+                    if e is not None:
+                        check_expression_values(e.evaluate(xp, x=x, y=y, z=z, t=float(t)), BOUNDARY_RANGE,
+                                                f"[boundary.{g.name}] {COMPONENTS[c]}", e.text, t, xp)
+
     def values(self, t: float) -> list:
         """[(3, rows, n, n) backend array] per group: the boundary velocity at time t."""
         if self._cached is not None:
@@ -103,8 +116,7 @@ class FlowBoundaries:
             v = xp.zeros((3,) + x.shape, dtype=self.backend.dtype)
             for c, e in enumerate(g.expressions):
                 if e is not None:
-                    v[c] = check_expression_values(e.evaluate(xp, x=x, y=y, z=z, t=float(t)), BOUNDARY_RANGE,
-                                                   f"[boundary.{g.name}] {COMPONENTS[c]}", e.text, t, xp)
+                    v[c] = e.evaluate(xp, x=x, y=y, z=z, t=float(t))
             out.append(v)
         if not self.time_dependent:
             self._cached = out

@@ -67,9 +67,16 @@ class Scalar:
     fluxes: list  # ScalarFaces with flux data
 
 
-def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, first_index: int) -> list:
+def times_of(expression, times) -> tuple:
+    """The times at which an expression's range is checked: ``times`` if it uses t, else 0."""
+    return tuple(times) if "t" in expression.variables_used else (0.0,)
+
+
+def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, first_index: int,
+                      times=(0.0,)) -> list:
     """The [physics] scalars of a case as :class:`Scalar` (InputError for a velocity face
-    without a value, or a boundary that gives both a value and a flux)."""
+    without a value, a boundary that gives both a value and a flux, or data outside its range
+    at one of the ``times``)."""
     names = tuple(case.physics.scalars)
     tables = case.tables.get("boundary", {})
     groups = np.array(list(mesh.group_names) + [""], dtype=object)
@@ -108,14 +115,19 @@ def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, firs
                 weights = face_weights * geometry.surface_jacobian[rows, face]
                 faces["values" if key == name else "fluxes"].append(
                     ScalarFaces(face, backend.xp.asarray(rows), coords, backend.asarray(weights), data[key], side))
-        x, y, z = geometry.coords  # the data's range at the start, before any work (on every rank)
-        check_expression_values(settings["source"].evaluate(np, x=x, y=y, z=z, t=0.0), VALUES,
-                                f"[scalar.{name}] source", settings["source"].text, 0.0)
+        # the data's range at the run's start and end, before any work (on every rank; the
+        # caller gathers the errors); not in the steps: a device sync each step, and an error
+        # on one rank only (a value that leaves it mid-run shows in the fields instead)
+        x, y, z = geometry.coords
+        for t in times_of(settings["source"], times):
+            check_expression_values(settings["source"].evaluate(np, x=x, y=y, z=z, t=t), VALUES,
+                                    f"[scalar.{name}] source", settings["source"].text, t)
         for kind, key in (("values", name), ("fluxes", flux_key)):
             for f in faces[kind]:
                 fx, fy, fz = f.coords
-                check_expression_values(f.expression.evaluate(backend.xp, x=fx, y=fy, z=fz, t=0.0), VALUES,
-                                        f"[boundary.{f.name}] {key}", f.expression.text, 0.0, backend.xp)
+                for t in times_of(f.expression, times):
+                    check_expression_values(f.expression.evaluate(backend.xp, x=fx, y=fy, z=fz, t=t), VALUES,
+                                            f"[boundary.{f.name}] {key}", f.expression.text, t, backend.xp)
         out.append(Scalar(name, first_index + s, float(settings["diffusivity"]), settings["source"],
                           float(settings["tolerance"]), int(settings["max_iterations"]), dirichlet,
                           dirichlet_faces, faces["values"], faces["fluxes"]))
@@ -199,23 +211,22 @@ class ScalarTransport:
         self.totals[c] += result.iterations
         return result.x[0] + lifting if lifting is not None else result.x[0]
 
-    def _evaluate(self, expression, x, y, z, t, what):
+    def _evaluate(self, expression, x, y, z, t):
         xp = self.backend.xp
         values = expression.evaluate(xp, x=x, y=y, z=z, t=float(t))
-        values = xp.broadcast_to(xp.asarray(values, dtype=self.backend.dtype), x.shape)
-        return check_expression_values(values, VALUES, what, expression.text, t, xp)
+        return xp.broadcast_to(xp.asarray(values, dtype=self.backend.dtype), x.shape)
 
     def _add_source(self, rhs, s: Scalar, t):
         if s.source.is_constant and float(s.source.evaluate(np)) == 0.0:
             return
         x, y, z = self.coords
-        rhs += self.mass * self._evaluate(s.source, x, y, z, t, f"[scalar.{s.name}] source")
+        rhs += self.mass * self._evaluate(s.source, x, y, z, t)
 
     def _add_flux(self, rhs, s: Scalar, t):
         """<phi, g> on the flux faces (local; assembled with the rest)."""
         for f in s.fluxes:
             index = (f.rows,) + face_slice(f.face, self.system.order)[1:]
-            rhs[index] += f.weights * self._evaluate(f.expression, *f.coords, t, f"[boundary.{f.name}] {s.name}_flux")
+            rhs[index] += f.weights * self._evaluate(f.expression, *f.coords, t)
 
     def _lifting(self, s: Scalar, t, assembly):
         """(E, n, n, n) continuous: the boundary values on the Dirichlet points (copies where
@@ -225,7 +236,7 @@ class ScalarTransport:
         lift = xp.zeros((2,) + tuple(shape), dtype=self.backend.dtype)  # values, and how many gave one
         for f in s.values:
             index = (f.rows,) + face_slice(f.face, self.system.order)[1:]
-            lift[0][index] = self._evaluate(f.expression, *f.coords, t, f"[boundary.{f.name}] {s.name}")
+            lift[0][index] = self._evaluate(f.expression, *f.coords, t)
             lift[1][index] = 1.0
         assembly.dssum(lift)
         return lift[0] / (lift[1] + (lift[1] == 0))

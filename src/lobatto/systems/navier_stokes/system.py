@@ -152,11 +152,13 @@ class NavierStokesSystem(System):
             # only tables with velocity data make velocity faces (a scalar's alone leaves a wall one)
             flow_tables = {name: t for name, t in tables.items() if any(c in t for c in ("ux", "uy", "uz"))}
             boundaries = FlowBoundaries(mesh, geometry, backend, kinds, flow_tables)
-            scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields))
-            force = Force(physics, geometry, backend)
-            if force is not None and force.time_dependent:
-                force.weak(0.0)  # its range checked before any work (here, on every rank)
-            boundaries.values(0.0)
+            # the data's range at the start and the end, checked here (on every rank, before
+            # any work) and not in the steps: a value that leaves it mid-run shows in the
+            # fields, which the driver's finite-state check stops collectively
+            times = (0.0, float(case.time.t_end))
+            scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields), times)
+            force = Force(physics, geometry, backend, times)
+            boundaries.check(times)
             check_start(case, physics, geometry, backend)
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
@@ -395,26 +397,37 @@ class _Timed:
 class Force:
     """The body force B f(t) (weak, element-local), evaluated once when it does not depend on t."""
 
-    def __new__(cls, physics, geometry, backend):
+    def __new__(cls, physics, geometry, backend, times=(0.0,)):
         if all(physics[f"force_{a}"].is_constant and float(physics[f"force_{a}"].evaluate(np)) == 0.0 for a in "xyz"):
             return None
         return super().__new__(cls)
 
-    def __init__(self, physics, geometry, backend):
+    def __init__(self, physics, geometry, backend, times=(0.0,)):
+        """``times``: where the force's range is checked (the run's start and end), once here:
+        the steps do not check it (a device sync each step, and an error on one rank only)."""
         self.expressions = [physics[f"force_{a}"] for a in "xyz"]
         self.backend = backend
         self.time_dependent = any("t" in e.variables_used for e in self.expressions)
         self.mass = backend.asarray(geometry.mass)
-        self.coords = backend.asarray(geometry.coords) if self.time_dependent else None
-        self._fixed = None if self.time_dependent else self._evaluate(backend.asarray(geometry.coords), 0.0)
+        coords = backend.asarray(geometry.coords)
+        self.coords = coords if self.time_dependent else None
+        self._check(coords, times if self.time_dependent else (0.0,))
+        self._fixed = None if self.time_dependent else self._evaluate(coords, 0.0)
 
-    def _evaluate(self, coords, t):
+    def _values(self, coords, t):
         xp = self.backend.xp
         x, y, z = coords
-        values = xp.stack([e.evaluate(xp, x=x, y=y, z=z, t=float(t)) for e in self.expressions])
-        for a, e, v in zip("xyz", self.expressions, values):  # the declared range of each component
-            check_expression_values(v, KEYS[f"force_{a}"].valid_range, f"[physics] force_{a}", e.text, t, xp)
-        return values * self.mass
+        return xp.stack([e.evaluate(xp, x=x, y=y, z=z, t=float(t)) for e in self.expressions])
+
+    def _evaluate(self, coords, t):
+        return self._values(coords, t) * self.mass
+
+    def _check(self, coords, times) -> None:
+        """InputError unless each component is within its declared range at the ``times``."""
+        xp = self.backend.xp
+        for t in times:
+            for a, e, v in zip("xyz", self.expressions, self._values(coords, t)):
+                check_expression_values(v, KEYS[f"force_{a}"].valid_range, f"[physics] force_{a}", e.text, t, xp)
 
     def weak(self, t):
         return self._fixed if self._fixed is not None else self._evaluate(self.coords, t)
