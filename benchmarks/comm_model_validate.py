@@ -66,7 +66,8 @@ def worker(args) -> None:
     case = maxwell_case(elements, args.order, args.backend)
     with tempfile.TemporaryDirectory() as tmp:
         sim = Simulation(case, output_dir=tmp, comm=comm if P > 1 else None)
-        alone_sim = one_rank_simulation(comm, args.block, args.order, args.backend, tmp) if P > 1 else None
+        alone_sim = (one_rank_simulation(comm, args.block, args.order, args.backend, os.path.join(tmp, "alone"))
+                     if P > 1 else None)  # a directory of its own: sim is live in tmp
         sim.advance(5)  # warm-up: compilation, graph recording
         if alone_sim is not None:
             alone_sim.advance(5)

@@ -203,7 +203,7 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
         split = comm.allreduce(int(multi.system.split), op=MPI.MIN)
         del multi
         gc.collect()
-        alone = one_rank_simulation(comm, block, order, backend_name, tmp, local_rank)
+        alone = one_rank_simulation(comm, block, order, backend_name, os.path.join(tmp, "alone"), local_rank)
         comm.Barrier()
         t_alone = comm.allreduce(seconds_per_step(alone, None, steps, chunks), op=MPI.MAX) / stages
         # rank 0 alone on the machine (the others sleep: a spinning rank would take a core): the
