@@ -118,6 +118,9 @@ def resonances(samples, dt: float, *, band=None, pencil: int | None = None, rank
     else:
         keep = np.ones(s.size, dtype=bool)
         amplitude = np.abs(amplitudes)
+    # a real negative pole (omega = pi/dt) alternates in sign each sample: an oscillation at the
+    # Nyquist frequency cannot be told from aliased noise, so it is never reported as a mode
+    keep &= np.abs(omega) < np.pi / dt * (1 - 1e-9)
     phase = np.angle(amplitudes)
     fitted = int(keep.sum())
     good = keep & (relative <= max_error) & (error <= max_shift * 2 * np.pi / (n * dt))
