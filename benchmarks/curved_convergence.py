@@ -32,7 +32,7 @@ except ImportError:  # running from a checkout without install
     sys.path.insert(0, str(HERE.parent / "src"))
 
 from lobatto.api import case_from_dict  # noqa: E402
-from lobatto.driver import Simulation  # noqa: E402
+from lobatto.runner.simulation import Simulation  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("gmsh_meshes", HERE.parent / "examples" / "meshes" / "gmsh_meshes.py")
 gmsh_meshes = importlib.util.module_from_spec(_spec)

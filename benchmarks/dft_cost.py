@@ -12,7 +12,7 @@ import time
 
 import lobatto
 from lobatto.config.dft import DftSection
-from lobatto.dft import DftMonitor
+from lobatto.monitors.dft import DftMonitor
 
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 

@@ -204,7 +204,7 @@ def main() -> int:
     args = ap.parse_args()
     from lobatto.backends import get_backend
     from lobatto.bench.surroundings import git_commit
-    from lobatto.parallel import node_local_rank
+    from lobatto.machine.parallel import node_local_rank
 
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()

@@ -122,7 +122,7 @@ sigma = "2*z"
 def worker(args) -> int:
     """Run the case on the ranks of this job; each rank saves ids and final fields."""
     from lobatto.api import Simulation, load_case, with_changes
-    from lobatto.parallel import rank_and_size, world_comm
+    from lobatto.machine.parallel import rank_and_size, world_comm
 
     comm = world_comm()
     rank, size = rank_and_size(comm)

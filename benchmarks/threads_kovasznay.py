@@ -1,5 +1,5 @@
 """Kovasznay step time with 1 and 2 threads, on an idle machine and under a load this script
-starts, with the old thread behaviour and the new default (lobatto/threads.py; the table
+starts, with the old thread behaviour and the new default (lobatto/machine/threads.py; the table
 goes into docs/parallel.md, "Threads").
 
     python3 benchmarks/threads_kovasznay.py                      # 20 steps, load of 2 busy loops

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def write_times(elements: int | None, snapshots: int = 7) -> None:
     from lobatto.api import load_case, with_changes
-    from lobatto.driver import Simulation
+    from lobatto.runner.simulation import Simulation
 
     case = load_case(ROOT / "examples" / "cavity.toml")
     if elements:

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import schema
-from lobatto.driver import Simulation, run_case
+from lobatto.runner.simulation import Simulation, run_case
 from lobatto.systems.registry import SYSTEMS, physics_specs
 
 __all__ = ["Result", "Simulation", "available_systems", "case_from_dict", "load_case", "parse_case", "run",
@@ -93,8 +93,8 @@ def run(case, backend: str | None = None, output_dir=None, comm=None, progress=N
         case = load_case(case)
     elif isinstance(case, Mapping):
         case = case_from_dict(case)
-    if SYSTEMS[case.physics.equations].spec.steady:  # one solve (lobatto/steady.py)
-        from lobatto.steady import SteadyRun
+    if SYSTEMS[case.physics.equations].spec.steady:  # one solve (lobatto/runner/steady.py)
+        from lobatto.runner.steady import SteadyRun
 
         simulation = SteadyRun(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
     else:

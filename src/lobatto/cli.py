@@ -13,11 +13,11 @@ line, ``lobatto: error: <message>``, on standard error, without a traceback;
 Ctrl-C exits with 130 and SIGTERM with 143, removing the run's temporary files. Set
 ``LOBATTO_DEBUG=1`` to get the traceback instead.
 
-Under MPI an error on any rank ends every rank (lobatto.parallel): an error the ranks agreed
+Under MPI an error on any rank ends every rank (lobatto.machine.parallel): an error the ranks agreed
 on is printed once, by rank 0; any other ends the job from the rank that met it. SIGINT and
 SIGTERM end every rank at once (130, 143). Several ranks on one node share its cores: unless
 OMP_NUM_THREADS is set, each rank's threads are limited to cores / ranks on the node, fewer
-where other work keeps cores busy, and idle threads sleep (lobatto/threads.py).
+where other work keeps cores busy, and idle threads sleep (lobatto/machine/threads.py).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from lobatto.api import load_case, run_case
     from lobatto.io.output_dir import prepare_output_dir
     from lobatto.io.summary import format_summary_table
-    from lobatto.parallel import collective_errors, world_comm
+    from lobatto.machine.parallel import collective_errors, world_comm
 
     from lobatto.io.checkpoint_dir import prepare_for_checkpoints, prepare_for_restart
 
@@ -204,7 +204,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress = None
         callback = _no_progress
     else:
-        from lobatto.progress import ProgressBar
+        from lobatto.io.progress import ProgressBar
 
         progress = ProgressBar(None, stream=sys.stderr)
         callback = progress
@@ -315,7 +315,7 @@ def _leave(code: int, message: str | None, everyone_knows: bool, mpi: bool) -> i
         if message:
             _error(message)
         return code
-    from lobatto.parallel import end_job
+    from lobatto.machine.parallel import end_job
 
     if everyone_knows:  # rank 0 reports; the others wait for that before the job ends
         if _world_rank() == 0 and message:
@@ -334,13 +334,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(os.environ.get("LOBATTO_DEBUG"))
     # before NumPy and the compiled kernels load, as they read these variables once; here and
     # not at `import lobatto`, so that a Python program's environment stays its own
-    from lobatto.threads import apply_thread_policy
+    from lobatto.machine.threads import apply_thread_policy
 
     apply_thread_policy()
-    from lobatto import parallel
+    from lobatto.machine import parallel
 
     mpi = parallel.launched_size() > 1 and not debug
-    if mpi:  # threads per rank: chosen above (lobatto/threads.py)
+    if mpi:  # threads per rank: chosen above (lobatto/machine/threads.py)
         parallel.end_job_on_signals(_world_rank(), cleanup=_clean_up)
     elif not debug:
         _end_on_sigterm()

@@ -182,8 +182,8 @@ def holdings(mesh, data: dict) -> dict:
 
 def main(out: Path, mesh_dir: Path, names: list) -> None:
     from lobatto.api import parse_case
-    from lobatto.driver import build_mesh, run_case
-    from lobatto.parallel import world_comm
+    from lobatto.runner.simulation import build_mesh, run_case
+    from lobatto.machine.parallel import world_comm
 
     comm = world_comm()
     table = cases(mesh_dir)
@@ -205,7 +205,7 @@ if __name__ == "__main__":
     except BaseException:  # an error on one rank ends the job (as lobatto run does), not a hang
         import traceback
 
-        from lobatto.parallel import end_job
+        from lobatto.machine.parallel import end_job
 
         traceback.print_exc()
         end_job(None, 1)

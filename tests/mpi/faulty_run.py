@@ -20,7 +20,7 @@ def main():
     from lobatto import cli
     from lobatto.errors import SolverError
     from lobatto.io import hdf5_parts, nek5000, nek5000_mpi
-    from lobatto.parallel import launched_rank
+    from lobatto.machine.parallel import launched_rank
 
     rank = launched_rank()
     targets = {"hdf5_part": (hdf5_parts, "write_snapshot_part"), "hdf5_virtual": (hdf5_parts, "write_virtual_snapshot"),

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import multistep_system as ms  # noqa: E402
 
 from lobatto.api import parse_case  # noqa: E402
-from lobatto.driver import Simulation  # noqa: E402
+from lobatto.runner.simulation import Simulation  # noqa: E402
 
 ms.registered()
 output = Path(sys.argv[1])

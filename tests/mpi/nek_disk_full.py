@@ -17,7 +17,7 @@ import numpy as np
 from lobatto.errors import OutputError
 from lobatto.io import nek5000
 from lobatto.io.atomic import temp_path_for
-from lobatto.parallel import world_comm
+from lobatto.machine.parallel import world_comm
 
 
 def main(out: Path) -> None:

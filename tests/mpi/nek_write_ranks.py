@@ -16,7 +16,7 @@ import numpy as np
 
 from lobatto.io import nek5000, nek5000_mpi
 from lobatto.mesh.partition import partition_box
-from lobatto.parallel import rank_and_size, world_comm
+from lobatto.machine.parallel import rank_and_size, world_comm
 
 ELEMENTS = (4, 3, 3)
 ORDER = 3

@@ -81,7 +81,7 @@ def cases_for(partitioner: str) -> tuple:
 
 
 def main(out: Path, partitioner: str, mode: str, argument: str | None) -> None:
-    from lobatto.driver import Simulation
+    from lobatto.runner.simulation import Simulation
 
     backend = os.environ.get("LOBATTO_TEST_BACKEND", "cpu")  # tests/gpu runs it with cuda
     for name in cases_for(partitioner):

@@ -51,7 +51,7 @@ def build_case():
 
 
 def main(out: Path, mode: str, argument: str | None) -> None:
-    from lobatto.driver import Simulation
+    from lobatto.runner.simulation import Simulation
 
     sim = Simulation(build_case(), "cpu", out, comm="world")
     if mode == "cut":

@@ -1,4 +1,4 @@
-"""lobatto.power under ``mpiexec -n 2`` and ``-n 3``: every rank gets the same report, a GPU
+"""lobatto.machine.power under ``mpiexec -n 2`` and ``-n 3``: every rank gets the same report, a GPU
 shared by two ranks and the RAPL packages of a host are counted once (fake NVML and fake
 sysfs trees, two fake hosts), and a `lobatto` run on every rank carries the same energy section."""
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from lobatto import power
+from lobatto.machine import power
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()

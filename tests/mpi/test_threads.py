@@ -1,5 +1,5 @@
 """Ranks sharing a node share its cores: without OMP_NUM_THREADS each rank of a 2-rank run
-takes at most cores / 2 threads (fewer where other work keeps cores busy: lobatto/threads.py),
+takes at most cores / 2 threads (fewer where other work keeps cores busy: lobatto/machine/threads.py),
 and the summary says so; with it set, the user's number stands."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_threads_per_rank(tmp_path, user_threads):
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     threads = json.loads((tmp_path / "out" / "summary.json").read_text())["threads"]
-    if user_threads is None:  # cores / 2, fewer where other work keeps cores busy (lobatto/threads.py)
+    if user_threads is None:  # cores / 2, fewer where other work keeps cores busy (lobatto/machine/threads.py)
         assert threads["set_by"].startswith("lobatto: ") and "2 ranks on the node" in threads["set_by"], threads
         most = max(1, len(os.sched_getaffinity(0)) // 2)
         if threads["per_rank"] is not None:

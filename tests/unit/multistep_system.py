@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.config.physics import Key, PhysicsSpec
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 from lobatto.systems.base import System
 from lobatto.systems.registry import SYSTEMS, register, unregister
 

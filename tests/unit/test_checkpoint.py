@@ -42,7 +42,7 @@ ACOUSTICS = {
 def numpy_backend(monkeypatch):
     """backend="numpy": the NumPy reference kernels (NumpyBackend), which lobatto run does not
     offer by name; "cpu" runs the compiled C kernels."""
-    from lobatto import driver
+    from lobatto.runner import simulation as driver
     from lobatto.backends.numpy_backend import NumpyBackend
 
     real = driver.get_backend
@@ -211,7 +211,7 @@ def test_checkpoints_every_k_steps_keep_the_newest(tmp_path):
 
 
 def test_wall_minutes_checkpoints(tmp_path, monkeypatch):
-    from lobatto import restart
+    from lobatto.runner import restart
 
     case = case_from_dict({**MAXWELL, "checkpoint": {"wall_minutes": 1.0, "keep": 50, "at_end": False}}, name="run")
     clock = [0.0]

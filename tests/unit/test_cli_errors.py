@@ -160,7 +160,7 @@ def test_solver_error_exit_1_and_interrupt_130(tmp_path, capsys, monkeypatch):
         progress(1, 10, 0.01)
         raise SolverError("NaN in Ez at step 3 (element 7)")
 
-    fake = types.ModuleType("lobatto.driver")
+    fake = types.ModuleType("lobatto.runner.simulation")
     fake.run_case = failing_run_case
     monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
     monkeypatch.chdir(tmp_path)
@@ -192,7 +192,7 @@ def test_run_prints_summary_from_driver(tmp_path, capsys, monkeypatch):
         return {"order": case.discretization.order, "steps": 17, "backend": backend,
                 "errors": {"Ez": {"l2": 1.5e-7, "max": 2.5e-7}}}
 
-    fake = types.ModuleType("lobatto.driver")
+    fake = types.ModuleType("lobatto.runner.simulation")
     fake.run_case = fake_run_case
     monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
     assert cli.main(["run", str(path), "-o", str(tmp_path / "out"), "-q"]) == 0
@@ -253,7 +253,7 @@ class Stream:
 
 
 def test_progress_silent_at_first_then_plain_lines_when_not_a_tty():
-    from lobatto.progress import ProgressBar
+    from lobatto.io.progress import ProgressBar
 
     clock, stream = FakeClock(), Stream(tty=False)
     bar = ProgressBar(None, stream=stream, min_seconds=2.0, clock=clock)
@@ -273,7 +273,7 @@ def test_progress_silent_at_first_then_plain_lines_when_not_a_tty():
 
 
 def test_progress_tty_redraws_one_line_throttled():
-    from lobatto.progress import ProgressBar
+    from lobatto.io.progress import ProgressBar
 
     clock, stream = FakeClock(), Stream(tty=True)
     bar = ProgressBar(500, stream=stream, min_seconds=0.0, clock=clock)
@@ -299,7 +299,7 @@ def test_summary_printed_on_rank_0_only(tmp_path, capsys, monkeypatch):
         got["progress"] = progress
         return {"order": 7, "steps": 3}
 
-    fake = types.ModuleType("lobatto.driver")
+    fake = types.ModuleType("lobatto.runner.simulation")
     fake.run_case = fake_run_case
     monkeypatch.setattr("lobatto.api.run_case", lambda *a, **k: fake.run_case(*a, **k))
     monkeypatch.setattr(cli, "_world_rank", lambda: 1)

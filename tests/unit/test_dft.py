@@ -1,4 +1,4 @@
-"""Running Fourier transforms, ``[output.dft]`` (lobatto/dft.py, docs/electromagnetics.md): a
+"""Running Fourier transforms, ``[output.dft]`` (lobatto/monitors/dft.py, docs/electromagnetics.md): a
 single-frequency plane wave's transform is its amplitude and its flux through the planes x = 0
 and x = 1 is the time-averaged Poynting flux; a cavity run's transform at its resonance is the
 mode; the file, the summary, the errors."""
@@ -12,7 +12,7 @@ import pytest
 import lobatto
 from lobatto.cli import main
 from lobatto.config.dft import DftSection
-from lobatto.dft import DftMonitor
+from lobatto.monitors.dft import DftMonitor
 from lobatto.errors import InputError
 
 

@@ -24,17 +24,13 @@ LAYERS = {
     "lobatto.errors": 0,
     "lobatto.discretization": 0,
     "lobatto.jit": 0,
-    "lobatto.threads": 0,  # thread wait policy and count, set before NumPy loads
-    # 1: mesh, case files, MPI helpers, input/output
+    "lobatto.machine.threads": 0,  # thread wait policy and count, set before NumPy loads
+    # 1: mesh, case files, the machine (MPI, memory, energy), input/output
     "lobatto.mesh": 1,
     "lobatto.config": 1,
-    "lobatto.parallel": 1,
+    "lobatto.machine": 1,
     "lobatto.io": 1,
     "lobatto.analysis": 1,  # after-the-fact analysis of outputs (resonances): NumPy and io only
-    "lobatto.progress": 1,
-    "lobatto.resources": 1,
-    "lobatto.memory_items": 1,  # what each part of a run allocates (its memory_estimate hook)
-    "lobatto.power": 1,  # energy meters (NVML, RAPL): used by the driver and the benchmarks
     # 2: gather-scatter and transports
     "lobatto.comm": 2,
     # 3: arrays, kernel registry, graph capture
@@ -42,27 +38,24 @@ LAYERS = {
     # 4: physics-free operators and solvers
     "lobatto.operators": 4,
     "lobatto.solvers": 4,
-    # 5: physical systems
-    "lobatto.systems": 5,
-    # 6: time integration
-    "lobatto.integrators": 6,
-    # 7: one run of a case
-    "lobatto.driver": 7,
-    "lobatto.restart": 7,
-    "lobatto.probes": 7,
-    "lobatto.dft": 7,
-    "lobatto.nearfar": 7,
-    "lobatto.steady": 7,
-    # 8: the Python API
-    "lobatto.api": 8,
-    # 9: entry points
-    "lobatto.cli": 9,
-    "lobatto.bench": 9,
-    "lobatto.__main__": 9,
+    # 5: monitors: the contract and the generic ones (a system registers its own, as it does kernels)
+    "lobatto.monitors": 5,
+    # 6: physical systems
+    "lobatto.systems": 6,
+    # 7: time integration
+    "lobatto.integrators": 7,
+    # 8: one run of a case
+    "lobatto.runner": 8,
+    # 9: the Python API
+    "lobatto.api": 9,
+    # 10: entry points
+    "lobatto.cli": 10,
+    "lobatto.bench": 10,
+    "lobatto.__main__": 10,
 }
 #: the package root: its lazy __getattr__ imports lobatto.api, so it sits on top; only
 #: ``from lobatto import __version__`` may be used below it.
-ROOT_MODULE, ROOT_LAYER = "lobatto", 9
+ROOT_MODULE, ROOT_LAYER = "lobatto", 10
 ALLOWED_FROM_ROOT = {"__version__"}
 
 #: modules of lobatto.systems that are not a system of their own
@@ -71,8 +64,8 @@ SHARED_SYSTEM_MODULES = {"base", "dg", "registry"}
 SYSTEM_REGISTRY = "lobatto.systems.registry"
 
 #: where system names must not appear (acceptance: grep -ril maxwell ... finds nothing)
-PHYSICS_FREE = ("analysis", "backends", "comm", "config", "io", "mesh", "integrators", "operators", "solvers", "jit",
-                "discretization", "driver.py", "parallel.py", "restart.py", "probes.py", "steady.py", "dft.py")
+PHYSICS_FREE = ("analysis", "backends", "comm", "config", "io", "machine", "mesh", "monitors", "integrators",
+                "operators", "solvers", "jit", "discretization", "run")
 SYSTEM_WORDS = ("maxwell", "acoustics", "poisson")
 
 

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 import lobatto
-from lobatto import driver
+from lobatto.runner import simulation as driver
 from lobatto.errors import InputError
-from lobatto.memory_items import MemoryItem, RunLayout, biggest_item, check_allocation, with_items
-from lobatto.resources import GIB
-from lobatto.steady import SteadyRun
+from lobatto.machine.memory_items import MemoryItem, RunLayout, biggest_item, check_allocation, with_items
+from lobatto.machine.resources import GIB
+from lobatto.runner.steady import SteadyRun
 from lobatto.systems.maxwell import dispersive_memory, pml
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -34,7 +34,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def host_memory(monkeypatch):
     """Set the host memory the run may use (bytes), for the estimate before set-up and the
     checks made while the parts are set up."""
-    import lobatto.dft as dft
+    import lobatto.monitors.dft as dft
 
     def set_to(nbytes):
         for module in (driver, dft, dispersive_memory):
@@ -173,7 +173,7 @@ def test_each_part_counts_its_own_arrays():
 
 
 def test_items_add_to_the_peak_and_the_biggest_is_named():
-    from lobatto.resources import estimate_run_memory
+    from lobatto.machine.resources import estimate_run_memory
 
     base = estimate_run_memory(1000, 3, 6, 6)
     small = MemoryItem("small", host=1e6)
@@ -190,7 +190,7 @@ def test_items_add_to_the_peak_and_the_biggest_is_named():
 _SCALARS = r"""
 import json, sys, time
 import lobatto
-from lobatto import driver
+from lobatto.runner import simulation as driver
 from lobatto.backends import get_backend
 from lobatto.systems.navier_stokes.system import NavierStokesSystem
 
@@ -234,7 +234,7 @@ def test_a_far_field_surface_is_checked_once_its_faces_are_known(tmp_path, host_
 
 
 def test_the_pml_layer_is_checked_again_once_found(tmp_path, host_memory, monkeypatch):
-    import lobatto.resources as resources
+    import lobatto.machine.resources as resources
 
     monkeypatch.setattr(resources, "available_host_memory", lambda: 2**20)  # what is free once the mesh is built
     case = maxwell((6, 6, 6), pml={"sides": ["xmin", "xmax"], "elements": 2})

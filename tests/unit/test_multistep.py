@@ -18,7 +18,7 @@ import pytest
 
 import multistep_system as ms
 from lobatto.api import parse_case
-from lobatto.driver import Simulation
+from lobatto.runner.simulation import Simulation
 from lobatto.errors import InputError, SolverError
 from lobatto.integrators import SCHEMES, MultistepScheme, Stepper, bdf_ext_coefficients
 from lobatto.integrators.step_size import MAX_GROWTH

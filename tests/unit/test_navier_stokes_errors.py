@@ -117,8 +117,8 @@ def test_the_memory_estimate_counts_the_systems_arrays():
     from lobatto.api import parse_case
     from lobatto.backends import get_backend
     from lobatto.config.schema import tomllib
-    from lobatto.driver import check_memory
-    from lobatto.resources import estimate_run_memory
+    from lobatto.runner.simulation import check_memory
+    from lobatto.machine.resources import estimate_run_memory
     from lobatto.systems.navier_stokes.system import NavierStokesSystem
 
     case = parse_case(tomllib.loads(BASE.replace("elements = [2, 2, 2]", "elements = [8, 8, 8]")

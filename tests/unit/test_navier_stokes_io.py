@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from lobatto.api import case_from_dict
-from lobatto.driver import Simulation
+from lobatto.runner.simulation import Simulation
 from nek_readers import read_with_pymech
 
 vtk = pytest.importorskip("vtk")

@@ -1,4 +1,4 @@
-"""The near-to-far-field transformation (lobatto/nearfar.py, [output.far_field]).
+"""The near-to-far-field transformation (lobatto/systems/maxwell/far_field.py, [output.far_field]).
 
 - The analytic phasor field of a Hertzian dipole (near, intermediate and far terms) on the
   curved closed surface of a group of elements of a deformed mesh: the transformation gives
@@ -22,7 +22,7 @@ from lobatto.api import Simulation, case_from_dict, run
 from lobatto.backends import get_backend
 from lobatto.errors import InputError
 from lobatto.mesh import box_mesh
-from lobatto.nearfar import far_field, radiated_power, spherical_units, surface_flux
+from lobatto.systems.maxwell.far_field import far_field, radiated_power, spherical_units, surface_flux
 from lobatto.systems.dg import face_values
 from lobatto.systems.maxwell.sources import waveform_value
 from lobatto.systems.maxwell.system import MaxwellSystem

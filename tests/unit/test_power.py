@@ -1,4 +1,4 @@
-"""lobatto.power without a GPU: a fake NVML (known power traces and energy counters) and fake
+"""lobatto.machine.power without a GPU: a fake NVML (known power traces and energy counters) and fake
 RAPL sysfs trees; the sum over ranks with shared GPUs and hosts; reasons for what is missing;
 the energy section of a `lobatto run` summary."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lobatto import power
-from lobatto.power import (EnergyMeter, NvmlError, PowerSampler, RaplPackages, brief_reason, combine,
+from lobatto.machine import power
+from lobatto.machine.power import (EnergyMeter, NvmlError, PowerSampler, RaplPackages, brief_reason, combine,
                            energy_per_step, format_energy)
 
 SRC = Path(__file__).resolve().parent.parent.parent / "src"

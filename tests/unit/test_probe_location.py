@@ -50,7 +50,7 @@ import json, sys, time
 import numpy as np
 import lobatto
 from lobatto.config.probes import ProbesSection
-from lobatto.probes import Probes
+from lobatto.monitors.probes import Probes
 
 points = np.random.default_rng(7).uniform(0, 1, (300_000, 3))
 case = lobatto.case_from_dict({"mesh": {"elements": [2, 2, 2]}, "discretization": {"order": 1},

@@ -1,4 +1,4 @@
-"""Memory estimates before a run (lobatto.resources) and the backends' memory queries.
+"""Memory estimates before a run (lobatto.machine.resources) and the backends' memory queries.
 
 Measured ratios of estimate to peak (CPU backend with its C kernels, float64, Maxwell,
 lsrk45, errors against exact fields computed, one rank; the high-water mark of resident
@@ -32,7 +32,7 @@ import pytest
 from lobatto.backends import get_backend
 from lobatto.errors import InputError
 from lobatto.integrators.tables import SCHEMES
-from lobatto.resources import (
+from lobatto.machine.resources import (
     FIXED_BYTES,
     GIB,
     available_host_memory,

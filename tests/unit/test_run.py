@@ -42,7 +42,7 @@ def lobatto(*args, cwd=None):
 
 def test_outputs_round_trip_and_match_summary(tmp_path):
     from lobatto.api import load_case
-    from lobatto.driver import run_case
+    from lobatto.runner.simulation import run_case
     from lobatto.io.hdf5 import read_snapshot
     from lobatto.io.nek5000 import read_field_file
 
@@ -66,7 +66,7 @@ def test_outputs_round_trip_and_match_summary(tmp_path):
     assert np.array_equal(h5["coords"], nek["coords"])
 
     # The errors in the summary are those of the written fields against the exact solution.
-    from lobatto.driver import build_system
+    from lobatto.runner.simulation import build_system
     from lobatto.backends import get_backend
 
     system = build_system(case, get_backend("cpu"))

@@ -68,7 +68,7 @@ def test_strong_plan_keeps_the_total():
 @pytest.mark.parametrize("order", [3, 7])
 def test_case_runs_exactly_the_steps_asked(tmp_path, order):
     from lobatto.api import load_case
-    from lobatto.driver import Simulation
+    from lobatto.runner.simulation import Simulation
 
     steps = int(RNG.integers(3, 7))
     path = tmp_path / "case.toml"

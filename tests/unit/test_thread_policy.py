@@ -1,4 +1,4 @@
-"""The thread policy (lobatto/threads.py, docs/parallel.md "Threads"): the command line
+"""The thread policy (lobatto/machine/threads.py, docs/parallel.md "Threads"): the command line
 (``cli.main``, first thing) makes idle OpenMP and OpenBLAS workers sleep and chooses the
 threads per rank, before the libraries read their variables; a user's setting stands;
 LOBATTO_THREAD_POLICY=off leaves the environment alone; ``import lobatto`` alone changes
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lobatto import threads
+from lobatto.machine import threads
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 VARIABLES = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT",
@@ -26,7 +26,7 @@ VARIABLES = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_T
 # OMP_DISPLAY_ENV) and BLAS report once lobatto and a compiled kernel are loaded
 CHILD = """
 import json, os
-from lobatto.threads import apply_thread_policy
+from lobatto.machine.threads import apply_thread_policy
 apply_thread_policy()  # what cli.main does first
 from lobatto.backends.blas import blas_controls
 from lobatto.jit import c

@@ -156,7 +156,7 @@ def test_vtk_interpolation_is_lobattos_polynomial_on_a_curved_run(tmp_path):
     """The strongest check: VTK's own Lagrange interpolation of the written cell, evaluated at
     lobatto's GLL points, gives lobatto's coordinates and fields there, to round-off."""
     from lobatto.api import case_from_dict
-    from lobatto.driver import Simulation
+    from lobatto.runner.simulation import Simulation
 
     order = 5
     case = case_from_dict({
@@ -229,7 +229,7 @@ def test_failed_write_names_the_file(tmp_path):
 # --------------------------------------------------------------------- the time series
 def test_pvd_lists_every_snapshot_with_its_time(tmp_path):
     from lobatto.api import case_from_dict
-    from lobatto.driver import run_case
+    from lobatto.runner.simulation import run_case
 
     case = case_from_dict({
         "mesh": {"elements": [2, 1, 1]},

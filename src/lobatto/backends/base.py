@@ -94,7 +94,7 @@ class Backend:
 
     def memory_available(self) -> int | None:
         """Bytes a run may still allocate where this backend keeps its arrays, or None
-        when unknown (compared with lobatto.resources.estimate_run_memory before a run)."""
+        when unknown (compared with lobatto.machine.resources.estimate_run_memory before a run)."""
         return None
 
     # Kernels ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.jit import c as cbuild
-from lobatto.resources import available_host_memory
+from lobatto.machine.resources import available_host_memory
 
 
 class CpuBackend(NumpyBackend):

@@ -91,7 +91,7 @@ def format_run(r: dict) -> str:
         f"{'point-steps/s':34s} {_fmt_rate(r['point_steps_per_s']):>14s}",
         f"{'GFLOP/s (paper work model)':34s} {r['gflops']:14.1f}",
     ]
-    energy = r.get("energy")  # lobatto.power: joules of the timed repeats
+    energy = r.get("energy")  # lobatto.machine.power: joules of the timed repeats
     if energy and energy.get("joules_per_step") is not None:
         what = "+".join(part.upper() for part in energy["counted"])
         lines.append(f"{f'energy per step [J] ({what})':34s} {energy['joules_per_step']:14.4g}")

@@ -89,7 +89,7 @@ def _meta() -> dict:
 
 
 def run(args) -> int:
-    from lobatto.parallel import collective_errors, rank_and_size, world_comm
+    from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 
     comm = world_comm()
     rank, size = rank_and_size(comm)

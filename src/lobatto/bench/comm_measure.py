@@ -107,7 +107,7 @@ def run_backend(comm, name: str):
     if name == "cpu":
         return None
     from lobatto.backends import get_backend
-    from lobatto.parallel import node_local_rank
+    from lobatto.machine.parallel import node_local_rank
 
     return get_backend(name, device_id=node_local_rank(comm), rank=comm.Get_rank())
 
@@ -149,8 +149,8 @@ def one_rank_simulation(comm, block, order: int, backend_name: str, output_dir, 
     a one-rank run on the node's first GPU, while the fair comparison with a multi-rank run is
     the GPU this rank's share of it used. ``local_rank``: the rank's node-local rank, when
     already known (collective otherwise)."""
-    import lobatto.driver as driver
-    from lobatto.driver import Simulation
+    import lobatto.runner.simulation as driver
+    from lobatto.runner.simulation import Simulation
 
     if local_rank is None:
         local_rank = driver.node_local_rank(comm)
@@ -190,8 +190,8 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
     alone is what the exchange and the stage term must account for."""
     from mpi4py import MPI
 
-    import lobatto.driver as driver
-    from lobatto.driver import Simulation
+    import lobatto.runner.simulation as driver
+    from lobatto.runner.simulation import Simulation
 
     size = comm.Get_size()
     local_rank = driver.node_local_rank(comm)

@@ -98,7 +98,7 @@ def _choose_backend(requested: str, reasons: list) -> tuple[str, str | None, lis
 
 def collect(args, comm) -> dict:
     """Collective: every rank's row (gathered to rank 0) and every transport's results."""
-    from lobatto.parallel import node_local_rank, rank_and_size
+    from lobatto.machine.parallel import node_local_rank, rank_and_size
 
     rank, size = rank_and_size(comm)
     reasons = doctor_exchange._allgather(comm, doctor_probe.cupy_reason())
@@ -283,7 +283,7 @@ def format_report(report: dict) -> str:
 
 # -- entry point -----------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    from lobatto.parallel import collective_errors, rank_and_size, world_comm
+    from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)

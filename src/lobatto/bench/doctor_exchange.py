@@ -31,7 +31,7 @@ COMPONENTS = 6
 def deadline(seconds: float, what: str, rank: int):
     """End the job (exit 1) if the block is still running after ``seconds``: a partner rank
     failed or hangs, and this one would otherwise wait for it for ever."""
-    from lobatto.parallel import end_job
+    from lobatto.machine.parallel import end_job
 
     def expire():
         print(f"doctor: FAIL: rank {rank}: {what} did not finish within {seconds:g} s "

@@ -30,7 +30,7 @@ from lobatto.backends import get_backend
 from lobatto.integrators import Stepper, get_scheme
 from lobatto.integrators.tables import LowStorageScheme
 from lobatto.mesh import box_mesh
-from lobatto.power import EnergyMeter, energy_per_step
+from lobatto.machine.power import EnergyMeter, energy_per_step
 from lobatto.systems.maxwell.fused import FusedExchangeStepper
 from lobatto.systems.maxwell.system import MaxwellSystem, flops_per_step
 
@@ -245,7 +245,7 @@ def time_steps(backend, stepper, u, dt, steps=None, repeats=5, graph=True, min_s
     """Median seconds per whole step; on the GPU a step is replayed from a CUDA graph.
 
     ``stepper`` is anything with ``step(u, t, dt)`` (a Stepper or a FusedExchangeStepper).
-    ``meter``: an EnergyMeter (lobatto.power) around all timed repeats; its report is "energy".
+    ``meter``: an EnergyMeter (lobatto.machine.power) around all timed repeats; its report is "energy".
     """
 
     def plain():

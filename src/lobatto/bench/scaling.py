@@ -39,7 +39,7 @@ from lobatto.bench.scaling_analysis import _g, analyse, format_table, merge_stud
 from lobatto.bench.surroundings import find_mpiexec, git_commit, open_mpi_flags
 from lobatto.errors import InputError, SolverError
 from lobatto.mesh.partition import PARTITIONERS, rcb_box_part
-from lobatto.threads import set_threads
+from lobatto.machine.threads import set_threads
 
 MODES = ("strong", "weak")
 #: --overlap settings and what each writes as [parallel] overlap
@@ -51,7 +51,7 @@ DEFAULT_STEPS = {"cpu": 20, "cuda": 200}
 #: summary entries kept for each run (driver.Simulation.make_summary, systems/dg.py summary)
 SUMMARY_KEYS = ("points", "steps", "rate_steps", "seconds_per_step", "point_steps_per_second",
                 "wall_seconds", "stages", "step_path", "cuda_graph", "threads", "exchange_method", "exchange",
-                "overlap", "gflops", "backend", "precision", "energy_use")  # energy_use: lobatto.power, where measured
+                "overlap", "gflops", "backend", "precision", "energy_use")  # energy_use: lobatto.machine.power, where measured
 
 
 # Sizes ------------------------------------------------------------------------------------------

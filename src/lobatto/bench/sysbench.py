@@ -182,7 +182,7 @@ def measure(args, settings: dict, comm) -> tuple[dict, dict | None]:
 def main(argv: list[str] | None = None) -> int:
     from lobatto.bench.sysbench_table import format_table
     from lobatto.io.atomic import atomic_write_text
-    from lobatto.parallel import collective_errors, rank_and_size, world_comm
+    from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -29,7 +29,7 @@ def select_device(comm) -> tuple[int | None, str | None]:
     As ``lobatto run`` does (docs/parallel.md): the node-local rank picks the GPU; with
     LOBATTO_SHARE_GPUS=1 ranks share them (rank mod count)."""
     from lobatto.backends import cuda_available
-    from lobatto.parallel import node_local_rank
+    from lobatto.machine.parallel import node_local_rank
 
     ok, why = cuda_available()
     if not ok:

@@ -96,7 +96,7 @@ class PhysicsSpec:
                        smallest GLL spacing / wave speed), for every order; a run above it is
                        refused unless ``[time] cfl_check = false``
     integrands:        name -> :class:`Integrand`, what ``[output.integrals]`` may integrate
-    steady:            True for a system solved once (no [time], no steps: lobatto/steady.py)
+    steady:            True for a system solved once (no [time], no steps: lobatto/runner/steady.py)
     tables:            table name -> tuple of :class:`Key`: top-level tables of the system's
                        own (``[solver]``), checked like ``[physics]`` (config/system_tables.py)
     boundary_keys:     keys of ``[boundary.<name>]`` tables (data per named boundary); each

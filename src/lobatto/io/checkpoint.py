@@ -34,7 +34,7 @@ import numpy as np
 from lobatto.errors import InputError
 from lobatto.io.atomic import TEMP_MARK, forget_temporary, h5_create, os_reason, output_errors, register_temporary
 from lobatto.io.compression import dataset_options, register_filters
-from lobatto.parallel import collective_errors, rank_and_size
+from lobatto.machine.parallel import collective_errors, rank_and_size
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "INDEX_FILE", "Checkpoint", "part_file_name", "write_checkpoint"]
 

@@ -139,7 +139,7 @@ def compute_geometry(mesh, order: int, deform=None) -> Geometry:
     Floating-point exceptions (a zero Jacobian divides by zero, say) are not reported as
     NumPy warnings: the checks here name the element instead. Memory: the persistent
     arrays take 14 P + 5 F float64 values (P points, F face points); the peak, while the
-    metric terms are formed from d x / d r, is about 25 P (lobatto.resources counts both).
+    metric terms are formed from d x / d r, is about 25 P (lobatto.machine.resources counts both).
     """
     with np.errstate(all="ignore"):
         return _compute_geometry(mesh, order, deform)

@@ -30,7 +30,7 @@ from lobatto.comm.exact_sum import accumulate_rows, totals
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.operators.numbering import continuous_ids
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 
 #: reproducible dssum and dot (module docstring); LOBATTO_REPRODUCIBLE=0 gives the faster,
 #: partition-dependent ones (read when an Assembly is made)

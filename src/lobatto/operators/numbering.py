@@ -29,7 +29,7 @@ import numpy as np
 from lobatto.comm import GatherScatter
 from lobatto.mesh.connectivity import face_point_ids
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 
 
 def face_volume_index(order: int) -> np.ndarray:

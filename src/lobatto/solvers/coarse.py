@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.errors import SolverError
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 from lobatto.solvers.krylov import pcg
 
 #: coarse systems up to this many points are factorised (the M x M factor is 8 M^2 bytes:

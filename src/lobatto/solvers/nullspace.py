@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 
 
 def check_singular(level, who: str) -> None:

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 
 
 class LowPrecision:

@@ -27,7 +27,7 @@ from lobatto.discretization import derivative_matrix
 from lobatto.mesh import compute_geometry, face_point_ids
 from lobatto.mesh.geometry import curl_form_factors
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce, rank_and_size
+from lobatto.machine.parallel import allreduce, rank_and_size
 from lobatto.systems.base import System
 
 #: axis of the element index in each per-element geometry array

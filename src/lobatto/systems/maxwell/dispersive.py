@@ -39,7 +39,7 @@ import numpy as np
 
 from lobatto.config.ranges import LARGE, SMALL, Range, check_number
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce, collective_errors, rank_and_size
+from lobatto.machine.parallel import allreduce, collective_errors, rank_and_size
 from lobatto.systems.maxwell.dispersion_fit import (AUX_PER_POLE, POLE_KEYS, POSITIVE_KEYS, Fit, Pole, fit_nk_file)
 from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
 from lobatto.systems.maxwell.terms import StageTerm

@@ -4,9 +4,9 @@ once its elements are found, before any pole is set up (dispersive.dispersive_te
 
 from __future__ import annotations
 
-from lobatto.parallel import launched_local_size
-from lobatto.memory_items import MemoryItem, RunLayout, check_allocation
-from lobatto.resources import available_host_memory
+from lobatto.machine.parallel import launched_local_size
+from lobatto.machine.memory_items import MemoryItem, RunLayout, check_allocation
+from lobatto.machine.resources import available_host_memory
 
 #: values per point of a dispersive element besides the poles' 3 x aux_count (auxiliary
 #: fields, rates, residuals): the term's rate (6), the mask, eps_inf and the mass

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 
 #: how far each Runge-Kutta scheme's stability region reaches along the negative real axis
 #: (|R(-x)| <= 1 for 0 <= x <= reach; the stability polynomials of integrators/tables.py)

@@ -40,7 +40,7 @@ from lobatto.backends.base import element_bounds, reference_kernel
 from lobatto.config.expressions import compile_expression
 from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce, collective_errors
+from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
 from lobatto.systems.maxwell.reference import cross, curl
 

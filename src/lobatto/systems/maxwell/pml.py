@@ -42,7 +42,7 @@ from lobatto.config.ranges import LARGE, SMALL, Range
 from lobatto.config.schema import SIDES, _check_keys, _show
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce, collective_errors
+from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.maxwell.terms import StageTerm
 
 KEYS = ("sides", "elements", "thickness", "grading_order", "reflection", "sigma_max", "alpha")
@@ -375,9 +375,9 @@ def memory_estimate(case, layout) -> list:
 
 def check_layer_memory(system, spec: PmlSpec, count: int, where: str) -> None:
     """The layer's arrays on its ``count`` elements of this rank fit in the memory free now."""
-    from lobatto.parallel import launched_local_size
-    from lobatto.memory_items import RunLayout, check_allocation
-    from lobatto.resources import available_host_memory
+    from lobatto.machine.parallel import launched_local_size
+    from lobatto.machine.memory_items import RunLayout, check_allocation
+    from lobatto.machine.resources import available_host_memory
 
     layout = RunLayout(elements=max(count, 1), total_elements=max(count, 1), order=system.order, fields=6,
                        precision=system.backend.precision, backend=system.backend.name)

@@ -31,7 +31,7 @@ from lobatto.config.schema import _check_keys, _choice, _show
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
-from lobatto.parallel import allreduce, collective_errors
+from lobatto.machine.parallel import allreduce, collective_errors
 
 SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole", "plane_wave")  # plane_wave: tfsf.py
 #: waveform -> the keys it takes

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 
 
 def element_index(elements: np.ndarray, xp):

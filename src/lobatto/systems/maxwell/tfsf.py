@@ -37,7 +37,7 @@ from lobatto.config.ranges import COORDINATES, check_vector, unit_vector
 from lobatto.config.schema import _check_keys, _choice
 from lobatto.config.system_tables import key_value
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, face_values
 from lobatto.systems.maxwell.sources import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform
 from lobatto.systems.maxwell.terms import StageTerm

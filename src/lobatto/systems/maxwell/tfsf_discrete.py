@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.parallel import allreduce
+from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.terms import StageTerm
 from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField
 

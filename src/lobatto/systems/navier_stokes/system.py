@@ -29,7 +29,7 @@ from lobatto.operators import curl, divergence, gradient, weak_divergence
 from lobatto.operators.advection import Advection
 from lobatto.operators.differential import BackendGeometry
 from lobatto.operators.filter import HighPassFilter
-from lobatto.parallel import allreduce, collective_errors
+from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.settings import elliptic_memory

@@ -9,7 +9,7 @@ Boundaries without a [boundary.<name>] table take their [mesh] boundary kind ("d
 the default, or "neumann") with zero data. The operator is ``operators.HelmholtzOperator``
 with h1 = k and h2 = h (constants passed as scalars, variable ones folded into its factors),
 assembled by ``operators.Assembly``; the solve is ``solvers.elliptic.EllipticSolver``. The
-driver runs a steady system through ``lobatto/steady.py``: build, ``solve()``, outputs, summary.
+driver runs a steady system through ``lobatto/runner/steady.py``: build, ``solve()``, outputs, summary.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.config.ranges import LARGEST, MAGNITUDE_REASON, SMALLEST, Range
 from lobatto.config.system_tables import check_boundary_name
 from lobatto.errors import InputError
-from lobatto.parallel import allreduce, collective_errors
+from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.profile import Profile

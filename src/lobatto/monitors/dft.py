@@ -18,9 +18,9 @@ import numpy as np
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
-from lobatto.memory_items import check_allocation
-from lobatto.resources import available_host_memory
+from lobatto.machine.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
+from lobatto.machine.memory_items import check_allocation
+from lobatto.machine.resources import available_host_memory
 
 SUFFIX = "_dft"
 #: complex128 arrays of a part's size alive while a step is added (the sums, the previous
@@ -62,7 +62,7 @@ def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: 
                        comm=None) -> None:
     """Collective: once the parts are found, before their transforms are allocated, they fit in
     the memory available now (memory_items.check_allocation), on every rank."""
-    from lobatto.memory_items import RunLayout
+    from lobatto.machine.memory_items import RunLayout
 
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
                        fields=all_fields, ranks=1, precision=system.backend.precision, backend=system.backend.name)
@@ -84,7 +84,7 @@ class DftMonitor:
     def memory_estimate(cls, section, layout) -> list:
         """memory_items.MemoryItem of each region and surface (transform_item); a region other
         than "all" and a file mesh's surface are known only once set up (checked again then)."""
-        from lobatto.probes import WHOLE_MESH
+        from lobatto.monitors.probes import WHOLE_MESH
 
         count, n, items = len(section.frequencies), layout.order + 1, []
         for region in section.regions:
@@ -98,7 +98,7 @@ class DftMonitor:
         return items
 
     def __init__(self, section, system, comm=None):
-        from lobatto.probes import WHOLE_MESH, _regions, _surfaces
+        from lobatto.monitors.probes import WHOLE_MESH, _regions, _surfaces
 
         self.section, self.system, self.comm = section, system, comm
         mesh, backend, xp = system.mesh, system.backend, system.backend.xp

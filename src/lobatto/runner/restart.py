@@ -22,7 +22,7 @@ from lobatto import __version__
 from lobatto.errors import InputError
 from lobatto.io.checkpoint import Checkpoint, write_checkpoint
 from lobatto.io.checkpoint_dir import checkpoint_path, prune_checkpoints, remove_stale_checkpoints
-from lobatto.parallel import collective_errors
+from lobatto.machine.parallel import collective_errors
 
 __all__ = ["Schedule", "resume", "save"]
 
@@ -73,7 +73,7 @@ def _outputs_state(sim) -> dict:
 def memory_estimate(case, layout, system_class) -> list:
     """memory_items.MemoryItem of a checkpoint's host buffers while it is written: the state and
     the system's history as float64 on the host, and their element-first copies."""
-    from lobatto.memory_items import MemoryItem
+    from lobatto.machine.memory_items import MemoryItem
 
     if not case.checkpoint.enabled:
         return []
@@ -159,7 +159,7 @@ def resume(sim, path) -> dict:
             raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.6g} is before the time of the "
                              f"checkpoint {checkpoint.path} (t = {float(attrs['time']):.6g}, step {step})")
         _check_kept_dt(sim, dt)
-        from lobatto.driver import MAX_STEPS  # here: the driver imports this module
+        from lobatto.runner.simulation import MAX_STEPS  # here: the driver imports this module
 
         if steps > MAX_STEPS:
             raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {steps:.3g} steps of the "

@@ -23,7 +23,7 @@ from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.locate import axis_weights, candidate_pairs, element_boxes, newton
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce, collective_errors, rank_and_size
+from lobatto.machine.parallel import allreduce, collective_errors, rank_and_size
 
 #: points per block of elements in volume integrals: bounds the temporaries of a density
 BLOCK_POINTS = 1 << 22
@@ -49,7 +49,7 @@ class Probes:
     def memory_estimate(cls, section, layout) -> list:
         """memory_items.MemoryItem: PROBE_BYTES and the per-axis weights per point, each sample's
         values (and their sum over ranks), and the rows kept for the HDF5 file."""
-        from lobatto.memory_items import MemoryItem
+        from lobatto.machine.memory_items import MemoryItem
 
         points, fields = len(section.points), len(section.fields)
         rows = samples(section, layout)
@@ -231,12 +231,12 @@ class TimeSeries:
         self.integrals = Integrals(out.integrals, system, comm) if out.integrals is not None else None
         self.dft = None  # [output.dft]: running transforms, accumulated every step (dft.py)
         if getattr(out, "dft", None) is not None:
-            from lobatto.dft import DftMonitor
+            from lobatto.monitors.dft import DftMonitor
 
             self.dft = DftMonitor(out.dft, system, comm)
         self.far_field = None  # [output.far_field]: near-to-far transformation (nearfar.py), every step
         if getattr(out, "far_field", None) is not None:
-            from lobatto.nearfar import FarFieldMonitor
+            from lobatto.systems.maxwell.far_field import FarFieldMonitor
 
             self.far_field = FarFieldMonitor(out.far_field, system, comm, case.source)
         self.writer = None
@@ -251,11 +251,11 @@ class TimeSeries:
         if out.integrals is not None:
             items += Integrals.memory_estimate(out.integrals, layout)
         if getattr(out, "dft", None) is not None:
-            from lobatto.dft import DftMonitor
+            from lobatto.monitors.dft import DftMonitor
 
             items += DftMonitor.memory_estimate(out.dft, layout)
         if getattr(out, "far_field", None) is not None:
-            from lobatto.nearfar import FarFieldMonitor
+            from lobatto.systems.maxwell.far_field import FarFieldMonitor
 
             items += FarFieldMonitor.memory_estimate(out.far_field, layout)
         return items
@@ -337,12 +337,12 @@ class TimeSeries:
         entry = {"files": list(file_names(self.case.output.name)) if self.probes or self.integrals else [],
                  "samples": self.samples}
         if self.dft is not None:
-            from lobatto.dft import file_name
+            from lobatto.monitors.dft import file_name
 
             entry["dft"] = {"file": file_name(self.case.output.name), "frequencies": list(self.dft.section.frequencies),
                             "steps": self.dft.samples}
         if self.far_field is not None:
-            from lobatto.nearfar import file_name as far_field_file
+            from lobatto.systems.maxwell.far_field import file_name as far_field_file
 
             entry["far_field"] = {**self.far_field.describe(), "file": far_field_file(self.case.output.name)}
         if self.probes is not None:

@@ -28,12 +28,12 @@ from lobatto.integrators.step_size import first_dt, landing_dt, next_dt, steps_l
 from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
-from lobatto.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
+from lobatto.machine.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
                               world_comm)
-from lobatto.power import EnergyMeter, energy_per_step
-from lobatto.probes import TimeSeries
-from lobatto.memory_items import RunLayout, with_items
-from lobatto.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
+from lobatto.machine.power import EnergyMeter, energy_per_step
+from lobatto.monitors.probes import TimeSeries
+from lobatto.machine.memory_items import RunLayout, with_items
+from lobatto.machine.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
 
 # How often (in steps) the state is checked for NaN/Inf between outputs: often enough to
@@ -159,7 +159,7 @@ def run_layout(case, system_class, backend, ranks: int, total: int) -> RunLayout
 def memory_items(case, system_class, layout) -> list:
     """Each part's own estimate (memory_items.MemoryItem): the system's (its terms and solvers),
     the monitors' (probes.py, dft.py, nearfar.py) and the checkpoints' (restart.py)."""
-    from lobatto.restart import memory_estimate as checkpoint_memory
+    from lobatto.runner.restart import memory_estimate as checkpoint_memory
 
     return (list(system_class.memory_estimate(case, layout)) + TimeSeries.memory_estimate(case, layout)
             + checkpoint_memory(case, layout, system_class))
@@ -293,9 +293,9 @@ class Simulation:
             raise
 
     def set_up(self, case, backend, output_dir, comm, progress) -> None:
-        if case.time is None:  # a steady system: lobatto/steady.py runs it
+        if case.time is None:  # a steady system: lobatto/runner/steady.py runs it
             raise InputError(f"{case.source}: {case.physics.equations} is steady (no time steps): run it with "
-                             "lobatto.run(case) or lobatto.steady.SteadyRun, not Simulation")
+                             "lobatto.run(case) or lobatto.runner.steady.SteadyRun, not Simulation")
         created = time.perf_counter()
         self.case = case
         self.comm = comm = world_comm() if comm == "world" else comm
@@ -458,7 +458,7 @@ class Simulation:
     def checkpoint(self, path: Path | str | None = None) -> Path:
         """Collective: write a checkpoint of the current step (default directory
         ``<output_dir>/checkpoints/<name>_<step>``); returns its path."""
-        from lobatto.restart import save
+        from lobatto.runner.restart import save
 
         return save(self, path)
 
@@ -466,7 +466,7 @@ class Simulation:
         """Collective: continue from the checkpoint at ``path`` (written on any number of
         ranks, either backend); the case must have the same mesh, order, system and
         integrator. ``run()`` then goes on to [time] t_end with the checkpoint's dt."""
-        from lobatto.restart import resume
+        from lobatto.runner.restart import resume
 
         resume(self, path)
         return self
@@ -598,7 +598,7 @@ class Simulation:
         meter.start()
         rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
-        from lobatto.restart import Schedule
+        from lobatto.runner.restart import Schedule
 
         checkpoints = Schedule(self) if case.checkpoint.enabled else None
         while not self.finished:
@@ -739,7 +739,7 @@ def run_case(case, backend: str | None = None, output_dir: Path | str | None = N
     summary.json; return the summary. ``before_writing`` (collective) is called once the run is
     set up, before its first output (lobatto run: removing what --overwrite replaces)."""
     if get_system(case.physics.equations).spec.steady:  # one solve, no time steps: steady.py
-        from lobatto.steady import run_steady
+        from lobatto.runner.steady import run_steady
 
         return run_steady(case, backend, output_dir, progress, comm, restart, before_writing)
     simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)

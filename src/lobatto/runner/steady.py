@@ -26,13 +26,13 @@ from pathlib import Path
 from lobatto import __version__
 from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
-from lobatto.driver import SnapshotWriter, build_system, case_named, describe_mesh
+from lobatto.runner.simulation import SnapshotWriter, build_system, case_named, describe_mesh
 from lobatto.errors import InputError, SolverError
 from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.io.summary import write_summary
-from lobatto.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
-from lobatto.probes import TimeSeries
-from lobatto.progress import ProgressBar
+from lobatto.machine.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
+from lobatto.monitors.probes import TimeSeries
+from lobatto.io.progress import ProgressBar
 
 
 def refuse_time_dependent_options(case, restart) -> None:

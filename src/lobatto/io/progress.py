@@ -25,7 +25,7 @@ def _clock(seconds: float) -> str:
 
 
 class ProgressBar:
-    """Callable ``progress(step, total, t)`` for :func:`lobatto.driver.run_case`.
+    """Callable ``progress(step, total, t)`` for :func:`lobatto.runner.simulation.run_case`.
 
     ``total_steps`` may be None when it is only known once the run starts;
     the ``total`` passed to each call wins when given.

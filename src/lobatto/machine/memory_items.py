@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from lobatto.errors import InputError
-from lobatto.resources import FIXED_BYTES, MARGIN, PRECISION_BYTES, biggest_item_message
+from lobatto.machine.resources import FIXED_BYTES, MARGIN, PRECISION_BYTES, biggest_item_message
 
 
 @dataclass(frozen=True)

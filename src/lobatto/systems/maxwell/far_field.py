@@ -31,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.dft import DftMonitor, check_parts_memory
+from lobatto.monitors.dft import DftMonitor, check_parts_memory
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
-from lobatto.parallel import allreduce, rank_and_size
+from lobatto.machine.parallel import allreduce, rank_and_size
 from lobatto.systems.maxwell.tfsf import check_background, elements_in_box, elements_in_region, surface_signs
 
 SUFFIX = "_farfield"
@@ -110,7 +110,7 @@ class FarFieldMonitor(DftMonitor):
     def memory_estimate(cls, section, layout) -> list:
         """memory_items.MemoryItem of the directions (rank 0's host, known from the case); the
         surfaces' transforms are counted once their faces are found (check_parts_memory)."""
-        from lobatto.memory_items import MemoryItem
+        from lobatto.machine.memory_items import MemoryItem
 
         count, directions = len(section.frequencies), len(section.theta) * len(section.phi)
         return [MemoryItem(f"{WHERE} {len(section.theta):,} x {len(section.phi):,} directions (theta x phi) at "

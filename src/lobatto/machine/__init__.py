@@ -1,0 +1,1 @@
+"""The machine a run uses: MPI helpers, CPU threads, memory estimates, energy meters."""
