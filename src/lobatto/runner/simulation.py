@@ -31,7 +31,7 @@ from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.machine.parallel import (allreduce, collective_errors, launched_local_size, node_local_rank, rank_and_size,
                               world_comm)
 from lobatto.machine.power import EnergyMeter, energy_per_step
-from lobatto.monitors.probes import TimeSeries
+from lobatto.monitors import MonitorSet
 from lobatto.machine.memory_items import RunLayout, with_items
 from lobatto.machine.resources import available_host_memory, check_fits, estimate_run_memory, stepper_states
 from lobatto.systems.registry import get_system
@@ -161,7 +161,7 @@ def memory_items(case, system_class, layout) -> list:
     the monitors' (probes.py, dft.py, nearfar.py) and the checkpoints' (restart.py)."""
     from lobatto.runner.restart import memory_estimate as checkpoint_memory
 
-    return (list(system_class.memory_estimate(case, layout)) + TimeSeries.memory_estimate(case, layout)
+    return (list(system_class.memory_estimate(case, layout)) + MonitorSet.memory_estimate(case, layout)
             + checkpoint_memory(case, layout, system_class))
 
 
@@ -344,7 +344,7 @@ class Simulation:
         self.energy_initial = allreduce(comm, system.energy(self.u))
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
         with collective_errors(comm), case_named(case):  # [output.probes] and [output.integrals]
-            self.series = TimeSeries.from_case(case, system, self.output_dir, comm)
+            self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
         self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
         # When the operator does not depend on t, one step of fixed dt can be recorded once and
         # replayed (a CUDA graph on the GPU; a plain call elsewhere). Never a multistep step: its

@@ -31,7 +31,7 @@ from lobatto.errors import InputError, SolverError
 from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.io.summary import write_summary
 from lobatto.machine.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
-from lobatto.monitors.probes import TimeSeries
+from lobatto.monitors import MonitorSet
 from lobatto.io.progress import ProgressBar
 
 
@@ -90,7 +90,7 @@ class SteadyRun:
         self.writer = SnapshotWriter(case, self.system, self.output_dir, comm)
         # [output.probes] and [output.integrals]: one sample of the solution (step 0, time 0)
         with collective_errors(comm), case_named(case):
-            self.series = TimeSeries.from_case(case, self.system, self.output_dir, comm)
+            self.series = MonitorSet.from_case(case, self.system, self.output_dir, comm)
         self.u = None
         self.summary = None
         self.reference = 0.0  # ||b||, for the printed relative residuals (set by run)
