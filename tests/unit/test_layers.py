@@ -67,6 +67,8 @@ SYSTEM_REGISTRY = "lobatto.systems.registry"
 PHYSICS_FREE = ("analysis", "backends", "comm", "config", "io", "machine", "mesh", "monitors", "integrators",
                 "operators", "solvers", "jit", "discretization", "run")
 SYSTEM_WORDS = ("maxwell", "acoustics", "poisson")
+#: files of those layers that may name systems: the memory model quotes each system's array counts
+PHYSICS_FREE_EXCEPT = ("machine/resources.py",)
 
 
 def _module_name(path: Path) -> str:
@@ -198,7 +200,7 @@ def _physics_free_files() -> list[Path]:
             files.append(target)
         elif target.is_dir():
             files += [p for p in sorted(target.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
-    return files
+    return [p for p in files if p.relative_to(PACKAGE).as_posix() not in PHYSICS_FREE_EXCEPT]
 
 
 def test_system_names_only_under_systems():
@@ -228,3 +230,152 @@ def test_system_names_only_under_systems():
 def test_layer_table(module, target, allowed):
     """The table itself: a few edges that must stay allowed or forbidden."""
     assert (layer_of(target) <= layer_of(module)) is allowed
+
+
+# --- the house rules: no cycles, no private names across modules, a small root, small modules ---
+
+#: what the package root may hold besides subpackages (docs/architecture.md)
+ROOT_FILES = {"__init__.py", "__main__.py", "api.py", "cli.py", "errors.py"}
+#: a module longer than this is split along its seams (kernel sources are .cu/.c files, not counted)
+MAX_MODULE_LINES = 500
+
+
+def _reexports(init: str) -> dict[str, str]:
+    """name -> module for the ``from lobatto.x import name`` re-exports of a package __init__."""
+    found = {}
+    tree = ast.parse(MODULES[init].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and _is_lobatto(node.module):
+            for alias in node.names:
+                found[alias.asname or alias.name] = node.module
+    return found
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def import_edges() -> dict[str, set[str]]:
+    """module -> the lobatto modules it imports, a package's re-exported name resolved to the
+    module that defines it (so `from pkg import Name` depends on pkg.child, not on pkg)."""
+    edges = {m: set() for m in MODULES}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module in MODULES \
+                    and _is_package(node.module):
+                table = _reexports(node.module) if node.module != module else {}
+                for alias in node.names:
+                    if node.module == ROOT_MODULE and alias.name in ALLOWED_FROM_ROOT:
+                        continue
+                    child = f"{node.module}.{alias.name}"
+                    target = child if child in MODULES else table.get(alias.name, node.module)
+                    if target in MODULES and target != module:
+                        edges[module].add(target)
+        for target, _ in imports_of(module, path):
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != module and not (_is_package(target) and module.startswith(target + ".")):
+                edges[module].add(target)
+    return edges
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, cycles, counter = {}, {}, set(), [], [], [0]
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycles():
+    cycles = import_cycles(import_edges())
+    assert not cycles, ("import cycles (split or merge the modules so that imports form a tree):\n  "
+                        + "\n  ".join(" <-> ".join(c) for c in cycles))
+
+
+def private_imports(module: str, path: Path, where=None) -> list[str]:
+    """Uses of another module's underscore names: ``from lobatto.x import _name`` and
+    ``x._name`` where ``x`` is bound to a lobatto module by an import."""
+    found, bound = [], {}
+    where = where or (lambda line: _where(path, line))
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_lobatto(alias.name) and alias.asname:
+                    bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve_relative(module, path, node.level, node.module) if node.level else (node.module or "")
+            if not _is_lobatto(base) or base == module:
+                continue
+            for alias in node.names:
+                if f"{base}.{alias.name}" in MODULES:
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{module} takes {alias.name} from {base}  [{where(node.lineno)}]")
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                and node.attr.startswith("_") and not node.attr.startswith("__") and bound[node.value.id] != module):
+            found.append(f"{module} uses {bound[node.value.id]}.{node.attr}  [{where(node.lineno)}]")
+    return found
+
+
+def test_no_private_names_across_modules():
+    found = [line for module, path in MODULES.items() for line in private_imports(module, path)]
+    assert not found, ("underscore-private names taken from another module (make the name public and "
+                       "document it, or keep the code in one module):\n  " + "\n  ".join(found))
+
+
+def test_package_root_holds_only_the_entry_points():
+    extra = sorted(p.name for p in PACKAGE.iterdir()
+                   if p.is_file() and p.suffix == ".py" and p.name not in ROOT_FILES)
+    assert not extra, f"modules at the package root (move them into a subpackage): {extra}"
+
+
+def test_no_module_is_too_long():
+    long = sorted((sum(1 for _ in path.open(encoding="utf-8")), module) for module, path in MODULES.items())
+    long = [f"{module}: {lines} lines" for lines, module in long if lines > MAX_MODULE_LINES]
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them along their seams):\n  " + "\n  ".join(long)
+
+
+def test_the_house_checks_can_fail(tmp_path):
+    """The cycle finder and the private-name check catch what they are for (on made-up input)."""
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+    fake = tmp_path / "fake.py"
+    fake.write_text("from lobatto.errors import _hidden\nimport lobatto.jit.c as c\nc._secret()\n")
+    found = private_imports("lobatto.fake", fake, where=str)
+    assert len(found) == 2 and "_hidden" in found[0] and "lobatto.jit.c._secret" in found[1]

@@ -1,6 +1,6 @@
 """``[output.far_field]``: the near-to-far-field transformation from a closed surface of element
 faces, with cross sections per frequency (docs/electromagnetics.md, "Far fields and cross
-sections"; run time: lobatto/systems/maxwell/far_field.py). The surface and region names are checked against
+sections"; run time: the far-field monitor, registered by the system that has one). The surface and region names are checked against
 the mesh, and the incident plane wave against the case's sources, when the run is set up."""
 
 from __future__ import annotations
