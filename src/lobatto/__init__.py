@@ -2,12 +2,69 @@
 
 The Python API (lobatto.api, docs/python.md) is available from here, imported on first use:
 ``lobatto.load_case``, ``lobatto.case_from_dict``, ``lobatto.run``, ``lobatto.Simulation``.
+
+Modules that moved into packages in 0.2 (docs/architecture.md) can still be imported by their
+old paths (``lobatto.driver``, ``lobatto.probes``, ...) until 0.3, with a DeprecationWarning.
 """
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
 
 __version__ = "0.1.0"
 
 _API = ("Result", "Simulation", "available_systems", "case_from_dict", "load_case", "parse_case", "run",
         "run_case", "with_changes")
+
+#: old module (until 0.2) -> the modules its public names live in now, searched in order
+MOVED_MODULES = {
+    "lobatto.driver": ("lobatto.runner.simulation",),
+    "lobatto.restart": ("lobatto.runner.restart",),
+    "lobatto.steady": ("lobatto.runner.steady",),
+    "lobatto.probes": ("lobatto.monitors.probes",),
+    "lobatto.dft": ("lobatto.monitors.dft",),
+    "lobatto.nearfar": ("lobatto.systems.maxwell.far_field",),
+    "lobatto.parallel": ("lobatto.machine.parallel",),
+    "lobatto.power": ("lobatto.machine.power",),
+    "lobatto.resources": ("lobatto.machine.resources",),
+    "lobatto.memory_items": ("lobatto.machine.memory_items",),
+    "lobatto.threads": ("lobatto.machine.threads",),
+    "lobatto.progress": ("lobatto.io.progress",),
+}
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old module path as a stand-in whose names come from the new modules."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED_MODULES else None
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module):
+        old, new = module.__name__, MOVED_MODULES[module.__name__]
+        message = f"{old} moved to {' and '.join(new)} in lobatto 0.2; the old path goes in 0.3"
+        if sys.version_info >= (3, 12):  # name the user's import line, not the import machinery
+            warnings.warn(message, DeprecationWarning, skip_file_prefixes=(importlib.__path__[0], __path__[0]))
+        else:
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+
+        def __getattr__(name):
+            for target in new:
+                found = importlib.import_module(target)
+                if hasattr(found, name):
+                    return getattr(found, name)
+            raise AttributeError(f"module {old!r} (now {' and '.join(new)}) has no attribute {name!r}")
+
+        module.__getattr__ = __getattr__
+        module.__doc__ = message
+
+
+if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(MovedModuleFinder())
 
 
 def __getattr__(name):  # lazy, so that `import lobatto.mesh` does not load every layer
@@ -15,4 +72,6 @@ def __getattr__(name):  # lazy, so that `import lobatto.mesh` does not load ever
         from lobatto import api
 
         return getattr(api, name)
+    if f"lobatto.{name}" in MOVED_MODULES:  # `from lobatto import driver`
+        return importlib.import_module(f"lobatto.{name}")
     raise AttributeError(f"module 'lobatto' has no attribute {name!r}")
