@@ -9,7 +9,9 @@ alternating between rounds so that drifts of clock or temperature fall on both a
 is a Maxwell cavity on a curved box and a Navier-Stokes Taylor-Green vortex (BDF2); each is run
 as its own process (`python -m lobatto run`), and the table gives, per tree, the median over
 rounds of the summary's seconds_per_step (the steady part of the loop) and of the whole
-process's wall-clock seconds, and the ratio new/old.
+process's wall-clock seconds, and the ratio new/old. With --callgrind K1 K2 it counts instead
+the instructions of a whole run of K1 and of K2 steps under valgrind's callgrind and reports
+their difference per step (CPU; steadier than a timing on a shared machine).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -25,23 +28,35 @@ import tempfile
 import time
 from pathlib import Path
 
-#: backend -> case name -> (TOML text, what it is); sizes give 1-10 s runs on an H100 / 2 cores
+#: backend -> case name -> (system, elements per axis, order, dt, steps); 1-10 s runs on an
+#: H100 / on 2 cores
 CASES = {
-    "cuda": {
-        "maxwell-N7-32^3-curved": (
-            "[mesh]\nelements = [32, 32, 32]\n[mesh.deform]\nx = \"0.05*sin(pi*x)*sin(pi*y)*sin(pi*z)\"\n"
-            "[discretization]\norder = 7\n[initial]\nEz = \"sin(pi*x)*sin(pi*y)\"\n"
-            "[time]\nt_end = 0.25\n[output]\nformats = []\n[backend]\nname = \"cuda\"\n", "Maxwell, lsrk45"),
-        "navier_stokes-TGV-N7-24^3": ("TGV", (24, 7, 0.01, 60)),
-    },
-    "cpu": {
-        "maxwell-N7-6^3-curved": (
-            "[mesh]\nelements = [6, 6, 6]\n[mesh.deform]\nx = \"0.05*sin(pi*x)*sin(pi*y)*sin(pi*z)\"\n"
-            "[discretization]\norder = 7\n[initial]\nEz = \"sin(pi*x)*sin(pi*y)\"\n"
-            "[time]\nt_end = 0.25\n[output]\nformats = []\n[backend]\nname = \"cpu\"\n", "Maxwell, lsrk45"),
-        "navier_stokes-TGV-N5-6^3": ("TGV", (6, 5, 0.02, 40)),
-    },
+    "cuda": {"maxwell-N7-32^3-curved": ("maxwell", 32, 7, 2e-3, 200),
+             "navier_stokes-TGV-N7-24^3": ("navier_stokes", 24, 7, 0.01, 60)},
+    "cpu": {"maxwell-N7-6^3-curved": ("maxwell", 6, 7, 5e-3, 60),
+            "navier_stokes-TGV-N5-6^3": ("navier_stokes", 6, 5, 0.02, 40)},
 }
+
+
+def maxwell_case(backend: str, elements: int, order: int, dt: float, steps: int) -> str:
+    """A cavity mode on a curved box (as `lobatto bench maxwell --curved`), lsrk45 at a fixed dt."""
+    return f"""[mesh]
+elements = [{elements}, {elements}, {elements}]
+[mesh.deform]
+x = "0.05*sin(pi*x)*sin(pi*y)*sin(pi*z)"
+[discretization]
+order = {order}
+[initial]
+Ez = "sin(pi*x)*sin(pi*y)"
+[time]
+dt = {dt!r}
+t_end = {dt * steps!r}
+[output]
+formats = []
+log_every = 0
+[backend]
+name = "{backend}"
+"""
 
 
 def tgv_case(backend: str, elements: int, order: int, dt: float, steps: int) -> str:
@@ -79,9 +94,46 @@ name = "{backend}"
 """
 
 
-def case_text(backend: str, name: str) -> str:
-    first, second = CASES[backend][name]
-    return tgv_case(backend, *second) if first == "TGV" else first
+def case_text(backend: str, name: str, steps: int | None = None) -> str:
+    system, elements, order, dt, default_steps = CASES[backend][name]
+    build = maxwell_case if system == "maxwell" else tgv_case
+    return build(backend, elements, order, dt, steps or default_steps)
+
+
+def instructions(tree: Path, case: Path, work: Path) -> int:
+    """Instructions of a whole `lobatto run` process under callgrind (one thread, fixed hash seed)."""
+    env = dict(os.environ, PYTHONPATH=str(tree.resolve()), OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={work}/cg.out", sys.executable, "-m", "lobatto",
+           "run", str(case), "-o", str(work / "out"), "-q"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or not found:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_per_step(args, names) -> list:
+    """(instructions(K2 steps) - instructions(K1 steps)) / (K2 - K1) per tree and case."""
+    k1, k2 = args.callgrind
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            row = {"case": name, "steps": [k1, k2]}
+            for which, tree in (("old", args.old), ("new", args.new)):
+                counts = []
+                for k in (k1, k2):
+                    case = Path(tmp) / f"{name}-{k}.toml"
+                    case.write_text(case_text(args.backend, name, k))
+                    with tempfile.TemporaryDirectory(dir=tmp) as work:
+                        counts.append(instructions(tree, case, Path(work)))
+                row[which] = {"counts": counts, "per_step": (counts[1] - counts[0]) / (k2 - k1)}
+                print(f"{name:28s} {which}: {row[which]['per_step']:.6e} instructions/step", flush=True)
+            row["ratio"] = row["new"]["per_step"] / row["old"]["per_step"]
+            rows.append(row)
+    print(f"\n{'case':28s} {'old instr/step':>15s} {'new instr/step':>15s} {'new/old':>8s}")
+    for row in rows:
+        print(f"{row['case']:28s} {row['old']['per_step']:15.6e} {row['new']['per_step']:15.6e} {row['ratio']:8.5f}")
+    return rows
 
 
 def run_once(tree: Path, case: Path, work: Path) -> dict:
@@ -103,8 +155,15 @@ def main(argv=None) -> int:
     parser.add_argument("--new", type=Path, required=True, help="the new tree's src directory")
     parser.add_argument("--backend", choices=sorted(CASES), default="cuda")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--callgrind", type=int, nargs=2, metavar=("K1", "K2"), default=None,
+                        help="count instructions per step under callgrind (runs of K1 and K2 steps) instead of timing")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.callgrind is not None:
+        rows = count_per_step(args, list(CASES[args.backend]))
+        if args.json is not None:
+            args.json.write_text(json.dumps({"backend": args.backend, "callgrind": rows}, indent=1))
+        return 0
 
     trees = {"old": args.old, "new": args.new}
     names = list(CASES[args.backend])
