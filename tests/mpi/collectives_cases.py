@@ -182,7 +182,8 @@ def holdings(mesh, data: dict) -> dict:
 
 def main(out: Path, mesh_dir: Path, names: list) -> None:
     from lobatto.api import parse_case
-    from lobatto.runner.simulation import build_mesh, run_case
+    from lobatto.runner.build import build_mesh
+    from lobatto.runner.simulation import run_case
     from lobatto.machine.parallel import world_comm
 
     comm = world_comm()

@@ -211,7 +211,7 @@ def test_checkpoints_every_k_steps_keep_the_newest(tmp_path):
 
 
 def test_wall_minutes_checkpoints(tmp_path, monkeypatch):
-    from lobatto.runner import restart
+    from lobatto.runner import schedule
 
     case = case_from_dict({**MAXWELL, "checkpoint": {"wall_minutes": 1.0, "keep": 50, "at_end": False}}, name="run")
     clock = [0.0]
@@ -220,7 +220,7 @@ def test_wall_minutes_checkpoints(tmp_path, monkeypatch):
         clock[0] += 25.0  # every reading of the clock is 25 s later: a checkpoint every few steps
         return clock[0]
 
-    monkeypatch.setattr(restart.time, "monotonic", fake_clock)
+    monkeypatch.setattr(schedule.time, "monotonic", fake_clock)
     sim = uninterrupted(case, "cpu", tmp_path)
     steps = [step for step, _ in checkpoint_dir.find_checkpoints(tmp_path, "run")]
     assert len(steps) >= 2 and steps[-1] < sim.step_count

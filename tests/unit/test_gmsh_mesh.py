@@ -18,7 +18,8 @@ from lobatto.api import case_from_dict  # noqa: E402
 from lobatto.backends import get_backend  # noqa: E402
 from lobatto.discretization import derivative_matrix, interpolation_matrix  # noqa: E402
 from lobatto.discretization.tensor import physical_gradient  # noqa: E402
-from lobatto.runner.simulation import Simulation, build_system  # noqa: E402
+from lobatto.runner.build import build_system  # noqa: E402
+from lobatto.runner.simulation import Simulation  # noqa: E402
 from lobatto.errors import InputError  # noqa: E402
 from lobatto.mesh import box_mesh, compute_geometry  # noqa: E402
 from lobatto.mesh.readers import mesh_from_file, read_mesh  # noqa: E402
@@ -280,7 +281,7 @@ def test_cli_reports_an_unknown_group_in_one_line(tmp_path):
 
 
 def test_memory_is_estimated_from_the_files_elements_before_the_geometry(monkeypatch):
-    import lobatto.runner.simulation as driver
+    import lobatto.runner.build as driver
     from lobatto.systems.registry import get_system
 
     case = case_from_dict({"mesh": {"generator": "gmsh", "file": str(DATA / "sphere_in_box_order2.msh")},

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import lobatto
-from lobatto.runner import simulation as driver
+from lobatto.runner import build as driver
 from lobatto.errors import InputError
 from lobatto.machine.memory_items import MemoryItem, RunLayout, biggest_item, check_allocation, with_items
 from lobatto.machine.resources import GIB
@@ -190,7 +190,7 @@ def test_items_add_to_the_peak_and_the_biggest_is_named():
 _SCALARS = r"""
 import json, sys, time
 import lobatto
-from lobatto.runner import simulation as driver
+from lobatto.runner import build as driver
 from lobatto.backends import get_backend
 from lobatto.systems.navier_stokes.system import NavierStokesSystem
 

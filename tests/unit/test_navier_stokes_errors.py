@@ -117,7 +117,7 @@ def test_the_memory_estimate_counts_the_systems_arrays():
     from lobatto.api import parse_case
     from lobatto.backends import get_backend
     from lobatto.config.schema import tomllib
-    from lobatto.runner.simulation import check_memory
+    from lobatto.runner.build import check_memory
     from lobatto.machine.resources import estimate_run_memory
     from lobatto.systems.navier_stokes.system import NavierStokesSystem
 

@@ -264,7 +264,7 @@ def test_check_partition_rejects_ranks_that_disagree(method):
     pytest.importorskip("mpi4py")
     from types import SimpleNamespace
 
-    from lobatto.runner.simulation import check_partition
+    from lobatto.runner.build import check_partition
     from lobatto.errors import SolverError
 
     elements = (5, 4, 3)

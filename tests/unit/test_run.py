@@ -66,7 +66,7 @@ def test_outputs_round_trip_and_match_summary(tmp_path):
     assert np.array_equal(h5["coords"], nek["coords"])
 
     # The errors in the summary are those of the written fields against the exact solution.
-    from lobatto.runner.simulation import build_system
+    from lobatto.runner.build import build_system
     from lobatto.backends import get_backend
 
     system = build_system(case, get_backend("cpu"))

@@ -26,7 +26,7 @@ from contextlib import nullcontext
 from lobatto.api import case_from_dict
 from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
-from lobatto.runner.simulation import build_system
+from lobatto.runner.build import build_system
 from lobatto.solvers.profile import PARTS
 
 EXACT = "sin(pi*x)*sin(pi*y)*sin(pi*z)"

@@ -3,7 +3,7 @@ part itself, and the checks that use those counts (docs/case-file.md, "Memory").
 
 A monitor, physics term, solver or the checkpoints answer ``memory_estimate(case, layout)``
 with a list of :class:`MemoryItem` for a :class:`RunLayout` (what is known before the mesh
-is built). ``driver.check_memory`` adds them to ``resources.estimate_run_memory`` with
+is built). ``runner.build.check_memory`` adds them to ``resources.estimate_run_memory`` with
 :func:`with_items`, and ``resources.check_fits`` names the biggest when it refuses the run.
 Items whose extent is known only once the mesh is built are checked again where they are
 set up, before they allocate: :func:`check_allocation`.

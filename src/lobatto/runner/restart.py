@@ -5,7 +5,7 @@ the state and any integrator or system history by global element id, step, time,
 initial energy, what the snapshot writer has written so far, earlier restarts, the case TOML,
 version, backend and rank count. :func:`resume` reads this rank's elements back into a
 Simulation built from a compatible case, on any number of ranks and either backend.
-:class:`Schedule` decides, the same way on every rank, when the run loop writes one.
+When the run loop writes one is schedule.py's CheckpointSchedule.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,15 +20,12 @@ import numpy as np
 from lobatto import __version__
 from lobatto.errors import InputError
 from lobatto.io.checkpoint import Checkpoint, write_checkpoint
-from lobatto.io.checkpoint_dir import checkpoint_path, prune_checkpoints, remove_stale_checkpoints
+from lobatto.io.checkpoint_dir import checkpoint_path
 from lobatto.machine.parallel import collective_errors
+from lobatto.runner.schedule import MAX_STEPS
 
-__all__ = ["Schedule", "resume", "save"]
+__all__ = ["check_compatible", "memory_estimate", "resume", "save"]
 
-#: how many times per [checkpoint] wall_minutes period the ranks compare clocks (each check is
-#: one broadcast from rank 0); the first check comes after one step, to measure the step time
-WALL_CHECKS_PER_PERIOD = 100
-MAX_STEPS_BETWEEN_WALL_CHECKS = 1000
 #: attributes of a Simulation holding outputs that carry state from one write to the next (the
 #: probes' time series): when one has ``checkpoint_state() -> dict`` (JSON-able), the dict is
 #: saved, and handed back to its ``restore_checkpoint_state(state)`` on restart
@@ -159,8 +155,6 @@ def resume(sim, path) -> dict:
             raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.6g} is before the time of the "
                              f"checkpoint {checkpoint.path} (t = {float(attrs['time']):.6g}, step {step})")
         _check_kept_dt(sim, dt)
-        from lobatto.runner.simulation import MAX_STEPS  # here: the driver imports this module
-
         if steps > MAX_STEPS:
             raise InputError(f"{case.source}: [time] t_end = {case.time.t_end:.4g} takes {steps:.3g} steps of the "
                              f"checkpoint's dt = {dt:.3g}, more than {MAX_STEPS:.0e}")
@@ -204,61 +198,3 @@ def _check_kept_dt(sim, dt: float) -> None:
         raise InputError(f"{case.source}: the checkpoint's dt = {dt:.4g} is cfl {cfl:.4g} for this case, above the "
                          f"stability bound {bound} of {sim.stepper.scheme.name} with the {case.discretization.flux} "
                          "flux; set [time] cfl_check = false to continue anyway")
-
-
-class Schedule:
-    """When the run loop writes a checkpoint: every ``[checkpoint] every`` steps, and when
-    ``wall_minutes`` have passed since the last one. The wall-time decision is rank 0's clock,
-    broadcast at steps all ranks know in advance, so every rank takes the same decision."""
-
-    def __init__(self, sim):
-        self.sim, self.settings = sim, sim.case.checkpoint
-        self.last_written = self.last_check = time.monotonic()
-        self.next_wall_check = sim.step_count + 1
-        self.last_check_step = sim.step_count
-        self.seconds = 0.0  # spent writing, taken out of the run's timing
-        self.written: list[Path] = []
-
-    def after_step(self, step: int, final_step: int) -> float:
-        """Write a checkpoint after ``step`` if one is due (at the final step only without
-        ``at_end``, which writes it after the final snapshot); returns the seconds spent."""
-        settings = self.settings
-        if step >= final_step and settings.at_end:
-            return 0.0
-        due = settings.every > 0 and step % settings.every == 0
-        if settings.wall_minutes is not None and step >= self.next_wall_check:
-            due = self._wall_due(step) or due
-        return self.write() if due else 0.0
-
-    def _wall_due(self, step: int) -> bool:
-        sim, period = self.sim, self.settings.wall_minutes * 60.0
-        now = time.monotonic()
-        seconds_per_step = (now - self.last_check) / max(step - self.last_check_step, 1)
-        interval = int(min(max(period / WALL_CHECKS_PER_PERIOD / max(seconds_per_step, 1e-9), 1),
-                           MAX_STEPS_BETWEEN_WALL_CHECKS))
-        decision = (now - self.last_written >= period, interval)
-        if sim.comm is not None:
-            decision = sim.comm.bcast(decision)
-        self.last_check, self.last_check_step = now, step
-        self.next_wall_check = step + decision[1]
-        return decision[0]
-
-    def at_end(self) -> float:
-        return self.write() if self.settings.at_end else 0.0
-
-    def write(self) -> float:
-        sim = self.sim
-        start = time.perf_counter()
-        sim.backend.synchronize()
-        if not self.written:  # what a killed run of this name left
-            with collective_errors(sim.comm):
-                if sim.rank == 0:
-                    remove_stale_checkpoints(sim.output_dir, sim.case.output.name)
-        self.written.append(save(sim))
-        with collective_errors(sim.comm):
-            if sim.rank == 0:
-                prune_checkpoints(sim.output_dir, sim.case.output.name, self.settings.keep)
-        self.last_written = time.monotonic()
-        seconds = time.perf_counter() - start
-        self.seconds += seconds
-        return seconds

@@ -1,7 +1,7 @@
 """One run of a steady system: mesh -> system -> one solve -> outputs -> summary.
 
-``driver.run_case`` sends a case here when its system's spec is ``steady`` (no [time], no
-steps). The system is built as for any run (``driver.build_system``: memory check, mesh,
+``run_case`` (simulation.py) sends a case here when its system's spec is ``steady`` (no [time],
+no steps). The system is built as for any run (``build.build_system``: memory check, mesh,
 geometry, ``from_case``) and provides ``solve(x0, monitor)``, returning the state, and
 ``summary()``, its entries of summary.json. Then:
 
@@ -26,13 +26,14 @@ from pathlib import Path
 from lobatto import __version__
 from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
-from lobatto.runner.simulation import SnapshotWriter, build_system, case_named, describe_mesh
 from lobatto.errors import InputError, SolverError
 from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.io.summary import write_summary
 from lobatto.machine.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
 from lobatto.monitors import MonitorSet
 from lobatto.io.progress import ProgressBar
+from lobatto.runner.build import build_system, case_named, describe_mesh
+from lobatto.runner.snapshots import SnapshotWriter
 
 
 def refuse_time_dependent_options(case, restart) -> None:
@@ -221,7 +222,7 @@ class SteadyRun:
 
 def run_steady(case, backend=None, output_dir=None, progress=None, comm="world", restart=None,
                before_writing=None) -> dict:
-    """Set up, solve, write the snapshot and summary.json; the summary (driver.run_case)."""
+    """Set up, solve, write the snapshot and summary.json; the summary (simulation.run_case)."""
     run = SteadyRun(case, backend, output_dir, comm, progress, restart)
     if before_writing is not None:
         before_writing()

@@ -15,7 +15,7 @@ A system class declares
 * ``quadrature_mass()``: the diagonal mass w_i w_j w_k J on the backend, for the monitors
   that integrate its fields (probes.py, dft.py);
 * ``memory_estimate(case, layout)``: the arrays it allocates beyond the mesh, the geometry
-  and the states, as memory_items.MemoryItem entries (driver.check_memory).
+  and the states, as memory_items.MemoryItem entries (runner.build.check_memory).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The memory a dispersive [material] table needs (memory_items.MemoryItem), counted before the
-mesh is built (driver.check_memory, through MaxwellSystem.memory_estimate) and checked again
+mesh is built (runner.build.check_memory, through MaxwellSystem.memory_estimate) and checked again
 once its elements are found, before any pole is set up (dispersive.dispersive_terms)."""
 
 from __future__ import annotations

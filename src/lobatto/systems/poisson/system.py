@@ -72,7 +72,7 @@ FLOAT32_TOLERANCE = 1e-5
 class PoissonSystem(System):
     spec = SPEC
     output_layout = (None, None, ("u",))  # Nek5000: u as the first passive scalar
-    #: state-sized (E, n^3) float64 arrays counted for the memory estimate (driver.check_memory),
+    #: state-sized (E, n^3) float64 arrays counted for the memory estimate (runner.build.check_memory),
     #: beyond the geometry: six factors (twelve with a variable k), mass, mask, multiplicity
     #: and its inverse (the level's copies too), the ids and the numbering's labels (int64), the
     #: gather-scatter's index arrays, five Krylov vectors, b, the Dirichlet lifting, the
