@@ -20,8 +20,9 @@ _API = ("Result", "Simulation", "available_systems", "case_from_dict", "load_cas
 
 #: old module (until 0.2) -> the modules its public names live in now, searched in order
 MOVED_MODULES = {
-    "lobatto.driver": ("lobatto.runner.simulation",),
-    "lobatto.restart": ("lobatto.runner.restart",),
+    "lobatto.driver": ("lobatto.runner.simulation", "lobatto.runner.build", "lobatto.runner.snapshots",
+                       "lobatto.runner.schedule"),
+    "lobatto.restart": ("lobatto.runner.restart", "lobatto.runner.schedule"),
     "lobatto.steady": ("lobatto.runner.steady",),
     "lobatto.probes": ("lobatto.monitors.probes",),
     "lobatto.dft": ("lobatto.monitors.dft",),

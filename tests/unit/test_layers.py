@@ -65,7 +65,7 @@ SYSTEM_REGISTRY = "lobatto.systems.registry"
 
 #: where system names must not appear (acceptance: grep -ril maxwell ... finds nothing)
 PHYSICS_FREE = ("analysis", "backends", "comm", "config", "io", "machine", "mesh", "monitors", "integrators",
-                "operators", "solvers", "jit", "discretization", "run")
+                "operators", "solvers", "jit", "discretization", "runner")
 SYSTEM_WORDS = ("maxwell", "acoustics", "poisson")
 #: files of those layers that may name systems: the memory model quotes each system's array counts
 PHYSICS_FREE_EXCEPT = ("machine/resources.py",)
