@@ -7,7 +7,7 @@ the ceilings measured on the same device (docs/roofline.md).
 Ceilings: the memory roof is the larger of STREAM copy and triad, the compute roof the GEMM
 rate of the run's precision (cuBLAS on the GPU; NumPy's BLAS on the CPU), from a
 ``lobatto sysbench`` JSON of the same device or measured here first. Kernel bytes are the
-byte models of bench/maxwell.py and systems/maxwell/cuda.py (each input read once, each output
+byte models of bench/maxwell_models.py and systems/maxwell/cuda.py (each input read once, each output
 written once: a lower bound on the traffic, so the achieved bandwidth is a lower bound too);
 the stage kernels' flops are the seed paper's count, 36 (N + 1) + 84 per point and stage.
 """

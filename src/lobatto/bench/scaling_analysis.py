@@ -84,7 +84,7 @@ def strong_limit(rows: list[dict], threshold: float = STRONG_LIMIT) -> dict:
 
 def rank_fits(runs: list[dict]) -> dict:
     """For each rank count (and overlap setting): t(n) = t0 + n / R_inf over its sizes, n the
-    points per rank (bench.maxwell.fit_half_performance); R_inf is then point-steps/s per rank."""
+    points per rank (bench.maxwell_sweep.fit_half_performance); R_inf is then point-steps/s per rank."""
     from lobatto.bench.maxwell_sweep import fit_half_performance  # imports the systems: only when needed
 
     settings = overlap_settings(runs)
