@@ -20,8 +20,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
 
 import argparse
 import datetime
-import json
-import platform
 import statistics
 import sys
 import time
@@ -36,6 +34,7 @@ from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh
 from lobatto.bench.maxwell import INITIAL  # smooth non-zero fields, shared with lobatto bench
+from lobatto.bench.report import cpu_model, host_seconds, write_json
 from lobatto.systems.maxwell.system import MaxwellSystem, flops_per_step
 
 
@@ -55,12 +54,12 @@ def time_steps(stepper, u, dt, repeats, min_block_s=0.3):
     stepper.step(u, 0.0, dt)
     one = max(time.perf_counter() - t0, 1e-6)
     block = max(1, int(min_block_s / one))
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+
+    def steps():
         for _ in range(block):
             stepper.step(u, 0.0, dt)
-        samples.append((time.perf_counter() - t0) / block)
+
+    samples = [seconds / block for seconds in host_seconds(steps, repeats)]
     return statistics.median(samples), min(samples), block
 
 
@@ -132,12 +131,7 @@ def main(argv=None):
             ref = NumpyBackend(precision=args.precision)
             rows.append(measure("numpy reference kernels", 1, *make_case(order, elements, ref), max(3, args.repeats // 2)))
 
-    model = "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or platform.machine()
+    model = cpu_model()
 
     print(f"# {model}, {ncpu} cores, {info}")
     head = (f"{'path':<22} {'N':>3} {'E':>5} {'points':>9} {'thr':>4} {'us/step/pt':>11} {'pt-steps/s':>11}"
@@ -160,9 +154,7 @@ def main(argv=None):
             "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
             "rows": rows,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2))
-        print(f"wrote {args.json}")
+        write_json(args.json, payload, default=None, say="wrote")
 
 
 if __name__ == "__main__":

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import subprocess
-import time
 from pathlib import Path
 
 from lobatto.api import Simulation, case_from_dict
+from lobatto.bench.report import best_seconds, gpu_name, write_json
+from lobatto.bench.surroundings import git_commit
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,34 +51,42 @@ def seconds_per_step(backend: str, data: dict, steps: int, repeats: int = 3) -> 
                      comm=None)
     sim.advance(3)  # compilation, graphs
     sim.backend.synchronize()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+    def block():
         sim.advance(steps)
         sim.backend.synchronize()
-        best = min(best, (time.perf_counter() - start) / steps)
+
+    best = best_seconds(block, repeats) / steps
     path = sim.stepper.describe().get("step_path")
     terms = {t.name: t.count for t in getattr(sim.system, "terms", [])}
     return best, {"step_path": path, "term_elements": terms, "dt": sim.dt}
 
 
 def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=HERE, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    """The source tree's short commit for the JSON, "unknown" outside a checkout."""
+    return git_commit() or "unknown"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def device_name(backend: str) -> str:
+    """The GPU's name on cuda, else the backend's name."""
+    return gpu_name() if backend == "cuda" else backend
+
+
+def case_parser(description: str, small_steps: int) -> argparse.ArgumentParser:
+    """The options of the box-case cost scripts (this one, bench_tfsf_discrete.py): backend, K, N,
+    steps, --small (K = 10, N = 3, ``small_steps`` steps) and --json."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--elements", type=int, default=28, help="K: K^3 elements")
     parser.add_argument("--order", type=int, default=7)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--small", action="store_true", help="K = 10, N = 3, 3 steps (a CPU check)")
+    parser.add_argument("--small", action="store_true", help=f"K = 10, N = 3, {small_steps} steps (a CPU check)")
     parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = case_parser(__doc__, 3).parse_args()
     if args.small:
         args.elements, args.order, args.steps = 10, 3, 3
     k, order = args.elements, args.order
@@ -95,11 +102,7 @@ def main():
     plain = rows[0]["seconds_per_step"]
     for row in rows:
         row["vs_plain"] = plain / row["seconds_per_step"]
-    device = args.backend
-    if args.backend == "cuda":
-        import cupy
-
-        device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    device = device_name(args.backend)
     result = {"benchmark": "maxwell_physics", "device": device, "backend": args.backend, "elements": k**3,
               "order": order, "points": points, "steps": args.steps, "commit": commit(),
               "date": datetime.date.today().isoformat(), "rows": rows}
@@ -109,9 +112,7 @@ def main():
         print(f"{r['case']:>10} {1e3 * r['seconds_per_step']:9.3f} {r['point_steps_per_second'] / 1e9:12.4f} "
               f"{r['vs_plain']:9.3f} {r['step_path']:>11}  {r['term_elements']}")
     out = Path(args.json or HERE / "results" / f"maxwell_physics_{args.backend}_{result['date']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    write_json(out, result, indent=1, default=None, say="wrote")
 
 
 if __name__ == "__main__":

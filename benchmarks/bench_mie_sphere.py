@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
-import json
 import math
 import sys
 import time
@@ -49,7 +48,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))  # also when run through runpy from elsewhere
 
-from bench_maxwell_physics import commit  # noqa: E402
+from bench_maxwell_physics import commit, device_name  # noqa: E402
+
+from lobatto.bench.report import write_json  # noqa: E402
 
 
 def gmsh_meshes():
@@ -266,14 +267,6 @@ def mie_sca(ref, frequencies):
     return mie(ref["epsilon"], ref["radius"], frequencies, [0.0])["scattering"]
 
 
-def device_name(backend: str) -> str:
-    if backend != "cuda":
-        return backend
-    import cupy
-
-    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--order", type=int, default=5, help="N, the solution's order")
@@ -360,9 +353,7 @@ def main(argv=None):
         out = Path(args.farfield).with_name(Path(args.farfield).stem + "_mie.json")
     else:
         out = HERE / "results" / f"mie_sphere_{args.backend}_N{args.order}_n{args.divisions}_{result['date']}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    write_json(out, result, indent=1, default=None, say="wrote")
     if args.plot:
         plot(args.plot, got, ref, rows, f"dielectric sphere eps = {args.epsilon:g}, a = {args.radius:g}: "
              f"N = {args.order}" + (f", {got['elements']} curved hexahedra" if got["elements"] > 0 else "")

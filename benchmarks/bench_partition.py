@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import platform
 import sys
@@ -23,6 +22,7 @@ try:
 except ImportError:  # running from a checkout without install
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
+from lobatto.bench.report import processor, write_json
 from lobatto.mesh import box_mesh
 from lobatto.mesh.partition import PARTITIONERS, partition_box
 
@@ -69,11 +69,9 @@ def main() -> int:
                 print(f"{side:>4}^3 {P:>3} {method:>6} {row['seconds_slowest_rank']:>15.4f} {row['edge_cut']:>9} "
                       f"{row['part_min']:>7}/{row['part_max']}", flush=True)
     if args.json:
-        meta = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+        meta = {"machine": processor(), "cpus": os.cpu_count(),
                 "numpy": np.__version__, "python": platform.python_version()}
-        with open(args.json + ".tmp", "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
+        write_json(args.json, {"meta": meta, "rows": rows}, indent=1, default=None, say=None)
     return 0
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ import numpy as np
 
 from lobatto.api import Simulation, case_from_dict
 from lobatto.backends import get_backend
+from lobatto.bench.report import write_json
 from lobatto.integrators import Stepper, get_scheme, stable_time_step
 from lobatto.mesh import box_mesh
 from lobatto.systems.maxwell.pml import (PerfectlyMatchedLayer, PmlSpec, layer_profile, layer_time_step)
@@ -226,12 +226,8 @@ def main():
                   f"dt*(alpha+sigma_max) {e['dt_times_rate']:.2f}, reach {e['reach']:.2f}", flush=True)
     out = Path(args.output) if args.output else Path(__file__).parent / "results" / (
         f"pml_reflection_{args.backend}{'_small' if args.small else ''}_{datetime.date.today()}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"backend": args.backend, "small": args.small, "reflection": rows, "stability": stable,
-                               "stiffness": edges}, indent=1))
-    tmp.replace(out)
-    print(f"wrote {out}")
+    write_json(out, {"backend": args.backend, "small": args.small, "reflection": rows, "stability": stable,
+                     "stiffness": edges}, indent=1, default=None, say="wrote")
 
 
 if __name__ == "__main__":

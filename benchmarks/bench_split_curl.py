@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
-from pathlib import Path
 
 import numpy as np
 
 from lobatto.backends import get_backend
 from lobatto.bench.maxwell import build, time_steps
+from lobatto.bench.report import write_json
 from lobatto.systems.maxwell import cuda as maxwell_cuda
 
 
@@ -90,7 +89,7 @@ def main():
             backend.xp.get_default_memory_pool().free_all_blocks()
     out = {"benchmark": "split_curl", "date": datetime.date.today().isoformat(), "host": platform.node(),
            "backend": backend.describe(), "precision": args.precision, "rows": rows}
-    Path(args.json).write_text(json.dumps(out, indent=1))
+    write_json(args.json, out, indent=1, default=None, say=None)
     print("\n| N | variant | ms/step | point-stage updates/s | vs chain rule |")
     print("|---:|---|---:|---:|---:|")
     for r in rows:

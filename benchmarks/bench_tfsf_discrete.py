@@ -11,23 +11,16 @@ variant's time over the case's.
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 from pathlib import Path
 
-from bench_maxwell_physics import HERE, case_data, commit, seconds_per_step
+from bench_maxwell_physics import HERE, case_data, case_parser, commit, device_name, seconds_per_step
+
+from lobatto.bench.report import write_json
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", default="cpu")
-    parser.add_argument("--elements", type=int, default=28, help="K: K^3 elements")
-    parser.add_argument("--order", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--small", action="store_true", help="K = 10, N = 3, 5 steps (a CPU check)")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    args = case_parser(__doc__, 5).parse_args()
     if args.small:
         args.elements, args.order, args.steps = 10, 3, 5
     k, order = args.elements, args.order
@@ -43,11 +36,7 @@ def main():
     for row in rows:
         row["vs_plain"] = plain / row["seconds_per_step"]
         row["vs_analytic"] = analytic / row["seconds_per_step"]
-    device = args.backend
-    if args.backend == "cuda":
-        import cupy
-
-        device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    device = device_name(args.backend)
     result = {"benchmark": "tfsf_discrete", "device": device, "backend": args.backend, "elements": k**3,
               "order": order, "points": points, "steps": args.steps, "commit": commit(),
               "date": datetime.date.today().isoformat(), "rows": rows}
@@ -59,9 +48,7 @@ def main():
               f"{r['step_path']:>11}  {r['term_elements']}")
     size = "small" if args.small else f"{k}x{order}"
     out = Path(args.json or HERE / "results" / f"tfsf_discrete_{args.backend}_{size}_{result['date']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    write_json(out, result, indent=1, default=None, say="wrote")
 
 
 if __name__ == "__main__":

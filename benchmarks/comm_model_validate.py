@@ -141,7 +141,7 @@ def main() -> int:
     if args.worker:
         worker(args)
         return 0
-    from lobatto.bench.comm_cli import read_params
+    from lobatto.bench.comm_study import read_params
     from lobatto.bench.comm_measure import weak_box
     from lobatto.bench.comm_model import STAGES, bandwidth_share, predict_step
     from lobatto.bench.comm_pattern import partition_pattern
@@ -232,15 +232,12 @@ def main() -> int:
           "alone: on every rank at once, no exchange (measured, not used by the model); "
           "compute: the model's compute part of the step")
     if args.json is not None:
-        from lobatto.bench.comm_cli import _meta
-        from lobatto.io.atomic import atomic_write_text
+        from lobatto.bench.report import run_meta, write_json
 
-        meta = dict(_meta(), command=" ".join([sys.executable, *sys.argv]))
-        atomic_write_text(args.json, json.dumps({"meta": meta, "rate": rate, "loggp": params.as_dict(),
-                                                 "software": vars(software), "sharing": sharing,
-                                                 "cpu_stream": stream_rows,
-                                                 "stage_fit": stage_fit, "rows": rows}, indent=2, default=str))
-        print(f"results written to {args.json}")
+        meta = dict(run_meta(), command=" ".join([sys.executable, *sys.argv]))
+        write_json(args.json, {"meta": meta, "rate": rate, "loggp": params.as_dict(), "software": vars(software),
+                               "sharing": sharing, "cpu_stream": stream_rows, "stage_fit": stage_fit, "rows": rows},
+                   default=str)
     return 0
 
 

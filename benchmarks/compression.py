@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -35,6 +33,7 @@ except ImportError:  # running from a checkout without install
 import h5py
 
 from lobatto.api import Simulation, case_from_dict
+from lobatto.bench.report import median_seconds, processor, write_json
 from lobatto.io.compression import dataset_options, register_filters
 from lobatto.io.hdf5 import write_snapshot
 
@@ -86,15 +85,6 @@ def write_snap(path: Path, sim, state: np.ndarray, compression: str) -> None:
                    order=sim.system.order, config_toml="", compression=compression)
 
 
-def timed(function, repeats: int) -> float:
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--elements", type=int, default=6, help="elements per side of the cube")
@@ -117,7 +107,7 @@ def main() -> int:
         scratch = Path(scratch)
         for label, compression, shuffle in VARIANTS:
             part = scratch / "part.h5"
-            seconds = timed(lambda: write_part(part, elements_first, compression, shuffle), args.repeats)
+            seconds = median_seconds(lambda: write_part(part, elements_first, compression, shuffle), args.repeats)
             size = part.stat().st_size
             start = time.perf_counter()
             with h5py.File(part, "r") as f:
@@ -128,7 +118,7 @@ def main() -> int:
                    "checkpoint_write_seconds": seconds, "checkpoint_read_seconds": read_seconds}
             if shuffle or compression == "none":  # what [output] compression offers
                 snap = scratch / "snap.h5"
-                row["snapshot_write_seconds"] = timed(lambda: write_snap(snap, sim, state, compression), args.repeats)
+                row["snapshot_write_seconds"] = median_seconds(lambda: write_snap(snap, sim, state, compression), args.repeats)
                 row["snapshot_bytes"] = snap.stat().st_size
                 with h5py.File(snap, "r") as f:
                     assert np.array_equal(f["fields/Ez"][...], state[2]), label
@@ -159,7 +149,7 @@ def main() -> int:
     result = {
         "benchmark": "compression", "date": datetime.date.today().isoformat(),
         "command": "python benchmarks/compression.py " + " ".join(sys.argv[1:]),
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+        "machine": {"platform": platform.platform(), "processor": processor(),
                     "cores": os.cpu_count(), "load_average_1_5_15_min": list(load)},
         "versions": {"lobatto": lobatto.__version__, "h5py": h5py.version.version,
                      "hdf5": h5py.version.hdf5_version, "hdf5plugin": hdf5plugin.version, "numpy": np.__version__},
@@ -168,9 +158,8 @@ def main() -> int:
         "repeats": args.repeats, "rows": rows,
     }
     path = Path(args.json) if args.json else HERE / "results" / f"compression_cpu_{result['date']}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwritten to {path}")
+    print()
+    write_json(path, result, default=None, end="\n", say="written to")
     return 0
 
 

@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
-import json
 import math
-import platform
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ except ImportError:  # running from a checkout without install
     sys.path.insert(0, str(HERE.parent / "src"))
 
 from lobatto.api import case_from_dict  # noqa: E402
+from lobatto.bench.report import processor, write_json  # noqa: E402
 from lobatto.runner.simulation import Simulation  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("gmsh_meshes", HERE.parent / "examples" / "meshes" / "gmsh_meshes.py")
@@ -94,11 +93,9 @@ def main() -> int:
                     print(f"{q:>2} {n:>3} {row['elements']:>4} {order:>2} {row['steps']:>6} {row['relative_l2']:>14.3e} "
                           f"{'' if rate is None else f'{rate:.2f}':>6} {row['seconds']:>6.1f}", flush=True)
     result = {"case": "coaxial TEM standing mode, a = 0.5, b = 1, L = 1, k = pi, upwind flux, lsrk45, cfl 0.5",
-              "t_end": args.t_end, "machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
+              "t_end": args.t_end, "machine": processor(), "python": sys.version.split()[0],
               "date": str(datetime.date.today()), "command": " ".join(["python"] + sys.argv), "rows": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    print("wrote", args.json)
+    write_json(args.json, result, indent=1, default=None, end="\n", say="wrote")
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples" / "meshes"))
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
+from lobatto.bench.report import write_json  # noqa: E402
 
 BOX = {"elements": [3, 3, 3], "boundary": "pec"}
 DEFORM = {"x": "0.15*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.12*sin(pi*x)*sin(pi*y)*sin(pi*z)",
@@ -72,9 +72,7 @@ def main():
     result = {"benchmark": "curved_energy_growth", "backend": args.backend, "t_end": args.t_end,
               "date": datetime.date.today().isoformat(), "rows": rows}
     out = Path(args.json or HERE / "results" / f"curved_energy_growth_{args.backend}_{result['date']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    write_json(out, result, indent=1, default=None, say="wrote")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import shlex
@@ -54,14 +53,9 @@ METHODS = ("pairwise", "crystal_router", "allreduce")
 def device_name(backend) -> str:
     if backend.name == "cuda":
         return f"{backend.device_name} (GPU {backend.device_id} of rank 0)"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+    from lobatto.bench.report import device_description
+
+    return device_description("cpu")
 
 
 def rank_ids(box, order: int, partitioner: str, comm) -> tuple[np.ndarray, int]:
@@ -232,10 +226,9 @@ def main() -> int:
             record["studies"].append(s)
             print(format_study(s), flush=True)
     if me == 0 and args.json:
-        from lobatto.io.atomic import atomic_write_text
+        from lobatto.bench.report import write_json
 
-        atomic_write_text(args.json, json.dumps(record, indent=1))
-        print(f"results written to {args.json}")
+        write_json(args.json, record, indent=1, default=None)
     return 0
 
 

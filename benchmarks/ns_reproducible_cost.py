@@ -24,12 +24,12 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from lobatto.api import Simulation
+from lobatto.bench.surroundings import git_commit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when run from elsewhere
 from bench_tgv import tgv  # noqa: E402  (the same case as the TGV benchmark)
@@ -124,14 +124,8 @@ def main(argv=None) -> int:
 
 
 def _commit() -> str | None:
-    if os.environ.get("LOBATTO_COMMIT"):  # a copy without .git (the device machine's)
-        return os.environ["LOBATTO_COMMIT"]
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or os.environ.get("LOBATTO_COMMIT")
-    except (OSError, subprocess.SubprocessError):
-        return os.environ.get("LOBATTO_COMMIT")
+    # LOBATTO_COMMIT: a copy without .git (the device machine's)
+    return os.environ.get("LOBATTO_COMMIT") or git_commit()
 
 
 if __name__ == "__main__":

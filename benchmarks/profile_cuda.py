@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import cupy
 
 from lobatto.backends import get_backend
-from lobatto.bench.maxwell import build, local_index_arrays
+from lobatto.bench.maxwell import build
+from lobatto.bench.maxwell_models import local_index_arrays
 from lobatto.comm import local_cuda as k
 from lobatto.systems.maxwell.fused import FusedExchangeStepper
 

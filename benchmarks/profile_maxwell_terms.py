@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -22,21 +21,14 @@ sys.path.insert(0, str(HERE))
 from bench_maxwell_physics import case_data, commit  # noqa: E402
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
+from lobatto.bench.report import Timer, gpu_name, write_json  # noqa: E402
 
 
 def timed(backend, function, repeats: int) -> float:
-    """Mean seconds of function() over repeats, by CUDA events around the batch."""
-    import cupy
-
+    """Mean seconds of function() over repeats, by CUDA events around the batch (after one call)."""
     function()
     backend.synchronize()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(repeats):
-        function()
-    stop.record()
-    stop.synchronize()
-    return cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / repeats
+    return Timer(backend)(function, repeats, 1)
 
 
 def gpu_time(backend, function, load, repeats: int = 10) -> tuple[float, float]:
@@ -112,9 +104,7 @@ def main():
     k, order = args.elements, args.order
     cases = {"plain": (False, False), "pml": (True, False), "tfsf": (False, True), "pml+tfsf": (True, True)}
     rows = [profile(label, case_data(k, order, pml, tfsf, 0.0), args.repeats) for label, (pml, tfsf) in cases.items()]
-    import cupy
-
-    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    device = gpu_name()
     print(f"{device}, {k}^3 elements, N = {order}; ms, mean of {args.repeats} calls (CUDA events)")
     for r in rows:
         print("  " + ", ".join(f"{key} = {value:.4g}" if isinstance(value, float) else f"{key} = {value}"
@@ -122,9 +112,7 @@ def main():
     result = {"benchmark": "profile_maxwell_terms", "device": device, "elements": k**3, "order": order,
               "commit": commit(), "date": datetime.date.today().isoformat(), "rows": rows}
     out = Path(args.json or HERE / "results" / f"profile_maxwell_terms_{result['date']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    write_json(out, result, indent=1, default=None, say="wrote")
 
 
 if __name__ == "__main__":

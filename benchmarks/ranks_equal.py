@@ -51,7 +51,7 @@ STDERR_TAIL = 2000
 
 def case_text(kind: str, elements, order: int, steps: int) -> str:
     """The built-in case ``kind`` on ``elements``, with t_end of about ``steps`` steps."""
-    from lobatto.bench.scaling import time_step
+    from lobatto.bench.scaling_plan import time_step
 
     nx, ny, nz = elements
     m = max(elements)
@@ -206,12 +206,6 @@ def format_table(record: dict) -> str:
     return "\n".join(lines)
 
 
-def device(backend: str) -> str:
-    from lobatto.bench.scaling import _device
-
-    return _device(backend)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[4, 8])
@@ -235,8 +229,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         return worker(args)
+    from lobatto.bench.report import device_description, write_json
     from lobatto.bench.surroundings import git_commit
-    from lobatto.io.atomic import atomic_write_text
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="lobatto-ranks-equal-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -253,7 +247,7 @@ def main(argv=None) -> int:
     record = {"benchmark": "ranks_equal", "case": args.case, "elements_text": elements_text,
               "elements": args.elements, "order": args.order, "backend": args.backend,
               "partitioner": args.partitioner, "overlap": args.overlap, "method": args.method,
-              "exchange": args.exchange, "tolerance": args.tolerance, "device": device(args.backend),
+              "exchange": args.exchange, "tolerance": args.tolerance, "device": device_description(args.backend),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "host": platform.node(), "commit": git_commit(),
               "command": shlex.join(["python", "benchmarks/ranks_equal.py", *(argv or sys.argv[1:])]),
@@ -276,10 +270,7 @@ def main(argv=None) -> int:
             record["rows"].append(row)
         record["passed"] = all(r.get("passed", False) for r in record["rows"])
     print(format_table(record))
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.json, json.dumps(record, indent=1))
-        print(f"results written to {args.json}")
+    write_json(args.json, record, indent=1, default=None)
     if args.keep is None:
         import shutil
 

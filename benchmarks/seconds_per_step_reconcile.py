@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_maxwell_physics import commit
+from bench_maxwell_physics import commit, device_name
+
+from lobatto.bench.report import write_json
 
 CASE = """
 [mesh]
@@ -131,11 +133,7 @@ def main():
                              "summary_seconds_per_step": [first["summary_seconds_per_step"],
                                                           later["summary_seconds_per_step"]],
                              "runs": [first, later], "cold_cache_run": warm})
-    device = args.backend
-    if args.backend == "cuda":
-        import cupy
-
-        device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    device = device_name(args.backend)
     result = {"benchmark": "seconds_per_step_reconcile", "device": device, "backend": args.backend,
               "commit": commit(), "date": datetime.date.today().isoformat(), "rows": rows}
     print(f"{device}: point-stage updates/s (5 stages) from the summary and from whole-process differences")
@@ -150,8 +148,7 @@ def main():
               f"{rate / r['difference_seconds_per_step']:11.3e} {rate / s1:11.3e} {rate / s2:11.3e} "
               f"{s2 / r['difference_seconds_per_step']:11.3f} {c1:10.0f} {c2:10.0f}")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1))
-        print(f"wrote {args.json}")
+        write_json(args.json, result, indent=1, default=None, say="wrote")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ import cupy
 import numpy as np
 
 from lobatto.backends import get_backend
-from lobatto.bench.maxwell import INITIAL, Timer, curved_deformation
+from lobatto.bench.maxwell import INITIAL, curved_deformation
+from lobatto.bench.report import Timer
 from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.systems.maxwell import cuda as cm

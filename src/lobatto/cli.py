@@ -348,13 +348,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] == "bench":
             return _cmd_bench(argv[1:])
         if argv and argv[0] == "sysbench":
-            from lobatto.bench import sysbench
+            from lobatto.bench import cli as bench_cli
 
-            return int(sysbench.main(argv[1:]) or 0)
+            return int(bench_cli.sysbench_main(argv[1:]) or 0)
         if argv and argv[0] == "doctor":
-            from lobatto.bench import doctor
+            from lobatto.bench import cli as bench_cli
 
-            return int(doctor.main(argv[1:]) or 0)
+            return int(bench_cli.doctor_main(argv[1:]) or 0)
         parser = build_parser()
         try:
             args = parser.parse_args(argv)

@@ -27,7 +27,7 @@ RNG = np.random.default_rng(1717)
 def test_four_rsb_ranks_equal_one_rank(tmp_path):
     import subprocess
 
-    from lobatto.bench.scaling import bisection_counts
+    from lobatto.bench.scaling_plan import bisection_counts
 
     out = tmp_path / "equal.json"
     cmd = [sys.executable, str(BENCHMARKS / "ranks_equal.py"), "--ranks", "4", "--partitioner", "rsb",

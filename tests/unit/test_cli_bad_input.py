@@ -97,7 +97,6 @@ def test_check_output_path(tmp_path):
 def _parsers():
     from lobatto import cli
     from lobatto.bench import cli as bench_cli
-    from lobatto.bench import doctor, roofline, sysbench
 
     found = []
 
@@ -108,9 +107,9 @@ def _parsers():
                 for sub_name, sub in action.choices.items():
                     walk(f"{name} {sub_name}", sub)
 
-    for name, parser in [("lobatto", cli.build_parser()), ("lobatto bench", bench_cli._parser()),
-                         ("lobatto bench roofline", roofline._parser()), ("lobatto sysbench", sysbench._parser()),
-                         ("lobatto doctor", doctor.build_parser())]:
+    for name, parser in [("lobatto", cli.build_parser()), ("lobatto bench", bench_cli.bench_parser()),
+                         ("lobatto bench roofline", bench_cli.roofline_parser()), ("lobatto sysbench", bench_cli.sysbench_parser()),
+                         ("lobatto doctor", bench_cli.doctor_parser())]:
         walk(name, parser)
     return found
 

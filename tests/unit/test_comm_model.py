@@ -274,7 +274,7 @@ def test_stage_term_in_the_step():
 def test_read_params_round_trip(tmp_path):
     """read_params takes back every field of the Software a --measure JSON stores (the stage
     term and the backend included) and accepts an older file without them."""
-    from lobatto.bench.comm_cli import read_params
+    from lobatto.bench.comm_study import read_params
     from lobatto.bench.comm_model import Software
 
     lg = comm_loggp.LogGP(L=1e-6, o=0.5e-6, g=1e-6, G=1e-9, source="t")

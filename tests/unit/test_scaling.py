@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lobatto.bench import scaling, scaling_analysis
+from lobatto.bench import scaling, scaling_analysis, scaling_plan
 from lobatto.errors import InputError
 
 SRC = Path(__file__).resolve().parent.parent.parent / "src"
@@ -27,7 +27,7 @@ def lobatto(*argv, timeout=120):
 
 @pytest.mark.parametrize("count", [1, 2, 7, 8, 12, 27, 48, 64, 100, 4096])
 def test_near_cube_is_the_most_cubic_factorisation(count):
-    a, b, c = scaling.near_cube(count)
+    a, b, c = scaling_plan.near_cube(count)
     assert a * b * c == count and a >= b >= c >= 1
     brute = min(max(x, y, count // (x * y)) for x in range(1, count + 1) for y in range(1, count + 1)
                 if count % (x * y) == 0)
@@ -35,19 +35,19 @@ def test_near_cube_is_the_most_cubic_factorisation(count):
 
 
 def test_parse_size():
-    assert scaling.parse_size("64") == (4, 4, 4)
-    assert scaling.parse_size("4x4x8") == (4, 4, 8)
-    assert scaling.parse_size("2X3X5") == (2, 3, 5)
+    assert scaling_plan.parse_size("64") == (4, 4, 4)
+    assert scaling_plan.parse_size("4x4x8") == (4, 4, 8)
+    assert scaling_plan.parse_size("2X3X5") == (2, 3, 5)
     for bad in ("0", "-8", "4x4", "4x0x2", "abc", "1.5"):
         with pytest.raises(InputError, match="--sizes"):
-            scaling.parse_size(bad)
+            scaling_plan.parse_size(bad)
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4, 5, 6, 8, 12])
 @pytest.mark.parametrize("size", ["8", "27", "3x2x1", "4x4x8"])
 def test_weak_plan_gives_every_rank_the_size_asked(ranks, size):
     (run,) = scaling.plan("weak", [ranks], [size])
-    per_rank = math.prod(scaling.parse_size(size))
+    per_rank = math.prod(scaling_plan.parse_size(size))
     assert math.prod(run["elements"]) == per_rank * ranks
     # the rcb partition the run uses gives each rank exactly that many elements
     assert run["elements_per_rank"] == [per_rank] * ranks

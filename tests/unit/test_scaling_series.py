@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lobatto.bench import scaling, scaling_analysis
+from lobatto.bench import scaling, scaling_analysis, scaling_plan
 from lobatto.bench.comm_loggp import LogGP
 from lobatto.bench.comm_model import STAGES, Software
 from lobatto.bench.scaling_model import compare, format_comparison
@@ -32,9 +32,9 @@ def lobatto(*argv, timeout=120):
 @pytest.mark.parametrize("box", [(5, 4, 3), (7, 7, 7), (13, 11, 7)])
 @pytest.mark.parametrize("parts", [2, 3, 5, 8])
 def test_rsb_part_sizes_are_known_without_partitioning(box, parts):
-    counts = scaling.elements_per_rank(box, parts, "rsb")
+    counts = scaling_plan.elements_per_rank(box, parts, "rsb")
     assert counts == [len(partition_box(box, parts, r, "rsb")) for r in range(parts)]
-    assert scaling.elements_per_rank(box, parts, "metis") is None
+    assert scaling_plan.elements_per_rank(box, parts, "metis") is None
 
 
 def test_plan_has_a_run_per_overlap_setting_and_checks_them():

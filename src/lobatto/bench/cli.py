@@ -1,29 +1,36 @@
-"""``lobatto bench``: benchmarks.
+"""The command line of the performance observatory, in one place: the argument parsers of
+``lobatto bench ...``, ``lobatto sysbench`` and ``lobatto doctor`` and the dispatch to the
+measuring modules' ``command`` functions (the measuring modules never import this one).
 
     lobatto bench maxwell --backend cuda --order 7 --elements 32 32 32 [--curved]
                           [--precision float32] [--steps K] [--json PATH]
     lobatto bench maxwell --backend cuda --sweep [--orders 7 14] [--max-points P] --json sweep.json
-    lobatto bench maxwell --plot-from sweep.json [--png throughput.png]
+    lobatto bench maxwell --plot-from sweep.json [--png throughput.png]     (bench/maxwell_report.py)
     lobatto bench copy [--bytes B]            # device-to-device copy bandwidth alone
     lobatto bench roofline --backend cuda --orders 7 14 [--sysbench SYSBENCH.json]   (bench/roofline.py)
-    lobatto bench helmholtz ... / lobatto bench poisson ...   (bench/elliptic_cli.py)
-    lobatto bench comm-model [--measure | --sysbench F]       (bench/comm_cli.py, docs/comm-model.md)
+    lobatto bench helmholtz ... / lobatto bench poisson ...   (bench/helmholtz.py, bench/poisson.py)
+    lobatto bench comm-model [--measure | --sysbench F]       (bench/comm_study.py, docs/comm-model.md)
     lobatto bench scaling --strong|--weak [--ranks 1 2 4] [--sizes ...]   (bench/scaling.py, docs/scaling.md)
+    lobatto sysbench ...                                      (bench/sysbench.py, docs/sysbench.md)
+    lobatto doctor ...                                        (bench/doctor.py, docs/doctor.md)
 
-See docs/benchmarks.md and docs/cuda.md (byte and flop models).
+Shared output helpers are in bench/report.py. See docs/benchmarks.md and docs/cuda.md (byte
+and flop models).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from lobatto.bench.report import check_output_options
 from lobatto.errors import InputError
 
 
-def _parser() -> argparse.ArgumentParser:
+# lobatto bench ----------------------------------------------------------------------------------
+def bench_parser() -> argparse.ArgumentParser:
+    """The parser of ``lobatto bench`` and its subcommands (roofline has its own: roofline_parser)."""
     p = argparse.ArgumentParser(prog="lobatto bench", description="lobatto benchmarks", allow_abbrev=False)
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("maxwell", help="SEDG Maxwell whole-step throughput", allow_abbrev=False)
@@ -58,165 +65,263 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("copy", help="device-to-device copy bandwidth", allow_abbrev=False)
     c.add_argument("--bytes", type=float, default=2 * 2**30)
     c.add_argument("--json", type=Path, default=None)
-    from lobatto.bench import elliptic_cli
-
-    elliptic_cli.add_parsers(sub)
-    from lobatto.bench import scaling
-
-    scaling.add_parser(sub)  # lobatto bench scaling (bench/scaling.py)
-    from lobatto.bench import comm_cli
-
-    comm_cli.add_parser(sub)  # lobatto bench comm-model (bench/comm_cli.py)
+    _add_elliptic(sub)
+    _add_scaling(sub)
+    _add_comm_model(sub)
     return p
 
 
-def _fmt_rate(x: float) -> str:
-    return f"{x:.3e}"
+def _add_elliptic(sub) -> None:
+    h = sub.add_parser("helmholtz", help="Helmholtz operator alone (BK5-like): points/s, GDOF/s, GB/s by N",
+                       allow_abbrev=False)
+    h.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
+    h.add_argument("--orders", type=int, nargs="+", default=list(range(1, 16)), metavar="N")
+    h.add_argument("--max-points", type=float, default=None,
+                   help="largest size in local points (default: half the free memory)")
+    h.add_argument("--h2", type=float, default=1.0, help="mass coefficient (0: no mass term, 64 bytes per point)")
+    h.add_argument("--precision", default="float64", choices=("float64", "float32"))
+    h.add_argument("--min-seconds", type=float, default=0.1, help="time of one timed repeat")
+    h.add_argument("--repeats", type=int, default=3, help="timed repeats; the median is reported")
+    h.add_argument("--copy-bytes", type=float, default=None, help="size of the copy-bandwidth test")
+    h.add_argument("--device", type=int, default=None, help="CUDA device id")
+    h.add_argument("--all-rows", action="store_true", help="print every size, not only each order's largest")
+    h.add_argument("--json", type=Path, default=None, help="write the results here")
+    p = sub.add_parser("poisson", help="a whole Poisson solve on a curved mesh: iterations, time, parts",
+                       allow_abbrev=False)
+    p.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
+    p.add_argument("--order", type=int, default=7)
+    p.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
+    p.add_argument("--method", default="fcg", choices=("cg", "fcg", "gmres"))
+    p.add_argument("--preconditioner", default="multigrid", choices=("multigrid", "jacobi", "none"))
+    p.add_argument("--precision", default="float64", choices=("float64", "float32"),
+                   help="precision of the preconditioner")
+    p.add_argument("--tolerance", type=float, default=1e-8)
+    p.add_argument("--coarse-tolerance", type=float, default=1e-2,
+                   help="relative tolerance of the iterative coarse solve (above 3000 coarse points)")
+    p.add_argument("--repeats", type=int, default=3, help="timed solves; the median is reported")
+    p.add_argument("--jacobi", action="store_true", help="also solve with Jacobi-PCG, for its iteration count")
+    p.add_argument("--device", type=int, default=None, help="CUDA device id")
+    p.add_argument("--json", type=Path, default=None, help="write the results here")
 
 
-def format_run(r: dict) -> str:
-    be = r["backend"]
-    lines = [
-        (
-            f"maxwell  backend={be['name']}  device={be.get('device', '-')}  precision={r['precision']}  "
-            f"N={r['order']}  elements={'x'.join(map(str, r['elements']))} ({r['num_elements']})  "
-            f"points={r['points']}  {'curved' if r['curved'] else 'affine'}"
-            f"  {r.get('step_path', '')}"
-        ),
-        "",
-        f"{'quantity':34s} {'value':>14s}",
-        f"{'-' * 34} {'-' * 14}",
-        f"{'time per step [ms]':34s} {r['seconds_per_step'] * 1e3:14.4f}",
-        f"{'point-stage updates/s':34s} {_fmt_rate(r['point_stage_updates_per_s']):>14s}",
-        f"{'point-steps/s':34s} {_fmt_rate(r['point_steps_per_s']):>14s}",
-        f"{'GFLOP/s (paper work model)':34s} {r['gflops']:14.1f}",
-    ]
-    energy = r.get("energy")  # lobatto.machine.power: joules of the timed repeats
-    if energy and energy.get("joules_per_step") is not None:
-        what = "+".join(part.upper() for part in energy["counted"])
-        lines.append(f"{f'energy per step [J] ({what})':34s} {energy['joules_per_step']:14.4g}")
-        lines.append(f"{f'mean power [W] ({what})':34s} {energy['mean_watts']:14.1f}")
-    for part in ("gpu", "cpu"):
-        if energy and f"{part}_reason" in energy:
-            lines.append(f"{part.upper()} energy not measured: {energy[f'{part}_reason']}")
-    if "bandwidth_model_bytes_per_s" in r:
-        bm = r["bytes_model"]
-        lines.append(f"{'model bytes / point / stage':34s} {bm['per_point_per_stage']:14.1f}")
-        lines.append(f"{'achieved bandwidth (model) [GB/s]':34s} {r['bandwidth_model_bytes_per_s'] / 1e9:14.1f}")
-        cb = r.get("copy_bandwidth")
-        if cb:
-            lines.append(f"{'d2d copy bandwidth [GB/s]':34s} {cb['peak'] / 1e9:14.1f}")
-            lines.append(f"{'percent of copy bandwidth':34s} {r['percent_of_copy']:14.1f}")
-    if r.get("graph") is not None:
-        lines.append(f"{'CUDA graph replay':34s} {r['graph']!s:>14s}")
-    kt = r.get("kernel_seconds")
-    if kt:
-        lines += ["", f"{'kernel (one stage)':20s} {'time [us]':>10s} {'model GB/s':>11s}", f"{'-' * 20} {'-' * 10} {'-' * 11}"]
-        kb = r.get("kernel_bandwidth", {})
-        for name, sec in kt.items():
-            bw = f"{kb[name] / 1e9:11.1f}" if name in kb else f"{'':11s}"
-            lines.append(f"{name:20s} {sec * 1e6:10.1f} {bw}")
-    return "\n".join(lines)
+def _add_scaling(sub) -> None:
+    from lobatto.bench import scaling
+    from lobatto.bench.scaling_plan import OVERLAP
+    from lobatto.mesh.partition import PARTITIONERS
+
+    s = sub.add_parser("scaling", help="strong or weak scaling of Maxwell runs over ranks and sizes (mpiexec)",
+                       allow_abbrev=False)
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--strong", action="store_true", help="fixed total size per curve (--sizes: total elements)")
+    which.add_argument("--weak", action="store_true", help="fixed size per rank per curve (--sizes: elements/rank)")
+    s.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    s.add_argument("--ranks", type=int, nargs="+", default=[1, 2], metavar="P", help="rank counts (default 1 2)")
+    s.add_argument("--sizes", nargs="+", default=None, metavar="SIZE",
+                   help="element counts (64) or boxes (4x4x8); per rank for --weak, total for --strong "
+                        f"(default: cpu {' '.join(scaling.DEFAULT_SIZES['cpu'])}, cuda {' '.join(scaling.DEFAULT_SIZES['cuda'])})")
+    s.add_argument("--overlap", nargs="+", default=None, choices=tuple(OVERLAP), metavar="on|off|auto",
+                   help="[parallel] overlap of the runs, each setting a series of its own "
+                        "(default: the case default, auto)")
+    s.add_argument("--partitioner", default="rcb", choices=PARTITIONERS, help="[parallel] partitioner of the runs")
+    s.add_argument("--order", type=int, default=7)
+    s.add_argument("--precision", default="float64", choices=("float64", "float32"))
+    s.add_argument("--steps", type=int, default=None,
+                   help=f"steps per run (default cpu {scaling.DEFAULT_STEPS['cpu']}, cuda {scaling.DEFAULT_STEPS['cuda']})")
+    s.add_argument("--repeats", type=int, default=1, help="runs of each point; the fastest is kept")
+    s.add_argument("--threads", type=int, default=None,
+                   help="OMP_NUM_THREADS of each rank (default: lobatto's, cores / ranks on the node)")
+    s.add_argument("--mpiexec", default=None, metavar="CMD",
+                   help="launcher command, may carry arguments (default: mpiexec beside Python, else on PATH)")
+    s.add_argument("--mpiexec-args", default="", metavar="ARGS",
+                   help="extra launcher arguments, one string (Open MPI's --oversubscribe and, as root, "
+                        "--allow-run-as-root are added already)")
+    s.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each run")
+    s.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each run's case and summary here")
+    s.add_argument("--json", type=Path, default=None, help="write the study here")
+    s.add_argument("--png", type=Path, default=None, help="figure (default: the JSON's path with .png)")
+    s.add_argument("--plot-from", type=Path, nargs="+", default=None, metavar="JSON",
+                   help="only redraw the figure and table of a study's JSON (no runs); several studies "
+                        "of the same mode, order, backend and precision are merged (--json writes the merge)")
+    s.add_argument("--model", type=Path, default=None, metavar="COMM_MODEL.json",
+                   help="compare the runs with the communication model of this JSON "
+                        "(lobatto bench comm-model --measure --json; docs/comm-model.md)")
 
 
-def format_sweep(s: dict) -> str:
-    lines = [f"{'N':>3s} {'points n':>12s} {'pt-stage/s':>12s}"]
-    for order, data in s["orders"].items():
-        for row in data["rows"]:
-            lines.append(f"{order:>3s} {row['points']:12d} {row['point_stage_updates_per_s']:12.3e}")
-    lines.append("")
-    lines.append(f"{'N':>3s} {'peak (meas)':>12s} {'peak (fit)':>12s} {'n1/2 (fit)':>12s} {'n1/2 (meas)':>12s}")
-    for order, data in s["orders"].items():
-        f = data["fit"]
-        nm = f"{f['n_half_measured']:.3g}" if f["n_half_measured"] else "-"
-        lines.append(f"{order:>3s} {f['peak_measured']:12.3e} {f['peak_fit']:12.3e} {f['n_half_fit']:12.3g} {nm:>12s}")
-    return "\n".join(lines)
+def _add_comm_model(sub) -> None:
+    from lobatto.bench.comm_loggp import ASSUMED
+
+    p = sub.add_parser("comm-model", help="LogGP fit and weak-scaling prediction of the face exchange",
+                       allow_abbrev=False)
+    p.add_argument("--measure", action="store_true", help="measure this machine (under mpiexec, 2+ ranks)")
+    p.add_argument("--sysbench", type=Path, default=None, help="fit from a 'lobatto sysbench' JSON")
+    p.add_argument("--transport", default="mpi", choices=("mpi", "nccl", "cuda-aware-mpi", "host"),
+                   help="with --sysbench: host MPI ping-pong (mpi) or a gpu_gpu transport")
+    p.add_argument("--params", type=Path, default=None, help="LogGP (and software) of an earlier --json")
+    p.add_argument("--network", default="ib-hdr200", choices=(*ASSUMED, "none"),
+                   help="assumed interconnect to extrapolate with as well (default ib-hdr200)")
+    p.add_argument("--rate", action="append", default=[], metavar="N=R[,NHALF]",
+                   help="point-stage updates/s of one rank at order N, optionally its n_half "
+                        "(default: the H100 figures of docs/benchmarks.md)")
+    p.add_argument("--max-ranks", type=int, default=16384)
+    p.add_argument("--order-points", type=int, default=5, help="--measure: order of the timed face exchange")
+    p.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
+                   help="--measure: where the timed exchanges and steps run (cuda: CuPy arrays on each rank's GPU)")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--png", type=Path, default=None)
 
 
-def check_output_options(args, options=("json", "png")) -> None:
-    """Before anything is measured: every output file given (--json, --png) can be written
-    there (io.output_dir.check_output_path; the writers create missing directories)."""
-    from lobatto.io.output_dir import check_output_path
+def roofline_parser() -> argparse.ArgumentParser:
+    """The parser of ``lobatto bench roofline``."""
+    from lobatto.bench import roofline
 
-    for option in options:
-        path = getattr(args, option, None)
-        if path is not None:
-            check_output_path(path, f"--{option} ")
+    p = argparse.ArgumentParser(prog="lobatto bench roofline", description=roofline.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--orders", type=int, nargs="+", default=(7, 14))
+    p.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
+    p.add_argument("--curved", action="store_true", help="deformed mesh: per-point metrics")
+    p.add_argument("--precision", default="float64", choices=("float64", "float32"))
+    p.add_argument("--sysbench", type=Path, default=None,
+                   help="the ceilings from this `lobatto sysbench` JSON (same device); default: measure them")
+    p.add_argument("--stream-bytes", type=float, default=2**30, help="array size of the STREAM ceiling")
+    p.add_argument("--gemm-n", type=int, default=8192, help="matrix size of the GEMM ceiling")
+    p.add_argument("--calls", type=int, default=20, help="calls per kernel timing")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--png", type=Path, default=None, help="the roofline plot (needs matplotlib)")
+    return p
 
 
-def _write_json(path: Path | None, data: dict) -> None:
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=float))
-    print(f"results written to {path}")
+# lobatto sysbench, lobatto doctor ----------------------------------------------------------------
+def sysbench_parser() -> argparse.ArgumentParser:
+    """The parser of ``lobatto sysbench``."""
+    from lobatto.bench import sysbench
+
+    p = argparse.ArgumentParser(prog="lobatto sysbench", description="Node micro-benchmarks: device and CPU "
+                                "STREAM, GEMM, host<->device and GPU<->GPU bandwidth, MPI latency (docs/sysbench.md).",
+                                allow_abbrev=False)
+    p.add_argument("--only", nargs="+", choices=sysbench.SECTIONS, metavar="SECTION", help=f"run only these: {', '.join(sysbench.SECTIONS)}")
+    p.add_argument("--skip", nargs="+", choices=sysbench.SECTIONS, default=(), metavar="SECTION", help="leave these out")
+    p.add_argument("--json", type=Path, default=Path("sysbench.json"), help="result file (default sysbench.json)")
+    p.add_argument("--png", type=Path, default=None, metavar="DIR", help="directory of the plots (default: the JSON's)")
+    p.add_argument("--no-png", action="store_true", help="no plots")
+    p.add_argument("--quick", action="store_true", help="small sizes and 2 repeats: a smoke test, not a measurement")
+    p.add_argument("--repeats", type=int, default=None, help="timed rounds, best reported (default 5)")
+    p.add_argument("--gpu-stream-bytes", type=sysbench.byte_count, default=None, help="bytes per device STREAM array (1G)")
+    p.add_argument("--gemm-n", type=int, default=None, help="matrix size of DGEMM/SGEMM (8192)")
+    p.add_argument("--max-bytes", type=sysbench.byte_count, default=None, help="largest host<->device copy (1G)")
+    p.add_argument("--gpu-gpu-bytes", type=sysbench.byte_count, default=None, help="largest GPU<->GPU message (64M)")
+    p.add_argument("--chunks", type=sysbench.byte_count, nargs="+", default=None,
+                   help="chunk sizes of the pipelined host-staged transfer (64K 256K 1M 4M 16M)")
+    p.add_argument("--mpi-max-bytes", type=sysbench.byte_count, default=None, help="largest ping-pong message (64M)")
+    p.add_argument("--allreduce-max-bytes", type=sysbench.byte_count, default=None, help="largest allreduce (8M)")
+    p.add_argument("--cpu-stream-bytes", type=sysbench.byte_count, default=None, help="bytes per CPU STREAM array (256M)")
+    p.add_argument("--threads", type=int, nargs="+", default=None, help="CPU STREAM thread counts (1 2 4 .. cores)")
+    p.add_argument("--compare", type=Path, default=None, metavar="BASELINE.json",
+                   help="flag metrics below --tolerance x the baseline's (exit 1 if any)")
+    p.add_argument("--tolerance", type=float, default=0.8, help="fraction of the baseline to keep (default 0.8)")
+    return p
 
 
+def positive(kind):
+    """An argparse type: a positive ``kind`` (int, float)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
+        return value
+    return parse
+
+
+class CollectiveErrorParser(argparse.ArgumentParser):
+    """A parser whose errors are one collective InputError (lobatto doctor under mpiexec)."""
+
+    def error(self, message):  # one line and exit 2 (lobatto.cli), on every rank alike
+        err = InputError(f"doctor: {message}")
+        err.collective = True  # every rank parsed the same arguments
+        raise err
+
+
+def doctor_parser() -> argparse.ArgumentParser:
+    """The parser of ``lobatto doctor``."""
+    from lobatto.bench import doctor
+
+    p = CollectiveErrorParser(prog="lobatto doctor", add_help=False, allow_abbrev=False,
+                description="Check devices, the rank->GPU mapping, MPI, NCCL, lobatto's exchange transports, "
+                            "kernel caches and package versions, on every rank (docs/doctor.md).")
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="the backend to check (default auto: cuda where every rank has a GPU)")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="write everything here")
+    p.add_argument("--bytes", type=doctor.parse_bytes, default=1 << 20, metavar="N",
+                   help="bytes exchanged per rank pair in the bandwidth figure (default 1M; K, M, G accepted)")
+    p.add_argument("--repeats", type=positive(int), default=5, metavar="K",
+                   help="timed exchanges per transport; the median is reported (default 5)")
+    p.add_argument("--timeout", type=positive(float), default=60.0, metavar="S",
+                   help="end the job (exit 1) if one check hangs longer than this (default 60 s)")
+    return p
+
+
+# Dispatch ---------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
+    """``lobatto bench ARGS``; returns the exit status."""
     given = sys.argv[1:] if argv is None else list(argv)
-    if given[:1] == ["roofline"]:  # its own parser (bench/roofline.py)
-        from lobatto.bench import roofline
-
-        return roofline.main(given[1:])
-    args = _parser().parse_args(given)
-    if args.what != "comm-model":  # comm-model checks on every rank (bench/comm_cli.py)
+    if given[:1] == ["roofline"]:  # its own parser
+        return roofline_main(given[1:])
+    args = bench_parser().parse_args(given)
+    if args.what != "comm-model":  # comm-model checks on every rank (bench/comm_study.py)
         check_output_options(args)
     if args.what == "scaling":
         from lobatto.bench import scaling
 
-        return scaling.main(args, sys.argv[1:] if argv is None else argv)
-    if args.what in ("helmholtz", "poisson"):
-        from lobatto.bench import elliptic_cli
+        return scaling.command(args, sys.argv[1:] if argv is None else argv)
+    if args.what == "helmholtz":
+        from lobatto.bench import helmholtz
 
-        return elliptic_cli.run(args)
+        return helmholtz.command(args)
+    if args.what == "poisson":
+        from lobatto.bench import poisson
+
+        return poisson.command(args)
     if args.what == "comm-model":
-        from lobatto.bench import comm_cli
+        from lobatto.bench import comm_study
 
-        return comm_cli.run(args)
+        return comm_study.command(args)
+    from lobatto.bench import maxwell_report
+
     if args.what == "copy":
-        from lobatto.bench.maxwell import copy_bandwidth
+        return maxwell_report.copy_command(args)
+    return maxwell_report.command(args)
 
-        cb = copy_bandwidth(int(args.bytes))
-        print(f"device-to-device copy of {cb['bytes']} bytes: memcpy {cb['memcpy'] / 1e9:.1f} GB/s, "
-              f"copy kernel {cb['copy_kernel'] / 1e9:.1f} GB/s (read + written)")
-        _write_json(args.json, cb)
-        return 0
 
-    if args.plot_from is not None:
-        from lobatto.bench.plot import plot_sweep
+def roofline_main(argv: list[str] | None = None) -> int:
+    """``lobatto bench roofline ARGS``."""
+    from lobatto.bench import roofline
 
-        png = args.png or args.plot_from.with_suffix(".png")
-        plot_sweep(json.loads(args.plot_from.read_text()), png)
-        print(f"figure written to {png}")
-        return 0
+    return roofline.command(roofline_parser().parse_args(argv))
 
-    from lobatto.bench import maxwell as mb
-    from lobatto.discretization.gll import MAX_ORDER
 
-    orders = list(args.orders) if args.sweep else [args.order]
-    if any(not 1 <= order <= MAX_ORDER for order in orders):
-        raise InputError(f"--order{'s' if args.sweep else ''} must be from 1 to {MAX_ORDER}, got "
-                         f"{' '.join(map(str, orders))}")
-    if args.steps is not None and args.steps < 1:
-        raise InputError(f"--steps must be >= 1 (got {args.steps})")
-    if args.repeats < 1:
-        raise InputError(f"--repeats must be >= 1 (got {args.repeats})")
-    if args.sweep:
-        s = mb.sweep(args.backend, tuple(args.orders), curved=args.curved, precision=args.precision,
-                     max_points=args.max_points, device=args.device, stages=args.stages)
-        print()
-        print(format_sweep(s))
-        _write_json(args.json, s)
-        return 0
-    r = mb.run(
-        args.backend, args.order, tuple(args.elements), curved=args.curved, precision=args.precision,
-        steps=args.steps, repeats=args.repeats, device=args.device, graph=not args.no_graph,
-        periodic=args.periodic, launch=args.launch, copy_bytes=int(args.copy_bytes),
-        kernels=not args.no_kernels, stages=args.stages,
-    )
-    print(format_run(r))
-    _write_json(args.json, r)
-    return 0
+def sysbench_main(argv: list[str] | None = None) -> int:
+    """``lobatto sysbench ARGS``; a bad option is exit 2 (every rank alike)."""
+    from lobatto.bench import sysbench
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = sysbench_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code) if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    return sysbench.command(args, argv)
+
+
+def doctor_main(argv: list[str] | None = None) -> int:
+    """``lobatto doctor ARGS``."""
+    from lobatto.bench import doctor
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = doctor_parser()
+    return doctor.command(parser.parse_args(argv), argv, parser.print_help)
 
 
 if __name__ == "__main__":

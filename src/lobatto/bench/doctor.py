@@ -9,23 +9,20 @@ is CUDA-aware, NCCL, the kernel caches, package versions (doctor_probe). Per tra
 across the ranks checked against NumPy and timed (doctor_exchange). Rank 0 prints one row
 per rank, the sections, and a verdict line last; every rank exits with the same code: 0
 when no check failed (a transport that is not available is said, not failed), 1 when one
-did, 2 for an unreadable option. docs/doctor.md explains each line.
+did, 2 for an unreadable option. docs/doctor.md explains each line. The options are parsed in
+bench/cli.py (doctor_parser).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import os
 import secrets
 import socket
-import sys
-from pathlib import Path
 
 from lobatto.bench import doctor_exchange, doctor_probe
+from lobatto.bench.report import rows_table, write_json
 from lobatto.bench.surroundings import git_commit
-from lobatto.errors import InputError
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -41,43 +38,6 @@ def parse_bytes(text: str) -> int:
     if not 8 <= value <= 1 << 34:
         raise argparse.ArgumentTypeError(f"expected between 8 bytes and 16G, got {text!r}")
     return int(value)
-
-
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
-        return value
-    return parse
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line and exit 2 (lobatto.cli), on every rank alike
-        err = InputError(f"doctor: {message}")
-        err.collective = True  # every rank parsed the same arguments
-        raise err
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="lobatto doctor", add_help=False, allow_abbrev=False,
-                description="Check devices, the rank->GPU mapping, MPI, NCCL, lobatto's exchange transports, "
-                            "kernel caches and package versions, on every rank (docs/doctor.md).")
-    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="the backend to check (default auto: cuda where every rank has a GPU)")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="write everything here")
-    p.add_argument("--bytes", type=parse_bytes, default=1 << 20, metavar="N",
-                   help="bytes exchanged per rank pair in the bandwidth figure (default 1M; K, M, G accepted)")
-    p.add_argument("--repeats", type=_positive(int), default=5, metavar="K",
-                   help="timed exchanges per transport; the median is reported (default 5)")
-    p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="S",
-                   help="end the job (exit 1) if one check hangs longer than this (default 60 s)")
-    return p
-
 
 
 # -- collecting ------------------------------------------------------------------------------
@@ -202,14 +162,6 @@ def _device_text(row: dict) -> str:
     return f"{dev['device_id']}: {dev['name']} ({dev['pci_bus_id']})"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip() for r in rows]
-    return lines
-
-
 def _size_text(nbytes: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
@@ -247,7 +199,7 @@ def format_report(report: dict) -> str:
     hosts: dict[str, int] = {}
     for row in rows:
         hosts[row["hostname"]] = hosts.get(row["hostname"], 0) + 1
-    lines += _table(["rank", "host", "node rank", "CUDA_VISIBLE_DEVICES", "GPUs seen", "GPU used"],
+    lines += rows_table(["rank", "host", "node rank", "CUDA_VISIBLE_DEVICES", "GPUs seen", "GPU used"],
                     [[f"{row['rank']}/{row['size']}", row["hostname"],
                       f"{row['local_rank']}/{hosts[row['hostname']]}",
                       row["visible"]["cuda_visible_devices"] if row["visible"]["cuda_visible_devices"] is not None
@@ -260,7 +212,7 @@ def format_report(report: dict) -> str:
         lines.append(f"     vendor {mpi['vendor']}, MPI {mpi['standard']}, CUDA-aware: {aware} "
                      f"({mpi['cuda_aware_how']})")
     lines.append(f"NCCL: {first['nccl']}")
-    lines += [""] + _table(["transport", "status", "correctness", "bandwidth"],
+    lines += [""] + rows_table(["transport", "status", "correctness", "bandwidth"],
                            [[name, *_check_text(entry)] for name, entry in found["transports"].items()])
     cache_rows, seen = [], {}
     for row in rows:
@@ -272,7 +224,7 @@ def format_report(report: dict) -> str:
         if not cache["used"]:
             state += ", not used" if "note" not in cache else f", not used: {cache['note']}"
         cache_rows.append([name, path, _ranks_text(ranks), state, str(cache["entries"]), _size_text(cache["bytes"])])
-    lines += [""] + _table(["kernel cache", "path", "ranks", "state", "entries", "size"], cache_rows)
+    lines += [""] + rows_table(["kernel cache", "path", "ranks", "state", "entries", "size"], cache_rows)
     pk = first["packages"]
     lines += ["", "packages (rank 0): " + ", ".join(f"{k} {v}" for k, v in pk.items() if k != "mpi_library")]
     for note in report["notes"]:
@@ -282,16 +234,17 @@ def format_report(report: dict) -> str:
 
 
 # -- entry point -----------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
+def command(args, argv: list[str], print_help) -> int:
+    """``lobatto doctor`` (options of bench/cli.py, ``argv`` as given; ``print_help`` prints the
+    parser's help, on rank 0 for -h): collect on every rank, judge and report on rank 0; every
+    rank returns the same code."""
     from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
     comm = world_comm()
     rank, size = rank_and_size(comm)
     if args.help:
         if rank == 0:
-            build_parser().print_help()
+            print_help()
         return 0
     with collective_errors(comm):
         if rank == 0 and args.json is not None:
@@ -311,13 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         report = {"meta": meta, **found, "notes": notes, "failures": failures, "verdict": line, "exit_code": code}
     with collective_errors(comm):
         if rank == 0 and args.json is not None:
-            from lobatto.io.atomic import atomic_write_text
-
-            atomic_write_text(args.json, json.dumps(report, indent=1, default=str) + "\n")
+            write_json(args.json, report, indent=1, default=str, end="\n", say=None)
     if rank == 0:
         print(format_report(report), flush=True)
     return code if comm is None else comm.bcast(code, root=0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -30,7 +30,10 @@ import time
 import numpy as np
 
 from lobatto.backends import get_backend
-from lobatto.bench.maxwell import Timer, box_dims, copy_bandwidth
+from lobatto.bench.maxwell import copy_bandwidth
+from lobatto.bench.maxwell_sweep import box_dims
+from lobatto.bench.report import Timer, write_json
+from lobatto.errors import InputError
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.operators import HelmholtzOperator
 
@@ -149,3 +152,15 @@ def format_table(result: dict, all_rows: bool = False) -> str:
                      f"{r['points_per_second']:10.3e} {r['gdof_per_second']:8.3f} {r['bandwidth'] / 1e9:8.1f} "
                      f"{r['percent_of_copy']:7.1f} {r['gflops']:8.1f}")
     return "\n".join(lines)
+
+
+def command(args) -> int:
+    """``lobatto bench helmholtz`` (options of bench/cli.py): check, run, print, write the JSON."""
+    if not args.orders or min(args.orders) < 1 or args.repeats < 1 or args.min_seconds <= 0:
+        raise InputError("--orders must be >= 1, --repeats >= 1 and --min-seconds > 0")
+    result = run(args.backend, args.orders, args.max_points, args.precision, args.h2,
+                 args.min_seconds, args.repeats, args.copy_bytes, args.device)
+    print()
+    print(format_table(result, args.all_rows))
+    write_json(args.json, result)
+    return 0

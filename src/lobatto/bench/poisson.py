@@ -26,6 +26,8 @@ from contextlib import nullcontext
 from lobatto.api import case_from_dict
 from lobatto.backends import get_backend
 from lobatto.backends.blas import single_threaded_blas
+from lobatto.bench.report import write_json
+from lobatto.errors import InputError
 from lobatto.runner.build import build_system
 from lobatto.solvers.profile import PARTS
 
@@ -119,3 +121,14 @@ def format_result(r: dict) -> str:
         j = r["jacobi"]
         lines += ["", f"  Jacobi-PCG: {j['iterations']} iterations, {j['seconds']:.4f} s"]
     return "\n".join(lines)
+
+
+def command(args) -> int:
+    """``lobatto bench poisson`` (options of bench/cli.py): check, solve, print, write the JSON."""
+    if args.order < 1 or min(args.elements) < 1 or args.repeats < 1 or args.coarse_tolerance <= 0:
+        raise InputError("--order, --elements and --repeats must be >= 1 and --coarse-tolerance > 0")
+    result = run(args.backend, args.order, tuple(args.elements), args.method, args.preconditioner,
+                 args.precision, args.tolerance, args.repeats, args.jacobi, args.device, args.coarse_tolerance)
+    print(format_result(result))
+    write_json(args.json, result)
+    return 0

@@ -7,14 +7,13 @@ the ceilings measured on the same device (docs/roofline.md).
 Ceilings: the memory roof is the larger of STREAM copy and triad, the compute roof the GEMM
 rate of the run's precision (cuBLAS on the GPU; NumPy's BLAS on the CPU), from a
 ``lobatto sysbench`` JSON of the same device or measured here first. Kernel bytes are the
-byte models of bench/maxwell.py and systems/maxwell/cuda.py (each input read once, each output
+byte models of bench/maxwell_models.py and systems/maxwell/cuda.py (each input read once, each output
 written once: a lower bound on the traffic, so the achieved bandwidth is a lower bound too);
 the stage kernels' flops are the seed paper's count, 36 (N + 1) + 84 per point and stage.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import platform
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lobatto.bench.report import check_output_options, gpu_name, processor, write_json
 from lobatto.bench.surroundings import git_commit
 from lobatto.errors import InputError
 
@@ -31,31 +31,10 @@ from lobatto.errors import InputError
 STAGE_KERNELS = ("stage", "stage_a0", "fused_stage", "rhs")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lobatto bench roofline", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"))
-    p.add_argument("--orders", type=int, nargs="+", default=(7, 14))
-    p.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
-    p.add_argument("--curved", action="store_true", help="deformed mesh: per-point metrics")
-    p.add_argument("--precision", default="float64", choices=("float64", "float32"))
-    p.add_argument("--sysbench", type=Path, default=None,
-                   help="the ceilings from this `lobatto sysbench` JSON (same device); default: measure them")
-    p.add_argument("--stream-bytes", type=float, default=2**30, help="array size of the STREAM ceiling")
-    p.add_argument("--gemm-n", type=int, default=8192, help="matrix size of the GEMM ceiling")
-    p.add_argument("--calls", type=int, default=20, help="calls per kernel timing")
-    p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--png", type=Path, default=None, help="the roofline plot (needs matplotlib)")
-    return p
-
-
 # Ceilings -------------------------------------------------------------------------------------
 def device_name(backend) -> str:
-    if backend.name == "cuda":
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceProperties(backend.device_id or 0)["name"].decode()
-    return platform.processor() or platform.machine()
+    """The GPU's name on CUDA, else the processor's."""
+    return gpu_name(backend.device_id or 0) if backend.name == "cuda" else processor()
 
 
 def ceilings_from_sysbench(path: Path, device: str, precision: str, backend_name: str) -> dict:
@@ -121,7 +100,9 @@ def measure_ceilings(backend_name: str, precision: str, stream_bytes: float, gem
 # Kernels --------------------------------------------------------------------------------------
 def kernel_rows(backend, order: int, elements, curved: bool, calls: int) -> list[dict]:
     """Seconds, model bytes and flops per call of each kernel of a Maxwell step."""
-    from lobatto.bench.maxwell import Timer, build, byte_model, kernel_times, time_steps
+    from lobatto.bench.maxwell import build, time_steps
+    from lobatto.bench.maxwell_models import byte_model, kernel_times
+    from lobatto.bench.report import Timer
     from lobatto.systems.maxwell import cuda as cm
     from lobatto.systems.maxwell.fused import FusedExchangeStepper
     from lobatto.systems.maxwell.system import flops_per_step
@@ -260,22 +241,15 @@ def run(args) -> dict:
             "elements": list(args.elements), "curved": bool(args.curved), "ceilings": ceilings, "kernels": rows}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from lobatto.bench.cli import check_output_options
-
-    args = _parser().parse_args(argv)
+def command(args) -> int:
+    """``lobatto bench roofline`` (options of bench/cli.py): measure, print, write the JSON and PNG."""
     for order in args.orders:
         if not 1 <= order <= 15:
             raise InputError(f"--orders: {order} is outside 1..15")
     check_output_options(args)
     result = run(args)
     print(table(result))
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.json.with_name(args.json.name + ".tmp")
-        tmp.write_text(json.dumps(result, indent=1))
-        tmp.replace(args.json)
-        print(f"wrote {args.json}")
+    write_json(args.json, result, indent=1, default=None, say="wrote")
     if args.png is not None:
         print(plot(result, args.png))
     return 0

@@ -14,14 +14,14 @@ for --strong. From the summaries: time per step, speed-up and parallel efficienc
 the smallest rank count of each size, and for each rank count the throughput per rank
 against points per rank with an n_1/2 fit (NekCEM's Figures 5-8; docs/scaling.md). Each
 ``--overlap`` setting is a series of its own (bench/scaling_analysis.py); ``--model`` compares
-the runs with the communication model's prediction (bench/scaling_model.py).
+the runs with the communication model's prediction (bench/scaling_model.py). The plan of the
+runs and their generated case are in bench/scaling_plan.py, the options in bench/cli.py.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import math
 import os
 import platform
 import shlex
@@ -32,19 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-from lobatto.discretization.gll import MAX_ORDER, gll_points
-from lobatto.bench.scaling_analysis import _g, analyse, format_table, merge_studies
+from lobatto.bench.report import device_description, number, write_json
+from lobatto.bench.scaling_analysis import analyse, format_table, merge_studies
+from lobatto.bench.scaling_plan import case_text, plan
 from lobatto.bench.surroundings import find_mpiexec, git_commit, open_mpi_flags
+from lobatto.discretization.gll import MAX_ORDER
 from lobatto.errors import InputError, SolverError
-from lobatto.mesh.partition import PARTITIONERS, rcb_box_part
 from lobatto.machine.threads import set_threads
 
-MODES = ("strong", "weak")
-#: --overlap settings and what each writes as [parallel] overlap
-OVERLAP = {"on": "true", "off": "false", "auto": '"auto"'}
-CFL = 0.5  # of the smallest GLL spacing; the upwind lsrk45 bound is 0.63
 STDERR_TAIL = 1500  # characters of a failed child's standard error kept in the error
 DEFAULT_SIZES = {"cpu": ("8", "27", "64"), "cuda": ("512", "4096", "32768")}
 DEFAULT_STEPS = {"cpu": 20, "cuda": 200}
@@ -52,141 +47,6 @@ DEFAULT_STEPS = {"cpu": 20, "cuda": 200}
 SUMMARY_KEYS = ("points", "steps", "rate_steps", "seconds_per_step", "point_steps_per_second",
                 "wall_seconds", "stages", "step_path", "cuda_graph", "threads", "exchange_method", "exchange",
                 "overlap", "gflops", "backend", "precision", "energy_use")  # energy_use: lobatto.machine.power, where measured
-
-
-# Sizes ------------------------------------------------------------------------------------------
-def near_cube(count: int) -> tuple[int, int, int]:
-    """(a, b, c), a >= b >= c, a * b * c = count, with the smallest largest side."""
-    best = None
-    for c in range(1, round(count ** (1 / 3)) + 2):
-        if count % c:
-            continue
-        for b in range(c, math.isqrt(count // c) + 1):
-            if (count // c) % b == 0:
-                a = count // (c * b)
-                if a >= b and (best is None or (a, -c) < (best[0], -best[2])):
-                    best = (a, b, c)
-    return best
-
-
-def parse_size(text: str) -> tuple[int, int, int]:
-    """``"64"`` -> the near-cubic box of 64 elements; ``"4x4x8"`` -> (4, 4, 8)."""
-    parts = str(text).lower().split("x")
-    if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise InputError(f"--sizes: '{text}' is not a positive element count (64) or a box NXxNYxNZ (4x4x8)")
-    if len(parts) == 1:
-        return near_cube(int(parts[0]))
-    return tuple(int(p) for p in parts)
-
-
-def weak_box(per_rank: tuple[int, int, int], ranks: int) -> tuple[int, int, int]:
-    """The total box for ``ranks`` copies of the per-rank box: the ranks as a near-cubic grid,
-    its largest factor along the per-rank box's shortest side (the most cubic total)."""
-    grid = near_cube(ranks)
-    axes = np.argsort(per_rank, kind="stable")  # shortest side first
-    total = list(per_rank)
-    for factor, axis in zip(grid, axes):
-        total[axis] *= factor
-    return tuple(int(n) for n in total)
-
-
-def bisection_counts(count: int, parts: int) -> list[int]:
-    """Part sizes of ``count`` elements bisected as rsb does (mesh.partition.rsb_part): the
-    first parts//2 parts get count * (parts//2) // parts, recursively."""
-    if parts == 1:
-        return [count]
-    left = parts // 2
-    n_left = count * left // parts
-    return bisection_counts(n_left, left) + bisection_counts(count - n_left, parts - left)
-
-
-def elements_per_rank(elements, ranks: int, partitioner: str = "rcb") -> list[int] | None:
-    """Elements of each rank under the partition the run will use (lobatto.mesh.partition);
-    None for metis, whose part sizes only METIS knows."""
-    if partitioner == "rsb":
-        return bisection_counts(math.prod(elements), ranks)
-    if partitioner != "rcb":
-        return None
-    out = []
-    for part in range(ranks):
-        lo, hi = rcb_box_part(elements, ranks, part)
-        out.append(int(np.prod(hi - lo)))
-    return out
-
-
-def plan(mode: str, ranks, sizes, overlaps=("auto",), partitioner: str = "rcb") -> list[dict]:
-    """One entry per run: rank count, the size as asked, the overlap setting, the total box,
-    each rank's elements; sizes in the order given, each over the overlap settings and ranks."""
-    if mode not in MODES:
-        raise InputError(f"scaling mode '{mode}': expected one of {', '.join(MODES)}")
-    if partitioner not in PARTITIONERS:
-        raise InputError(f"--partitioner '{partitioner}': expected one of {', '.join(PARTITIONERS)}")
-    for overlap in overlaps:
-        if overlap not in OVERLAP:
-            raise InputError(f"--overlap '{overlap}': expected on, off or auto")
-    runs = []
-    for size in sizes:
-        box = parse_size(size)
-        for overlap in dict.fromkeys(overlaps):
-            for p in ranks:
-                total = weak_box(box, p) if mode == "weak" else box
-                if math.prod(total) < p:
-                    count = math.prod(total)
-                    raise InputError(f"--sizes {size}: {count} element{'s' if count != 1 else ''} cannot be shared "
-                                     f"by {p} ranks")
-                runs.append({"ranks": p, "size": str(size), "overlap_setting": overlap, "partitioner": partitioner,
-                             "elements": list(total), "elements_per_rank": elements_per_rank(total, p, partitioner)})
-    return runs
-
-
-# The case ---------------------------------------------------------------------------------------
-def time_step(order: int) -> float:
-    """CFL times the smallest GLL spacing of a unit element (wave speed 1)."""
-    x = gll_points(order)
-    return CFL * float(x[1] - x[0]) / 2
-
-
-def case_text(elements, order: int, steps: int, backend: str, precision: str = "float64",
-              overlap: str = "auto", partitioner: str = "rcb") -> str:
-    """A Maxwell box of unit elements whose run takes exactly ``steps`` steps and writes nothing;
-    ``overlap``: on, off or auto ([parallel] overlap true, false, "auto")."""
-    nx, ny, nz = elements
-    dt = time_step(order)
-    return f"""# lobatto bench scaling: {nx}x{ny}x{nz} elements, N = {order}, {steps} steps
-[mesh]
-generator = "box"
-elements = [{nx}, {ny}, {nz}]
-lower = [0.0, 0.0, 0.0]
-upper = [{nx}.0, {ny}.0, {nz}.0]
-boundary = "pec"
-
-[discretization]
-order = {order}
-flux = "upwind"
-
-[physics]
-equations = "maxwell"
-
-[initial]
-# the box's TM110 mode: a smooth field that stays bounded
-Ez = "sin(pi*x/{nx})*sin(pi*y/{ny})"
-
-[time]
-integrator = "lsrk45"
-dt = {dt!r}
-t_end = {steps * dt!r}
-
-[backend]
-name = "{backend}"
-precision = "{precision}"
-
-[parallel]
-overlap = {OVERLAP[overlap]}
-partitioner = "{partitioner}"
-
-[output]
-formats = []
-"""
 
 
 # Launching --------------------------------------------------------------------------------------
@@ -266,27 +126,6 @@ def with_rates(run: dict) -> dict:
 
 # The study --------------------------------------------------------------------------------------
 
-def _device(backend: str) -> str:
-    """The GPU's name from nvidia-smi (no CUDA context in this process), or the CPU's model."""
-    if backend == "cuda":
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=30)
-            names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
-            if names:
-                return f"{len(names)} x {names[0]}"
-        except (OSError, subprocess.SubprocessError):
-            pass
-        return "unknown GPU (nvidia-smi did not answer)"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
-
-
 def check_options(args) -> None:
     if not 1 <= args.order <= MAX_ORDER:
         raise InputError(f"--order must be from 1 to {MAX_ORDER} (got {args.order})")
@@ -317,7 +156,7 @@ def study(args, log=print) -> dict:
         "backend": args.backend, "precision": args.precision, "steps": steps, "ranks": ranks,
         "sizes": [str(s) for s in sizes], "size_meaning": "elements per rank" if mode == "weak" else "total elements",
         "overlap_settings": overlaps, "partitioner": args.partitioner,
-        "repeats": args.repeats, "threads_requested": args.threads, "device": _device(args.backend),
+        "repeats": args.repeats, "threads_requested": args.threads, "device": device_description(args.backend),
         "cores": os.cpu_count(), "share_gpus": os.environ.get("LOBATTO_SHARE_GPUS") == "1",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(), "commit": git_commit(), "command": shlex.join(["lobatto", "bench", *args.argv]),
@@ -339,7 +178,7 @@ def study(args, log=print) -> dict:
                 f"{run['ranks']} ranks, "
                 f"{'x'.join(map(str, run['elements']))} elements, {run['points_per_rank']:.4g} points/rank: "
                 f"{run['seconds_per_step'] * 1e3:.4g} ms/step, "
-                f"{_g(run['point_steps_per_second_per_rank'])} point-steps/s/rank, exchange "
+                f"{number(run['point_steps_per_second_per_rank'])} point-steps/s/rank, exchange "
                 f"{run['exchange_method']}/{run['exchange']} ({run['launch_seconds']:.1f} s)",
                 flush=True)
     finally:
@@ -350,54 +189,16 @@ def study(args, log=print) -> dict:
     return analyse(record)
 
 
-# Command line -----------------------------------------------------------------------------------
-def add_parser(sub) -> None:
-    s = sub.add_parser("scaling", help="strong or weak scaling of Maxwell runs over ranks and sizes (mpiexec)",
-                       allow_abbrev=False)
-    which = s.add_mutually_exclusive_group()
-    which.add_argument("--strong", action="store_true", help="fixed total size per curve (--sizes: total elements)")
-    which.add_argument("--weak", action="store_true", help="fixed size per rank per curve (--sizes: elements/rank)")
-    s.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
-    s.add_argument("--ranks", type=int, nargs="+", default=[1, 2], metavar="P", help="rank counts (default 1 2)")
-    s.add_argument("--sizes", nargs="+", default=None, metavar="SIZE",
-                   help="element counts (64) or boxes (4x4x8); per rank for --weak, total for --strong "
-                        f"(default: cpu {' '.join(DEFAULT_SIZES['cpu'])}, cuda {' '.join(DEFAULT_SIZES['cuda'])})")
-    s.add_argument("--overlap", nargs="+", default=None, choices=tuple(OVERLAP), metavar="on|off|auto",
-                   help="[parallel] overlap of the runs, each setting a series of its own "
-                        "(default: the case default, auto)")
-    s.add_argument("--partitioner", default="rcb", choices=PARTITIONERS, help="[parallel] partitioner of the runs")
-    s.add_argument("--order", type=int, default=7)
-    s.add_argument("--precision", default="float64", choices=("float64", "float32"))
-    s.add_argument("--steps", type=int, default=None,
-                   help=f"steps per run (default cpu {DEFAULT_STEPS['cpu']}, cuda {DEFAULT_STEPS['cuda']})")
-    s.add_argument("--repeats", type=int, default=1, help="runs of each point; the fastest is kept")
-    s.add_argument("--threads", type=int, default=None,
-                   help="OMP_NUM_THREADS of each rank (default: lobatto's, cores / ranks on the node)")
-    s.add_argument("--mpiexec", default=None, metavar="CMD",
-                   help="launcher command, may carry arguments (default: mpiexec beside Python, else on PATH)")
-    s.add_argument("--mpiexec-args", default="", metavar="ARGS",
-                   help="extra launcher arguments, one string (Open MPI's --oversubscribe and, as root, "
-                        "--allow-run-as-root are added already)")
-    s.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each run")
-    s.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each run's case and summary here")
-    s.add_argument("--json", type=Path, default=None, help="write the study here")
-    s.add_argument("--png", type=Path, default=None, help="figure (default: the JSON's path with .png)")
-    s.add_argument("--plot-from", type=Path, nargs="+", default=None, metavar="JSON",
-                   help="only redraw the figure and table of a study's JSON (no runs); several studies "
-                        "of the same mode, order, backend and precision are merged (--json writes the merge)")
-    s.add_argument("--model", type=Path, default=None, metavar="COMM_MODEL.json",
-                   help="compare the runs with the communication model of this JSON "
-                        "(lobatto bench comm-model --measure --json; docs/comm-model.md)")
-
-
-def main(args, argv: list[str]) -> int:
+# The command -----------------------------------------------------------------------------------
+def command(args, argv: list[str]) -> int:
+    """``lobatto bench scaling`` (options of bench/cli.py): a study, or the redraw of studies
+    (--plot-from); its table, figure and JSON."""
     from lobatto.bench.scaling_plot import plot_study
-    from lobatto.io.atomic import atomic_write_text
 
     args.argv = list(argv)
     model = None
     if args.model is not None:  # read before any run: a bad file is found at once
-        from lobatto.bench.comm_cli import read_params
+        from lobatto.bench.comm_study import read_params
 
         model = read_params(args.model)
     if args.plot_from is not None:
@@ -411,9 +212,7 @@ def main(args, argv: list[str]) -> int:
 
         record["model_comparison"] = compare(record, *model, source=str(args.model))
     if args.json is not None and (args.plot_from is None or len(args.plot_from) > 1 or model is not None):
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.json, json.dumps(record, indent=2))
-        print(f"results written to {args.json}")
+        write_json(args.json, record, default=None)
     png = args.png
     if png is None and args.json is not None:
         png = args.json.with_suffix(".png")

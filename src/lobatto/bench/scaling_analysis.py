@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from lobatto.bench.report import number
+
 #: strong-scaling efficiency below which a rank count is past the strong-scale limit
 #: (NekCEM's paper: 80 %, reached near n/P ~ 1e5 points per K20X)
 STRONG_LIMIT = 0.8
@@ -82,8 +84,8 @@ def strong_limit(rows: list[dict], threshold: float = STRONG_LIMIT) -> dict:
 
 def rank_fits(runs: list[dict]) -> dict:
     """For each rank count (and overlap setting): t(n) = t0 + n / R_inf over its sizes, n the
-    points per rank (bench.maxwell.fit_half_performance); R_inf is then point-steps/s per rank."""
-    from lobatto.bench.maxwell import fit_half_performance  # imports the systems: only when needed
+    points per rank (bench.maxwell_sweep.fit_half_performance); R_inf is then point-steps/s per rank."""
+    from lobatto.bench.maxwell_sweep import fit_half_performance  # imports the systems: only when needed
 
     settings = overlap_settings(runs)
     fits = {}
@@ -147,10 +149,6 @@ def merge_studies(records: list[dict], sources=None) -> dict:
 
 
 # The table ----------------------------------------------------------------------------------------
-def _g(x, fmt=".3e") -> str:
-    return "-" if x is None else format(x, fmt)
-
-
 def _overlap_cell(run: dict) -> str:
     used = run.get("overlap_used")
     return f"{overlap_of(run)}>{'-' if used is None else ('on' if used else 'off')}"
@@ -170,8 +168,8 @@ def format_table(study: dict) -> str:
             r = by_key[(curve.get("size", name), curve.get("overlap", DEFAULT_OVERLAP), row["ranks"])]
             lines.append(f"{name:>22s} {row['ranks']:5d} {'x'.join(map(str, r['elements'])):>12s} "
                          f"{_overlap_cell(r):>9s} {r['points_per_rank']:12.4g} {row['seconds_per_step'] * 1e3:10.4g} "
-                         f"{_g(r['point_steps_per_second_per_rank']):>15s} {_g(row['speedup'], '.2f'):>8s} "
-                         f"{_g(row['efficiency'], '.2f'):>10s} {_g(r.get('load_average_before'), '.2f'):>5s}")
+                         f"{number(r['point_steps_per_second_per_rank']):>15s} {number(row['speedup'], '.2f'):>8s} "
+                         f"{number(row['efficiency'], '.2f'):>10s} {number(r.get('load_average_before'), '.2f'):>5s}")
     if mode == "strong":
         lines += ["", f"strong-scale limit (efficiency below {STRONG_LIMIT:.0%}):"]
         for name, curve in study["scaling"].items():
@@ -186,6 +184,6 @@ def format_table(study: dict) -> str:
             lines.append(f"{p:>15s}   fit skipped: {fit['skipped']}")
             continue
         lines.append(f"{p:>15s} {fit['sizes']:5d} {fit['peak_measured']:16.3e} {fit['peak_fit']:15.3e} "
-                     f"{fit['n_half_fit']:10.3g} {_g(fit['n_half_measured'], '.3g'):>11s}"
+                     f"{fit['n_half_fit']:10.3g} {number(fit['n_half_measured'], '.3g'):>11s}"
                      + (f"   {fit['note']}" if "note" in fit else ""))
     return "\n".join(lines)

@@ -8,27 +8,26 @@ Sections: gpu_stream, gemm, host_device (sysbench_gpu), gpu_gpu (sysbench_gpu_gp
 mpi_pingpong, mpi_allreduce (sysbench_mpi), cpu_stream (sysbench_cpu). One that cannot run
 here reports {"skipped": "<reason>"}. The one-GPU and CPU sections run on rank 0 while the
 other ranks wait; rank 0 prints and writes; every rank returns the same exit code: 1 when
-``--compare`` finds a regression, 2 for bad input (sysbench_compare).
+``--compare`` finds a regression, 2 for bad input (sysbench_compare). The options are parsed
+in bench/cli.py (sysbench_parser).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
-import platform
 import shlex
 import socket
 import sys
-from pathlib import Path
 
+from lobatto.bench.report import cpu_model, write_json
 from lobatto.bench.sysbench_compare import compare, flatten_metrics, load_baseline, report
 from lobatto.bench.sysbench_mpi import phase_end
 from lobatto.bench.surroundings import git_commit
 from lobatto.errors import InputError
 
-__all__ = ["main", "compare", "flatten_metrics", "SECTIONS"]
+__all__ = ["command", "compare", "flatten_metrics", "SECTIONS"]
 
 SECTIONS = ("gpu_stream", "gemm", "host_device", "gpu_gpu", "mpi_pingpong", "mpi_allreduce", "cpu_stream")
 GPU_SECTIONS = ("gpu_stream", "gemm", "host_device", "gpu_gpu")
@@ -60,33 +59,6 @@ def byte_count(text: str) -> int:
     return int(value)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lobatto sysbench", description="Node micro-benchmarks: device and CPU "
-                                "STREAM, GEMM, host<->device and GPU<->GPU bandwidth, MPI latency (docs/sysbench.md).",
-                                allow_abbrev=False)
-    p.add_argument("--only", nargs="+", choices=SECTIONS, metavar="SECTION", help=f"run only these: {', '.join(SECTIONS)}")
-    p.add_argument("--skip", nargs="+", choices=SECTIONS, default=(), metavar="SECTION", help="leave these out")
-    p.add_argument("--json", type=Path, default=Path("sysbench.json"), help="result file (default sysbench.json)")
-    p.add_argument("--png", type=Path, default=None, metavar="DIR", help="directory of the plots (default: the JSON's)")
-    p.add_argument("--no-png", action="store_true", help="no plots")
-    p.add_argument("--quick", action="store_true", help="small sizes and 2 repeats: a smoke test, not a measurement")
-    p.add_argument("--repeats", type=int, default=None, help="timed rounds, best reported (default 5)")
-    p.add_argument("--gpu-stream-bytes", type=byte_count, default=None, help="bytes per device STREAM array (1G)")
-    p.add_argument("--gemm-n", type=int, default=None, help="matrix size of DGEMM/SGEMM (8192)")
-    p.add_argument("--max-bytes", type=byte_count, default=None, help="largest host<->device copy (1G)")
-    p.add_argument("--gpu-gpu-bytes", type=byte_count, default=None, help="largest GPU<->GPU message (64M)")
-    p.add_argument("--chunks", type=byte_count, nargs="+", default=None,
-                   help="chunk sizes of the pipelined host-staged transfer (64K 256K 1M 4M 16M)")
-    p.add_argument("--mpi-max-bytes", type=byte_count, default=None, help="largest ping-pong message (64M)")
-    p.add_argument("--allreduce-max-bytes", type=byte_count, default=None, help="largest allreduce (8M)")
-    p.add_argument("--cpu-stream-bytes", type=byte_count, default=None, help="bytes per CPU STREAM array (256M)")
-    p.add_argument("--threads", type=int, nargs="+", default=None, help="CPU STREAM thread counts (1 2 4 .. cores)")
-    p.add_argument("--compare", type=Path, default=None, metavar="BASELINE.json",
-                   help="flag metrics below --tolerance x the baseline's (exit 1 if any)")
-    p.add_argument("--tolerance", type=float, default=0.8, help="fraction of the baseline to keep (default 0.8)")
-    return p
-
-
 def _settings(args) -> dict:
     s = {k: getattr(args, k) if getattr(args, k) is not None else v[1 if args.quick else 0] for k, v in SIZES.items()}
     if s["repeats"] < 1:
@@ -103,17 +75,6 @@ def _settings(args) -> dict:
         raise InputError(f"--tolerance must be in (0, 1] (got {args.tolerance})")
     return s
 
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _mpi_library(comm) -> str | None:
@@ -179,16 +140,12 @@ def measure(args, settings: dict, comm) -> tuple[dict, dict | None]:
     return results, info
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(args, argv: list[str]) -> int:
+    """``lobatto sysbench`` (options of bench/cli.py, ``argv`` as given): every rank measures its
+    part; rank 0 writes the JSON and plots, prints the table; every rank returns the same code."""
     from lobatto.bench.sysbench_table import format_table
-    from lobatto.io.atomic import atomic_write_text
     from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code) if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
     comm = world_comm()
     rank, size = rank_and_size(comm)
     baseline = None
@@ -212,15 +169,14 @@ def main(argv: list[str] | None = None) -> int:
                 "commit": git_commit(), "hostname": socket.gethostname(),
                 "command": "lobatto sysbench" + ("" if not argv else " " + shlex.join(argv)),
                 "ranks": size, "mpi_library": _mpi_library(comm),
-                "cpu": {"model": _cpu_model(), "cores": os.cpu_count()},
+                "cpu": {"model": cpu_model(), "cores": os.cpu_count()},
                 "settings": settings, "device": device, "results": results,
             }
             text = None
             if baseline is not None:
                 doc["compare"], text = report(doc, baseline, args.compare, args.tolerance)
                 code = 1 if doc["compare"]["regressions"] else 0
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+            write_json(args.json, doc, indent=1, default=None, end="\n", say=None)
             if not args.no_png:
                 from lobatto.bench.sysbench_plot import plot_all
 
@@ -235,7 +191,3 @@ def main(argv: list[str] | None = None) -> int:
                 print(text)
             sys.stdout.flush()
     return code if comm is None else comm.bcast(code, root=0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

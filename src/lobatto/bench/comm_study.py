@@ -1,4 +1,5 @@
-"""``lobatto bench comm-model``: LogGP parameters and the weak-scaling prediction.
+"""``lobatto bench comm-model``: LogGP parameters and the weak-scaling prediction (the options
+are parsed in bench/cli.py; ``read_params`` reads the JSON this command writes).
 
     lobatto bench comm-model                               # assumed interconnect only
     lobatto bench comm-model --sysbench sysbench.json [--transport nccl]
@@ -14,33 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 from lobatto.bench import comm_loggp
 from lobatto.bench.comm_model import CASES, H100_RATES, Software, format_weak, plot_weak, weak_scaling
+from lobatto.bench.report import check_output_options, run_meta, write_json
 from lobatto.errors import InputError
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("comm-model", help="LogGP fit and weak-scaling prediction of the face exchange",
-                       allow_abbrev=False)
-    p.add_argument("--measure", action="store_true", help="measure this machine (under mpiexec, 2+ ranks)")
-    p.add_argument("--sysbench", type=Path, default=None, help="fit from a 'lobatto sysbench' JSON")
-    p.add_argument("--transport", default="mpi", choices=("mpi", "nccl", "cuda-aware-mpi", "host"),
-                   help="with --sysbench: host MPI ping-pong (mpi) or a gpu_gpu transport")
-    p.add_argument("--params", type=Path, default=None, help="LogGP (and software) of an earlier --json")
-    p.add_argument("--network", default="ib-hdr200", choices=(*comm_loggp.ASSUMED, "none"),
-                   help="assumed interconnect to extrapolate with as well (default ib-hdr200)")
-    p.add_argument("--rate", action="append", default=[], metavar="N=R[,NHALF]",
-                   help="point-stage updates/s of one rank at order N, optionally its n_half "
-                        "(default: the H100 figures of docs/benchmarks.md)")
-    p.add_argument("--max-ranks", type=int, default=16384)
-    p.add_argument("--order-points", type=int, default=5, help="--measure: order of the timed face exchange")
-    p.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
-                   help="--measure: where the timed exchanges and steps run (cuda: CuPy arrays on each rank's GPU)")
-    p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--png", type=Path, default=None)
 
 
 def parse_rates(items) -> dict:
@@ -77,18 +57,9 @@ def read_params(path: Path) -> tuple[comm_loggp.LogGP, Software]:
     return params, software
 
 
-def _meta() -> dict:
-    import datetime
-    import platform
-    from lobatto.bench.surroundings import git_commit
-
-    commit = git_commit()
-    return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "hostname": platform.node(),
-            "commit": commit, "command": " ".join(["lobatto", *sys.argv[1:]]), "device": platform.processor() or
-            platform.machine()}
-
-
-def run(args) -> int:
+def command(args) -> int:
+    """``lobatto bench comm-model`` (options of bench/cli.py): every rank checks the options and
+    takes part in --measure; rank 0 prints the studies and writes the JSON."""
     from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 
     comm = world_comm()
@@ -97,10 +68,8 @@ def run(args) -> int:
         if args.max_ranks < 1:
             raise InputError(f"--max-ranks must be >= 1, got {args.max_ranks}")
         rates = parse_rates(args.rate)
-        from lobatto.bench.cli import check_output_options
-
         check_output_options(args)
-    out = {"meta": _meta(), "measured": None, "studies": []}
+    out = {"meta": run_meta(), "measured": None, "studies": []}
     sources = []  # (label, LogGP, Software)
     if args.measure:
         if size < 2:
@@ -179,10 +148,5 @@ def run(args) -> int:
     if args.png is not None:
         text.append(f"figure: {plot_weak(out['studies'], args.png)}")
     print("\n".join(text))
-    if args.json is not None:
-        from lobatto.io.atomic import atomic_write_text
-
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.json, json.dumps(out, indent=2, default=float))
-        print(f"results written to {args.json}")
+    write_json(args.json, out)
     return 0
