@@ -3,8 +3,8 @@ fields and cross sections").
 
 While the run steps, the fields on a closed surface of element faces (the boundary of a box
 whose sides lie on element faces, or of a volume region) are transformed at chosen
-frequencies by the running DFT of monitors/dft.py, F(f) = integral of u e^(-2 pi i f t) dt, so F is a
-phasor of the e^(+i omega t) convention. At the end rank 0 gathers them and applies the
+frequencies by the running DFT of monitors/dft.py, F(f) = integral of u e^(-2 pi i f t) dt,
+so F is a phasor of the e^(+i omega t) convention. At the end rank 0 gathers them and applies the
 equivalence principle: J = n x H, M = -n x E on the surface (n outward) radiate, in the
 background medium (k = omega sqrt(eps mu), eta = sqrt(mu/eps)), the far field
 
