@@ -1,6 +1,10 @@
-"""What observes a run while it steps: probes, integrals, running Fourier transforms, time
-series (docs/architecture.md: adding a monitor)."""
+"""What observes a run while it steps: the monitor contract (base.py), the registry of monitors
+by ``[output.<section>]`` (registry.py), the generic monitors (probes, integrals and their time
+series, running Fourier transforms) and the run's set of them (run_set.MonitorSet).
+docs/architecture.md: "Adding a monitor"."""
 
-from lobatto.monitors.probes import TimeSeries as MonitorSet  # noqa: E402  (the run's monitors, one object)
+from lobatto.monitors.base import Monitor
+from lobatto.monitors.registry import MONITORS, register_monitor, unregister_monitor
+from lobatto.monitors.run_set import MonitorSet
 
-__all__ = ["MonitorSet"]
+__all__ = ["MONITORS", "Monitor", "MonitorSet", "register_monitor", "unregister_monitor"]

@@ -21,6 +21,8 @@ from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.machine.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
 from lobatto.machine.memory_items import check_allocation
 from lobatto.machine.resources import available_host_memory
+from lobatto.monitors.base import Monitor
+from lobatto.monitors.regions import WHOLE_MESH, region_index, surface_index
 
 SUFFIX = "_dft"
 #: complex128 arrays of a part's size alive while a step is added (the sums, the previous
@@ -77,15 +79,16 @@ def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: 
                              system.backend.memory_available(), what)
 
 
-class DftMonitor:
-    """The case's running transforms on this rank's part of the mesh."""
+class DftMonitor(Monitor):
+    """The case's running transforms on this rank's part of the mesh, accumulated every step."""
+
+    section = "dft"
+    not_in_checkpoint = "the transforms are not saved in it"
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
         """memory_items.MemoryItem of each region and surface (transform_item); a region other
         than "all" and a file mesh's surface are known only once set up (checked again then)."""
-        from lobatto.monitors.probes import WHOLE_MESH
-
         count, n, items = len(section.frequencies), layout.order + 1, []
         for region in section.regions:
             items.append(transform_item(f"[output.dft] region '{region}':", count, len(section.fields), layout.points,
@@ -98,14 +101,12 @@ class DftMonitor:
         return items
 
     def __init__(self, section, system, comm=None):
-        from lobatto.monitors.probes import WHOLE_MESH, _regions, _surfaces
-
-        self.section, self.system, self.comm = section, system, comm
+        self.settings, self.system, self.comm = section, system, comm
         mesh, backend, xp = system.mesh, system.backend, system.backend.xp
         self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
         self.region_fields = [system.field_names.index(f) for f in section.fields]
         self.parts = []  # (kind, name, face or None, host elements, device elements, normals, weights)
-        region_of, region_names = _regions(mesh)
+        region_of, region_names = region_index(mesh)
         for region in section.regions:
             if region == WHOLE_MESH:
                 chosen = np.arange(mesh.num_elements)
@@ -115,7 +116,7 @@ class DftMonitor:
                 raise InputError(f"[output.dft] regions: no region '{region}' in the mesh (regions: "
                                  f"{', '.join(dict.fromkeys((WHOLE_MESH,) + tuple(region_names)))})")
             self.parts.append(("region", region, None, chosen, xp.asarray(chosen), None, None))
-        group_of, group_names = _surfaces(mesh)
+        group_of, group_names = surface_index(mesh)
         w = gll_weights(system.order)
         for name in section.surfaces:
             on = (mesh.face_neighbour < 0) & (group_of == group_names.index(name)) if name in group_names else None
@@ -134,6 +135,17 @@ class DftMonitor:
         self.previous = None  # (t, [values of each part]) of the last sample
         self.first_time = self.last_time = None
         self.samples = 0
+
+    def after_step(self, u, step: int, t: float, last: int) -> None:
+        """Every step: queued on the device like a step (accumulate)."""
+        self.accumulate(u, t)
+
+    def close(self, output_dir, attrs: dict) -> None:
+        self.write(output_dir, attrs["name"], attrs)
+
+    def describe(self) -> dict:
+        return {"dft": {"file": file_name(self.output_name), "frequencies": list(self.settings.frequencies),
+                        "steps": self.samples}}
 
     def _values(self, u) -> list:
         order, out = self.system.order, []
@@ -187,7 +199,7 @@ class DftMonitor:
             entry["faces"].append(np.full(chosen.size, -1 if face is None else face))
             entry["transform"].append(np.moveaxis(transform, 2, 0))  # element first, to concatenate
             entry["coordinates"].append(np.moveaxis(coords if face is None else coords[face_slice(face, order)], 1, 0))
-            for quantity in self.section.flux if kind == "surface" else ():
+            for quantity in self.settings.flux if kind == "surface" else ():
                 density = system.spec.integrands[quantity].density
                 flux = np.array([0.5 * float(np.sum(weights * (density(system, transform[f].real, normals)
                                                                 + density(system, transform[f].imag, normals))))
@@ -213,7 +225,7 @@ class DftMonitor:
             entry["coordinates"] = np.moveaxis(np.concatenate(entry["coordinates"])[order_], 0, 1)
         for kind, name in dict.fromkeys((kind, name) for kind, name, *_ in self.parts):  # a rank may hold none
             out.setdefault((kind, name), {"flux": {}})
-            for quantity in self.section.flux if kind == "surface" else ():
+            for quantity in self.settings.flux if kind == "surface" else ():
                 out[(kind, name)]["flux"].setdefault(quantity, np.zeros(count))
         return out
 
@@ -230,13 +242,13 @@ class DftMonitor:
             for key, value in attrs.items():
                 f.attrs[key] = value
             f.attrs["lobatto_version"] = __version__
-            f["frequencies"] = np.asarray(self.section.frequencies, dtype=np.float64)
+            f["frequencies"] = np.asarray(self.settings.frequencies, dtype=np.float64)
             f.attrs["t_first"] = float(self.first_time if self.first_time is not None else 0.0)
             f.attrs["t_last"] = float(self.last_time if self.last_time is not None else 0.0)
             f.attrs["samples"] = self.samples
             for (kind, where), entry in results.items():
                 group = f.create_group(f"{'regions' if kind == 'region' else 'surfaces'}/{where}")
-                fields = self.section.fields if kind == "region" else self.system.field_names
+                fields = self.settings.fields if kind == "region" else self.system.field_names
                 if "ids" in entry:
                     group["element_ids"] = entry["ids"].astype(np.int64)
                     if kind == "surface":

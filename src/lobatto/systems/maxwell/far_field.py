@@ -3,8 +3,8 @@ fields and cross sections").
 
 While the run steps, the fields on a closed surface of element faces (the boundary of a box
 whose sides lie on element faces, or of a volume region) are transformed at chosen
-frequencies by the running DFT of dft.py, F(f) = integral of u e^(-2 pi i f t) dt, so F is a
-phasor of the e^(+i omega t) convention. At the end rank 0 gathers them and applies the
+frequencies by the running DFT of monitors/dft.py, F(f) = integral of u e^(-2 pi i f t) dt,
+so F is a phasor of the e^(+i omega t) convention. At the end rank 0 gathers them and applies the
 equivalence principle: J = n x H, M = -n x E on the surface (n outward) radiate, in the
 background medium (k = omega sqrt(eps mu), eta = sqrt(mu/eps)), the far field
 
@@ -31,11 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.monitors.dft import DftMonitor, check_parts_memory
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
-from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.machine.parallel import allreduce, rank_and_size
+from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.monitors import register_monitor
+from lobatto.monitors.dft import DftMonitor, check_parts_memory
 from lobatto.systems.maxwell.tfsf import check_background, elements_in_box, elements_in_region, surface_signs
 
 SUFFIX = "_farfield"
@@ -103,8 +104,10 @@ def surface_flux(e, h, normals, weights) -> float:
 
 # The monitor (every rank) ------------------------------------------------------------------
 class FarFieldMonitor(DftMonitor):
-    """The running transforms on the closed surfaces (dft.py's accumulation) and, at the end,
-    the far field and cross sections on rank 0."""
+    """The running transforms on the closed surfaces (dft.py's accumulation, every step) and,
+    at the end, the far field and cross sections on rank 0."""
+
+    section = "far_field"
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
@@ -118,8 +121,15 @@ class FarFieldMonitor(DftMonitor):
                                                                               + DIRECTION_WORK_BYTES),
                            advice=f"use fewer {WHERE} theta and phi angles or frequencies")]
 
+    @classmethod
+    def from_case(cls, case, section, system, comm=None) -> FarFieldMonitor:
+        """Its errors name the case's file (``case.source``)."""
+        monitor = cls(section, system, comm, case.source)
+        monitor.output_name = case.output.name
+        return monitor
+
     def __init__(self, section, system, comm=None, where: str = "case"):
-        self.section, self.system, self.comm = section, system, comm
+        self.settings, self.system, self.comm = section, system, comm
         if tuple(system.field_names[:6]) != FIELDS or not hasattr(system, "epsilon"):
             raise InputError(f"{where}: {WHERE} needs the electromagnetic fields {', '.join(FIELDS)} "
                              f"(equations = \"{system.name}\" does not have them)")
@@ -169,7 +179,7 @@ class FarFieldMonitor(DftMonitor):
         spacing = float(allreduce(comm, float(system.geometry.min_spacing), "min"))
         speed = 1.0 / math.sqrt(self.epsilon * self.mu)
         highest = speed / (2 * spacing)  # two spacings per wavelength
-        too_high = [f for f in self.section.frequencies if f > highest]
+        too_high = [f for f in self.settings.frequencies if f > highest]
         if too_high:
             raise InputError(f"{where}: {WHERE} frequencies: f = {max(too_high):.6g} is above {highest:.6g}, the "
                              f"highest the mesh resolves (a wavelength of two GLL spacings, {spacing:.4g}, at c = "
@@ -236,7 +246,7 @@ class FarFieldMonitor(DftMonitor):
         surfaces = self.gathered()
         if surfaces is None:
             return None
-        section, eta = self.section, math.sqrt(self.mu / self.epsilon)
+        section, eta = self.settings, math.sqrt(self.mu / self.epsilon)
         theta = np.radians(np.asarray(section.theta))[:, None]
         phi = np.radians(np.asarray(section.phi))[None, :] + 0 * theta
         theta = theta + 0 * phi
@@ -279,10 +289,10 @@ class FarFieldMonitor(DftMonitor):
                 f.attrs[key] = value
             f.attrs.update(lobatto_version=__version__, samples=self.samples, origin=self.origin,
                            epsilon=self.epsilon, mu=self.mu, incident=self.wave.name if self.wave else "",
-                           surface=self.section.surface.describe(), surface_faces=self.faces["scattering"],
+                           surface=self.settings.surface.describe(), surface_faces=self.faces["scattering"],
                            t_first=float(self.first_time or 0.0), t_last=float(self.last_time or 0.0))
-            f["frequencies"] = np.asarray(self.section.frequencies, dtype=np.float64)
-            f["theta"], f["phi"] = np.asarray(self.section.theta), np.asarray(self.section.phi)
+            f["frequencies"] = np.asarray(self.settings.frequencies, dtype=np.float64)
+            f["theta"], f["phi"] = np.asarray(self.settings.theta), np.asarray(self.settings.phi)
             f["E_theta"], f["E_phi"] = results["E_theta"], results["E_phi"]
             f["power/far_field"] = results["far_field_power"]
             for label, flux in results["flux"].items():
@@ -295,5 +305,9 @@ class FarFieldMonitor(DftMonitor):
         return path
 
     def describe(self) -> dict:
-        return {"file": None, "frequencies": list(self.section.frequencies), "steps": self.samples,
-                "surface_faces": self.faces, "incident": self.wave.name if self.wave else None}
+        return {"far_field": {"file": file_name(self.output_name), "frequencies": list(self.settings.frequencies),
+                              "steps": self.samples, "surface_faces": self.faces,
+                              "incident": self.wave.name if self.wave else None}}
+
+
+register_monitor("far_field", FarFieldMonitor)  # [output.far_field], built by the run's MonitorSet

@@ -21,7 +21,7 @@ import numpy as np
 from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
-from lobatto.systems.maxwell import cpu, cuda, reference  # noqa: F401  (register the kernels)
+from lobatto.systems.maxwell import cpu, cuda, far_field, reference  # noqa: F401  (register the kernels, [output.far_field])
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
