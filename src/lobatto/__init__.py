@@ -24,7 +24,8 @@ MOVED_MODULES = {
                        "lobatto.runner.schedule"),
     "lobatto.restart": ("lobatto.runner.restart", "lobatto.runner.schedule"),
     "lobatto.steady": ("lobatto.runner.steady",),
-    "lobatto.probes": ("lobatto.monitors.probes",),
+    "lobatto.probes": ("lobatto.monitors.probes", "lobatto.monitors.integrals", "lobatto.monitors.regions",
+                       "lobatto.monitors.series", "lobatto.monitors.run_set"),
     "lobatto.dft": ("lobatto.monitors.dft",),
     "lobatto.nearfar": ("lobatto.systems.maxwell.far_field",),
     "lobatto.parallel": ("lobatto.machine.parallel",),
@@ -34,6 +35,9 @@ MOVED_MODULES = {
     "lobatto.threads": ("lobatto.machine.threads",),
     "lobatto.progress": ("lobatto.io.progress",),
 }
+
+#: (old module, old name) -> the name's new name, where it changed too
+RENAMED = {("lobatto.probes", "TimeSeries"): "MonitorSet", ("lobatto.restart", "Schedule"): "CheckpointSchedule"}
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -54,6 +58,7 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             warnings.warn(message, DeprecationWarning, stacklevel=2)
 
         def __getattr__(name):
+            name = RENAMED.get((old, name), name)
             for target in new:
                 found = importlib.import_module(target)
                 if hasattr(found, name):

@@ -57,3 +57,11 @@ def test_unknown_module_is_still_an_import_error():
         warnings.simplefilter("error")
         with pytest.raises(AttributeError):
             lobatto.no_such_name
+
+
+def test_renamed_names_follow():
+    sys.modules.pop("lobatto.probes", None)
+    with pytest.warns(DeprecationWarning):
+        probes = importlib.import_module("lobatto.probes")
+    from lobatto.monitors import MonitorSet
+    assert probes.TimeSeries is MonitorSet

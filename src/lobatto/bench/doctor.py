@@ -61,7 +61,7 @@ def collect(args, comm) -> dict:
     from lobatto.machine.parallel import node_local_rank, rank_and_size
 
     rank, size = rank_and_size(comm)
-    reasons = doctor_exchange._allgather(comm, doctor_probe.cupy_reason())
+    reasons = doctor_exchange.allgather(comm, doctor_probe.cupy_reason())
     backend, device_reason, failures = _choose_backend(args.backend, reasons)
     row = doctor_probe.rank_row(rank, size, node_local_rank(comm), backend)
     rows = [row] if comm is None else comm.gather(row, root=0)
@@ -69,7 +69,7 @@ def collect(args, comm) -> dict:
     seed = seed if comm is None else comm.bcast(seed, root=0)
     device_key = (row["hostname"], row["device"].get("pci_bus_id"))
     if backend == "cuda":  # a rank without a GPU of its own (a failure already) cannot check a device transport
-        homeless = [r for r, key in enumerate(doctor_exchange._allgather(comm, device_key)) if key[1] is None]
+        homeless = [r for r, key in enumerate(doctor_exchange.allgather(comm, device_key)) if key[1] is None]
         if homeless:
             device_reason = f"{_ranks_text(homeless)} without a GPU of its own"
     transports = {}

@@ -47,7 +47,8 @@ def deadline(seconds: float, what: str, rank: int):
         timer.cancel()
 
 
-def _allgather(comm, value) -> list:
+def allgather(comm, value) -> list:
+    """Collective: every rank's ``value`` in rank order (``[value]`` without a communicator)."""
     return [value] if comm is None else comm.allgather(value)
 
 
