@@ -102,7 +102,7 @@ def kind_range(kind: str) -> Range | None:
 MAX_ITERATIONS = 10**6
 ITERATIONS_REASON = "a solve that has not converged in a million iterations will not; more only runs for days"
 
-#: a number of steps: a run takes at most 1e9 (the driver's MAX_STEPS)
+#: a number of steps: a run takes at most 1e9 (runner.schedule.MAX_STEPS)
 STEPS = Range(0, 10**9, "a number of steps, and a run takes at most 1e9")
 #: coordinates of the box and of points in it; the box's extents have their own bounds (mesh/box.py)
 COORDINATES = Range(-LARGEST, LARGEST, MAGNITUDE_REASON)

@@ -312,7 +312,7 @@ class Simulation:
         # Steps are queued without waiting on the device; the loop is timed as a whole and the
         # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
         # (kernel compilation, graph recording) when there are more steps than that.
-        series = self.series  # probes and integrals (probes.py): the first sample is the start
+        series = self.series  # probes and integrals (monitors/series.py): the first sample is the start
         if series is not None:
             series.start(self.u, self.step_count, self.t, steps)
         output_seconds = 0.0

@@ -11,7 +11,7 @@ geometry, ``from_case``) and provides ``solve(x0, monitor)``, returning the stat
 * a solve that does not converge writes summary.json (``converged: false``, the residual
   history) and stops with a SolverError (exit 1) saying what was reached and what to change;
 * otherwise the state is written as one snapshot (step 0, time 0) in the case's formats,
-  ``[output.probes]`` and ``[output.integrals]`` are sampled once (step 0, probes.py),
+  ``[output.probes]`` and ``[output.integrals]`` are sampled once (step 0, monitors/series.py),
   and summary.json with the iterations, residuals, time per part and, with [exact], errors.
 """
 
