@@ -27,6 +27,14 @@ KEY_KINDS = {
     "count": "an integer >= 0",
     "orders": "a list of decreasing orders >= 1 (for example [7, 3, 1])",
     "names": "a list of distinct names (letters, digits and _, starting with a letter)",
+    # declared by tables that read them with their own code (config/toolkit.py Table): for
+    # the known keys and the docs, not read by config/toolkit.py key_value
+    "integer": "an integer",
+    "string": "a string",
+    "vector": "a list of 3 numbers",
+    "list": "a list",
+    "table": "a table",
+    "bool_or_auto": "true, false or \"auto\"",
 }
 
 
