@@ -64,7 +64,8 @@ MESH = Table("mesh", (
     Key("deform", "table", None, "expressions mapping the box's coordinates"),
 ))
 MESH_BOUNDARIES = Table("mesh.boundaries", tuple(Key(s, "string", None, f"the boundary kind of {s}") for s in SIDES))
-MESH_DEFORM = Table("mesh.deform", tuple(Key(a, "expression", None, f"the mapped {a} coordinate") for a in AXES))
+MESH_DEFORM = Table("mesh.deform", tuple(Key(a, "expression", None, f"displacement added to the {a} coordinate")
+                                         for a in AXES))
 
 DISCRETIZATION = Table("discretization", (
     Key("order", "integer", 7, f"polynomial order N, 1 to {MAX_ORDER}"),

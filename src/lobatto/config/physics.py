@@ -20,7 +20,7 @@ KEY_KINDS = {
     "nonnegative": "a number >= 0",
     "bool": "true or false",
     "choice": "one of the listed values",
-    # checked by config/system_tables.py (steady systems' [physics] and [solver] keys)
+    # checked by config/toolkit.py key_value (steady systems' [physics] and [solver] keys)
     "expression": "an expression in x, y, z (a string such as \"sin(pi*x)\", or a number)",
     "expression_t": "an expression in x, y, z, t (a string such as \"sin(pi*x)*exp(-t)\", or a number)",
     "positive_integer": "an integer >= 1",
