@@ -75,7 +75,6 @@ PML_KEYS = {k.name: k for k in (
 )}
 #: the keys of [pml]: the sides and the numbers
 PML = Table("pml", (Key("sides", "list", "all", 'the box sides lined, or "all"'),) + tuple(PML_KEYS.values()))
-KEYS = PML.key_names
 
 
 # ============================================================================ case file

@@ -169,8 +169,7 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if ("lower" in table) != ("upper" in table):
             raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
         if "lower" in table:
-            lower = check_vector(ctx, where, "lower", table["lower"], COORDINATES)
-            upper = check_vector(ctx, where, "upper", table["upper"], COORDINATES)
+            lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range) for k in ("lower", "upper"))
             if not all(a < b for a, b in zip(lower, upper)):
                 raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
             values.update(lower=lower, upper=upper)
@@ -187,8 +186,7 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if key not in table:
             doc = WAVEFORM_KEYS[key].doc if key in WAVEFORM_KEYS else "a list of 3 numbers"
             raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {"position": check_vector(ctx, where, "position", table["position"], COORDINATES),
-              "direction": check_vector(ctx, where, "direction", table["direction"], DIRECTION)}
+    values = {k: check_vector(ctx, where, k, table[k], DIPOLE[k].range) for k in ("position", "direction")}
     if unit_vector(values["direction"]) is None:
         raise ctx.bad(where, "direction", "a nonzero vector", list(values["direction"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)

@@ -79,7 +79,7 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
     for key in ("direction", "polarization") + takes:
         if key not in table:
             raise ctx.error(f"[{where}] {key} is required ({PLANE_WAVE[key].doc})")
-    values = {k: check_vector(ctx, where, k, table[k], DIRECTION) for k in ("direction", "polarization")}
+    values = {k: check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range) for k in ("direction", "polarization")}
     units = {key: unit_vector(values[key]) for key in ("direction", "polarization")}
     for key, v in units.items():
         if v is None:
@@ -89,15 +89,15 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
         raise ctx.bad(where, "polarization", f"perpendicular to direction = {list(values['direction'])} "
                       "(E of a plane wave is transverse)", list(values["polarization"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
-    values["origin"] = check_vector(ctx, where, "origin", table.get("origin", PLANE_WAVE["origin"].default), COORDINATES)
+    origin = table.get("origin", PLANE_WAVE["origin"].default)
+    values["origin"] = check_vector(ctx, where, "origin", origin, PLANE_WAVE["origin"].range)
     box = ("lower" in table) + ("upper" in table)
     if box == 1:
         raise ctx.error(f"[{where}] lower and upper go together (the total-field box)")
     if box and "region" in table:
         raise ctx.error(f"[{where}] give either lower/upper (a total-field box) or region, not both")
     if box:
-        lower = check_vector(ctx, where, "lower", table["lower"], COORDINATES)
-        upper = check_vector(ctx, where, "upper", table["upper"], COORDINATES)
+        lower, upper = (check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range) for k in ("lower", "upper"))
         if not all(a < b for a, b in zip(lower, upper)):
             raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
         values.update(lower=lower, upper=upper)
