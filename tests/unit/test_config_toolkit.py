@@ -245,3 +245,49 @@ def test_the_docs_list_every_declared_key(table, heading, start, end):
         if key.kind == "table":  # a subtable: documented under its own name
             listed = listed or f"`[{table.name}.{key.name}]`" in everywhere
         assert listed, f"docs/case-file.md, {heading}: [{table.name}] {key.name} is not listed"
+
+
+# ------------------------------------------------------------------- the package's shape
+def config_imports() -> dict:
+    """{module: [(imported module, names), ...]} of config/ and Maxwell's table readers, every
+    import statement (function-level ones too)."""
+    import ast
+
+    files = sorted((ROOT / "src" / "lobatto" / "config").glob("*.py")) + [
+        ROOT / "src" / "lobatto" / "systems" / "maxwell" / f"{name}.py" for name in ("sources", "tfsf", "pml")]
+    out = {}
+    for path in files:
+        module = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts)
+        found = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lobatto."):
+                found.append((node.module, [alias.name for alias in node.names]))
+            elif isinstance(node, ast.Import):
+                found += [(alias.name, []) for alias in node.names if alias.name.startswith("lobatto.")]
+        out[module] = found
+    return out
+
+
+def test_no_private_names_are_imported_across_modules():
+    private = [f"{module} takes {name} from {source}" for module, imports in config_imports().items()
+               for source, names in imports for name in names if name.startswith("_")]
+    assert not private, private
+
+
+def test_the_config_modules_import_each_other_as_a_tree():
+    graph = {module: {source for source, _ in imports if source.startswith("lobatto.config.")}
+             for module, imports in config_imports().items() if module.startswith("lobatto.config.")}
+    done, path = set(), []
+
+    def visit(module):
+        assert module not in path, "import cycle: " + " -> ".join(path[path.index(module):] + [module])
+        if module in done:
+            return
+        path.append(module)
+        for target in graph.get(module, ()):
+            visit(target)
+        path.pop()
+        done.add(module)
+
+    for module in graph:
+        visit(module)

@@ -21,7 +21,7 @@ from lobatto.config.dft import parse_dft
 from lobatto.config.expressions import compile_expression
 from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DEFAULT_MAX_CFL, DISCRETIZATION,
                                            INTEGRATORS, MAX_ELEMENTS, MAX_ORDER, MESH, MESH_GENERATORS,
-                                           MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES)
+                                           MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES, TIME)
 from lobatto.config.nearfar import parse_far_field
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import parse_integrals, parse_probes
@@ -170,15 +170,15 @@ def box_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict) -> MeshSection:
     )
     if math.prod(elements) > MAX_ELEMENTS:
         raise ctx.bad("mesh", "elements", f"at most {MAX_ELEMENTS:.0e} elements in all", list(elements))
-    lower = vector(ctx, "mesh", mesh, "lower", [0.0, 0.0, 0.0], "float")
-    upper = vector(ctx, "mesh", mesh, "upper", [1.0, 1.0, 1.0], "float")
+    lower = vector(ctx, "mesh", mesh, "lower", MESH["lower"].default, "float")
+    upper = vector(ctx, "mesh", mesh, "upper", MESH["upper"].default, "float")
     for a, lo, hi in zip(AXES, lower, upper):
         if not hi > lo:
             raise ctx.error(
                 f"[mesh] upper must be greater than lower on every axis, "
                 f"got lower = {show(list(lower))}, upper = {show(list(upper))} ({a} axis)"
             )
-    periodic = vector(ctx, "mesh", mesh, "periodic", [False, False, False], "bool")
+    periodic = vector(ctx, "mesh", mesh, "periodic", MESH["periodic"].default, "bool")
     boundary = choice(ctx, "mesh", mesh, "boundary", spec.boundary_kinds, spec.default_boundary)
     overrides = read_table(ctx, mesh, "mesh", "boundaries") or {}
     boundaries = {}
@@ -255,7 +255,7 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
         t_end=positive(ctx, "time", time, "t_end", REQUIRED, " (the final time, for example t_end = 1.0)"),
         cfl=positive(ctx, "time", time, "cfl", spec.default_cfl(flux, integrator, DEFAULT_CFL[integrator])),
         dt=positive(ctx, "time", time, "dt", None),
-        cfl_check=boolean(ctx, "time", time, "cfl_check", True),
+        cfl_check=boolean(ctx, "time", time, "cfl_check", TIME["cfl_check"].default),
         **variable_dt(ctx, time, integrator),
     )
 
