@@ -1,5 +1,6 @@
 """Case files: the TOML schema (:mod:`.schema`), what a system declares to it
-(:mod:`.physics`) and safe expressions (:mod:`.expressions`)."""
+(:mod:`.physics`), the public readers every table uses (:mod:`.toolkit`) and safe
+expressions (:mod:`.expressions`)."""
 
 from lobatto.config.expressions import CONSTANTS, FUNCTIONS, Expression, compile_expression
 from lobatto.config.physics import Integrand, Key, PhysicsSpec

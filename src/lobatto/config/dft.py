@@ -8,10 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lobatto.config.physics import PhysicsSpec
-from lobatto.config.probes import _names
+from lobatto.config.physics import Key, PhysicsSpec
 from lobatto.config.ranges import LARGE, Range, check_number
-from lobatto.config.schema import _Ctx, _table
+from lobatto.config.toolkit import Context, Table, name_list, read_table
 
 
 @dataclass(frozen=True)
@@ -30,8 +29,18 @@ class DftSection:
 #: a transform's frequency (cycles per unit time): the phase 2 pi f t is computed at every step
 FREQUENCY = Range(0.0, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite")
 
+#: the keys of [output.dft] (docs/electromagnetics.md, "Frequency-domain monitors")
+DFT = Table("output.dft", (
+    Key("frequencies", "list", None, "the frequencies transformed, cycles per unit time", required=True,
+        range=FREQUENCY),
+    Key("fields", "list", None, "the fields transformed (default: all the system's)"),
+    Key("surfaces", "list", [], "named boundary surfaces"),
+    Key("regions", "list", [], "region names (all: the whole mesh)"),
+    Key("flux", "list", None, "surface integrands given per frequency (default: all the system's)"),
+))
 
-def check_frequencies(ctx: _Ctx, where: str, table: Mapping[str, Any], allowed: Range) -> tuple:
+
+def check_frequencies(ctx: Context, where: str, table: Mapping[str, Any], allowed: Range) -> tuple:
     """``table["frequencies"]``: a non-empty list of numbers in ``allowed``, as a tuple of floats
     (the phases 2 pi f t stay finite: f <= 1e30 and [time] t_end <= 1e100)."""
     frequencies = table.get("frequencies")
@@ -43,18 +52,18 @@ def check_frequencies(ctx: _Ctx, where: str, table: Mapping[str, Any], allowed: 
     return out
 
 
-def parse_dft(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> DftSection | None:
-    table = _table(ctx, output, "output", "dft")
+def parse_dft(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> DftSection | None:
+    table = read_table(ctx, output, "output", "dft")
     if table is None:
         return None
     where = "output.dft"
     frequencies = check_frequencies(ctx, where, table, FREQUENCY)
-    fields = _names(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
+    fields = name_list(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
     surface_names = spec.integrand_names("surface")
-    flux = _names(ctx, where, table, "flux", surface_names, f"surface integrand of {spec.name}", list(surface_names),
-                  other=(spec.integrand_names("volume"), "volume"))
-    surfaces = _names(ctx, where, table, "surfaces", None, "surface", [])
-    regions = _names(ctx, where, table, "regions", None, "region", [])
+    flux = name_list(ctx, where, table, "flux", surface_names, f"surface integrand of {spec.name}",
+                     list(surface_names), other=(spec.integrand_names("volume"), "volume"))
+    surfaces = name_list(ctx, where, table, "surfaces", None, "surface", DFT["surfaces"].default)
+    regions = name_list(ctx, where, table, "regions", None, "region", DFT["regions"].default)
     if not surfaces and not regions:
         raise ctx.error(f"[{where}] has nowhere to transform: give surfaces (named boundary surfaces) or regions")
     return DftSection(frequencies=tuple(float(f) for f in frequencies),

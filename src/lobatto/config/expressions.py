@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from lobatto.config.expression_tree import (Binary, Call, Node, NotFinite, Number, Unary, Variable, evaluate_tree,
+                                            fold_constants)
 from lobatto.errors import InputError
 
 __all__ = [
@@ -62,131 +64,13 @@ _REJECTED_BINOPS = {
 _MAX_LENGTH = 10_000
 
 
-# --------------------------------------------------------------------------- nodes
-class _Node:
-    __slots__ = ()
-    constant = False
-
-
-class _Num(_Node):
-    __slots__ = ("value",)
-    constant = True
-
-    def __init__(self, value: float):
-        self.value = float(value)
-
-
-class _Var(_Node):
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-
-class _Unary(_Node):
-    __slots__ = ("op", "operand")
-
-    def __init__(self, op: str, operand: _Node):
-        self.op = op
-        self.operand = operand
-
-
-class _Binary(_Node):
-    __slots__ = ("op", "left", "right")
-
-    def __init__(self, op: str, left: _Node, right: _Node):
-        self.op = op
-        self.left = left
-        self.right = right
-
-
-class _Call(_Node):
-    __slots__ = ("func", "args")
-
-    def __init__(self, func: str, args: tuple):
-        self.func = func
-        self.args = args
-
-
-def _apply(xp, node: _Node, env: Mapping[str, Any]):
-    """Evaluate a validated node tree. ``xp`` supplies the functions."""
-    if isinstance(node, _Num):
-        return node.value
-    if isinstance(node, _Var):
-        return env[node.name]
-    if isinstance(node, _Unary):
-        v = _apply(xp, node.operand, env)
-        return -v if node.op == "-" else +v
-    if isinstance(node, _Binary):
-        a = _apply(xp, node.left, env)
-        b = _apply(xp, node.right, env)
-        op = node.op
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return a / b
-        return a**b
-    if isinstance(node, _Call):
-        args = [_apply(xp, a, env) for a in node.args]
-        return getattr(xp, node.func)(*args)
-    raise TypeError(f"unexpected node {node!r}")  # pragma: no cover
-
-
-def _fold(node: _Node) -> _Node:
-    """Fold constant sub-trees into numbers (evaluated with numpy float64)."""
-    if isinstance(node, _Unary):
-        node.operand = _fold(node.operand)
-        sub = (node.operand,)
-    elif isinstance(node, _Binary):
-        node.left = _fold(node.left)
-        node.right = _fold(node.right)
-        sub = (node.left, node.right)
-    elif isinstance(node, _Call):
-        node.args = tuple(_fold(a) for a in node.args)
-        sub = node.args
-    else:
-        return node
-    if all(isinstance(s, _Num) for s in sub):
-        with np.errstate(all="ignore"):
-            env: dict[str, Any] = {}
-            value = float(_apply(np, _wrap_numbers(node), env))
-        if not math.isfinite(value):
-            raise _NotFinite(value)
-        return _Num(value)
-    return node
-
-
-class _NotFinite(Exception):
-    pass
-
-
-def _wrap_numbers(node: _Node) -> _Node:
-    """Copy of a constant tree whose numbers are numpy float64 (IEEE semantics:
-    1/0 gives inf, (-1)**0.5 gives nan, never a Python exception or a complex)."""
-    if isinstance(node, _Num):
-        n = _Num(0.0)
-        n.value = np.float64(node.value)
-        return n
-    if isinstance(node, _Unary):
-        return _Unary(node.op, _wrap_numbers(node.operand))
-    if isinstance(node, _Binary):
-        return _Binary(node.op, _wrap_numbers(node.left), _wrap_numbers(node.right))
-    if isinstance(node, _Call):
-        return _Call(node.func, tuple(_wrap_numbers(a) for a in node.args))
-    return node
-
-
 # ----------------------------------------------------------------------- expression
 class Expression:
     """A validated expression. Immutable; evaluate with :meth:`evaluate`."""
 
     __slots__ = ("_text", "_tree", "_variables", "_used", "_where")
 
-    def __init__(self, text: str, tree: _Node, variables: tuple, used: tuple, where: str):
+    def __init__(self, text: str, tree: Node, variables: tuple, used: tuple, where: str):
         self._text = text
         self._tree = tree
         self._variables = variables
@@ -250,13 +134,13 @@ class Expression:
         if not np.issubdtype(dtype, np.floating):
             dtype = np.dtype(np.float64)
 
-        if isinstance(self._tree, _Num):
+        if isinstance(self._tree, Number):
             return xp.full(shape, self._tree.value, dtype=dtype)
         env = {name: xp.asarray(values[name], dtype=dtype) for name in self._used}
         # IEEE results (inf, nan) without NumPy's RuntimeWarnings: callers check finiteness
         # and name the field and point (a warning beside that message says nothing more)
         with np.errstate(all="ignore"):
-            result = xp.asarray(_apply(xp, self._tree, env))
+            result = xp.asarray(evaluate_tree(xp, self._tree, env))
         if any(result is a for a in env.values()):
             result = result.copy()  # never hand back the caller's own array
         if result.dtype != dtype:
@@ -314,7 +198,7 @@ class _Checker:
         parts.append("constants " + ", ".join(CONSTANTS))
         return "; ".join(parts)
 
-    def convert(self, node: ast.AST) -> _Node:
+    def convert(self, node: ast.AST) -> Node:
         if isinstance(node, ast.Expression):
             return self.convert(node.body)
         if isinstance(node, ast.Constant):
@@ -329,14 +213,14 @@ class _Checker:
                 self.fail(f"number {self.segment(node)} is too large")
             if not math.isfinite(f):
                 self.fail(f"number {self.segment(node)} is not finite")
-            return _Num(f)
+            return Number(f)
         if isinstance(node, ast.Name):
             name = node.id
             if name in self.variables:
                 self.used.add(name)
-                return _Var(name)
+                return Variable(name)
             if name in CONSTANTS:
-                return _Num(CONSTANTS[name])
+                return Number(CONSTANTS[name])
             if name in FUNCTIONS:
                 self.fail(f"'{name}' is a function; call it as {name}(...)")
             self.fail(f"unknown name '{name}' (allowed: {self.allowed_names()})")
@@ -344,13 +228,13 @@ class _Checker:
             op = _UNARYOPS.get(type(node.op))
             if op is None:
                 self.fail(f"operator in '{self.segment(node)}' is not allowed (use + - * / **)")
-            return _Unary(op, self.convert(node.operand))
+            return Unary(op, self.convert(node.operand))
         if isinstance(node, ast.BinOp):
             op = _BINOPS.get(type(node.op))
             if op is None:
                 hint = _REJECTED_BINOPS.get(type(node.op), "operator is not allowed")
                 self.fail(f"{hint}: '{self.segment(node)}'")
-            return _Binary(op, self.convert(node.left), self.convert(node.right))
+            return Binary(op, self.convert(node.left), self.convert(node.right))
         if isinstance(node, ast.Call):
             func = node.func
             if not isinstance(func, ast.Name):
@@ -372,7 +256,7 @@ class _Checker:
                     f"{name}() takes {nargs} argument{'s' if nargs != 1 else ''}, "
                     f"got {len(node.args)} in '{self.segment(node)}'"
                 )
-            return _Call(name, tuple(self.convert(a) for a in node.args))
+            return Call(name, tuple(self.convert(a) for a in node.args))
         if isinstance(node, ast.Attribute):
             self.fail(f"attribute access is not allowed: '{self.segment(node)}'")
         if isinstance(node, ast.Subscript):
@@ -423,10 +307,10 @@ def compile_expression(
     checker = _Checker(source, variables, where)
     try:
         node = checker.convert(tree)
-        node = _fold(node)
+        node = fold_constants(node)
     except RecursionError:
         raise InputError(f"{where}: expression is nested too deeply") from None
-    except _NotFinite as err:
+    except NotFinite as err:
         raise InputError(
             f"{where}: a constant part of {source!r} evaluates to {err.args[0]} "
             "(division by zero, log of zero or overflow?)"

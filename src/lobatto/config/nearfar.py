@@ -1,7 +1,8 @@
 """``[output.far_field]``: the near-to-far-field transformation from a closed surface of element
 faces, with cross sections per frequency (docs/electromagnetics.md, "Far fields and cross
-sections"; run time: the far-field monitor, registered by the system that has one). The surface and region names are checked against
-the mesh, and the incident plane wave against the case's sources, when the run is set up."""
+sections"; run time: the electromagnetic system's far_field module). The surface and region
+names are checked against the mesh, and the incident plane wave against the case's sources,
+when the run is set up."""
 
 from __future__ import annotations
 
@@ -10,11 +11,32 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lobatto.config.dft import check_frequencies
+from lobatto.config.physics import Key
 from lobatto.config.ranges import COORDINATES, LARGE, SMALL, Range, check_vector, is_number
-from lobatto.config.schema import _Ctx, _table
+from lobatto.config.toolkit import Context, Table, read_table
 
-KEYS = ("frequencies", "lower", "upper", "region", "origin", "theta", "phi", "incident", "absorption_lower",
-        "absorption_upper", "absorption_region")
+#: a far field's frequency (cycles per unit time): 2 pi f t is a phase at every step, and the
+#: cross sections divide by the incident wave's transform, zero at f = 0
+FREQUENCY = Range(SMALL, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite, and the cross "
+                  "sections divide by the incident transform (zero at f = 0)")
+
+#: the keys of [output.far_field] (docs/electromagnetics.md, "Far fields and cross sections")
+FAR_FIELD = Table("output.far_field", (
+    Key("frequencies", "list", None, "where the far field and cross sections are computed", required=True,
+        range=FREQUENCY),
+    Key("lower", "vector", None, "lower corner of the closed (Huygens) surface's box", range=COORDINATES),
+    Key("upper", "vector", None, "upper corner of that box", range=COORDINATES),
+    Key("region", "string", None, "a volume region whose boundary is the closed surface"),
+    Key("origin", "vector", None, "the phase reference (default: the surface's centre)", range=COORDINATES),
+    Key("theta", "list", [5.0 * i for i in range(37)], "polar angles of the far field, degrees (0 to 180)"),
+    Key("phi", "list", [0.0, 90.0], "azimuths of the far field, degrees (0 to 360)"),
+    Key("incident", "string", None, "the plane-wave [source.<name>] that normalises the cross sections"),
+    Key("absorption_lower", "vector", None, "lower corner of a box in the total-field region (absorption)",
+        range=COORDINATES),
+    Key("absorption_upper", "vector", None, "upper corner of that box", range=COORDINATES),
+    Key("absorption_region", "string", None, "a volume region whose boundary's net inflow is the absorption"),
+))
+KEYS = FAR_FIELD.key_names
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,7 @@ class FarFieldSection:
         return out
 
 
-def _surface(ctx: _Ctx, where: str, table: Mapping[str, Any], prefix: str, required: bool) -> ClosedSurface | None:
+def _surface(ctx: Context, where: str, table: Mapping[str, Any], prefix: str, required: bool) -> ClosedSurface | None:
     lower, upper, region = f"{prefix}lower", f"{prefix}upper", f"{prefix}region"
     box = (lower in table) + (upper in table)
     if box == 1:
@@ -80,7 +102,7 @@ def _surface(ctx: _Ctx, where: str, table: Mapping[str, Any], prefix: str, requi
     return None
 
 
-def _angles(ctx: _Ctx, where: str, table: Mapping[str, Any], key: str, default: list, top: float) -> tuple:
+def _angles(ctx: Context, where: str, table: Mapping[str, Any], key: str, default: list, top: float) -> tuple:
     values = table.get(key, default)
     if not isinstance(values, (list, tuple)) or not values:
         raise ctx.bad(where, key, f"a non-empty list of angles in degrees (0 to {top:g})", values)
@@ -90,14 +112,8 @@ def _angles(ctx: _Ctx, where: str, table: Mapping[str, Any], key: str, default: 
     return tuple(float(a) for a in values)
 
 
-#: a far field's frequency (cycles per unit time): 2 pi f t is a phase at every step, and the
-#: cross sections divide by the incident wave's transform, zero at f = 0
-FREQUENCY = Range(SMALL, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite, and the cross "
-                  "sections divide by the incident transform (zero at f = 0)")
-
-
-def parse_far_field(ctx: _Ctx, output: Mapping[str, Any]) -> FarFieldSection | None:
-    table = _table(ctx, output, "output", "far_field")
+def parse_far_field(ctx: Context, output: Mapping[str, Any]) -> FarFieldSection | None:
+    table = read_table(ctx, output, "output", "far_field")
     if table is None:
         return None
     where = "output.far_field"
@@ -109,6 +125,7 @@ def parse_far_field(ctx: _Ctx, output: Mapping[str, Any]) -> FarFieldSection | N
     origin = check_vector(ctx, where, "origin", table["origin"], COORDINATES) if "origin" in table else None
     return FarFieldSection(
         frequencies=tuple(float(f) for f in frequencies), surface=_surface(ctx, where, table, "", True),
-        theta=_angles(ctx, where, table, "theta", [5.0 * i for i in range(37)], 180.0),
-        phi=_angles(ctx, where, table, "phi", [0.0, 90.0], 360.0), origin=None if origin is None else tuple(origin),
+        theta=_angles(ctx, where, table, "theta", FAR_FIELD["theta"].default, 180.0),
+        phi=_angles(ctx, where, table, "phi", FAR_FIELD["phi"].default, 360.0),
+        origin=None if origin is None else tuple(origin),
         incident=incident, absorption=_surface(ctx, where, table, "absorption_", False))

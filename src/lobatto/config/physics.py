@@ -20,13 +20,21 @@ KEY_KINDS = {
     "nonnegative": "a number >= 0",
     "bool": "true or false",
     "choice": "one of the listed values",
-    # checked by config/system_tables.py (steady systems' [physics] and [solver] keys)
+    # checked by config/toolkit.py key_value (steady systems' [physics] and [solver] keys)
     "expression": "an expression in x, y, z (a string such as \"sin(pi*x)\", or a number)",
     "expression_t": "an expression in x, y, z, t (a string such as \"sin(pi*x)*exp(-t)\", or a number)",
     "positive_integer": "an integer >= 1",
     "count": "an integer >= 0",
     "orders": "a list of decreasing orders >= 1 (for example [7, 3, 1])",
     "names": "a list of distinct names (letters, digits and _, starting with a letter)",
+    # declared by tables that read them with their own code (config/toolkit.py Table): for
+    # the known keys and the docs, not read by config/toolkit.py key_value
+    "integer": "an integer",
+    "string": "a string",
+    "vector": "a list of 3 numbers",
+    "list": "a list",
+    "table": "a table",
+    "bool_or_auto": "true, false or \"auto\"",
 }
 
 

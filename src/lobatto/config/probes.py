@@ -5,19 +5,33 @@ points, region and surface names are checked against the mesh when the run is se
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lobatto.config.physics import PhysicsSpec
+from lobatto.config.physics import Key, PhysicsSpec
 from lobatto.config.ranges import is_number, section_range
-from lobatto.config.schema import _Ctx, _int, _show, _table
+from lobatto.config.toolkit import Context, Table, integer, name_list, read_table
 
 #: a probe point's coordinates (config/ranges.py)
 POINT_RANGE = section_range("output.probes", "points")
 #: the region that is always there: the whole mesh
 WHOLE_MESH = "all"
+
+#: the keys of [output.probes] (docs/probes.md)
+PROBES = Table("output.probes", (
+    Key("every", "positive_integer", 1, "steps between samples", range=section_range("output.probes", "every")),
+    Key("points", "list", None, "the points [x, y, z] sampled", required=True, range=POINT_RANGE),
+    Key("fields", "list", None, "the fields sampled (default: all the system's)"),
+))
+#: the keys of [output.integrals] (docs/probes.md)
+INTEGRALS = Table("output.integrals", (
+    Key("every", "positive_integer", 1, "steps between samples", range=section_range("output.probes", "every")),
+    Key("volume", "list", None, "volume integrands (default: energy, or the system's first)"),
+    Key("regions", "list", [WHOLE_MESH], "regions each volume integrand is integrated over"),
+    Key("surface", "list", None, "surface integrands (default: all the system's)"),
+    Key("surfaces", "list", [], "named boundary surfaces each surface integrand is integrated over"),
+))
 
 
 @dataclass(frozen=True)
@@ -43,8 +57,8 @@ class IntegralsSection:
                 "surface": list(self.surface), "surfaces": list(self.surfaces)}
 
 
-def parse_probes(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> ProbesSection | None:
-    table = _table(ctx, output, "output", "probes")
+def parse_probes(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> ProbesSection | None:
+    table = read_table(ctx, output, "output", "probes")
     if table is None:
         return None
     where = "output.probes"
@@ -61,13 +75,13 @@ def parse_probes(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> Pro
         if not all(POINT_RANGE.contains(v) for v in point):
             raise ctx.bad(where, f"points[{i}]", f"a point [x, y, z] of numbers {POINT_RANGE.describe()}", point)
         checked.append(tuple(float(v) for v in point))
-    fields = _names(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
-    return ProbesSection(every=_int(ctx, where, table, "every", 1, 1), points=tuple(checked),
+    fields = name_list(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
+    return ProbesSection(every=integer(ctx, where, table, "every", PROBES["every"].default, 1), points=tuple(checked),
                          fields=tuple(f for f in spec.fields if f in fields))
 
 
-def parse_integrals(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> IntegralsSection | None:
-    table = _table(ctx, output, "output", "integrals")
+def parse_integrals(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> IntegralsSection | None:
+    table = read_table(ctx, output, "output", "integrals")
     if table is None:
         return None
     where = "output.integrals"
@@ -75,34 +89,16 @@ def parse_integrals(ctx: _Ctx, output: Mapping[str, Any], spec: PhysicsSpec) -> 
     if not spec.integrands:
         raise ctx.error(f"[{where}]: {spec.name} declares no integrands; remove the section")
     default_volume = ["energy"] if "energy" in volume_names else list(volume_names[:1])
-    volume = _names(ctx, where, table, "volume", volume_names, f"volume integrand of {spec.name}",
-                    default_volume, other=(surface_names, "surface"))
-    surface = _names(ctx, where, table, "surface", surface_names, f"surface integrand of {spec.name}",
-                     list(surface_names), other=(volume_names, "volume"))
-    regions = _names(ctx, where, table, "regions", None, "region", [WHOLE_MESH])
-    surfaces = _names(ctx, where, table, "surfaces", None, "surface", [])
+    volume = name_list(ctx, where, table, "volume", volume_names, f"volume integrand of {spec.name}",
+                       default_volume, other=(surface_names, "surface"))
+    surface = name_list(ctx, where, table, "surface", surface_names, f"surface integrand of {spec.name}",
+                       list(surface_names), other=(volume_names, "volume"))
+    regions = name_list(ctx, where, table, "regions", None, "region", INTEGRALS["regions"].default)
+    surfaces = name_list(ctx, where, table, "surfaces", None, "surface", INTEGRALS["surfaces"].default)
     if not (volume and regions) and not (surface and surfaces):
         raise ctx.error(f"[{where}] has nothing to integrate: give volume integrands and regions, "
                         "or surface integrands and surfaces")
-    return IntegralsSection(every=_int(ctx, where, table, "every", 1, 1), volume=tuple(volume),
+    return IntegralsSection(every=integer(ctx, where, table, "every", INTEGRALS["every"].default, 1),
+                            volume=tuple(volume),
                             regions=tuple(regions), surface=tuple(surface), surfaces=tuple(surfaces))
 
-
-def _names(ctx: _Ctx, where: str, table: Mapping, key: str, allowed, what: str, default: list,
-           other: tuple = ((), "")) -> list:
-    """A list of names (duplicates dropped), each one of ``allowed`` unless that is None."""
-    value = table.get(key, default)
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-        raise ctx.bad(where, key, "a list of names", value)
-    names = list(dict.fromkeys(value))
-    for name in names:
-        if allowed is None or name in allowed:
-            continue
-        if name in other[0]:
-            hint = f"'{name}' is a {other[1]} integrand: list it in [{where}] {other[1]}"
-        else:
-            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.5)
-            hint = (f"did you mean '{close[0]}'? " if close else "") + \
-                f"expected one of {', '.join(allowed) if allowed else '(none)'}"
-        raise ctx.error(f"[{where}] {key}: unknown {what} {_show(name)} ({hint})")
-    return names

@@ -3,7 +3,7 @@
 A :class:`Range` is declared beside its key: in a system's :class:`~lobatto.config.physics.Key`
 (``Key(..., range=Range(...))``), or in :data:`SECTION_RANGES` for the keys of the generic
 sections (``[time]``, ``[mesh]``, ``[output]``, ``[checkpoint]``, ``[output.probes]``) that
-``config/schema.py`` reads. A key of a numeric kind without a range of its own gets its kind's
+``config/sections.py`` reads. A key of a numeric kind without a range of its own gets its kind's
 (:func:`kind_range`): magnitudes within ``1e-100 .. 1e100``, so that the products a run forms
 of a few of them (a coefficient times metric factors, squared in a norm) stay inside
 float64's ``1e-308 .. 1.8e308``. Expression keys carry a range too: the system checks the
@@ -107,7 +107,7 @@ STEPS = Range(0, 10**9, "a number of steps, and a run takes at most 1e9")
 #: coordinates of the box and of points in it; the box's extents have their own bounds (mesh/box.py)
 COORDINATES = Range(-LARGEST, LARGEST, MAGNITUDE_REASON)
 
-#: ranges of the generic sections' numeric keys, read by config/schema.py
+#: ranges of the generic sections' numeric keys, read by config/sections.py (through config/toolkit.py)
 SECTION_RANGES = {
     ("time", "t_end"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
     ("time", "dt"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
@@ -210,7 +210,7 @@ def finite_float(value) -> float | None:
 
 
 def _expected(what: str, valid: Range, each: str = "") -> str:
-    """``what`` and the range with its reason, worded as config/schema.py's ``_within``:
+    """``what`` and the range with its reason, worded as config/toolkit.py's ``within``:
     ``a number from 1e-30 to 1e+30 (reason)``."""
     if valid.text() == "any number":
         return f"{what} ({valid.reason})" if valid.reason else what

@@ -8,11 +8,8 @@ A :class:`~lobatto.config.physics.PhysicsSpec` may declare
   box's side, a mesh file's surface); each table sets exactly one of them;
 * ``steady``: solved once, so the case has no ``[time]`` table.
 
-Key kinds checked here besides the basic ones of ``config/schema.py``: ``expression``
-(a string or number, compiled with the variables x, y, z), ``positive_integer``, ``count``
-(an integer >= 0), ``orders`` (a list of decreasing orders >= 1, possibly empty) and
-``names`` (a list of distinct identifiers, possibly empty). A key with ``required`` has no
-default: its table must set it.
+Each key is read by its kind (config/toolkit.py ``key_value``). A key with ``required`` has
+no default: its table must set it.
 
 Box sides are checked here; a mesh file's surface names are known once the file is read, so
 the system checks them when it is built (``boundary_names_in_mesh``).
@@ -21,104 +18,17 @@ the system checks them when it is built (``boundary_names_in_mesh``).
 from __future__ import annotations
 
 import difflib
-import math
-import re
-from collections import Counter
 from typing import Any, Mapping
 
-import numpy as np
-
-from lobatto.config.expressions import compile_expression
-from lobatto.config.physics import KEY_KINDS, Key, PhysicsSpec
-from lobatto.config.ranges import is_number, show_value
-from lobatto.config.schema import (SIDES, _bool, _check_keys, _choice, _Ctx, _get, _int, _positive,
-                                   _show, _table)
+from lobatto.config.generic_tables import SIDES
+from lobatto.config.physics import PhysicsSpec
+from lobatto.config.toolkit import EXPRESSION_VARIABLES, Context, check_keys, key_value, read_table, show
 from lobatto.errors import InputError
 
-#: the variables of expression keys: steady data depend on position only
-EXPRESSION_VARIABLES = ("x", "y", "z")
+__all__ = ["parse_system_tables", "check_boundary_name", "tables_to_dict", "key_value", "EXPRESSION_VARIABLES"]
 
 
-def key_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
-    """The checked value of ``key`` in ``[section]`` (its default when absent): of its kind,
-    and within its range (``Key.valid_range``; a constant expression's value too)."""
-    value = _kind_value(ctx, section, table, key)
-    valid = key.valid_range
-    if valid is None or value is None:
-        return value
-    number = value
-    if hasattr(value, "is_constant"):  # an expression: its value is checked on the mesh, unless constant
-        if not value.is_constant:
-            return value
-        with np.errstate(all="ignore"):
-            number = float(np.asarray(value.evaluate(np), dtype=np.float64).reshape(-1)[0])
-    if valid.contains(number):
-        return value
-    if hasattr(value, "is_constant"):  # worded as the check of its values on the mesh
-        raise ctx.error(f"[{section}] {key.name} = \"{value.text}\" is {show_value(number)}; its values must be "
-                        f"{valid.describe()}")
-    expected = "an integer" if isinstance(value, int) else "a number"
-    raise ctx.bad(section, key.name, f"{expected} {valid.describe()}", table.get(key.name, key.default))
-
-
-def _kind_value(ctx: _Ctx, section: str, table: Mapping[str, Any], key: Key):
-    kind, name = key.kind, key.name
-    if kind == "positive":
-        return _positive(ctx, section, table, name, key.default)
-    if kind == "choice":
-        return _choice(ctx, section, table, name, key.choices, key.default)
-    if kind == "bool":
-        return _bool(ctx, section, table, name, key.default)
-    if kind == "positive_integer":
-        return _int(ctx, section, table, name, key.default, 1)
-    if kind == "count":
-        return _int(ctx, section, table, name, key.default, 0)
-    if kind == "expression":
-        return _expression(ctx, section, table, key)
-    if kind == "expression_t":
-        return _expression(ctx, section, table, key, EXPRESSION_VARIABLES + ("t",))
-    if kind == "orders":
-        return _orders(ctx, section, table, key)
-    if kind == "names":
-        return _names(ctx, section, table, key)
-    value = _get(table, name, key.default, ctx, section)  # "number", "nonnegative"
-    if not is_number(value) or not math.isfinite(value) or (kind == "nonnegative" and value < 0):
-        raise ctx.bad(section, name, KEY_KINDS[kind], value)
-    return float(value)
-
-
-def _expression(ctx, section, table, key, variables=EXPRESSION_VARIABLES):
-    text = _get(table, key.name, key.default, ctx, section)
-    if is_number(text):
-        text = repr(float(text)) if isinstance(text, float) else str(text)
-    if not isinstance(text, str):
-        raise ctx.bad(section, key.name, KEY_KINDS["expression"], text)
-    return compile_expression(text, variables, where=f"{ctx.source}: [{section}] {key.name}")
-
-
-def _orders(ctx, section, table, key) -> tuple:
-    value = _get(table, key.name, key.default, ctx, section)
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ctx.bad(section, key.name, KEY_KINDS["orders"], value)
-    if any(v < 1 for v in value) or any(a <= b for a, b in zip(value, value[1:])):
-        raise ctx.bad(section, key.name, KEY_KINDS["orders"], value)
-    return tuple(value)
-
-
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-
-
-def _names(ctx, section, table, key) -> tuple:
-    value = _get(table, key.name, key.default, ctx, section)
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and _NAME.match(v) for v in value):
-        raise ctx.bad(section, key.name, KEY_KINDS["names"], value)
-    repeated = sorted(v for v, count in Counter(value).items() if count > 1)  # linear: 20,000 names
-    if repeated:
-        raise ctx.bad(section, key.name, KEY_KINDS["names"], value, f"'{repeated[0]}' is named twice")
-    return tuple(value)
-
-
-def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, mesh: Mapping | None) -> dict:
+def parse_system_tables(ctx: Context, data: Mapping[str, Any], spec: PhysicsSpec, mesh: Mapping | None) -> dict:
     """{table name: {key: value}} for the spec's tables, and ``"boundary"``: {name: (key,
     Expression)} for its ``[boundary.<name>]`` tables; refuses ``[time]`` for a steady
     system. ``mesh``: the raw ``[mesh]`` table (box sides are checked against it)."""
@@ -129,10 +39,10 @@ def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, m
         if "." in name:  # [solver.pressure]: a subtable of [solver]
             top, sub = name.split(".", 1)
             if top not in tops:  # checked once (20,000 [scalar.<name>] tables took hours, each checking all)
-                tops[top] = _table(ctx, data, "", top) or {}
-            table = _table(ctx, tops[top], top, sub) or {}
+                tops[top] = read_table(ctx, data, "", top) or {}
+            table = read_table(ctx, tops[top], top, sub) or {}
         else:
-            table = _table(ctx, data, "", name) or {}
+            table = read_table(ctx, data, "", name) or {}
         for key in keys:
             if key.required and key.name not in table:
                 raise ctx.error(f"[{name}] {key.name} is required ({key.doc})")
@@ -145,12 +55,12 @@ def parse_system_tables(ctx: _Ctx, data: Mapping[str, Any], spec: PhysicsSpec, m
     return tables
 
 
-def _boundary_tables(ctx: _Ctx, data, spec: PhysicsSpec, mesh: Mapping) -> dict:
+def _boundary_tables(ctx: Context, data, spec: PhysicsSpec, mesh: Mapping) -> dict:
     given = data.get("boundary")
     if given is None:
         return {}
     if not isinstance(given, Mapping):
-        raise ctx.error(f"[boundary] must hold one table per boundary, for example [boundary.xmin], got {_show(given)}")
+        raise ctx.error(f"[boundary] must hold one table per boundary, for example [boundary.xmin], got {show(given)}")
     names = tuple(k.name for k in spec.boundary_keys)
     box = mesh.get("generator", "box") == "box"
     periodic = mesh.get("periodic", [False] * 3) if box else [False] * 3
@@ -158,7 +68,7 @@ def _boundary_tables(ctx: _Ctx, data, spec: PhysicsSpec, mesh: Mapping) -> dict:
     for boundary, table in given.items():
         where = f"boundary.{boundary}"
         if not isinstance(table, Mapping):
-            raise ctx.error(f"[{where}] must be a table with one of {', '.join(names)}, got {_show(table)}")
+            raise ctx.error(f"[{where}] must be a table with one of {', '.join(names)}, got {show(table)}")
         if box:
             check_boundary_name(boundary, SIDES, f"{ctx.source}: [{where}]", "sides of the box")
             axis = SIDES.index(boundary) // 2
@@ -166,7 +76,7 @@ def _boundary_tables(ctx: _Ctx, data, spec: PhysicsSpec, mesh: Mapping) -> dict:
                 raise ctx.error(f"[{where}]: the {'xyz'[axis]} axis is periodic ([mesh] periodic), so {boundary} is "
                                 "no boundary; remove the table or the periodicity")
         ctx.keys[where] = names
-        _check_keys(ctx, where, table)
+        check_keys(ctx, where, table)
         if spec.boundary_keys_together:
             if not table:
                 raise ctx.error(f"[{where}] must set at least one of {', '.join(names)}")

@@ -38,14 +38,13 @@ from typing import Mapping
 import numpy as np
 
 from lobatto.config import Key
+from lobatto.config.generic_tables import SIDES
 from lobatto.config.ranges import LARGE, SMALL, Range
-from lobatto.config.schema import SIDES, _check_keys, _show
-from lobatto.config.system_tables import key_value
+from lobatto.config.toolkit import Table, key_value, show
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.maxwell.terms import StageTerm
 
-KEYS = ("sides", "elements", "thickness", "grading_order", "reflection", "sigma_max", "alpha")
 DEFAULT_ELEMENTS = 3
 DEFAULT_GRADING = 3.0
 DEFAULT_REFLECTION = 1e-6
@@ -74,6 +73,8 @@ PML_KEYS = {k.name: k for k in (
         range=Range(SMALL, LARGE, reason="a rate the step is fitted to")),
     Key("alpha", "nonnegative", None, "frequency shift", range=Range(0.0, LARGE, reason="a rate the step is fitted to")),
 )}
+#: the keys of [pml]: the sides and the numbers
+PML = Table("pml", (Key("sides", "list", "all", 'the box sides lined, or "all"'),) + tuple(PML_KEYS.values()))
 
 
 # ============================================================================ case file
@@ -100,10 +101,9 @@ class PmlSpec:
 def parse_pml(ctx, table) -> PmlSpec:
     """Check ``[pml]`` (PhysicsSpec.named_tables): one-line errors naming the key."""
     if not isinstance(table, Mapping):
-        raise ctx.error(f"[pml] must be a table (sides, elements or thickness, ...), got {_show(table)}")
-    ctx.keys["pml"] = KEYS
-    _check_keys(ctx, "pml", table)
-    sides = table.get("sides", "all")
+        raise ctx.error(f"[pml] must be a table (sides, elements or thickness, ...), got {show(table)}")
+    PML.check(ctx, table)
+    sides = table.get("sides", PML["sides"].default)
     if sides == "all":
         sides = SIDES
     expected = 'a list of distinct box sides (xmin, xmax, ymin, ymax, zmin, zmax) or "all"'

@@ -27,8 +27,7 @@ import numpy as np
 from lobatto.config import Key
 from lobatto.config.ranges import (COORDINATES, LARGE, MAGNITUDE, NONNEGATIVE, SMALL, Range, check_expression_values,
                                    check_vector, unit_vector)
-from lobatto.config.schema import _check_keys, _choice, _show
-from lobatto.config.system_tables import key_value
+from lobatto.config.toolkit import Table, choice, key_value, show
 from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
 from lobatto.machine.parallel import allreduce, collective_errors
@@ -61,6 +60,20 @@ DIRECTION = Range(reason="a direction, scaled to length 1")
 CURRENT_RANGE = Range(-LARGE, LARGE, reason="J/epsilon is added to dE/dt, in single precision too")
 CURRENT_KEYS = tuple(Key(f"J{a}", "expression_t", "0", f"current density, {a} component", range=CURRENT_RANGE)
                      for a in "xyz")
+#: the keys every [source.<name>] has
+TYPE = Key("type", "choice", None, "what the source is", choices=SOURCE_TYPES, required=True)
+#: the keys of a [source.<name>] of type "current"
+CURRENT = Table("source.<name>", (TYPE,) + CURRENT_KEYS + (
+    Key("lower", "vector", None, "lower corner of the box holding the current", range=COORDINATES),
+    Key("upper", "vector", None, "upper corner of that box", range=COORDINATES)))
+#: the keys of a dipole's [source.<name>]; a waveform takes some of WAVEFORM_KEYS (WAVEFORMS)
+DIPOLE = Table("source.<name>", (
+    TYPE,
+    Key("position", "vector", None, "the point x0, a list of 3 numbers", required=True, range=COORDINATES),
+    Key("direction", "vector", None, "the dipole's direction, a list of 3 numbers", required=True, range=DIRECTION),
+    AMPLITUDE,
+    Key("waveform", "choice", None, "w(t)", choices=tuple(WAVEFORMS), required=True),
+) + tuple(WAVEFORM_KEYS.values()))
 NOT_FOUND = np.iinfo(np.int64).max
 
 
@@ -134,7 +147,7 @@ class SourceTables(tuple):
 def parse_sources(ctx, given) -> SourceTables:
     """Check the ``[source]`` tables (PhysicsSpec.named_tables): one-line errors naming the key."""
     if not isinstance(given, Mapping):
-        raise ctx.error(f"[source] must hold one table per source, for example [source.antenna], got {_show(given)}")
+        raise ctx.error(f"[source] must hold one table per source, for example [source.antenna], got {show(given)}")
     return SourceTables(_parse_one(ctx, name, table) for name, table in given.items())
 
 
@@ -142,42 +155,38 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
     where = f"source.{name}"
     types = ", ".join(f'"{t}"' for t in SOURCE_TYPES)
     if not isinstance(table, Mapping):
-        raise ctx.error(f"[{where}] must be a table with type = one of {types}, got {_show(table)}")
+        raise ctx.error(f"[{where}] must be a table with type = one of {types}, got {show(table)}")
     if "type" not in table:
         raise ctx.error(f"[{where}] type is required: one of {types}")
-    kind = _choice(ctx, where, table, "type", SOURCE_TYPES, None)
+    kind = choice(ctx, where, table, "type", TYPE.choices, TYPE.default)
     if kind == "plane_wave":  # total-field/scattered-field injection, a StageTerm (tfsf.py)
         from lobatto.systems.maxwell.tfsf import parse_plane_wave
 
         return SourceSpec(name, kind, parse_plane_wave(ctx, where, table))
     if kind == "current":
-        ctx.keys[where] = ("type", "Jx", "Jy", "Jz", "lower", "upper")
-        _check_keys(ctx, where, table)
+        CURRENT.check(ctx, table, where)
         values = {k.name: key_value(ctx, where, table, k) for k in CURRENT_KEYS}
         if ("lower" in table) != ("upper" in table):
             raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
         if "lower" in table:
-            lower = check_vector(ctx, where, "lower", table["lower"], COORDINATES)
-            upper = check_vector(ctx, where, "upper", table["upper"], COORDINATES)
+            lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range) for k in ("lower", "upper"))
             if not all(a < b for a, b in zip(lower, upper)):
                 raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
             values.update(lower=lower, upper=upper)
         return SourceSpec(name, kind, values)
     if "waveform" not in table:
         raise ctx.error(f"[{where}] waveform is required: one of " + ", ".join(f'"{w}"' for w in WAVEFORMS))
-    waveform = _choice(ctx, where, table, "waveform", tuple(WAVEFORMS), None)
+    waveform = choice(ctx, where, table, "waveform", DIPOLE["waveform"].choices, None)
     takes = WAVEFORMS[waveform]
     for key in WAVEFORM_KEYS:
         if key in table and key not in takes:
             raise ctx.error(f"[{where}] {key} does not apply to waveform \"{waveform}\" (it takes {', '.join(takes)})")
-    ctx.keys[where] = ("type", "position", "direction", "amplitude", "waveform") + takes
-    _check_keys(ctx, where, table)
+    DIPOLE.check(ctx, table, where, only=("type", "position", "direction", "amplitude", "waveform") + takes)
     for key in ("position", "direction") + takes:
         if key not in table:
             doc = WAVEFORM_KEYS[key].doc if key in WAVEFORM_KEYS else "a list of 3 numbers"
             raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {"position": check_vector(ctx, where, "position", table["position"], COORDINATES),
-              "direction": check_vector(ctx, where, "direction", table["direction"], DIRECTION)}
+    values = {k: check_vector(ctx, where, k, table[k], DIPOLE[k].range) for k in ("position", "direction")}
     if unit_vector(values["direction"]) is None:
         raise ctx.bad(where, "direction", "a nonzero vector", list(values["direction"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)

@@ -33,20 +33,34 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from lobatto.config.physics import Key
 from lobatto.config.ranges import COORDINATES, check_vector, unit_vector
-from lobatto.config.schema import _check_keys, _choice
-from lobatto.config.system_tables import key_value
+from lobatto.config.toolkit import Table, choice, key_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, face_values
 from lobatto.systems.maxwell.sources import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform
 from lobatto.systems.maxwell.terms import StageTerm
 
-PLANE_WAVE_KEYS = ("type", "direction", "polarization", "amplitude", "origin", "lower", "upper", "region",
-                   "waveform", "incident_field")
 #: what corrects the scattered-field side of the surface: the analytic wave, or the discrete
 #: scatterer-free wave stepped alongside on the total-field elements (tfsf_discrete.py)
 INCIDENT_FIELDS = ("analytic", "discrete")
+#: the keys of a [source.<name>] of type "plane_wave"; its waveform takes some of WAVEFORM_KEYS
+PLANE_WAVE = Table("source.<name>", (
+    Key("type", "choice", None, "what the source is", choices=("plane_wave",), required=True),
+    Key("direction", "vector", None, "the unit vector k the wave travels along, a list of 3 numbers", required=True,
+        range=DIRECTION),
+    Key("polarization", "vector", None, "the direction of E, perpendicular to direction, a list of 3 numbers",
+        required=True, range=DIRECTION),
+    AMPLITUDE,
+    Key("origin", "vector", [0.0, 0.0, 0.0], "where the wave's time argument is t", range=COORDINATES),
+    Key("lower", "vector", None, "lower corner of the total-field box", range=COORDINATES),
+    Key("upper", "vector", None, "upper corner of the total-field box", range=COORDINATES),
+    Key("region", "string", None, "a volume region of the mesh as the total-field region"),
+    Key("waveform", "choice", None, "w", choices=tuple(WAVEFORMS), required=True),
+    Key("incident_field", "choice", "analytic", "what corrects the scattered-field side", choices=INCIDENT_FIELDS),
+) + tuple(WAVEFORM_KEYS.values()))
+PLANE_WAVE_KEYS = PLANE_WAVE.key_names[:-len(WAVEFORM_KEYS)]
 NONE = np.iinfo(np.int64).max
 
 
@@ -56,19 +70,16 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
     waveforms = ", ".join(f'"{w}"' for w in WAVEFORMS)
     if "waveform" not in table:
         raise ctx.error(f"[{where}] waveform is required: one of {waveforms}")
-    waveform = _choice(ctx, where, table, "waveform", tuple(WAVEFORMS), None)
+    waveform = choice(ctx, where, table, "waveform", PLANE_WAVE["waveform"].choices, None)
     takes = WAVEFORMS[waveform]
     for key in WAVEFORM_KEYS:
         if key in table and key not in takes:
             raise ctx.error(f"[{where}] {key} does not apply to waveform \"{waveform}\" (it takes {', '.join(takes)})")
-    ctx.keys[where] = PLANE_WAVE_KEYS + takes
-    _check_keys(ctx, where, table)
-    for key, doc in (("direction", "the unit vector k the wave travels along, a list of 3 numbers"),
-                     ("polarization", "the direction of E, perpendicular to direction, a list of 3 numbers")) + tuple(
-                         (k, WAVEFORM_KEYS[k].doc) for k in takes):
+    PLANE_WAVE.check(ctx, table, where, only=PLANE_WAVE_KEYS + takes)
+    for key in ("direction", "polarization") + takes:
         if key not in table:
-            raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {k: check_vector(ctx, where, k, table[k], DIRECTION) for k in ("direction", "polarization")}
+            raise ctx.error(f"[{where}] {key} is required ({PLANE_WAVE[key].doc})")
+    values = {k: check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range) for k in ("direction", "polarization")}
     units = {key: unit_vector(values[key]) for key in ("direction", "polarization")}
     for key, v in units.items():
         if v is None:
@@ -78,15 +89,15 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
         raise ctx.bad(where, "polarization", f"perpendicular to direction = {list(values['direction'])} "
                       "(E of a plane wave is transverse)", list(values["polarization"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
-    values["origin"] = check_vector(ctx, where, "origin", table.get("origin", [0.0, 0.0, 0.0]), COORDINATES)
+    origin = table.get("origin", PLANE_WAVE["origin"].default)
+    values["origin"] = check_vector(ctx, where, "origin", origin, PLANE_WAVE["origin"].range)
     box = ("lower" in table) + ("upper" in table)
     if box == 1:
         raise ctx.error(f"[{where}] lower and upper go together (the total-field box)")
     if box and "region" in table:
         raise ctx.error(f"[{where}] give either lower/upper (a total-field box) or region, not both")
     if box:
-        lower = check_vector(ctx, where, "lower", table["lower"], COORDINATES)
-        upper = check_vector(ctx, where, "upper", table["upper"], COORDINATES)
+        lower, upper = (check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range) for k in ("lower", "upper"))
         if not all(a < b for a, b in zip(lower, upper)):
             raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
         values.update(lower=lower, upper=upper)
@@ -100,7 +111,8 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
                         "sides lie on element faces) or region = \"name\" (a volume region of the mesh)")
     values["waveform"] = waveform
     values.update({key: key_value(ctx, where, table, WAVEFORM_KEYS[key]) for key in takes})
-    values["incident_field"] = _choice(ctx, where, table, "incident_field", INCIDENT_FIELDS, "analytic")
+    incident = PLANE_WAVE["incident_field"]
+    values["incident_field"] = choice(ctx, where, table, "incident_field", incident.choices, incident.default)
     return values
 
 
