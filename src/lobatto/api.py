@@ -26,6 +26,7 @@ import numpy as np
 
 from lobatto.config import schema
 from lobatto.runner.simulation import Simulation, run_case
+from lobatto.monitors.registry import monitor_tables
 from lobatto.systems.registry import SYSTEMS, physics_specs
 
 __all__ = ["Result", "Simulation", "available_systems", "case_from_dict", "load_case", "parse_case", "run",
@@ -39,12 +40,12 @@ def available_systems() -> dict:
 
 def load_case(path) -> schema.Case:
     """Read and check a TOML case file."""
-    return schema.load_case(path, systems=physics_specs())
+    return schema.load_case(path, systems=physics_specs(), monitors=monitor_tables())
 
 
 def parse_case(data: Mapping[str, Any], source: str = "<python>", name: str | None = None) -> schema.Case:
     """Check a case given as a dict shaped like the TOML file (errors name ``source``)."""
-    return schema.parse_case(data, source=source, name=name, systems=physics_specs())
+    return schema.parse_case(data, source=source, name=name, systems=physics_specs(), monitors=monitor_tables())
 
 
 def case_from_dict(data: Mapping[str, Any], name: str = "case") -> schema.Case:

@@ -6,15 +6,15 @@ monitors that keep no state; the registry refuses inconsistent names."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import lobatto
+from lobatto.config.physics import Key
+from lobatto.config.ranges import Range
+from lobatto.config.toolkit import Table
 from lobatto.errors import InputError
 from lobatto.io.atomic import atomic_open
 from lobatto.machine.memory_items import MemoryItem, RunLayout
@@ -23,15 +23,14 @@ from lobatto.monitors import MONITORS, Monitor, MonitorSet, register_monitor, un
 
 
 # The toy monitor: all of it (its module, in a real monitor) -----------------------------------
-@dataclass(frozen=True)
-class ToySection:
-    every: int = 2
-
-
 class ToyMonitor(Monitor):
     """The mass-weighted sum of the first field, every K steps, into NAME_toy.csv."""
 
     section = "toy"
+    table = Table("output.toy", (
+        Key("every", "positive_integer", 2, "steps between samples",
+            range=Range(1, 10**9, "a run takes at most 1e9 steps")),
+    ))
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
@@ -77,31 +76,61 @@ def toy():
     assert "toy" not in MONITORS
 
 
+CASE = {"mesh": {"elements": [2, 2, 2]}, "discretization": {"order": 2}, "time": {"t_end": 0.04, "dt": 0.01},
+        "initial": {"Ex": "1 + x"}, "output": {"every": 0, "formats": []}}
+
+
+def toy_case(**toy):
+    """The case with an ``[output.toy]`` table, read through the API (the registry's tables)."""
+    return lobatto.case_from_dict({**CASE, "output": {**CASE["output"], "toy": toy}}, name="toy")
+
+
 @pytest.fixture(scope="module")
 def simulation(tmp_path_factory):
-    case = lobatto.case_from_dict({"mesh": {"elements": [2, 2, 2]}, "discretization": {"order": 2},
-                                   "time": {"t_end": 0.04, "dt": 0.01}, "initial": {"Ex": "1 + x"},
-                                   "output": {"every": 0, "formats": []}}, name="toy")
+    case = lobatto.case_from_dict(CASE, name="toy")
     sim = lobatto.Simulation(case, backend="cpu", output_dir=tmp_path_factory.mktemp("toy"), comm=None)
     yield sim
     sim.close()
 
 
-def with_toy(case, section):
-    """The case with an ``[output.toy]`` table (the case-file schema declares the built-in tables)."""
-    output = SimpleNamespace(**{f.name: getattr(case.output, f.name) for f in dataclasses.fields(case.output)},
-                             toy=section)
-    return SimpleNamespace(output=output, to_toml=case.to_toml, source=case.source)
+def test_a_registered_monitor_runs_from_its_declared_table(toy, tmp_path):
+    """The whole path: the case file's [output.toy] read from the declaration, the memory
+    estimate, set-up, samples when due, its file, the summary, the effective configuration."""
+    case = toy_case(every=3)
+    assert case.output.monitors["toy"].every == 3 and "[output.toy]\nevery = 3" in case.to_toml()
+    layout = RunLayout(elements=8, total_elements=8, order=2, fields=6, steps=4)
+    assert [item.what for item in MonitorSet.memory_estimate(case, layout)] == ["[output.toy] one row per sample"]
+    sim = lobatto.Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    try:
+        summary = sim.run()
+        final = float(np.sum(sim.system.quadrature_mass() * sim.u[0]))
+    finally:
+        sim.close()
+    lines = (tmp_path / "toy_toy.csv").read_text().splitlines()
+    assert lines[0] == "step,time,sum" and [int(line.split(",")[0]) for line in lines[1:]] == [0, 3, 4]
+    assert float(lines[1].split(",")[2]) == pytest.approx(1.5, rel=1e-13)  # the integral of 1 + x over the cube
+    assert float(lines[-1].split(",")[2]) == final
+    assert summary["time_series"]["toy"] == {"file": "toy_toy.csv", "samples": 3}
+
+
+def test_its_keys_are_checked_like_every_table(toy):
+    assert toy_case().output.monitors["toy"].every == 2  # the declared default
+    with pytest.raises(InputError, match=r"unknown key 'output.toy.evry' \(did you mean 'output.toy.every'\?\)"):
+        toy_case(evry=2)
+    with pytest.raises(InputError, match=r"\[output.toy\] every must be"):
+        toy_case(every=0)
+
+
+def test_an_unregistered_table_is_an_unknown_key():
+    assert "toy" not in MONITORS
+    with pytest.raises(InputError, match=r"unknown key 'output.toy'"):
+        toy_case(every=2)
 
 
 def test_a_registered_monitor_is_built_from_its_section_sampled_and_written(toy, simulation, tmp_path):
     case, system = simulation.case, simulation.system
     assert MonitorSet.from_case(case, system, tmp_path) is None  # no table of any monitor: no set
-    toy_case = with_toy(case, ToySection(every=2))
-    layout = RunLayout(elements=8, total_elements=8, order=2, fields=6, steps=4)
-    assert [item.what for item in MonitorSet.memory_estimate(toy_case, layout)] == ["[output.toy] one row per sample"]
-
-    monitors = MonitorSet.from_case(toy_case, system, tmp_path)
+    monitors = MonitorSet.from_case(toy_case(every=2), system, tmp_path)
     assert isinstance(monitors.toy, ToyMonitor) and monitors.dft is None and monitors.probes is None
     assert monitors.checkpoint_state is None  # nothing kept: checkpoints hold nothing for it
     u, last = simulation.u, 5
@@ -118,8 +147,8 @@ def test_a_registered_monitor_is_built_from_its_section_sampled_and_written(toy,
 
 
 def test_a_continued_run_is_refused_unless_the_monitor_keeps_state(toy, simulation, tmp_path):
-    toy_case = with_toy(simulation.case, ToySection())
-    monitors = MonitorSet.from_case(toy_case, simulation.system, tmp_path)
+    case = toy_case()
+    monitors = MonitorSet.from_case(case, simulation.system, tmp_path)
     with pytest.raises(InputError, match=r"^\[output.toy\] cannot continue from a checkpoint: its state is not saved "
                                          r"in it \(run from the start\)$"):
         monitors.start(simulation.u, 3, 0.03, 4)
@@ -127,7 +156,7 @@ def test_a_continued_run_is_refused_unless_the_monitor_keeps_state(toy, simulati
 
     unregister_monitor("toy")
     register_monitor("toy", KeepingToy)
-    monitors = MonitorSet.from_case(toy_case, simulation.system, tmp_path)
+    monitors = MonitorSet.from_case(case, simulation.system, tmp_path)
     monitors.restore_checkpoint_state({"toy": {"rows": [[0, 0.0, 1.5], [2, 0.02, 2.5]]}})
     monitors.start(simulation.u, 3, 0.03, 4)  # continues; step 3 is not due
     assert monitors.checkpoint_state() == {"toy": {"rows": [[0, 0.0, 1.5], [2, 0.02, 2.5]]}}

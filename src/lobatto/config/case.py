@@ -6,7 +6,7 @@ config/schema.py builds one from a case file."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from lobatto.config.system_tables import tables_to_dict
 from lobatto.config.toml_text import to_toml
@@ -105,6 +105,8 @@ class OutputSection:
     dft: Any = None  # config/dft.py DftSection, or None
     far_field: Any = None  # config/nearfar.py FarFieldSection, or None
     log_every: int = 1  # a step line every this many steps (systems with step reports); 0: none
+    #: the tables of monitors that declare their keys (config/declared.py DeclaredValues), by name
+    monitors: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ class Case:
         for series in ("probes", "integrals", "dft", "far_field"):  # [output.probes], ... [output.far_field]
             if getattr(self.output, series) is not None:
                 out["output"][series] = getattr(self.output, series).to_dict()
+        for monitor, values in self.output.monitors.items():
+            out["output"][monitor] = values.to_dict()
         if self.checkpoint != CheckpointSection():
             c = self.checkpoint
             out["checkpoint"] = {"every": c.every, "keep": c.keep, "compression": c.compression, "at_end": c.at_end}

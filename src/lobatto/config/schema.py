@@ -37,7 +37,8 @@ from lobatto.config.sections import (physics_values, read_backend, read_checkpoi
                                      read_mesh, read_output, read_parallel, read_time)
 from lobatto.config.system_tables import parse_system_tables
 from lobatto.config.toml_text import to_toml
-from lobatto.config.toolkit import Context, check_keys, choice, read_table, show
+from lobatto.config.declared import monitor_keys
+from lobatto.config.toolkit import Context, Table, check_keys, choice, read_table, show
 from lobatto.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -68,14 +69,17 @@ __all__ = [
 
 
 def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None = None, *,
-               systems: Mapping[str, PhysicsSpec]) -> Case:
+               systems: Mapping[str, PhysicsSpec], monitors: Mapping[str, Table] | None = None) -> Case:
     """Check a parsed TOML document and return a :class:`Case`.
 
     ``source`` prefixes every error message (normally the file name); ``name``
     defaults to the stem of ``source`` (or ``"case"`` when source is not a
     file name). ``systems`` maps equations names to specs, the first being the default
-    (lobatto.systems.registry.physics_specs() gives the built-in ones).
+    (lobatto.systems.registry.physics_specs() gives the built-in ones). ``monitors``: the
+    declared ``[output.<name>]`` tables of registered monitors (lobatto.monitors.registry.
+    monitor_tables()), read by config/declared.py.
     """
+    monitors = dict(monitors or {})
     ctx = Context(source, schema_keys(None))
     if not isinstance(data, Mapping):
         raise ctx.error(f"a case must be a TOML table, got {show(data)}")
@@ -98,6 +102,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     phys_sec = PhysicsSection(equations=equations, values=physics_values(ctx, spec, phys))
     spec = spec.for_case(phys_sec.values, ctx.error)  # fields and tables named in [physics]
     ctx.keys = schema_keys(spec)
+    monitor_keys(ctx.keys, monitors)
     check_keys(ctx, "", data)  # the system may add tables of its own
 
     # (in this order: it decides which error a case with several shows)
@@ -106,7 +111,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     disc_sec = read_discretization(ctx, spec, data)
     initial_sec, exact_sec = read_fields(ctx, data, tuple(spec.fields))
     time_sec = read_time(ctx, spec, data, disc_sec.flux)
-    out_sec = read_output(ctx, spec, data, name)
+    out_sec = read_output(ctx, spec, data, name, monitors)
     return Case(
         name=name,
         source=source,
@@ -149,7 +154,7 @@ def _toml_error(path: str, text: str, err: Exception) -> InputError:
     return InputError(f"{path}: {where}: invalid TOML: {msg}")
 
 
-def load_case(path, *, systems: Mapping[str, PhysicsSpec]) -> Case:
+def load_case(path, *, systems: Mapping[str, PhysicsSpec], monitors: Mapping[str, Table] | None = None) -> Case:
     """Read and check a TOML case file; errors are InputError naming the file."""
     p = Path(path)
     shown = str(path)
@@ -174,4 +179,4 @@ def load_case(path, *, systems: Mapping[str, PhysicsSpec]) -> Case:
         raise InputError(f"{shown}: invalid TOML: arrays or tables nested too deeply") from None
     except tomllib.TOMLDecodeError as err:
         raise _toml_error(shown, text, err) from None
-    return parse_case(data, source=shown, name=p.stem or "case", systems=systems)
+    return parse_case(data, source=shown, name=p.stem or "case", systems=systems, monitors=monitors)

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from lobatto.config.case import (BackendSection, CheckpointSection, DiscretizationSection, FieldsSection, MeshSection,
                                  OutputSection, ParallelSection, TimeSection)
+from lobatto.config.declared import read_monitor_tables
 from lobatto.config.dft import parse_dft
 from lobatto.config.expressions import compile_expression
 from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DEFAULT_MAX_CFL, DISCRETIZATION,
@@ -260,8 +261,10 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
     )
 
 
-def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: str) -> OutputSection:
-    """[output] and its monitor tables; ``name``: the case's name (the default file stem)."""
+def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: str,
+                monitors: Mapping[str, Any] | None = None) -> OutputSection:
+    """[output] and its monitor tables; ``name``: the case's name (the default file stem);
+    ``monitors``: the declared tables of registered monitors (config/declared.py)."""
     out = read_table(ctx, data, "", "output") or {}
     every = integer(ctx, "output", out, "every", OUTPUT["every"].default, 0)
     formats = get_value(ctx, "output", out, "formats", OUTPUT["formats"].default)
@@ -296,7 +299,8 @@ def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: 
                          probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
                          dft=parse_dft(ctx, out, spec),
                          far_field=parse_far_field(ctx, out),
-                         log_every=integer(ctx, "output", out, "log_every", OUTPUT["log_every"].default, 0))
+                         log_every=integer(ctx, "output", out, "log_every", OUTPUT["log_every"].default, 0),
+                         monitors=read_monitor_tables(ctx, out, monitors or {}))
 
 
 def read_checkpoint(ctx: Context, data: Mapping[str, Any]) -> CheckpointSection:

@@ -4,7 +4,7 @@ series, running Fourier transforms) and the run's set of them (run_set.MonitorSe
 docs/architecture.md: "Adding a monitor"."""
 
 from lobatto.monitors.base import Monitor
-from lobatto.monitors.registry import MONITORS, register_monitor, unregister_monitor
+from lobatto.monitors.registry import MONITORS, monitor_tables, register_monitor, unregister_monitor
 from lobatto.monitors.run_set import MonitorSet
 
-__all__ = ["MONITORS", "Monitor", "MonitorSet", "register_monitor", "unregister_monitor"]
+__all__ = ["MONITORS", "Monitor", "MonitorSet", "monitor_tables", "register_monitor", "unregister_monitor"]

@@ -43,6 +43,10 @@ class Monitor(ABC):
     more_sections: ClassVar[tuple[str, ...]] = ()
     #: why a continued run is refused (check_start): what the checkpoint does not hold
     not_in_checkpoint: ClassVar[str] = "its state is not saved in it"
+    #: its table's declared keys (a config.toolkit.Table of config.physics.Key): the case file's
+    #: ``[output.<section>]`` is then read from them (config/declared.py) and the monitor gets
+    #: the values as attributes. None: the table is one of config's own ([output.probes], ...)
+    table: ClassVar[Any] = None
     #: the case's ``[output] name``: the prefix of its files (set by from_case)
     output_name: str = ""
 
@@ -50,6 +54,8 @@ class Monitor(ABC):
     def section_of(cls, output) -> Any:
         """The parsed table this monitor reads from the case's ``[output]`` (``case.output``),
         or None when the case has none: the monitor is then not built."""
+        if cls.table is not None:
+            return output.monitors.get(cls.section)
         return getattr(output, cls.section, None)
 
     @classmethod

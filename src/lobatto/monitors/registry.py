@@ -29,6 +29,8 @@ def register_monitor(name: str, cls: type[Monitor]) -> type[Monitor]:
         raise TypeError(f"monitor '{name}': {cls!r} is not a lobatto.monitors.Monitor subclass")
     if cls.section != name:
         raise ValueError(f"monitor '{name}': {cls.__name__}.section is '{cls.section}'")
+    if cls.table is not None and cls.table.name != f"output.{name}":
+        raise ValueError(f"monitor '{name}': {cls.__name__}.table is [{cls.table.name}], not [output.{name}]")
     if MONITORS.get(name, cls) is not cls:
         raise ValueError(f"a monitor named '{name}' is already registered ({MONITORS[name].__name__})")
     MONITORS[name] = cls
@@ -40,6 +42,12 @@ def unregister_monitor(name: str) -> None:
     if any(cls.section == name for cls in _BUILT_IN):
         raise ValueError(f"'{name}' is a built-in monitor")
     MONITORS.pop(name, None)
+
+
+def monitor_tables() -> dict:
+    """{section: Table} of the registered monitors that declare their table's keys (the case
+    reader takes them: config/declared.py)."""
+    return {name: cls.table for name, cls in MONITORS.items() if cls.table is not None}
 
 
 def section_names() -> set:
