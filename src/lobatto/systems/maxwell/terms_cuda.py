@@ -251,7 +251,7 @@ if (!FOLD && write_traces) {
 }
 """
 
-# w(tau) of tfsf.waveform_array, times the amplitude; parameters are compiled in
+# w(tau) of waveforms.waveform_array, times the amplitude; parameters are compiled in
 _WAVEFORMS = {
     "gaussian": "const double s = (tau - T0) / WIDTH; return AMPLITUDE * exp(-0.5 * s * s);",
     "modulated_gaussian": "const double s = tau - T0; const double r = s / WIDTH;\n"

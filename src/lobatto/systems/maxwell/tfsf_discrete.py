@@ -37,7 +37,7 @@ import numpy as np
 
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.terms import StageTerm
-from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField
+from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField, backend_host
 
 
 class DiscreteIncidentTFSF(StageTerm):
@@ -83,7 +83,6 @@ class DiscreteIncidentTFSF(StageTerm):
         analytic correction by two SurfaceAdd kernels, one on u and one on v (compact), over
         the surface faces of the total-field elements; the array path below is the reference."""
         from lobatto.systems.maxwell.terms_cuda import DiscreteIncidentStage, SurfaceAdd
-        from lobatto.systems.maxwell.tfsf import backend_host
 
         analytic, wave, order = self.analytic, self.wave, self.system.order
         self.kernels = DiscreteIncidentStage(system.backend, order, self.elements, on_total)
