@@ -94,11 +94,11 @@ class DispersiveTerm(StageTerm):
         rates = np.concatenate([local_rates(self.poles, e) for e in (low, high) if math.isfinite(e)] or [np.zeros(0)])
         self.fastest_rate = float(np.max(np.abs(rates))) if rates.size else 0.0
         self.last_dt = None
-        # on CUDA the whole stage of the poles is one kernel (terms_cuda.py); the array
+        # on CUDA the whole stage of the poles is one kernel (dispersive_cuda.py); the array
         # operations here are the reference
         self.one_pass = None
         if backend.name == "cuda" and m:
-            from lobatto.systems.maxwell.terms_cuda import DispersiveStep
+            from lobatto.systems.maxwell.dispersive_cuda import DispersiveStep
 
             per_point = not isinstance(self.minus_inv_epsilon, float)
             self.one_pass = DispersiveStep(

@@ -246,9 +246,9 @@ class PerfectlyMatchedLayer(StageTerm):
         roll1, roll2 = sigma[[1, 2, 0]], sigma[[2, 0, 1]]
         self.gain = [to_dev(-sigma)[None], to_dev(roll1)[None], to_dev(roll2)[None]]
         self.pole = to_dev(self.alpha + sigma)[None]
-        # on CUDA the whole finish is one kernel (terms_cuda.py), the array operations the reference
+        # on CUDA the whole finish is one kernel (pml_cuda.py), the array operations the reference
         if system.backend.name == "cuda":
-            from lobatto.systems.maxwell.terms_cuda import PmlFinish
+            from lobatto.systems.maxwell.pml_cuda import PmlFinish
 
             self.one_pass = PmlFinish(system.backend, system.order, sigma)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)

@@ -215,10 +215,10 @@ class TotalFieldScatteredField(StageTerm):
         n = order + 1
         self._faces = system.backend.zeros((6, self.count, 6, n, n))
         # on CUDA: one kernel adds S at the volume points the surface touches, with the
-        # waveform evaluated in it (terms_cuda.SurfaceAdd), instead of array operations over
+        # waveform evaluated in it (tfsf_cuda.SurfaceAdd), instead of array operations over
         # whole elements; on the fused path it also rewrites those points' traces
         if system.backend.name == "cuda":
-            from lobatto.systems.maxwell.terms_cuda import SurfaceAdd
+            from lobatto.systems.maxwell.tfsf_cuda import SurfaceAdd
 
             gain = np.concatenate([backend_host(system, self._gain_e), backend_host(system, self._gain_h)])
             self.surface_add = SurfaceAdd(system.backend, order, element, face, gain, backend_host(system, self._delay),

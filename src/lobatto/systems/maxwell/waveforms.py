@@ -2,7 +2,7 @@
 plane waves (tfsf.py): their names and keys with valid ranges, the value at one time
 (:func:`waveform_value`), on arrays (:func:`waveform_array`), and the check that a source's
 waveform stays finite over the run (:func:`check_waveform`). The CUDA kernels evaluate the
-same formulas (terms_cuda.py).
+same formulas (tfsf_cuda.py).
 """
 
 from __future__ import annotations
