@@ -31,7 +31,7 @@ from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMed
                                               parse_material_tables)
 from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
-from lobatto.systems.maxwell.pml import memory_estimate as pml_memory
+from lobatto.systems.maxwell.pml_memory import memory_estimate as pml_memory
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
