@@ -93,7 +93,7 @@ def cpu_serial_discrete(tmp_path_factory):
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_discrete_incident_wave_on_gpu_ranks_matches_cpu(cpu_serial, cpu_serial_discrete, ranks, tmp_path,
                                                          monkeypatch):
-    """The discrete incident wave's kernels (terms_cuda.DiscreteIncidentStage) with the other
+    """The discrete incident wave's kernels (tfsf_cuda.DiscreteIncidentStage) with the other
     terms, the wave's background operator exchanging faces between ranks."""
     monkeypatch.setenv("LOBATTO_SHARE_GPUS", "1")
     summary, ids, fields = run_case(tmp_path, DISCRETE, ranks, ["--backend", "cuda"], timeout=TIMEOUT_S)

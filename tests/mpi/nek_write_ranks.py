@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.io import nek5000, nek5000_mpi
+from lobatto.io import nek5000, nek5000_content, nek5000_mpi
 from lobatto.mesh.partition import partition_box
 from lobatto.machine.parallel import rank_and_size, world_comm
 
@@ -35,11 +35,11 @@ def global_data(seed: int):
 def main(out: Path, seed: int, comm=None) -> None:
     rank, size = rank_and_size(comm)
     coords, fields = global_data(seed)
-    chunk, run = nek5000._CHUNK_BYTES, nek5000_mpi._MAX_RUN_BYTES
+    chunk, run = nek5000_content._CHUNK_BYTES, nek5000_mpi._MAX_RUN_BYTES
     for partitioner in ("rcb", "rsb"):
         # rsb: writes of one element at a time and file-view ranges of at most 3 elements, so
         # that the ranks make different numbers of writes and long ranges are split
-        nek5000._CHUNK_BYTES, nek5000_mpi._MAX_RUN_BYTES = (chunk, run) if partitioner == "rcb" else (3000, 5000)
+        nek5000_content._CHUNK_BYTES, nek5000_mpi._MAX_RUN_BYTES = (chunk, run) if partitioner == "rcb" else (3000, 5000)
         ids = np.arange(coords.shape[1]) if size == 1 else partition_box(ELEMENTS, size, rank, partitioner)
         ids = np.random.default_rng(rank).permutation(ids)  # a rank's elements in no particular order
         for wdsz in (8, 4):

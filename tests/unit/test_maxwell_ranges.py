@@ -164,7 +164,7 @@ def test_a_dipole_run_longer_than_t_ends_range_is_refused_by_t_end(tmp_path):
 
 def test_a_plane_wave_whose_delays_overflow_its_waveform_is_refused(tmp_path):
     """t - k . (x - origin) / c over the mesh reaches -1e125 (origin 1e100 away, c = 1e-25), and
-    2 pi f there is beyond 1e150 (f = 1e30): tfsf.check_run_delays refuses it. t and f alone
+    2 pi f there is beyond 1e150 (f = 1e30): plane_waves.check_run_delays refuses it. t and f alone
     cannot get there (t_end <= 1e100)."""
     wave = {**PLANE_WAVE, "waveform": "continuous", "frequency": 1e30, "ramp": 0.0, "origin": [0, 0, -1e100]}
     del wave["width"], wave["t0"]

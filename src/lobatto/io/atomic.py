@@ -39,6 +39,7 @@ __all__ = [
     "temp_path_for",
     "output_errors",
     "os_reason",
+    "fsync_dir",
     "forget_temporary",
     "register_temporary",
     "registered_temporary",
@@ -164,8 +165,9 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable; best effort (not every platform allows it)."""
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (fsync the directory); best effort, not every
+    platform allows it. For writers that rename a temporary themselves (io/nek5000_mpi.py)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -201,7 +203,7 @@ def atomic_path(path: str | os.PathLike, fsync: bool = True) -> Iterator[Path]:
             tmp.unlink()
         raise
     if fsync:
-        _fsync_dir(final.parent if str(final.parent) else Path("."))
+        fsync_dir(final.parent if str(final.parent) else Path("."))
 
 
 @contextlib.contextmanager
@@ -235,7 +237,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", fsync: bool = True, **
             if fsync:
                 os.fsync(fh.fileno())
     if fsync:
-        _fsync_dir(Path(path).parent)
+        fsync_dir(Path(path).parent)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, fsync: bool = True) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from lobatto.errors import InputError
 from lobatto.io.atomic import TEMP_MARK, os_reason, registered_temporary
 from lobatto.io.checkpoint import INDEX_FILE, Checkpoint
-from lobatto.io.output_dir import _create, _probe, find_outputs, find_temporaries
+from lobatto.io.output_dir import create_output_dir, find_outputs, find_temporaries, probe_output_dir
 
 __all__ = ["CHECKPOINT_DIRECTORY", "checkpoint_path", "find_checkpoints", "latest_checkpoint", "later_outputs",
            "prepare_for_checkpoints", "prepare_for_restart", "prune_checkpoints", "remove_checkpoints",
@@ -157,8 +157,8 @@ def prepare_for_restart(output_dir, name: str, restart: str, overwrite: bool = F
     which removes exactly that (or, given ``removals``, appends that removal to it: see
     io.output_dir.prepare_output_dir). Temporaries of interrupted writes are removed."""
     directory = Path(output_dir)
-    _create(directory)
-    _probe(directory)
+    create_output_dir(directory)
+    probe_output_dir(directory)
     path = latest_checkpoint(directory, name) if restart == "latest" else Path(restart)
     checkpoint = Checkpoint(path)
     checkpoint.check_restart_attributes()

@@ -1,7 +1,8 @@
 """One Nek5000 field file written by all ranks together, through MPI-IO.
 
-Each rank writes its own elements at their places in the file (io/nek5000.py: elements in
-order of their global number, so a rank's elements are scattered through every section):
+Each rank writes its own elements at their places in the file (io/nek5000_content.py:
+elements in order of their global number, so a rank's elements are scattered through every
+section):
 
 1. the ranks agree that each prepared its part, and on the element count ``nelgt``;
 2. rank 0 creates the temporary ``<file>.tmp-<rank 0's pid>``; every rank opens it
@@ -27,8 +28,8 @@ from typing import Callable
 import numpy as np
 
 from lobatto.errors import OutputError
-from lobatto.io.atomic import _fsync_dir, forget_temporary, os_reason, register_temporary, temp_path_for
-from lobatto.io.nek5000 import ENDIAN_TAG, PREAMBLE_BYTES, FieldFileContent, _header
+from lobatto.io.atomic import forget_temporary, fsync_dir, os_reason, register_temporary, temp_path_for
+from lobatto.io.nek5000_content import ENDIAN_TAG, PREAMBLE_BYTES, FieldFileContent, field_file_header
 
 #: largest byte range in one block of the file view (the count of a block is a C int)
 _MAX_RUN_BYTES = 1 << 30
@@ -193,7 +194,7 @@ def write_field_file_collective(path, prepare: Callable[[], FieldFileContent], c
             os.replace(tmp, final)
         except OSError as exc:
             failure = exc
-        _fsync_dir(final.parent if str(final.parent) else Path("."))
+        fsync_dir(final.parent if str(final.parent) else Path("."))
     if error is None:
         error = _agree(comm, final, failure)
     if error is not None and rank == 0:
@@ -229,7 +230,7 @@ def _write_parts(fh, content: FieldFileContent, nelgt: int, rank: int, calls: li
     collective(fh.Set_view, 0, MPI.BYTE, view if view is not None else MPI.BYTE)
     first = (content.ids + 1).astype(np.int32).view(np.uint8)
     if rank == 0:
-        preamble = _header(content.wdsz, content.n, nelgt, nelgt, time, step, fid, nfiles, content.rdcode)
+        preamble = field_file_header(content.wdsz, content.n, nelgt, nelgt, time, step, fid, nfiles, content.rdcode)
         first = np.concatenate([np.frombuffer(preamble, np.uint8),
                                 np.array([ENDIAN_TAG], np.float32).view(np.uint8), first])
     pending = [iter([first])] + [content.chunks(section) for section in content.sections]

@@ -37,11 +37,12 @@ from pathlib import Path
 from lobatto.errors import InputError
 from lobatto.io.atomic import TEMP_MARK, os_reason
 from lobatto.io.hdf5_parts import PART_DIRECTORY
-from lobatto.io.nek5000 import HEADER_BYTES
+from lobatto.io.nek5000_content import HEADER_BYTES
 
 __all__ = [
     "prepare_output_dir",
     "create_output_dir",
+    "probe_output_dir",
     "check_output_path",
     "find_outputs",
     "find_temporaries",
@@ -191,11 +192,7 @@ def check_output_path(path: str | os.PathLike, label: str = "", directory: bool 
 def create_output_dir(path: str | os.PathLike) -> bool:
     """Create the output directory (and parents) if it does not exist; True if it was created.
     InputError naming the path when it is something else or cannot be created."""
-    return _create(Path(path))
-
-
-def _create(directory: Path) -> bool:
-    """Create the directory (and parents); True if it was created."""
+    directory = Path(path)
     if directory.is_dir():
         return False
     if directory.exists() or directory.is_symlink():
@@ -209,8 +206,9 @@ def _create(directory: Path) -> bool:
     return True
 
 
-def _probe(directory: Path) -> None:
-    """Create, write, sync and remove a small file: the directory takes new files."""
+def probe_output_dir(directory: Path) -> None:
+    """Create, write, sync and remove a small file: InputError naming the directory unless it
+    takes new files (read-only, full disk, no permission: found before a run computes)."""
     probe = directory / f"{PROBE_PREFIX}{TEMP_MARK}{os.getpid()}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -292,8 +290,8 @@ def prepare_output_dir(path: str | os.PathLike, name: str, overwrite: bool = Fal
     replace them, or another --output directory"); a stale file cannot be removed.
     """
     directory = Path(path)
-    created = _create(directory)
-    _probe(directory)
+    created = create_output_dir(directory)
+    probe_output_dir(directory)
     try:
         outputs, temporaries = _scan(directory, name)
         temporaries += _stale_probes(directory)

@@ -135,7 +135,7 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
                                f"{_duration(account['output_seconds'] + account['final_output_seconds'])}"))
     add("GFLOP/s", "gflops", lambda v: _num(v, ".3f"))
     if isinstance(s.get("energy_use"), Mapping):  # measured joules (lobatto.machine.power, docs/energy.md)
-        from lobatto.machine.power import format_energy
+        from lobatto.machine.energy_report import format_energy
 
         rows.append(("energy use", format_energy(s["energy_use"], brief=True)))
     if "backend" in s:

@@ -42,6 +42,7 @@ from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
+from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
 from lobatto.systems.maxwell.reference import cross, curl
 
 PROPERTIES = ("epsilon", "mu", "sigma")
@@ -56,7 +57,7 @@ PROPERTY_RANGES = {
                    "E in single precision too"),
 }
 SAMPLINGS = ("point", "element")
-DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit")  # dispersive.py
+DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit")  # dispersion_tables.py
 TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",) + DISPERSION_KEYS
 
 
@@ -69,7 +70,7 @@ class MaterialTable:
     where: Any  # Expression (applies where it is > 0) or None (the region called ``name``)
     values: dict  # property -> float or Expression in x, y, z (only those given)
     sampling: str = "point"  # "element": one value per element, at its centroid
-    dispersion: Any = None  # dispersive.Dispersion: poles where the table applies (eps is then eps_inf)
+    dispersion: Any = None  # dispersion_tables.Dispersion: poles where the table applies (eps is then eps_inf)
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,6 @@ def parse_material_tables(ctx, value) -> MaterialTables:
                 close = difflib.get_close_matches(key, TABLE_KEYS, n=1, cutoff=0.6)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise ctx.error(f"unknown key '{where}.{key}'{hint}; expected one of {', '.join(TABLE_KEYS)}")
-        from lobatto.systems.maxwell.dispersive import parse_dispersion
-
         dispersion = parse_dispersion(ctx, where, table)
         if not any(k in table for k in PROPERTIES) and dispersion is None:
             raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)} or a dispersion (model and poles, or data)")

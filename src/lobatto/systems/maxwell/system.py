@@ -29,10 +29,10 @@ from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
 from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMedium, medium_from_case,
                                               parse_material_tables)
+from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
-from lobatto.systems.maxwell.pml import memory_estimate as pml_memory
+from lobatto.systems.maxwell.pml_memory import memory_estimate as pml_memory
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
-from lobatto.systems.maxwell.tfsf import build_plane_waves
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 

@@ -22,7 +22,9 @@ Z = sqrt(mu/eps):
     E_inc = amplitude * p * w(tau),   H_inc = k x E_inc / Z,   tau = t - k . (x - origin) / c
 
 with k the unit direction, p the unit polarisation (perpendicular to k) and w a waveform of
-sources.py (the wave passes ``origin`` at tau = t; a continuous wave is zero for tau < 0).
+waveforms.py (the wave passes ``origin`` at tau = t; a continuous wave is zero for tau < 0).
+The surface's elements, faces and signs are region_surface.py's; plane_waves.py builds the
+terms (this one, or tfsf_discrete.py's with the discrete incident field).
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ from lobatto.config.toolkit import Table, choice, key_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.dg import add_to_faces, face_values
-from lobatto.systems.maxwell.sources import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform
+from lobatto.systems.maxwell.region_surface import (check_background, elements_in_box, elements_in_region,
+                                                   surface_signs)
 from lobatto.systems.maxwell.terms import StageTerm
+from lobatto.systems.maxwell.waveforms import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, waveform_array
 
 #: what corrects the scattered-field side of the surface: the analytic wave, or the discrete
 #: scatterer-free wave stepped alongside on the total-field elements (tfsf_discrete.py)
@@ -117,27 +121,6 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
 
 
 # The incident wave ----------------------------------------------------------------------
-def waveform_array(xp, waveform: str, p: Mapping[str, float], tau):
-    """w(tau) of sources.waveform_value on arrays (NumPy or CuPy), for tau of any sign."""
-    # far from the pulse a square may overflow to inf, and exp(-inf) = 0 is the value (the
-    # phases stay finite: build_plane_waves checks the waveform over the run's delays)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if waveform == "gaussian":
-            return xp.exp(-0.5 * ((tau - p["t0"]) / p["width"]) ** 2)
-        if waveform == "modulated_gaussian":
-            s = tau - p["t0"]
-            envelope = xp.exp(-0.5 * (s / p["width"]) ** 2)
-            return xp.where(envelope > 0, xp.sin((2 * math.pi * p["frequency"]) * s), 0.0) * envelope
-        if waveform == "ricker":
-            a = (math.pi * p["frequency"] * (tau - p["t0"])) ** 2
-            return xp.where(xp.isinf(a), 0.0, (1.0 - 2.0 * xp.minimum(a, 1e300)) * xp.exp(-a))
-    if waveform == "continuous":
-        ramp = p["ramp"]
-        on = (tau >= 0) * 1.0 if ramp == 0 else xp.sin((0.5 * math.pi / ramp) * xp.clip(tau, 0.0, ramp)) ** 2
-        return on * xp.sin((2 * math.pi * p["frequency"]) * tau)
-    raise ValueError(f"unknown waveform {waveform!r}")
-
-
 @dataclass(frozen=True)
 class PlaneWave:
     """E = amplitude p w(tau), H = k x E / Z, tau = t - k . (x - origin) / c."""
@@ -207,65 +190,6 @@ def total_field_elements(system, spec, comm=None, where: str = "case") -> np.nda
     return elements_in_box(system, v["lower"], v["upper"], comm, f"{what} the total-field box", where)
 
 
-def elements_in_region(system, region: str, what: str, where: str = "case") -> np.ndarray:
-    """(E,) True on this rank's elements of a named volume region."""
-    names = tuple(getattr(system.mesh, "region_names", ("all",)))
-    if region not in names:
-        raise InputError(f"{where}: {what} region = '{region}': the mesh has no such volume region "
-                         f"(regions: {', '.join(names)})")
-    return np.asarray(system.mesh.regions) == names.index(region)
-
-
-def elements_in_box(system, lower, upper, comm=None, what: str = "the box", where: str = "case") -> np.ndarray:
-    """(E,) True on this rank's elements inside [lower, upper]; a side that cuts an element
-    is an error naming the element (collective)."""
-    x = system.geometry.coords.reshape(3, system.num_elements, -1)
-    lo, up = (np.array(v, dtype=float)[:, None, None] for v in (lower, upper))
-    tol = 1e-9 * max(1.0, float(np.max(np.abs(np.concatenate([lo, up])))))
-    within = np.all((x >= lo - tol) & (x <= up + tol), axis=0)  # (E, points)
-    strictly = np.all((x > lo + tol) & (x < up - tol), axis=0)
-    inside = within.all(axis=1)
-    cut = ~inside & strictly.any(axis=1)
-    ids = system.mesh.element_ids
-    bad = int(allreduce(comm, np.array([ids[cut].min() if cut.any() else NONE]), "min")[0])
-    if bad != NONE:
-        raise InputError(f"{where}: {what} lower = {list(lower)}, upper = {list(upper)} cuts element {bad}: "
-                         "its sides must lie on element faces")
-    return inside
-
-
-def surface_signs(system, inside: np.ndarray) -> np.ndarray:
-    """(E, 6) +1 on faces of total-field elements whose neighbour is outside, -1 on faces of
-    outside elements whose neighbour is inside, 0 elsewhere (boundary faces included): one
-    gather–scatter sum of the flag and of ones, so neighbours on other ranks count too."""
-    n = system.order + 1
-    own = np.broadcast_to(inside.astype(float)[:, None, None, None], (system.num_elements, 6, n, n))
-    data = system.backend.asarray(np.stack([own.reshape(-1), np.ones(own.size)]))
-    system.exchange.apply(data, "sum")
-    total, count = (np.asarray(system.backend.to_host(data[i]), dtype=float).reshape(own.shape) for i in range(2))
-    sign = np.where(np.rint(count) == 2, own - (total - own), 0.0)
-    return np.rint(sign[:, :, 0, 0]).astype(np.int64)
-
-
-def check_background(system, elements, faces, what: str, where: str, comm=None) -> None:
-    """The surface's points must lie in the uniform, lossless background (eps, mu of
-    [physics]): the incident wave and the flux correction assume it (collective)."""
-    medium = getattr(system, "medium", None)
-    bad = NONE
-    if medium is not None and len(elements):
-        eps, mu, sigma = (face_values(np, getattr(medium, k), system.order)[elements, faces]
-                          for k in ("epsilon", "mu", "sigma"))
-        wrong = ((np.abs(eps - system.epsilon) > 1e-12 * system.epsilon) | (np.abs(mu - system.mu) > 1e-12 * system.mu)
-                 | (sigma != 0)).reshape(len(elements), -1).any(axis=1)
-        if wrong.any():
-            bad = int(system.mesh.element_ids[np.asarray(elements)[wrong]].min())
-    bad = int(allreduce(comm, np.array([bad]), "min")[0])
-    if bad != NONE:
-        raise InputError(f"{where}: {what} crosses a medium other than the background (epsilon = {system.epsilon:g}, "
-                         f"mu = {system.mu:g}, sigma = 0 of [physics]) at element {bad}; put it where the medium "
-                         "is uniform")
-
-
 class TotalFieldScatteredField(StageTerm):
     """The flux correction of one plane wave on the elements that touch its surface."""
 
@@ -303,10 +227,10 @@ class TotalFieldScatteredField(StageTerm):
         n = order + 1
         self._faces = system.backend.zeros((6, self.count, 6, n, n))
         # on CUDA: one kernel adds S at the volume points the surface touches, with the
-        # waveform evaluated in it (terms_cuda.SurfaceAdd), instead of array operations over
+        # waveform evaluated in it (tfsf_cuda.SurfaceAdd), instead of array operations over
         # whole elements; on the fused path it also rewrites those points' traces
         if system.backend.name == "cuda":
-            from lobatto.systems.maxwell.terms_cuda import SurfaceAdd
+            from lobatto.systems.maxwell.tfsf_cuda import SurfaceAdd
 
             gain = np.concatenate([backend_host(system, self._gain_e), backend_host(system, self._gain_h)])
             self.surface_add = SurfaceAdd(system.backend, order, element, face, gain, backend_host(system, self._delay),
@@ -346,38 +270,3 @@ class TotalFieldScatteredField(StageTerm):
 
 def backend_host(system, array) -> np.ndarray:
     return np.asarray(system.backend.to_host(array), dtype=np.float64)
-
-
-def build_plane_waves(case, system, comm=None) -> list:
-    """TERM_BUILDERS entry: one TF/SF term per ``[source.<name>] type = "plane_wave"``."""
-    terms = []
-    for spec in case.tables.get("source", ()):
-        if spec.type == "plane_wave":
-            wave = PlaneWave.from_spec(spec, system.epsilon, system.mu)
-            check_run_delays(case, system, wave, spec, comm)
-            inside = total_field_elements(system, spec, comm, case.source)
-            if spec.values.get("incident_field", "analytic") == "discrete":
-                from lobatto.systems.maxwell.tfsf_discrete import DiscreteIncidentTFSF  # (it imports this module)
-
-                terms.append(DiscreteIncidentTFSF(system, wave, inside, comm, case.source))
-            else:
-                terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
-    return terms
-
-
-def check_run_delays(case, system, wave: PlaneWave, spec, comm=None) -> None:
-    """The wave's waveform must be finite at every tau = t - delay of the run: t from 0 to
-    t_end, the delay k . (x - origin) / c over the mesh (extreme at its bounding box's
-    corners, the delay being linear in x). Collective."""
-    flat = system.geometry.coords.reshape(3, -1)
-    low = allreduce(comm, flat.min(axis=1) if flat.size else np.full(3, np.inf), "min")
-    high = allreduce(comm, flat.max(axis=1) if flat.size else np.full(3, -np.inf), "max")
-    corners = np.array([[(high if (i >> a) & 1 else low)[a] for a in range(3)] for i in range(8)]).T
-    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
-        delays = wave.delay(corners)
-    if not np.all(np.isfinite(delays)):
-        raise InputError(f"{case.source}: [source.{spec.name}] origin = {list(spec.values['origin'])} is too far from "
-                         "the mesh: the wave's delay k . (x - origin) / c overflows")
-    times = [t - d for t in (0.0, case.time.t_end) for d in (float(delays.min()), float(delays.max()))]
-    check_waveform(spec, times, case.source)
-

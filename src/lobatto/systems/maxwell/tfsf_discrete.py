@@ -28,7 +28,7 @@ the surface (v stays 0 on the latter). v steps with the 2N-storage stage (terms.
 checkpointed (``history``) and so needs lsrk45. Cost: one more evaluation of the core
 operator over all elements per stage, with its face exchange (collective: every rank runs
 it every stage), and two full-size 6-field arrays. On CUDA the rest of the stage runs in
-kernels (terms_cuda.DiscreteIncidentStage, SurfaceAdd); ``rates`` is the reference.
+kernels (tfsf_cuda.DiscreteIncidentStage, SurfaceAdd); ``rates`` is the reference.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.terms import StageTerm
-from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField
+from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField, backend_host
 
 
 class DiscreteIncidentTFSF(StageTerm):
@@ -79,11 +79,10 @@ class DiscreteIncidentTFSF(StageTerm):
             self.setup_kernels(system, inside, on_total)
 
     def setup_kernels(self, system, inside, on_total) -> None:
-        """CUDA: the stage in kernels (terms_cuda.DiscreteIncidentStage) and the surface's
+        """CUDA: the stage in kernels (tfsf_cuda.DiscreteIncidentStage) and the surface's
         analytic correction by two SurfaceAdd kernels, one on u and one on v (compact), over
         the surface faces of the total-field elements; the array path below is the reference."""
-        from lobatto.systems.maxwell.terms_cuda import DiscreteIncidentStage, SurfaceAdd
-        from lobatto.systems.maxwell.tfsf import backend_host
+        from lobatto.systems.maxwell.tfsf_cuda import DiscreteIncidentStage, SurfaceAdd
 
         analytic, wave, order = self.analytic, self.wave, self.system.order
         self.kernels = DiscreteIncidentStage(system.backend, order, self.elements, on_total)

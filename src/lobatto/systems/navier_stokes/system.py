@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-from lobatto.config.ranges import check_expression_values, check_precision
 from lobatto.errors import InputError, SolverError
 from lobatto.operators import curl, divergence, gradient, weak_divergence
 from lobatto.operators.advection import Advection
@@ -37,10 +36,10 @@ from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
+from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
-
-KEYS = {key.name: key for key in SPEC.keys}
+from lobatto.systems.navier_stokes.start import check_start, check_tables, initial_speed
 
 #: parts of a step, as the summary lists them
 PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
@@ -392,86 +391,3 @@ class _Timed:
     def __exit__(self, *exc):
         self.system.backend.synchronize()
         self.system.seconds[self.name] += time.perf_counter() - self.start
-
-
-class Force:
-    """The body force B f(t) (weak, element-local), evaluated once when it does not depend on t."""
-
-    def __new__(cls, physics, geometry, backend, times=(0.0,)):
-        if all(physics[f"force_{a}"].is_constant and float(physics[f"force_{a}"].evaluate(np)) == 0.0 for a in "xyz"):
-            return None
-        return super().__new__(cls)
-
-    def __init__(self, physics, geometry, backend, times=(0.0,)):
-        """``times``: where the force's range is checked (the run's start and end), once here:
-        the steps do not check it (a device sync each step, and an error on one rank only)."""
-        self.expressions = [physics[f"force_{a}"] for a in "xyz"]
-        self.backend = backend
-        self.time_dependent = any("t" in e.variables_used for e in self.expressions)
-        self.mass = backend.asarray(geometry.mass)
-        coords = backend.asarray(geometry.coords)
-        self.coords = coords if self.time_dependent else None
-        self._check(coords, times if self.time_dependent else (0.0,))
-        self._fixed = None if self.time_dependent else self._evaluate(coords, 0.0)
-
-    def _values(self, coords, t):
-        xp = self.backend.xp
-        x, y, z = coords
-        return xp.stack([e.evaluate(xp, x=x, y=y, z=z, t=float(t)) for e in self.expressions])
-
-    def _evaluate(self, coords, t):
-        return self._values(coords, t) * self.mass
-
-    def _check(self, coords, times) -> None:
-        """InputError unless each component is within its declared range at the ``times``."""
-        xp = self.backend.xp
-        for t in times:
-            for a, e, v in zip("xyz", self.expressions, self._values(coords, t)):
-                check_expression_values(v, KEYS[f"force_{a}"].valid_range, f"[physics] force_{a}", e.text, t, xp)
-
-    def weak(self, t):
-        return self._fixed if self._fixed is not None else self._evaluate(self.coords, t)
-
-
-def initial_speed(case, geometry) -> float:
-    """The largest |u| of the [initial] (or else [exact] at t = 0) velocity on this rank."""
-    fields = case.initial.fields or {}
-    source = fields if any(name in fields for name in ("ux", "uy", "uz")) else (case.exact.fields or {})
-    x, y, z = geometry.coords
-    square = np.zeros_like(x)
-    with np.errstate(all="ignore"):  # values too large to square: the driver names them (check_given_fields)
-        for name in ("ux", "uy", "uz"):
-            e = source.get(name)
-            if e is not None:
-                square += np.asarray(e.evaluate(np, x=x, y=y, z=z, t=0.0)) ** 2
-        speed = float(np.sqrt(square.max())) if square.size else 0.0
-    return speed if math.isfinite(speed) else 0.0
-
-
-def check_start(case, physics, geometry, backend) -> None:
-    """What the case asks of the mesh and the precision, before any work: filter_modes below
-    the order; the coefficients within what the backend's precision multiplies (float32)."""
-    for key in SPEC.keys:
-        if key.kind in ("positive", "nonnegative"):
-            check_precision(physics[key.name], backend.dtype, f"[physics] {key.name}")
-    for name in physics["scalars"]:
-        check_precision(case.tables[f"scalar.{name}"]["diffusivity"], backend.dtype, f"[scalar.{name}] diffusivity")
-    order = geometry.order
-    modes = int(physics["filter_modes"])
-    if modes and not modes <= order - 1:
-        raise InputError(f"[physics] filter_modes = {modes} must be at most [discretization] order - 1 = {order - 1} "
-                         "(the mean and at least one mode stay unfiltered)")
-
-
-def check_tables(case, mesh, tables: dict) -> None:
-    """[boundary.<name>] names must be surfaces of the mesh, and not outflow boundaries (a
-    table makes a wall a velocity boundary)."""
-    from lobatto.config.system_tables import check_boundary_name
-
-    explicit = (case.raw or {}).get("mesh", {}).get("boundaries", {}) or {}
-    for name in tables:
-        if case.mesh.from_file:
-            check_boundary_name(name, mesh.group_names, f"[boundary.{name}]", f"named surfaces of {case.mesh.file}")
-        if explicit.get(name) == "outflow" and any(c in tables[name] for c in ("ux", "uy", "uz")):
-            raise InputError(f"[boundary.{name}] gives velocity data, but [mesh.boundaries] {name} = "
-                             f"\"{explicit[name]}\": make it \"velocity\" or remove the table")
