@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import Key
-from lobatto.config.ranges import (COORDINATES, LARGE, MAGNITUDE, NONNEGATIVE, SMALL, Range, check_expression_values,
+from lobatto.config.ranges import (COORDINATES, LARGE, Range, check_expression_values,
                                    check_vector, unit_vector)
 from lobatto.config.toolkit import Table, choice, key_value, show
 from lobatto.errors import InputError
