@@ -157,22 +157,27 @@ def main(argv=None) -> int:
     parser.add_argument("--new", type=Path, required=True, help="the new tree's src directory")
     parser.add_argument("--backend", choices=sorted(CASES), default="cuda")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cases", nargs="+", default=None, help="a subset of the backend's cases (default: all)")
+    parser.add_argument("--steps", type=int, default=None, help="steps of every case (default: each case's own)")
     parser.add_argument("--callgrind", type=int, nargs=2, metavar=("K1", "K2"), default=None,
                         help="count instructions per step under callgrind (runs of K1 and K2 steps) instead of timing")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.callgrind is not None:
-        rows = count_per_step(args, list(CASES[args.backend]))
+        rows = count_per_step(args, args.cases or list(CASES[args.backend]))
         if args.json is not None:
             args.json.write_text(json.dumps({"backend": args.backend, "callgrind": rows}, indent=1))
         return 0
 
     trees = {"old": args.old, "new": args.new}
-    names = list(CASES[args.backend])
+    names = args.cases or list(CASES[args.backend])
+    unknown = sorted(set(names) - set(CASES[args.backend]))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; the {args.backend} cases are {list(CASES[args.backend])}")
     runs = {n: {"old": [], "new": []} for n in names}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            (Path(tmp) / f"{name}.toml").write_text(case_text(args.backend, name))
+            (Path(tmp) / f"{name}.toml").write_text(case_text(args.backend, name, args.steps))
         for r in range(args.rounds):
             for name in names:
                 for which in (("old", "new") if r % 2 == 0 else ("new", "old")):
