@@ -32,7 +32,7 @@ from pathlib import Path
 #: H100 / on 2 cores
 CASES = {
     "cuda": {"maxwell-N7-32^3-curved": ("maxwell", 32, 7, 1e-3, 300),
-             "navier_stokes-TGV-N7-24^3": ("navier_stokes", 24, 7, 0.01, 60)},
+             "navier_stokes-TGV-N7-24^3": ("navier_stokes", 24, 7, 0.004, 100)},
     "cpu": {"maxwell-N7-6^3-curved": ("maxwell", 6, 7, 5e-3, 60),
             "navier_stokes-TGV-N5-6^3": ("navier_stokes", 6, 5, 0.02, 40)},
 }
