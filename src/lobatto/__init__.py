@@ -13,7 +13,7 @@ import importlib.util
 import sys
 import warnings
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _API = ("Result", "Simulation", "available_systems", "case_from_dict", "load_case", "parse_case", "run",
         "run_case", "with_changes")
@@ -34,6 +34,7 @@ MOVED_MODULES = {
     "lobatto.memory_items": ("lobatto.machine.memory_items",),
     "lobatto.threads": ("lobatto.machine.threads",),
     "lobatto.progress": ("lobatto.io.progress",),
+    "lobatto.config.nearfar": ("lobatto.systems.maxwell.far_field_table",),
 }
 
 #: (old module, old name) -> the name's new name, where it changed too

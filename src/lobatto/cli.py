@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         help="node micro-benchmarks: STREAM, GEMM, host<->device, GPU<->GPU, MPI (see 'lobatto sysbench --help')",
         add_help=False,
-        description="Node micro-benchmarks; the arguments are passed to lobatto.bench.sysbench.",
+        description="Node micro-benchmarks; the arguments are passed to lobatto.bench.cli.sysbench_main.",
     )
     sub.add_parser(
         "doctor",

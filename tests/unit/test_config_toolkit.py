@@ -19,6 +19,8 @@ from lobatto.config.toolkit import (REQUIRED, Context, Table, bool_or_auto, bool
                                     integer, key_value, name_list, positive, read_table, show, suggest, vector,
                                     within)
 from lobatto.errors import InputError
+from lobatto.monitors import monitor_tables
+from lobatto.systems.maxwell.far_field_table import FAR_FIELD
 from lobatto.systems.maxwell.pml import PML
 from lobatto.systems.maxwell.sources import CURRENT, DIPOLE
 from lobatto.systems.maxwell.tfsf import PLANE_WAVE
@@ -215,6 +217,7 @@ DOCUMENTED = [(table, f"[{table.name}]", None, None) for table in GENERIC_TABLES
     (DIPOLE, "[physics]", "Maxwell sources are", "A key that the waveform does not take"),
     (PLANE_WAVE, "[physics]", "A plane wave is", "Dispersive media"),
     (PML, "[pml]", None, None),
+    (FAR_FIELD, "[output.far_field]", None, None),  # the far-field monitor's own table
 ]
 
 
@@ -226,8 +229,11 @@ def test_the_docs_have_a_section_per_top_level_table():
 
 
 def test_every_declared_table_is_checked_against_the_docs():
+    import lobatto.systems.registry  # noqa: F401  (the systems register their monitors when imported)
+
     checked = {id(table) for table, *_ in DOCUMENTED}
     assert all(id(table) in checked for table in GENERIC_TABLES[1:])
+    assert monitor_tables() and all(id(table) in checked for table in monitor_tables().values())
 
 
 @pytest.mark.parametrize("table,heading,start,end", DOCUMENTED,

@@ -149,17 +149,17 @@ def one_rank_simulation(comm, block, order: int, backend_name: str, output_dir, 
     a one-rank run on the node's first GPU, while the fair comparison with a multi-rank run is
     the GPU this rank's share of it used. ``local_rank``: the rank's node-local rank, when
     already known (collective otherwise)."""
-    import lobatto.runner.simulation as driver
+    import lobatto.runner.simulation as simulation
     from lobatto.runner.simulation import Simulation
 
     if local_rank is None:
-        local_rank = driver.node_local_rank(comm)
-    choose = driver.node_local_rank
-    driver.node_local_rank = lambda _comm: local_rank
+        local_rank = simulation.node_local_rank(comm)
+    choose = simulation.node_local_rank
+    simulation.node_local_rank = lambda _comm: local_rank
     try:
         return Simulation(maxwell_case(block, order, backend_name), output_dir=output_dir, comm=None)
     finally:
-        driver.node_local_rank = choose
+        simulation.node_local_rank = choose
 
 
 def seconds_per_step(sim, comm, steps: int, chunks: int, warmup: int = 5) -> float:
@@ -190,11 +190,11 @@ def stage_in_situ(comm, block, order: int, backend_name: str = "cpu", steps: int
     alone is what the exchange and the stage term must account for."""
     from mpi4py import MPI
 
-    import lobatto.runner.simulation as driver
+    import lobatto.runner.simulation as simulation
     from lobatto.runner.simulation import Simulation
 
     size = comm.Get_size()
-    local_rank = driver.node_local_rank(comm)
+    local_rank = simulation.node_local_rank(comm)
     with tempfile.TemporaryDirectory() as tmp:
         multi = Simulation(maxwell_case(weak_box(block, size), order, backend_name), output_dir=tmp, comm=comm)
         stages = multi.stepper.stages

@@ -39,7 +39,7 @@ from lobatto.bench.comm_pattern import MAXWELL_TRACES, RankPattern, block_of, bl
 
 #: stages of the 2N-storage lsrk45 scheme, the default integrator
 STAGES = 5
-#: the driver checks the state (one allreduce) every this many steps (driver.FINITE_CHECK_STEPS)
+#: the run checks the state (one allreduce) every this many steps (runner.simulation.FINITE_CHECK_STEPS)
 CHECK_EVERY = 20
 
 #: one-GPU rates of the whole-step path on an affine box, H100, float64 (docs/benchmarks.md,

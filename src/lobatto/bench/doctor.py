@@ -268,3 +268,7 @@ def command(args, argv: list[str], print_help) -> int:
     if rank == 0:
         print(format_report(report), flush=True)
     return code if comm is None else comm.bcast(code, root=0)
+
+
+if __name__ == "__main__":  # the command line is bench/cli.py's (this module cannot import it: a cycle)
+    raise SystemExit("run it as `lobatto doctor` or `python -m lobatto doctor` (its options: lobatto doctor --help)")

@@ -8,7 +8,7 @@
 Each (rank count, size) point is one child process, ``mpiexec -n P python -m lobatto run``
 of a generated Maxwell box case (PEC cavity of unit elements, lsrk45, upwind flux, no
 outputs), so the figure is the one a user's run reports: the summary's ``seconds_per_step``
-(slowest rank, first WARMUP_STEPS left out; driver.Simulation.run). A size is a number of
+(slowest rank, first WARMUP_STEPS left out; runner.simulation.Simulation.run). A size is a number of
 elements (``64``, made a near-cubic box) or a box (``4x4x8``): per rank for --weak, in total
 for --strong. From the summaries: time per step, speed-up and parallel efficiency against
 the smallest rank count of each size, and for each rank count the throughput per rank
@@ -43,7 +43,7 @@ from lobatto.machine.threads import set_threads
 STDERR_TAIL = 1500  # characters of a failed child's standard error kept in the error
 DEFAULT_SIZES = {"cpu": ("8", "27", "64"), "cuda": ("512", "4096", "32768")}
 DEFAULT_STEPS = {"cpu": 20, "cuda": 200}
-#: summary entries kept for each run (driver.Simulation.make_summary, systems/dg.py summary)
+#: summary entries kept for each run (runner/summary.py make_summary, systems/dg.py summary)
 SUMMARY_KEYS = ("points", "steps", "rate_steps", "seconds_per_step", "point_steps_per_second",
                 "wall_seconds", "stages", "step_path", "cuda_graph", "threads", "exchange_method", "exchange",
                 "overlap", "gflops", "backend", "precision", "energy_use")  # energy_use: lobatto.machine.power, where measured

@@ -191,3 +191,7 @@ def command(args, argv: list[str]) -> int:
                 print(text)
             sys.stdout.flush()
     return code if comm is None else comm.bcast(code, root=0)
+
+
+if __name__ == "__main__":  # the command line is bench/cli.py's (this module cannot import it: a cycle)
+    raise SystemExit("run it as `lobatto sysbench` or `python -m lobatto sysbench` (its options: lobatto sysbench --help)")

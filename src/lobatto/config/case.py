@@ -103,10 +103,16 @@ class OutputSection:
     probes: Any = None  # config/probes.py ProbesSection, or None
     integrals: Any = None  # config/probes.py IntegralsSection, or None
     dft: Any = None  # config/dft.py DftSection, or None
-    far_field: Any = None  # config/nearfar.py FarFieldSection, or None
     log_every: int = 1  # a step line every this many steps (systems with step reports); 0: none
-    #: the tables of monitors that declare their keys (config/declared.py DeclaredValues), by name
+    #: the tables of monitors that declare their keys (config/declared.py), by name; each is
+    #: also an attribute (``case.output.far_field``)
     monitors: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str):
+        monitors = self.__dict__.get("monitors", {})
+        if name in monitors:
+            return monitors[name]
+        raise AttributeError(f"[output] has no table {name!r}")
 
 
 @dataclass(frozen=True)
@@ -215,7 +221,7 @@ class Case:
             out["output"]["compression"] = self.output.compression
         if self.output.log_every != 1:
             out["output"]["log_every"] = self.output.log_every
-        for series in ("probes", "integrals", "dft", "far_field"):  # [output.probes], ... [output.far_field]
+        for series in ("probes", "integrals", "dft"):  # [output.probes], [output.integrals], [output.dft]
             if getattr(self.output, series) is not None:
                 out["output"][series] = getattr(self.output, series).to_dict()
         for monitor, values in self.output.monitors.items():

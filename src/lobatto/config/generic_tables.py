@@ -4,14 +4,14 @@ catalogue of every known key (:func:`schema_keys`) that unknown keys are checked
 
 Each table is a :class:`~lobatto.config.toolkit.Table` of :class:`~lobatto.config.physics.Key`
 (name, kind, default, help, range); the monitor tables declare theirs beside their readers
-(config/probes.py, dft.py, nearfar.py), a system its own in its :class:`PhysicsSpec`.
+(config/probes.py, dft.py), a system its own in its :class:`PhysicsSpec`, a monitor that
+declares its table in its own module (config/declared.py) there.
 docs/case-file.md lists every declared key (tests/unit/test_config_toolkit.py checks it).
 """
 
 from __future__ import annotations
 
 from lobatto.config.dft import DFT
-from lobatto.config.nearfar import FAR_FIELD
 from lobatto.config.physics import Key, PhysicsSpec
 from lobatto.config.probes import INTEGRALS, PROBES
 from lobatto.config.ranges import section_range
@@ -97,7 +97,6 @@ OUTPUT = Table("output", (
     Key("probes", "table", None, "point time series ([output.probes])"),
     Key("integrals", "table", None, "integral time series ([output.integrals])"),
     Key("dft", "table", None, "running Fourier transforms ([output.dft])"),
-    Key("far_field", "table", None, "near-to-far-field transformation ([output.far_field])"),
     Key("log_every", "count", 1, "a step line every this many steps; 0: none",
         range=section_range("output", "log_every")),
 ))
@@ -125,7 +124,7 @@ PARALLEL = Table("parallel", (
 ))
 
 #: the monitor tables under [output]
-MONITOR_TABLES = (PROBES, INTEGRALS, DFT, FAR_FIELD)
+MONITOR_TABLES = (PROBES, INTEGRALS, DFT)
 #: every generic table, the top level first
 GENERIC_TABLES = (TOP, MESH, MESH_BOUNDARIES, MESH_DEFORM, DISCRETIZATION, PHYSICS, TIME, OUTPUT, CHECKPOINT, BACKEND,
                   PARALLEL) + MONITOR_TABLES
@@ -135,7 +134,7 @@ GENERIC_TABLES = (TOP, MESH, MESH_BOUNDARIES, MESH_DEFORM, DISCRETIZATION, PHYSI
 # (in this order: the first table holding a misplaced key is the one suggested)
 _KNOWN_KEYS: dict[str, tuple] = {table.name: table.key_names for table in (
     TOP, MESH, MESH_BOUNDARIES, MESH_DEFORM, DISCRETIZATION, PHYSICS, Table("initial", ()), Table("exact", ()), TIME,
-    OUTPUT, DFT, FAR_FIELD, PROBES, INTEGRALS, CHECKPOINT, BACKEND, PARALLEL)}
+    OUTPUT, DFT, PROBES, INTEGRALS, CHECKPOINT, BACKEND, PARALLEL)}
 
 
 def schema_keys(spec: PhysicsSpec | None) -> dict:

@@ -40,7 +40,8 @@ KEY_KINDS = {
 
 @dataclass(frozen=True)
 class Key:
-    """One ``[physics]`` key: name, kind (KEY_KINDS), default and a line of documentation;
+    """One declared key of a table ([physics], a system's or a monitor's table, the generic
+    ones: config/toolkit.py Table): name, kind (KEY_KINDS), default and a line of documentation;
     ``required``: a key of a system table that has no default (config/system_tables.py);
     ``range``: its valid values, with the reason (config/ranges.py; None: its kind's)."""
 

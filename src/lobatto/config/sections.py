@@ -23,7 +23,6 @@ from lobatto.config.expressions import compile_expression
 from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DEFAULT_MAX_CFL, DISCRETIZATION,
                                            INTEGRATORS, MAX_ELEMENTS, MAX_ORDER, MESH, MESH_GENERATORS,
                                            MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES, TIME)
-from lobatto.config.nearfar import parse_far_field
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import parse_integrals, parse_probes
 from lobatto.config.toolkit import (REQUIRED, Context, bool_or_auto, boolean, choice, get_value, integer, is_number,
@@ -298,7 +297,6 @@ def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: 
                          compression=read_compression(ctx, "output", out),
                          probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
                          dft=parse_dft(ctx, out, spec),
-                         far_field=parse_far_field(ctx, out),
                          log_every=integer(ctx, "output", out, "log_every", OUTPUT["log_every"].default, 0),
                          monitors=read_monitor_tables(ctx, out, monitors or {}))
 

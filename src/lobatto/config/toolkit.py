@@ -84,6 +84,14 @@ class Table:
 
     name: str
     keys: tuple
+    #: a table that needs checks across its keys (surfaces, angle lists) is read by a reader of
+    #: its own, ``reader(ctx, parent) -> section object or None`` (``parent``: the table that
+    #: holds it); None: read key by key from the declarations (config/declared.py)
+    reader: Any = None
+
+    def read_by(self, reader) -> "Table":
+        """The same table, read by ``reader`` (see ``reader``)."""
+        return Table(self.name, self.keys, reader)
 
     @property
     def key_names(self) -> tuple:

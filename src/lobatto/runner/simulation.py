@@ -118,7 +118,7 @@ class Simulation:
             self.plan_from_courant()
         self.energy_initial = allreduce(comm, system.energy(self.u))
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
-        with collective_errors(comm), case_named(case):  # [output.probes] and [output.integrals]
+        with collective_errors(comm), case_named(case):  # the case's monitors (monitors/run_set.py)
             self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
         self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
         # When the operator does not depend on t, one step of fixed dt can be recorded once and
@@ -312,7 +312,7 @@ class Simulation:
         # Steps are queued without waiting on the device; the loop is timed as a whole and the
         # time spent writing snapshots is taken out. The rate leaves out the first WARMUP_STEPS
         # (kernel compilation, graph recording) when there are more steps than that.
-        series = self.series  # probes and integrals (monitors/series.py): the first sample is the start
+        series = self.series  # the monitors (monitors/run_set.py): the first sample is the start
         if series is not None:
             series.start(self.u, self.step_count, self.t, steps)
         output_seconds = 0.0

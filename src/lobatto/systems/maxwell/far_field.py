@@ -37,7 +37,8 @@ from lobatto.machine.parallel import allreduce, rank_and_size
 from lobatto.mesh.topology import NUM_FACES, face_slice
 from lobatto.monitors import register_monitor
 from lobatto.monitors.dft import DftMonitor, check_parts_memory
-from lobatto.systems.maxwell.tfsf import check_background, elements_in_box, elements_in_region, surface_signs
+from lobatto.systems.maxwell.far_field_table import FAR_FIELD
+from lobatto.systems.maxwell.region_surface import check_background, elements_in_box, elements_in_region, surface_signs
 
 SUFFIX = "_farfield"
 #: host bytes on rank 0 per direction (theta x phi) and frequency kept to the end (E_theta and
@@ -108,6 +109,7 @@ class FarFieldMonitor(DftMonitor):
     at the end, the far field and cross sections on rank 0."""
 
     section = "far_field"
+    table = FAR_FIELD  # its keys and reader (far_field_table.py): the case reader takes them from the registry
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:

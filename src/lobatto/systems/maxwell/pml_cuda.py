@@ -3,7 +3,7 @@ input state is u - b residual (a 2N-storage stage has just added b residual to i
 which S and the auxiliary rates follow pointwise; then residual, u and the auxiliary fields
 are updated. A factor whose sigma is 0 keeps its auxiliary field at 0, so it is neither read
 nor written: a face layer touches 6 of the 18. The array operations of pml.py are the
-reference (tests/unit/test_maxwell_pml_gpu.py compares).
+reference (tests/unit/test_maxwell_terms_gpu.py compares).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The memory the [pml] layer needs (memory_items.MemoryItem): counted before the mesh is built
-(driver.check_memory, through MaxwellSystem.memory_estimate) from [mesh] and [pml] for a box,
+(runner.build.check_memory, through MaxwellSystem.memory_estimate) from [mesh] and [pml] for a box,
 and checked again once the layer's elements are found (pml.build_pml), as
 dispersive_memory.py does for the dispersive poles. ``spec`` is the [pml] table (pml.PmlSpec).
 """

@@ -1,8 +1,9 @@
 """``[output.far_field]``: the near-to-far-field transformation from a closed surface of element
 faces, with cross sections per frequency (docs/electromagnetics.md, "Far fields and cross
-sections"; run time: the electromagnetic system's far_field module). The surface and region
-names are checked against the mesh, and the incident plane wave against the case's sources,
-when the run is set up."""
+sections"; run time: far_field.py). The table is the far-field monitor's own: FAR_FIELD,
+read by parse_far_field, reaches the case reader through the monitor registry
+(config/declared.py). The surface and region names are checked against the mesh, and the
+incident plane wave against the case's sources, when the run is set up."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from lobatto.config.toolkit import Context, Table, read_table
 FREQUENCY = Range(SMALL, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite, and the cross "
                   "sections divide by the incident transform (zero at f = 0)")
 
-#: the keys of [output.far_field] (docs/electromagnetics.md, "Far fields and cross sections")
+#: the keys of [output.far_field] (docs/electromagnetics.md, "Far fields and cross sections"),
+#: read by parse_far_field (below)
 FAR_FIELD = Table("output.far_field", (
     Key("frequencies", "list", None, "where the far field and cross sections are computed", required=True,
         range=FREQUENCY),
@@ -129,3 +131,6 @@ def parse_far_field(ctx: Context, output: Mapping[str, Any]) -> FarFieldSection 
         phi=_angles(ctx, where, table, "phi", FAR_FIELD["phi"].default, 360.0),
         origin=None if origin is None else tuple(origin),
         incident=incident, absorption=_surface(ctx, where, table, "absorption_", False))
+
+
+FAR_FIELD = FAR_FIELD.read_by(parse_far_field)
