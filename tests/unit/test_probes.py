@@ -278,8 +278,10 @@ def test_a_continued_run_gives_the_same_time_series(tmp_path):
     full = lobatto.run(case("cont", **sections), output_dir=tmp_path / "full", backend="cpu")
     sim = lobatto.Simulation(case("cont", **sections), backend="cpu", output_dir=tmp_path / "full", comm=None)
     sim.restart(tmp_path / "full" / "checkpoints" / "cont_000008")
-    sim.run()
+    continued = sim.run()
     again = read_csv(tmp_path / "full" / "cont_probes.csv")
+    # the summary counts the rows of the files, the earlier run's included
+    assert continued["time_series"]["samples"] == full.summary["time_series"]["samples"] == len(again["step"])
     assert full.summary["steps"] > 8
     with h5py.File(tmp_path / "full" / "cont_probes.h5") as f:  # the earlier samples are in memory again
         assert np.array_equal(f["integrals/step"][:], again["step"][~np.isnan(again["values"]["energy@all"])])

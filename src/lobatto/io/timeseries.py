@@ -62,6 +62,7 @@ class TimeSeriesWriter:
         self.rewrite_seconds = 0.0
         # a continued run (restart) keeps the earlier run's samples before its first step
         kept = self._earlier_lines(continue_from) if continue_from is not None else []
+        self.earlier_rows = len(kept)  # the rows a continued run keeps from the run before it
         with atomic_open(self.csv_path, "w", newline="") as fh:
             fh.write(",".join(self.columns) + "\n" + "".join(kept))
         with output_errors(self.csv_path):

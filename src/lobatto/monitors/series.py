@@ -56,7 +56,8 @@ class TimeSeriesMonitor(Monitor):
         self.probes = Probes(section.probes, system, comm) if section.probes is not None else None
         self.integrals = Integrals(section.integrals, system, comm) if section.integrals is not None else None
         self.writer = None  # rank 0's io.timeseries.TimeSeriesWriter, once started
-        self.samples = 0
+        self.samples = 0  # rows this process appended
+        self.earlier = 0  # rows a continued run kept from the run before it (rank 0: its files)
 
     def check_start(self, step: int) -> None:
         """A continued run carries on: the files keep the earlier run's samples before ``step``."""
@@ -70,6 +71,7 @@ class TimeSeriesMonitor(Monitor):
                                            None if self.probes is None else self.probes.describe(),
                                            None if self.integrals is None else self.integrals.columns, attrs,
                                            continue_from=step if step > 0 else None)
+            self.earlier = self.writer.earlier_rows
 
     def after_step(self, u, step: int, t: float, last: int) -> None:
         """Collective: sample what is due at ``step`` and append it to the files (rank 0)."""
@@ -90,10 +92,11 @@ class TimeSeriesMonitor(Monitor):
             self.writer.close()
 
     def describe(self) -> dict:
-        """The files, the number of samples, what was sampled."""
+        """The files, the number of samples in them (on rank 0, which writes them: a continued
+        run's count includes the rows kept from the run before), what was sampled."""
         from lobatto.io.timeseries import file_names
 
-        entry = {"files": list(file_names(self.output_name)), "samples": self.samples}
+        entry = {"files": list(file_names(self.output_name)), "samples": self.earlier + self.samples}
         if self.probes is not None:
             entry["probes"] = {"every": self.settings.probes.every, **self.probes.describe()}
         if self.integrals is not None:
