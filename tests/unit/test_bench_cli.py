@@ -22,3 +22,17 @@ def test_bench_maxwell_cpu(tmp_path, extra):
     assert record["points"] == 8 * 4**3 and record["step_path"] == "stages"
     seconds = record["seconds_per_step"] if "seconds_per_step" in record else record["timing"]["seconds_per_step"]
     assert record["point_stage_updates_per_s"] == pytest.approx(record["points"] * 5 / seconds, rel=1e-9)
+
+
+@pytest.mark.parametrize("size, fragment", [("1e6", "CuPy or a CUDA device is not available"),
+                                            ("nan", "--bytes must be from 1 to 2**40, got nan")])
+def test_bench_copy_refuses_cleanly(size, fragment):
+    """Without CuPy (or with a bad size) `lobatto bench copy` is one line and exit 2, no traceback."""
+    import importlib.util
+
+    if size != "nan" and importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: the copy would run")
+    cmd = [sys.executable, "-m", "lobatto", "bench", "copy", "--bytes", size]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(SRC)))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("lobatto: error:") and fragment in result.stderr and result.stderr.count("\n") == 1

@@ -62,9 +62,9 @@ def bench_parser() -> argparse.ArgumentParser:
     m.add_argument("--png", type=Path, default=None, help="PNG path (default: the JSON's with .png)")
     sub.add_parser("roofline", add_help=False, allow_abbrev=False,
                    help="each Maxwell kernel against the memory and compute roofs (lobatto bench roofline --help)")
-    c = sub.add_parser("copy", help="device-to-device copy bandwidth", allow_abbrev=False)
-    c.add_argument("--bytes", type=float, default=2 * 2**30)
-    c.add_argument("--json", type=Path, default=None)
+    c = sub.add_parser("copy", help="device-to-device copy bandwidth (needs CuPy and a GPU)", allow_abbrev=False)
+    c.add_argument("--bytes", type=float, default=2 * 2**30, help="bytes copied (default: 2 GiB)")
+    c.add_argument("--json", type=Path, default=None, help="write the result as JSON to this file")
     _add_elliptic(sub)
     _add_scaling(sub)
     _add_comm_model(sub)

@@ -76,8 +76,13 @@ def format_sweep(s: dict) -> str:
 
 def copy_command(args) -> int:
     """``lobatto bench copy``: the device-to-device copy bandwidth alone."""
+    from lobatto.backends import get_backend
     from lobatto.bench.maxwell import copy_bandwidth
+    from lobatto.errors import InputError
 
+    if not (1 <= args.bytes <= 2**40):  # (NaN fails too) a copy of 1 TiB fits no GPU
+        raise InputError(f"--bytes must be from 1 to 2**40, got {args.bytes!r}")
+    get_backend("cuda")  # a clear error (exit 2) where there is no CuPy or no device
     cb = copy_bandwidth(int(args.bytes))
     print(f"device-to-device copy of {cb['bytes']} bytes: memcpy {cb['memcpy'] / 1e9:.1f} GB/s, "
           f"copy kernel {cb['copy_kernel'] / 1e9:.1f} GB/s (read + written)")
