@@ -37,8 +37,14 @@ MOVED_MODULES = {
     "lobatto.config.nearfar": ("lobatto.systems.maxwell.far_field_table",),
 }
 
-#: (old module, old name) -> the name's new name, where it changed too
-RENAMED = {("lobatto.probes", "TimeSeries"): "MonitorSet", ("lobatto.restart", "Schedule"): "CheckpointSchedule"}
+#: (old module, old name) -> "new module:new name", for names that changed or that the old
+#: module only imported (user scripts took them from there too)
+RENAMED = {("lobatto.probes", "TimeSeries"): "lobatto.monitors.run_set:MonitorSet",
+           ("lobatto.driver", "TimeSeries"): "lobatto.monitors.run_set:MonitorSet",
+           ("lobatto.steady", "TimeSeries"): "lobatto.monitors.run_set:MonitorSet",
+           ("lobatto.driver", "energy_per_step"): "lobatto.machine.energy_report:energy_per_step",
+           ("lobatto.driver", "EnergyMeter"): "lobatto.machine.power:EnergyMeter",
+           ("lobatto.restart", "Schedule"): "lobatto.runner.schedule:CheckpointSchedule"}
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -59,14 +65,23 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             warnings.warn(message, DeprecationWarning, stacklevel=2)
 
         def __getattr__(name):
-            name = RENAMED.get((old, name), name)
+            if (old, name) in RENAMED:
+                module, _, renamed = RENAMED[(old, name)].partition(":")
+                return getattr(importlib.import_module(module), renamed)
             for target in new:
                 found = importlib.import_module(target)
                 if hasattr(found, name):
                     return getattr(found, name)
             raise AttributeError(f"module {old!r} (now {' and '.join(new)}) has no attribute {name!r}")
 
+        def __dir__():
+            names = {n for (o, n) in RENAMED if o == old}
+            for target in new:
+                names.update(n for n in dir(importlib.import_module(target)) if not n.startswith("_"))
+            return sorted(names)
+
         module.__getattr__ = __getattr__
+        module.__dir__ = __dir__
         module.__doc__ = message
 
 

@@ -65,3 +65,18 @@ def test_renamed_names_follow():
         probes = importlib.import_module("lobatto.probes")
     from lobatto.monitors import MonitorSet
     assert probes.TimeSeries is MonitorSet
+
+
+@pytest.mark.parametrize("old, name, new", [
+    ("lobatto.driver", "TimeSeries", "lobatto.monitors.run_set:MonitorSet"),
+    ("lobatto.steady", "TimeSeries", "lobatto.monitors.run_set:MonitorSet"),
+    ("lobatto.driver", "energy_per_step", "lobatto.machine.energy_report:energy_per_step"),
+    ("lobatto.restart", "Schedule", "lobatto.runner.schedule:CheckpointSchedule"),
+])
+def test_names_the_old_modules_imported_follow_too(old, name, new):
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning):
+        stand_in = importlib.import_module(old)
+    module, _, attr = new.partition(":")
+    assert getattr(stand_in, name) is getattr(importlib.import_module(module), attr)
+    assert name in dir(stand_in) and "no_such_name" not in dir(stand_in)
