@@ -317,3 +317,9 @@ def test_bandwidth_share_slows_compute_only():
     assert half["compute_seconds_per_stage"] == pytest.approx(2 * full["compute_seconds_per_stage"])
     assert half["exchange_seconds"] == full["exchange_seconds"]
     assert half["step_seconds"] - full["step_seconds"] == pytest.approx(5 * full["compute_seconds_per_stage"])
+
+
+def test_nothing_to_model_names_what_is_missing(tmp_path):
+    res = lobatto("--network", "none", tmp_path=tmp_path)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "a --network other than none" in res.stderr

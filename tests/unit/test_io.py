@@ -367,3 +367,9 @@ def test_summary_table_names_what_a_run_without_snapshots_wrote():
     assert "far field: slab_farfield.h5 (1 frequency)" in table
     s["outputs"].insert(0, {"step": 0, "t": 0.0, "files": ["slab_00000.h5"]})
     assert "1 snapshot written" in summary.format_summary_table(s)
+
+
+@pytest.mark.parametrize("samples, words", [(1, "(1 sample)"), (6, "(6 samples)")])
+def test_summary_table_counts_time_series_samples(samples, words):
+    s = {"order": 3, "time_series": {"files": ["run_probes.csv", "run_probes.h5"], "samples": samples}}
+    assert f"time series: run_probes.csv, run_probes.h5 {words}" in summary.format_summary_table(s)

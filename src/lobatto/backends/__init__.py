@@ -32,7 +32,8 @@ def get_backend(name: str = "cpu", precision: str = "float64", device_id: int | 
     if name == "cuda":
         ok, why = cuda_available()
         if not ok:
-            raise InputError(f"backend 'cuda' was requested but {why}; use --backend cpu")
+            raise InputError(f"backend 'cuda' was requested but {why}; use the cpu backend ([backend] name = "
+                             "\"cpu\", --backend cpu, or backend=\"cpu\" in Python)")
         if device_id is not None:
             import cupy
 

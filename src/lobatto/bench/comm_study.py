@@ -96,7 +96,7 @@ def command(args) -> int:
     if args.network != "none":
         sources.append((f"ASSUMED {args.network}", comm_loggp.ASSUMED[args.network], Software()))
     if not sources and not args.measure:
-        raise InputError("nothing to model: give --measure, --sysbench, --params or a --network")
+        raise InputError("nothing to model: give --measure, --sysbench, --params or a --network other than none")
     if rank != 0:
         return 0
     ranks_list = [2**k for k in range(int(math.log2(args.max_ranks)) + 1)]

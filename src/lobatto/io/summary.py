@@ -207,7 +207,8 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
     series = s.get("time_series")  # [output.probes], [output.integrals], [output.dft], [output.far_field]
     if isinstance(series, Mapping):
         if series.get("files"):
-            lines.append(f"  time series: {', '.join(series['files'])} ({series.get('samples')} samples)")
+            samples = series.get("samples")
+            lines.append(f"  time series: {', '.join(series['files'])} ({samples} sample{'' if samples == 1 else 's'})")
         for key, label in (("dft", "transforms"), ("far_field", "far field")):
             entry = series.get(key)
             if isinstance(entry, Mapping) and entry.get("file"):
