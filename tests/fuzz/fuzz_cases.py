@@ -1176,6 +1176,25 @@ def lobatto_command(args: list, python: str = sys.executable, memory_limit: int 
     return [python, "-c", _LIMITED, str(int(limit)), *args]
 
 
+def run_in(directory, cmd: list, env: dict, timeout: float) -> tuple:
+    """Run ``cmd`` in ``directory`` in a session of its own: (exit code, or None when it ran
+    past ``timeout`` and its whole process group was killed; stdout; stderr; seconds)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=directory, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group of the process started here
+        except ProcessLookupError:
+            pass
+        stdout, stderr = proc.communicate()
+        rc = None
+    return rc, stdout, stderr, time.perf_counter() - start
+
+
 def run_text(text: bytes, timeout: float, python: str = sys.executable,
              memory_limit: int | None = None) -> Outcome:
     """Run ``lobatto run case.toml -o out --quiet`` on ``text`` in a fresh directory."""
@@ -1184,20 +1203,7 @@ def run_text(text: bytes, timeout: float, python: str = sys.executable,
         (tmp_path / "case.toml").write_bytes(text)
         out_dir = tmp_path / "out"
         cmd = lobatto_command(["run", "case.toml", "-o", "out", "--quiet"], python, memory_limit)
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=tmp, env=_environment(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-            rc: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the group of the process started here
-            except ProcessLookupError:
-                pass
-            stdout, stderr = proc.communicate()
-            rc = None
-        seconds = time.perf_counter() - start
+        rc, stdout, stderr, seconds = run_in(tmp, cmd, _environment(), timeout)
         summary_ok, problem = None, ""
         if rc == 0:
             summary = out_dir / "summary.json"

@@ -39,9 +39,7 @@ import json
 import os
 import random
 import re
-import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -328,20 +326,7 @@ def run_case(case: MeshCase, timeout: float, memory_limit: int = MEMORY_LIMIT, k
         (tmp_path / "case.toml").write_bytes(case.case)
         (tmp_path / case.mesh_name).write_bytes(case.mesh)
         cmd = fuzz_cases.lobatto_command(["run", "case.toml", "-o", "out", "--quiet"], sys.executable, memory_limit)
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=tmp, env=_environment(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-            rc: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _, stderr = proc.communicate()
-            rc = None
-        seconds = time.perf_counter() - start
+        rc, _, stderr, seconds = fuzz_cases.run_in(tmp, cmd, _environment(), timeout)
         leftovers = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.tmp*")) if rc is not None else []
         summary = (tmp_path / "out" / "summary.json").is_file()
         return Outcome(rc, stderr.decode("utf-8", "replace"), seconds, summary, leftovers)

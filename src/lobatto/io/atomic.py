@@ -221,6 +221,20 @@ def h5_create(path: str | os.PathLike):
 
 
 @contextlib.contextmanager
+def h5_output(path: str | os.PathLike, attrs: dict):
+    """An output HDF5 file, written atomically (atomic_path, h5_create), whose root attributes
+    are the run's ``attrs`` (the effective configuration, the equations, the output name) and
+    ``lobatto_version``, in that order; the caller adds the rest inside the ``with``."""
+    from lobatto import __version__
+
+    with atomic_path(path) as tmp, h5_create(tmp) as f:
+        for key, value in attrs.items():
+            f.attrs[key] = value
+        f.attrs["lobatto_version"] = __version__
+        yield f
+
+
+@contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", fsync: bool = True, **kwargs) -> Iterator[IO]:
     """Like :func:`open` for writing, but the file appears atomically on success.
 

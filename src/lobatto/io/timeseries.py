@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto import __version__
-from lobatto.io.atomic import atomic_open, atomic_path, h5_create, output_errors
+from lobatto.io.atomic import atomic_open, h5_output, output_errors
 
 #: the largest share of wall time the HDF5 rewrites may take
 REWRITE_SHARE = 0.05
@@ -130,10 +129,7 @@ class TimeSeriesWriter:
 
     def write_hdf5(self) -> None:
         start = time.perf_counter()
-        with atomic_path(self.h5_path) as tmp, h5_create(tmp) as f:
-            for key, value in self.attrs.items():
-                f.attrs[key] = value
-            f.attrs["lobatto_version"] = __version__
+        with h5_output(self.h5_path, self.attrs) as f:
             f.attrs["columns"] = self.columns
             if self.probes is not None:
                 group = f.create_group("probes")

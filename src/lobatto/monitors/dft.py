@@ -102,7 +102,7 @@ class DftMonitor(Monitor):
 
     def __init__(self, section, system, comm=None):
         self.settings, self.system, self.comm = section, system, comm
-        mesh, backend, xp = system.mesh, system.backend, system.backend.xp
+        mesh, xp = system.mesh, system.backend.xp
         self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
         self.region_fields = [system.field_names.index(f) for f in section.fields]
         self.parts = []  # (kind, name, face or None, host elements, device elements, normals, weights)
@@ -231,17 +231,13 @@ class DftMonitor(Monitor):
 
     def write(self, directory, name: str, attrs: dict) -> Path | None:
         """Collective: ``NAME_dft.h5`` written by rank 0 (atomically)."""
-        from lobatto import __version__
-        from lobatto.io.atomic import atomic_path, h5_create
+        from lobatto.io.atomic import h5_output
 
         results = self.results()
         if results is None:
             return None
         path = Path(directory) / file_name(name)
-        with atomic_path(path) as tmp, h5_create(tmp) as f:
-            for key, value in attrs.items():
-                f.attrs[key] = value
-            f.attrs["lobatto_version"] = __version__
+        with h5_output(path, attrs) as f:
             f["frequencies"] = np.asarray(self.settings.frequencies, dtype=np.float64)
             f.attrs["t_first"] = float(self.first_time if self.first_time is not None else 0.0)
             f.attrs["t_last"] = float(self.last_time if self.last_time is not None else 0.0)

@@ -279,17 +279,14 @@ class FarFieldMonitor(DftMonitor):
 
     def write(self, directory, name: str, attrs: dict) -> Path | None:
         """Collective: ``NAME_farfield.h5`` written by rank 0 (atomically)."""
-        from lobatto import __version__
-        from lobatto.io.atomic import atomic_path, h5_create
+        from lobatto.io.atomic import h5_output
 
         results = self.results()
         if results is None:
             return None
         path = Path(directory) / file_name(name)
-        with atomic_path(path) as tmp, h5_create(tmp) as f:
-            for key, value in attrs.items():
-                f.attrs[key] = value
-            f.attrs.update(lobatto_version=__version__, samples=self.samples, origin=self.origin,
+        with h5_output(path, attrs) as f:
+            f.attrs.update(samples=self.samples, origin=self.origin,
                            epsilon=self.epsilon, mu=self.mu, incident=self.wave.name if self.wave else "",
                            surface=self.settings.surface.describe(), surface_faces=self.faces["scattering"],
                            t_first=float(self.first_time or 0.0), t_last=float(self.last_time or 0.0))
