@@ -49,6 +49,7 @@ import math
 
 import numpy as np
 
+from lobatto.backends.base import reference_kernel
 from lobatto.discretization import derivative_matrix, gll_points
 from lobatto.discretization.tensor import along, derivative_r, derivative_s, derivative_t
 from lobatto.errors import InputError
@@ -184,16 +185,32 @@ class Advection:
                 result += contravariant[2] * derivative_t(xp, f, d)
                 out[c] = result
             return out
-        I, ID, G = self.interp, self.interp_derivative, self.factors
-        fine_u = interpolate(self.backend, velocity, I)  # (3, E, M, M, M)
-        contravariant = [G[b, 0] * fine_u[0] + G[b, 1] * fine_u[1] + G[b, 2] * fine_u[2] for b in range(3)]
-        del fine_u
-        for c in range(fields.shape[0]):
-            f = fields[c]
-            product = contravariant[0] * tensor_apply(xp, f, ID, I, I)
-            product += contravariant[1] * tensor_apply(xp, f, I, ID, I)
-            product += contravariant[2] * tensor_apply(xp, f, I, I, ID)
-            out[c] = interpolate(self.backend, product, self.interp_transpose)
+        return self.convective_with(self.contravariant(velocity), fields, out=out)
+
+    def contravariant(self, velocity, out=None):
+        """(3, E, M, M, M) fine-grid contravariant velocity U_b = sum_a G[b, a] (I u_a) (weights and
+        Jacobian included) of velocity (3, E, n, n, n); linear in u, so a combination of the
+        U of several velocities is the U of their combination (the sub-steps use this).
+        Needs ``dealias``. Backend kernel ``advection_contravariant``."""
+        self._check(velocity, velocity[:1])
+        if not self.dealias:
+            raise InputError("Advection.contravariant needs dealias=True (the fine grid)")
+        xp = self.backend.xp
+        if out is None:
+            m = self.fine_points
+            out = xp.empty((3, velocity.shape[1], m, m, m), dtype=self.dtype)
+        kernel = self.backend.kernel("advection_contravariant", order=self.order, fine=self.fine_points)
+        kernel(velocity, self.factors, self.interp, out)
+        return out
+
+    def convective_with(self, contravariant, fields, out=None):
+        """(k, E, n, n, n) local weak convective term of fields (k, E, n, n, n) by the fine
+        contravariant velocity of ``contravariant``. Backend kernel ``advection_apply``."""
+        xp = self.backend.xp
+        if out is None:
+            out = xp.empty(fields.shape, dtype=self.dtype)
+        kernel = self.backend.kernel("advection_apply", order=self.order, fine=self.fine_points)
+        kernel(contravariant, fields, self.interp, self.interp_derivative, self.interp_transpose, out)
         return out
 
     def courant(self, velocity, dt) -> float:
@@ -207,3 +224,36 @@ class Advection:
             rate *= self.inverse_spacing[b]
             total = rate if total is None else total + rate
         return float(dt) * float(total.max())
+
+
+@reference_kernel("advection_contravariant")
+def reference_contravariant(backend, order, fine):
+    """contravariant(velocity (3, E, n, n, n), factors (3, 3, E, M, M, M), interp (M, n), out (3, E, M, M, M))."""
+    xp = backend.xp
+
+    def contravariant(velocity, factors, interp, out):
+        fine_u = interpolate(backend, velocity, interp)
+        for b in range(3):
+            out[b] = factors[b, 0] * fine_u[0] + factors[b, 1] * fine_u[1] + factors[b, 2] * fine_u[2]
+        return out
+
+    return contravariant
+
+
+@reference_kernel("advection_apply")
+def reference_apply(backend, order, fine):
+    """apply(contravariant (3, E, M, M, M), fields (k, E, n, n, n), interp (M, n), interp_derivative
+    (M, n), interp_transpose (n, M), out (k, E, n, n, n)): out_c = I^T [sum_b U_b d f_c / d r_b]."""
+    xp = backend.xp
+
+    def apply(contravariant, fields, interp, interp_derivative, interp_transpose, out):
+        I, ID = interp, interp_derivative
+        for c in range(fields.shape[0]):
+            f = fields[c]
+            product = contravariant[0] * tensor_apply(xp, f, ID, I, I)
+            product += contravariant[1] * tensor_apply(xp, f, I, ID, I)
+            product += contravariant[2] * tensor_apply(xp, f, I, I, ID)
+            out[c] = interpolate(backend, product, interp_transpose)
+        return out
+
+    return apply
