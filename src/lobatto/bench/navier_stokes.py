@@ -15,7 +15,8 @@ the changed case is checked as ``lobatto run`` checks it.
   ``steps`` more steps with its timers on, the pressure solve's own parts (system.profile);
 * time to solution (``t_end``): from t = 0 to t_end, the set-up and the steps timed apart
   (the steps' time includes the first steps' kernel compilation, as a run's does): steps
-  taken, mean dt, the parts, and the diagnostics (kinetic energy, dissipation) every
+  taken, mean dt, the seconds per step after the first WARMUP_STEPS (as ``lobatto run``'s
+  rate), the parts, and the diagnostics (kinetic energy, dissipation) every
   ``diagnostics_every`` steps, compared for the TGV with the 512^3 reference
   (bench/navier_stokes_report.py).
 
@@ -35,6 +36,7 @@ from lobatto.api import Simulation, load_case, parse_case
 from lobatto.bench.navier_stokes_report import compare_with_reference, find_reference, format_result
 from lobatto.bench.report import cpu_model, run_meta, write_json
 from lobatto.errors import InputError
+from lobatto.runner.simulation import WARMUP_STEPS
 
 #: throughput mode: steps timed and warm-up steps before them (benchmarks/bench_tgv.py's)
 DEFAULT_STEPS, DEFAULT_WARMUP = 20, 10
@@ -229,12 +231,18 @@ def to_time(sim) -> dict:
     every = system.diagnostics_every
     history = [sample(sim)] if every else []
     seconds, totals = dict(system.seconds), dict(system.totals)
+    first = None  # (steps, seconds) of the first steps, kernel compilation among them
     start = time.perf_counter()
     while not sim.finished:
         chunk = (every or CHECK_EVERY) - sim.step_count % (every or CHECK_EVERY)
+        if sim.step_count < WARMUP_STEPS:
+            chunk = min(chunk, WARMUP_STEPS - sim.step_count)
         if not sim.variable_dt:
             chunk = min(chunk, sim.steps - sim.step_count)
         sim.advance(chunk)  # its state check stops a run gone unstable (exit 1)
+        if first is None and sim.step_count >= WARMUP_STEPS:
+            sim.backend.synchronize()
+            first = (sim.step_count, time.perf_counter() - start)
         report = system.step_report()
         if "kinetic_energy" in report:
             history.append({"t": sim.t, **{k: report[k] for k in ("kinetic_energy", "enstrophy", "dissipation",
@@ -250,6 +258,9 @@ def to_time(sim) -> dict:
               **iterations_since(system, totals, steps), "cfl": sim.largest_cfl,
               "parts": parts_of(system, seconds, elapsed, steps),
               "history": {k: [h.get(k) for h in history] for k in (history[0] if history else {})}}
+    if first is not None and steps > first[0]:
+        result["first_steps"] = {"steps": first[0], "seconds": first[1]}
+        result["seconds_per_step_after_first"] = (elapsed - first[1]) / (steps - first[0])
     if sim.variable_dt and sim.dt_range is not None:
         result["dt_range"] = list(sim.dt_range)
     return result

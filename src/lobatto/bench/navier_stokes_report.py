@@ -149,8 +149,12 @@ def format_result(r: dict) -> str:
         lines += [f"  t = 0 -> {r['t_end']:.6g}: {r['steps']} steps, {dt}",
                   f"  wall: steps {r['run_seconds']:.2f} s   set-up {r['setup_seconds']:.2f} s   "
                   f"total {r['total_seconds']:.2f} s",
-                  f"  {r['seconds_per_step'] * 1e3:.2f} ms/step   {r['point_steps_per_second']:.3e} point-steps/s   {its}",
-                  "", *parts_lines(r["parts"])]
+                  f"  {r['seconds_per_step'] * 1e3:.2f} ms/step   {r['point_steps_per_second']:.3e} point-steps/s   {its}"]
+        if "first_steps" in r:
+            f = r["first_steps"]
+            lines.append(f"  the first {f['steps']} steps {f['seconds']:.2f} s, then "
+                         f"{r['seconds_per_step_after_first'] * 1e3:.2f} ms/step")
+        lines += ["", *parts_lines(r["parts"])]
         if "reference" in r:
             lines += [""] + reference_lines(r["reference"], r["t_end"])
     return "\n".join(lines)
