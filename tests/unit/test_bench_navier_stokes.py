@@ -63,6 +63,9 @@ def test_time_to_solution_record(tmp_path):
     assert r["steps"] >= 5 and r["steps"] * r["mean_dt"] == pytest.approx(0.5)
     assert r["total_seconds"] == pytest.approx(r["setup_seconds"] + r["run_seconds"])
     assert r["seconds_per_step"] == pytest.approx(r["run_seconds"] / r["steps"])
+    assert r["first_steps"]["steps"] == 2 and 0 < r["first_steps"]["seconds"] < r["run_seconds"]
+    assert r["seconds_per_step_after_first"] == pytest.approx(
+        (r["run_seconds"] - r["first_steps"]["seconds"]) / (r["steps"] - 2))
     h = r["history"]
     assert h["t"][0] == 0.0 and h["t"][-1] == pytest.approx(0.5) and len(h["t"]) == len(h["kinetic_energy"]) >= 4
     assert h["kinetic_energy"][0] == pytest.approx(0.125, rel=0.05)  # 1/8, by an under-resolved quadrature
@@ -142,3 +145,28 @@ def test_bad_options_exit_2(args, fragment):
 def test_cfl_and_target_cfl_are_one_or_the_other():
     proc = bench("--backend", "cpu", "--cfl", "0.5", "--target-cfl", "0.5")
     assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
+
+
+def test_options_change_only_their_keys():
+    """The parser's options as case keys: [time] substeps only above 0, one rule for the step,
+    the pressure solver's coarse and precision; a case file's other keys stay as written."""
+    from lobatto.bench.cli import bench_parser
+    from lobatto.bench.navier_stokes import apply_options, tgv_data
+
+    def changed(*argv, data=None):
+        args = bench_parser().parse_args(["navier-stokes", *argv])
+        return apply_options(data or tgv_data(2, 3), args, "time" if args.t_end else "throughput")
+
+    d = changed()
+    assert d["time"] == {"integrator": "bdf2", "t_end": 20.0, "cfl": 0.5} and d["physics"]["diagnostics_every"] == 10
+    d = changed("--substeps", "2", "--target-cfl", "3", "--max-cfl", "5", "--integrator", "bdf3", "--t-end", "4",
+                "--pressure-coarse", "pcg", "--precision", "float32")
+    assert d["time"] == {"integrator": "bdf3", "t_end": 4.0, "target_cfl": 3.0, "substeps": 2, "max_cfl": 5.0}
+    assert d["solver"]["pressure"]["coarse"] == "pcg" and d["solver"]["pressure"]["precision"] == "float32"
+    assert d["physics"]["diagnostics_every"] == 5
+    case = {"physics": {"equations": "navier_stokes", "diagnostics_every": 3},
+            "time": {"integrator": "bdf3", "dt": 1e-3, "t_end": 0.1}}
+    d = changed("--case", "x.toml", "--substeps", "0", data=json.loads(json.dumps(case)))
+    assert d["time"] == case["time"] and d["physics"]["diagnostics_every"] == 3  # the file's own step
+    d = changed("--case", "x.toml", "--cfl", "0.3", data=json.loads(json.dumps(case)))
+    assert d["time"] == {"integrator": "bdf3", "t_end": 0.1, "cfl": 0.3}

@@ -137,7 +137,7 @@ def apply_options(data: dict, args, mode: str) -> dict:
 
 
 def build(args, mode: str):
-    """(Simulation, set-up seconds, case, temporary directory) of the changed case on --backend, in a temporary directory."""
+    """(Simulation, set-up seconds, case, temporary directory) of the changed case on --backend."""
     data, source, name = case_data(args)
     case = parse_case(apply_options(data, args, mode), source=source, name=name)
     directory = Path(tempfile.mkdtemp(prefix="lobatto_bench_ns_"))
