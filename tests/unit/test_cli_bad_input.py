@@ -37,6 +37,7 @@ OUTPUT_PATHS = [
     (["bench", "copy", "--json"], "--json"),
     (["bench", "helmholtz", "--backend", "cpu", "--orders", "2", "--json"], "--json"),
     (["bench", "poisson", "--backend", "cpu", "--order", "2", "--elements", "2", "2", "2", "--json"], "--json"),
+    (["bench", "navier-stokes", "--backend", "cpu", "--elements", "2", "--order", "2", "--json"], "--json"),
     (["bench", "scaling", "--strong", "--sizes", "8", "--ranks", "1", "--json"], "--json"),
     (["bench", "comm-model", "--json"], "--json"),
     (["bench", "comm-model", "--png"], "--png"),

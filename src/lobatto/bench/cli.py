@@ -9,6 +9,7 @@ measuring modules' ``command`` functions (the measuring modules never import thi
     lobatto bench copy [--bytes B]            # device-to-device copy bandwidth alone
     lobatto bench roofline --backend cuda --orders 7 14 [--sysbench SYSBENCH.json]   (bench/roofline.py)
     lobatto bench helmholtz ... / lobatto bench poisson ...   (bench/helmholtz.py, bench/poisson.py)
+    lobatto bench navier-stokes [--elements E --order N | --case FILE] [--t-end T] ...   (bench/navier_stokes.py)
     lobatto bench comm-model [--measure | --sysbench F]       (bench/comm_study.py, docs/comm-model.md)
     lobatto bench scaling --strong|--weak [--ranks 1 2 4] [--sizes ...]   (bench/scaling.py, docs/scaling.md)
     lobatto sysbench ...                                      (bench/sysbench.py, docs/sysbench.md)
@@ -66,6 +67,7 @@ def bench_parser() -> argparse.ArgumentParser:
     c.add_argument("--bytes", type=float, default=2 * 2**30, help="bytes copied (default: 2 GiB)")
     c.add_argument("--json", type=Path, default=None, help="write the result as JSON to this file")
     _add_elliptic(sub)
+    _add_navier_stokes(sub)
     _add_scaling(sub)
     _add_comm_model(sub)
     return p
@@ -102,6 +104,39 @@ def _add_elliptic(sub) -> None:
     p.add_argument("--jacobi", action="store_true", help="also solve with Jacobi-PCG, for its iteration count")
     p.add_argument("--device", type=int, default=None, help="CUDA device id")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
+
+
+def _add_navier_stokes(sub) -> None:
+    n = sub.add_parser("navier-stokes", allow_abbrev=False,
+                       help="a Navier-Stokes case (default: the TGV): throughput per step, or time to --t-end")
+    n.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
+    n.add_argument("--case", type=Path, default=None, metavar="FILE",
+                   help="a Navier-Stokes case file instead of the built-in Taylor-Green vortex")
+    n.add_argument("--elements", type=int, default=None, metavar="E", help="TGV box of E^3 elements (default 16)")
+    n.add_argument("--order", type=int, default=None, help="polynomial order (default: TGV 7, a case file's own)")
+    step = n.add_mutually_exclusive_group()
+    step.add_argument("--cfl", type=float, default=None,
+                      help="fixed dt from this CFL number of the initial flow ([time] cfl; TGV default 0.5)")
+    step.add_argument("--target-cfl", type=float, default=None, help="variable dt aiming at this CFL number")
+    n.add_argument("--integrator", default=None, choices=("bdf1", "bdf2", "bdf3"),
+                   help="[time] integrator (default: TGV bdf2, a case file's own)")
+    n.add_argument("--substeps", type=int, default=0,
+                   help="[time] substeps: sub-steps of the advection per step (0, the default: extrapolated)")
+    n.add_argument("--max-cfl", type=float, default=None, help="[time] max_cfl: a step above it stops the run")
+    n.add_argument("--pressure-coarse", default=None, metavar="KIND", help="[solver.pressure] coarse")
+    n.add_argument("--precision", default=None, choices=("float64", "float32"),
+                   help="[solver.pressure] precision (of the preconditioner)")
+    n.add_argument("--diagnostics-every", type=int, default=None, metavar="K",
+                   help="[physics] diagnostics_every (TGV default: 10, with --t-end 5)")
+    n.add_argument("--steps", type=int, default=None, help="timed steps (default 20)")
+    n.add_argument("--warmup", type=int, default=None, help="steps before the timed ones (default 10)")
+    n.add_argument("--no-profile", action="store_true", help="skip the pressure solve's profiled steps")
+    n.add_argument("--t-end", type=float, default=None, metavar="T",
+                   help="time to solution: run from t = 0 to T (instead of --steps)")
+    n.add_argument("--reference", nargs="?", const="auto", default=None, metavar="FILE",
+                   help="with --t-end: compare with the 512^3 TGV history (default for the built-in TGV: "
+                        "shared/reference/tgv beside the repository, else its README's peak)")
+    n.add_argument("--json", type=Path, default=None, help="write the results here")
 
 
 def _add_scaling(sub) -> None:
@@ -285,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         from lobatto.bench import poisson
 
         return poisson.command(args)
+    if args.what == "navier-stokes":
+        from lobatto.bench import navier_stokes
+
+        return navier_stokes.command(args)
     if args.what == "comm-model":
         from lobatto.bench import comm_study
 
