@@ -56,7 +56,7 @@ def measure(system, case, backend, kind: str, cycles: int, tolerance: float, rep
     if kind == "amg":
         step = solve.step
         entry.update(amg_levels=solve.level_sizes, graph_captured=bool(step.captured),
-                     graph_fallback=step.fallback_reason)
+                     graph_fallback=step.fallback_reason, graph_mismatch=solve.graph_mismatch)
     return entry
 
 

@@ -103,3 +103,23 @@ def test_sparse_matrix_of_the_cpu_backend(backend):
     x = np.random.default_rng(2).standard_normal(30).astype(np.float32)
     assert (matrix @ x).dtype == np.float32
     np.testing.assert_allclose(matrix @ x, host @ x, rtol=1e-5, atol=1e-6)
+
+
+def test_a_replay_that_differs_from_a_plain_cycle_falls_back(backend, monkeypatch):
+    """A recorded cycle that left work out (here: one that does nothing) is caught at its first
+    replay; the answer is the plain cycle's, and so is every later one."""
+
+    class Broken:
+        captured, fallback_reason = True, None
+
+        def __call__(self):
+            pass
+
+    level = coarse_level(backend, False)
+    reference = AmgCoarseSolve(level.operator, level.assembly, max_coarse=15)
+    monkeypatch.setattr(backend, "capture", lambda function, allowed=None: Broken())
+    solve = AmgCoarseSolve(level.operator, level.assembly, max_coarse=15)
+    b = random_continuous(level, np.random.default_rng(9), backend)
+    np.testing.assert_array_equal(solve(b), reference(b))
+    assert solve.graph_mismatch and not solve.step.captured and "differed" in solve.step.fallback_reason
+    np.testing.assert_array_equal(solve(2 * b), reference(2 * b))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lobatto.backends.base import PlainStep
 from lobatto.errors import InputError, SolverError
 from lobatto.solvers.chebyshev import LOWER_FACTOR, UPPER_FACTOR, Chebyshev, estimate_max_eigenvalue
 from lobatto.solvers.coarse import CoarseVector, canonical_numbering, gathered_entries
@@ -102,6 +103,20 @@ def build_hierarchy(matrix, null_space: bool, max_coarse: int = MAX_COARSE) -> d
     return {"levels": levels, "inverse": dense_inverse(solver.levels[-1].A.toarray(), null_space)}
 
 
+def host_hierarchy(values, rows, cols, size: int, free, null_space: bool, max_coarse: int, order: int) -> dict:
+    """build_hierarchy of the matrix of the gathered element entries (coarse.gathered_entries),
+    restricted to the ``free`` (not Dirichlet) points; "operator": that matrix."""
+    import scipy.sparse  # pyamg's own dependency
+
+    # duplicates are summed in input order: global element order, whatever the partition
+    matrix = scipy.sparse.coo_matrix((values, (rows, cols)), shape=(size, size)).tocsr()
+    matrix = matrix[free][:, free].tocsr()
+    if not np.isfinite(matrix.data).all():
+        raise SolverError(f"coarse grid: the assembled order-{order} matrix ({size} points) has non-finite entries: "
+                          "the operator's coefficients times the metric factors overflow")
+    return {**build_hierarchy(matrix, null_space, max_coarse), "operator": matrix}
+
+
 class AmgCoarseSolve:
     """x ~ A_c^-1 b on the coarse level by ``cycles`` AMG V-cycles run on the backend (see
     the module docstring); the same arguments as coarse.DenseCoarseSolve."""
@@ -113,8 +128,6 @@ class AmgCoarseSolve:
         max_coarse = MAX_COARSE if max_coarse is None else int(max_coarse)
         degree = DEGREE if degree is None else int(degree)
         cycles = CYCLES if cycles is None else int(cycles)
-        import scipy.sparse  # pyamg's own dependency
-
         size = assembly.num_global_points
         comm = comm if comm is not None and comm.Get_size() > 1 else None
         numbering, owner = canonical_numbering(assembly, comm)
@@ -125,16 +138,15 @@ class AmgCoarseSolve:
         free = np.flatnonzero(~fixed)
         hierarchy = None
         if comm is None or comm.Get_rank() == 0:
-            # duplicates are summed in input order: global element order, whatever the partition
-            matrix = scipy.sparse.coo_matrix((values, (rows, cols)), shape=(size, size)).tocsr()
-            matrix = matrix[free][:, free].tocsr()
-            if not np.isfinite(matrix.data).all():
-                raise SolverError(f"coarse grid: the assembled order-{assembly.order} matrix ({size} points) has "
-                                  "non-finite entries: the operator's coefficients times the metric factors overflow")
-            hierarchy = build_hierarchy(matrix, self.null_space, max_coarse)
-            hierarchy["operator"] = matrix
+            try:
+                hierarchy = host_hierarchy(values, rows, cols, size, free, self.null_space, max_coarse,
+                                           assembly.order)
+            except Exception as exc:  # noqa: BLE001  (raised below on every rank, not only here)
+                hierarchy = exc
         if comm is not None:
             hierarchy = comm.bcast(hierarchy, root=0)
+        if isinstance(hierarchy, Exception):
+            raise hierarchy
         backend = assembly.backend
         self.backend, self.dtype = backend, np.dtype(dtype or operator.dtype)
         self.vector = CoarseVector(backend, numbering, owner, size, assembly.shape, comm)
@@ -156,6 +168,7 @@ class AmgCoarseSolve:
         self._x = backend.zeros(size, dtype=self.dtype)
         # the whole cycle reads _b and writes _x: recorded once as a CUDA graph (plain calls elsewhere)
         self.step = backend.capture(self._run)
+        self.graph_mismatch = None  # after the first replay: whether it differed from a plain cycle
 
     def _vcycle(self, index: int, b):
         if index == len(self.matrices):
@@ -180,4 +193,19 @@ class AmgCoarseSolve:
     def __call__(self, b):
         self._b[...] = self.vector.gather(b)[self.free]
         self.step()
+        if self.graph_mismatch is None and self.step.captured:
+            self._check_replay()
         return self.vector.scatter(self._x)
+
+    def _check_replay(self) -> None:
+        """Once, after the first replay: run the cycle plainly on the same b and compare. A
+        library call that escaped the recording (a product queued on another stream) would
+        leave its result out of every replay; then the cycle runs plainly from now on."""
+        xp = self.backend.xp
+        replayed = self._x.copy()
+        self._run()
+        difference = float(xp.abs(replayed - self._x).max())
+        self.graph_mismatch = not difference <= 1e-5 * float(xp.abs(self._x).max())
+        if self.graph_mismatch:
+            self.step = PlainStep(self._run)
+            self.step.fallback_reason = f"the replayed graph differed from a plain cycle by {difference:.3g}"
