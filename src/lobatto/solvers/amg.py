@@ -42,8 +42,11 @@ from lobatto.solvers.coarse import CoarseVector, canonical_numbering, gathered_e
 MAX_COARSE = 2000
 #: Chebyshev degree of the AMG levels' smoother: a product with A per degree and sweep
 DEGREE = 2
-#: V-cycles per coarse solve (x += V(b - A x) after the first): a fixed linear map either way
-CYCLES = 1
+#: V-cycles per coarse solve (x += V(b - A x) after the first): a fixed linear map either way.
+#: Two: at the 36^3 coarse level one cycle leaves 0.20 of the error (A-norm), two 0.05, and
+#: an outer iteration saved (a fine V-cycle) costs far more than a coarse cycle's launches
+#: (24^3 x N = 3 on the CPU: 9 outer iterations with Jacobi-PCG to 1e-2, 11 with one cycle, 10 with two)
+CYCLES = 2
 
 
 def amg_available() -> bool:
