@@ -128,3 +128,19 @@ def test_a_replay_that_differs_from_a_plain_cycle_falls_back(backend, monkeypatc
     np.testing.assert_array_equal(solve(b), reference(b))
     assert solve.graph_mismatch and not solve.step.captured and "differed" in solve.step.fallback_reason
     np.testing.assert_array_equal(solve(2 * b), reference(2 * b))
+
+
+def test_small_and_empty_coarse_levels(backend):
+    """At most MAX_COARSE free points: one dense inverse (here equal to Cholesky's); none at
+    all (one element, every point on a Dirichlet side): x = 0."""
+    level = coarse_level(backend, False)
+    solve = AmgCoarseSolve(level.operator, level.assembly)
+    assert solve.level_sizes == [5 * 4 * 3]  # the interior points of the 7 x 6 x 5
+    b = random_continuous(level, np.random.default_rng(4), backend)
+    reference = DenseCoarseSolve(level.operator, level.assembly)(b)
+    assert np.abs(solve(b) - reference).max() <= 1e-12 * np.abs(reference).max()
+    mesh = box_mesh((1, 1, 1))
+    single = Level.build(mesh, 1, backend, dirichlet=mesh.face_neighbour < 0)
+    empty = AmgCoarseSolve(single.operator, single.assembly)
+    assert empty.level_sizes == [0]
+    np.testing.assert_array_equal(empty(single.mask * 0.0), np.zeros(single.assembly.shape))

@@ -91,6 +91,9 @@ def dense_inverse(matrix: np.ndarray, null_space: bool) -> np.ndarray:
 def build_hierarchy(matrix, null_space: bool, max_coarse: int = MAX_COARSE) -> dict:
     """Host hierarchy of the SPD (or, with ``null_space``, constants-singular) CSR ``matrix``:
     {"levels": [(A, P, inverse diagonal, largest eigenvalue of D^-1 A)], "inverse": dense}."""
+    size = matrix.shape[0]
+    if size <= max_coarse:  # small enough to invert whole (no point at all: every one is a Dirichlet point)
+        return {"levels": [], "inverse": dense_inverse(matrix.toarray(), null_space) if size else np.zeros((0, 0))}
     pyamg = import_pyamg()
     state = np.random.get_state()
     np.random.seed(0)  # pyamg estimates spectral radii from random vectors: the same hierarchy every time
