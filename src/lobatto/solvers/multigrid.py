@@ -165,8 +165,8 @@ class PMultigrid:
         ``finest``: an existing Level of the same order and dtype to reuse. ``degree``: of the
         Chebyshev smoother (nekRS's default, 3). ``coarse``: "cholesky", "pcg" (Jacobi-PCG to
         ``coarse_tol``), "amg" (pyamg's hierarchy, cycled on the backend) or "auto"
-        (Cholesky up to DENSE_LIMIT coarse points, above it amg where pyamg imports, else pcg). ``null_space``:
-        the operator is singular with the constants as null space (h2 = 0, no Dirichlet
+        (Cholesky up to DENSE_LIMIT coarse points, above it amg where pyamg imports, else
+        pcg). ``null_space``: the operator is singular with the constants as null space (h2 = 0, no Dirichlet
         point); the coarse solve then works on 1^T b = 0 and returns 1^T x = 0."""
         orders = tuple(int(o) for o in orders)
         if not orders or any(o < 1 for o in orders) or any(a <= b for a, b in zip(orders, orders[1:])):
