@@ -1,5 +1,6 @@
 """solvers.elliptic on 1, 2 and 3 ranks: the singular (null_space=True) solves on a pure-Neumann
-curved box and a periodic curved box, and VectorHelmholtzSolver before and after
+curved box and a periodic curved box, with the Cholesky and the AMG coarse solve (and AMG on
+a Dirichlet problem, by plain CG), and VectorHelmholtzSolver before and after
 set_coefficients, give the same solution (to 1e-12) and the same iteration counts.
 
 This file is also the script that ``mpiexec`` runs: ``python test_solvers_elliptic_ranks.py
@@ -37,8 +38,11 @@ def solve_cases(comm, partitioner: str):
     from lobatto.mesh.box import box_mesh
     from lobatto.mesh.geometry import compute_geometry
     from lobatto.mesh.partition import partition_box
+    from lobatto.solvers import amg
     from lobatto.solvers.elliptic import EllipticSolver, VectorHelmholtzSolver
     from lobatto.solvers.multigrid import Level
+
+    amg.MAX_COARSE = 12  # the 60-point coarse level gets a hierarchy, not just the dense inverse
 
     rank, size = comm.Get_rank(), comm.Get_size()
     ids = None if size == 1 else partition_box(ELEMENTS, size, rank, partitioner)
@@ -55,9 +59,11 @@ def solve_cases(comm, partitioner: str):
 
     neumann = box_mesh(ELEMENTS, boundary="neumann", deform=cube_deform, element_ids=ids)
     # cos(pi x) cos(pi y) cos(pi z)'s source, plus an inconsistent constant
-    results["neumann_mg_fcg"] = singular(
-        neumann, lambda x, y, z: 3 * np.pi**2 * np.cos(np.pi * x) * np.cos(np.pi * y) * np.cos(np.pi * z) + 0.4,
-        {"method": "fcg"})
+    def neumann_source(x, y, z):
+        return 3 * np.pi**2 * np.cos(np.pi * x) * np.cos(np.pi * y) * np.cos(np.pi * z) + 0.4
+
+    results["neumann_mg_fcg"] = singular(neumann, neumann_source, {"method": "fcg"})
+    results["neumann_mg_amg_cg"] = singular(neumann, neumann_source, {"method": "cg", "coarse": "amg"})
     periodic = box_mesh(ELEMENTS, periodic=(True, True, True), deform=periodic_deform, element_ids=ids)
 
     def wave(x, y, z):
@@ -69,6 +75,11 @@ def solve_cases(comm, partitioner: str):
     walls = box_mesh(ELEMENTS, deform=cube_deform, element_ids=ids)
     dirichlet = (walls.face_neighbour < 0) & np.isin(np.arange(6), [0, 1, 2, 5])[None, :]
     geometry = compute_geometry(walls, ORDER)
+    level = Level.build(walls, ORDER, backend, comm, dirichlet, geometry=geometry)
+    b = level.assembly.dssum(backend.asarray(geometry.mass * np.exp(geometry.coords[0]) * geometry.coords[1]))
+    solver = EllipticSolver(walls, level, {"method": "cg", "coarse": "amg", "tolerance": 1e-10}, backend, comm,
+                            dirichlet, 1.0, 0.0)
+    results["dirichlet_mg_amg_cg"] = solver.solve(b * level.mask)
     level = Level.build(walls, ORDER, backend, comm, dirichlet, h1=0.05, h2=30.0, geometry=geometry)
     x, y, z = geometry.coords
     forcing = np.stack([np.sin(3 * x) * np.cos(2 * y - z), np.exp(x - z) * y, 1e-2 * np.cos(5 * x * y) + z])
@@ -113,7 +124,8 @@ from mpirun import SKIP_REASON, describe, run  # noqa: E402  (the script above n
 
 pytestmark = [pytest.mark.mpi, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
 
-CASES = ("neumann_mg_fcg", "periodic_mg_cg", "periodic_jacobi_fcg", "vector", "vector_new_coefficients")
+CASES = ("neumann_mg_fcg", "neumann_mg_amg_cg", "dirichlet_mg_amg_cg", "periodic_mg_cg", "periodic_jacobi_fcg",
+         "vector", "vector_new_coefficients")
 
 
 def solve_on(nprocs: int, directory: Path, partitioner: str = "rcb") -> dict:
@@ -138,6 +150,9 @@ def test_serial_solutions(serial):
     # the two periodic solves found the same zero-mean solution
     mg, jacobi = serial["periodic_mg_cg/x"], serial["periodic_jacobi_fcg/x"]
     assert np.abs(mg - jacobi).max() <= 1e-8 * np.abs(mg).max()
+    # the AMG coarse solve gives the Cholesky one's solution
+    dense, amg = serial["neumann_mg_fcg/x"], serial["neumann_mg_amg_cg/x"]
+    assert np.abs(amg - dense).max() <= 1e-8 * np.abs(dense).max()
     assert serial["vector/x"].shape[0] == 3
 
 

@@ -89,6 +89,14 @@ class Backend:
     def empty(self, shape, dtype=None):
         return self.xp.empty(shape, dtype=dtype or self.dtype)
 
+    def sparse_matrix(self, matrix, dtype=None):
+        """A sparse matrix where this backend keeps its arrays, from a host SciPy sparse
+        matrix (copied, CSR, in ``dtype``): ``A @ x`` for a 1-D array x of this backend.
+        Here: SciPy's CSR."""
+        import scipy.sparse  # setup only; SciPy comes with pyamg, the one user
+
+        return scipy.sparse.csr_matrix(matrix, dtype=dtype or self.dtype, copy=True)
+
     def synchronize(self) -> None:
         """Wait for all queued work (no-op where work is synchronous)."""
 

@@ -65,11 +65,11 @@ def canonical_numbering(assembly, comm=None) -> tuple[np.ndarray, np.ndarray]:
     return np.searchsorted(every, smallest), owner
 
 
-def assembled_matrix(operator, assembly, comm=None, numbering=None) -> tuple[np.ndarray, np.ndarray]:
-    """(M x M assembled matrix with identity rows and columns on fixed points, fixed (M,)
-    bool), the same on every rank of ``comm``. ``numbering``: (E, n^3) point numbers
-    (default ``assembly.ids``; ``canonical_numbering`` for the same matrix on every
-    partition). The element matrices of all ranks are added in global element order."""
+def gathered_entries(operator, assembly, comm=None, numbering=None):
+    """(rows, cols, values, fixed): every element matrix entry of all ranks as global (row,
+    column, value), in global element order (whatever the partition), and the fixed (M,) bool
+    of Dirichlet points, the same on every rank of ``comm``. ``numbering``: (E, n^3) point
+    numbers (default ``assembly.ids``; ``canonical_numbering`` for the same on every partition)."""
     size = assembly.num_global_points
     ids = assembly.ids.reshape(assembly.num_elements, -1) if numbering is None else numbering
     local = element_matrices(operator)
@@ -78,21 +78,55 @@ def assembled_matrix(operator, assembly, comm=None, numbering=None) -> tuple[np.
         parts = comm.allgather(parts[0])
     elements = np.concatenate([p[0] for p in parts])
     order = np.argsort(elements, kind="stable")
-    ids = np.concatenate([p[1] for p in parts])[order]
+    every = np.concatenate([p[1] for p in parts])[order]
     local = np.concatenate([p[2] for p in parts])[order]
-    rows = np.broadcast_to(ids[:, :, None], local.shape)
-    cols = np.broadcast_to(ids[:, None, :], local.shape)
-    # bincount adds in input order: global element order, whatever the partition
-    matrix = np.bincount((rows * size + cols).ravel(), weights=local.ravel(), minlength=size * size)
-    matrix = matrix.reshape(size, size)
-    ids = assembly.ids.reshape(assembly.num_elements, -1) if numbering is None else numbering
+    rows = np.broadcast_to(every[:, :, None], local.shape).ravel()
+    cols = np.broadcast_to(every[:, None, :], local.shape).ravel()
     fixed = np.zeros(size)
     fixed[ids.ravel()] = 1.0 - assembly.backend.to_host(assembly.mask).reshape(-1)
     fixed = allreduce(comm, fixed, "max") > 0
+    return rows, cols, local.ravel(), fixed
+
+
+def assembled_matrix(operator, assembly, comm=None, numbering=None) -> tuple[np.ndarray, np.ndarray]:
+    """(M x M assembled matrix with identity rows and columns on fixed points, fixed (M,)
+    bool), the same on every rank of ``comm``. ``numbering``: (E, n^3) point numbers
+    (default ``assembly.ids``; ``canonical_numbering`` for the same matrix on every
+    partition). The element matrices of all ranks are added in global element order."""
+    size = assembly.num_global_points
+    rows, cols, values, fixed = gathered_entries(operator, assembly, comm, numbering)
+    # bincount adds in input order: global element order, whatever the partition
+    matrix = np.bincount(rows * size + cols, weights=values, minlength=size * size)
+    matrix = matrix.reshape(size, size)
     matrix[fixed, :] = 0.0
     matrix[:, fixed] = 0.0
     matrix[fixed, fixed] = 1.0
     return matrix, fixed
+
+
+class CoarseVector:
+    """Moves a coarse level's element-by-element vector to the global numbering of a solve
+    held whole on every rank (``gather``: one allreduce of an M-vector) and back
+    (``scatter``). ``numbering``, ``owner``: from ``canonical_numbering``."""
+
+    def __init__(self, backend, numbering, owner, size: int, shape, comm=None):
+        self.ids = backend.asarray(numbering.reshape(-1), dtype=np.int64)
+        self.owner_points = backend.asarray(np.flatnonzero(owner.reshape(-1)), dtype=np.int64)
+        self.owner_ids = backend.asarray(numbering.reshape(-1)[owner.reshape(-1)], dtype=np.int64)
+        self.size, self.shape = size, shape
+        self.backend, self.comm = backend, comm
+
+    def gather(self, b):
+        # b is continuous (the restricted, assembled residual): each point's value is read at
+        # one copy, the one of smallest key, and the other ranks add zeros: exact in any order
+        global_b = self.backend.xp.zeros(self.size, dtype=b.dtype)
+        global_b[self.owner_ids] = b.reshape(-1)[self.owner_points]
+        if self.comm is not None:
+            global_b = self.backend.asarray(allreduce(self.comm, self.backend.to_host(global_b)), dtype=b.dtype)
+        return global_b
+
+    def scatter(self, x):
+        return x[self.ids].reshape(self.shape)
 
 
 class DenseCoarseSolve:
@@ -143,23 +177,12 @@ class DenseCoarseSolve:
         dtype = np.dtype(dtype or operator.dtype)
         self.matrix = matrix
         self.inverse_factor = backend.asarray(np.linalg.inv(factor), dtype=dtype)
-        self.ids = backend.asarray(numbering.reshape(-1), dtype=np.int64)
-        self.owner_points = backend.asarray(np.flatnonzero(owner.reshape(-1)), dtype=np.int64)
-        self.owner_ids = backend.asarray(numbering.reshape(-1)[owner.reshape(-1)], dtype=np.int64)
-        self.size, self.shape = size, assembly.shape
-        self.backend, self.comm = backend, comm
+        self.vector = CoarseVector(backend, numbering, owner, size, assembly.shape, comm)
+        self.size = size
 
     def __call__(self, b):
-        xp = self.backend.xp
-        # b is continuous (the restricted, assembled residual): each point's value is read at
-        # one copy, the one of smallest key, and the other ranks add zeros: exact in any order
-        global_b = xp.zeros(self.size, dtype=b.dtype)
-        global_b[self.owner_ids] = b.reshape(-1)[self.owner_points]
-        if self.comm is not None:
-            global_b = self.backend.asarray(allreduce(self.comm, self.backend.to_host(global_b)), dtype=b.dtype)
-        y = self.inverse_factor @ global_b
-        x = self.inverse_factor.T @ y
-        return x[self.ids].reshape(self.shape)
+        y = self.inverse_factor @ self.vector.gather(b)
+        return self.vector.scatter(self.inverse_factor.T @ y)
 
 
 class IterativeCoarseSolve:

@@ -8,8 +8,10 @@ problem).
                         (flexible CG), gmres (restarted flexible GMRES, ``restart`` vectors)
     preconditioner      multigrid (p-multigrid V-cycle over ``levels``), jacobi, none
     precision           float32: the preconditioner runs in float32 inside the float64 iteration
-    coarse              the multigrid's coarsest solve: cholesky, pcg, or auto (Cholesky up to
-                        solvers.coarse.DENSE_LIMIT points); pcg stops at coarse_tolerance
+    coarse              the multigrid's coarsest solve: cholesky, amg (algebraic multigrid
+                        cycled on the backend), pcg, or auto (Cholesky up to
+                        solvers.coarse.DENSE_LIMIT points, amg above where pyamg imports,
+                        else pcg); pcg stops at coarse_tolerance
     tolerance           stop at ||r|| <= max(tolerance ||b||, absolute_tolerance) (assembled
     absolute_tolerance  norms); an absolute one is what a time-dependent pressure needs, whose
                         b -> 0 at a steady state (a relative target then sinks into round-off)
@@ -91,7 +93,8 @@ class EllipticSolver:
                    f"{DENSE_LIMIT} coarse points)")
             raise InputError(f"[solver] method = \"cg\" needs a fixed preconditioner, but {why}: use method = \"fcg\" "
                              "(or \"gmres\")" + ("" if settings["precision"] == "float32" else
-                                                 ", or coarse = \"cholesky\" with fewer coarse points"))
+                                                 ", or coarse = \"amg\" (or \"cholesky\" with fewer coarse "
+                                                 "points)"))
         instrument(self.profile, self.levels, self.multigrid)
         self.apply, self.dot = level.apply, level.dot  # the wrapped (timed) members
         capacity = settings["projection"]
@@ -130,7 +133,7 @@ class EllipticSolver:
         if self.multigrid is None:
             return None
         coarse = getattr(self.multigrid.coarse, "__wrapped__", self.multigrid.coarse)
-        return "cholesky" if type(coarse).__name__ == "DenseCoarseSolve" else "pcg"
+        return {"DenseCoarseSolve": "cholesky", "AmgCoarseSolve": "amg"}.get(type(coarse).__name__, "pcg")
 
     def _timed_preconditioner(self, monitor):
         """M as the Krylov method calls it: timed as "preconditioner" (its own glue: casts,

@@ -14,9 +14,10 @@ levels:
 
 One cycle from zero: Chebyshev-Jacobi smoothing, residual, restriction, the coarser cycle,
 prolongation and correction, Chebyshev-Jacobi smoothing again; at the coarsest order a
-dense Cholesky solve (small systems) or Jacobi-PCG to a relative tolerance. With the dense
-coarse solve the cycle is a fixed symmetric positive definite map, so plain PCG may use
-it; with the iterative one use flexible CG. ``null_space=True`` (h2 = 0, no Dirichlet
+dense Cholesky solve (small systems), algebraic multigrid V-cycles run on the backend
+(amg.py) or Jacobi-PCG to a relative tolerance. With the dense or AMG coarse solve the
+cycle is a fixed symmetric positive definite map, so plain PCG may use it; with the
+iterative one use flexible CG. ``null_space=True`` (h2 = 0, no Dirichlet
 point) makes the coarse solve work on the singular coarse matrix (coarse.py); the smoothers
 and transfers need no change (they only apply the operator and its diagonal).
 """
@@ -29,12 +30,13 @@ from lobatto.mesh.geometry import compute_geometry
 from lobatto.operators.assembly import Assembly
 from lobatto.operators.helmholtz import HelmholtzOperator
 from lobatto.operators.interpolation import GridTransfer, gll_to_gll, interpolate
+from lobatto.solvers.amg import AmgCoarseSolve, amg_available
 from lobatto.solvers.chebyshev import Chebyshev
 from lobatto.solvers.coarse import DENSE_LIMIT, DenseCoarseSolve, IterativeCoarseSolve
 from lobatto.solvers.jacobi import Jacobi
 from lobatto.solvers.nullspace import ConstantNullSpace
 
-COARSE_METHODS = ("auto", "cholesky", "pcg")
+COARSE_METHODS = ("auto", "cholesky", "pcg", "amg")
 
 
 def default_orders(order: int) -> tuple[int, ...]:
@@ -139,7 +141,7 @@ class PMultigrid:
     @property
     def symmetric(self) -> bool:
         """Whether one cycle is a fixed linear map (plain PCG may use it)."""
-        return isinstance(self.coarse, DenseCoarseSolve)
+        return isinstance(self.coarse, (DenseCoarseSolve, AmgCoarseSolve))
 
     def __call__(self, b):
         return self._cycle(0, b)
@@ -162,8 +164,9 @@ class PMultigrid:
         HelmholtzOperator at the finest order (arrays are interpolated to the others).
         ``finest``: an existing Level of the same order and dtype to reuse. ``degree``: of the
         Chebyshev smoother (nekRS's default, 3). ``coarse``: "cholesky", "pcg" (Jacobi-PCG to
-        ``coarse_tol``) or "auto" (Cholesky up to DENSE_LIMIT coarse points). ``null_space``:
-        the operator is singular with the constants as null space (h2 = 0, no Dirichlet
+        ``coarse_tol``), "amg" (pyamg's hierarchy, cycled on the backend) or "auto"
+        (Cholesky up to DENSE_LIMIT coarse points, above it amg where pyamg imports, else
+        pcg). ``null_space``: the operator is singular with the constants as null space (h2 = 0, no Dirichlet
         point); the coarse solve then works on 1^T b = 0 and returns 1^T x = 0."""
         orders = tuple(int(o) for o in orders)
         if not orders or any(o < 1 for o in orders) or any(a <= b for a, b in zip(orders, orders[1:])):
@@ -187,8 +190,13 @@ class PMultigrid:
                                                      start_vector(level, mesh.element_ids), level.dot, degree))
         transfers = [Transfer(backend, fine, coarse_level) for fine, coarse_level in zip(levels, levels[1:])]
         last = levels[-1]
-        if coarse == "cholesky" or (coarse == "auto" and last.assembly.num_global_points <= DENSE_LIMIT):
+        if coarse == "auto":
+            small = last.assembly.num_global_points <= DENSE_LIMIT
+            coarse = "cholesky" if small else ("amg" if amg_available() else "pcg")
+        if coarse == "cholesky":
             solve = DenseCoarseSolve(last.operator, last.assembly, comm, last.dtype, null_space=null_space)
+        elif coarse == "amg":
+            solve = AmgCoarseSolve(last.operator, last.assembly, comm, last.dtype, null_space=null_space)
         else:
             solve = IterativeCoarseSolve(last.apply, last.jacobi(), last.dot, coarse_tol, coarse_maxiter,
                                          ConstantNullSpace(last) if null_space else None)

@@ -34,8 +34,10 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
             "(default: halving to 1)"),
         Key("precision", "choice", "float64", "precision of the preconditioner; float32 needs method fcg or gmres",
             choices=("float64", "float32")),
-        Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, pcg (Jacobi-PCG to coarse_tolerance) "
-            "or auto (cholesky up to 3000 points)", choices=("auto", "cholesky", "pcg")),
+        Key("coarse", "choice", "auto", "coarsest multigrid solve: cholesky, amg (pyamg's algebraic multigrid "
+            "hierarchy cycled on the backend, no host wait), pcg (Jacobi-PCG to coarse_tolerance) or auto (cholesky "
+            "up to 3000 points, amg above where pyamg is installed, else pcg)",
+            choices=("auto", "cholesky", "pcg", "amg")),
         Key("coarse_tolerance", "positive", 1e-2, "coarse = pcg: relative residual the coarse Jacobi-PCG stops at "
             "(looser is cheaper per cycle; too loose costs outer iterations)", range=RELATIVE),
         Key("restart", "positive_integer", 30, "gmres: vectors before a restart", range=Range(1, 1000, "gmres keeps "

@@ -125,6 +125,16 @@ class CudaBackend(Backend):
             return self.xp.asnumpy(array)
         return np.asarray(array)
 
+    def sparse_matrix(self, matrix, dtype=None):
+        """A CuPy CSR matrix (cupyx.scipy.sparse: cuSPARSE products, queued on the current
+        stream like any kernel) from a host SciPy sparse matrix, in ``dtype``."""
+        import cupyx.scipy.sparse
+        import scipy.sparse
+
+        host = scipy.sparse.csr_matrix(matrix, dtype=dtype or self.dtype)
+        with self.device:
+            return cupyx.scipy.sparse.csr_matrix(host)
+
     def zeros(self, shape, dtype=None):
         with self.device:
             return self.xp.zeros(shape, dtype=dtype or self.dtype)
