@@ -85,8 +85,12 @@ def instrument(profile: Profile, levels, multigrid=None) -> None:
             continue
         seen.add(id(level))
         level.operator.apply_local = profile.wrap("operator", level.operator.apply_local)
+        level.operator.apply_elements = profile.wrap("operator", level.operator.apply_elements)
         level.assembly.dssum = profile.wrap("assembly", level.assembly.dssum)
+        level.assembly.dssum_start = profile.wrap("assembly", level.assembly.dssum_start)
+        level.assembly.dssum_finish = profile.wrap("assembly", level.assembly.dssum_finish)
         level.dot = profile.wrap("reductions", level.dot)
+        level.dots = profile.wrap("reductions", level.dots)
     if multigrid is None:
         return
     multigrid.smoothers = [profile.wrap("smoother", s) for s in multigrid.smoothers]
