@@ -188,7 +188,13 @@ class GatherScatter:
         def transport_for(name):
             return device if name in DEVICE_METHODS else host
 
-        if self.requested_method == "auto":
+        if self.requested_method == "auto" and ex_req in DEVICE_TRANSPORTS and k.xp is not np:
+            # a device transport asked for by name carries the pairwise method only (the others
+            # would be host-staged): "auto" is then pairwise, not the timing's pick
+            name, timings = "pairwise", {}
+            route = Route(name, METHODS[name](self.comm, self.topo), transport_for(name), k)
+            reason += "; auto method: pairwise, the one the transport carries"
+        elif self.requested_method == "auto":
             kw = {} if k.xp is np else {"sync": lambda: _cupy().cuda.get_current_stream().synchronize()}
             name, route, timings = choose(self.comm, self.topo, self.vn_hint, k=k, transport_for=transport_for, **kw)
         else:
