@@ -190,7 +190,7 @@ class Assembly:
         the elements applied with it)."""
         out = self.backend.xp.empty_like(u)
         fields = [(u, out)] if u.ndim == 4 else [(u[c], out[c]) for c in range(u.shape[0])]
-        if not self.overlap:
+        if not (self.overlap and hasattr(operator, "apply_elements")):
             for field, result in fields:
                 operator.apply_local(field, result)
             return self.dssum(out)

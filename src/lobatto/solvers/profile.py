@@ -85,10 +85,10 @@ def instrument(profile: Profile, levels, multigrid=None) -> None:
             continue
         seen.add(id(level))
         level.operator.apply_local = profile.wrap("operator", level.operator.apply_local)
-        level.operator.apply_elements = profile.wrap("operator", level.operator.apply_elements)
-        level.assembly.dssum = profile.wrap("assembly", level.assembly.dssum)
-        level.assembly.dssum_start = profile.wrap("assembly", level.assembly.dssum_start)
-        level.assembly.dssum_finish = profile.wrap("assembly", level.assembly.dssum_finish)
+        if hasattr(level.operator, "apply_elements"):  # the overlapped apply's first part
+            level.operator.apply_elements = profile.wrap("operator", level.operator.apply_elements)
+        for name in ("dssum", "dssum_start", "dssum_finish"):
+            setattr(level.assembly, name, profile.wrap("assembly", getattr(level.assembly, name)))
         level.dot = profile.wrap("reductions", level.dot)
         level.dots = profile.wrap("reductions", level.dots)
     if multigrid is None:

@@ -337,8 +337,7 @@ class NavierStokesSystem(System):
                 "velocity_iterations_per_step": self.totals["velocity_iterations"] / steps,
                 "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
                           for name, s in self.seconds.items()},
-                # global reductions and gather-scatter exchanges per step, by part (the same on any
-                # rank count: machine.parallel.collective_counts)
+                # global reductions and gather-scatter exchanges per step (machine.parallel)
                 "collectives_per_step": {name: {kind: n / steps for kind, n in counts.items()}
                                          for name, counts in self.collectives.items()},
                 "last_step": self.step_report(),
