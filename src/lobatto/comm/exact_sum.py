@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lobatto.machine.parallel import count_collective
+
 CHUNK_BITS = 32
 #: frexp exponents of float64 are >= -1073 (subnormals); e - 53 + BIAS >= 0
 BIAS = 1126
@@ -112,6 +114,7 @@ def exact_sums(comm, parts: list) -> list[float]:
 def totals(comm, accumulators: list) -> list[float]:
     """The rounded totals of accumulators (``accumulate``, ``accumulate_rows``) summed over
     every rank of ``comm`` (collective: every rank passes as many)."""
+    count_collective("reductions")
     accs = np.stack(accumulators) if accumulators else np.zeros((0, SLOTS), dtype=np.int64)
     if comm is not None and comm.Get_size() > 1:
         from mpi4py import MPI
@@ -167,34 +170,62 @@ def accumulate_rows(points: int, u, v=None, w=None) -> np.ndarray:
     ``points`` values: an element's points; ``w`` is repeated over leading axes as in
     ``row_sums``), each row summed in a fixed order first. One pass, no temporaries, with the
     C (NumPy float64) or CUDA (CuPy) kernel; NumPy otherwise."""
-    xp = _xp_of(u)
-    mode = 0 if v is None else (1 if w is None else 2)
-    rows = u.size // points if points else 0
-    arrays = [a for a in (u, v, w) if a is not None]
-    if xp is np:
-        fn = _c_exact_rows()
-        if fn is not None and rows and all(a.dtype == np.float64 for a in arrays):
-            from lobatto.jit.c import pointer
+    return accumulate_rows_many(points, [(u, v, w)])[0]
 
-            # the same kernel whatever the layout (a strided view is copied), so the same bits
-            u, v, w = (None if a is None else np.ascontiguousarray(a) for a in (u, v, w))
-            acc = np.zeros(SLOTS, dtype=np.int64)
-            x, y, q = u, (u if v is None else v), (u if w is None else w)
-            fn(pointer(x), pointer(y), pointer(q), rows, points, max(q.size // points, 1), mode, pointer(acc))
-            return acc
-    elif rows and len({a.dtype for a in arrays}) == 1 and np.dtype(u.dtype) in (np.dtype(np.float64),
-                                                                                  np.dtype(np.float32)):
-        x = xp.ascontiguousarray(u)
-        y = x if v is None else xp.ascontiguousarray(v)
-        q = x if w is None else xp.ascontiguousarray(w)
-        acc = xp.zeros(SLOTS, dtype=xp.uint64)
+
+def accumulate_rows_many(points: int, terms) -> list:
+    """``[accumulate_rows(points, *t) for t in terms]`` (each t is (u,), (u, v) or (u, v, w)),
+    with CuPy data one device buffer for all of them and one copy to the host (one wait for
+    the device instead of one per sum): what a solver's fused dot products use."""
+    terms = [tuple(t) + (None,) * (3 - len(t)) for t in terms]
+    out: list = [None] * len(terms)
+    device = []  # (position, contiguous arrays) of the terms the CUDA kernel takes
+    for i, (u, v, w) in enumerate(terms):
+        xp = _xp_of(u)
+        rows = u.size // points if points else 0
+        arrays = [a for a in (u, v, w) if a is not None]
+        if xp is np:
+            out[i] = _host_rows(points, u, v, w, rows, arrays)
+        elif rows and len({a.dtype for a in arrays}) == 1 and np.dtype(u.dtype) in (np.dtype(np.float64),
+                                                                                      np.dtype(np.float32)):
+            device.append((i, u, v, w, rows))
+        else:
+            product = u if v is None else u * v
+            out[i] = accumulate(row_sums(product, points, w))
+    if device:
+        xp = _xp_of(device[0][1])
+        accs = xp.zeros((len(device), SLOTS), dtype=xp.uint64)
         threads = 256
-        _cuda_kernel("exact_rows", x.dtype)(((rows * 32 + threads - 1) // threads,), (threads,), (
-            x, y, q, np.int64(rows), np.int64(points), np.int64(max(q.size // points, 1)), np.int32(mode), acc))
-        acc = acc.get().view(np.int64)
-        carry = acc[:CHUNKS - 1] >> CHUNK_BITS
-        acc[:CHUNKS - 1] -= carry << CHUNK_BITS
-        acc[1:CHUNKS] += carry
+        for j, (_, u, v, w, rows) in enumerate(device):
+            x = xp.ascontiguousarray(u)
+            y = x if v is None else xp.ascontiguousarray(v)
+            q = x if w is None else xp.ascontiguousarray(w)
+            mode = 0 if v is None else (1 if w is None else 2)
+            _cuda_kernel("exact_rows", x.dtype)(((rows * 32 + threads - 1) // threads,), (threads,), (
+                x, y, q, np.int64(rows), np.int64(points), np.int64(max(q.size // points, 1)), np.int32(mode),
+                accs[j]))
+        host = accs.get().view(np.int64)
+        for j, (i, *_) in enumerate(device):
+            acc = host[j].copy()
+            carry = acc[:CHUNKS - 1] >> CHUNK_BITS
+            acc[:CHUNKS - 1] -= carry << CHUNK_BITS
+            acc[1:CHUNKS] += carry
+            out[i] = acc
+    return out
+
+
+def _host_rows(points, u, v, w, rows, arrays) -> np.ndarray:
+    """accumulate_rows of NumPy arrays: the C kernel where it is built, else NumPy."""
+    fn = _c_exact_rows()
+    if fn is not None and rows and all(a.dtype == np.float64 for a in arrays):
+        from lobatto.jit.c import pointer
+
+        # the same kernel whatever the layout (a strided view is copied), so the same bits
+        u, v, w = (None if a is None else np.ascontiguousarray(a) for a in (u, v, w))
+        acc = np.zeros(SLOTS, dtype=np.int64)
+        x, y, q = u, (u if v is None else v), (u if w is None else w)
+        mode = 0 if v is None else (1 if w is None else 2)
+        fn(pointer(x), pointer(y), pointer(q), rows, points, max(q.size // points, 1), mode, pointer(acc))
         return acc
     product = u if v is None else u * v
     return accumulate(row_sums(product, points, w))

@@ -54,10 +54,11 @@ def _cupy():
 class Handle:
     """A gather-scatter in flight, from :meth:`GatherScatter.start` to :meth:`GatherScatter.finish`."""
 
-    __slots__ = ("done", "idx", "k", "u", "u2", "xh")
+    __slots__ = ("deferred", "done", "idx", "k", "op", "u", "u2", "xh")
 
-    def __init__(self, u, u2, k, idx, xh):
+    def __init__(self, u, u2, k, idx, xh, op="sum", deferred=False):
         self.u, self.u2, self.k, self.idx, self.xh = u, u2, k, idx, xh
+        self.op, self.deferred = op, deferred  # deferred: the ids of this rank alone wait for finish
         self.done = False
 
 
@@ -187,7 +188,13 @@ class GatherScatter:
         def transport_for(name):
             return device if name in DEVICE_METHODS else host
 
-        if self.requested_method == "auto":
+        if self.requested_method == "auto" and ex_req in DEVICE_TRANSPORTS and k.xp is not np:
+            # a device transport asked for by name carries the pairwise method only (the others
+            # would be host-staged): "auto" is then pairwise, not the timing's pick
+            name, timings = "pairwise", {}
+            route = Route(name, METHODS[name](self.comm, self.topo), transport_for(name), k)
+            reason += "; auto method: pairwise, the one the transport carries"
+        elif self.requested_method == "auto":
             kw = {} if k.xp is np else {"sync": lambda: _cupy().cuda.get_current_stream().synchronize()}
             name, route, timings = choose(self.comm, self.topo, self.vn_hint, k=k, transport_for=transport_for, **kw)
         else:
@@ -228,11 +235,18 @@ class GatherScatter:
         raise InputError(f"gather-scatter: u must have shape ({self.n},) or (vn, {self.n}), got {tuple(shape)}")
 
     # -- public -------------------------------------------------------------
-    def start(self, u, op: str = "sum") -> Handle:
+    def start(self, u, op: str = "sum", defer_local: bool = False) -> Handle:
         """Begin ``apply``: local gather, post the exchange, scatter local-only ids.
 
         With NCCL the transfer runs on its own stream: GPU work launched on the current
-        stream before :meth:`finish` overlaps it (do not touch ``u``'s shared points)."""
+        stream before :meth:`finish` overlaps it (do not touch ``u``'s shared points).
+
+        ``defer_local``: read only the points of shared ids (``shared_points``) here and
+        combine the ids this rank holds alone in :meth:`finish`: the other points of ``u``
+        may still be written (with their final values) until then, e.g. an operator applied
+        to the interior elements while the exchange is in flight. The result is the same,
+        bit for bit, as without it (each id is combined from the same values in the same
+        order)."""
         check_op(op)
         u2 = self._as2d(u)
         k = local.kernels_for(self.xp if self.xp is not None else local.array_module(u))
@@ -246,11 +260,17 @@ class GatherScatter:
             route = self._resolve(k)  # collective the first time a new array module is seen
             self._use(route)
         idx = self._index(k)
+        if defer_local and route is None:  # nothing travels: all of it at finish
+            return Handle(u, u2, k, idx, None, op, deferred=True)
         if self.keyed and op == "sum":
             if route is None:
                 ordered.combine_in_order(k, u2, idx["perm"], idx["starts"])
                 return Handle(u, u2, k, idx, None)
-            return Handle(u, u2, k, idx, (None, self.ordered.start(k, u2)))
+            return Handle(u, u2, k, idx, (None, self.ordered.start(k, u2, defer_local)), op, defer_local)
+        if defer_local:
+            shared = self._shared_runs(k)
+            compact = k.gather(k.take(u2, shared[0]), shared[1], op)
+            return Handle(u, u2, k, idx, (route, route.start(compact, op)), op, deferred=True)
         if route is None and u2.flags.c_contiguous:
             # Serial: every kept id is local, so one compiled pass (C or CUDA) does it all.
             combine = getattr(k, "compiled_combine", lambda dtype: None)(u2.dtype)
@@ -269,6 +289,8 @@ class GatherScatter:
         if h.done:
             raise InputError("gather-scatter: finish() called twice on the same handle")
         h.done = True
+        if h.deferred:
+            self._combine_local(h)
         if h.xh is not None and h.xh[0] is None:
             self.ordered.finish(h.k, h.u2, h.xh[1])
         elif h.xh is not None:
@@ -276,6 +298,40 @@ class GatherScatter:
             combined = route.finish(xh)
             h.k.scatter(combined, h.u2, h.idx["dest_shared"], h.idx["src_shared"])
         return h.u
+
+    def _shared_runs(self, k):
+        """(points of the shared ids grouped by id, the start of each group): the gather of
+        the shared ids alone (``start`` with ``defer_local``, unordered sums)."""
+        key = (k.__name__, "shared_runs")
+        runs = self._idx.get(key)
+        if runs is None:
+            p = self.plan
+            counts = np.diff(np.append(np.asarray(p.starts, dtype=np.int64), len(p.perm)))
+            points, starts = ordered.group_runs(np.asarray(p.perm), np.asarray(p.starts, dtype=np.int64), counts,
+                                                np.asarray(p.shared_cols, dtype=np.int64))
+            runs = self._idx[key] = (k.asindex(points), k.asindex(starts))
+        return runs
+
+    def _combine_local(self, h: Handle) -> None:
+        """What ``start(defer_local=True)`` left: the ids this rank holds alone (no
+        communicator: every id)."""
+        k, u2, idx = h.k, h.u2, h.idx
+        if h.xh is None:  # no exchange: the whole local combine, as start does it
+            if self.keyed and h.op == "sum":
+                ordered.combine_in_order(k, u2, idx["perm"], idx["starts"])
+                return
+            combine = getattr(k, "compiled_combine", lambda dtype: None)(u2.dtype)
+            if combine is not None and u2.flags.c_contiguous:
+                combine(u2, idx["perm"], idx["starts"], h.op)
+                return
+            compact = k.gather(k.take(u2, idx["perm"]), idx["starts"], h.op)
+            k.scatter(compact, u2, idx["dest_local"], idx["src_local"])
+            return
+        if h.xh[0] is None:
+            self.ordered.combine_local(k, u2)
+            return
+        compact = k.gather(k.take(u2, idx["perm"]), idx["starts"], h.op)
+        k.scatter(compact, u2, idx["dest_local"], idx["src_local"])
 
     def apply(self, u, op: str = "sum"):
         """Combine in place: every participating point gets the op over all points of its id."""

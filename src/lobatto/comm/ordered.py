@@ -95,8 +95,8 @@ class OrderedShared:
         counts = _counts(plan.starts, len(plan.perm))
         cols = plan.shared_cols
         local_cols = np.flatnonzero(~plan.shared)
-        self.perm_local, self.starts_local = _runs(plan.perm, plan.starts, counts, local_cols)
-        perm_shared, _ = _runs(plan.perm, plan.starts, counts, cols)
+        self.perm_local, self.starts_local = group_runs(plan.perm, plan.starts, counts, local_cols)
+        perm_shared, _ = group_runs(plan.perm, plan.starts, counts, cols)
         shared_counts = counts[cols]
         ns = len(cols)
         own_id = np.repeat(np.arange(ns, dtype=np.int64), shared_counts)
@@ -154,11 +154,12 @@ class OrderedShared:
             self._index[k.__name__] = idx
         return idx
 
-    def start(self, k, u2):
-        """Copies of shared points into their slots, ids of this rank alone combined, the slot
-        exchange posted; returns what ``finish`` needs."""
+    def start(self, k, u2, defer_local: bool = False):
+        """Copies of shared points into their slots, ids of this rank alone combined (or, with
+        ``defer_local``, left to ``combine_local``), the slot exchange posted; returns what
+        ``finish`` needs."""
         if k.xp is np:
-            return self._start_host(k, u2)
+            return self._start_host(k, u2, defer_local)
         idx = self.index(k)
         key = (k.__name__, u2.shape[0], np.dtype(u2.dtype).str)
         slots = self._buffers.get(key)
@@ -168,10 +169,19 @@ class OrderedShared:
             slots.fill(0)
         if len(self.own_points):
             k.scatter(k.take(u2, idx["own_points"]), slots, idx["own_slots"], idx["own_range"])
-        combine_in_order(k, u2, idx["perm_local"], idx["starts_local"])
+        if not defer_local:
+            self.combine_local(k, u2)
         return slots, self.gs.start(slots, "sum")
 
-    def _start_host(self, k, u2):
+    def combine_local(self, k, u2) -> None:
+        """The ids this rank holds alone, each combined in key order, in place."""
+        if k.xp is np:
+            combine_in_order(k, u2, self.perm_local, self.starts_local)
+            return
+        idx = self.index(k)
+        combine_in_order(k, u2, idx["perm_local"], idx["starts_local"])
+
+    def _start_host(self, k, u2, defer_local=False):
         """NumPy data: each neighbour gets this rank's own copies only (no zeros), straight
         over MPI, and they land in their slots on arrival."""
         from mpi4py import MPI
@@ -189,7 +199,8 @@ class OrderedShared:
             receives.append(buffer)  # kept alive until the sends complete
         if len(self.own_points):
             slots[:, self.own_slots] = np.take(u2, self.own_points, axis=1)
-        combine_in_order(k, u2, self.perm_local, self.starts_local)
+        if not defer_local:
+            self.combine_local(k, u2)
         return slots, (requests, receives, MPI)
 
     def finish(self, k, u2, pending) -> None:
@@ -211,8 +222,9 @@ class OrderedShared:
         self.gs.free()
 
 
-def _runs(perm, starts, counts, groups):
-    """(points of ``groups``, in order, and the start of each group among them)."""
+def group_runs(perm, starts, counts, groups):
+    """(points of ``groups``, in order, and the start of each group among them): the runs of
+    ``perm`` (grouped at ``starts``, ``counts`` long) of the chosen groups only."""
     groups = np.asarray(groups, dtype=np.int64)
     c = counts[groups]
     new_starts = np.zeros(len(groups), dtype=np.int64)

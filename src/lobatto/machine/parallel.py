@@ -209,8 +209,27 @@ def collective_errors(comm):
             raise failure
 
 
+#: collective operations this process has issued, by kind: "reductions" (global sums and
+#: maxima: ``allreduce`` here, ``comm.exact_sum.totals``) and "exchanges" (gather-scatters
+#: of an ``operators.Assembly``). Counted whether or not there is a communicator (one rank
+#: counts what each rank of a parallel run issues), so the counts are the algorithm's and
+#: the same on any rank count; ``collective_counts()`` reads them (a step's count is the
+#: difference of two readings).
+_COLLECTIVES = {"reductions": 0, "exchanges": 0}
+
+
+def count_collective(kind: str, calls: int = 1) -> None:
+    _COLLECTIVES[kind] += calls
+
+
+def collective_counts() -> dict:
+    """{"reductions": n, "exchanges": n} issued by this process so far."""
+    return dict(_COLLECTIVES)
+
+
 def allreduce(comm, value, op: str = "sum"):
     """Sum or max of a scalar or array over ranks (identity without comm)."""
+    _COLLECTIVES["reductions"] += 1
     if comm is None:
         return value
     import numpy as np

@@ -110,6 +110,7 @@ class HelmholtzOperator:
         self.geometric_factors = backend.asarray(geometric_factors(geometry), dtype=self.dtype)
         self.mass = backend.asarray(geometry.mass, dtype=self.dtype)
         self._kernel = backend.kernel("helmholtz_apply", order=self.order)
+        self._subsets: dict = {}
         self.set_coefficients(h1, h2)
 
     def set_coefficients(self, h1=1.0, h2=0.0) -> None:
@@ -135,6 +136,26 @@ class HelmholtzOperator:
         if out is None:
             out = self.backend.xp.empty_like(u)
         return self._kernel(u, out, self._factors, self._mass, self._h1, self._h2)
+
+    def apply_elements(self, u, out, elements):
+        """out[elements] = (h1 K u + h2 B u)[elements] for ``elements``, a host int64 array of
+        element indices, the others of ``out`` untouched: the kernel runs on those elements'
+        copies of u and of the factors (the factors' copies kept until the coefficients
+        change). Each element's result has the bits ``apply_local`` gives it (elements are
+        independent in every kernel). For a few elements (those an exchange waits for)."""
+        xp = self.backend.xp
+        key = elements.tobytes()
+        entry = self._subsets.get(key)
+        if entry is None or entry[0] is not self._factors or entry[1] is not self._mass:
+            index = self.backend.asarray(np.asarray(elements, dtype=np.int64), dtype=np.int64)
+            factors = xp.ascontiguousarray(self._factors[:, index])
+            mass = None if self._mass is None else xp.ascontiguousarray(self._mass[index])
+            entry = self._subsets[key] = (self._factors, self._mass, index, factors, mass)
+        index, factors, mass = entry[2:]
+        if index.size:
+            part = xp.ascontiguousarray(u[index])
+            out[index] = self._kernel(part, xp.empty_like(part), factors, mass, self._h1, self._h2)
+        return out
 
     def diagonal_local(self):
         """The exact diagonal of each element's matrix, (E, n, n, n) on the backend.

@@ -20,6 +20,7 @@ from lobatto.machine.resources import available_host_memory, check_fits, estimat
 from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.monitors import MonitorSet
+from lobatto.operators.assembly import exchange_defaults
 from lobatto.runner.restart import memory_estimate as checkpoint_memory
 from lobatto.runner.schedule import MAX_STEPS
 from lobatto.systems.registry import get_system
@@ -155,8 +156,9 @@ def build_system(case, backend, comm=None):
             del whole  # a rank keeps its part only
             geometry = compute_geometry(mesh, case.discretization.order)
     check_partition(mesh, case, comm)
-    # the same on every rank, and any rank that fails alone ends the job (collective_errors)
-    with collective_errors(comm), case_named(case):
+    # the same on every rank, and any rank that fails alone ends the job (collective_errors);
+    # [parallel] method and exchange reach every continuous assembly (NCCL where asked)
+    with collective_errors(comm), case_named(case), exchange_defaults(case.parallel.method, case.parallel.exchange):
         return system_class.from_case(case, mesh, geometry, backend, comm)
 
 

@@ -96,9 +96,9 @@ class EllipticSolver:
                                                  ", or coarse = \"amg\" (or \"cholesky\" with fewer coarse "
                                                  "points)"))
         instrument(self.profile, self.levels, self.multigrid)
-        self.apply, self.dot = level.apply, level.dot  # the wrapped (timed) members
+        self.apply, self.dot, self.dots = level.apply, level.dot, level.dots  # the wrapped (timed) members
         capacity = settings["projection"]
-        self.projection = SolutionProjection(self.apply, self.dot, capacity) if capacity else None
+        self.projection = SolutionProjection(self.apply, self.dot, capacity, dots=self.dots) if capacity else None
 
     def _preconditioner(self, mesh, level, backend, comm, dirichlet, h1, h2):
         """(M or None, whether M is one fixed symmetric linear map)."""
@@ -169,6 +169,8 @@ class EllipticSolver:
         s = self.settings
         method = METHODS[self.method]
         extra = {"restart": s["restart"]} if self.method == "gmres" else {}
+        if self.method == "cg":  # fusing r.r with r.Mr costs one more M: a cycle for multigrid
+            extra["fused"] = s["preconditioner"] != "multigrid"
         M = self._timed_preconditioner(monitor)
         if self.null_space is not None:
             b = self.null_space.consistent(b)
@@ -182,7 +184,7 @@ class EllipticSolver:
             x_bar, rhs = None, b
         target = max(s["tolerance"] * bnorm, self.absolute_tolerance)
         result = method(self.apply, rhs, x0, M, self.dot, tol=0.0, atol=target, maxiter=s["max_iterations"],
-                        **extra)
+                        dots=self.dots, **extra)
         if self.projection is not None and bnorm > 0:
             result.x = self.projection.update(x_bar if x_bar is not None else zeros_like(b), result.x)
         if self.null_space is not None:
@@ -242,17 +244,17 @@ class VectorHelmholtzSolver:
     def apply(self, u):
         """mask QQ^T A_local u for every component of u (k, E, n, n, n): the element operator
         per component (its kernels take one field), one gather-scatter for all of them."""
-        out = self.level.assembly.backend.xp.empty_like(u)
-        operator = self.level.operator
-        for c in range(u.shape[0]):
-            operator.apply_local(u[c], out[c])
-        self.level.assembly.dssum(out)
+        out = self.level.assembly.apply_operator(self.level.operator, u)
         out *= self.level.mask
         return out
 
     def dot(self, u, v) -> float:
         """The assembled inner product summed over the components."""
         return self.level.dot(u, v)
+
+    def dots(self, pairs) -> list:
+        """Several of ``dot`` with one reduction (pcg finds it through ``dot``)."""
+        return self.level.dots(pairs)
 
     def solve(self, b, x0=None):
         """SolveResult of Jacobi-PCG from x0 (default zero) to ||r|| <= max(tolerance ||b||,

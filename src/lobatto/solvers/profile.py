@@ -85,8 +85,12 @@ def instrument(profile: Profile, levels, multigrid=None) -> None:
             continue
         seen.add(id(level))
         level.operator.apply_local = profile.wrap("operator", level.operator.apply_local)
-        level.assembly.dssum = profile.wrap("assembly", level.assembly.dssum)
+        if hasattr(level.operator, "apply_elements"):  # the overlapped apply's first part
+            level.operator.apply_elements = profile.wrap("operator", level.operator.apply_elements)
+        for name in ("dssum", "dssum_start", "dssum_finish"):
+            setattr(level.assembly, name, profile.wrap("assembly", getattr(level.assembly, name)))
         level.dot = profile.wrap("reductions", level.dot)
+        level.dots = profile.wrap("reductions", level.dots)
     if multigrid is None:
         return
     multigrid.smoothers = [profile.wrap("smoother", s) for s in multigrid.smoothers]

@@ -13,13 +13,17 @@ only has to find the correction for b - A x_bar = b - sum_i (x_i . b) A x_i.
     x = projection.update(x_bar, dx)     # x_bar + dx; dx joins the basis (one A application)
 
 When the basis is full it restarts from the latest solution alone (nekRS does the same).
+
+Global reductions (``dots``, krylov.fused_dots): ``project`` 1 (the k products x_i . b are
+independent), ``update`` 3 (the first Gram-Schmidt pass with ||v||_A before it, the second
+pass, the final norm), against k and 2k + 2 with one reduction per product; the same values.
 """
 
 from __future__ import annotations
 
 import math
 
-from lobatto.solvers.krylov import euclidean_dot, zeros_like
+from lobatto.solvers.krylov import euclidean_dot, fused_dots, zeros_like
 
 #: Fischer's and nekRS's default number of stored solutions
 DEFAULT_CAPACITY = 8
@@ -29,11 +33,12 @@ DEPENDENCE_TOLERANCE = 1e-10
 
 
 class SolutionProjection:
-    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY):
+    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY, dots=None):
         if int(capacity) < 1:
             raise ValueError(f"SolutionProjection: capacity must be >= 1, got {capacity}")
         self.A = A
         self.dot = dot or euclidean_dot
+        self.dots = fused_dots(self.dot, dots)
         self.capacity = int(capacity)
         self.basis: list = []  # x_i, A-orthonormal
         self.images: list = []  # A x_i
@@ -45,8 +50,8 @@ class SolutionProjection:
         """(x_bar, b - A x_bar): the A-norm best approximation in the basis and its residual."""
         x_bar = zeros_like(b)
         residual = b.copy()
-        for x_i, ax_i in zip(self.basis, self.images):
-            c = self.dot(x_i, b)
+        coefficients = self.dots([(x_i, b) for x_i in self.basis])
+        for c, x_i, ax_i in zip(coefficients, self.basis, self.images):
             x_bar += c * x_i
             residual -= c * ax_i
         return x_bar, residual
@@ -65,13 +70,15 @@ class SolutionProjection:
 
     def _append(self, v) -> bool:
         av = self.A(v)
-        norm_before = math.sqrt(max(self.dot(v, av), 0.0))
+        # classical Gram-Schmidt twice: two passes make it as good as modified GS, and each
+        # pass's dot products are independent of one another (one reduction each; the
+        # first with ||v||_A before it)
+        first = self.dots([(v, av)] + [(x_i, av) for x_i in self.basis])
+        norm_before = math.sqrt(max(first[0], 0.0))
         if not norm_before > 0:
             return False
-        # classical Gram-Schmidt twice: two passes make it as good as modified GS, and each
-        # pass's dot products are independent of one another
-        for _ in range(2):
-            coefficients = [self.dot(x_i, av) for x_i in self.basis]
+        for step in range(2):
+            coefficients = first[1:] if step == 0 else self.dots([(x_i, av) for x_i in self.basis])
             for c, x_i, ax_i in zip(coefficients, self.basis, self.images):
                 v -= c * x_i
                 av -= c * ax_i

@@ -28,7 +28,7 @@ from lobatto.operators import curl, divergence, gradient, weak_divergence
 from lobatto.operators.advection import Advection
 from lobatto.operators.differential import BackendGeometry
 from lobatto.operators.filter import HighPassFilter
-from lobatto.machine.parallel import allreduce, collective_errors
+from lobatto.machine.parallel import allreduce, collective_counts, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.settings import elliptic_memory
@@ -122,6 +122,7 @@ class NavierStokesSystem(System):
         self.h2 = None
         self.steps_taken = 0
         self.seconds = dict.fromkeys(PARTS, 0.0)
+        self.collectives = {part: {"reductions": 0, "exchanges": 0} for part in PARTS}  # issued per part
         self.last_report: dict = {}
         self.totals = {"pressure_iterations": 0, "velocity_iterations": 0}
 
@@ -336,6 +337,9 @@ class NavierStokesSystem(System):
                 "velocity_iterations_per_step": self.totals["velocity_iterations"] / steps,
                 "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
                           for name, s in self.seconds.items()},
+                # global reductions and gather-scatter exchanges per step (machine.parallel)
+                "collectives_per_step": {name: {kind: n / steps for kind, n in counts.items()}
+                                         for name, counts in self.collectives.items()},
                 "last_step": self.step_report(),
                 **({"scalars": self.scalars.summary(steps)} if self.scalars is not None else {}),
             },
@@ -387,7 +391,10 @@ class _Timed:
 
     def __enter__(self):
         self.start = time.perf_counter()
+        self.counts = collective_counts()
 
     def __exit__(self, *exc):
         self.system.backend.synchronize()
         self.system.seconds[self.name] += time.perf_counter() - self.start
+        for kind, n in collective_counts().items():
+            self.system.collectives[self.name][kind] += n - self.counts[kind]
