@@ -12,7 +12,9 @@ against a device-to-device copy), per element, with n = N + 1, M fine points, s 
     apply (k)      reads the fields (k n^3) and U (3 M^3), writes k n^3: (2 k n^3 + 3 M^3) s
 
 (apply reads U once per field; the model counts it once, as the later reads are meant to hit
-L2, so a shortfall there shows as a lower fraction of the copy bandwidth.)
+L2.) apply is not bound by these bytes but by shared-memory bandwidth (kernels/advection.cu):
+measured on an H100 at N = 7, float64, it moves its model's bytes at about a fifth of the copy
+bandwidth (benchmarks/results/ns_kernels_h100_2026-11-26.json, before the bank-conflict fix).
 
 A block holds ``elements_per_block`` elements of M^2 threads; tuning runs may set
 ``backend.launch_overrides[("advection_apply" or "advection_contravariant", order, dtype name)]``.
@@ -43,10 +45,10 @@ def shared_values(order: int, fine: int, which: str) -> tuple[int, int]:
     """(per block, per element) shared-memory values of kernel ``which`` (see advection.cu)."""
     n, m = order + 1, fine
     if which == "contravariant":
-        return m * n, n ** 3 + 3 * m * n * n
+        return 2 * m * n, n ** 3 + 3 * m * n * n
     s1 = max(n ** 3, m * n * n)
     s2 = max(2 * m * n * n, n * m * m)
-    return 2 * m * n, s1 + s2
+    return 4 * m * n, s1 + s2
 
 
 def kernel_name(which: str, order: int, fine: int, dtype, elements_per_block: int) -> str:

@@ -23,7 +23,14 @@
 // two agree to rounding, not bitwise.
 //
 // Dynamic shared memory, per element (values): contravariant n^3 + 3 M n^2, apply
-// max(n^3, M n^2) + max(2 M n^2, n M^2); plus the matrices (2 M n) once per block.
+// max(n^3, M n^2) + max(2 M n^2, n M^2); plus the matrices once per block (contravariant
+// I and its transpose, 2 M n; apply I, ID and their transposes, 4 M n).
+//
+// apply is bound by shared-memory bandwidth, not device memory: at N = 7 (M = 12) one field
+// of one element costs about 1.2e5 multiply-adds, most with an operand from shared memory.
+// Hence the transposed copies of I and ID (the pass along i walks their columns across lanes,
+// which in row-major order would put 6 lanes on one bank) and the rows of I and ID kept in
+// registers for the pass along j.
 
 #include "common.cuh"
 
@@ -49,10 +56,14 @@ advection_contravariant_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RES
     using D = FineDims<N, M>;
     constexpr int n = D::n, n2 = D::n2, n3 = D::n3, M2 = D::M2, M3 = D::M3;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* s_I = reinterpret_cast<T*>(smem_raw);  // I[c][l], M * n
+    T* s_I = reinterpret_cast<T*>(smem_raw);  // I[c][l], M * n (read as a broadcast)
+    T* s_IT = s_I + M * n;                      // I[c][l] at [l][c] (lanes walking c: no bank conflicts)
     const int t = threadIdx.x, el = threadIdx.y;
-    for (int p = t + el * M2; p < M * n; p += M2 * EPB) s_I[p] = I[p];
-    T* su = s_I + M * n + el * D::contravariant_shared;  // one component, n^3
+    for (int p = t + el * M2; p < M * n; p += M2 * EPB) {
+        s_I[p] = I[p];
+        s_IT[(p % n) * M + p / n] = I[p];
+    }
+    T* su = s_IT + M * n + el * D::contravariant_shared;  // one component, n^3
     T* sa = su + n3;                                      // 3 components along i: [k][j][a]
 
     const index_t e = (index_t)blockIdx.x * EPB + el;
@@ -64,24 +75,27 @@ advection_contravariant_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RES
         __syncthreads();
         for (int p = t; p < M * n2; p += M2) {  // along i: sa[f][k][j][a] = sum_l I[a][l] u[k][j][l]
             const int a = p % M, kj = p / M;
-            T s = s_I[a * n] * su[kj * n];
+            T s = s_IT[a] * su[kj * n];
 #pragma unroll
-            for (int l = 1; l < n; ++l) s += s_I[a * n + l] * su[kj * n + l];
+            for (int l = 1; l < n; ++l) s += s_IT[l * M + a] * su[kj * n + l];
             sa[f * M * n2 + p] = s;
         }
     }
     __syncthreads();
 
     const int b = t / M, a = t % M;
+    T ib[n];  // row b of I, in registers for the whole pass along j
+#pragma unroll
+    for (int m = 0; m < n; ++m) ib[m] = s_I[b * n + m];
     T col[3][n];  // along j, this thread's column: col[f][k] = sum_m I[b][m] sa[f][k][m][a]
 #pragma unroll
     for (int f = 0; f < 3; ++f) {
 #pragma unroll
         for (int k = 0; k < n; ++k) {
             const T* x = sa + f * M * n2 + k * n * M + a;
-            T s = s_I[b * n] * x[0];
+            T s = ib[0] * x[0];
 #pragma unroll
-            for (int m = 1; m < n; ++m) s += s_I[b * n + m] * x[m * M];
+            for (int m = 1; m < n; ++m) s += ib[m] * x[m * M];
             col[f][k] = s;
         }
     }
@@ -118,12 +132,16 @@ advection_apply_kernel(const T* LOBATTO_RESTRICT U, const T* LOBATTO_RESTRICT fi
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* s_I = reinterpret_cast<T*>(smem_raw);  // I[c][l]
     T* s_ID = s_I + M * n;                      // ID[c][l]
+    T* s_IT = s_ID + M * n;                     // I and ID at [l][c]: lanes walking c hit distinct banks
+    T* s_IDT = s_IT + M * n;
     const int t = threadIdx.x, el = threadIdx.y;
     for (int p = t + el * M2; p < M * n; p += M2 * EPB) {
         s_I[p] = I[p];
         s_ID[p] = ID[p];
+        s_IT[(p % n) * M + p / n] = I[p];
+        s_IDT[(p % n) * M + p / n] = ID[p];
     }
-    T* s1 = s_ID + M * n + el * D::apply_shared;  // the field (n^3), later along-j^T [l][m][a] (n^2 M)
+    T* s1 = s_IDT + M * n + el * D::apply_shared;  // the field (n^3), later along-j^T [l][m][a] (n^2 M)
     T* s2 = s1 + D::apply_s1;                     // along i: I and ID [k][j][a] (2 M n^2), later [l][b][a] (n M^2)
     T* sai = s2;
     T* sad = s2 + M * n2;
@@ -142,12 +160,12 @@ advection_apply_kernel(const T* LOBATTO_RESTRICT U, const T* LOBATTO_RESTRICT fi
         for (int p = t; p < M * n2; p += M2) {  // along i with I and ID
             const int aa = p % M, kj = p / M;
             const T x0 = s1[kj * n];
-            T si = s_I[aa * n] * x0, sd = s_ID[aa * n] * x0;
+            T si = s_IT[aa] * x0, sd = s_IDT[aa] * x0;
 #pragma unroll
             for (int l = 1; l < n; ++l) {
                 const T x = s1[kj * n + l];
-                si += s_I[aa * n + l] * x;
-                sd += s_ID[aa * n + l] * x;
+                si += s_IT[l * M + aa] * x;
+                sd += s_IDT[l * M + aa] * x;
             }
             sai[p] = si;
             sad[p] = sd;
@@ -155,20 +173,28 @@ advection_apply_kernel(const T* LOBATTO_RESTRICT U, const T* LOBATTO_RESTRICT fi
         __syncthreads();
         // along j, own column: d/dr (ID_i then I_j), d/ds (I_i then ID_j), plain (I_i then I_j)
         T c_dr[n], c_ds[n], c_ii[n];
+        {
+        T ib[n], idb[n];  // rows b of I and ID, in registers for the pass along j
+#pragma unroll
+        for (int m = 0; m < n; ++m) {
+            ib[m] = s_I[b * n + m];
+            idb[m] = s_ID[b * n + m];
+        }
 #pragma unroll
         for (int k = 0; k < n; ++k) {
             const T* xi = sai + k * n * M + a;
             const T* xd = sad + k * n * M + a;
-            T sr = s_I[b * n] * xd[0], ss = s_ID[b * n] * xi[0], sp = s_I[b * n] * xi[0];
+            T sr = ib[0] * xd[0], ss = idb[0] * xi[0], sp = ib[0] * xi[0];
 #pragma unroll
             for (int m = 1; m < n; ++m) {
-                sr += s_I[b * n + m] * xd[m * M];
-                ss += s_ID[b * n + m] * xi[m * M];
-                sp += s_I[b * n + m] * xi[m * M];
+                sr += ib[m] * xd[m * M];
+                ss += idb[m] * xi[m * M];
+                sp += ib[m] * xi[m * M];
             }
             c_dr[k] = sr;
             c_ds[k] = ss;
             c_ii[k] = sp;
+        }
         }
         __syncthreads();  // s2 free for the transposed pass
         T r[n];
