@@ -20,7 +20,7 @@ import numpy as np
 from lobatto.bench.report import rows_table, run_meta, write_json
 
 KERNELS = ("advection_contravariant", "advection_apply", "convective", "curl", "weighted_curl",
-           "weak_divergence_minus_curl", "mass_minus_gradient")
+           "weak_divergence_minus_curl", "mass_minus_gradient", "linear_combination_3", "project_2", "project_8")
 
 
 def event_ms(fn, calls, repeats=5):
@@ -98,11 +98,44 @@ def setup(backend, order, elements, dtype):
         "mass_minus_gradient": pair("mass_minus_gradient", (f, p, metrics, mass, d, out3), {"order": order},
                                     differential_cuda.VALUES_PER_POINT["mass_minus_gradient"] * points * size),
     }
+    # BDF/EXT sum of 3 velocity-sized arrays: reads 3, writes 1
+    arrays3 = [u, f, w]
+    rows["linear_combination_3"] = pair("linear_combination", (out3, [1.5, -0.7, 0.2], arrays3), {},
+                                        4 * 3 * points * size)
+    if elements <= 24 ** 3:  # (the assembly's numbering is built on the host: slow beyond)
+        rows.update(projections(backend, elements, order, dtype))
     oc, nc, bc = rows["advection_contravariant"]
     oa, na, ba = rows["advection_apply"]
     # the whole convective term (u . grad) u: contravariant velocity, then apply to 3 fields
     rows["convective"] = ((lambda: (oc(), oa())), (lambda: (nc(), na())),
                           bc + ba - 3 * n ** 3 * E * size)  # (U is written, then read: counted in both)
+    return rows
+
+
+def projections(backend, elements, order, dtype):
+    """project() of a pressure-sized b onto 2 and 8 stored solutions: old (a dot and two axpys
+    per vector) and new (Assembly.dots and two linear combinations). Byte model of the new one:
+    the k dot products read x_i, b and the weights (3k values per point), x_bar reads k and
+    writes 1, the residual reads k + 1 and writes 1: 5k + 3 values per point."""
+    from lobatto.mesh import box_mesh
+    from lobatto.operators import Assembly
+    from lobatto.solvers import SolutionProjection
+
+    side = round(elements ** (1 / 3))
+    assembly = Assembly(box_mesh((side, side, side), periodic=(True, True, True)), order, backend)
+    points = elements * (order + 1) ** 3
+    rng = np.random.default_rng(3)
+    rows = {}
+    for k in (2, 8):
+        basis = [backend.asarray(rng.standard_normal(assembly.shape)) for _ in range(k + 1)]
+        old = SolutionProjection(lambda x: x, assembly.dot, k)
+        new = SolutionProjection(lambda x: x, assembly.dot, k, dots=assembly.dots,
+                                 combine=backend.kernel("linear_combination"))
+        for p in (old, new):  # a stored basis without orthogonalisation: the cost is the same
+            p.basis, p.images = basis[:k], basis[:k]
+        b = basis[k]
+        rows[f"project_{k}"] = ((lambda o=old: o.project(b)), (lambda n=new: n.project(b)),
+                                (5 * k + 3) * points * np.dtype(dtype).itemsize)
     return rows
 
 
@@ -114,6 +147,8 @@ def measure(order, elements, precision, calls, sweep):
     rows = setup(backend, order, E, backend.dtype)
     out = []
     for name in KERNELS:
+        if name not in rows:
+            continue
         old, new, nbytes = rows[name]
         copy, copy_ms = copy_gbs(nbytes, calls)
         old_ms, new_ms = event_ms(old, max(calls // 4, 2)), event_ms(new, calls)
@@ -121,7 +156,8 @@ def measure(order, elements, precision, calls, sweep):
                  "old_ms": old_ms, "new_ms": new_ms, "new_gbs": nbytes / new_ms / 1e6,
                  "copy_gbs": copy, "copy_ms": copy_ms, "fraction_of_copy": copy_ms / new_ms,
                  "speedup": old_ms / new_ms}
-        if sweep and name not in ("convective", "weighted_curl"):
+        if sweep and name in ("advection_contravariant", "advection_apply", "curl", "weak_divergence_minus_curl",
+                              "mass_minus_gradient"):
             entry["sweep"] = {}
             key = (name, order, np.dtype(backend.dtype).name)
             for epb in (1, 2, 3, 4, 6, 8):

@@ -63,3 +63,39 @@ def test_fused_right_hand_sides_equal_the_composition(setup, backend):
     out = backend.asarray(out)
     assert mass_minus_gradient(g, backend, forcing, p, out=out) is out
     assert np.array_equal(backend.to_host(out), expected)
+
+
+@pytest.mark.parametrize("count", [1, 3, 11])
+def test_linear_combination_is_the_axpys(count):
+    """The reference kernel gives the bits of c_0 a_0 + c_1 a_1 + ... written as axpys, also
+    in place (out one of the arrays), as the BDF/EXT sums and the projection use it."""
+    from lobatto.backends.base import REFERENCE_KERNELS
+
+    rng = np.random.default_rng(count)
+    arrays = [rng.standard_normal((3, 4, 5)) for _ in range(count)]
+    coefficients = list(rng.standard_normal(count))
+    expected = coefficients[0] * arrays[0]
+    for c, a in zip(coefficients[1:], arrays[1:]):
+        expected -= (-c) * a
+    combine = NumpyBackend().kernel("linear_combination")
+    assert combine is not None and "linear_combination" in REFERENCE_KERNELS
+    out = np.full_like(arrays[0], np.nan)
+    assert combine(out, coefficients, arrays) is out
+    assert np.array_equal(out, expected)
+    first = arrays[0].copy()
+    combine(arrays[0], coefficients, arrays)  # in place
+    assert np.array_equal(arrays[0], expected) and not np.array_equal(first, expected)
+    with pytest.raises(ValueError, match="coefficients"):
+        combine(out, coefficients[:-1] + [1.0, 2.0], arrays)
+
+
+def test_assembly_dots_equal_dot():
+    from lobatto.operators import Assembly
+
+    mesh = box_mesh((2, 2, 2), periodic=(True, False, True))
+    assembly = Assembly(mesh, 4, NumpyBackend())
+    rng = np.random.default_rng(5)
+    vectors = [assembly.dssum(rng.standard_normal(assembly.shape)) for _ in range(4)]
+    b = assembly.dssum(rng.standard_normal(assembly.shape))
+    assert assembly.dots(vectors, b) == [assembly.dot(x, b) for x in vectors]
+    assert assembly.dots([], b) == []

@@ -119,3 +119,55 @@ def test_values_do_not_depend_on_the_element_count(gpu, name):
     part_shape = shape[:len(shape) - 4] + (5,) + shape[len(shape) - 3:]
     part = run(gpu["float64"], name, spec, part_inputs, part_shape, np.float64)
     assert np.array_equal(part, head(whole, len(shape) - 4))
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("count", [1, 2, 8, 9, 17])
+def test_linear_combination(gpu, count, precision):
+    """One pass up to 8 arrays, chained beyond; in place (out the first array) too."""
+    backend = gpu[precision]
+    assert backend.has_tuned("linear_combination")
+    rng = np.random.default_rng(count)
+    host = [rng.standard_normal((3, 5, 4, 4, 4)) for _ in range(count)]
+    coefficients = list(rng.standard_normal(count))
+    expected = sum(c * a for c, a in zip(coefficients, host))
+    arrays = [cupy.asarray(a, dtype=precision) for a in host]
+    combine = backend.kernel("linear_combination")
+    out = cupy.full(expected.shape, np.nan, dtype=precision)
+    assert combine(out, coefficients, arrays) is out
+    scale = np.abs(expected).max()
+    assert np.abs(cupy.asnumpy(out) - expected).max() < 4 * TOLERANCE[precision] * scale * count
+    combine(arrays[0], coefficients, arrays)
+    assert np.array_equal(cupy.asnumpy(arrays[0]), cupy.asnumpy(out))
+
+
+def test_projection_on_the_gpu_equals_the_cpu():
+    """SolutionProjection with the multi-dot and the combination kernel: the same x_bar and
+    residual as on the CPU (reference kernels), and dots with dot's bits."""
+    from lobatto.mesh import box_mesh
+    from lobatto.operators import Assembly
+    from lobatto.solvers import SolutionProjection
+
+    mesh = box_mesh((3, 2, 2))
+    rng = np.random.default_rng(11)
+    results = {}
+    for name in ("cpu", "cuda"):
+        backend = get_backend(name)
+        assembly = Assembly(mesh, 5, backend)
+        host = [rng.standard_normal(assembly.shape) for _ in range(4)]
+        rng = np.random.default_rng(11)  # the same data on both
+        vectors = [assembly.dssum(backend.asarray(h)) for h in host]
+        b = vectors[-1]
+        assert assembly.dots(vectors[:3], b) == [assembly.dot(x, b) for x in vectors[:3]]
+
+        def A(x):
+            return 2.0 * x
+
+        projection = SolutionProjection(A, assembly.dot, 4, dots=assembly.dots,
+                                        combine=backend.kernel("linear_combination"))
+        for x in vectors[:3]:
+            projection.update(backend.zeros(assembly.shape), x)
+        x_bar, residual = projection.project(b)
+        results[name] = (backend.to_host(x_bar), backend.to_host(residual))
+    for cpu, gpu_ in zip(results["cpu"], results["cuda"]):
+        assert np.abs(cpu - gpu_).max() <= 1e-12 * np.abs(cpu).max()

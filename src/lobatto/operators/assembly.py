@@ -151,6 +151,17 @@ class Assembly:
         local = float(xp.vdot(u.reshape(-1), (v * self.inverse_multiplicity).reshape(-1)))
         return float(allreduce(self.comm, local, "sum"))
 
+    def dots(self, vectors, v) -> list[float]:
+        """[dot(u, v) for u in vectors], each with dot's bits, in one reduction over ranks."""
+        if not len(vectors):
+            return []
+        if self.reproducible:
+            return totals(self.comm, [accumulate_rows(self.points, u, v, self.inverse_multiplicity) for u in vectors])
+        xp = self.backend.xp
+        weighted = (v * self.inverse_multiplicity).reshape(-1)
+        local = np.array([float(xp.vdot(u.reshape(-1), weighted)) for u in vectors], dtype=np.float64)
+        return [float(x) for x in allreduce(self.comm, local, "sum")]
+
     def integral(self, *fields) -> list[float]:
         """sum over this rank's points of each field (E, n, n, n) or (k, E, n, n, n), over
         every rank (collective): reproducible like ``dot`` when it is, else a plain allreduce

@@ -95,7 +95,8 @@ class EllipticSolver:
         instrument(self.profile, self.levels, self.multigrid)
         self.apply, self.dot = level.apply, level.dot  # the wrapped (timed) members
         capacity = settings["projection"]
-        self.projection = SolutionProjection(self.apply, self.dot, capacity) if capacity else None
+        self.projection = SolutionProjection(self.apply, self.dot, capacity, dots=level.assembly.dots,
+                                             combine=backend.kernel("linear_combination")) if capacity else None
 
     def _preconditioner(self, mesh, level, backend, comm, dirichlet, h1, h2):
         """(M or None, whether M is one fixed symmetric linear map)."""

@@ -13,6 +13,12 @@ only has to find the correction for b - A x_bar = b - sum_i (x_i . b) A x_i.
     x = projection.update(x_bar, dx)     # x_bar + dx; dx joins the basis (one A application)
 
 When the basis is full it restarts from the latest solution alone (nekRS does the same).
+
+Passes over memory: given ``dots`` (all of a vector's dot products with the basis in one
+reduction, e.g. Assembly.dots) and ``combine`` (the backend kernel ``linear_combination``),
+project() takes the k coefficients in one reduction and forms x_bar and the residual in one
+pass each, instead of k dot products and 2k axpys; the values are the same (each dot product
+has the same bits; each combination sums in the same order as the axpys did).
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ DEPENDENCE_TOLERANCE = 1e-10
 
 
 class SolutionProjection:
-    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY):
+    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY, dots=None, combine=None):
         if int(capacity) < 1:
             raise ValueError(f"SolutionProjection: capacity must be >= 1, got {capacity}")
         self.A = A
         self.dot = dot or euclidean_dot
+        self.dots = dots or (lambda vectors, v: [self.dot(x, v) for x in vectors])
+        self.combine = combine or _combine
         self.capacity = int(capacity)
         self.basis: list = []  # x_i, A-orthonormal
         self.images: list = []  # A x_i
@@ -43,12 +51,11 @@ class SolutionProjection:
 
     def project(self, b):
         """(x_bar, b - A x_bar): the A-norm best approximation in the basis and its residual."""
-        x_bar = zeros_like(b)
-        residual = b.copy()
-        for x_i, ax_i in zip(self.basis, self.images):
-            c = self.dot(x_i, b)
-            x_bar += c * x_i
-            residual -= c * ax_i
+        if not self.basis:
+            return zeros_like(b), b.copy()
+        c = self.dots(self.basis, b)
+        x_bar = self.combine(_empty_like(b), c, self.basis)
+        residual = self.combine(_empty_like(b), [1.0] + [-x for x in c], [b] + self.images)
         return x_bar, residual
 
     def update(self, x_bar, dx):
@@ -71,10 +78,12 @@ class SolutionProjection:
         # classical Gram-Schmidt twice: two passes make it as good as modified GS, and each
         # pass's dot products are independent of one another
         for _ in range(2):
-            coefficients = [self.dot(x_i, av) for x_i in self.basis]
-            for c, x_i, ax_i in zip(coefficients, self.basis, self.images):
-                v -= c * x_i
-                av -= c * ax_i
+            if not self.basis:
+                break
+            c = self.dots(self.basis, av)
+            minus = [1.0] + [-x for x in c]
+            self.combine(v, minus, [v] + self.basis)
+            self.combine(av, minus, [av] + self.images)
         norm = math.sqrt(max(self.dot(v, av), 0.0))
         if not norm > DEPENDENCE_TOLERANCE * norm_before:
             return False
@@ -83,3 +92,17 @@ class SolutionProjection:
         self.basis.append(v)
         self.images.append(av)
         return True
+
+
+def _combine(out, coefficients, arrays):
+    """out = sum_j c_j a_j in increasing j (the reference linear_combination)."""
+    total = coefficients[0] * arrays[0]
+    for c, a in zip(coefficients[1:], arrays[1:]):
+        total += c * a
+    out[...] = total
+    return out
+
+
+def _empty_like(a):
+    """An uninitialised array of a's type, shape and dtype (NumPy or CuPy; no pass over memory)."""
+    return type(a)(a.shape, dtype=a.dtype)
