@@ -139,14 +139,14 @@ def projections(backend, elements, order, dtype):
     return rows
 
 
-def measure(order, elements, precision, calls, sweep):
+def measure(order, elements, precision, calls, sweep, kernels=KERNELS):
     from lobatto.backends import get_backend
 
     backend = get_backend("cuda", precision=precision)
     E = elements ** 3
     rows = setup(backend, order, E, backend.dtype)
     out = []
-    for name in KERNELS:
+    for name in kernels:
         if name not in rows:
             continue
         old, new, nbytes = rows[name]
@@ -178,13 +178,14 @@ def main(argv=None):
     parser.add_argument("--precision", nargs="+", default=["float64"], choices=["float64", "float32"])
     parser.add_argument("--calls", type=int, default=20, help="calls per timing sample (5 samples, median)")
     parser.add_argument("--sweep", action="store_true", help="also time other elements-per-block choices")
+    parser.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS, help="rows to measure")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
     results = []
     for precision in args.precision:
         for order in args.order:
             for elements in args.elements:
-                results.extend(measure(order, elements, precision, args.calls, args.sweep))
+                results.extend(measure(order, elements, precision, args.calls, args.sweep, args.kernels))
     header = ["kernel", "N", "E", "prec", "MB", "old ms", "new ms", "speedup", "GB/s", "copy GB/s", "of copy"]
     table = [[r["kernel"], str(r["order"]), str(r["elements"]), r["precision"][-2:], f"{r['bytes'] / 1e6:.0f}",
               f"{r['old_ms']:.3f}", f"{r['new_ms']:.3f}", f"{r['speedup']:.1f}x", f"{r['new_gbs']:.0f}",
