@@ -12,9 +12,11 @@ against a device-to-device copy), per element, with n = N + 1, M fine points, s 
     apply (k)      reads the fields (k n^3) and U (3 M^3), writes k n^3: (2 k n^3 + 3 M^3) s
 
 (apply reads U once per field; the model counts it once, as the later reads are meant to hit
-L2.) apply is not bound by these bytes but by shared-memory bandwidth (kernels/advection.cu):
-measured on an H100 at N = 7, float64, it moves its model's bytes at about a fifth of the copy
-bandwidth (benchmarks/results/ns_kernels_h100_2026-11-26.json, before the bank-conflict fix).
+L2.) apply is not bound by these bytes but by its arithmetic and shared-memory traffic
+(kernels/advection.cu, about 1.2e5 multiply-adds per field and element at N = 7): measured on
+an H100 at N = 7, 36^3 elements, float64, it moves its model's bytes at 23 % of the copy
+bandwidth (4.37 ms for 3 fields; 5.64 ms before the bank-conflict fix), contravariant at 77 %
+(benchmarks/results/ns_kernels_h100_2026-11-26.json).
 
 A block holds ``elements_per_block`` elements of M^2 threads; tuning runs may set
 ``backend.launch_overrides[("advection_apply" or "advection_contravariant", order, dtype name)]``.
