@@ -34,6 +34,16 @@ INSTANTIATIONS = {
         for t in ("double", "float", "long long", "int", "unsigned long long", "unsigned int")
         for i in ("int", "long long")
     ],
+    # (order, fine points of the 3/2 rule, dtype, elements per block as operators/advection_cuda.py picks them)
+    "advection.cu": [
+        f"LOBATTO_ADVECTION_INSTANTIATE({n}, {-(-3 * (n + 1) // 2)}, {t}, {max(1, 256 // (-(-3 * (n + 1) // 2)) ** 2)})"
+        for n in ORDERS for t in DTYPES
+    ],
+    "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
+    # (order, dtype, elements per block as operators/differential_cuda.py picks them)
+    "differential.cu": [
+        f"LOBATTO_DIFFERENTIAL_INSTANTIATE({n}, {t}, {max(1, 256 // (n + 1) ** 2)})" for n in ORDERS for t in DTYPES
+    ],
     # (order, dtype, mass, elements per block as operators/helmholtz_cuda.py picks them)
     "helmholtz.cu": [
         f"LOBATTO_HELMHOLTZ_INSTANTIATE({n}, {t}, {m}, {max(1, 256 // (n + 1) ** 2)})"

@@ -4,13 +4,15 @@ numbering      continuous_ids: one global id per distinct GLL point (any conform
 assembly       Assembly: dssum (Q Q^T through comm.GatherScatter), multiplicity, Dirichlet mask, dot, norm
 helmholtz      HelmholtzOperator: h1 K u + h2 B u per element, exact diagonal (reference, C, CUDA kernels)
 interpolation  GLL to GLL / Gauss matrices, tensor-product interpolate, prolong / restrict
-differential   gradient, curl, divergence, weak divergence, mass
+differential   gradient, curl, divergence, weak divergence, mass; fused forms for Navier–Stokes
+combination    backend kernel linear_combination: out = sum_j c_j a_j in one pass
 advection      Advection: dealiased (over-integrated) convective term, CFL number
 filter         HighPassFilter: nekRS's HPF-RT relaxation weight (u - F u)
 
 See docs/architecture.md ("Operators").
 """
 
+from lobatto.operators import combination  # noqa: F401  (registers the linear_combination kernels)
 from lobatto.operators.advection import Advection
 from lobatto.operators.assembly import Assembly, dirichlet_faces
 from lobatto.operators.differential import BackendGeometry, curl, divergence, gradient, mass, weak_divergence

@@ -53,6 +53,7 @@ from lobatto.backends.base import reference_kernel
 from lobatto.discretization import derivative_matrix, gll_points
 from lobatto.discretization.tensor import along, derivative_r, derivative_s, derivative_t
 from lobatto.errors import InputError
+from lobatto.operators import advection_cuda  # noqa: F401  (register the tuned kernels)
 from lobatto.operators.differential import BackendGeometry
 from lobatto.operators.interpolation import interpolate, interpolation_matrix
 

@@ -7,6 +7,13 @@
     curl(geometry, backend, v)             (3, E, n, n, n): curl of v (3, E, n, n, n) at every point
     divergence(geometry, backend, v)       (E, n, n, n): div v at every point
 
+Fused forms for the Navier–Stokes step (one pass over memory each on the CUDA backend,
+operators/kernels/differential.cu; the reference is the composition of the plain operators):
+
+    weighted_curl(geometry, backend, v)                       B curl v
+    weak_divergence_minus_curl(geometry, backend, f, w, nu)   weak_divergence(f - nu curl w)
+    mass_minus_gradient(geometry, backend, f, p)              B (f - gradient p)
+
 gradient, curl and divergence are pointwise (collocation): reference derivatives along each axis,
 then the chain rule d/dx_a = sum_b (d r_b / d x_a) d/dr_b. They are exact where the field is a
 polynomial of degree <= N in r, s, t (a field of degree p in x, y, z on a map of degree g is one
@@ -28,8 +35,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lobatto.backends.base import reference_kernel
 from lobatto.discretization import derivative_matrix
 from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t, physical_gradient
+from lobatto.operators import differential_cuda  # noqa: F401  (register the tuned kernels)
 
 
 class BackendGeometry:
@@ -58,13 +67,15 @@ def gradient(geometry, backend, u):
     return physical_gradient(backend.xp, u, g.derivative, g.metrics)
 
 
+def _weak_divergence(xp, v, dt, metrics, mass):
+    flux = [mass * (metrics[b, 0] * v[0] + metrics[b, 1] * v[1] + metrics[b, 2] * v[2]) for b in range(3)]
+    return derivative_r(xp, flux[0], dt) + derivative_s(xp, flux[1], dt) + derivative_t(xp, flux[2], dt)
+
+
 def weak_divergence(geometry, backend, v):
     """(E, n, n, n) sum_b D_b^T [w J sum_a (d r_b / d x_a) v_a] for v (3, E, n, n, n)."""
     g = on_backend(geometry, backend)
-    xp = backend.xp
-    flux = [g.mass * (g.metrics[b, 0] * v[0] + g.metrics[b, 1] * v[1] + g.metrics[b, 2] * v[2]) for b in range(3)]
-    dt = g.derivative_transpose
-    return derivative_r(xp, flux[0], dt) + derivative_s(xp, flux[1], dt) + derivative_t(xp, flux[2], dt)
+    return _weak_divergence(backend.xp, v, g.derivative_transpose, g.metrics, g.mass)
 
 
 def mass(geometry, backend, u):
@@ -72,15 +83,87 @@ def mass(geometry, backend, u):
     return on_backend(geometry, backend).mass * u
 
 
-def _component_gradients(geometry, backend, v):
+def _curl(xp, v, d, metrics):
+    g = [physical_gradient(xp, v[c], d, metrics) for c in range(3)]  # [c][a] = d v_c / d x_a
+    return xp.stack([g[2][1] - g[1][2], g[0][2] - g[2][0], g[1][0] - g[0][1]])
+
+
+def _empty(backend, g, shape, out):
+    return backend.xp.empty(shape, dtype=g.dtype) if out is None else out
+
+
+def curl(geometry, backend, v, out=None):
+    """(3, E, n, n, n) curl of v (3, E, n, n, n) by the chain rule, pointwise (backend kernel ``curl``)."""
     g = on_backend(geometry, backend)
-    return [physical_gradient(backend.xp, v[c], g.derivative, g.metrics) for c in range(3)]  # [c][a] = d v_c / d x_a
+    kernel = backend.kernel("curl", order=g.order)
+    return kernel(v, g.metrics, None, g.derivative, _empty(backend, g, v.shape, out))
 
 
-def curl(geometry, backend, v):
-    """(3, E, n, n, n) curl of v (3, E, n, n, n) by the chain rule, pointwise."""
-    d = _component_gradients(geometry, backend, v)
-    return backend.xp.stack([d[2][1] - d[1][2], d[0][2] - d[2][0], d[1][0] - d[0][1]])
+def weighted_curl(geometry, backend, v, out=None):
+    """(3, E, n, n, n) B curl v: the curl times the diagonal mass, in one pass."""
+    g = on_backend(geometry, backend)
+    kernel = backend.kernel("curl", order=g.order)
+    return kernel(v, g.metrics, g.mass, g.derivative, _empty(backend, g, v.shape, out))
+
+
+def weak_divergence_minus_curl(geometry, backend, forcing, vorticity, viscosity, out=None):
+    """(E, n, n, n) weak_divergence(forcing - viscosity * curl(vorticity)) for forcing and
+    vorticity (3, E, n, n, n): the curl-curl pressure right-hand side in one pass (backend
+    kernel ``weak_divergence_minus_curl``)."""
+    g = on_backend(geometry, backend)
+    kernel = backend.kernel("weak_divergence_minus_curl", order=g.order)
+    return kernel(forcing, vorticity, g.metrics, g.mass, g.derivative, float(viscosity),
+                  _empty(backend, g, forcing.shape[1:], out))
+
+
+def mass_minus_gradient(geometry, backend, forcing, pressure, out=None):
+    """(3, E, n, n, n) B (forcing - gradient(pressure)): the velocity right-hand side in one
+    pass (backend kernel ``mass_minus_gradient``)."""
+    g = on_backend(geometry, backend)
+    kernel = backend.kernel("mass_minus_gradient", order=g.order)
+    return kernel(forcing, pressure, g.metrics, g.mass, g.derivative, _empty(backend, g, forcing.shape, out))
+
+
+@reference_kernel("curl")
+def reference_curl(backend, order):
+    """curl(v (3, E, n, n, n), metrics (3, 3, E, n, n, n), mass (E, n, n, n) or None, D (n, n), out):
+    out = curl v, times mass when given."""
+    xp = backend.xp
+
+    def apply(v, metrics, mass_or_none, d, out):
+        out[...] = _curl(xp, v, d, metrics)
+        if mass_or_none is not None:
+            out *= mass_or_none
+        return out
+
+    return apply
+
+
+@reference_kernel("weak_divergence_minus_curl")
+def reference_weak_divergence_minus_curl(backend, order):
+    """apply(forcing, vorticity (3, E, n, n, n), metrics, mass, D, viscosity, out (E, n, n, n))."""
+    xp = backend.xp
+
+    def apply(forcing, vorticity, metrics, mass_, d, viscosity, out):
+        flux = forcing - viscosity * _curl(xp, vorticity, d, metrics)
+        out[...] = _weak_divergence(xp, flux, xp.ascontiguousarray(d.T), metrics, mass_)
+        return out
+
+    return apply
+
+
+@reference_kernel("mass_minus_gradient")
+def reference_mass_minus_gradient(backend, order):
+    """apply(forcing (3, E, n, n, n), pressure (E, n, n, n), metrics, mass, D, out (3, E, n, n, n))."""
+    xp = backend.xp
+
+    def apply(forcing, pressure, metrics, mass_, d, out):
+        rhs = forcing - physical_gradient(xp, pressure, d, metrics)
+        rhs *= mass_
+        out[...] = rhs
+        return out
+
+    return apply
 
 
 def divergence(geometry, backend, v):

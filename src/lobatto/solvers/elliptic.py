@@ -98,7 +98,8 @@ class EllipticSolver:
         instrument(self.profile, self.levels, self.multigrid)
         self.apply, self.dot, self.dots = level.apply, level.dot, level.dots  # the wrapped (timed) members
         capacity = settings["projection"]
-        self.projection = SolutionProjection(self.apply, self.dot, capacity, dots=self.dots) if capacity else None
+        self.projection = SolutionProjection(self.apply, self.dot, capacity, dots=self.dots,
+                                             combine=backend.kernel("linear_combination")) if capacity else None
 
     def _preconditioner(self, mesh, level, backend, comm, dirichlet, h1, h2):
         """(M or None, whether M is one fixed symmetric linear map)."""

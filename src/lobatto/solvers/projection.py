@@ -17,6 +17,11 @@ When the basis is full it restarts from the latest solution alone (nekRS does th
 Global reductions (``dots``, krylov.fused_dots): ``project`` 1 (the k products x_i . b are
 independent), ``update`` 3 (the first Gram-Schmidt pass with ||v||_A before it, the second
 pass, the final norm), against k and 2k + 2 with one reduction per product; the same values.
+
+Passes over memory: given ``combine`` (the backend kernel ``linear_combination``),
+project() takes the k coefficients in one reduction and forms x_bar and the residual in one
+pass each, instead of k dot products and 2k axpys; the values are the same (each dot product
+has the same bits; each combination sums in the same order as the axpys did).
 """
 
 from __future__ import annotations
@@ -33,12 +38,13 @@ DEPENDENCE_TOLERANCE = 1e-10
 
 
 class SolutionProjection:
-    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY, dots=None):
+    def __init__(self, A, dot=None, capacity: int = DEFAULT_CAPACITY, dots=None, combine=None):
         if int(capacity) < 1:
             raise ValueError(f"SolutionProjection: capacity must be >= 1, got {capacity}")
         self.A = A
         self.dot = dot or euclidean_dot
         self.dots = fused_dots(self.dot, dots)
+        self.combine = combine or _combine
         self.capacity = int(capacity)
         self.basis: list = []  # x_i, A-orthonormal
         self.images: list = []  # A x_i
@@ -48,12 +54,11 @@ class SolutionProjection:
 
     def project(self, b):
         """(x_bar, b - A x_bar): the A-norm best approximation in the basis and its residual."""
-        x_bar = zeros_like(b)
-        residual = b.copy()
-        coefficients = self.dots([(x_i, b) for x_i in self.basis])
-        for c, x_i, ax_i in zip(coefficients, self.basis, self.images):
-            x_bar += c * x_i
-            residual -= c * ax_i
+        if not self.basis:
+            return zeros_like(b), b.copy()
+        c = self.dots([(x_i, b) for x_i in self.basis])
+        x_bar = self.combine(_empty_like(b), c, self.basis)
+        residual = self.combine(_empty_like(b), [1.0] + [-x for x in c], [b] + self.images)
         return x_bar, residual
 
     def update(self, x_bar, dx):
@@ -78,10 +83,12 @@ class SolutionProjection:
         if not norm_before > 0:
             return False
         for step in range(2):
-            coefficients = first[1:] if step == 0 else self.dots([(x_i, av) for x_i in self.basis])
-            for c, x_i, ax_i in zip(coefficients, self.basis, self.images):
-                v -= c * x_i
-                av -= c * ax_i
+            if not self.basis:
+                break
+            c = first[1:] if step == 0 else self.dots([(x_i, av) for x_i in self.basis])
+            minus = [1.0] + [-x for x in c]
+            self.combine(v, minus, [v] + self.basis)
+            self.combine(av, minus, [av] + self.images)
         norm = math.sqrt(max(self.dot(v, av), 0.0))
         if not norm > DEPENDENCE_TOLERANCE * norm_before:
             return False
@@ -90,3 +97,17 @@ class SolutionProjection:
         self.basis.append(v)
         self.images.append(av)
         return True
+
+
+def _combine(out, coefficients, arrays):
+    """out = sum_j c_j a_j in increasing j (the reference linear_combination)."""
+    total = coefficients[0] * arrays[0]
+    for c, a in zip(coefficients[1:], arrays[1:]):
+        total += c * a
+    out[...] = total
+    return out
+
+
+def _empty_like(a):
+    """An uninitialised array of a's type, shape and dtype (NumPy or CuPy; no pass over memory)."""
+    return type(a)(a.shape, dtype=a.dtype)

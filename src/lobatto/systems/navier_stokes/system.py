@@ -24,9 +24,10 @@ import time
 import numpy as np
 
 from lobatto.errors import InputError, SolverError
-from lobatto.operators import curl, divergence, gradient, weak_divergence
+from lobatto.operators import curl, divergence
 from lobatto.operators.advection import Advection
-from lobatto.operators.differential import BackendGeometry
+from lobatto.operators.differential import (BackendGeometry, mass_minus_gradient, weak_divergence_minus_curl,
+                                            weighted_curl)
 from lobatto.operators.filter import HighPassFilter
 from lobatto.machine.parallel import allreduce, collective_counts, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
@@ -176,17 +177,15 @@ class NavierStokesSystem(System):
             self._push_history(velocity, t)
             if self.scalars is not None:
                 self.scalars.push_history(u, HISTORY)
-            weak = ext[0] * self.explicit[0]
-            for j in range(1, k):
-                weak += ext[j] * self.explicit[j]
+            # the BDF/EXT sums, each in one pass (backend kernel linear_combination; the same
+            # order, and on the CPU the same bits, as the axpys they replace)
+            combine, shape = self.backend.kernel("linear_combination"), velocity.shape
+            weak = combine(self.backend.empty(shape), list(ext[:k]), self.explicit[:k])
             if self.force is not None:
                 weak += self.force.weak(t_new)
             forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
-            for j in range(1, k + 1):
-                forcing -= (bdf[j] / dt) * self.velocities[j - 1]
-            extrapolated = ext[0] * self.velocities[0]
-            for j in range(1, k):
-                extrapolated += ext[j] * self.velocities[j]
+            combine(forcing, [1.0] + [-(bdf[j] / dt) for j in range(1, k + 1)], [forcing] + self.velocities[:k])
+            extrapolated = combine(self.backend.empty(shape), list(ext[:k]), self.velocities[:k])
         data = self.boundaries.values(t_new)
         with self.part("pressure"):
             pressure = self.solve_pressure(u[3], forcing, extrapolated, data, bdf[0] / dt, t_new)
@@ -216,13 +215,11 @@ class NavierStokesSystem(System):
     def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new):
         """p^{n+1} from the curl-curl form of the pressure Poisson equation."""
         g = self.device_geometry
-        vorticity = curl(g, self.backend, extrapolated)
-        vorticity *= g.mass
+        vorticity = weighted_curl(g, self.backend, extrapolated)  # B curl u (one fused kernel)
         self.assembly.dssum(vorticity)
         vorticity *= self.inverse_assembled_mass  # continuous: the mass-weighted average of the copies
-        flux = forcing - self.viscosity * curl(g, self.backend, vorticity)
         level = self.pressure_level
-        b = weak_divergence(g, self.backend, flux)
+        b = weak_divergence_minus_curl(g, self.backend, forcing, vorticity, self.viscosity)  # of F - nu curl w
         if self.boundaries.groups:
             b -= sigma * self.boundaries.normal_flux(data)
         level.assembly.dssum(b)
@@ -239,8 +236,7 @@ class NavierStokesSystem(System):
             self.velocity_solver.set_coefficients(self.viscosity, sigma)
             self.h2 = sigma
         g, level = self.device_geometry, self.velocity_level
-        rhs = forcing - gradient(g, self.backend, pressure)
-        rhs *= g.mass
+        rhs = mass_minus_gradient(g, self.backend, forcing, pressure)  # B (F - grad p), one fused kernel
         lifting = self.boundaries.lifting(data, self.assembly) if self.boundaries.lifted else None
         if lifting is not None:
             for c in range(3):
