@@ -62,7 +62,7 @@ def main(argv=None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         case = work / "tgv.toml"
         case.write_text(case_text(a.elements, a.t_end, time_keys))
-        env = dict(os.environ, PYTHONPATH=str(Path(trees[tree]).resolve()))
+        env = dict(os.environ, PYTHONPATH=trees[tree])  # as given: may be several paths
         start = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "lobatto", "run", str(case), "--backend", a.backend, "--quiet",
                               "--output", str(work / "out"), "--overwrite"], env=env, capture_output=True, text=True)
