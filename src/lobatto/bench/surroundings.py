@@ -18,7 +18,15 @@ def git_commit() -> str | None:
                              cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.SubprocessError):
         return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    commit = (out.stdout.strip() or None) if out.returncode == 0 else None
+    if commit is None:
+        return None
+    try:  # a tree that differs from its commit (an edited checkout, a copied working tree) says so
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "."], capture_output=True, timeout=20,
+                               cwd=Path(__file__).resolve().parents[1]).returncode == 1
+    except (OSError, subprocess.SubprocessError):
+        dirty = False
+    return commit + ("-dirty" if dirty else "")
 
 
 def find_mpiexec() -> str | None:
