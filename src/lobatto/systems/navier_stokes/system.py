@@ -18,13 +18,12 @@ pressure, velocity, other) for the run summary.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from lobatto.errors import InputError, SolverError
-from lobatto.operators import curl, divergence, gradient, weak_divergence
+from lobatto.operators import curl, gradient, weak_divergence
 from lobatto.operators.advection import Advection
 from lobatto.operators.differential import BackendGeometry
 from lobatto.operators.filter import HighPassFilter
@@ -37,9 +36,11 @@ from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.force import Force
+from lobatto.systems.navier_stokes.reports import FlowReports
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
 from lobatto.systems.navier_stokes.start import check_start, check_tables, initial_speed
+from lobatto.systems.navier_stokes.substeps import SubStepper
 
 #: parts of a step, as the summary lists them
 PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
@@ -47,7 +48,7 @@ PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnosti
 HISTORY = 3
 
 
-class NavierStokesSystem(System):
+class NavierStokesSystem(FlowReports, System):
     spec = SPEC
     time_dependent = True  # coefficients and boundary data change from step to step
     output_layout = (("ux", "uy", "uz"), "p", ())  # Nek5000 velocity and pressure slots
@@ -63,7 +64,8 @@ class NavierStokesSystem(System):
     history_fields = 18
 
     def __init__(self, mesh, geometry, backend, comm, physics, pressure_settings, velocity_settings,
-                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0, scalars: list = ()):
+                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0, scalars: list = (), substeps: int = 0,
+                 levels: int = HISTORY):
         self.mesh, self.geometry, self.backend = mesh, geometry, backend
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.order = geometry.order
@@ -106,6 +108,15 @@ class NavierStokesSystem(System):
         self.advection = Advection(geometry, backend, dealias=bool(physics["dealias"]))
         modes = int(physics["filter_modes"])
         self.filter = HighPassFilter(self.order, backend, modes=modes, weight=physics["filter_weight"]) if modes else None
+        # [time] substeps > 0: the advection term sub-stepped along the characteristics
+        self.substeps = int(substeps)
+        self.substepper = None
+        if self.substeps:
+            if not self.advection.dealias:
+                raise InputError("[time] substeps needs [physics] dealias = true (the sub-steps combine the "
+                                 "dealiasing grid's contravariant velocities)")
+            self.substepper = SubStepper(self.advection, self.assembly, self.inverse_assembled_mass, backend,
+                                         self.substeps, levels)
         # passive scalars (scalars.py): fields after ux, uy, uz, p, the first in Nek5000's
         # temperature slot and the others in its passive-scalar slots (driver: output_layout)
         self.spec = with_scalars(SPEC, physics, InputError)
@@ -121,6 +132,7 @@ class NavierStokesSystem(System):
         self.explicit: list = []
         self.h2 = None
         self.steps_taken = 0
+        self.step_sizes: list = []  # the latest HISTORY - 1 step sizes, newest first (the sub-steps' times)
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.last_report: dict = {}
         self.totals = {"pressure_iterations": 0, "velocity_iterations": 0}
@@ -163,7 +175,7 @@ class NavierStokesSystem(System):
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
         return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
                    case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0,
-                   scalars=scalars)
+                   scalars=scalars, substeps=case.time.substeps, levels=int(case.time.integrator[-1]))
 
     # The step ----------------------------------------------------------------------------
     def multistep_step(self, u, t, dt, bdf, ext):
@@ -175,14 +187,17 @@ class NavierStokesSystem(System):
             self._push_history(velocity, t)
             if self.scalars is not None:
                 self.scalars.push_history(u, HISTORY)
-            weak = ext[0] * self.explicit[0]
-            for j in range(1, k):
-                weak += ext[j] * self.explicit[j]
-            if self.force is not None:
-                weak += self.force.weak(t_new)
-            forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
-            for j in range(1, k + 1):
-                forcing -= (bdf[j] / dt) * self.velocities[j - 1]
+            if self.substepper is not None:
+                forcing = self._substepped_forcing(t_new, dt, bdf, ext)
+            else:
+                weak = ext[0] * self.explicit[0]
+                for j in range(1, k):
+                    weak += ext[j] * self.explicit[j]
+                if self.force is not None:
+                    weak += self.force.weak(t_new)
+                forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
+                for j in range(1, k + 1):
+                    forcing -= (bdf[j] / dt) * self.velocities[j - 1]
             extrapolated = ext[0] * self.velocities[0]
             for j in range(1, k):
                 extrapolated += ext[j] * self.velocities[j]
@@ -200,17 +215,46 @@ class NavierStokesSystem(System):
             with self.part("scalars"):
                 self.scalars.solve(u, t_new, dt, bdf, ext)
         self.steps_taken += 1
+        self.step_sizes = ([float(dt)] + self.step_sizes)[:HISTORY - 1]
         with self.part("diagnostics"):
             self.last_report = self._report(u, dt)
 
+    def _substepped_forcing(self, t_new, dt, bdf, ext):
+        """F with the advection term sub-stepped (substeps.py): the filter's relaxation and the
+        body force extrapolated as without sub-steps, minus sum_j bdf_j u~^{n+1-j} / dt."""
+        k = len(ext)
+        self.substepper.plan(dt, self.step_sizes, k)
+        weak = None
+        if self.explicit:  # the HPF-RT relaxation alone
+            weak = ext[0] * self.explicit[0]
+            for j in range(1, k):
+                weak += ext[j] * self.explicit[j]
+        if self.force is not None:
+            weak = self.force.weak(t_new) if weak is None else weak + self.force.weak(t_new)
+        advected = self.substepper.advected_sum(self.velocities, bdf)
+        if weak is None:
+            return advected * (-1.0 / dt)
+        forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
+        forcing -= (1.0 / dt) * advected
+        return forcing
+
     def _push_history(self, velocity, t):
-        """u^n and its explicit term E^n go to the front of the history."""
-        explicit = self.advection.convective(velocity, velocity)
-        explicit *= -1.0
-        if self.filter is not None:
-            explicit -= self.device_geometry.mass * self.filter.relaxation(velocity)
+        """u^n and its explicit term E^n go to the front of the history (sub-stepped: the
+        filter's relaxation alone, and u^n's contravariant velocity to the sub-stepper)."""
+        if self.substepper is not None:
+            self.substepper.push(velocity)
+            explicit = None
+            if self.filter is not None:
+                explicit = self.device_geometry.mass * self.filter.relaxation(velocity)
+                explicit *= -1.0
+        else:
+            explicit = self.advection.convective(velocity, velocity)
+            explicit *= -1.0
+            if self.filter is not None:
+                explicit -= self.device_geometry.mass * self.filter.relaxation(velocity)
         self.velocities = [velocity.copy()] + self.velocities[:HISTORY - 1]
-        self.explicit = [explicit] + self.explicit[:HISTORY - 1]
+        if explicit is not None:
+            self.explicit = [explicit] + self.explicit[:HISTORY - 1]
 
     def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new):
         """p^{n+1} from the curl-curl form of the pressure Poisson equation."""
@@ -264,41 +308,7 @@ class NavierStokesSystem(System):
         error.collective = True
         raise error
 
-    # Reports -----------------------------------------------------------------------------
-    def part(self, name):
-        return _Timed(self, name)
-
-    def courant(self, u, dt) -> float:
-        """This rank's largest CFL number of the velocity for step dt."""
-        return float(self.advection.courant(u[:3], dt))
-
-    def _report(self, u, dt) -> dict:
-        # (the CFL number is the driver's: it measures it after every step of a multistep scheme)
-        p, v = self.pressure_result, self.velocity_result
-        report = {"pressure_iterations": p.iterations, "pressure_residual": float(p.residuals[-1]) if p.residuals else 0.0,
-                  "velocity_iterations": v.iterations, "velocity_residual": float(v.residuals[-1]) if v.residuals else 0.0}
-        if self.scalars is not None:
-            report.update(self.scalars.report())
-        if self.diagnostics_every and self.steps_taken % self.diagnostics_every == 0:
-            report.update(self.diagnostics(u))
-        return report
-
-    def step_report(self) -> dict:
-        return dict(self.last_report)
-
-    def diagnostics(self, u) -> dict:
-        """Volume averages (collective): kinetic energy |u|^2/2, enstrophy |curl u|^2/2, the
-        dissipation 2 nu enstrophy (equal to -dE/dt in a periodic box), and the L2 norm of
-        div u."""
-        g = self.device_geometry
-        velocity = u[:3]
-        vorticity = curl(g, self.backend, velocity)
-        div = divergence(g, self.backend, velocity)
-        sums = self.assembly.integral(g.mass * (velocity * velocity).sum(axis=0),
-                                      g.mass * (vorticity * vorticity).sum(axis=0), g.mass * div * div)
-        energy, enstrophy = 0.5 * sums[0] / self.volume, 0.5 * sums[1] / self.volume
-        return {"kinetic_energy": float(energy), "enstrophy": float(enstrophy),
-                "dissipation": float(2.0 * self.viscosity * enstrophy), "divergence": float(math.sqrt(sums[2]))}
+    # Reports: reports.py (FlowReports)
 
     def error_sums(self, u, exact_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As System.error_sums, with the pressure compared after removing its mean difference
@@ -324,27 +334,6 @@ class NavierStokesSystem(System):
     def stable_time_step(self, cfl: float, min_spacing: float) -> float:
         return cfl * min_spacing / self.wave_speed
 
-    def summary(self, stepper=None, comm=None) -> dict:
-        total = sum(self.seconds.values())
-        steps = max(self.steps_taken, 1)
-        return {
-            "navier_stokes": {
-                "viscosity": self.viscosity,
-                "pressure_null_space": self.null_space,
-                "pressure_levels": self.pressure_solver.level_orders,
-                "pressure_iterations_per_step": self.totals["pressure_iterations"] / steps,
-                "velocity_iterations_per_step": self.totals["velocity_iterations"] / steps,
-                "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
-                          for name, s in self.seconds.items()},
-                "last_step": self.step_report(),
-                **({"scalars": self.scalars.summary(steps)} if self.scalars is not None else {}),
-            },
-            # generic entries the run summary prints (the driver adds "output" to the parts)
-            "time_per_part": dict(self.seconds),
-            "iterations_per_step": {"pressure": self.totals["pressure_iterations"] / steps,
-                                    "velocity": self.totals["velocity_iterations"] / steps},
-        }
-
     # Checkpoints -------------------------------------------------------------------------
     def history(self) -> dict:
         xp = self.backend.xp
@@ -360,6 +349,9 @@ class NavierStokesSystem(System):
             out["pressure_images"] = xp.stack(projection.images) if len(projection) else xp.zeros(shape)
         if self.scalars is not None:
             out.update(self.scalars.history(empty))
+        if self.substepper is not None:  # the sub-steps' time levels (0.0: not taken yet)
+            for i in range(HISTORY - 1):
+                out[f"substep_dt_{i + 1}"] = self.step_sizes[i] if i < len(self.step_sizes) else 0.0
         return out
 
     def restore_history(self, history: dict) -> None:
@@ -371,23 +363,12 @@ class NavierStokesSystem(System):
             self.explicit = [e[3 * j:3 * j + 3].copy() for j in range(e.shape[0] // 3)]
         if self.scalars is not None:
             self.scalars.restore_history(history)
+        if self.substepper is not None:
+            sizes = [float(history.get(f"substep_dt_{i + 1}", 0.0)) for i in range(HISTORY - 1)]
+            self.step_sizes = [size for size in sizes if size > 0]
+            self.substepper.reset(self.velocities)
         projection = self.pressure_solver.projection
         if projection is not None and "pressure_basis" in history:
             basis, images = backend.asarray(history["pressure_basis"]), backend.asarray(history["pressure_images"])
             projection.basis = [basis[i].copy() for i in range(basis.shape[0])]
             projection.images = [images[i].copy() for i in range(images.shape[0])]
-
-
-class _Timed:
-    """Adds the wall time of a block to system.seconds[name] (the device synchronised at the
-    end, so the time is the part's own)."""
-
-    def __init__(self, system, name):
-        self.system, self.name = system, name
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc):
-        self.system.backend.synchronize()
-        self.system.seconds[self.name] += time.perf_counter() - self.start
