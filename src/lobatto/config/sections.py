@@ -111,7 +111,8 @@ def read_substeps(ctx: Context, spec: PhysicsSpec, time: Mapping[str, Any]) -> i
     return substeps
 
 
-def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str, substeps: int = 0) -> dict:
+def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str, substeps: int = 0,
+                sub_stepping: bool = False) -> dict:
     """[time] target_cfl (variable dt: not with dt or cfl), initial_dt (only with target_cfl)
     and max_cfl (default ``default_max_cfl(substeps)`` for the multistep schemes, else unchecked)."""
     target = positive(ctx, "time", time, "target_cfl", None)
@@ -124,8 +125,10 @@ def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str, substeps
                 raise ctx.error(f"[time] {fixed} and target_cfl are both set: target_cfl varies dt (the first step "
                                 f"from initial_dt, or from the initial state), {fixed} fixes it; remove one")
         if max_cfl is not None and target > max_cfl:
+            more = (f"; with [time] substeps the default max_cfl grows ({show(default_max_cfl(1))} with one)"
+                    if sub_stepping and "max_cfl" not in time else "")
             raise ctx.error(f"[time] target_cfl = {show(target)} is above max_cfl = {show(max_cfl)}, where a step "
-                            "stops the run: lower target_cfl (or raise max_cfl)")
+                            f"stops the run: lower target_cfl (or raise max_cfl){more}")
     elif initial is not None:
         raise ctx.error("[time] initial_dt is the first step of a variable-dt run and needs target_cfl; for a fixed "
                         "step use dt")
@@ -267,7 +270,7 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
         cfl=positive(ctx, "time", time, "cfl", spec.default_cfl(flux, integrator, DEFAULT_CFL[integrator])),
         dt=positive(ctx, "time", time, "dt", None),
         cfl_check=boolean(ctx, "time", time, "cfl_check", TIME["cfl_check"].default),
-        **variable_dt(ctx, time, integrator, substeps),
+        **variable_dt(ctx, time, integrator, substeps, spec.substeps),
         substeps=substeps,
     )
 

@@ -259,14 +259,16 @@ class ScalarTransport:
 
     def history(self, empty) -> dict:
         xp = self.backend.xp
-        return {"scalar_values": xp.concatenate(self.values, axis=0) if self.values else empty,
-                "scalar_explicit": xp.concatenate(self.explicit, axis=0) if self.explicit else empty}
+        out = {"scalar_values": xp.concatenate(self.values, axis=0) if self.values else empty}
+        if self.system.substepper is None:  # sub-stepped: no advection terms kept
+            out["scalar_explicit"] = xp.concatenate(self.explicit, axis=0) if self.explicit else empty
+        return out
 
     def restore_history(self, history: dict) -> None:
         if "scalar_values" not in history:
             return
         count = len(self.scalars)
         values = self.backend.asarray(history["scalar_values"])
-        explicit = self.backend.asarray(history["scalar_explicit"])
+        explicit = self.backend.asarray(history["scalar_explicit"]) if "scalar_explicit" in history else values[:0]
         self.values = [values[count * j:count * (j + 1)].copy() for j in range(values.shape[0] // count)]
         self.explicit = [explicit[count * j:count * (j + 1)].copy() for j in range(explicit.shape[0] // count)]

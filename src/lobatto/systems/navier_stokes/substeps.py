@@ -49,12 +49,14 @@ class SubStepper:
         sub.plan(dt, previous_dts, k)          # the step's stage times and weights
         total = sub.advected_sum(lagged, bdf)  # sum_{j>=1} bdf_j u~^{n+1-j}, lagged newest first
 
-    ``levels``: the most stored velocities (the integrator's order). ``reset()`` forgets the
-    stored contravariant velocities (after a restart; ``plan`` remakes them from ``velocities``).
+    ``levels``: the most stored velocities (the integrator's order). ``reset(velocities,
+    pushes)`` remakes the stored contravariant velocities (after a restart).
     """
 
-    def __init__(self, advection, assembly, inverse_assembled_mass, backend, substeps: int, levels: int):
+    def __init__(self, advection, assembly, inverse_assembled_mass, backend, substeps: int, levels: int,
+                 relaxation=None):
         self.advection, self.assembly, self.backend = advection, assembly, backend
+        self.relaxation = relaxation
         self.substeps, self.levels = int(substeps), int(levels)
         xp = backend.xp
         self.negative_inverse_mass = -inverse_assembled_mass
@@ -64,6 +66,7 @@ class SubStepper:
         # the stored contravariant velocities, one row per slot; order[j] is the slot of u^{n-j}
         self.stack = xp.zeros((self.levels, int(np.prod(self.fine_shape))), dtype=advection.dtype)
         self.order: list[int] = []
+        self.pushes = 0
         self.stage_velocity = xp.empty(self.fine_shape, dtype=advection.dtype)
         self.buffers: dict = {}  # field count -> (w, stage, sum, derivative)
         self.weights = None
@@ -71,18 +74,20 @@ class SubStepper:
 
     # Stored velocities -------------------------------------------------------------------
     def push(self, velocity) -> None:
-        """u^n (3, E, n, n, n): its contravariant velocity into the oldest slot, now the newest."""
-        if len(self.order) < self.levels:
-            slot = len(self.order)
-        else:
-            slot = self.order.pop()
+        """u^n (3, E, n, n, n): its contravariant velocity into the oldest slot, now the newest.
+        The slots go round in turn (push p uses slot p mod levels), so that a restarted run
+        combines them in the same order as the uninterrupted one (the same bits)."""
+        slot = self.pushes % self.levels
+        self.pushes += 1
         self.advection.contravariant(velocity, out=self.stack[slot].reshape(self.fine_shape))
-        self.order.insert(0, slot)
+        self.order = [slot] + [j for j in self.order if j != slot][:self.levels - 1]
 
-    def reset(self, velocities) -> None:
-        """Remake the stored contravariant velocities from ``velocities`` (newest first)."""
-        self.order = []
-        for velocity in reversed(list(velocities)[:self.levels]):
+    def reset(self, velocities, pushes: int) -> None:
+        """Remake the stored contravariant velocities from ``velocities`` (newest first), the
+        newest being push number ``pushes`` (the steps taken: one push per step)."""
+        stored = list(velocities)[:self.levels]
+        self.order, self.pushes = [], pushes - len(stored)
+        for velocity in reversed(stored):
             self.push(velocity)
 
     # One step -----------------------------------------------------------------------------
@@ -149,8 +154,10 @@ class SubStepper:
         return self.buffers[key]
 
     def _rate(self, p, w, out):
-        """out = -B^-1 QQ^T C(U(s_p), w)."""
+        """out = -B^-1 QQ^T [C(U(s_p), w) + R(w)], R the filter's relaxation (weak) if any."""
         self.advection.convective_with(self.velocity_at(p), w, out=out)
+        if self.relaxation is not None:
+            out += self.relaxation(w)
         self.assembly.dssum(out)
         out *= self.negative_inverse_mass
         self.evaluations += 1

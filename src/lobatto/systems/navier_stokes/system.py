@@ -115,8 +115,14 @@ class NavierStokesSystem(FlowReports, System):
             if not self.advection.dealias:
                 raise InputError("[time] substeps needs [physics] dealias = true (the sub-steps combine the "
                                  "dealiasing grid's contravariant velocities)")
+            # the HPF-RT relaxation rides along in the sub-steps: extrapolated, it is unstable
+            # for filter_weight * dt > 4/3 (BDF2), which CFL 2 passes on coarse meshes
+            relaxation = None
+            if self.filter is not None:
+                mass, relax = self.device_geometry.mass, self.filter.relaxation
+                relaxation = lambda w: mass * relax(w)  # noqa: E731
             self.substepper = SubStepper(self.advection, self.assembly, self.inverse_assembled_mass, backend,
-                                         self.substeps, levels)
+                                         self.substeps, levels, relaxation)
         # passive scalars (scalars.py): fields after ux, uy, uz, p, the first in Nek5000's
         # temperature slot and the others in its passive-scalar slots (driver: output_layout)
         self.spec = with_scalars(SPEC, physics, InputError)
@@ -127,6 +133,11 @@ class NavierStokesSystem(FlowReports, System):
         self.flow_rate = None
         if physics["flow_rate"] > 0:
             self.flow_rate = FlowRate(self, DIRECTIONS.index(physics["flow_direction"]), physics["flow_rate"])
+        # no force, driving, inflow or outflow: the kinetic energy can only fall (reports.py watches it)
+        self.energy_bounded = (force is None and self.flow_rate is None and not boundaries.lifted
+                               and self.null_space)
+        self.lowest_energy, self.time = None, 0.0
+        self.stability_advice = "lower [time] target_cfl or dt, or raise [time] substeps"
         # history: u^n, u^{n-1}, ... and their explicit terms (weak, element-local)
         self.velocities: list = []
         self.explicit: list = []
@@ -173,9 +184,14 @@ class NavierStokesSystem(FlowReports, System):
             check_start(case, physics, geometry, backend)
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
-        return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
-                   case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0,
-                   scalars=scalars, substeps=case.time.substeps, levels=int(case.time.integrator[-1]))
+        system = cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
+                     case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0,
+                     scalars=scalars, substeps=case.time.substeps, levels=int(case.time.integrator[-1]))
+        step = (f"target_cfl (now {case.time.target_cfl:g})" if case.time.target_cfl is not None else
+                f"dt (now {case.time.dt:.3g})" if case.time.dt is not None else f"cfl (now {case.time.cfl:g})")
+        system.stability_advice = (f"lower [time] {step} or raise [time] substeps (now {case.time.substeps}; "
+                                   "docs/navier-stokes.md, \"Sub-stepping\", says how to choose them)")
+        return system
 
     # The step ----------------------------------------------------------------------------
     def multistep_step(self, u, t, dt, bdf, ext):
@@ -215,46 +231,34 @@ class NavierStokesSystem(FlowReports, System):
             with self.part("scalars"):
                 self.scalars.solve(u, t_new, dt, bdf, ext)
         self.steps_taken += 1
+        self.time = t_new
         self.step_sizes = ([float(dt)] + self.step_sizes)[:HISTORY - 1]
         with self.part("diagnostics"):
             self.last_report = self._report(u, dt)
 
     def _substepped_forcing(self, t_new, dt, bdf, ext):
-        """F with the advection term sub-stepped (substeps.py): the filter's relaxation and the
-        body force extrapolated as without sub-steps, minus sum_j bdf_j u~^{n+1-j} / dt."""
-        k = len(ext)
-        self.substepper.plan(dt, self.step_sizes, k)
-        weak = None
-        if self.explicit:  # the HPF-RT relaxation alone
-            weak = ext[0] * self.explicit[0]
-            for j in range(1, k):
-                weak += ext[j] * self.explicit[j]
-        if self.force is not None:
-            weak = self.force.weak(t_new) if weak is None else weak + self.force.weak(t_new)
+        """F with the advection term (and the filter's relaxation) sub-stepped (substeps.py):
+        the body force as without sub-steps, minus sum_j bdf_j u~^{n+1-j} / dt."""
+        self.substepper.plan(dt, self.step_sizes, len(ext))
         advected = self.substepper.advected_sum(self.velocities, bdf)
-        if weak is None:
+        if self.force is None:
             return advected * (-1.0 / dt)
-        forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
+        forcing = self.assembly.dssum(self.force.weak(t_new).copy()) * self.inverse_assembled_mass
         forcing -= (1.0 / dt) * advected
         return forcing
 
     def _push_history(self, velocity, t):
-        """u^n and its explicit term E^n go to the front of the history (sub-stepped: the
-        filter's relaxation alone, and u^n's contravariant velocity to the sub-stepper)."""
+        """u^n and its explicit term E^n go to the front of the history (sub-stepped: u^n's
+        contravariant velocity to the sub-stepper instead of E^n)."""
         if self.substepper is not None:
             self.substepper.push(velocity)
-            explicit = None
-            if self.filter is not None:
-                explicit = self.device_geometry.mass * self.filter.relaxation(velocity)
-                explicit *= -1.0
         else:
             explicit = self.advection.convective(velocity, velocity)
             explicit *= -1.0
             if self.filter is not None:
                 explicit -= self.device_geometry.mass * self.filter.relaxation(velocity)
-        self.velocities = [velocity.copy()] + self.velocities[:HISTORY - 1]
-        if explicit is not None:
             self.explicit = [explicit] + self.explicit[:HISTORY - 1]
+        self.velocities = [velocity.copy()] + self.velocities[:HISTORY - 1]
 
     def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new):
         """p^{n+1} from the curl-curl form of the pressure Poisson equation."""
@@ -340,8 +344,9 @@ class NavierStokesSystem(FlowReports, System):
         empty = xp.zeros((0,) + self.assembly.shape)
         out = {"steps_taken": self.steps_taken,
                # (3k, E, n, n, n): elements on axis 1, as checkpoints want them
-               "velocities": xp.concatenate(self.velocities, axis=0) if self.velocities else empty,
-               "explicit": xp.concatenate(self.explicit, axis=0) if self.explicit else empty}
+               "velocities": xp.concatenate(self.velocities, axis=0) if self.velocities else empty}
+        if self.substepper is None:  # sub-stepped: no explicit terms kept
+            out["explicit"] = xp.concatenate(self.explicit, axis=0) if self.explicit else empty
         projection = self.pressure_solver.projection
         if projection is not None:
             shape = (0,) + self.pressure_level.assembly.shape
@@ -358,7 +363,8 @@ class NavierStokesSystem(FlowReports, System):
         backend = self.backend
         self.steps_taken = int(history.get("steps_taken", 0))
         if "velocities" in history:
-            v, e = backend.asarray(history["velocities"]), backend.asarray(history["explicit"])
+            v = backend.asarray(history["velocities"])
+            e = backend.asarray(history["explicit"]) if "explicit" in history else v[:0]
             self.velocities = [v[3 * j:3 * j + 3].copy() for j in range(v.shape[0] // 3)]
             self.explicit = [e[3 * j:3 * j + 3].copy() for j in range(e.shape[0] // 3)]
         if self.scalars is not None:
@@ -366,7 +372,7 @@ class NavierStokesSystem(FlowReports, System):
         if self.substepper is not None:
             sizes = [float(history.get(f"substep_dt_{i + 1}", 0.0)) for i in range(HISTORY - 1)]
             self.step_sizes = [size for size in sizes if size > 0]
-            self.substepper.reset(self.velocities)
+            self.substepper.reset(self.velocities, self.steps_taken)
         projection = self.pressure_solver.projection
         if projection is not None and "pressure_basis" in history:
             basis, images = backend.asarray(history["pressure_basis"]), backend.asarray(history["pressure_images"])
