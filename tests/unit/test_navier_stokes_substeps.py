@@ -156,6 +156,10 @@ def test_restart_equals_uninterrupted(tmp_path):
     assert second.t == whole.t
     for name, values in whole.fields().items():
         assert np.array_equal(values, second.fields()[name]), name
+    other = Simulation(with_time(beltrami_case(integrator="bdf3", t_end=0.1)), backend="cpu",
+                       output_dir=tmp_path / "d", comm=None)
+    with pytest.raises(InputError, match="substep_dt_1"):  # substeps may not change across a restart
+        other.restart(path)
 
 
 def test_passive_scalar_is_sub_stepped(tmp_path):

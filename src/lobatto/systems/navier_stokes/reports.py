@@ -15,6 +15,8 @@ from lobatto.operators import curl, divergence
 #: rises this fraction above the lowest value its diagnostics saw has gone unstable (measured:
 #: a 4^3 x N = 6 TGV at CFL 2.5 without sub-steps rose 0.6 % in a step and 5 % in ten; a stable one falls)
 ENERGY_RISE = 0.01
+#: kinetic energies (per unit volume) below this are rounding (a fluid at rest): not watched
+ENERGY_FLOOR = 1e-20
 #: any flow whose ||div u|| is over this fraction of ||grad u|| (sqrt(||div u||^2 + ||curl u||^2))
 #: after WATCH_AFTER steps is no longer incompressible (under-resolved but stable TGVs stay below
 #: 0.1: docs/navier-stokes.md, "Sub-stepping")
@@ -54,7 +56,8 @@ class FlowReports:
         energy, div = report["kinetic_energy"], report["divergence"]
         gradient = math.sqrt(2.0 * report["enstrophy"] * self.volume + div * div)
         reason = None
-        if self.energy_bounded and self.lowest_energy is not None and energy > (1 + ENERGY_RISE) * self.lowest_energy:
+        if (self.energy_bounded and self.lowest_energy is not None and energy > (1 + ENERGY_RISE) * self.lowest_energy
+                and energy > ENERGY_FLOOR):
             reason = (f"the kinetic energy rose to {energy:.6g} from {self.lowest_energy:.6g}, though nothing "
                       "brings energy into this flow")
         elif self.steps_taken > WATCH_AFTER and div > DIVERGENCE_SHARE * gradient and div > self.divergence_floor(report):

@@ -20,9 +20,9 @@ The advecting velocity U(s) is the Lagrange interpolant in time (extrapolant bey
 the stored u^n, ..., u^{n+1-k} at their own times (variable steps work). It enters only as the
 fine-grid contravariant velocity of ``Advection.contravariant``, which is linear in u: the
 contravariant field of each stored velocity is made once, when it is stored, and the one of
-U(s) is their combination with the interpolation weights (one matrix-vector product over the
-stored fields), so a stage costs one ``Advection.convective_with``, one direct-stiffness sum
-and a few vector updates. Buffers are allocated once per field count.
+U(s) is their combination with the interpolation weights (k - 1 multiply-adds of fine fields,
+once per distinct stage time), so a stage costs one ``Advection.convective_with``, one
+direct-stiffness sum and a few vector updates. Buffers are allocated once per field count.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class SubStepper:
         self.order: list[int] = []
         self.pushes = 0
         self.stage_velocity = xp.empty(self.fine_shape, dtype=advection.dtype)
+        self.term_velocity = xp.empty(self.fine_shape, dtype=advection.dtype) if self.levels > 1 else None
         self.buffers: dict = {}  # field count -> (w, stage, sum, derivative)
         self.weights = None
         self.evaluations = 0  # convective evaluations so far (the cost, for tests and reports)
@@ -106,20 +107,26 @@ class SubStepper:
             h = (ends[j - 1] - ends[j]) / s
             times.extend(ends[j] + i * h / 2 for i in range(2 * s))
         times.append(0.0)
-        weights = np.zeros((len(times), self.levels))
-        for p, time in enumerate(times):
-            weights[p, self.order[:k]] = lagrange_weights(nodes, time)
         self.times = times
-        self.weights = self.backend.asarray(weights, dtype=self.advection.dtype)
+        self.weights = np.array([lagrange_weights(nodes, time) for time in times])  # [stage, j] (host)
         self.at = None  # the stage whose U(s) is in stage_velocity
 
     def velocity_at(self, p: int):
-        """The contravariant U(s) at stage time number p of the plan."""
+        """The contravariant U(s) at stage time number p of the plan: sum_j l_j(s) U^{n-j}, in
+        the order of j (elementwise operations: the same bits on any partition and restart)."""
         if self.k == 1:  # U = u^n: the stored field itself
             return self.stack[self.order[0]].reshape(self.fine_shape)
         if self.at != p:
             xp = self.backend.xp
-            xp.dot(self.weights[p], self.stack, out=self.stage_velocity.reshape(-1))
+            out, term = self.stage_velocity, self.term_velocity
+            for j, slot in enumerate(self.order[:self.k]):
+                stored = self.stack[slot].reshape(self.fine_shape)
+                weight = float(self.weights[p, j])
+                if j == 0:
+                    xp.multiply(stored, weight, out=out)
+                else:
+                    xp.multiply(stored, weight, out=term)
+                    out += term
             self.at = p
         return self.stage_velocity
 

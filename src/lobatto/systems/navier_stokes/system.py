@@ -12,8 +12,11 @@ du/dt(t^{n+1}) ~ sum_j bdf[j] u^{n+1-j} / dt and g(t^{n+1}) ~ sum_j ext[j-1] g^{
                    u_ext = sum_j ext_j u^{n+1-j}; p = 0 on outflow faces
 3. velocity        (bdf_0 / dt) B u + nu K u = B (F - grad p), u = u_b on walls and inflows
 
-then the constant flow rate correction, when asked for. The parts are timed (advection,
-pressure, velocity, other) for the run summary.
+then the constant flow rate correction, when asked for. With [time] substeps > 0 the advection
+term (and the filter's relaxation) leaves step 1: the lagged u^{n+1-j} in F are carried along
+the characteristics by RK4 sub-steps instead (substeps.py). The parts are timed (advection,
+pressure, velocity, other) for the run summary; reports.py has the reports and the watch that
+stops a run gone unstable.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 from lobatto.errors import InputError, SolverError
 from lobatto.operators import curl, gradient, weak_divergence
-from lobatto.operators.advection import Advection
+from lobatto.operators.advection import Advection, default_fine_points
 from lobatto.operators.differential import BackendGeometry
 from lobatto.operators.filter import HighPassFilter
 from lobatto.machine.parallel import allreduce, collective_errors
@@ -156,6 +159,13 @@ class NavierStokesSystem(FlowReports, System):
         four fields only)."""
         items = elliptic_memory(case.tables["solver.pressure"], layout, "solver.pressure", counted_projection=8)
         scalars = layout.fields - len(SPEC.fields)
+        substeps = case.time.substeps if case.time is not None else 0
+        if substeps:  # substeps.py: k stored + 2 combined fine contravariant fields, 4 buffers per field set
+            levels, fine = int(case.time.integrator[-1]), (default_fine_points(layout.order) / (layout.order + 1)) ** 3
+            values = ((levels + 2) * 3 * fine + 4 * (3 + scalars)) * layout.points
+            items.append(layout.backend_item(
+                f"[time] substeps: the sub-steps' contravariant velocities and buffers ({values / layout.points:.0f} "
+                "values per point)", values * layout.value_bytes, advice="use more ranks, or [time] substeps = 0"))
         if scalars > 0:
             items.append(layout.backend_item(
                 f"[physics] scalars: {scalars:,} passive scalars ({cls.scalar_arrays} arrays of {layout.points:,} "
