@@ -93,8 +93,8 @@ TIME = Table("time", (
     Key("target_cfl", "positive", None, "variable dt aiming at this CFL number",
         range=section_range("time", "target_cfl")),
     Key("initial_dt", "positive", None, "the first step with target_cfl", range=section_range("time", "initial_dt")),
-    Key("max_cfl", "positive", None, "a step over this CFL number stops the run",
-        range=section_range("time", "max_cfl")),
+    Key("max_cfl", "positive", None, "a step over this CFL number stops the run (default for bdf*: 2 (1 + 2 "
+        "substeps), as sub-steps carry the advection past CFL 2)", range=section_range("time", "max_cfl")),
     Key("substeps", "count", 0, "RK4 sub-steps of the advection term per step (navier_stokes; 0: extrapolated)",
         range=section_range("time", "substeps")),
 ))

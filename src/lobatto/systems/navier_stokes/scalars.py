@@ -178,7 +178,7 @@ class ScalarTransport:
         sigma = bdf[0] / dt
         substepper = self.system.substepper
         if substepper is not None:  # the lagged scalars carried along the step's characteristics
-            weak = self.mass * substepper.advected_sum(self.values, bdf)
+            weak = self.mass * substepper.advected_sum(self.values, bdf, relax=False)
             weak *= -1.0 / dt
         else:
             weak = ext[0] * self.explicit[0]

@@ -130,26 +130,27 @@ class SubStepper:
             self.at = p
         return self.stage_velocity
 
-    def advected_sum(self, lagged, bdf):
+    def advected_sum(self, lagged, bdf, relax: bool = True):
         """sum_{j=1..k} bdf[j] u~^{n+1-j}, each lagged field (c, E, n, n, n), newest first,
-        carried to t^{n+1}; a buffer of this object, valid until the next call."""
+        carried to t^{n+1}; a buffer of this object, valid until the next call. ``relax``:
+        with the filter's relaxation (the velocity; not the passive scalars, never filtered)."""
         k = self.k
         w, stage, _, _ = self._buffers(lagged[0].shape)
         xp = self.backend.xp
         xp.multiply(lagged[k - 1], bdf[k], out=w)
         for j in range(k, 0, -1):
-            self._integrate(w, j)
+            self._integrate(w, j, relax)
             if j > 1:
                 xp.multiply(lagged[j - 2], bdf[j - 1], out=stage)
                 w += stage
         return w
 
-    def carry(self, field, j: int):
+    def carry(self, field, j: int, relax: bool = True):
         """One field (c, E, n, n, n) carried from t^{n+1-j} to t^{n+1} (a copy; for tests)."""
         w = self._buffers(field.shape)[0]
         w[...] = field
         for level in range(j, 0, -1):
-            self._integrate(w, level)
+            self._integrate(w, level, relax)
         return w.copy()
 
     # RK4 -----------------------------------------------------------------------------------
@@ -160,17 +161,17 @@ class SubStepper:
             self.buffers[key] = tuple(xp.empty(key, dtype=self.advection.dtype) for _ in range(4))
         return self.buffers[key]
 
-    def _rate(self, p, w, out):
+    def _rate(self, p, w, out, relax):
         """out = -B^-1 QQ^T [C(U(s_p), w) + R(w)], R the filter's relaxation (weak) if any."""
         self.advection.convective_with(self.velocity_at(p), w, out=out)
-        if self.relaxation is not None:
+        if relax and self.relaxation is not None:
             out += self.relaxation(w)
         self.assembly.dssum(out)
         out *= self.negative_inverse_mass
         self.evaluations += 1
         return out
 
-    def _integrate(self, w, j: int) -> None:
+    def _integrate(self, w, j: int, relax: bool) -> None:
         """w from tau_j to tau_{j-1} in place: ``substeps`` classical RK4 sub-steps."""
         xp = self.backend.xp
         _, stage, total, rate = self._buffers(w.shape)
@@ -179,21 +180,21 @@ class SubStepper:
         h = ((0.0 if j == 1 else self.nodes[j - 2]) - self.nodes[j - 1]) / s
         for m in range(s):
             p = base + 2 * m
-            self._rate(p, w, rate)  # k1
+            self._rate(p, w, rate, relax)  # k1
             total[...] = rate
             xp.multiply(rate, h / 2, out=stage)
             stage += w
-            self._rate(p + 1, stage, rate)  # k2
+            self._rate(p + 1, stage, rate, relax)  # k2
             rate *= 2.0
             total += rate
             xp.multiply(rate, h / 4, out=stage)
             stage += w
-            self._rate(p + 1, stage, rate)  # k3
+            self._rate(p + 1, stage, rate, relax)  # k3
             rate *= 2.0
             total += rate
             xp.multiply(rate, h / 2, out=stage)
             stage += w
-            self._rate(p + 2, stage, rate)  # k4
+            self._rate(p + 2, stage, rate, relax)  # k4
             total += rate
             total *= h / 6
             w += total
