@@ -129,6 +129,15 @@ def test_taylor_green_converges_to_the_extrapolated_solution(tmp_path):
     assert max(errors[0.05]) < 2e-3, errors
 
 
+def test_the_summary_counts_the_sub_steps(tmp_path):
+    """BDF2 with two sub-steps: 4 * 2 * k convective evaluations per step, k = 1 then 2."""
+    sim = Simulation(with_time(tgv_case(), substeps=2), backend="cpu", output_dir=tmp_path, comm=None)
+    sim.advance(3)
+    entry = sim.system.summary()["navier_stokes"]
+    assert entry["substeps"] == 2
+    assert entry["convective_evaluations_per_step"] == (8 + 16 + 16) / 3
+
+
 def test_substeps_zero_is_todays_step(tmp_path):
     """substeps = 0 takes the extrapolated path: the same fields as a case without the key."""
     fields = []

@@ -102,6 +102,9 @@ class FlowReports:
                 "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
                           for name, s in self.seconds.items()},
                 "last_step": self.step_report(),
+                "substeps": self.substeps,
+                "convective_evaluations_per_step": (self.substepper.evaluations / steps
+                                                    if self.substepper is not None else 1.0),
                 **({"scalars": self.scalars.summary(steps)} if self.scalars is not None else {}),
             },
             # generic entries the run summary prints (the driver adds "output" to the parts)
