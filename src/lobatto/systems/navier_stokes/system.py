@@ -115,9 +115,6 @@ class NavierStokesSystem(FlowReports, System):
         self.substeps = int(substeps)
         self.substepper = None
         if self.substeps:
-            if not self.advection.dealias:
-                raise InputError("[time] substeps needs [physics] dealias = true (the sub-steps combine the "
-                                 "dealiasing grid's contravariant velocities)")
             # the HPF-RT relaxation rides along in the sub-steps: extrapolated, it is unstable
             # for filter_weight * dt > 4/3 (BDF2), which CFL 2 passes on coarse meshes
             relaxation = None
@@ -192,6 +189,10 @@ class NavierStokesSystem(FlowReports, System):
             force = Force(physics, geometry, backend, times)
             boundaries.check(times)
             check_start(case, physics, geometry, backend)
+            if case.time.substeps and not physics["dealias"]:
+                raise InputError(f"{case.source}: [time] substeps needs [physics] dealias = true (the sub-steps "
+                                 "combine the dealiasing grid's contravariant velocities); set dealias = true or "
+                                 "substeps = 0")
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
         system = cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
