@@ -257,6 +257,3 @@ def reference_apply(backend, order, fine):
         return out
 
     return apply
-
-
-from lobatto.operators import advection_cpu  # noqa: E402,F401  (register the CPU's tuned apply)

@@ -18,7 +18,7 @@ ENERGY_RISE = 0.01
 #: kinetic energies (per unit volume) below this are rounding (a fluid at rest): not watched
 ENERGY_FLOOR = 1e-20
 #: any flow whose ||div u|| is over this fraction of ||grad u|| (sqrt(||div u||^2 + ||curl u||^2))
-#: after WATCH_AFTER steps is no longer incompressible (under-resolved but stable TGVs stay below
+#: after WATCH_AFTER steps is no longer incompressible (an under-resolved but stable TGV was at
 #: 0.1: docs/navier-stokes.md, "Sub-stepping")
 DIVERGENCE_SHARE = 0.5
 WATCH_AFTER = 10
