@@ -412,6 +412,10 @@ def _flow_work(data: dict, equations: str, points: int) -> tuple:
         return points, math.inf
     per_step = (iterations(table("solver", "pressure"), 200) + 3 * iterations(table("solver", "velocity"), 200)) \
         * 3e-6 * points
+    substeps = time.get("substeps", 0)
+    if isinstance(substeps, int) and not isinstance(substeps, bool) and 0 < substeps <= 100:
+        # 4 k convective evaluations per sub-step (k <= 3), each ~3 fine-grid passes of the 3 fields
+        per_step += 12 * substeps * 3e-6 * points * 3.4
     return points, 5.0 + math.ceil(steps) * (0.05 + per_step)
 
 
@@ -845,7 +849,7 @@ FLOW_KEYS = {
         ("solver", "velocity", "max_iterations"): "count",
         ("time", "dt"): "number", ("time", "t_end"): "number", ("time", "max_cfl"): "number",
         ("time", "target_cfl"): "number", ("time", "initial_dt"): "number",
-        ("time", "integrator"): ("bdf1", "bdf2", "bdf3"),
+        ("time", "integrator"): ("bdf1", "bdf2", "bdf3"), ("time", "substeps"): "substeps",
         ("initial", "ux"): "expression", ("boundary", "ymin", "ux"): "expression",
     },
     "poisson": {
@@ -854,7 +858,8 @@ FLOW_KEYS = {
         ("boundary", "xmin", "value"): "expression", ("boundary", "ymin", "flux"): "expression",
     },
     "acoustics": {("physics", "density"): "number", ("physics", "sound_speed"): "number",
-                  ("time", "cfl"): "number", ("time", "dt"): "number", ("initial", "p"): "expression"},
+                  ("time", "cfl"): "number", ("time", "dt"): "number", ("initial", "p"): "expression",
+                  ("time", "substeps"): "substeps"},  # refused: acoustics has no sub-stepping
 }
 FLOW_NUMBERS = (0, 0.0, -0.0, -1, -1e-3, 1e-3, 0.5, 2.0, 1e100, 1e101, 1e-100, 1e-101, 1e160, 1e300, 1e308,
                 1.7976931348623157e308, -1e308, 1e-300, 5e-324, 1e-320, math.nan, math.inf, -math.inf)
@@ -876,6 +881,8 @@ def _flow_value(rng: random.Random, kind) -> Any:
         return rng.choice(FLOW_NUMBERS + extra + HUGE_INTS)
     if kind == "count":
         return rng.choice(FLOW_COUNTS + (1.5, 1e9, 3.0))
+    if kind == "substeps":  # [time] substeps: 0 to 100, a few valid ones (each step costs 4 k of them)
+        return rng.choice((0, 1, 2, 3, 100, 101, -1, 2.0, 10**9, 2**63 - 1))
     if kind == "expression":
         return rng.choice(FLOW_EXPRESSIONS + (1e308, 1e-320, math.nan, math.inf, 2**63 - 1))
     if kind == "points":

@@ -8,6 +8,9 @@ to the last bit) and the same pressure and velocity iteration counts in steps.js
     duct      inflow on ymin, outflow on ymax, walls elsewhere (the pressure fixed at the
               outflow: Dirichlet points in the pressure's coarse Cholesky solve); rcb never
               splits its y axis on 2 to 4 ranks, so every rank holds inflow faces
+    tgv_substeps       the tgv with two sub-steps per step at target_cfl 1.5 ([time] substeps)
+    beltrami_substeps  the beltrami case with one sub-step per step, BDF3, on 4 x 1 x 1
+                       elements: one or two per rank on 3 and 4 ranks
 
 with rcb, and the channel also with metis; and a checkpoint written on 2 ranks, continued on
 3, bitwise equal to the uninterrupted 1-rank run. The assembly adds shared points' copies in
@@ -31,7 +34,7 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-CASES = ("beltrami", "tgv", "channel", "duct")
+CASES = ("beltrami", "tgv", "channel", "duct", "tgv_substeps", "beltrami_substeps")
 #: steps of the restart's first part (the BDF3 and BDF2 histories and the projection are full)
 CUT = 3
 
@@ -43,12 +46,17 @@ def build_case(name: str, partitioner: str):
 
     from lobatto.api import parse_case
 
-    if name == "beltrami":
+    if name in ("beltrami", "beltrami_substeps"):
         data = beltrami_case(order=4, dt=2e-3, t_end=0.012, integrator="bdf3").to_dict()
         data["mesh"]["elements"] = [3, 2, 2]
-    elif name == "tgv":
+        if name == "beltrami_substeps":
+            data["mesh"]["elements"] = [4, 1, 1]
+            data["time"].update(substeps=1, dt=0.04, t_end=0.24, max_cfl=6.0)
+    elif name in ("tgv", "tgv_substeps"):
         data = tgv_case(order=4, elements=3, nu=0.01, filter_modes=1).to_dict()
         data["time"] = {"integrator": "bdf2", "target_cfl": 0.4, "t_end": 0.6}
+        if name == "tgv_substeps":
+            data["time"].update(target_cfl=1.5, t_end=3.0, substeps=2)
         data["solver"] = {"pressure": {"tolerance": 1e-10}, "velocity": {"tolerance": 1e-12}}
     elif name == "duct":
         data = {
@@ -159,6 +167,8 @@ def test_ranks_give_the_serial_fields_and_iterations(serial, tmp_path, nprocs, p
         assert np.array_equal(up, u1), (f"{name} on {nprocs} ranks ({partitioner}): fields differ by "
                                         f"{relative_difference(up, u1):.2e}")
         null_space = name != "duct"
+        if name.endswith("_substeps"):
+            assert max(r["cfl"] for r in rowsp) > 1.0, name  # beyond extrapolated advection's range
         assert sp["navier_stokes"]["pressure_null_space"] == s1["navier_stokes"]["pressure_null_space"] == null_space
 
 

@@ -1,7 +1,8 @@
 """``lobatto run`` of Navier–Stokes cases that must stop (docs/navier-stokes.md), on 1 and 2
 ranks, the real command in a subprocess: bad input is one line naming the file and key,
 exit 2; a pressure solve that does not converge, or a CFL number above max_cfl, is one line
-naming the step and time, exit 1. Never a traceback, never one line per rank."""
+naming the step and time, exit 1, and so is a flow gone unstable (the watch of
+navier_stokes/reports.py). Never a traceback, never one line per rank."""
 
 from __future__ import annotations
 
@@ -41,6 +42,36 @@ dt = 0.05
 t_end = 0.1
 """
 
+# a periodic Taylor-Green box (it cannot gain kinetic energy) at CFL 2.5 with extrapolated
+# advection: it gains energy from the first step and is stopped at step 4 (t = 1.8)
+UNSTABLE = """\
+[physics]
+equations = "navier_stokes"
+viscosity = 6.25e-4
+filter_modes = 1
+
+[mesh]
+elements = [4, 4, 4]
+upper = [6.283185307179586, 6.283185307179586, 6.283185307179586]
+periodic = [true, true, true]
+
+[discretization]
+order = 5
+
+[time]
+target_cfl = 2.5
+max_cfl = 10.0
+t_end = 5.0
+
+[solver.pressure]
+tolerance = 1e-6
+coarse_tolerance = 0.1
+
+[initial]
+ux = "sin(x)*cos(y)*cos(z)"
+uy = "-cos(x)*sin(y)*cos(z)"
+"""
+
 #: name: (the case text, exit code, fragments the one line must hold)
 CASES = {
     "pressure_key": (BASE + "\n[solver.pressure]\ntoleranse = 1e-8\n", 2,
@@ -62,6 +93,8 @@ CASES = {
     "pressure_not_converged": (BASE + "\n[solver.pressure]\nmax_iterations = 1\ntolerance = 1e-14\n", 1,
                                ["pressure solve of step 1 (t = 0.05) did not converge", "[solver.pressure]",
                                 "max_iterations"]),
+    "unstable": (UNSTABLE, 1, ["the flow went unstable by step 4", "kinetic energy rose",
+                               "lower [time] target_cfl (now 2.5) or raise [time] substeps (now 0"]),
     "cfl_above_max": (BASE.replace("dt = 0.05", "dt = 5.0\nmax_cfl = 1.0").replace("t_end = 0.1", "t_end = 20.0"),
                       1, ["CFL number of step 1 (t = 5, dt = 5)", "above [time] max_cfl = 1.0", "lower [time] dt"]),
 }

@@ -92,6 +92,7 @@ class TimeSection:
     target_cfl: float | None = None  # variable dt aiming at this CFL number (not with dt or cfl)
     initial_dt: float | None = None  # the first step with target_cfl (None: from the initial state)
     max_cfl: float | None = None  # a step over this CFL number stops the run (None: not checked)
+    substeps: int = 0  # RK4 sub-steps of the advection term per step (navier_stokes); 0: extrapolated
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,8 @@ class Case:
             for key in ("target_cfl", "initial_dt", "max_cfl"):
                 if getattr(self.time, key) is not None:
                     time[key] = getattr(self.time, key)
+            if self.time.substeps:
+                time["substeps"] = self.time.substeps
             if self.time.target_cfl is not None:  # cfl does not apply (and may not be given with it)
                 del time["cfl"]
             out["time"] = time

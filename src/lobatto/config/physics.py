@@ -119,6 +119,8 @@ class PhysicsSpec:
                        fields, tables or boundary keys depend on its ``[physics]`` values
                        (Navier-Stokes' named scalars): the case's spec, a copy with them added
                        (``error(message)`` makes the InputError of a bad value); None: fixed
+    substeps:          the system sub-steps its advection term along the characteristics, so
+                       ``[time] substeps`` > 0 is allowed (Navier-Stokes); refused for others
     named_tables:      top-level tables of freely named subtables that the system checks itself
                        (``[source.<name>]``): table name -> ``parse(ctx, value)``, given the
                        schema's context and the raw value, returning an object with
@@ -142,6 +144,7 @@ class PhysicsSpec:
     default_integrator: str = "lsrk45"
     extend: Callable | None = None
     named_tables: dict = field(default_factory=dict)
+    substeps: bool = False
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:

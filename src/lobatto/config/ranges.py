@@ -114,9 +114,12 @@ SECTION_RANGES = {
     ("time", "initial_dt"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
     ("time", "cfl"): Range(0.0, 100.0, "a CFL number: the stable ones are below 1 for the explicit schemes, a few "
                            "for the multistep ones", low_open=True),
-    ("time", "target_cfl"): Range(0.0, 100.0, "a CFL number: extrapolated advection is unstable well below 100",
-                                  low_open=True),
+    ("time", "target_cfl"): Range(0.0, 100.0, "a CFL number: extrapolated advection is unstable well below 100, "
+                                  "sub-stepped advection (substeps) a few times substeps", low_open=True),
     ("time", "max_cfl"): Range(0.0, 1e6, "a CFL number: a guard against a run gone wrong", low_open=True),
+    ("time", "substeps"): Range(0, 100, "RK4 sub-steps per step: each costs 4 convective evaluations per lagged "
+                                "field, and 100 carry a step's CFL number to its range's end (100) at a sub-step "
+                                "CFL of 1"),
     ("mesh", "lower"): COORDINATES,
     ("mesh", "upper"): COORDINATES,
     ("output", "every"): STEPS,

@@ -20,9 +20,10 @@ from lobatto.config.case import (BackendSection, CheckpointSection, Discretizati
 from lobatto.config.declared import read_monitor_tables
 from lobatto.config.dft import parse_dft
 from lobatto.config.expressions import compile_expression
-from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DEFAULT_MAX_CFL, DISCRETIZATION,
+from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DISCRETIZATION,
                                            INTEGRATORS, MAX_ELEMENTS, MAX_ORDER, MESH, MESH_GENERATORS,
-                                           MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES, TIME)
+                                           MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES, TIME,
+                                           default_max_cfl)
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import parse_integrals, parse_probes
 from lobatto.config.toolkit import (REQUIRED, Context, bool_or_auto, boolean, choice, get_value, integer, is_number,
@@ -101,12 +102,22 @@ def read_integrator(ctx: Context, spec: PhysicsSpec, time: Mapping[str, Any]) ->
     return choice(ctx, "time", time, "integrator", spec.integrators, spec.default_integrator)
 
 
-def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str) -> dict:
+def read_substeps(ctx: Context, spec: PhysicsSpec, time: Mapping[str, Any]) -> int:
+    """[time] substeps: 0, or sub-steps of a system that sub-steps its advection term."""
+    substeps = integer(ctx, "time", time, "substeps", TIME["substeps"].default, 0)
+    if substeps and not spec.substeps:
+        raise ctx.error(f"[time] substeps = {substeps}: {spec.name} has no sub-stepped advection term (only "
+                        "navier_stokes sub-steps its advection along the characteristics); remove substeps")
+    return substeps
+
+
+def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str, substeps: int = 0,
+                sub_stepping: bool = False) -> dict:
     """[time] target_cfl (variable dt: not with dt or cfl), initial_dt (only with target_cfl)
-    and max_cfl (default DEFAULT_MAX_CFL for the multistep schemes, else unchecked)."""
+    and max_cfl (default ``default_max_cfl(substeps)`` for the multistep schemes, else unchecked)."""
     target = positive(ctx, "time", time, "target_cfl", None)
     initial = positive(ctx, "time", time, "initial_dt", None)
-    default_max = DEFAULT_MAX_CFL if integrator in MULTISTEP_INTEGRATORS else None
+    default_max = default_max_cfl(substeps) if integrator in MULTISTEP_INTEGRATORS else None
     max_cfl = positive(ctx, "time", time, "max_cfl", default_max)
     if target is not None:
         for fixed in ("dt", "cfl"):
@@ -114,8 +125,10 @@ def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str) -> dict:
                 raise ctx.error(f"[time] {fixed} and target_cfl are both set: target_cfl varies dt (the first step "
                                 f"from initial_dt, or from the initial state), {fixed} fixes it; remove one")
         if max_cfl is not None and target > max_cfl:
+            more = (f"; with [time] substeps the default max_cfl grows ({show(default_max_cfl(1))} with one)"
+                    if sub_stepping and "max_cfl" not in time else "")
             raise ctx.error(f"[time] target_cfl = {show(target)} is above max_cfl = {show(max_cfl)}, where a step "
-                            "stops the run: lower target_cfl (or raise max_cfl)")
+                            f"stops the run: lower target_cfl (or raise max_cfl){more}")
     elif initial is not None:
         raise ctx.error("[time] initial_dt is the first step of a variable-dt run and needs target_cfl; for a fixed "
                         "step use dt")
@@ -250,13 +263,15 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
     integrator = read_integrator(ctx, spec, time)
     if spec.steady:
         return None
+    substeps = read_substeps(ctx, spec, time)
     return TimeSection(
         integrator=integrator,
         t_end=positive(ctx, "time", time, "t_end", REQUIRED, " (the final time, for example t_end = 1.0)"),
         cfl=positive(ctx, "time", time, "cfl", spec.default_cfl(flux, integrator, DEFAULT_CFL[integrator])),
         dt=positive(ctx, "time", time, "dt", None),
         cfl_check=boolean(ctx, "time", time, "cfl_check", TIME["cfl_check"].default),
-        **variable_dt(ctx, time, integrator),
+        **variable_dt(ctx, time, integrator, substeps, spec.substeps),
+        substeps=substeps,
     )
 
 

@@ -250,7 +250,8 @@ class Simulation:
     def unstable_hint(self) -> str:
         hint = f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] "
         if self.advective:
-            return hint + ("target_cfl" if self.variable_dt else "dt" if self.case.time.dt is not None else "cfl")
+            hint += "target_cfl" if self.variable_dt else "dt" if self.case.time.dt is not None else "cfl"
+            return hint + (", or raise [time] substeps" if getattr(self.system.spec, "substeps", False) else "")
         if self.case.time.dt is not None:
             hint += f"dt (stable estimate at cfl 0.5: {self.system.stable_time_step(0.5, self.min_spacing):.3g})"
         else:

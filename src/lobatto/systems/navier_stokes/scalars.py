@@ -4,7 +4,8 @@ name T by the velocity, with its own diffusivity kappa and source q,
     dT/dt + u . grad T = kappa lap T + q,
 
 stepped like the velocity (as Nek5000 does): BDFk for dT/dt, the advection term extrapolated
-(EXTk) from the lagged terms -C(u^{n+1-j}, T^{n+1-j}), then one Helmholtz solve
+(EXTk) from the lagged terms -C(u^{n+1-j}, T^{n+1-j}) (or, with [time] substeps, the lagged
+scalars carried along the characteristics as the velocity's: substeps.py), then one Helmholtz solve
 
     (kappa K + bdf_0 / dt B) T^{n+1} = sum_j ext_j S^{n+1-j} + B q(t^{n+1})
                                        - B sum_{j>=1} bdf_j T^{n+1-j} / dt + <phi, g>
@@ -163,24 +164,30 @@ class ScalarTransport:
 
     # The step ----------------------------------------------------------------------------
     def push_history(self, u, history: int):
-        """T^n and -C(u^n, T^n) to the front of the history."""
+        """T^n and -C(u^n, T^n) to the front of the history (sub-stepped: T^n alone)."""
         fields = u[self.fields]
-        explicit = self.system.advection.convective(u[:3], fields)
-        explicit *= -1.0
         self.values = [fields.copy()] + self.values[:history - 1]
-        self.explicit = [explicit] + self.explicit[:history - 1]
+        if self.system.substepper is None:
+            explicit = self.system.advection.convective(u[:3], fields)
+            explicit *= -1.0
+            self.explicit = [explicit] + self.explicit[:history - 1]
 
     def solve(self, u, t_new, dt, bdf, ext):
         """T^{n+1} of every scalar into u, in place (u^n's scalars are in the history)."""
         k = len(ext)
         sigma = bdf[0] / dt
-        weak = ext[0] * self.explicit[0]
-        for j in range(1, k):
-            weak += ext[j] * self.explicit[j]
-        lagged = (bdf[1] / dt) * self.values[0]
-        for j in range(2, k + 1):
-            lagged += (bdf[j] / dt) * self.values[j - 1]
-        weak -= self.mass * lagged
+        substepper = self.system.substepper
+        if substepper is not None:  # the lagged scalars carried along the step's characteristics
+            weak = self.mass * substepper.advected_sum(self.values, bdf, relax=False)
+            weak *= -1.0 / dt
+        else:
+            weak = ext[0] * self.explicit[0]
+            for j in range(1, k):
+                weak += ext[j] * self.explicit[j]
+            lagged = (bdf[1] / dt) * self.values[0]
+            for j in range(2, k + 1):
+                lagged += (bdf[j] / dt) * self.values[j - 1]
+            weak -= self.mass * lagged
         for c, s in enumerate(self.scalars):
             rhs = weak[c:c + 1]
             self._add_source(rhs[0], s, t_new)
@@ -252,14 +259,16 @@ class ScalarTransport:
 
     def history(self, empty) -> dict:
         xp = self.backend.xp
-        return {"scalar_values": xp.concatenate(self.values, axis=0) if self.values else empty,
-                "scalar_explicit": xp.concatenate(self.explicit, axis=0) if self.explicit else empty}
+        out = {"scalar_values": xp.concatenate(self.values, axis=0) if self.values else empty}
+        if self.system.substepper is None:  # sub-stepped: no advection terms kept
+            out["scalar_explicit"] = xp.concatenate(self.explicit, axis=0) if self.explicit else empty
+        return out
 
     def restore_history(self, history: dict) -> None:
         if "scalar_values" not in history:
             return
         count = len(self.scalars)
         values = self.backend.asarray(history["scalar_values"])
-        explicit = self.backend.asarray(history["scalar_explicit"])
+        explicit = self.backend.asarray(history["scalar_explicit"]) if "scalar_explicit" in history else values[:0]
         self.values = [values[count * j:count * (j + 1)].copy() for j in range(values.shape[0] // count)]
         self.explicit = [explicit[count * j:count * (j + 1)].copy() for j in range(explicit.shape[0] // count)]

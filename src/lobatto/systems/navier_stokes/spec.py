@@ -105,4 +105,5 @@ SPEC = PhysicsSpec(
     ),
     boundary_keys_together=True,
     extend=with_scalars,
+    substeps=True,
 )

@@ -12,24 +12,25 @@ du/dt(t^{n+1}) ~ sum_j bdf[j] u^{n+1-j} / dt and g(t^{n+1}) ~ sum_j ext[j-1] g^{
                    u_ext = sum_j ext_j u^{n+1-j}; p = 0 on outflow faces
 3. velocity        (bdf_0 / dt) B u + nu K u = B (F - grad p), u = u_b on walls and inflows
 
-then the constant flow rate correction, when asked for. The parts are timed (advection,
-pressure, velocity, other) for the run summary.
+then the constant flow rate correction, when asked for. With [time] substeps > 0 the advection
+term (and the filter's relaxation) leaves step 1: the lagged u^{n+1-j} in F are carried along
+the characteristics by RK4 sub-steps instead (substeps.py). The parts are timed (advection,
+pressure, velocity, other) for the run summary; reports.py has the reports and the watch that
+stops a run gone unstable.
 """
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from lobatto.errors import InputError, SolverError
-from lobatto.operators import curl, divergence
-from lobatto.operators.advection import Advection
+from lobatto.operators.advection import Advection, default_fine_points
 from lobatto.operators.differential import (BackendGeometry, mass_minus_gradient, weak_divergence_minus_curl,
                                             weighted_curl)
 from lobatto.operators.filter import HighPassFilter
-from lobatto.machine.parallel import allreduce, collective_counts, collective_errors
+from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.solvers.elliptic import EllipticSolver, Profile, VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.settings import elliptic_memory
@@ -38,9 +39,11 @@ from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.force import Force
+from lobatto.systems.navier_stokes.reports import FlowReports
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
 from lobatto.systems.navier_stokes.start import check_start, check_tables, initial_speed
+from lobatto.systems.navier_stokes.substeps import SubStepper
 
 #: parts of a step, as the summary lists them
 PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
@@ -48,7 +51,7 @@ PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnosti
 HISTORY = 3
 
 
-class NavierStokesSystem(System):
+class NavierStokesSystem(FlowReports, System):
     spec = SPEC
     time_dependent = True  # coefficients and boundary data change from step to step
     output_layout = (("ux", "uy", "uz"), "p", ())  # Nek5000 velocity and pressure slots
@@ -64,7 +67,8 @@ class NavierStokesSystem(System):
     history_fields = 18
 
     def __init__(self, mesh, geometry, backend, comm, physics, pressure_settings, velocity_settings,
-                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0, scalars: list = ()):
+                 boundaries: FlowBoundaries, force, wave_speed: float = 1.0, scalars: list = (), substeps: int = 0,
+                 levels: int = HISTORY):
         self.mesh, self.geometry, self.backend = mesh, geometry, backend
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.order = geometry.order
@@ -77,7 +81,6 @@ class NavierStokesSystem(System):
         self.pressure_settings, self.velocity_settings = dict(pressure_settings), dict(velocity_settings)
         self.setup_seconds = {}
         start = time.perf_counter()
-        xp = backend.xp
         self.device_geometry = BackendGeometry(geometry, backend)
         # the pressure solve's own parts (operator, smoother, coarse solve...): off by default,
         # as timing them synchronises the device after each (benchmarks/bench_tgv.py turns it on)
@@ -107,6 +110,18 @@ class NavierStokesSystem(System):
         self.advection = Advection(geometry, backend, dealias=bool(physics["dealias"]))
         modes = int(physics["filter_modes"])
         self.filter = HighPassFilter(self.order, backend, modes=modes, weight=physics["filter_weight"]) if modes else None
+        # [time] substeps > 0: the advection term sub-stepped along the characteristics
+        self.substeps = int(substeps)
+        self.substepper = None
+        if self.substeps:
+            # the HPF-RT relaxation rides along in the sub-steps: extrapolated, it is unstable
+            # for filter_weight * dt > 4/3 (BDF2), which CFL 2 passes on coarse meshes
+            relaxation = None
+            if self.filter is not None:
+                mass, relax = self.device_geometry.mass, self.filter.relaxation
+                relaxation = lambda w: mass * relax(w)  # noqa: E731
+            self.substepper = SubStepper(self.advection, self.assembly, self.inverse_assembled_mass, backend,
+                                         self.substeps, levels, relaxation)
         # passive scalars (scalars.py): fields after ux, uy, uz, p, the first in Nek5000's
         # temperature slot and the others in its passive-scalar slots (driver: output_layout)
         self.spec = with_scalars(SPEC, physics, InputError)
@@ -117,11 +132,17 @@ class NavierStokesSystem(System):
         self.flow_rate = None
         if physics["flow_rate"] > 0:
             self.flow_rate = FlowRate(self, DIRECTIONS.index(physics["flow_direction"]), physics["flow_rate"])
+        # no force, driving, inflow or outflow: the kinetic energy can only fall (reports.py watches it)
+        self.energy_bounded = (force is None and self.flow_rate is None and not boundaries.lifted
+                               and self.null_space)
+        self.lowest_energy, self.time = None, 0.0
+        self.stability_advice = "lower [time] target_cfl or dt, or raise [time] substeps"
         # history: u^n, u^{n-1}, ... and their explicit terms (weak, element-local)
         self.velocities: list = []
         self.explicit: list = []
         self.h2 = None
         self.steps_taken = 0
+        self.step_sizes: list = []  # the latest HISTORY - 1 step sizes, newest first (the sub-steps' times)
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.collectives = {part: {"reductions": 0, "exchanges": 0} for part in PARTS}  # issued per part
         self.last_report: dict = {}
@@ -135,6 +156,13 @@ class NavierStokesSystem(System):
         four fields only)."""
         items = elliptic_memory(case.tables["solver.pressure"], layout, "solver.pressure", counted_projection=8)
         scalars = layout.fields - len(SPEC.fields)
+        substeps = case.time.substeps if case.time is not None else 0
+        if substeps:  # substeps.py: k stored + 2 combined fine contravariant fields, 4 buffers per field set
+            levels, fine = int(case.time.integrator[-1]), (default_fine_points(layout.order) / (layout.order + 1)) ** 3
+            values = ((levels + 2) * 3 * fine + 4 * (3 + scalars)) * layout.points
+            items.append(layout.backend_item(
+                f"[time] substeps: the sub-steps' contravariant velocities and buffers ({values / layout.points:.0f} "
+                "values per point)", values * layout.value_bytes, advice="use more ranks, or [time] substeps = 0"))
         if scalars > 0:
             items.append(layout.backend_item(
                 f"[physics] scalars: {scalars:,} passive scalars ({cls.scalar_arrays} arrays of {layout.points:,} "
@@ -161,11 +189,20 @@ class NavierStokesSystem(System):
             force = Force(physics, geometry, backend, times)
             boundaries.check(times)
             check_start(case, physics, geometry, backend)
+            if case.time.substeps and not physics["dealias"]:
+                raise InputError(f"{case.source}: [time] substeps needs [physics] dealias = true (the sub-steps "
+                                 "combine the dealiasing grid's contravariant velocities); set dealias = true or "
+                                 "substeps = 0")
             wave = initial_speed(case, geometry)
         wave = float(allreduce(comm if comm is not None and comm.Get_size() > 1 else None, wave, "max"))
-        return cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
-                   case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0,
-                   scalars=scalars)
+        system = cls(mesh, geometry, backend, comm, physics, case.tables["solver.pressure"],
+                     case.tables["solver.velocity"], boundaries, force, wave_speed=wave if wave > 0 else 1.0,
+                     scalars=scalars, substeps=case.time.substeps, levels=int(case.time.integrator[-1]))
+        step = (f"target_cfl (now {case.time.target_cfl:g})" if case.time.target_cfl is not None else
+                f"dt (now {case.time.dt:.3g})" if case.time.dt is not None else f"cfl (now {case.time.cfl:g})")
+        system.stability_advice = (f"lower [time] {step} or raise [time] substeps (now {case.time.substeps}; "
+                                   "docs/navier-stokes.md, \"Sub-stepping\", says how to choose them)")
+        return system
 
     # The step ----------------------------------------------------------------------------
     def multistep_step(self, u, t, dt, bdf, ext):
@@ -180,11 +217,14 @@ class NavierStokesSystem(System):
             # the BDF/EXT sums, each in one pass (backend kernel linear_combination; the same
             # order, and on the CPU the same bits, as the axpys they replace)
             combine, shape = self.backend.kernel("linear_combination"), velocity.shape
-            weak = combine(self.backend.empty(shape), list(ext[:k]), self.explicit[:k])
-            if self.force is not None:
-                weak += self.force.weak(t_new)
-            forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
-            combine(forcing, [1.0] + [-(bdf[j] / dt) for j in range(1, k + 1)], [forcing] + self.velocities[:k])
+            if self.substepper is not None:
+                forcing = self._substepped_forcing(t_new, dt, bdf, ext)
+            else:
+                weak = combine(self.backend.empty(shape), list(ext[:k]), self.explicit[:k])
+                if self.force is not None:
+                    weak += self.force.weak(t_new)
+                forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
+                combine(forcing, [1.0] + [-(bdf[j] / dt) for j in range(1, k + 1)], [forcing] + self.velocities[:k])
             extrapolated = combine(self.backend.empty(shape), list(ext[:k]), self.velocities[:k])
         data = self.boundaries.values(t_new)
         with self.part("pressure"):
@@ -200,17 +240,34 @@ class NavierStokesSystem(System):
             with self.part("scalars"):
                 self.scalars.solve(u, t_new, dt, bdf, ext)
         self.steps_taken += 1
+        self.time = t_new
+        self.step_sizes = ([float(dt)] + self.step_sizes)[:HISTORY - 1]
         with self.part("diagnostics"):
             self.last_report = self._report(u, dt)
 
+    def _substepped_forcing(self, t_new, dt, bdf, ext):
+        """F with the advection term (and the filter's relaxation) sub-stepped (substeps.py):
+        the body force as without sub-steps, minus sum_j bdf_j u~^{n+1-j} / dt."""
+        self.substepper.plan(dt, self.step_sizes, len(ext))
+        advected = self.substepper.advected_sum(self.velocities, bdf)
+        if self.force is None:
+            return advected * (-1.0 / dt)
+        forcing = self.assembly.dssum(self.force.weak(t_new).copy()) * self.inverse_assembled_mass
+        forcing -= (1.0 / dt) * advected
+        return forcing
+
     def _push_history(self, velocity, t):
-        """u^n and its explicit term E^n go to the front of the history."""
-        explicit = self.advection.convective(velocity, velocity)
-        explicit *= -1.0
-        if self.filter is not None:
-            explicit -= self.device_geometry.mass * self.filter.relaxation(velocity)
+        """u^n and its explicit term E^n go to the front of the history (sub-stepped: u^n's
+        contravariant velocity to the sub-stepper instead of E^n)."""
+        if self.substepper is not None:
+            self.substepper.push(velocity)
+        else:
+            explicit = self.advection.convective(velocity, velocity)
+            explicit *= -1.0
+            if self.filter is not None:
+                explicit -= self.device_geometry.mass * self.filter.relaxation(velocity)
+            self.explicit = [explicit] + self.explicit[:HISTORY - 1]
         self.velocities = [velocity.copy()] + self.velocities[:HISTORY - 1]
-        self.explicit = [explicit] + self.explicit[:HISTORY - 1]
 
     def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new):
         """p^{n+1} from the curl-curl form of the pressure Poisson equation."""
@@ -261,41 +318,7 @@ class NavierStokesSystem(System):
         error.collective = True
         raise error
 
-    # Reports -----------------------------------------------------------------------------
-    def part(self, name):
-        return _Timed(self, name)
-
-    def courant(self, u, dt) -> float:
-        """This rank's largest CFL number of the velocity for step dt."""
-        return float(self.advection.courant(u[:3], dt))
-
-    def _report(self, u, dt) -> dict:
-        # (the CFL number is the driver's: it measures it after every step of a multistep scheme)
-        p, v = self.pressure_result, self.velocity_result
-        report = {"pressure_iterations": p.iterations, "pressure_residual": float(p.residuals[-1]) if p.residuals else 0.0,
-                  "velocity_iterations": v.iterations, "velocity_residual": float(v.residuals[-1]) if v.residuals else 0.0}
-        if self.scalars is not None:
-            report.update(self.scalars.report())
-        if self.diagnostics_every and self.steps_taken % self.diagnostics_every == 0:
-            report.update(self.diagnostics(u))
-        return report
-
-    def step_report(self) -> dict:
-        return dict(self.last_report)
-
-    def diagnostics(self, u) -> dict:
-        """Volume averages (collective): kinetic energy |u|^2/2, enstrophy |curl u|^2/2, the
-        dissipation 2 nu enstrophy (equal to -dE/dt in a periodic box), and the L2 norm of
-        div u."""
-        g = self.device_geometry
-        velocity = u[:3]
-        vorticity = curl(g, self.backend, velocity)
-        div = divergence(g, self.backend, velocity)
-        sums = self.assembly.integral(g.mass * (velocity * velocity).sum(axis=0),
-                                      g.mass * (vorticity * vorticity).sum(axis=0), g.mass * div * div)
-        energy, enstrophy = 0.5 * sums[0] / self.volume, 0.5 * sums[1] / self.volume
-        return {"kinetic_energy": float(energy), "enstrophy": float(enstrophy),
-                "dissipation": float(2.0 * self.viscosity * enstrophy), "divergence": float(math.sqrt(sums[2]))}
+    # Reports: reports.py (FlowReports)
 
     def error_sums(self, u, exact_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As System.error_sums, with the pressure compared after removing its mean difference
@@ -321,38 +344,15 @@ class NavierStokesSystem(System):
     def stable_time_step(self, cfl: float, min_spacing: float) -> float:
         return cfl * min_spacing / self.wave_speed
 
-    def summary(self, stepper=None, comm=None) -> dict:
-        total = sum(self.seconds.values())
-        steps = max(self.steps_taken, 1)
-        return {
-            "navier_stokes": {
-                "viscosity": self.viscosity,
-                "pressure_null_space": self.null_space,
-                "pressure_levels": self.pressure_solver.level_orders,
-                "pressure_iterations_per_step": self.totals["pressure_iterations"] / steps,
-                "velocity_iterations_per_step": self.totals["velocity_iterations"] / steps,
-                "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
-                          for name, s in self.seconds.items()},
-                # global reductions and gather-scatter exchanges per step (machine.parallel)
-                "collectives_per_step": {name: {kind: n / steps for kind, n in counts.items()}
-                                         for name, counts in self.collectives.items()},
-                "last_step": self.step_report(),
-                **({"scalars": self.scalars.summary(steps)} if self.scalars is not None else {}),
-            },
-            # generic entries the run summary prints (the driver adds "output" to the parts)
-            "time_per_part": dict(self.seconds),
-            "iterations_per_step": {"pressure": self.totals["pressure_iterations"] / steps,
-                                    "velocity": self.totals["velocity_iterations"] / steps},
-        }
-
     # Checkpoints -------------------------------------------------------------------------
     def history(self) -> dict:
         xp = self.backend.xp
         empty = xp.zeros((0,) + self.assembly.shape)
         out = {"steps_taken": self.steps_taken,
                # (3k, E, n, n, n): elements on axis 1, as checkpoints want them
-               "velocities": xp.concatenate(self.velocities, axis=0) if self.velocities else empty,
-               "explicit": xp.concatenate(self.explicit, axis=0) if self.explicit else empty}
+               "velocities": xp.concatenate(self.velocities, axis=0) if self.velocities else empty}
+        if self.substepper is None:  # sub-stepped: no explicit terms kept
+            out["explicit"] = xp.concatenate(self.explicit, axis=0) if self.explicit else empty
         projection = self.pressure_solver.projection
         if projection is not None:
             shape = (0,) + self.pressure_level.assembly.shape
@@ -360,37 +360,27 @@ class NavierStokesSystem(System):
             out["pressure_images"] = xp.stack(projection.images) if len(projection) else xp.zeros(shape)
         if self.scalars is not None:
             out.update(self.scalars.history(empty))
+        if self.substepper is not None:  # the sub-steps' time levels (0.0: not taken yet)
+            for i in range(HISTORY - 1):
+                out[f"substep_dt_{i + 1}"] = self.step_sizes[i] if i < len(self.step_sizes) else 0.0
         return out
 
     def restore_history(self, history: dict) -> None:
         backend = self.backend
         self.steps_taken = int(history.get("steps_taken", 0))
         if "velocities" in history:
-            v, e = backend.asarray(history["velocities"]), backend.asarray(history["explicit"])
+            v = backend.asarray(history["velocities"])
+            e = backend.asarray(history["explicit"]) if "explicit" in history else v[:0]
             self.velocities = [v[3 * j:3 * j + 3].copy() for j in range(v.shape[0] // 3)]
             self.explicit = [e[3 * j:3 * j + 3].copy() for j in range(e.shape[0] // 3)]
         if self.scalars is not None:
             self.scalars.restore_history(history)
+        if self.substepper is not None:
+            sizes = [float(history.get(f"substep_dt_{i + 1}", 0.0)) for i in range(HISTORY - 1)]
+            self.step_sizes = [size for size in sizes if size > 0]
+            self.substepper.reset(self.velocities, self.steps_taken)
         projection = self.pressure_solver.projection
         if projection is not None and "pressure_basis" in history:
             basis, images = backend.asarray(history["pressure_basis"]), backend.asarray(history["pressure_images"])
             projection.basis = [basis[i].copy() for i in range(basis.shape[0])]
             projection.images = [images[i].copy() for i in range(images.shape[0])]
-
-
-class _Timed:
-    """Adds the wall time of a block to system.seconds[name] (the device synchronised at the
-    end, so the time is the part's own)."""
-
-    def __init__(self, system, name):
-        self.system, self.name = system, name
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-        self.counts = collective_counts()
-
-    def __exit__(self, *exc):
-        self.system.backend.synchronize()
-        self.system.seconds[self.name] += time.perf_counter() - self.start
-        for kind, n in collective_counts().items():
-            self.system.collectives[self.name][kind] += n - self.counts[kind]
