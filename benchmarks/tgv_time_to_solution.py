@@ -52,6 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("--reference", default=str(REFERENCE))
     p.add_argument("--work", default="/tmp/tgv_tts")
     p.add_argument("--json")
+    p.add_argument("--keep", help="copy each run's steps.jsonl into this folder (as <n>_<tree>_steps.jsonl)")
     a = p.parse_args(argv)
     trees = dict(t.split("=", 1) for t in a.tree)
     rows = []
@@ -70,6 +71,9 @@ def main(argv=None) -> int:
         (work / "log.txt").write_text(run.stdout + run.stderr)
         row = {"tree": tree, "time": time_keys, "returncode": run.returncode, "wall_seconds": wall}
         steps_file = work / "out" / "steps.jsonl"
+        if steps_file.exists() and a.keep:
+            Path(a.keep).mkdir(parents=True, exist_ok=True)
+            (Path(a.keep) / f"{i}_{tree}_steps.jsonl").write_text(steps_file.read_text())
         if steps_file.exists():
             records = [json.loads(x) for x in steps_file.read_text().splitlines() if x.strip()]
             row["steps"] = len(records)
