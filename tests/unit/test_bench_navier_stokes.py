@@ -132,6 +132,7 @@ def test_the_reference_history_against_itself():
     (["--case", "examples/tgv.toml", "--elements", "3"], "with --case, set [mesh] elements"),
     (["--case", "missing.toml"], "missing.toml: no such case file"),
     (["--t-end", "1", "--reference", "missing.gdiag"], "--reference missing.gdiag: no such file"),
+    (["--reference", "missing.gdiag"], "the throughput mode does not"),
     (["--elements", "2", "--order", "3", "--pressure-coarse", "nonsense"], "coarse"),
 ])
 def test_bad_options_exit_2(args, fragment):
@@ -170,3 +171,8 @@ def test_options_change_only_their_keys():
     assert d["time"] == case["time"] and d["physics"]["diagnostics_every"] == 3  # the file's own step
     d = changed("--case", "x.toml", "--cfl", "0.3", data=json.loads(json.dumps(case)))
     assert d["time"] == {"integrator": "bdf3", "t_end": 0.1, "cfl": 0.3}
+    sub_stepped = {**case, "time": {**case["time"], "substeps": 2}}
+    d = changed("--case", "x.toml", data=json.loads(json.dumps(sub_stepped)))
+    assert d["time"]["substeps"] == 2  # no --substeps: the file's own
+    d = changed("--case", "x.toml", "--substeps", "0", data=json.loads(json.dumps(sub_stepped)))
+    assert "substeps" not in d["time"]  # --substeps 0 turns them off

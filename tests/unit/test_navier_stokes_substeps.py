@@ -178,8 +178,28 @@ def test_restart_equals_uninterrupted(tmp_path):
         assert np.array_equal(values, second.fields()[name]), name
     other = Simulation(with_time(beltrami_case(integrator="bdf3", t_end=0.1)), backend="cpu",
                        output_dir=tmp_path / "d", comm=None)
-    with pytest.raises(InputError, match="substep_dt_1"):  # substeps may not change across a restart
-        other.restart(path)
+    with pytest.raises(InputError, match=r"\[time\] substeps differs \(the case: 0; the checkpoint: 2\)"):
+        other.restart(path)  # substeps may not change across a restart: 2 -> 0
+    fewer = Simulation(variable(beltrami_case(integrator="bdf3", t_end=0.1), substeps=1, target_cfl=1.5),
+                       backend="cpu", output_dir=tmp_path / "e", comm=None)
+    with pytest.raises(InputError, match=r"\[time\] substeps differs \(the case: 1; the checkpoint: 2\)"):
+        fewer.restart(path)  # nor 2 -> 1, whose history names are the same
+    # the summary's per-step figures are this run's steps, not all since t = 0 (BDF3's first
+    # step alone is 11 system steps)
+    summary = second.system.summary()["navier_stokes"]
+    assert second.system.steps_this_run == second.step_count - first.step_count >= 1
+    assert second.system.steps_taken > second.system.steps_this_run
+    assert summary["convective_evaluations_per_step"] == 4 * 2 * 3  # bdf3 (order 3 by now), 2 sub-steps
+
+
+def test_filter_too_stiff_for_the_sub_steps_stops_with_a_hint(tmp_path):
+    """The HPF-RT relaxation rides in the RK4 sub-steps, stable for filter_weight * dt / substeps
+    up to 2.78: a step beyond stops (exit 1) naming the sub-steps it needs."""
+    case = with_time(tgv_case(elements=2, order=4, dt=0.5, t_end=1.0, filter_modes=1, filter_weight=10.0),
+                     substeps=1)
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    with pytest.raises(SolverError, match=r"raise \[time\] substeps to 2 or more"):
+        sim.advance(1)
 
 
 def test_passive_scalar_is_sub_stepped(tmp_path):
@@ -229,7 +249,8 @@ def test_the_key_is_checked(tmp_path):
     ok = case_from_dict({**base, "time": {"target_cfl": 4.0, "t_end": 1.0, "substeps": 1}}, name="ok")
     assert ok.time.max_cfl >= 4.0 and ok.time.substeps == 1
     assert case_from_dict(base, name="ok").time.max_cfl == 2.0
-    with pytest.raises(InputError, match=r"target_cfl = 4\.0 is above max_cfl = 2\.0.*with \[time\] substeps the default max_cfl grows"):
+    with pytest.raises(InputError,
+                       match=r"target_cfl = 4\.0 is above max_cfl = 2\.0.*substeps = 1 admits target_cfl 4\.0 \(max_cfl 6\.0\)"):
         case_from_dict({**base, "time": {"target_cfl": 4.0, "t_end": 1.0}}, name="bad")
 
 

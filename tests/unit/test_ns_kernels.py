@@ -99,3 +99,23 @@ def test_assembly_dots_equal_dot():
     b = assembly.dssum(rng.standard_normal(assembly.shape))
     assert assembly.dots([(x, b) for x in vectors]) == [assembly.dot(x, b) for x in vectors]
     assert assembly.dots([]) == []
+
+
+def test_fused_kernels_fall_back_to_the_reference_where_a_block_does_not_fit():
+    """High orders' blocks exceed an H100's 227 KiB of shared memory per block (or 1024
+    threads): the tuned factories then hand out the reference kernel instead of failing at
+    launch. Worked out from the launch settings (no GPU needed)."""
+    from types import SimpleNamespace
+
+    from lobatto.operators import advection_cuda, differential_cuda
+    from lobatto.operators.advection import default_fine_points
+
+    h100 = SimpleNamespace(max_shared_per_block=227 * 1024, xp=np)
+    fitting = [n for n in range(1, 25) if advection_cuda.fits(h100, n, default_fine_points(n), "contravariant")]
+    assert fitting == list(range(1, fitting[-1] + 1)) and 8 <= fitting[-1] < 24
+    assert all(differential_cuda.fits(h100, n, "curl") for n in range(1, 16))
+    assert not differential_cuda.fits(h100, 24, "curl")
+    high = advection_cuda.make_contravariant(h100, 24, default_fine_points(24))
+    assert high.__qualname__.startswith("reference_contravariant")
+    assert advection_cuda.make_apply(h100, 24, default_fine_points(24)).__qualname__.startswith("reference_apply")
+    assert differential_cuda.make_curl(h100, 24).__qualname__.startswith("reference_curl")

@@ -185,3 +185,17 @@ def test_bad_settings_are_refused(backend):
     with pytest.raises(SolverError, match="null space"):
         PMultigrid.build(mesh, backend, (3, 1))  # pure Neumann, h2 = 0: singular
     assert default_orders(7) == (7, 3, 1) and default_orders(8) == (8, 4, 2, 1) and default_orders(1) == (1,)
+
+
+def test_cholesky_above_the_dense_limit_is_an_input_error(backend, monkeypatch):
+    """coarse = "cholesky" with a coarse level above DENSE_LIMIT points: an error naming the key
+    and the way out (it was a ValueError with a traceback); "auto" takes another solve there."""
+    import lobatto.solvers.multigrid as multigrid
+    from lobatto.errors import InputError
+
+    monkeypatch.setattr(multigrid, "DENSE_LIMIT", 20)  # the 2^3 box at order 1 has 27 points
+    mesh, dirichlet, level, _, _ = poisson(2, 3, backend)
+    with pytest.raises(InputError, match=r'\[solver\] coarse = "cholesky": the coarse level has 27 points, above'):
+        PMultigrid.build(mesh, backend, (3, 1), dirichlet=dirichlet, finest=level, coarse="cholesky")
+    mg = PMultigrid.build(mesh, backend, (3, 1), dirichlet=dirichlet, finest=level, coarse="auto")
+    assert not isinstance(mg.coarse, DenseCoarseSolve)

@@ -120,8 +120,9 @@ def _add_navier_stokes(sub) -> None:
     step.add_argument("--target-cfl", type=float, default=None, help="variable dt aiming at this CFL number")
     n.add_argument("--integrator", default=None, choices=("bdf1", "bdf2", "bdf3"),
                    help="[time] integrator (default: TGV bdf2, a case file's own)")
-    n.add_argument("--substeps", type=int, default=0,
-                   help="[time] substeps: sub-steps of the advection per step (0, the default: extrapolated)")
+    n.add_argument("--substeps", type=int, default=None,
+                   help="[time] substeps: sub-steps of the advection per step (0: extrapolated; default: the "
+                        "case's, the TGV's 0)")
     n.add_argument("--max-cfl", type=float, default=None, help="[time] max_cfl: a step above it stops the run")
     n.add_argument("--pressure-coarse", default=None, metavar="KIND", help="[solver.pressure] coarse")
     n.add_argument("--precision", default=None, choices=("float64", "float32"),

@@ -76,10 +76,12 @@ def check_options(args) -> None:
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise InputError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
-    if args.substeps < 0:
+    if args.substeps is not None and args.substeps < 0:
         raise InputError(f"--substeps must be >= 0 (0: advection extrapolated, no sub-steps), got {args.substeps}")
     if args.diagnostics_every is not None and args.diagnostics_every < 0:
         raise InputError(f"--diagnostics-every must be >= 0 (0: none), got {args.diagnostics_every}")
+    if args.t_end is None and args.reference is not None:
+        raise InputError("--reference compares a run to --t-end with the TGV history; the throughput mode does not")
     if args.t_end is not None:
         if args.steps is not None or args.warmup is not None:
             raise InputError("--steps and --warmup are the throughput mode's; --t-end runs from t = 0 to T instead")
@@ -114,8 +116,10 @@ def apply_options(data: dict, args, mode: str) -> dict:
             time_["cfl"] = args.cfl if args.cfl is not None else TGV_CFL
     if args.integrator is not None:
         time_["integrator"] = args.integrator
-    if args.substeps > 0:  # 0 leaves the key out: a case file without it keeps today's extrapolation
+    if args.substeps:  # given and above 0: sub-steps
         time_["substeps"] = args.substeps
+    elif args.substeps == 0:  # given as 0: extrapolated, whatever the case file says
+        time_.pop("substeps", None)
     if args.max_cfl is not None:
         time_["max_cfl"] = args.max_cfl
     if args.t_end is not None:

@@ -125,7 +125,10 @@ def variable_dt(ctx: Context, time: Mapping[str, Any], integrator: str, substeps
                 raise ctx.error(f"[time] {fixed} and target_cfl are both set: target_cfl varies dt (the first step "
                                 f"from initial_dt, or from the initial state), {fixed} fixes it; remove one")
         if max_cfl is not None and target > max_cfl:
-            more = (f"; with [time] substeps the default max_cfl grows ({show(default_max_cfl(1))} with one)"
+            # the default is 2 (1 + 2 substeps): name the sub-steps that would admit this target
+            needed = max(substeps + 1, math.ceil((target / 2 - 1) / 2))
+            more = (f"; the default max_cfl is 2 (1 + 2 substeps) = {show(max_cfl)} with substeps = {substeps}: "
+                    f"substeps = {needed} admits target_cfl {show(target)} (max_cfl {show(default_max_cfl(needed))})"
                     if sub_stepping and "max_cfl" not in time else "")
             raise ctx.error(f"[time] target_cfl = {show(target)} is above max_cfl = {show(max_cfl)}, where a step "
                             f"stops the run: lower target_cfl (or raise max_cfl){more}")

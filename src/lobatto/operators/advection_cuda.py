@@ -2,8 +2,10 @@
 
 Registered as the CUDA backend's tuned ``advection_contravariant`` and ``advection_apply`` with
 the reference signatures of operators/advection.py; arrays are C-contiguous CuPy arrays of one
-dtype (float64 or float32). Nothing allocates and nothing waits for the host, so the calls can
-be recorded in a CUDA graph.
+dtype (float64 or float32); strided inputs are copied to contiguous ones first. Nothing else
+allocates and nothing waits for the host, so the calls can be recorded in a CUDA graph. Orders
+whose block does not fit the device (``fits``: above N = 16 in float64 on an H100) take the
+reference kernel.
 
 Byte models (the fewest bytes a call must move; benchmarks/bench_ns_kernels.py measures them
 against a device-to-device copy), per element, with n = N + 1, M fine points, s the value size:
@@ -29,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.backends.base import tuned_kernel
+from lobatto.backends.base import REFERENCE_KERNELS, tuned_kernel
 from lobatto.jit.nvrtc import ctype, get_module
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "advection.cu"
@@ -62,6 +64,16 @@ def bytes_moved(which: str, order: int, fine: int, elements: int, itemsize: int,
     n3, m3 = (order + 1) ** 3, fine ** 3
     per = 3 * n3 + 12 * m3 if which == "contravariant" else 2 * fields * n3 + 3 * m3
     return per * elements * itemsize
+
+
+def fits(backend, order: int, fine: int, which: str) -> bool:
+    """Whether a float64 block at the default elements per block fits the device: at most 1024
+    threads and the opt-in shared memory per block (high orders do not: the reference kernel
+    serves them)."""
+    epb = default_elements_per_block(fine)
+    block, element = shared_values(order, fine, which)
+    limit = getattr(backend, "max_shared_per_block", _DEFAULT_SHARED)
+    return fine * fine * epb <= 1024 and (block + epb * element) * 8 <= limit
 
 
 def _launcher(backend, order, fine, which):
@@ -111,6 +123,8 @@ def run_into(xp, out, launch):
 
 @tuned_kernel("cuda", "advection_contravariant")
 def make_contravariant(backend, order, fine):
+    if not fits(backend, int(order), int(fine), "contravariant"):
+        return REFERENCE_KERNELS["advection_contravariant"](backend, order=order, fine=fine)
     n, m = int(order) + 1, int(fine)
     launch_of = _launcher(backend, int(order), m, "contravariant")
 
@@ -131,6 +145,8 @@ def make_contravariant(backend, order, fine):
 
 @tuned_kernel("cuda", "advection_apply")
 def make_apply(backend, order, fine):
+    if not fits(backend, int(order), int(fine), "apply"):
+        return REFERENCE_KERNELS["advection_apply"](backend, order=order, fine=fine)
     n, m = int(order) + 1, int(fine)
     launch_of = _launcher(backend, int(order), m, "apply")
 

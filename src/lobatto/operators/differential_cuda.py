@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.backends.base import tuned_kernel
+from lobatto.backends.base import REFERENCE_KERNELS, tuned_kernel
 from lobatto.jit.nvrtc import ctype, get_module
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "differential.cu"
@@ -48,6 +48,15 @@ def default_elements_per_block(order: int) -> int:
 def kernel_name(name: str, order: int, dtype, elements_per_block: int, mass: bool = False) -> str:
     extra = f", {'true' if mass else 'false'}" if name == "curl" else ""
     return f"lobatto::{name}_kernel<{int(order)}, {ctype(dtype)}{extra}, {int(elements_per_block)}>"
+
+
+def fits(backend, order: int, name: str) -> bool:
+    """Whether a float64 block at the default elements per block fits the device's opt-in shared
+    memory (above N = 20 it does not on an H100: the reference kernel serves those orders)."""
+    n, epb = order + 1, default_elements_per_block(order)
+    rs = n + 1 if n % 2 == 0 else n
+    limit = getattr(backend, "max_shared_per_block", _DEFAULT_SHARED)
+    return n * n * epb <= 1024 and (n * rs + epb * _STAGED[name] * n ** 3) * 8 <= limit
 
 
 def _launcher(backend, order, name):
@@ -95,6 +104,8 @@ def _into(xp, out, launch):
 
 @tuned_kernel("cuda", "curl")
 def make_curl(backend, order):
+    if not fits(backend, int(order), "curl"):
+        return REFERENCE_KERNELS["curl"](backend, order=order)
     n = int(order) + 1
     launch_of = _launcher(backend, int(order), "curl")
     xp = backend.xp
@@ -122,6 +133,8 @@ def make_curl(backend, order):
 
 @tuned_kernel("cuda", "weak_divergence_minus_curl")
 def make_weak_divergence_minus_curl(backend, order):
+    if not fits(backend, int(order), "weak_divergence_minus_curl"):
+        return REFERENCE_KERNELS["weak_divergence_minus_curl"](backend, order=order)
     n = int(order) + 1
     launch_of = _launcher(backend, int(order), "weak_divergence_minus_curl")
     xp = backend.xp
@@ -148,6 +161,8 @@ def make_weak_divergence_minus_curl(backend, order):
 
 @tuned_kernel("cuda", "mass_minus_gradient")
 def make_mass_minus_gradient(backend, order):
+    if not fits(backend, int(order), "mass_minus_gradient"):
+        return REFERENCE_KERNELS["mass_minus_gradient"](backend, order=order)
     n = int(order) + 1
     launch_of = _launcher(backend, int(order), "mass_minus_gradient")
     xp = backend.xp

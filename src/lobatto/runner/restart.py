@@ -93,8 +93,8 @@ def save(sim, path=None) -> Path:
     attrs = {
         "step": sim.step_count, "time": sim.t, "dt": sim.dt, "t_end": case.time.t_end,
         "energy_initial": sim.energy_initial,
-        "integrator": sim.stepper.scheme.name, "equations": system.name, "order": system.order,
-        "field_names": list(system.field_names), "num_global_elements": int(system.mesh.num_global_elements),
+        "integrator": sim.stepper.scheme.name, "substeps": int(case.time.substeps), "equations": system.name,
+        "order": system.order, "field_names": list(system.field_names), "num_global_elements": int(system.mesh.num_global_elements),
         "mesh": case.to_dict()["mesh"], "config": case.to_toml(),
         "lobatto_version": __version__, "backend": backend.name, "precision": backend.precision,
         "ranks": sim.size, "history_numbers": numbers,
@@ -119,6 +119,9 @@ def check_compatible(sim, checkpoint: Checkpoint) -> None:
         ("[physics] equations", system.name, attrs.get("equations")),
         ("[discretization] order", system.order, attrs.get("order")),
         ("[time] integrator", sim.stepper.scheme.name, attrs.get("integrator")),
+        # the sub-steps' history differs from the extrapolated step's, and a different count
+        # would change the continued run's bits (checkpoints before substeps existed had none)
+        ("[time] substeps", int(sim.case.time.substeps), int(attrs.get("substeps", 0))),
         ("the fields", list(system.field_names), attrs.get("field_names")),
         ("the mesh's element count", int(system.mesh.num_global_elements), attrs.get("num_global_elements")),
     ]

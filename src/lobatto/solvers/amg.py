@@ -5,8 +5,9 @@ Why: the order-1 coarse level of a large mesh (36^3 elements: 50,653 points) is 
 factor densely, and Jacobi-PCG on it waits for the host at every iteration (two dot
 products): on a GPU each iteration costs a fixed ~0.7 ms whatever the size, and tens of them
 per V-cycle made it half the solve. An AMG V-cycle is a fixed sequence of sparse products
-and vector updates with no reduction a host must read, so it is queued (and on the CUDA
-backend recorded once as a graph and replayed) like any other kernel.
+and vector updates with no reduction a host must read, so it is queued like any other kernel
+(on the CUDA backend its second call tries to record it as a graph; CuPy's cuSPARSE products
+refuse stream capture, so there it runs as plain launches).
 
 Set-up, once: the order-1 matrix is assembled sparse from the element matrices with the
 canonical numbering of coarse.py (the same matrix on every partition), its Dirichlet rows

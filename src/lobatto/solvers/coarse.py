@@ -55,8 +55,9 @@ def canonical_numbering(assembly, comm=None) -> tuple[np.ndarray, np.ndarray]:
     (global element id, local point) key: the same numbering on every partition; (E, n^3)
     bool: the copy holding that smallest key (one per point over all ranks)). Collective."""
     keys = assembly.point_keys()
-    # exact as long as keys < 2**24 (float32 runs): the dense coarse solve has at most a few thousand points
-    smallest = assembly.backend.asarray(keys.astype(np.float64).reshape(assembly.shape))
+    # float64 whatever the run's precision: keys are exact below 2**53 (float32 would lose them
+    # above 2**24, which an AMG coarse level of a few million elements passes)
+    smallest = assembly.backend.asarray(keys.astype(np.float64).reshape(assembly.shape), dtype=np.float64)
     assembly.gs.apply(smallest.reshape(1, -1), "min")
     smallest = assembly.backend.to_host(smallest).reshape(keys.shape).astype(np.int64)
     owner = smallest == keys

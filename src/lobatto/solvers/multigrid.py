@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lobatto.errors import InputError
 from lobatto.mesh.geometry import compute_geometry
 from lobatto.operators.assembly import Assembly
 from lobatto.operators.helmholtz import HelmholtzOperator
@@ -192,6 +193,10 @@ class PMultigrid:
         if coarse == "auto":
             small = last.assembly.num_global_points <= DENSE_LIMIT
             coarse = "cholesky" if small else ("amg" if amg_available() else "pcg")
+        if coarse == "cholesky" and last.assembly.num_global_points > DENSE_LIMIT:
+            raise InputError(f"[solver] coarse = \"cholesky\": the coarse level has {last.assembly.num_global_points} "
+                             f"points, above the dense limit of {DENSE_LIMIT} (its M x M factor on every rank); "
+                             "use coarse = \"amg\" or \"auto\", or coarser [solver] levels on fewer elements")
         if coarse == "cholesky":
             solve = DenseCoarseSolve(last.operator, last.assembly, comm, last.dtype, null_space=null_space)
         elif coarse == "amg":

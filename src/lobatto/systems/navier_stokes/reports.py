@@ -92,7 +92,8 @@ class FlowReports:
 
     def summary(self, stepper=None, comm=None) -> dict:
         total = sum(self.seconds.values())
-        steps = max(self.steps_taken, 1)
+        # the totals count this run's steps only (a restarted run continues steps_taken)
+        steps = max(self.steps_this_run, 1)
         return {
             "navier_stokes": {
                 "viscosity": self.viscosity,
@@ -107,8 +108,9 @@ class FlowReports:
                                          for name, counts in self.collectives.items()},
                 "last_step": self.step_report(),
                 "substeps": self.substeps,
-                "convective_evaluations_per_step": (self.substepper.evaluations / steps
-                                                    if self.substepper is not None else 1.0),
+                # (the passive scalars' evaluations counted too, as the sub-stepper counts them)
+                "convective_evaluations_per_step": (self.substepper.evaluations / steps if self.substepper is not None
+                                                    else 1.0 + (self.scalars is not None)),
                 **({"scalars": self.scalars.summary(steps)} if self.scalars is not None else {}),
             },
             # generic entries the run summary prints (the driver adds "output" to the parts)

@@ -21,6 +21,7 @@ stops a run gone unstable.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -47,6 +48,8 @@ from lobatto.systems.navier_stokes.substeps import SubStepper
 
 #: parts of a step, as the summary lists them
 PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
+#: classical RK4's stability bound on the negative real axis (h * rate), for the filter's relaxation
+RK4_REAL_BOUND = 2.78
 #: lagged states kept (BDF3 needs three)
 HISTORY = 3
 
@@ -142,6 +145,7 @@ class NavierStokesSystem(FlowReports, System):
         self.explicit: list = []
         self.h2 = None
         self.steps_taken = 0
+        self.steps_this_run = 0  # steps of this process (the per-step averages of the summary)
         self.step_sizes: list = []  # the latest HISTORY - 1 step sizes, newest first (the sub-steps' times)
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.collectives = {part: {"reductions": 0, "exchanges": 0} for part in PARTS}  # issued per part
@@ -210,6 +214,7 @@ class NavierStokesSystem(FlowReports, System):
         k = len(ext)
         t_new = t + dt
         velocity = u[:3]
+        self.check_filter_step(dt)
         with self.part("advection"):
             self._push_history(velocity, t)
             if self.scalars is not None:
@@ -240,6 +245,7 @@ class NavierStokesSystem(FlowReports, System):
             with self.part("scalars"):
                 self.scalars.solve(u, t_new, dt, bdf, ext)
         self.steps_taken += 1
+        self.steps_this_run += 1
         self.time = t_new
         self.step_sizes = ([float(dt)] + self.step_sizes)[:HISTORY - 1]
         with self.part("diagnostics"):
@@ -308,6 +314,23 @@ class NavierStokesSystem(FlowReports, System):
         self.velocity_result = result
         self.totals["velocity_iterations"] += result.iterations
         return result.x + lifting if lifting is not None else result.x
+
+    def check_filter_step(self, dt) -> None:
+        """Stop (collectively: dt and the weight are the same on every rank) before a sub-stepped
+        step whose filter relaxation the RK4 sub-steps cannot integrate: its rate is the filter
+        weight, and RK4 is stable on the negative real axis to RK4_REAL_BOUND per sub-step."""
+        if self.substepper is None or self.filter is None:
+            return
+        rate = float(self.filter.weight) * dt / self.substepper.substeps
+        if rate <= RK4_REAL_BOUND:
+            return
+        needed = math.ceil(float(self.filter.weight) * dt / RK4_REAL_BOUND)
+        error = SolverError(f"step {self.steps_taken + 1} (dt = {dt:.4g}): the filter's relaxation (filter_weight = "
+                            f"{self.filter.weight:g}) is unstable in the RK4 sub-steps for filter_weight * dt / substeps "
+                            f"> {RK4_REAL_BOUND} (here {rate:.3g}): raise [time] substeps to {needed} or more, lower "
+                            "[time] target_cfl (or dt), or lower [physics] filter_weight")
+        error.collective = True
+        raise error
 
     def check(self, result, what, t, table):
         if result.converged:
