@@ -85,3 +85,15 @@ def get_module(source, name_expressions, options=()):
         module.compile()
         _MODULES[key] = module
     return module
+
+
+def run_into(xp, out, launch):
+    """launch(target) into ``out``, through a contiguous temporary when ``out`` is strided (the
+    kernels index their output densely)."""
+    if out.flags.c_contiguous:
+        launch(out)
+    else:
+        target = xp.empty(out.shape, dtype=out.dtype)
+        launch(target)
+        out[...] = target
+    return out

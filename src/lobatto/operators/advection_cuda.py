@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.backends.base import REFERENCE_KERNELS, tuned_kernel
-from lobatto.jit.nvrtc import ctype, get_module
+from lobatto.jit.nvrtc import ctype, get_module, run_into
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "advection.cu"
 #: threads a block aims for (several small elements share one block)
@@ -108,17 +108,6 @@ def _check(name, arrays, dtype):
 def contiguous(xp, *arrays):
     """The arrays, C-contiguous (views of strided ones are copied: the kernels index densely)."""
     return [xp.ascontiguousarray(a) for a in arrays]
-
-
-def run_into(xp, out, launch):
-    """launch(target) into ``out``, through a contiguous temporary when ``out`` is strided."""
-    if out.flags.c_contiguous:
-        launch(out)
-    else:
-        target = xp.empty(out.shape, dtype=out.dtype)
-        launch(target)
-        out[...] = target
-    return out
 
 
 @tuned_kernel("cuda", "advection_contravariant")

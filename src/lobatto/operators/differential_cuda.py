@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.backends.base import REFERENCE_KERNELS, tuned_kernel
-from lobatto.jit.nvrtc import ctype, get_module
+from lobatto.jit.nvrtc import ctype, get_module, run_into
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "differential.cu"
 TARGET_THREADS = 256
@@ -92,16 +92,6 @@ def _prepare(xp, name, dtype, arrays):
     return out
 
 
-def _into(xp, out, launch):
-    if out.flags.c_contiguous:
-        launch(out)
-    else:
-        target = xp.empty(out.shape, dtype=out.dtype)
-        launch(target)
-        out[...] = target
-    return out
-
-
 @tuned_kernel("cuda", "curl")
 def make_curl(backend, order):
     if not fits(backend, int(order), "curl"):
@@ -125,7 +115,7 @@ def make_curl(backend, order):
         v, metrics, d = prepared[:3]
         mass = prepared[3] if weighted else d  # (unread when not weighted)
         function, epb, shared = launch_of(v.dtype, weighted)
-        return _into(xp, out, lambda target: function((math.ceil(E / epb),), (n * n, epb),
+        return run_into(xp, out, lambda target: function((math.ceil(E / epb),), (n * n, epb),
                                                       (v, metrics, mass, d, target, np.int64(E)), shared_mem=shared))
 
     return apply
@@ -152,7 +142,7 @@ def make_weak_divergence_minus_curl(backend, order):
             return out
         function, epb, shared = launch_of(forcing.dtype)
         nu = forcing.dtype.type(viscosity)
-        return _into(xp, out, lambda target: function(
+        return run_into(xp, out, lambda target: function(
             (math.ceil(E / epb),), (n * n, epb), (forcing, vorticity, metrics, mass, d, target, nu, np.int64(E)),
             shared_mem=shared))
 
@@ -179,7 +169,7 @@ def make_mass_minus_gradient(backend, order):
         if E == 0:
             return out
         function, epb, shared = launch_of(forcing.dtype)
-        return _into(xp, out, lambda target: function(
+        return run_into(xp, out, lambda target: function(
             (math.ceil(E / epb),), (n * n, epb), (forcing, pressure, metrics, mass, d, target, np.int64(E)),
             shared_mem=shared))
 
