@@ -12,32 +12,24 @@ each tuned kernel at other elements-per-block choices (backend.launch_overrides)
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import numpy as np
 
-from lobatto.bench.report import rows_table, run_meta, write_json
+from lobatto.backends import get_backend
+from lobatto.bench.report import Timer, rows_table, run_meta, write_json
 
 KERNELS = ("advection_contravariant", "advection_apply", "convective", "curl", "weighted_curl",
            "weak_divergence_minus_curl", "mass_minus_gradient", "linear_combination_3", "project_2", "project_8")
 
 
 def event_ms(fn, calls, repeats=5):
-    import cupy
-
+    """ms per call after one warm-up call: report.Timer on the CUDA backend (CUDA events, the
+    median of ``repeats`` means of ``calls`` calls)."""
+    backend = get_backend("cuda")
     fn()
-    cupy.cuda.Device().synchronize()
-    samples = []
-    for _ in range(repeats):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(cupy.cuda.get_elapsed_time(start, end) / calls)
-    return statistics.median(samples)
+    backend.synchronize()
+    return Timer(backend)(fn, calls, repeats) * 1e3
 
 
 def copy_gbs(nbytes, calls):
@@ -140,8 +132,6 @@ def projections(backend, elements, order, dtype):
 
 
 def measure(order, elements, precision, calls, sweep, kernels=KERNELS):
-    from lobatto.backends import get_backend
-
     backend = get_backend("cuda", precision=precision)
     E = elements ** 3
     rows = setup(backend, order, E, backend.dtype)
