@@ -7,6 +7,7 @@
 #   strong36   36^3 on 1 and on 2 GPUs (2.39e7 points)
 #   nooverlap  the 2-GPU runs of weak24 and weak16 again with LOBATTO_ASSEMBLY_OVERLAP=0 (the
 #              exchange not overlapped with the element operator), against the same 1-GPU runs
+#   nooverlap36  the 2-GPU run of strong36 again with LOBATTO_ASSEMBLY_OVERLAP=0
 # Each run: benchmarks/ns_weak_scaling.py under mpiexec (one rank per GPU), --warmup 10 and
 # --steps 20 (STEPS, WARMUP override), JSON in $OUT; the efficiency table is printed last.
 # SRC=other/src runs another tree (a baseline: its runs lack the collective counts).
@@ -65,6 +66,7 @@ for study in $STUDIES; do
     nooverlap)
       LOBATTO_ASSEMBLY_OVERLAP=0 one weak24_P2_nooverlap 2 $B24 $E24x2
       LOBATTO_ASSEMBLY_OVERLAP=0 one weak16_P2_nooverlap 2 $B16 $E16x2 ;;
+    nooverlap36) LOBATTO_ASSEMBLY_OVERLAP=0 one strong36_P2_nooverlap 2 $B36 $E36 ;;
     *) echo "unknown study $study" ;;
   esac
 done
