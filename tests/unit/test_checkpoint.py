@@ -137,6 +137,18 @@ def test_reading_by_global_id_in_any_order(tmp_path):
         Checkpoint(joined).read([3, 40])
 
 
+def test_arrays_with_an_empty_axis_are_written_and_read(tmp_path):
+    """A Navier-Stokes checkpoint before the first step holds an empty projection basis, an
+    array (E, 0, ...): HDF5 refuses chunks with a zero extent on any axis."""
+    rng = np.random.default_rng(11)
+    full = rng.standard_normal((5, 2, 3))
+    empty = np.zeros((5, 0, 3))
+    write_checkpoint(tmp_path / "ck", {"state": full, "basis": empty}, np.arange(5), {"step": 0, "num_global_elements": 5})
+    got = Checkpoint(tmp_path / "ck").read(np.arange(5))
+    assert np.array_equal(got["state"], full)
+    assert got["basis"].shape == (5, 0, 3)
+
+
 def test_numpy_and_cpu_backends_continue_each_other_to_1e13(tmp_path):
     case = case_from_dict(MAXWELL, name="run")
     full = uninterrupted(case, "cpu", tmp_path / "full")

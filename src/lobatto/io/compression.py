@@ -64,8 +64,8 @@ def dataset_options(compression: str, shape: tuple, itemsize: int, checksum: boo
         raise ValueError(f"unknown compression {compression!r} (expected one of {', '.join(COMPRESSIONS)})")
     if compression == "none" and not checksum:
         return {}
-    if not shape or shape[0] == 0:
-        return {}  # HDF5 refuses chunks on an empty dataset; nothing to compress or check
+    if not shape or 0 in shape:
+        return {}  # HDF5 refuses chunks on an empty dataset (any zero extent); nothing to compress or check
     options: dict = {"chunks": _chunks(tuple(shape), itemsize)}
     if checksum:
         options["fletcher32"] = True
