@@ -119,7 +119,7 @@ class StatisticsMonitor(Monitor):
         mass = np.asarray(system.backend.to_host(system.quadrature_mass()), dtype=np.float64)
         self.area = allreduce(self.comm, self._host_partial(mass))
         coords = system.geometry.coords
-        self.coordinates = {DIRECTIONS[a]: allreduce(self.comm, self._host_partial(mass * coords[a])) / self.area
+        self.coordinates = {DIRECTIONS[a]: (allreduce(self.comm, self._host_partial(mass * coords[a])) / self.area).reshape(self.grid_shape)
                             for a in self.remaining}
         self._check_aligned(coords, mesh_section)
         self.mass = system.backend.xp.asarray(mass)
