@@ -170,7 +170,7 @@ def test_a_continued_run_equals_an_uninterrupted_one(tmp_path, average):
         np.testing.assert_array_equal(values[key], value, err_msg=key)
 
 
-def test_3d_files_read_back_by_pymech(tmp_path):
+def test_3d_files_read_back_by_pymech_and_vtk(tmp_path):
     pymech = pytest.importorskip("pymech")
     data = copy.deepcopy(POISEUILLE)
     data["output"]["statistics"] = {"every": 1, "start": 0.0}
@@ -189,6 +189,16 @@ def test_3d_files_read_back_by_pymech(tmp_path):
         np.testing.assert_allclose(rms.elem[e].vel[0], ux[e] ** 2, atol=1e-12)
         np.testing.assert_allclose(flx.elem[e].vel[0], uxt[e], atol=1e-14)
     assert (tmp_path / "rm2flow0.f00001").exists() and (tmp_path / "avgflow.nek5000").exists()
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    from test_vtk_output import read_vtu
+
+    grid = read_vtu(tmp_path / "flow_statistics.vtu")
+    points = vtk_to_numpy(grid.GetPoints().GetData())
+    u = vtk_to_numpy(grid.GetPointData().GetArray("u"))  # ux, uy, uz joined
+    t = vtk_to_numpy(grid.GetPointData().GetArray("T"))
+    np.testing.assert_allclose(u[:, 0], 1 - points[:, 1] ** 2, atol=1e-12)
+    np.testing.assert_allclose(t, (1 - points[:, 1]) / 2, atol=1e-12)
 
 
 @pytest.mark.parametrize("change,message", [

@@ -15,8 +15,9 @@ and the per-point fields (E, n, n, n), and Nek5000 field files as avg_all writes
     rm2NAME0.f00001  velocity <uv>, <vw>, <uw>
     flxNAME0.f00001  velocity <uT1>, <vT1>, <wT1>   (with a scalar)
 
-each with its ``.nek5000`` index (ParaView), read by pymech. A file whose slots' fields were
-not averaged ([output.statistics] fields) is not written.
+each with its ``.nek5000`` index (ParaView), read by pymech; and ``NAME_statistics.vtu`` (one
+rank; ``.pvtu`` with a piece per rank) with every average at the GLL nodes (io/vtk.py). A
+Nek5000 file whose slots' fields were not averaged ([output.statistics] fields) is not written.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def file_names(monitor) -> list[str]:
         from lobatto.io.nek5000 import field_file_name
 
         files += [field_file_name(prefix + name, 1) for prefix, _ in _nek_files(monitor)]
+        files.append(vtk_name(name, rank_and_size(monitor.comm)[1]))
     return files
 
 
@@ -144,6 +146,7 @@ def _write_fields(monitor, output_dir: Path, attrs: dict) -> None:
                     f[f"mean/{key}"] = value
                 for key, value in covariances(monitor, means).items():
                     f[f"covariance/{key}"] = value
+    _write_vtk(monitor, output_dir, attrs, host, coords, ids)
     for prefix, slots in _nek_files(monitor):
         with collective_errors(comm):
             nek5000.write_field_file(output_dir / nek5000.field_file_name(prefix + name, 1), coords, host,
@@ -154,3 +157,24 @@ def _write_fields(monitor, output_dir: Path, attrs: dict) -> None:
         with collective_errors(comm):
             if rank == 0:
                 nek5000.write_index(output_dir / f"{prefix}{name}.nek5000", prefix + name, 1, 1)
+
+
+def vtk_name(name: str, size: int) -> str:
+    """The file ParaView opens: ``NAME_statistics.vtu`` on one rank, else ``.pvtu``."""
+    return f"{name}{SUFFIX}.{'vtu' if size == 1 else 'pvtu'}"
+
+
+def _write_vtk(monitor, output_dir: Path, attrs: dict, host: dict, coords, ids) -> None:
+    """Collective: every rank its piece (the averages at the GLL nodes), rank 0 the ``.pvtu``."""
+    from lobatto.io import vtk
+
+    rank, size = rank_and_size(monitor.comm)
+    name, names = attrs["name"], list(host)
+    piece = lambda r: vtk_name(name, 1) if size == 1 else f"{name}{SUFFIX}_p{r}.vtu"  # noqa: E731
+    with collective_errors(monitor.comm):
+        vtk.write_piece(output_dir / piece(rank), coords, [host[key] for key in names], names, monitor.system.order,
+                        time=float(monitor.t_last or 0.0), step=max(monitor.last_step, 0), config_toml=attrs["config"],
+                        element_ids=ids, rank=rank)
+    with collective_errors(monitor.comm):
+        if rank == 0 and size > 1:
+            vtk.write_parallel_index(output_dir / vtk_name(name, size), [piece(r) for r in range(size)], names)
