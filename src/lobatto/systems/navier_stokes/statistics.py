@@ -115,7 +115,6 @@ class StatisticsMonitor(Monitor):
         else:
             bins = np.zeros(ids.size, dtype=np.int64)
         self.bins_host = bins.reshape(-1)
-        self.bins = system.backend.xp.asarray(self.bins_host)
         mass = np.asarray(system.backend.to_host(system.quadrature_mass()), dtype=np.float64)
         self.area = allreduce(self.comm, self._host_partial(mass))
         coords = system.geometry.coords
@@ -161,12 +160,14 @@ class StatisticsMonitor(Monitor):
         weight = max(0.0, t - (self.previous_time if self.previous_time is not None else start))
         xp = self.system.backend.xp
         if self.average:
-            local = xp.empty((len(self.names), self.bins_total), dtype=np.float64)
-            for q, (_, fields) in enumerate(self.quantities):
-                value = self.mass * self._value(u, fields)
-                partial = value.sum(axis=self.sum_axes) if self.sum_axes else value
-                local[q] = xp.bincount(self.bins, weights=partial.reshape(-1), minlength=self.bins_total)
-            total = allreduce(self.comm, np.asarray(self.system.backend.to_host(local), dtype=np.float64))
+            # the sums over the averaged axes on the backend, the grid's bins on the host
+            # (a device bincount adds with atomics, in no fixed order: not reproducible)
+            partial = xp.stack([(self.mass * self._value(u, fields)).sum(axis=self.sum_axes).reshape(-1)
+                                if self.sum_axes else (self.mass * self._value(u, fields)).reshape(-1)
+                                for _, fields in self.quantities])
+            partial = np.asarray(self.system.backend.to_host(partial), dtype=np.float64)
+            local = np.stack([np.bincount(self.bins_host, weights=row, minlength=self.bins_total) for row in partial])
+            total = allreduce(self.comm, local)
             self.sums += weight * (total / self.area)
         else:
             for q, (_, fields) in enumerate(self.quantities):
