@@ -9,8 +9,9 @@ is the rectangle rule for (1 / (t_last - start)) integral q dt, as Nek5000's avg
 its samples by the time since the last one.
 
 With ``average`` = [] the sums are kept per GLL point (on the backend); with homogeneous
-directions each sample is first averaged over them with the quadrature (mass) weights, over
-the box's elements, into a profile (or a plane) at the GLL points of the remaining
+directions each sample is first averaged over them with the quadrature (mass) weights (within
+each element on the backend, then on the host into the grid), over the box's elements, into a
+profile (or a plane) at the GLL points of the remaining
 directions, points shared by neighbouring elements merged (the element with box index i_a
 and node m along a remaining axis a is the grid point i_a N + m). That needs the box's
 structure: element e = ix + nx (iy + ny iz) (mesh/box.py), read from each element's global
