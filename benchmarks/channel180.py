@@ -30,8 +30,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the MKM files (README there): ../shared/reference/channel180 beside the checkout, or $LOBATTO_CHANNEL180
-REFERENCE = Path(os.environ.get("LOBATTO_CHANNEL180", ROOT.parent / "shared" / "reference" / "channel180"))
+#: the MKM files (README there): $LOBATTO_CHANNEL180, else shared/reference/channel180 in the checkout
+#: (where a device machine's copy has it) or beside it (../shared)
+_PLACES = [ROOT / "shared" / "reference" / "channel180", ROOT.parent / "shared" / "reference" / "channel180"]
+REFERENCE = Path(os.environ.get("LOBATTO_CHANNEL180") or next((p for p in _PLACES if p.exists()), _PLACES[-1]))
 TARGETS = (5.0, 10.0, 30.0, 100.0)
 TOLERANCE = {"U+": 0.02, "peak": 0.05}  # the bounds: U+ within 2 %, peaks within 5 %
 
