@@ -80,7 +80,7 @@ class StatisticsMonitor(Monitor):
         self.average = list(section.average)
         xp = system.backend.xp
         self.samples, self.weight, self.t_first, self.t_last = 0, 0.0, None, None
-        self.last_step, self.previous_time = -1, None
+        self.last_step, self.previous_time, self.run_start = -1, None, 0.0
         if self.average:
             self._profile_setup(mesh_section)
             self.sums = np.zeros((len(self.names), self.bins_total))
@@ -148,6 +148,11 @@ class StatisticsMonitor(Monitor):
                                  "them: a [mesh] deform?); average over directions the mesh is uniform along")
 
     # Sampling ----------------------------------------------------------------------------
+    def start(self, u, step: int, t: float, output_dir, attrs: dict) -> None:
+        """The run starts at ``t``: before it nothing was sampled (a run continued from a
+        checkpoint that holds no averages weighs its first sample from here, not from start)."""
+        self.run_start = float(t)
+
     def _value(self, u, fields):
         value = u[fields[0]].astype(np.float64)
         return value * u[fields[1]] if len(fields) > 1 else value
@@ -158,7 +163,8 @@ class StatisticsMonitor(Monitor):
         start = float(self.settings.start)
         if step % self.settings.every or step <= self.last_step or t < start - 1e-12 * max(1.0, abs(start)):
             return
-        weight = max(0.0, t - (self.previous_time if self.previous_time is not None else start))
+        first = max(start, self.run_start)  # a run continued from a checkpoint without averages
+        weight = max(0.0, t - (self.previous_time if self.previous_time is not None else first))
         xp = self.system.backend.xp
         if self.average:
             # the sums over the averaged axes on the backend, the grid's bins on the host
