@@ -146,7 +146,8 @@ def test_homogeneous_averages_of_a_known_field(box):
 
 @pytest.mark.parametrize("average", [["x", "z"], []], ids=["profiles", "3d"])
 def test_a_continued_run_equals_an_uninterrupted_one(tmp_path, average):
-    """Profiles: continued from a checkpoint written every 2 steps, before that step's sample;
+    """Profiles: continued from a checkpoint written every 2 steps, before that step's sample
+(the first sample: nothing averaged yet);
     3-D sums (kept by element in the checkpoint): from a run's final checkpoint, written after
     its last sample. The averages are bitwise those of the uninterrupted run."""
     data = copy.deepcopy(CHANNEL)
@@ -158,7 +159,8 @@ def test_a_continued_run_equals_an_uninterrupted_one(tmp_path, average):
     assert whole_attrs["samples"] == 3 and whole_attrs["weight"] == pytest.approx(0.12 - 0.03)
     assert np.abs(whole["ux_ux"] - whole["ux"] ** 2).max() > 1e-6  # fluctuations: a real test
     if average:
-        run_case(data, tmp_path / "continued", restart=checkpoint_path(tmp_path / "whole", "ch", 4), name="ch")
+        # step 2's checkpoint precedes the first sample: the restored state holds none yet
+        run_case(data, tmp_path / "continued", restart=checkpoint_path(tmp_path / "whole", "ch", 2), name="ch")
     else:
         first = copy.deepcopy(data)
         first["time"]["t_end"] = 0.08

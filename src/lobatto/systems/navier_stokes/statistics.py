@@ -80,7 +80,7 @@ class StatisticsMonitor(Monitor):
         self.average = list(section.average)
         xp = system.backend.xp
         self.samples, self.weight, self.t_first, self.t_last = 0, 0.0, None, None
-        self.last_step, self.previous_time, self.run_start = -1, None, 0.0
+        self.last_step, self.previous_time, self.run_start, self.restored = -1, None, 0.0, False
         if self.average:
             self._profile_setup(mesh_section)
             self.sums = np.zeros((len(self.names), self.bins_total))
@@ -151,7 +151,8 @@ class StatisticsMonitor(Monitor):
     def start(self, u, step: int, t: float, output_dir, attrs: dict) -> None:
         """The run starts at ``t``: before it nothing was sampled (a run continued from a
         checkpoint that holds no averages weighs its first sample from here, not from start)."""
-        self.run_start = float(t)
+        if not self.restored:
+            self.run_start = float(t)
 
     def _value(self, u, fields):
         value = u[fields[0]].astype(np.float64)
@@ -195,7 +196,7 @@ class StatisticsMonitor(Monitor):
     def state(self) -> dict:
         out = {"samples": self.samples, "weight": self.weight, "t_first": self.t_first, "t_last": self.t_last,
                "last_step": self.last_step, "previous_time": self.previous_time, "quantities": self.names,
-               "average": self.average}
+               "average": self.average, "run_start": self.run_start}
         if self.average:
             out["sums"] = self.sums.tolist()
         return out
@@ -213,6 +214,7 @@ class StatisticsMonitor(Monitor):
         self.t_first, self.t_last = state.get("t_first"), state.get("t_last")
         self.last_step = int(state["last_step"])
         self.previous_time = state.get("previous_time")
+        self.run_start, self.restored = float(state.get("run_start", 0.0)), True
         if self.average:
             self.sums = np.asarray(state["sums"], dtype=np.float64).reshape(self.sums.shape)
 
