@@ -851,6 +851,8 @@ FLOW_KEYS = {
         ("time", "target_cfl"): "number", ("time", "initial_dt"): "number",
         ("time", "integrator"): ("bdf1", "bdf2", "bdf3"), ("time", "substeps"): "substeps",
         ("initial", "ux"): "expression", ("boundary", "ymin", "ux"): "expression",
+        ("output", "statistics", "start"): "number", ("output", "statistics", "every"): "count",
+        ("output", "statistics", "average"): "directions", ("output", "statistics", "fields"): "names",
     },
     "poisson": {
         ("physics", "k"): "expression", ("physics", "h"): "expression", ("physics", "f"): "expression",
@@ -891,6 +893,9 @@ def _flow_value(rng: random.Random, kind) -> Any:
                            [["0.5", 0.5, 0.5]], [[0.5, 0.5, 0.5], [0.1, 0.2]]))
     if kind == "names":
         return rng.choice(([], [""], ["p", "p"], ["ux"], ["u"], ["Ex"], ["x" * 1000], [1]))
+    if kind == "directions":  # [output.statistics] average
+        return rng.choice(([], ["x"], ["x", "z"], ["z", "x"], ["y"], ["x", "y", "z"], ["q"], ["x", "x"], "x", [1],
+                           ["X"]))
     if kind == "orders":
         return rng.choice(([], [1], [4, 1], [1, 4], [0], [-1], [25, 1], [10**9, 1], [4, 4], [2.0, 1], ["4"]))
     return rng.choice((True, False, 1, "true"))

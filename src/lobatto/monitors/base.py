@@ -120,6 +120,17 @@ class Monitor(ABC):
         """Take back ``state()`` saved in the checkpoint a run continues from. Default:
         nothing (and check_start refuses a continued run)."""
 
+    def state_arrays(self) -> dict:
+        """Arrays a checkpoint keeps of it, by name: backend or host arrays with this rank's
+        elements on axis 1 (as ``u``), stored by global element id, so a run continued on
+        another number of ranks gets its own elements' back in ``restore_arrays``. Default:
+        none. Called on every rank, after ``state``."""
+        return {}
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take back ``state_arrays()`` (host arrays, this rank's elements on axis 1), after
+        ``restore``. Default: nothing."""
+
     def parts(self) -> dict:
         """The objects observing each table it reads, by section name (the run set's
         ``series.<section>`` attributes). Default: ``{section: self}``."""

@@ -91,6 +91,23 @@ class MonitorSet:
         keeping = [m for m in self.monitors if m.keeps_state()]
         return (lambda: {m.section: m.state() for m in keeping}) if keeping else None
 
+    @property
+    def checkpoint_arrays(self):
+        """runner/restart.py's hook, called when not None: {section/name: array (elements on
+        axis 1)} of the monitors' state_arrays. None while no monitor keeps state."""
+        keeping = [m for m in self.monitors if m.keeps_state()]
+        if not keeping:
+            return None
+        return lambda: {f"{m.section}/{key}": value for m in keeping for key, value in m.state_arrays().items()}
+
+    def restore_checkpoint_arrays(self, saved: dict) -> None:
+        """runner/restart.py's hook: each monitor's arrays, {section/name: host array}."""
+        for monitor in self.monitors:
+            prefix = f"{monitor.section}/"
+            mine = {key[len(prefix):]: value for key, value in saved.items() if key.startswith(prefix)}
+            if mine:
+                monitor.restore_arrays(mine)
+
     def restore_checkpoint_state(self, saved: dict) -> None:
         """runner/restart.py's hook: each monitor's saved state handed back (Monitor.restore)."""
         for monitor in self.monitors:

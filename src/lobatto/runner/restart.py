@@ -33,6 +33,8 @@ STATEFUL_OUTPUTS = ("series",)
 #: the continued run's step count: t_end / dt, rounded up, after taking off this relative slack
 #: (t_end / (t_end / steps) is steps only to a few ulps)
 STEP_SLACK = 1e-9
+#: the checkpoint's group of the outputs' arrays (OUTPUT_ARRAYS/<output>/<key>), beside the history
+OUTPUT_ARRAYS = "outputs"
 
 
 def _element_first(array) -> np.ndarray:
@@ -66,6 +68,16 @@ def _outputs_state(sim) -> dict:
     return state
 
 
+def _outputs_arrays(sim) -> list:
+    """(name, checkpoint_arrays method) of the stateful outputs that keep arrays by element."""
+    found = []
+    for name in STATEFUL_OUTPUTS:
+        method = getattr(getattr(sim, name, None), "checkpoint_arrays", None)
+        if method is not None:
+            found.append((name, method))
+    return found
+
+
 def memory_estimate(case, layout, system_class) -> list:
     """memory_items.MemoryItem of a checkpoint's host buffers while it is written: the state and
     the system's history as float64 on the host, and their element-first copies."""
@@ -85,6 +97,9 @@ def save(sim, path=None) -> Path:
     path = Path(path) if path is not None else checkpoint_path(sim.output_dir, case.output.name, sim.step_count)
     arrays = {"state": _element_first(backend.to_host(sim.u))}
     numbers = {}
+    for name, method in _outputs_arrays(sim):
+        for key, value in method().items():  # monitors' per-element state (a 3-D average's sums)
+            arrays[f"{OUTPUT_ARRAYS}/{name}/{key}"] = _element_first(backend.to_host(value))
     for name, value in sim.stepper.history().items():
         if np.isscalar(value):
             numbers[name] = float(value) if isinstance(value, float) else value
@@ -163,6 +178,9 @@ def resume(sim, path) -> dict:
                              f"checkpoint's dt = {dt:.3g}, more than {MAX_STEPS:.0e}")
         arrays = checkpoint.read(system.mesh.element_ids)
         state = np.moveaxis(arrays.pop("state"), 0, 1)
+        prefix = f"{OUTPUT_ARRAYS}/"
+        outputs = {name[len(prefix):]: np.moveaxis(arrays.pop(name), 0, 1) for name in list(arrays)
+                   if name.startswith(prefix)}
         history = {name[len("history/"):]: np.moveaxis(value, 0, 1) for name, value in arrays.items()}
         history.update(attrs.get("history_numbers") or {})
         if sorted(history) != _history_names(sim):
@@ -178,6 +196,11 @@ def resume(sim, path) -> dict:
     for name, saved in (attrs.get("outputs_state") or {}).items():
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_state", None)
         if restore is not None:
+            restore(saved)
+    for name in STATEFUL_OUTPUTS:
+        restore = getattr(getattr(sim, name, None), "restore_checkpoint_arrays", None)
+        saved = {key[len(name) + 1:]: value for key, value in outputs.items() if key.startswith(f"{name}/")}
+        if restore is not None and saved:
             restore(saved)
     if sim.advance_one is not None:  # a graph recorded with another dt must not be replayed
         sim.advance_one = backend.capture(lambda: sim.stepper.step(sim.u, 0.0, sim.dt), sim.stepper.graph_veto)

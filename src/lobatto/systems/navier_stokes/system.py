@@ -45,6 +45,7 @@ from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
 from lobatto.systems.navier_stokes.start import check_start, check_tables, initial_speed
 from lobatto.systems.navier_stokes.substeps import SubStepper
+from lobatto.systems.navier_stokes import statistics  # noqa: F401  (registers [output.statistics])
 
 #: parts of a step, as the summary lists them
 PARTS = ("advection", "pressure", "velocity", "flow_rate", "scalars", "diagnostics")
