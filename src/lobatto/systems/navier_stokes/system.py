@@ -38,6 +38,7 @@ from lobatto.solvers.settings import elliptic_memory
 from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
+from lobatto.systems.navier_stokes.derived import DerivedOutputs
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.reports import FlowReports
@@ -54,7 +55,7 @@ RK4_REAL_BOUND = 2.78
 HISTORY = 3
 
 
-class NavierStokesSystem(FlowReports, System):
+class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [output] derived
     spec = SPEC
     time_dependent = True  # coefficients and boundary data change from step to step
     output_layout = (("ux", "uy", "uz"), "p", ())  # Nek5000 velocity and pressure slots
