@@ -37,6 +37,11 @@ from lobatto.operators.differential import gradient
 
 #: boundary kinds whose faces carry the wall shear (the velocity is given there)
 SHEAR_KINDS = ("wall", "velocity")
+#: points of one lambda2 batch: its (points, 3, 3) temporaries stay near 0.5 GB in float64
+LAMBDA2_POINTS = 2 ** 20
+#: values per point a snapshot's derived fields hold at most on the backend: the gradient (9),
+#: the ten derived components, the wall shear's sums (4)
+DERIVED_ARRAYS = 23
 
 
 class DerivedOutputs:
@@ -122,11 +127,29 @@ class DerivedOutputs:
 
 
 def lambda2(xp, g):
-    """(E, n, n, n) the middle eigenvalue of S^2 + Omega^2 at every point of G (3, 3, E, n, n, n)."""
+    """(E, n, n, n) the middle eigenvalue of S^2 + Omega^2 at every point of G (3, 3, E, n, n, n),
+    LAMBDA2_POINTS points at a time (a batch takes about 60 values per point)."""
     shape = tuple(g.shape[2:])
-    a = xp.moveaxis(g.reshape(3, 3, -1), 2, 0)  # (points, 3, 3): a[p, c, d] = d u_c / d x_d
-    s = 0.5 * (a + xp.swapaxes(a, 1, 2))
-    w = 0.5 * (a - xp.swapaxes(a, 1, 2))
-    m = s @ s + w @ w
-    m = 0.5 * (m + xp.swapaxes(m, 1, 2))  # symmetric to the last bit (eigvalsh reads one triangle)
-    return xp.ascontiguousarray(xp.linalg.eigvalsh(m)[:, 1]).reshape(shape)
+    flat = g.reshape(3, 3, -1)
+    out = xp.empty(flat.shape[2], dtype=g.dtype)
+    for first in range(0, flat.shape[2], LAMBDA2_POINTS):
+        a = xp.moveaxis(flat[:, :, first:first + LAMBDA2_POINTS], 2, 0)  # (points, 3, 3): a[p, c, d] = du_c/dx_d
+        s = 0.5 * (a + xp.swapaxes(a, 1, 2))
+        w = 0.5 * (a - xp.swapaxes(a, 1, 2))
+        m = s @ s + w @ w
+        m = 0.5 * (m + xp.swapaxes(m, 1, 2))  # symmetric to the last bit (eigvalsh reads one triangle)
+        out[first:first + LAMBDA2_POINTS] = xp.linalg.eigvalsh(m)[:, 1]
+    return out.reshape(shape)
+
+
+def derived_memory(case, layout) -> list:
+    """The memory items of [output] derived (none without it): DERIVED_ARRAYS arrays of one
+    field's points on the backend while a snapshot is written (counted from this module, not
+    measured)."""
+    output = case.output
+    if not any(output.derived_for(fmt) for fmt in output.formats):
+        return []
+    return [layout.backend_item(f"[output] derived: the velocity gradient and the derived fields ({DERIVED_ARRAYS} "
+                                "values per point, while a snapshot is written)",
+                                DERIVED_ARRAYS * layout.points * layout.value_bytes,
+                                advice="derive fewer fields, or use more ranks")]

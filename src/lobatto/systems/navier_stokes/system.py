@@ -38,7 +38,7 @@ from lobatto.solvers.settings import elliptic_memory
 from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
-from lobatto.systems.navier_stokes.derived import DerivedOutputs
+from lobatto.systems.navier_stokes.derived import DerivedOutputs, derived_memory
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.reports import FlowReports
@@ -173,7 +173,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
                 f"[physics] scalars: {scalars:,} passive scalars ({cls.scalar_arrays} arrays of {layout.points:,} "
                 "points each)", cls.scalar_arrays * scalars * layout.points * layout.value_bytes,
                 advice="use fewer [physics] scalars"))
-        return items
+        return items + derived_memory(case, layout)
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
