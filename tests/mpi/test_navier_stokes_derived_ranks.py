@@ -1,7 +1,8 @@
 """[output] derived on 1, 2 and 3 ranks (systems/navier_stokes/derived.py): two steps of a
 channel with walls at y = 0 and 3, periodic in x and z, 1 x 6 x 1 elements; every field of
 the final HDF5 snapshot (the flow and its vorticity, Q, lambda2, divergence and wall shear)
-and the Nek5000 file's scalars bitwise equal on every rank count. rcb cuts the long y axis, so
+and the Nek5000 file's scalars bitwise equal on every rank count; the VTK index lists the
+vorticity alone ([output.vtk] derived). rcb cuts the long y axis, so
 on 3 ranks the middle rank holds no wall face (its part of the wall shear is zero, and it
 still takes part in the gather-scatters)."""
 
@@ -41,9 +42,12 @@ t_end = 0.04
 tolerance = 1e-10
 
 [output]
-formats = ["hdf5", "nek"]
+formats = ["hdf5", "nek", "vtk"]
 name = "channel"
 derived = ["vorticity", "vorticity_magnitude", "q_criterion", "lambda2", "divergence", "wall_shear"]
+
+[output.vtk]
+derived = ["vorticity"]
 """
 
 
@@ -81,6 +85,8 @@ def test_ranks_give_the_serial_derived_fields(tmp_path):
         assert other[0]["ranks"] == nprocs
         assert np.array_equal(other[1], fields), (nprocs, float(np.abs(other[1] - fields).max()))
         assert np.array_equal(other[2], nek), nprocs
+    pvtu = (tmp_path / "3" / "out" / "channel_000002.pvtu").read_text()  # rank 0's index names the arrays
+    assert 'Name="vorticity" NumberOfComponents="3"' in pvtu and "lambda2" not in pvtu
     # on 3 ranks the middle one holds no wall face: its part of the wall shear is zero
     parts = sorted((tmp_path / "3" / "out" / "parts").glob("channel_000002.r*.h5"))
     assert len(parts) == 3

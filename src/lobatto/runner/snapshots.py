@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto import __version__
+from lobatto.errors import InputError
 from lobatto.machine.parallel import collective_errors, rank_and_size
 
 
@@ -38,7 +39,10 @@ class SnapshotWriter:
         # the derived fields of each format, computed once per snapshot for all of them
         self.derived = {fmt: case.output.derived_for(fmt) for fmt in self.formats}
         self.derived_names = tuple(dict.fromkeys(name for names in self.derived.values() for name in names))
-        system.check_derived(self.derived_names)  # collective: every rank raises alike
+        try:
+            system.check_derived(self.derived_names)  # collective: every rank raises alike
+        except InputError as error:
+            raise InputError(f"{case.source}: {error}") from None
         self.vtk = None  # VTK pieces, .pvtu and the .pvd time series (io/vtk.py)
         if "vtk" in self.formats:
             from lobatto.io.vtk import VtkSeries
