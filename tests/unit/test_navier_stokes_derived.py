@@ -2,7 +2,7 @@
 exact vorticity, Q, lambda2 and divergence of fresh random linear velocities on curved
 elements and of a quadratic one on a box (the element gradients are exact there, so the
 averaged one is too); continuity where the gradient is not exact; the wall shear of the exact
-duct profile, edges included; the fields in the HDF5, VTK and Nek5000 files read back by h5py,
+duct profile, edges included, and of a channel between inclined walls; the fields in the HDF5, VTK and Nek5000 files read back by h5py,
 VTK and pymech; the per-format lists; bad keys refused (exit 2 from the command line)."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ ALL = ("vorticity", "vorticity_magnitude", "q_criterion", "lambda2", "divergence
 VOLUME = ALL[:-1]
 
 
-def flow_case(output=None, order=3, elements=(2, 2, 1), periodic=(True, False, True), deform=None, **more):
+def flow_case(output=None, order=3, elements=(2, 2, 1), periodic=(True, False, True), deform=None,
+              mesh_boundaries=None, **more):
     data = {
         "physics": {"equations": "navier_stokes", "viscosity": 0.1},
         "mesh": {"elements": list(elements), "lower": [0.0, -1.0, -1.0], "upper": [2.0, 1.0, 1.0],
@@ -31,6 +32,8 @@ def flow_case(output=None, order=3, elements=(2, 2, 1), periodic=(True, False, T
     }
     if deform:
         data["mesh"]["deform"] = deform
+    if mesh_boundaries:
+        data["mesh"]["boundaries"] = mesh_boundaries
     return case_from_dict(data, name="flow")
 
 
@@ -108,6 +111,26 @@ def test_wall_shear_of_the_duct_profile(tmp_path):
     assert np.abs(exact).max() > 0.1 * nu
     assert np.abs(got["wall_shearx"] - exact).max() <= 1e-12 * np.abs(exact).max()
     assert np.abs(got["wall_sheary"]).max() <= 1e-13 and np.abs(got["wall_shearz"]).max() <= 1e-13
+
+
+def test_wall_shear_on_inclined_walls(tmp_path):
+    """Walls y - 0.2 x = +-1 (an affine deformation), outflow at x = 0 and 2: the channel
+    profile u = U (1 - eta^2) t along the walls (eta = y - 0.2 x, t their unit tangent) has
+    tau = -2 nu U |grad eta| t on both walls, at their edges with the outflow too, 0 elsewhere."""
+    speed = np.random.default_rng().uniform(0.5, 2.0)
+    sim = simulation(tmp_path, periodic=(False, False, True), deform={"y": "0.2*x"},
+                     mesh_boundaries={"xmin": "outflow", "xmax": "outflow"})
+    x, y, z = sim.coordinates()
+    eta = y - 0.2 * x
+    tangent = np.array([1.0, 0.2, 0.0]) / np.sqrt(1.04)
+    velocity = speed * (1 - eta ** 2) * tangent[:, None, None, None, None]
+    got = sim.system.derived_fields(state(sim, velocity), ("wall_shear",))
+    on_wall = np.isclose(np.abs(eta), 1.0)
+    assert on_wall.any() and (~on_wall).any()
+    magnitude = 2 * sim.system.viscosity * speed * np.sqrt(1.04)
+    for c, name in enumerate(("wall_shearx", "wall_sheary", "wall_shearz")):
+        exact = np.where(on_wall, -magnitude * tangent[c], 0.0)
+        assert np.abs(got[name] - exact).max() <= 1e-12 * magnitude, name
 
 
 def test_files_hold_the_derived_fields_per_format(tmp_path):
