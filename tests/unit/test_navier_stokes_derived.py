@@ -72,6 +72,9 @@ def test_linear_velocity_on_curved_elements_is_exact(tmp_path, monkeypatch):
     got = sim.system.derived_fields(state(sim, velocity), VOLUME)
     for name, value in expected_from_gradient(a).items():
         assert np.abs(got[name] - value).max() <= 1e-12 * max(1.0, abs(value)), name
+    velocity[0, 0, 0, 0, 0] = np.nan  # a run gone unstable: NaN where it is, no error
+    got = sim.system.derived_fields(state(sim, velocity), ("lambda2",))["lambda2"]
+    assert np.isnan(got[0, 0, 0, 0]) and np.isfinite(got).any()  # NaN spreads only along its lines
 
 
 def test_quadratic_velocity_and_continuity(tmp_path):

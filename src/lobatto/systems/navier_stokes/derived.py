@@ -138,7 +138,13 @@ def lambda2(xp, g):
         w = 0.5 * (a - xp.swapaxes(a, 1, 2))
         m = s @ s + w @ w
         m = 0.5 * (m + xp.swapaxes(m, 1, 2))  # symmetric to the last bit (eigvalsh reads one triangle)
-        out[first:first + LAMBDA2_POINTS] = xp.linalg.eigvalsh(m)[:, 1]
+        # a non-finite point (a run gone unstable) gives NaN, not an error on this rank alone
+        # (LAPACK refuses NaN, and the other ranks would wait in the next gather-scatter)
+        bad = ~xp.isfinite(m).all(axis=(1, 2))
+        m[bad] = 0.0
+        values = xp.linalg.eigvalsh(m)[:, 1]
+        values[bad] = xp.nan
+        out[first:first + LAMBDA2_POINTS] = values
     return out.reshape(shape)
 
 
