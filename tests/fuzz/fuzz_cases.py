@@ -834,7 +834,10 @@ _COMMON = {("output", "every"): "count", ("output", "log_every"): "count",
            ("output", "probes", "every"): "count", ("output", "probes", "points"): "points",
            ("output", "probes", "fields"): "names", ("checkpoint", "every"): "count",
            ("checkpoint", "keep"): "count", ("checkpoint", "wall_minutes"): "number",
-           ("checkpoint", "at_end"): "bool", ("checkpoint", "compression"): ("none", "gzip")}
+           ("checkpoint", "at_end"): "bool", ("checkpoint", "compression"): ("none", "gzip"),
+           # [output] derived and a format's own list (config/derived.py)
+           ("output", "derived"): "derived", ("output", "vtk", "derived"): "derived",
+           ("output", "nek", "derived"): "derived", ("output", "hdf5", "derived"): "derived"}
 #: system -> {path: kind}; kind: number, fraction (0 < v < 1), count, expression, points,
 #: names, orders, bool, or a tuple of the valid choices
 FLOW_KEYS = {
@@ -896,6 +899,10 @@ def _flow_value(rng: random.Random, kind) -> Any:
     if kind == "directions":  # [output.statistics] average
         return rng.choice(([], ["x"], ["x", "z"], ["z", "x"], ["y"], ["x", "y", "z"], ["q"], ["x", "x"], "x", [1],
                            ["X"]))
+    if kind == "derived":  # valid ones (the wall shear of a periodic box is refused at set-up) and not
+        return rng.choice((["vorticity", "q_criterion", "lambda2", "divergence", "vorticity_magnitude"],
+                           ["wall_shear"], ["lambda2", "lambda2"], ["vorticty"], ["ux"], [""], "vorticity", [1],
+                           [], ["wall_shear", "vorticity"]))
     if kind == "orders":
         return rng.choice(([], [1], [4, 1], [1, 4], [0], [-1], [25, 1], [10**9, 1], [4, 4], [2.0, 1], ["4"]))
     return rng.choice((True, False, 1, "true"))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lobatto.config.derived import FORMAT_TABLES
 from lobatto.config.dft import DFT
 from lobatto.config.generic_tables import GENERIC_TABLES, schema_keys
 from lobatto.config.physics import Key
@@ -210,10 +211,12 @@ def doc_sections() -> dict:
 #: (table, the heading of docs/case-file.md whose section lists its keys, and the text there
 #: from which up to which it lists them: None for the whole section)
 DOCUMENTED = [(table, f"[{table.name}]", None, None) for table in GENERIC_TABLES[1:]
-              if not table.name.startswith(("output.probes", "output.integrals", "output.dft"))] + [
+              if not table.name.startswith(("output.probes", "output.integrals", "output.dft", "output.hdf5",
+                                            "output.nek", "output.vtk"))] + [
     (PROBES, "[output]", "`[output.probes]`", "`[output.integrals]`"),
     (INTEGRALS, "[output]", "`[output.integrals]`", "`[output.dft]`"),
     (DFT, "[output]", "`[output.dft]`", "electromagnetics.md"),
+    *((table, "[output]", "`[output.hdf5]`", "`[output.probes]`") for table in FORMAT_TABLES),
     (CURRENT, "[physics]", "Maxwell sources are", "A key that the waveform does not take"),
     (DIPOLE, "[physics]", "Maxwell sources are", "A key that the waveform does not take"),
     (PLANE_WAVE, "[physics]", "A plane wave is", "Dispersive media"),

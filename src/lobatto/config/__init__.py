@@ -3,7 +3,7 @@
 expressions (:mod:`.expressions`)."""
 
 from lobatto.config.expressions import CONSTANTS, FUNCTIONS, Expression, compile_expression
-from lobatto.config.physics import Integrand, Key, PhysicsSpec
+from lobatto.config.physics import Derived, Integrand, Key, PhysicsSpec
 from lobatto.config.schema import (
     SIDES,
     BackendSection,
@@ -23,6 +23,7 @@ from lobatto.config.schema import (
 __all__ = [
     "CONSTANTS",
     "FUNCTIONS",
+    "Derived",
     "Integrand",
     "Key",
     "PhysicsSpec",

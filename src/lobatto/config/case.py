@@ -108,6 +108,14 @@ class OutputSection:
     #: the tables of monitors that declare their keys (config/declared.py), by name; each is
     #: also an attribute (``case.output.far_field``)
     monitors: Mapping[str, Any] = field(default_factory=dict)
+    #: [output] derived: fields the system computes at each snapshot (config/derived.py), and
+    #: the formats' own lists ([output.vtk] derived ...), by format
+    derived: tuple = ()
+    format_derived: Mapping[str, tuple] = field(default_factory=dict)
+
+    def derived_for(self, fmt: str) -> tuple:
+        """The derived fields written to the snapshots of format ``fmt``."""
+        return tuple(self.format_derived.get(fmt, self.derived))
 
     def __getattr__(self, name: str):
         monitors = self.__dict__.get("monitors", {})
@@ -229,6 +237,10 @@ class Case:
                 out["output"][series] = getattr(self.output, series).to_dict()
         for monitor, values in self.output.monitors.items():
             out["output"][monitor] = values.to_dict()
+        if self.output.derived:
+            out["output"]["derived"] = list(self.output.derived)
+        for fmt, names in self.output.format_derived.items():  # [output.vtk] derived ...
+            out["output"][fmt] = {"derived": list(names)}
         if self.checkpoint != CheckpointSection():
             c = self.checkpoint
             out["checkpoint"] = {"every": c.every, "keep": c.keep, "compression": c.compression, "at_end": c.at_end}

@@ -11,6 +11,7 @@ docs/case-file.md lists every declared key (tests/unit/test_config_toolkit.py ch
 
 from __future__ import annotations
 
+from lobatto.config.derived import DERIVED_KEY, FORMAT_TABLES, SNAPSHOT_FORMATS
 from lobatto.config.dft import DFT
 from lobatto.config.physics import Key, PhysicsSpec
 from lobatto.config.probes import INTEGRALS, PROBES
@@ -40,7 +41,7 @@ def default_max_cfl(substeps: int) -> float:
     the stable range measured in docs/navier-stokes.md ("Sub-stepping")."""
     return DEFAULT_MAX_CFL * (1 + 2 * int(substeps))
 
-OUTPUT_FORMATS = ("hdf5", "nek", "vtk")
+OUTPUT_FORMATS = SNAPSHOT_FORMATS  # ("hdf5", "nek", "vtk"): each has an [output.<format>] table (config/derived.py)
 BACKENDS = ("cpu", "cuda", "auto")
 PRECISIONS = ("float64", "float32")
 EXCHANGES = ("auto", "nccl", "cuda-aware-mpi", "host")
@@ -110,6 +111,8 @@ OUTPUT = Table("output", (
     Key("dft", "table", None, "running Fourier transforms ([output.dft])"),
     Key("log_every", "count", 1, "a step line every this many steps; 0: none",
         range=section_range("output", "log_every")),
+    DERIVED_KEY,
+    *(Key(fmt, "table", None, f"the {fmt} snapshots' own derived fields ([output.{fmt}])") for fmt in SNAPSHOT_FORMATS),
 ))
 
 CHECKPOINT = Table("checkpoint", (
@@ -138,14 +141,14 @@ PARALLEL = Table("parallel", (
 MONITOR_TABLES = (PROBES, INTEGRALS, DFT)
 #: every generic table, the top level first
 GENERIC_TABLES = (TOP, MESH, MESH_BOUNDARIES, MESH_DEFORM, DISCRETIZATION, PHYSICS, TIME, OUTPUT, CHECKPOINT, BACKEND,
-                  PARALLEL) + MONITOR_TABLES
+                  PARALLEL) + MONITOR_TABLES + FORMAT_TABLES
 
 # Known keys of the generic sections, for "did you mean" suggestions across sections; the
 # [physics], [initial] and [exact] keys come from the system (schema_keys).
 # (in this order: the first table holding a misplaced key is the one suggested)
 _KNOWN_KEYS: dict[str, tuple] = {table.name: table.key_names for table in (
     TOP, MESH, MESH_BOUNDARIES, MESH_DEFORM, DISCRETIZATION, PHYSICS, Table("initial", ()), Table("exact", ()), TIME,
-    OUTPUT, DFT, PROBES, INTEGRALS, CHECKPOINT, BACKEND, PARALLEL)}
+    OUTPUT, DFT, PROBES, INTEGRALS, CHECKPOINT, BACKEND, PARALLEL) + FORMAT_TABLES}
 
 
 def schema_keys(spec: PhysicsSpec | None) -> dict:

@@ -92,6 +92,20 @@ class Integrand:
 
 
 @dataclass(frozen=True)
+class Derived:
+    """A field that ``[output] derived`` may add to the snapshots (computed by the system from
+    its state at each snapshot: ``System.derived_fields``; docs/output.md).
+
+    doc:         what it is, in one line
+    components:  the names of the fields it writes (three for a vector, whose names end in
+                 x, y, z so that VTK shows them as one vector array)
+    """
+
+    doc: str
+    components: tuple
+
+
+@dataclass(frozen=True)
 class PhysicsSpec:
     """The case-file face of a system.
 
@@ -125,6 +139,7 @@ class PhysicsSpec:
                        (``[source.<name>]``): table name -> ``parse(ctx, value)``, given the
                        schema's context and the raw value, returning an object with
                        ``to_dict()`` (kept in ``Case.tables``, written back by ``Case.to_dict``)
+    derived:           name -> :class:`Derived`, what ``[output] derived`` may add to the snapshots
     """
 
     name: str
@@ -145,6 +160,7 @@ class PhysicsSpec:
     extend: Callable | None = None
     named_tables: dict = field(default_factory=dict)
     substeps: bool = False
+    derived: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.default_boundary not in self.boundary_kinds:

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from lobatto.config.case import (BackendSection, CheckpointSection, DiscretizationSection, FieldsSection, MeshSection,
                                  OutputSection, ParallelSection, TimeSection)
 from lobatto.config.declared import read_monitor_tables
+from lobatto.config.derived import read_derived
 from lobatto.config.dft import parse_dft
 from lobatto.config.expressions import compile_expression
 from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DISCRETIZATION,
@@ -311,12 +312,14 @@ def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: 
             out_name,
         )
     check_output_name_length(ctx, out_name, given="name" in out)
+    derived, format_derived = read_derived(ctx, out, spec, tuple(seen))
     return OutputSection(every=every, formats=tuple(seen), name=out_name,
                          compression=read_compression(ctx, "output", out),
                          probes=parse_probes(ctx, out, spec), integrals=parse_integrals(ctx, out, spec),
                          dft=parse_dft(ctx, out, spec),
                          log_every=integer(ctx, "output", out, "log_every", OUTPUT["log_every"].default, 0),
-                         monitors=read_monitor_tables(ctx, out, monitors or {}))
+                         monitors=read_monitor_tables(ctx, out, monitors or {}),
+                         derived=derived, format_derived=format_derived)
 
 
 def read_checkpoint(ctx: Context, data: Mapping[str, Any]) -> CheckpointSection:

@@ -12,6 +12,8 @@ A system class declares
   ``flops_per_step(stages)`` and ``summary(stepper, comm)``: its diagnostics and the
   entries it adds to the run summary;
 * ``output_layout``: how its fields map onto Nek5000's velocity / pressure / scalar slots;
+* ``derived_fields(u, names)`` and ``check_derived(names)``: the fields of ``[output]
+  derived`` its spec declares (``PhysicsSpec.derived``), computed at each snapshot;
 * ``quadrature_mass()``: the diagonal mass w_i w_j w_k J on the backend, for the monitors
   that integrate its fields (probes.py, dft.py);
 * ``memory_estimate(case, layout)``: the arrays it allocates beyond the mesh, the geometry
@@ -175,6 +177,17 @@ class System:
         squares = np.array([np.sum(mass * diff[c] ** 2) for c in range(count)])
         maxima = np.abs(diff).reshape(count, -1).max(axis=1) if diff.size else np.zeros(count)
         return squares, maxima
+
+    def check_derived(self, names) -> None:
+        """InputError, on every rank alike (collective), for a derived field of ``names`` this
+        run cannot give (the wall shear with no wall); called once at set-up."""
+
+    def derived_fields(self, u, names) -> dict:
+        """{component name: host float64 (E, n, n, n)} of the derived fields ``names`` (keys of
+        ``spec.derived``) of the state ``u``; collective (every rank calls it with the same names)."""
+        if names:
+            raise NotImplementedError(f"{self.name} computes no derived fields")
+        return {}
 
     def flops_per_step(self, stages: int) -> float | None:
         """Floating-point operations of one step on this rank, where the system models them."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from lobatto.config import Integrand, Key, PhysicsSpec
+from lobatto.config import Derived, Integrand, Key, PhysicsSpec
 from lobatto.config.ranges import STEPS, Range
 from lobatto.solvers.settings import ITERATIONS, RELATIVE, elliptic_solver_keys
 
@@ -70,6 +70,18 @@ INTEGRANDS = {
                              lambda s, f, n: f[0] * n[0] + f[1] * n[1] + f[2] * n[2]),
 }
 
+#: what [output] derived may add to the snapshots (derived.py computes them; docs/navier-stokes.md,
+#: "Derived fields"); S and Omega are the symmetric and antisymmetric parts of grad u
+DERIVED = {
+    "vorticity": Derived("omega = curl u", ("vorticityx", "vorticityy", "vorticityz")),
+    "vorticity_magnitude": Derived("|curl u|", ("vorticity_magnitude",)),
+    "q_criterion": Derived("Q = (|Omega|^2 - |S|^2) / 2", ("q_criterion",)),
+    "lambda2": Derived("the middle eigenvalue of S^2 + Omega^2 (a vortex where < 0)", ("lambda2",)),
+    "divergence": Derived("div u", ("divergence",)),
+    "wall_shear": Derived("tangential part of nu (grad u + grad u^T) n on wall and velocity faces, 0 elsewhere",
+                          ("wall_shearx", "wall_sheary", "wall_shearz")),
+}
+
 SPEC = PhysicsSpec(
     name="navier_stokes",
     description="incompressible Navier-Stokes, PN-PN continuous Galerkin, BDF/EXT splitting",
@@ -106,4 +118,5 @@ SPEC = PhysicsSpec(
     boundary_keys_together=True,
     extend=with_scalars,
     substeps=True,
+    derived=DERIVED,
 )

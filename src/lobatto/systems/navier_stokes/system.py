@@ -38,6 +38,7 @@ from lobatto.solvers.settings import elliptic_memory
 from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
+from lobatto.systems.navier_stokes.derived import DerivedOutputs, derived_memory
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.reports import FlowReports
@@ -55,7 +56,7 @@ RK4_REAL_BOUND = 2.78
 HISTORY = 3
 
 
-class NavierStokesSystem(FlowReports, System):
+class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [output] derived
     spec = SPEC
     time_dependent = True  # coefficients and boundary data change from step to step
     output_layout = (("ux", "uy", "uz"), "p", ())  # Nek5000 velocity and pressure slots
@@ -173,7 +174,7 @@ class NavierStokesSystem(FlowReports, System):
                 f"[physics] scalars: {scalars:,} passive scalars ({cls.scalar_arrays} arrays of {layout.points:,} "
                 "points each)", cls.scalar_arrays * scalars * layout.points * layout.value_bytes,
                 advice="use fewer [physics] scalars"))
-        return items
+        return items + derived_memory(case, layout)
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
