@@ -13,13 +13,15 @@ the face sets the normal part:
                     [boundary.<name>] table, expressions in x, y, z, t; missing: 0), so that
                     -p n + nu du/dn = t; exact for a flow whose du_n/dn vanishes on the face
 
-Backflow stabilisation ([physics] backflow_stabilization = true) adds to g, on every open
-face, 1/2 min(u . n, 0) u (the directional do-nothing condition of Braack and Mucha 2014,
+Backflow stabilisation ([physics] backflow_stabilization = true) adds to g, on outflow and
+outflow_normal faces, 1/2 min(u . n, 0) u (the directional do-nothing condition of Braack and Mucha 2014,
 Bazilevs et al. 2009's backflow term with beta = 1, Dong et al. 2014's energy-stable
 condition in its simplest form), with u the extrapolated velocity (explicit, as Dong). In
 the kinetic energy budget it cancels the energy that inflow carries in through an open
 face, 1/2 |u|^2 |u . n| where u . n < 0, so a vortex leaving the domain does not feed
 energy back in; where the flow leaves it is zero and the face is the plain one above.
+Traction faces keep the traction they are given (an inlet driven by a traction has u . n < 0
+everywhere, and the term would change the traction asked for).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from lobatto.discretization import gll_weights
 from lobatto.mesh.topology import NUM_FACES, face_slice
 
 OPEN_KINDS = ("outflow", "outflow_normal", "traction")
+#: the open kinds the backflow stabilisation acts on
+BACKFLOW_KINDS = ("outflow", "outflow_normal")
 TRACTION = ("tx", "ty", "tz")
 
 
@@ -58,7 +62,8 @@ class OpenBoundaries:
         w = gll_weights(self.order)
         face_weights = np.outer(w, w)
         xp = backend.xp
-        self.open: list[OpenFaceGroup] = []  # every open face (the backflow term)
+        self.open: list[OpenFaceGroup] = []  # every open face (the pressure's Dirichlet points)
+        self.backflow_faces: list[OpenFaceGroup] = []  # outflow and outflow_normal faces
         self.traction: list[OpenFaceGroup] = []  # traction faces with data, per table
         for face in range(NUM_FACES):
             points = face_slice(face, self.order)[1:]
@@ -70,6 +75,9 @@ class OpenBoundaries:
             rows = np.flatnonzero(self.faces[:, face])
             if rows.size:
                 self.open.append(faces(rows))
+            rows = np.flatnonzero(np.isin(kind[:, face], BACKFLOW_KINDS))
+            if rows.size and self.backflow:
+                self.backflow_faces.append(faces(rows))
             for name, data in tables.items():
                 rows = np.flatnonzero((kind[:, face] == "traction") & (group[:, face] == name))
                 if rows.size:
@@ -119,7 +127,7 @@ class OpenBoundaries:
     def natural(self, velocity, t: float):
         """(3, E, n, n, n) local, or None: int g . v ds at face points (w_a w_b sJ g), g the
         tangential traction and the backflow term; before assembly."""
-        if not self.traction and not (self.backflow and self.open):
+        if not self.traction and not self.backflow_faces:
             return None
         xp = self.backend.xp
         out = xp.zeros(self.shape, dtype=self.backend.dtype)
@@ -132,7 +140,7 @@ class OpenBoundaries:
             for c in range(3):
                 out[c][index] += traction[c] * g.area
         if self.backflow:
-            for g in self.open:
+            for g in self.backflow_faces:
                 index = (g.rows,) + face_slice(g.face, self.order)[1:]
                 u = xp.stack([velocity[c][index] for c in range(3)])
                 weight = 0.5 * xp.minimum((u * g.normals).sum(axis=0), 0.0) * g.area

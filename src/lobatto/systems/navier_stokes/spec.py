@@ -91,7 +91,7 @@ SPEC = PhysicsSpec(
         Key("filter_weight", "positive", 10.0, "HPF-RT relaxation strength chi (per unit time)"),
         Key("diagnostics_every", "count", 1, "steps between kinetic energy / enstrophy / dissipation records "
             "(0: never)", range=STEPS),
-        Key("backflow_stabilization", "bool", False, "on open faces (outflow, outflow_normal, traction) add the "
+        Key("backflow_stabilization", "bool", False, "on outflow and outflow_normal faces add the "
             "traction 1/2 min(u.n, 0) u, which removes the energy inflow there would bring (off: as before)"),
         Key("scalars", "names", (), "passive scalars advected by the flow, each with a [scalar.<name>] table"),
     ),
