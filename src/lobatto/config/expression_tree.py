@@ -106,6 +106,8 @@ def evaluate_tree(xp, node: Node, env: Mapping[str, Any]):
         return a**b
     if isinstance(node, Call):
         args = [evaluate_tree(xp, a, env) for a in node.args]
+        if node.func == "where":  # CuPy's where takes its condition as an array only
+            args[0] = xp.asarray(args[0])
         return getattr(xp, node.func)(*args)
     raise TypeError(f"unexpected node {node!r}")  # pragma: no cover
 
