@@ -4,7 +4,8 @@
     symmetry        a half channel (Poiseuille, the symmetry plane on the centreline) stays
                     the exact profile with the plane normal to x, y and z, and on a box rotated
                     by 0.5 rad (the plane's normal off the axes); a normal velocity on the
-                    plane is removed by the first step
+                    plane is removed by the first step; on a gmsh mesh three symmetry planes
+                    meeting at edges keep an inflow-outflow Poiseuille flow exact
     traction        Poiseuille driven by a traction difference between inlet and outlet: the
                     exact velocity and pressure
     outflow_normal  an inflow (a where/min/max profile) and an ON outlet: the tangential
@@ -235,3 +236,27 @@ def test_bad_use_of_the_new_kinds_is_refused(tmp_path, boundaries, boundary, mes
     case = channel(boundaries, boundary, {}, {})
     with pytest.raises(InputError, match=message):
         run(case, tmp_path, 0)
+
+
+def test_symmetry_planes_meeting_at_edges_on_a_gmsh_mesh(tmp_path):
+    """The gmsh-written unit cube (groups xmin ... zmax): symmetry on ymin, zmin and zmax (the
+    planes meet at edges, where only u_x is free), a wall on ymax, the inflow 1 - y^2 on xmin
+    and an outflow on xmax: Poiseuille u = 1 - y^2, p = 2 nu (1 - x), exact."""
+    from pathlib import Path
+
+    msh = Path(__file__).resolve().parents[1] / "data" / "meshes" / "box_msh41.msh"
+    exact = {"ux": "1 - y**2", "p": f"{2 * NU}*(1 - x)"}
+    sim = run({
+        "physics": {"equations": "navier_stokes", "viscosity": NU},
+        "mesh": {"generator": "gmsh", "file": str(msh),
+                 "boundaries": {"ymin": "symmetry", "zmin": "symmetry", "zmax": "symmetry", "xmax": "outflow"}},
+        "discretization": {"order": 3},
+        "time": {"dt": 0.05, "t_end": 10.0},
+        "solver": {"pressure": {"tolerance": 1e-12}, "velocity": {"tolerance": 1e-12}},
+        "boundary": {"xmin": {"ux": "1 - y**2"}},
+        "initial": dict(exact), "exact": exact,
+    }, tmp_path, 2, "gmsh")
+    errors = sim.errors()
+    assert all(errors[c]["max"] < 1e-10 for c in ("ux", "uy", "uz")) and errors["p"]["max"] < 1e-9, errors
+    q = np.asarray(sim.system.boundaries.constraint.projections)
+    assert np.any(np.trace(q, axis1=1, axis2=2) == 1.0)  # edge points: two directions constrained
