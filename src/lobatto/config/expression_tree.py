@@ -1,6 +1,7 @@
 """The syntax tree of a checked case-file expression (config/expressions.py builds it from
-the whitelisted :mod:`ast` nodes): numbers, variables, unary and binary operators and calls
-of whitelisted functions, evaluated by :func:`evaluate_tree` on an array namespace (NumPy or
+the whitelisted :mod:`ast` nodes): numbers, variables, unary and binary operators (the
+comparisons and ``and`` / ``or`` among them: 1 for true, 0 for false) and calls of
+whitelisted functions, evaluated by :func:`evaluate_tree` on an array namespace (NumPy or
 CuPy), with constant sub-trees folded into numbers (:func:`fold_constants`)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 __all__ = ["Node", "Number", "Variable", "Unary", "Binary", "Call", "evaluate_tree", "fold_constants", "NotFinite",
-           "float64_numbers"]
+           "float64_numbers", "COMPARISONS"]
 
 
 class Node:
@@ -61,6 +62,22 @@ class Call(Node):
         self.args = args
 
 
+#: comparison operators: evaluated to 1.0 (true) or 0.0 (false)
+COMPARISONS = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal", "==": "equal",
+               "!=": "not_equal"}
+#: logical operators on numbers (nonzero: true), 1.0 or 0.0
+LOGICAL = {"and": "logical_and", "or": "logical_or"}
+
+
+def _number(flag, a, b):
+    """A truth value (bool or bool array) as 1.0 / 0.0 in the operands' floating dtype (a
+    bool array would break unary minus and promote float32 to float64 in arithmetic)."""
+    if not hasattr(flag, "astype"):
+        return float(flag)
+    dtypes = [x.dtype for x in (a, b) if getattr(getattr(x, "dtype", None), "kind", "") == "f"]
+    return flag.astype(dtypes[0] if dtypes else np.float64)
+
+
 def evaluate_tree(xp, node: Node, env: Mapping[str, Any]):
     """Evaluate a validated node tree. ``xp`` supplies the functions."""
     if isinstance(node, Number):
@@ -74,6 +91,10 @@ def evaluate_tree(xp, node: Node, env: Mapping[str, Any]):
         a = evaluate_tree(xp, node.left, env)
         b = evaluate_tree(xp, node.right, env)
         op = node.op
+        if op in COMPARISONS:
+            return _number(getattr(xp, COMPARISONS[op])(a, b), a, b)
+        if op in LOGICAL:
+            return _number(getattr(xp, LOGICAL[op])(xp.not_equal(a, 0), xp.not_equal(b, 0)), a, b)
         if op == "+":
             return a + b
         if op == "-":
@@ -85,6 +106,8 @@ def evaluate_tree(xp, node: Node, env: Mapping[str, Any]):
         return a**b
     if isinstance(node, Call):
         args = [evaluate_tree(xp, a, env) for a in node.args]
+        if node.func == "where":  # CuPy's where takes its condition as an array only
+            args[0] = xp.asarray(args[0])
         return getattr(xp, node.func)(*args)
     raise TypeError(f"unexpected node {node!r}")  # pragma: no cover
 

@@ -1,7 +1,9 @@
 """Safe arithmetic expressions for case files.
 
 A case file gives initial conditions, exact solutions and mesh deformations as
-strings such as ``"sin(pi*x)*sin(pi*y)*cos(sqrt(2)*pi*t)"``. They are parsed
+strings such as ``"sin(pi*x)*sin(pi*y)*cos(sqrt(2)*pi*t)"`` or, piecewise,
+``"where(y < 0.5, 4*y*(1 - 2*y), 0)"`` (comparisons give 1 or 0; ``where``, ``min``,
+``max`` act point by point). They are parsed
 with :mod:`ast` in ``eval`` mode and the syntax tree is checked node by node
 against a small whitelist; the accepted tree is converted into lobatto's own
 node objects, which are the only thing ever evaluated. User text is never
@@ -15,6 +17,7 @@ device.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from typing import Sequence
 
@@ -44,13 +47,20 @@ FUNCTIONS: dict[str, int] = {
     "sinh": 1,
     "cosh": 1,
     "arctan2": 2,
+    "where": 3,
+    "min": 2,
+    "max": 2,
 }
+#: the array namespace's name of a function whose case-file name differs (element-wise)
+_XP_NAMES = {"min": "minimum", "max": "maximum"}
 
 #: Named constants.
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _UNARYOPS = {ast.UAdd: "+", ast.USub: "-"}
+_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_BOOLOPS = {ast.And: "and", ast.Or: "or"}
 _REJECTED_BINOPS = {
     ast.BitXor: "'^' is not a power operator here; use ** (for example x**2)",
     ast.FloorDiv: "operator '//' is not allowed; use /",
@@ -226,6 +236,8 @@ class _Checker:
             self.fail(f"unknown name '{name}' (allowed: {self.allowed_names()})")
         if isinstance(node, ast.UnaryOp):
             op = _UNARYOPS.get(type(node.op))
+            if isinstance(node.op, ast.Not):
+                self.fail(f"'not' is not allowed: '{self.segment(node)}' (invert the comparison instead)")
             if op is None:
                 self.fail(f"operator in '{self.segment(node)}' is not allowed (use + - * / **)")
             return Unary(op, self.convert(node.operand))
@@ -256,19 +268,26 @@ class _Checker:
                     f"{name}() takes {nargs} argument{'s' if nargs != 1 else ''}, "
                     f"got {len(node.args)} in '{self.segment(node)}'"
                 )
-            return Call(name, tuple(self.convert(a) for a in node.args))
+            return Call(_XP_NAMES.get(name, name), tuple(self.convert(a) for a in node.args))
         if isinstance(node, ast.Attribute):
             self.fail(f"attribute access is not allowed: '{self.segment(node)}'")
         if isinstance(node, ast.Subscript):
             self.fail(f"indexing is not allowed: '{self.segment(node)}'")
         if isinstance(node, ast.Lambda):
             self.fail("lambda is not allowed")
-        if isinstance(node, ast.Compare):
-            self.fail(f"comparisons are not allowed: '{self.segment(node)}'")
+        if isinstance(node, ast.Compare):  # a < b <= c: (a < b) and (b <= c)
+            operands = [self.convert(node.left)] + [self.convert(c) for c in node.comparators]
+            tests = []
+            for i, op in enumerate(node.ops):
+                if type(op) not in _COMPARE:
+                    self.fail(f"comparison in '{self.segment(node)}' is not allowed (use < <= > >= == !=)")
+                tests.append(Binary(_COMPARE[type(op)], operands[i], operands[i + 1]))
+            return functools.reduce(lambda a, b: Binary("and", a, b), tests)
         if isinstance(node, ast.BoolOp):
-            self.fail(f"'and'/'or' are not allowed: '{self.segment(node)}'")
+            values = [self.convert(v) for v in node.values]
+            return functools.reduce(lambda a, b: Binary(_BOOLOPS[type(node.op)], a, b), values)
         if isinstance(node, ast.IfExp):
-            self.fail(f"conditional expressions are not allowed: '{self.segment(node)}'")
+            self.fail(f"conditional expressions are not allowed: '{self.segment(node)}' (use where(cond, a, b))")
         if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
             self.fail(f"lists, tuples, sets and dicts are not allowed: '{self.segment(node)}'")
         if isinstance(node, (ast.JoinedStr, ast.FormattedValue)):

@@ -209,11 +209,17 @@ class VectorHelmholtzSolver:
 
     ``solve(b, x0)``: b assembled and masked, Dirichlet data lifted (b = mask QQ^T (B f -
     A_local u_D), u_D the data on Dirichlet points, zero elsewhere; then u = x + u_D); x0 an
-    initial guess for x (an extrapolated velocity minus u_D), masked here."""
+    initial guess for x (an extrapolated velocity minus u_D), masked here.
+
+    constraint: None, or an object whose ``project(u)`` maps a (k, E, n, n, n) field in place
+    onto the admissible directions at each point (a symmetric projection Q per point, the
+    same at every copy: slip boundaries); the solve is then Q A Q x = Q b in that subspace
+    (b and x0 projected here). Jacobi keeps it: its diagonal is the same for every component."""
 
     def __init__(self, level, tolerance: float = 1e-8, max_iterations: int = 200, absolute_tolerance: float = 0.0,
-                 profile=None):
+                 profile=None, constraint=None):
         self.level = level
+        self.constraint = constraint
         self.tolerance = _tolerance(tolerance, "VectorHelmholtzSolver: tolerance")
         self.absolute_tolerance = _tolerance(absolute_tolerance, "VectorHelmholtzSolver: absolute_tolerance")
         if int(max_iterations) < 1:
@@ -247,6 +253,8 @@ class VectorHelmholtzSolver:
         per component (its kernels take one field), one gather-scatter for all of them."""
         out = self.level.assembly.apply_operator(self.level.operator, u)
         out *= self.level.mask
+        if self.constraint is not None:
+            self.constraint.project(out)
         return out
 
     def dot(self, u, v) -> float:
@@ -266,11 +274,15 @@ class VectorHelmholtzSolver:
                              f"{self.level.assembly.shape}, got {shape}")
         if x0 is not None and tuple(x0.shape) != shape:
             raise InputError(f"VectorHelmholtzSolver: x0 must have b's shape {shape}, got {tuple(x0.shape)}")
+        if self.constraint is not None:
+            b = self.constraint.project(b.copy())
         bnorm = math.sqrt(self.dot(b, b))
         if bnorm == 0.0 or x0 is None:
             x0 = None  # b = 0: x = 0 is the solution
         else:
             x0 = x0 * self.level.mask
+            if self.constraint is not None:
+                self.constraint.project(x0)
         target = max(self.tolerance * bnorm, self.absolute_tolerance)
         return pcg(self.apply, b, x0, self._precondition, self.dot, tol=0.0, atol=target,
                    maxiter=self.max_iterations)

@@ -1,14 +1,20 @@
 """Boundaries of incompressible flow: which faces fix the velocity, which fix the pressure,
 and the velocity data on them.
 
-    wall      u = 0 (no slip)
-    velocity  u = the [boundary.<name>] ux, uy, uz expressions in x, y, z, t (missing: 0);
-              a [boundary.<name>] table makes its faces velocity faces
-    outflow   zero traction (Nek5000's "O"): p = 0, the velocity free (natural condition)
+    wall            u = 0 (no slip)                                             Nek5000 "W"
+    velocity        u = the [boundary.<name>] ux, uy, uz expressions in x, y, z, t (missing:
+                    0); a [boundary.<name>] table with ux, uy or uz makes its faces velocity
+                    faces                                                       "v"
+    outflow         zero traction: p = 0, the velocity free (natural condition)  "O"
+    symmetry        u . n = 0, zero tangential traction (slip.py)               "SYM"
+    outflow_normal  u - (u . n) n = 0, p = 0 (slip.py, open_faces.py)            "ON"
+    traction        -p n + nu du/dn = t, the [boundary.<name>] tx, ty, tz (open_faces.py)
 
 Periodic sides are no boundary. The velocity is Dirichlet on wall and velocity faces, the
-pressure (zero) on outflow faces; with no outflow face the pressure is fixed only up to a
-constant, and the pressure solve works in the space of zero mean (null_space).
+pressure on the open faces (outflow, outflow_normal, traction: ``outflow_faces``); with no
+open face the pressure is fixed only up to a constant, and the pressure solve works in the
+space of zero mean (null_space). Symmetry and outflow_normal faces constrain the velocity's
+direction in the velocity solve (slip.py).
 
 The data is evaluated on the backend at the face points of each (face, table) group, at
 each step's new time when an expression uses t, once otherwise. Where a point lies on
@@ -23,9 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from lobatto.config.ranges import KIND_RANGES, check_expression_values
+from lobatto.errors import InputError
 from lobatto.discretization import gll_weights
 from lobatto.mesh.mesh import INTERIOR
 from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.systems.navier_stokes.open_faces import OPEN_KINDS, TRACTION, OpenBoundaries
 
 COMPONENTS = ("ux", "uy", "uz")
 #: the range of the boundary velocity's values (spec.py's boundary keys: expressions)
@@ -42,6 +50,40 @@ class FaceGroup:
     weighted_normals: object  # backend (3, len(rows), n, n): n w_a w_b sJ
     expressions: tuple  # three Expressions or None
     name: str = ""  # the [boundary.<name>] table
+
+
+#: kinds whose faces take no velocity data (a [boundary.<name>] ux, uy or uz there is refused)
+NO_VELOCITY_DATA = ("outflow", "symmetry", "outflow_normal", "traction")
+
+
+def check_face_tables(kinds: list, mesh, tables: dict) -> None:
+    """InputError for a [boundary.<name>] table whose data the kind of its faces (on this
+    rank) does not take: velocity data on an open or symmetry face, traction data on a face
+    that is not a traction face."""
+    base = face_kinds(kinds, mesh, {})
+    group = _face_groups(mesh)
+    for name, table in tables.items():
+        present = set(base[group == name]) - {""}
+        velocity = [c for c in COMPONENTS if c in table]
+        traction = [c for c in TRACTION if c in table]
+        if velocity and traction:
+            raise InputError(f"[boundary.{name}] gives both velocity ({', '.join(velocity)}) and traction "
+                             f"({', '.join(traction)}) data: a face fixes one or the other")
+        refused = sorted(present & set(NO_VELOCITY_DATA))
+        if velocity and refused:
+            raise InputError(f"[boundary.{name}] gives velocity data ({', '.join(velocity)}), but its faces are "
+                             f"\"{refused[0]}\" faces, which take none: make the surface \"velocity\" in "
+                             "[mesh.boundaries] (or leave it the default wall) or remove the keys")
+        if traction and present - {"traction"}:
+            other = sorted(present - {"traction"})[0]
+            raise InputError(f"[boundary.{name}] gives traction data ({', '.join(traction)}), but its faces are "
+                             f"\"{other}\" faces: make the surface \"traction\" in [mesh.boundaries] or remove "
+                             "the keys")
+
+
+def _face_groups(mesh) -> np.ndarray:
+    groups = np.array(list(mesh.group_names) + [""], dtype=object)
+    return groups[np.where(mesh.face_group < 0, -1, mesh.face_group)]
 
 
 def face_kinds(kinds: list, mesh, tables: dict) -> np.ndarray:
@@ -62,14 +104,20 @@ def face_kinds(kinds: list, mesh, tables: dict) -> np.ndarray:
 class FlowBoundaries:
     """Velocity and pressure boundary data of one rank."""
 
-    def __init__(self, mesh, geometry, backend, kinds: list, tables: dict):
+    def __init__(self, mesh, geometry, backend, kinds: list, tables: dict, traction_tables: dict | None = None,
+                 backflow: bool = False):
         self.backend = backend
         order = geometry.order
         self.kind = face_kinds(kinds, mesh, tables)
         self.velocity_faces = (self.kind == "wall") | (self.kind == "velocity")
-        self.outflow_faces = self.kind == "outflow"
-        groups = np.array(list(mesh.group_names) + [""], dtype=object)
-        group = groups[np.where(mesh.face_group < 0, -1, mesh.face_group)]
+        #: the faces where the pressure is given (zero, or -t . n on traction faces)
+        self.outflow_faces = np.isin(self.kind, OPEN_KINDS)
+        #: the faces whose velocity direction is constrained (slip.py); ``constraint``: the
+        #: SlipConstraint the system builds on them (None: none on any rank)
+        self.slip_faces = np.isin(self.kind, ("symmetry", "outflow_normal"))
+        self.constraint = None
+        group = _face_groups(mesh)
+        self.open = OpenBoundaries(self.kind, group, geometry, backend, traction_tables or {}, backflow)
         w = gll_weights(order)
         face_weights = np.outer(w, w)
         xp = backend.xp
@@ -104,6 +152,7 @@ class FlowBoundaries:
                     if e is not None:
                         check_expression_values(e.evaluate(xp, x=x, y=y, z=z, t=float(t)), BOUNDARY_RANGE,
                                                 f"[boundary.{g.name}] {COMPONENTS[c]}", e.text, t, xp)
+        self.open.check(times)
 
     def values(self, t: float) -> list:
         """[(3, rows, n, n) backend array] per group: the boundary velocity at time t."""

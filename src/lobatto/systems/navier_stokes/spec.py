@@ -12,7 +12,7 @@ from lobatto.config.ranges import STEPS, Range
 from lobatto.solvers.settings import ITERATIONS, RELATIVE, elliptic_solver_keys
 
 FIELD_NAMES = ("ux", "uy", "uz", "p")
-BOUNDARY_KINDS = ("wall", "velocity", "outflow")
+BOUNDARY_KINDS = ("wall", "velocity", "outflow", "symmetry", "traction", "outflow_normal")
 DIRECTIONS = ("x", "y", "z")
 
 PRESSURE_KEYS = elliptic_solver_keys(tolerance=1e-8, max_iterations=200, projection=8, method="fcg",
@@ -103,6 +103,8 @@ SPEC = PhysicsSpec(
         Key("filter_weight", "positive", 10.0, "HPF-RT relaxation strength chi (per unit time)"),
         Key("diagnostics_every", "count", 1, "steps between kinetic energy / enstrophy / dissipation records "
             "(0: never)", range=STEPS),
+        Key("backflow_stabilization", "bool", False, "on outflow and outflow_normal faces add the "
+            "traction 1/2 min(u.n, 0) u, which removes the energy inflow there would bring (off: as before)"),
         Key("scalars", "names", (), "passive scalars advected by the flow, each with a [scalar.<name>] table"),
     ),
     fluxes=("none",),  # continuous Galerkin: no numerical flux
@@ -114,6 +116,10 @@ SPEC = PhysicsSpec(
         Key("ux", "expression_t", None, "boundary velocity, x component (x, y, z, t); missing components are 0"),
         Key("uy", "expression_t", None, "boundary velocity, y component"),
         Key("uz", "expression_t", None, "boundary velocity, z component"),
+        Key("tx", "expression_t", None, "traction -p n + nu du/dn on a traction face, x component (x, y, z, t); "
+            "missing components are 0"),
+        Key("ty", "expression_t", None, "traction on a traction face, y component"),
+        Key("tz", "expression_t", None, "traction on a traction face, z component"),
     ),
     boundary_keys_together=True,
     extend=with_scalars,

@@ -37,11 +37,12 @@ from lobatto.solvers.multigrid import Level
 from lobatto.solvers.settings import elliptic_memory
 from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
-from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
+from lobatto.systems.navier_stokes.boundaries import FlowBoundaries, check_face_tables
 from lobatto.systems.navier_stokes.derived import DerivedOutputs, derived_memory
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
 from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.reports import FlowReports
+from lobatto.systems.navier_stokes.slip import SlipConstraint
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
 from lobatto.systems.navier_stokes.start import check_start, check_tables, initial_speed
@@ -95,6 +96,10 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         self.assembly = self.velocity_level.assembly
         mass = self.device_geometry.mass
         self.inverse_assembled_mass = 1.0 / self.assembly.dssum(mass.copy())
+        # symmetry / outflow_normal faces on any rank: the constraint's gather-scatter is collective
+        if allreduce(self.comm, int(boundaries.slip_faces.any()), "max"):
+            boundaries.constraint = SlipConstraint.build(boundaries.kind, geometry, self.assembly, backend)
+        boundaries.open.pressure_lifted = bool(allreduce(self.comm, int(boundaries.open.pressure_lifted), "max"))
         self.volume = self.assembly.integral(mass)[0]  # reproducible: the same bits on any partition
         self.setup_seconds["velocity"] = time.perf_counter() - start
         start = time.perf_counter()
@@ -110,7 +115,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         self.velocity_solver = VectorHelmholtzSolver(
             self.velocity_level, tolerance=self.velocity_settings["tolerance"],
             max_iterations=self.velocity_settings["max_iterations"],
-            absolute_tolerance=self.velocity_settings["absolute_tolerance"])
+            absolute_tolerance=self.velocity_settings["absolute_tolerance"], constraint=boundaries.constraint)
         self.setup_seconds["pressure"] = time.perf_counter() - start
         self.advection = Advection(geometry, backend, dealias=bool(physics["dealias"]))
         modes = int(physics["filter_modes"])
@@ -184,9 +189,12 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             check_representable(geometry, backend, mesh)  # float32: metrics and mass within its range
             kinds = System.boundary_kind_of(cls, mesh)
             check_tables(case, mesh, tables)
+            check_face_tables(kinds, mesh, tables)
             # only tables with velocity data make velocity faces (a scalar's alone leaves a wall one)
             flow_tables = {name: t for name, t in tables.items() if any(c in t for c in ("ux", "uy", "uz"))}
-            boundaries = FlowBoundaries(mesh, geometry, backend, kinds, flow_tables)
+            traction = {name: t for name, t in tables.items() if any(c in t for c in ("tx", "ty", "tz"))}
+            boundaries = FlowBoundaries(mesh, geometry, backend, kinds, flow_tables, traction,
+                                        backflow=physics["backflow_stabilization"])
             # the data's range at the start and the end, checked here (on every rank, before
             # any work) and not in the steps: a value that leaves it mid-run shows in the
             # fields, which the driver's finite-state check stops collectively
@@ -233,11 +241,13 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
                 forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
                 combine(forcing, [1.0] + [-(bdf[j] / dt) for j in range(1, k + 1)], [forcing] + self.velocities[:k])
             extrapolated = combine(self.backend.empty(shape), list(ext[:k]), self.velocities[:k])
-        data = self.boundaries.values(t_new)
+        data, open_faces = self.boundaries.values(t_new), self.boundaries.open
         with self.part("pressure"):
-            pressure = self.solve_pressure(u[3], forcing, extrapolated, data, bdf[0] / dt, t_new)
+            given = open_faces.pressure_lifting(t_new, self.pressure_level.assembly) if open_faces.pressure_lifted else None
+            pressure = self.solve_pressure(u[3], forcing, extrapolated, data, bdf[0] / dt, t_new, given)
         with self.part("velocity"):
-            new_velocity = self.solve_velocity(forcing, pressure, extrapolated, data, bdf[0] / dt, t_new)
+            natural = open_faces.natural(extrapolated, t_new)  # traction, backflow stabilisation (or None)
+            new_velocity = self.solve_velocity(forcing, pressure, extrapolated, data, bdf[0] / dt, t_new, natural)
         if self.flow_rate is not None:
             with self.part("flow_rate"):
                 new_velocity, pressure = self.flow_rate.correct(new_velocity, pressure, bdf[0] / dt)
@@ -277,8 +287,9 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             self.explicit = [explicit] + self.explicit[:HISTORY - 1]
         self.velocities = [velocity.copy()] + self.velocities[:HISTORY - 1]
 
-    def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new):
-        """p^{n+1} from the curl-curl form of the pressure Poisson equation."""
+    def solve_pressure(self, previous, forcing, extrapolated, data, sigma, t_new, given=None):
+        """p^{n+1} from the curl-curl form of the pressure Poisson equation; ``given``: the
+        pressure on the open faces (traction), lifted, or None (zero there)."""
         g = self.device_geometry
         vorticity = weighted_curl(g, self.backend, extrapolated)  # B curl u (one fused kernel)
         self.assembly.dssum(vorticity)
@@ -287,16 +298,20 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         b = weak_divergence_minus_curl(g, self.backend, forcing, vorticity, self.viscosity)  # of F - nu curl w
         if self.boundaries.groups:
             b -= sigma * self.boundaries.normal_flux(data)
+        if given is not None:
+            b -= level.operator.apply_local(given)
+            previous = previous - given
         level.assembly.dssum(b)
         b *= level.mask
         result = self.pressure_solver.solve(b, previous * level.mask)
         self.check(result, "pressure", t_new, "[solver.pressure]")
         self.pressure_result = result
         self.totals["pressure_iterations"] += result.iterations
-        return result.x
+        return result.x if given is None else result.x + given
 
-    def solve_velocity(self, forcing, pressure, extrapolated, data, sigma, t_new):
-        """u^{n+1}: three Helmholtz solves (nu K + sigma B) u = B (F - grad p) together."""
+    def solve_velocity(self, forcing, pressure, extrapolated, data, sigma, t_new, natural=None):
+        """u^{n+1}: three Helmholtz solves (nu K + sigma B) u = B (F - grad p) together;
+        ``natural``: the open faces' boundary terms (local), or None."""
         if self.h2 != sigma:
             self.velocity_solver.set_coefficients(self.viscosity, sigma)
             self.h2 = sigma
@@ -306,6 +321,8 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         if lifting is not None:
             for c in range(3):
                 rhs[c] -= level.operator.apply_local(lifting[c])
+        if natural is not None:
+            rhs += natural
         self.assembly.dssum(rhs)
         rhs *= level.mask
         start = extrapolated * level.mask
