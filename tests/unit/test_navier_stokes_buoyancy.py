@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from lobatto.api import Simulation, case_from_dict
-from lobatto.errors import InputError
+from lobatto.errors import InputError, SolverError
 
 K = 3.117  # the critical wavenumber between rigid plates
 LENGTH = 2 * math.pi / K
@@ -132,3 +132,12 @@ def test_unknown_name_in_a_force(physics, message):
 def test_scalar_named_as_a_variable_of_the_force():
     with pytest.raises(InputError, match=r"\[physics\] scalars: 't' is a name of the expressions"):
         rbc_case(1000.0, physics={"scalars": ["t"], "force_z": "0"})
+
+
+def test_a_force_the_scalars_take_out_of_range_stops_the_run(tmp_path):
+    """T^-400 at the cold plate (T = 0) is inf: the step stops (SolverError: exit 1) naming the
+    key, before the solves meet the non-finite values."""
+    case = rbc_case(1000.0, order=2, elements=(1, 1, 1), physics={"force_z": "temperature**-400"})
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    with pytest.raises(SolverError, match=r'\[physics\] force_z = "temperature\*\*-400" left its range .* at t = 0.02'):
+        sim.advance(1)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.config.ranges import check_expression_values
+from lobatto.config.ranges import check_expression_values, show_value
+from lobatto.errors import SolverError
+from lobatto.machine.parallel import allreduce
 from lobatto.systems.navier_stokes.spec import SPEC
 
 KEYS = {key.name: key for key in SPEC.keys}
@@ -18,17 +20,18 @@ class Force:
     """The body force B f(t, T) (weak, element-local), evaluated once when it depends on
     neither t nor a scalar."""
 
-    def __new__(cls, physics, geometry, backend, times=(0.0,), fields=None):
+    def __new__(cls, physics, geometry, backend, times=(0.0,), fields=None, comm=None):
         if all(physics[f"force_{a}"].is_constant and float(physics[f"force_{a}"].evaluate(np)) == 0.0 for a in "xyz"):
             return None
         return super().__new__(cls)
 
-    def __init__(self, physics, geometry, backend, times=(0.0,), fields=None):
+    def __init__(self, physics, geometry, backend, times=(0.0,), fields=None, comm=None):
         """``times``: where the force's range is checked (the run's start and end), once here:
-        the steps do not check it (a device sync each step, and an error on one rank only).
-        ``fields``: name -> row of the state, for the scalars the expressions may use."""
+        the steps do not check it (a device sync each step, and an error on one rank only),
+        except for a force in the scalars (``_checked``). ``fields``: name -> row of the state,
+        for the scalars the expressions may use; ``comm``: the ranks that check it together."""
         self.expressions = [physics[f"force_{a}"] for a in "xyz"]
-        self.backend = backend
+        self.backend, self.comm = backend, comm
         used = {name for e in self.expressions for name in e.variables_used}
         #: the scalars the force uses: name -> row of the state
         self.fields = {name: row for name, row in (fields or {}).items() if name in used}
@@ -46,7 +49,30 @@ class Force:
         return e.evaluate(self.backend.xp, x=x, y=y, z=z, t=float(t), **named)
 
     def _evaluate(self, coords, t, state=None):
-        return self.backend.xp.stack([self._component(e, coords, t, state) for e in self.expressions]) * self.mass
+        values = self.backend.xp.stack([self._component(e, coords, t, state) for e in self.expressions])
+        if state is not None and self.fields:
+            self._checked(values, t)
+        return values * self.mass
+
+    def _checked(self, values, t) -> None:
+        """Stop the run (SolverError, exit 1) where the scalars took a component out of its
+        range (a value of 1 / (T - 0.5), say): before it reaches the solves, whose NaN would
+        otherwise stop them with no word of why. Collective: one reduction (and device sync) a
+        step, every rank raising the same error."""
+        xp = self.backend.xp
+        ranges = [KEYS[f"force_{a}"].valid_range for a in "xyz"]
+        outside = xp.stack([~r.within(v, xp).all() for r, v in zip(ranges, values)])
+        outside = allreduce(self.comm, np.asarray(self.backend.to_host(outside), dtype=np.int64), "max")
+        if not outside.any():
+            return
+        c = int(np.argmax(outside))
+        local = values[c][~ranges[c].within(values[c], xp)]
+        example = f" (here {show_value(float(local.reshape(-1)[0]))})" if local.size else ""
+        error = SolverError(f"[physics] force_{'xyz'[c]} = \"{self.expressions[c].text}\" left its range "
+                            f"{ranges[c].describe()} at t = {float(t):.6g}{example}: the scalars' values took it "
+                            "there; bound the expression (or the scalars)")
+        error.collective = True
+        raise error
 
     def _check(self, coords, times) -> None:
         """InputError unless each component in x, y, z, t alone is within its declared range at

@@ -190,7 +190,8 @@ class NavierStokesSystem(FlowReports, System):
             # fields, which the driver's finite-state check stops collectively
             times = (0.0, float(case.time.t_end))
             scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields), times)
-            force = Force(physics, geometry, backend, times, {s.name: s.index for s in scalars})
+            force = Force(physics, geometry, backend, times, {s.name: s.index for s in scalars},
+                          comm if comm is not None and comm.Get_size() > 1 else None)
             boundaries.check(times)
             check_start(case, physics, geometry, backend)
             if case.time.substeps and not physics["dealias"]:
