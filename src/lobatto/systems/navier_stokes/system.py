@@ -12,9 +12,10 @@ du/dt(t^{n+1}) ~ sum_j bdf[j] u^{n+1-j} / dt and g(t^{n+1}) ~ sum_j ext[j-1] g^{
                    u_ext = sum_j ext_j u^{n+1-j}; p = 0 on outflow faces
 3. velocity        (bdf_0 / dt) B u + nu K u = B (F - grad p), u = u_b on walls and inflows
 
-then the constant flow rate correction, when asked for. With [time] substeps > 0 the advection
-term (and the filter's relaxation) leaves step 1: the lagged u^{n+1-j} in F are carried along
-the characteristics by RK4 sub-steps instead (substeps.py). The parts are timed (advection,
+then the constant flow rate correction, when asked for. The passive scalars (scalars.py) are
+solved first, from lagged fields only, so that f may use T^{n+1} (buoyancy: force.py). With
+[time] substeps > 0 the advection term (and the filter's relaxation) leaves step 1: the lagged
+u^{n+1-j} in F are carried along the characteristics by RK4 sub-steps instead (substeps.py). The parts are timed (advection,
 pressure, velocity, other) for the run summary; reports.py has the reports and the watch that
 stops a run gone unstable.
 """
