@@ -850,7 +850,8 @@ FLOW_KEYS = {
         ("physics", "viscosity"): "number", ("physics", "flow_rate"): "number",
         ("physics", "filter_modes"): "count", ("physics", "filter_weight"): "number",
         ("physics", "diagnostics_every"): "count", ("physics", "force_x"): "expression",
-        ("physics", "force_y"): "expression", ("physics", "dealias"): "bool",
+        ("physics", "force_y"): "expression", ("physics", "force_z"): "force", ("physics", "dealias"): "bool",
+        ("physics", "scalars"): "names",
         ("physics", "flow_direction"): ("x", "y", "z"),
         **{("solver", "pressure", k): v for k, v in _SOLVER.items()},
         ("solver", "velocity", "tolerance"): "fraction", ("solver", "velocity", "absolute_tolerance"): "number",
@@ -902,7 +903,7 @@ def _flow_value(rng: random.Random, kind) -> Any:
                            [[1e31, 0, 0]], [[5e-324, 0.5, 0.5]], [[0.5, 0.5, 0.5]] * 3, [[2.0, 2.0, 2.0]],
                            [["0.5", 0.5, 0.5]], [[0.5, 0.5, 0.5], [0.1, 0.2]]))
     if kind == "names":
-        return rng.choice(([], [""], ["p", "p"], ["ux"], ["u"], ["Ex"], ["x" * 1000], [1]))
+        return rng.choice(([], [""], ["p", "p"], ["ux"], ["u"], ["Ex"], ["x" * 1000], [1], ["t"], ["pi"], ["sin"]))
     if kind == "directions":  # [output.statistics] average
         return rng.choice(([], ["x"], ["x", "z"], ["z", "x"], ["y"], ["x", "y", "z"], ["q"], ["x", "x"], "x", [1],
                            ["X"]))
@@ -937,9 +938,19 @@ def op_flow_table(rng, data):
         value = rng.choice(("x", 1, [1]))
         set_at(data, path[:-1], value)  # the table itself of the wrong type
         return f"flow: [{dotted(path[:-1])}] = {show(value)}"
-    value = _flow_value(rng, keys[path])
+    value = _flow_value(rng, keys[path]) if keys[path] != "force" else _force_value(rng, phys.get("scalars"))
     set_at(data, path, value)
     return f"flow: {dotted(path)} = {show(value)}"
+
+
+def _force_value(rng: random.Random, scalars) -> Any:
+    """A [physics] force in the scalars (buoyancy): a scalar's name scaled up to overflow, an
+    unknown name, a name of the flow's fields, or any hostile expression."""
+    names = [n for n in scalars if isinstance(n, str)] if isinstance(scalars, list) else []
+    name = rng.choice(names) if names else "temperature"
+    return rng.choice((f"1000*{name}", f"1e308*{name}*{name}", f"1/({name} - 0.5)", f"{name}**-400",
+                       f"log({name})", f"{name}_flux", "T", "ux", "p*2", f"sin({name})*t*z")
+                      + FLOW_EXPRESSIONS[:6] + (rng.choice(FLOW_WRONG_TYPES),))
 
 
 # ----------------------------------------------------------- Maxwell-physics tables

@@ -1,7 +1,8 @@
 """Passive scalars of Navier–Stokes on 1, 2 and 3 ranks (docs/navier-stokes.md, "Passive
 scalars"): a channel (walls at y = +-1, periodic x and z, constant flow rate) with a
 temperature between a hot and a cold wall and a dye with a source, a flux through the lower
-wall and none through the upper one. The fields (to 1e-12, gathered by global element id from
+wall and none through the upper one; the temperature drives the flow too (a buoyancy force
+across the channel, docs/navier-stokes.md, "Buoyancy"). The fields (to 1e-12, gathered by global element id from
 the HDF5 snapshot), the steps and the scalar iterations are those of one rank; the Nek5000
 temperature slot holds the same values; a checkpoint written on 2 ranks, continued on 3,
 equals the uninterrupted 1-rank run.
@@ -32,7 +33,7 @@ def build_case():
 
     data = {
         "physics": {"equations": "navier_stokes", "viscosity": 0.05, "flow_rate": 2.0 / 3.0,
-                    "scalars": ["temperature", "dye"]},
+                    "scalars": ["temperature", "dye"], "force_y": "2*(temperature - 0.5) + 0.1*dye*sin(pi*x)"},
         "scalar": {"temperature": {"diffusivity": 0.02, "tolerance": 1e-12},
                    "dye": {"diffusivity": 0.05, "source": "sin(pi*x)*(1 - y**2)", "tolerance": 1e-12}},
         "mesh": {"elements": [3, 2, 2], "lower": [0.0, -1.0, 0.0], "upper": [2.0, 1.0, 1.0],

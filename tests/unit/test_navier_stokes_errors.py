@@ -88,6 +88,12 @@ CASES = {
                          ["case.toml", "[boundary.ymax]", 'ymax = "outflow"']),
     "force_expression": (BASE.replace('force_x = "1"', 'force_x = "sinn(x)"'), 2,
                          ["case.toml", "[physics] force_x", "unknown function 'sinn'"]),
+    "force_unknown_scalar": (BASE.replace('force_x = "1"', 'force_x = "1"\nscalars = ["T"]\nforce_z = "10*temp"')
+                             + "\n[scalar.T]\ndiffusivity = 0.1\n", 2,
+                             ["case.toml", "[physics] force_z", "unknown name 'temp'", "variables x, y, z, t, T"]),
+    "force_out_of_range_mid_run": (BASE.replace('force_x = "1"', 'force_x = "1"\nscalars = ["T"]\nforce_y = "T**-400"')
+                                   + '\n[scalar.T]\ndiffusivity = 0.1\n[boundary.ymin]\nT = 0\n', 1,
+                                   ["[physics] force_y = \"T**-400\" left its range", "at t = 0.05"]),
     "dt_and_target_cfl": (BASE.replace("dt = 0.05", "dt = 0.05\ntarget_cfl = 0.5"), 2,
                           ["case.toml", "[time] dt and target_cfl are both set"]),
     "pressure_not_converged": (BASE + "\n[solver.pressure]\nmax_iterations = 1\ntolerance = 1e-14\n", 1,

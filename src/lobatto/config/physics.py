@@ -43,7 +43,10 @@ class Key:
     """One declared key of a table ([physics], a system's or a monitor's table, the generic
     ones: config/toolkit.py Table): name, kind (KEY_KINDS), default and a line of documentation;
     ``required``: a key of a system table that has no default (config/system_tables.py);
-    ``range``: its valid values, with the reason (config/ranges.py; None: its kind's)."""
+    ``range``: its valid values, with the reason (config/ranges.py; None: its kind's);
+    ``variables_from``: for an expression key, a ``names`` key of the same table whose names
+    the expression may use as variables too (fields known only in the run, such as the
+    scalars a case names: config/sections.py ``physics_values``)."""
 
     name: str
     kind: str
@@ -52,6 +55,7 @@ class Key:
     choices: tuple = ()
     required: bool = False
     range: Range | None = None
+    variables_from: str | None = None
 
     @property
     def valid_range(self) -> Range | None:
@@ -61,6 +65,8 @@ class Key:
     def __post_init__(self):
         if self.kind not in KEY_KINDS:
             raise ValueError(f"physics key {self.name!r}: unknown kind {self.kind!r}")
+        if self.variables_from is not None and not self.kind.startswith("expression"):
+            raise ValueError(f"physics key {self.name!r}: variables_from needs an expression key, not {self.kind!r}")
 
 
 #: where an Integrand is integrated: over regions of the mesh, or over named surfaces

@@ -20,7 +20,7 @@ from lobatto.config.case import (BackendSection, CheckpointSection, Discretizati
 from lobatto.config.declared import read_monitor_tables
 from lobatto.config.derived import read_derived
 from lobatto.config.dft import parse_dft
-from lobatto.config.expressions import compile_expression
+from lobatto.config.expressions import CONSTANTS, FUNCTIONS, compile_expression
 from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DISCRETIZATION,
                                            INTEGRATORS, MAX_ELEMENTS, MAX_ORDER, MESH, MESH_GENERATORS,
                                            MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES, TIME,
@@ -90,8 +90,19 @@ def sanitize_name(stem: str) -> str:
 
 
 def physics_values(ctx: Context, spec: PhysicsSpec, table: Mapping[str, Any]) -> dict:
-    """The system's own [physics] keys, checked by kind, defaults filled in."""
-    return {key.name: key_value(ctx, "physics", table, key) for key in spec.keys}
+    """The system's own [physics] keys, checked by kind, defaults filled in; an expression key
+    with ``variables_from`` read after the other keys, its names then being known."""
+    values = {key.name: key_value(ctx, "physics", table, key) for key in spec.keys if key.variables_from is None}
+    for key in spec.keys:
+        if key.variables_from is not None:
+            names = tuple(values[key.variables_from])
+            taken = [n for n in names if n in ("x", "y", "z", "t") or n in CONSTANTS or n in FUNCTIONS]
+            if taken:
+                raise ctx.error(f"[physics] {key.variables_from}: '{taken[0]}' is a name of the expressions (as "
+                                f"[physics] {key.name}: x, y, z, t, {', '.join(CONSTANTS)} and the functions); "
+                                "call it something else")
+            values[key.name] = key_value(ctx, "physics", table, key, names)
+    return {key.name: values[key.name] for key in spec.keys}
 
 
 def read_integrator(ctx: Context, spec: PhysicsSpec, time: Mapping[str, Any]) -> str:

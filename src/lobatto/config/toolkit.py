@@ -298,10 +298,11 @@ def name_list(ctx: Context, where: str, table: Mapping, key: str, allowed, what:
 
 
 # ===================================================================== declared keys
-def key_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key):
+def key_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key, variables: tuple = ()):
     """The checked value of the declared ``key`` in ``[section]`` (its default when absent):
-    of its kind, and within its range (``Key.valid_range``; a constant expression's value too)."""
-    value = _kind_value(ctx, section, table, key)
+    of its kind, and within its range (``Key.valid_range``; a constant expression's value too).
+    ``variables``: names an expression key may use besides x, y, z (and t) (``Key.variables_from``)."""
+    value = _kind_value(ctx, section, table, key, tuple(variables))
     valid = key.valid_range
     if valid is None or value is None:
         return value
@@ -320,7 +321,7 @@ def key_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key):
     raise ctx.bad(section, key.name, f"{expected} {valid.describe()}", table.get(key.name, key.default))
 
 
-def _kind_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key):
+def _kind_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key, variables: tuple = ()):
     kind, name = key.kind, key.name
     if kind == "positive":
         return positive(ctx, section, table, name, key.default)
@@ -333,9 +334,9 @@ def _kind_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key):
     if kind == "count":
         return integer(ctx, section, table, name, key.default, 0)
     if kind == "expression":
-        return _expression(ctx, section, table, key)
+        return _expression(ctx, section, table, key, EXPRESSION_VARIABLES + variables)
     if kind == "expression_t":
-        return _expression(ctx, section, table, key, EXPRESSION_VARIABLES + ("t",))
+        return _expression(ctx, section, table, key, EXPRESSION_VARIABLES + ("t",) + variables)
     if kind == "orders":
         return _orders(ctx, section, table, key)
     if kind == "names":

@@ -90,9 +90,10 @@ SPEC = PhysicsSpec(
     default_boundary="wall",
     keys=(
         Key("viscosity", "positive", 1e-2, "kinematic viscosity nu"),
-        Key("force_x", "expression_t", "0", "body force per unit mass, x component, in x, y, z, t"),
-        Key("force_y", "expression_t", "0", "body force per unit mass, y component"),
-        Key("force_z", "expression_t", "0", "body force per unit mass, z component"),
+        Key("force_x", "expression_t", "0", "body force per unit mass, x component, in x, y, z, t and the scalars "
+            "(buoyancy)", variables_from="scalars"),
+        Key("force_y", "expression_t", "0", "body force per unit mass, y component", variables_from="scalars"),
+        Key("force_z", "expression_t", "0", "body force per unit mass, z component", variables_from="scalars"),
         Key("flow_rate", "nonnegative", 0.0, "drive a constant mean velocity (bulk velocity) in flow_direction; "
             "0: off"),
         Key("flow_direction", "choice", "x", "direction of the constant flow rate", choices=DIRECTIONS),

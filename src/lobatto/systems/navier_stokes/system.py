@@ -12,9 +12,10 @@ du/dt(t^{n+1}) ~ sum_j bdf[j] u^{n+1-j} / dt and g(t^{n+1}) ~ sum_j ext[j-1] g^{
                    u_ext = sum_j ext_j u^{n+1-j}; p = 0 on outflow faces
 3. velocity        (bdf_0 / dt) B u + nu K u = B (F - grad p), u = u_b on walls and inflows
 
-then the constant flow rate correction, when asked for. With [time] substeps > 0 the advection
-term (and the filter's relaxation) leaves step 1: the lagged u^{n+1-j} in F are carried along
-the characteristics by RK4 sub-steps instead (substeps.py). The parts are timed (advection,
+then the constant flow rate correction, when asked for. The passive scalars (scalars.py) are
+solved first, from lagged fields only, so that f may use T^{n+1} (buoyancy: force.py). With
+[time] substeps > 0 the advection term (and the filter's relaxation) leaves step 1: the lagged
+u^{n+1-j} in F are carried along the characteristics by RK4 sub-steps instead (substeps.py). The parts are timed (advection,
 pressure, velocity, other) for the run summary; reports.py has the reports and the watch that
 stops a run gone unstable.
 """
@@ -200,7 +201,8 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             # fields, which the driver's finite-state check stops collectively
             times = (0.0, float(case.time.t_end))
             scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields), times)
-            force = Force(physics, geometry, backend, times)
+            force = Force(physics, geometry, backend, times, {s.name: s.index for s in scalars},
+                          comm if comm is not None and comm.Get_size() > 1 else None)
             boundaries.check(times)
             check_start(case, physics, geometry, backend)
             if case.time.substeps and not physics["dealias"]:
@@ -227,20 +229,22 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         self.check_filter_step(dt)
         with self.part("advection"):
             self._push_history(velocity, t)
-            if self.scalars is not None:
-                self.scalars.push_history(u, HISTORY)
-            # the BDF/EXT sums, each in one pass (backend kernel linear_combination; the same
-            # order, and on the CPU the same bits, as the axpys they replace)
-            combine, shape = self.backend.kernel("linear_combination"), velocity.shape
             if self.substepper is not None:
-                forcing = self._substepped_forcing(t_new, dt, bdf, ext)
+                self.substepper.plan(dt, self.step_sizes, k)
+            if self.scalars is None:
+                forcing, extrapolated = self._forcing(u, t_new, dt, bdf, ext)
             else:
-                weak = combine(self.backend.empty(shape), list(ext[:k]), self.explicit[:k])
-                if self.force is not None:
-                    weak += self.force.weak(t_new)
-                forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
-                combine(forcing, [1.0] + [-(bdf[j] / dt) for j in range(1, k + 1)], [forcing] + self.velocities[:k])
-            extrapolated = combine(self.backend.empty(shape), list(ext[:k]), self.velocities[:k])
+                self.scalars.push_history(u, HISTORY)
+        if self.scalars is not None:
+            # the scalars before the velocity: their step uses only lagged fields (scalars.py),
+            # so solving them first changes no bit of either, and a force in the scalars
+            # (buoyancy) then takes T^{n+1} itself at t^{n+1}, as BDFk asks of f^{n+1}: no
+            # extrapolation error (Nek5000 extrapolates f(T^n) as it does advection; both keep
+            # order k, the coupling staying explicit through the lagged velocity in T's advection)
+            with self.part("scalars"):
+                self.scalars.solve(u, t_new, dt, bdf, ext)
+            with self.part("advection"):
+                forcing, extrapolated = self._forcing(u, t_new, dt, bdf, ext)
         data, open_faces = self.boundaries.values(t_new), self.boundaries.open
         with self.part("pressure"):
             given = open_faces.pressure_lifting(t_new, self.pressure_level.assembly) if open_faces.pressure_lifted else None
@@ -253,9 +257,6 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
                 new_velocity, pressure = self.flow_rate.correct(new_velocity, pressure, bdf[0] / dt)
         u[:3] = new_velocity
         u[3] = pressure
-        if self.scalars is not None:
-            with self.part("scalars"):
-                self.scalars.solve(u, t_new, dt, bdf, ext)
         self.steps_taken += 1
         self.steps_this_run += 1
         self.time = t_new
@@ -263,14 +264,29 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         with self.part("diagnostics"):
             self.last_report = self._report(u, dt)
 
-    def _substepped_forcing(self, t_new, dt, bdf, ext):
-        """F with the advection term (and the filter's relaxation) sub-stepped (substeps.py):
-        the body force as without sub-steps, minus sum_j bdf_j u~^{n+1-j} / dt."""
-        self.substepper.plan(dt, self.step_sizes, len(ext))
+    def _forcing(self, u, t_new, dt, bdf, ext):
+        """F (step 1) and u_ext; u: the state with the scalars at t^{n+1} (the force's)."""
+        k = len(ext)
+        # the BDF/EXT sums, each in one pass (backend kernel linear_combination; the same
+        # order, and on the CPU the same bits, as the axpys they replace)
+        combine, shape = self.backend.kernel("linear_combination"), u[:3].shape
+        if self.substepper is not None:
+            forcing = self._substepped_forcing(u, t_new, dt, bdf)
+        else:
+            weak = combine(self.backend.empty(shape), list(ext[:k]), self.explicit[:k])
+            if self.force is not None:
+                weak += self.force.weak(t_new, u)
+            forcing = self.assembly.dssum(weak) * self.inverse_assembled_mass
+            combine(forcing, [1.0] + [-(bdf[j] / dt) for j in range(1, k + 1)], [forcing] + self.velocities[:k])
+        return forcing, combine(self.backend.empty(shape), list(ext[:k]), self.velocities[:k])
+
+    def _substepped_forcing(self, u, t_new, dt, bdf):
+        """F with the advection term (and the filter's relaxation) sub-stepped (substeps.py,
+        the step planned): the body force as without sub-steps, minus sum_j bdf_j u~^{n+1-j} / dt."""
         advected = self.substepper.advected_sum(self.velocities, bdf)
         if self.force is None:
             return advected * (-1.0 / dt)
-        forcing = self.assembly.dssum(self.force.weak(t_new).copy()) * self.inverse_assembled_mass
+        forcing = self.assembly.dssum(self.force.weak(t_new, u).copy()) * self.inverse_assembled_mass
         forcing -= (1.0 / dt) * advected
         return forcing
 
