@@ -1,6 +1,7 @@
 """The ``lobatto`` command.
 
-    lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet] [--restart CHECKPOINT|latest [--interpolate]]
+    lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet]
+                          [--restart CHECKPOINT|latest [--interpolate]]
     lobatto plot RUN_DIR [--output FILE.png] [--quantities NAME ...]   (time series as a PNG)
     lobatto resonances RUN_DIR [--probe NAME] [--field Ez] [--band f1 f2]   (modes of a probe's series)
     lobatto bench ...        (benchmarks, when lobatto.bench.cli is installed)

@@ -81,7 +81,8 @@ def _write_part(path: Path, arrays: dict, element_ids, step: int, rank: int, com
         for i, (name, array) in enumerate(arrays.items()):
             array = np.ascontiguousarray(array)
             # an empty array (the history before the first step) cannot be chunked
-            options = dataset_options(compression, array.shape, array.dtype.itemsize, checksum=True) if array.size else {}
+            options = (dataset_options(compression, array.shape, array.dtype.itemsize, checksum=True)
+                       if array.size else {})
             f.create_dataset(name, data=array, **options)
             if i == 0:
                 _pause_here(step)

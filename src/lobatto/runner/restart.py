@@ -111,7 +111,8 @@ def _incompatible(case, checkpoint: Checkpoint, what: str, ours, theirs) -> Inpu
             else "")
     return InputError(f"{case.source}: cannot continue from {checkpoint.path}: {what} differs (the case: {ours}; "
                       f"the checkpoint: {theirs}); restart with the case that wrote it, or one that changes only "
-                      f"[time] t_end, [physics] values, the flux, [output], [checkpoint], [backend] or [parallel]{onto}")
+                      "[time] t_end, [physics] values, the flux, [output], [checkpoint], [backend] or "
+                      f"[parallel]{onto}")
 
 
 def check_compatible(sim, checkpoint: Checkpoint) -> None:

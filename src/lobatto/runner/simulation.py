@@ -34,6 +34,7 @@ from lobatto.runner.build import build_system, case_named
 from lobatto.runner.restart import resume, save
 from lobatto.runner.snapshots import SnapshotWriter
 from lobatto.runner.steady import run_steady
+from lobatto.runner.steady_stop import SteadyStop
 from lobatto.systems.registry import get_system
 
 __all__ = ["Simulation", "run_case"]
@@ -327,8 +328,11 @@ class Simulation:
         rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
         checkpoints = schedule.CheckpointSchedule(self) if case.checkpoint.enabled else None
+        self.steady = SteadyStop(self) if case.time.steady_tolerance is not None else None
         while not self.finished:
             self._step()
+            if self.steady is not None and self.steady.after_step(self.step_count):
+                self.steps = self.step_count  # steady: this step is the last, with the final outputs
             step, steps = self.step_count, self.steps
             if step == warmup_end and steps > warmup_end:
                 # the state check's kernels are compiled on first use too (seconds on a machine
