@@ -9,6 +9,8 @@
 
 each against the same restart on 1 rank (rank 0 with comm=None): the interpolated fields and
 the step after C must be equal to round-off (NS sums are reproducible: the step bitwise).
+And [time] steady_tolerance (runner/steady_stop.py) on 3 ranks, one element each: a channel
+from rest stops at the same step, with the same measured change, as on 1 rank.
 
 This file is also the script mpiexec runs: ``python test_restart_onto_ranks.py OUT``.
 """
@@ -40,6 +42,20 @@ def tgv(order: int, elements, t_end: float):
                     "p": "(cos(2*x) + cos(2*y))*(cos(2*z) + 2)/16"},
         "output": {"formats": [], "name": "tgv"},
     }, source="<tgv>", name="tgv")
+
+
+def channel():
+    """A channel at constant flow rate from rest, 1 x 3 x 1 elements: Poiseuille flow by step 12."""
+    from lobatto.api import parse_case
+
+    return parse_case({
+        "physics": {"equations": "navier_stokes", "viscosity": 2.0, "flow_rate": 2.0 / 3.0},
+        "mesh": {"elements": [1, 3, 1], "lower": [0.0, -1.0, 0.0], "upper": [1.0, 1.0, 1.0],
+                 "periodic": [True, False, True], "boundary": "wall"},
+        "discretization": {"order": 3},
+        "time": {"integrator": "bdf2", "dt": 0.05, "t_end": 5.0, "steady_tolerance": 1e-3, "steady_every": 4},
+        "output": {"formats": [], "name": "channel", "log_every": 1000},
+    }, source="<channel>", name="channel")
 
 
 def gathered(sim, comm):
@@ -96,6 +112,10 @@ def main(out: Path) -> None:
         found["C_scale"] = float(np.abs(stepped).max())
         found["steps"] = [sim.step_count, serial.step_count]
         found["t"] = [sim.t, serial.t]
+    steady = [Simulation(channel(), "cpu", out / "d", comm=world).run()]
+    if rank == 0:
+        steady.append(Simulation(channel(), "cpu", out / "d1", comm=None).run())
+        found["steady"] = [(s["stopped"], s["steps"], s["steady"]["change"]) for s in steady]
         (out / "found.json").write_text(json.dumps(found))
 
 
@@ -117,3 +137,5 @@ def test_restart_onto_other_meshes_1_to_2_to_3_ranks(tmp_path):
     assert found["B"] <= 1e-14 * found["B_scale"] and found["C"] <= 1e-14 * found["C_scale"], found
     assert found["C_step"] <= 1e-12 * found["C_scale"], found
     assert found["B_step"] == 1 and found["steps"] == [3, 3] and found["t"][0] == found["t"][1], found
+    (stopped, steps, change), serial = found["steady"]
+    assert stopped == "steady" and steps < 100 and [stopped, steps, change] == serial, found

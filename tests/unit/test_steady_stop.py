@@ -1,14 +1,14 @@
 """[time] steady_tolerance (runner/steady_stop.py, docs/navier-stokes.md "Steady state"): a
-channel at constant flow rate started from rest converges to Poiseuille flow (ux = 1 - y^2,
-the slowest transient decaying like exp(-nu pi^2 t / 4)); the run stops before t_end once the
-relative change per unit time is below the tolerance, writes its final snapshot and checkpoint
-at that step and says so; a run too short to get there ends at t_end as before."""
+channel at constant flow rate started from rest converges to Poiseuille flow (ux = 1 - y^2:
+measured, the change per unit time falls from 20 after the first step to 6e-2 at step 4, 1e-3
+at step 8, 5e-6 at step 15); the run stops before t_end once the relative change per unit time
+is below the tolerance, at a step that is a multiple of steady_every, writes its final
+snapshot and checkpoint at that step and says so; a run too short to get there ends at t_end
+as before."""
 
 from __future__ import annotations
 
 import json
-import math
-
 import h5py
 import numpy as np
 import pytest
@@ -18,7 +18,7 @@ from lobatto.errors import InputError
 from lobatto.runner.simulation import Simulation
 
 NU = 2.0
-TOLERANCE = 0.05
+TOLERANCE = 1e-3
 
 
 def channel(t_end, **time):
@@ -35,15 +35,13 @@ def channel(t_end, **time):
 
 
 def test_stops_at_the_steady_state(tmp_path, capsys):
-    sim = Simulation(channel(50.0, steady_tolerance=TOLERANCE, steady_every=2), "cpu", tmp_path, comm=None)
+    sim = Simulation(channel(50.0, steady_tolerance=TOLERANCE, steady_every=4), "cpu", tmp_path, comm=None)
     summary = sim.run()
     assert "lobatto: steady at step" in capsys.readouterr().out
     steady = summary["steady"]
     assert summary["stopped"] == "steady" and steady["reached"] and steady["change"] < TOLERANCE
-    # the slowest mode decays at nu pi^2 / 4 per unit time: the change falls below the
-    # tolerance about when its amplitude (relative to the flow) is TOLERANCE / that rate
-    assert summary["steps"] % 2 == 0 and summary["t_final"] < 3.0 and steady["t"] == summary["t_final"]
-    assert summary["errors"]["ux"]["max"] < 2 * TOLERANCE / (NU * math.pi ** 2 / 4)
+    assert summary["steps"] % 4 == 0 and 8 < summary["steps"] <= 16 and steady["t"] == summary["t_final"]
+    assert summary["errors"]["ux"]["max"] < TOLERANCE  # Poiseuille flow
     final = summary["outputs"][-1]
     assert final["step"] == summary["steps"]
     with h5py.File(tmp_path / final["files"][0], "r") as f:
