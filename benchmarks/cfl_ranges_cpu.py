@@ -2,13 +2,14 @@
 Taylor–Green vortex on the CPU (docs/navier-stokes.md, "Stable CFL ranges").
 
     OMP_NUM_THREADS=1 PYTHONPATH=src python3 benchmarks/cfl_ranges_cpu.py --elements 4 --order 5 \\
-        --steps 60 --json cfl_ranges.json
+        --steps 60 --t-end 10 --json cfl_ranges.json
 
 For each integrator (bdf2, bdf3) and sub-step count (0, 1, 2) the runs go up the ladder of
 target_cfl values (--cfls) until one is not stable; the largest stable one is the row's
-answer. Every run takes the same number of steps (--steps: a multistep scheme's instability
-grows by a factor per step, so a fixed t would give the large steps too few to show it). A
-run is stable when it takes them all without being stopped: the system's watch
+answer. Every run goes on for --steps steps or to --t-end, whichever comes first (a multistep
+scheme's instability grows by a factor per step, so large steps need the step count; the TGV
+decays, and far past its t_end the flow is too weak to tell anything: the time bound). A
+run is stable when it gets there without being stopped: the system's watch
 (kinetic energy gained in a flow that cannot gain any, ||div u|| over half of ||grad u||), a
 non-finite state, or the sub-stepped filter's bound. ``max_cfl`` is set to 100 so that the
 guard does not decide: what stops a run is the flow going wrong. The TGV is at Re = 1600
@@ -49,7 +50,7 @@ def tgv(elements, order, integrator, target_cfl, substeps, t_end, filter_weight)
 
 
 def run(args, integrator, target_cfl, substeps) -> dict:
-    case = tgv(args.elements, args.order, integrator, target_cfl, substeps, 1e4, args.filter_weight)
+    case = tgv(args.elements, args.order, integrator, target_cfl, substeps, args.t_end, args.filter_weight)
     start = time.perf_counter()
     stopped = None
     sim = None
@@ -74,6 +75,7 @@ def main(argv=None) -> int:
     parser.add_argument("--elements", type=int, default=4)
     parser.add_argument("--order", type=int, default=5)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--t-end", type=float, default=10.0)
     parser.add_argument("--integrators", nargs="+", default=["bdf2", "bdf3"])
     parser.add_argument("--substeps", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--cfls", nargs="+", type=float,
@@ -105,7 +107,7 @@ def main(argv=None) -> int:
                          "first_unstable": failed["target_cfl"] if failed else None})
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"elements": args.elements, "order": args.order, "steps": args.steps,
+            json.dump({"elements": args.elements, "order": args.order, "steps": args.steps, "t_end": args.t_end,
                        "filter_weight": args.filter_weight, "rows": rows}, fh, indent=1)
     return 0
 

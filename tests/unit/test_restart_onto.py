@@ -139,6 +139,14 @@ def test_single_step_system_continues_at_the_higher_order(tmp_path):
     assert error_high < 1.5 * error_low, (error_high, error_low)
 
 
+def test_another_integrator_on_the_same_grid(source, tmp_path):
+    """The same mesh and order, BDF3 instead of BDF2: the state as it was, a fresh history."""
+    path, coefficients = source
+    sim = continued(poly_case(coefficients=coefficients, integrator="bdf3"), path, tmp_path)
+    assert sim.errors()["all"]["max"] < 1e-13 and sim.stepper.steps_taken == 0
+    assert sim.restarts[-1]["interpolated"]["order"] == [ORDER, ORDER]
+
+
 def test_refused_inputs(source, tmp_path):
     path, coefficients = source
     with pytest.raises(InputError, match=r"GLL points lie outside the checkpoint's mesh .*between"):

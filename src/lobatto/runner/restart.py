@@ -106,8 +106,9 @@ def save(sim, path=None) -> Path:
 
 
 def _incompatible(case, checkpoint: Checkpoint, what: str, ours, theirs) -> InputError:
-    onto = ("; another [mesh] or [discretization] order needs --interpolate (Simulation.restart(path, "
-            "interpolate=True): docs/restart.md)" if what.startswith(("[mesh]", "[discretization] order", "the mesh"))
+    onto = ("; another [mesh], [discretization] order, integrator or substeps needs --interpolate "
+            "(Simulation.restart(path, interpolate=True): docs/restart.md)" if what.startswith(("[mesh]", "[discretization] order", "the mesh", "[time] integrator",
+                                                  "[time] substeps"))
             else "")
     return InputError(f"{case.source}: cannot continue from {checkpoint.path}: {what} differs (the case: {ours}; "
                       f"the checkpoint: {theirs}); restart with the case that wrote it, or one that changes only "

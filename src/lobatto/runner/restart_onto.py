@@ -48,14 +48,19 @@ __all__ = ["SNAP_FRACTION", "differs", "resume_onto"]
 SNAP_FRACTION = 1e-3
 #: values of old element nodes copied at a time (Newton's nodes, the interpolation's gather)
 BLOCK_VALUES = 1 << 22
+#: new points located at a time (their candidate pairs and Newton's iterates are kept at once)
+LOCATE_POINTS = 1 << 18
 #: outside points named in the refusal
 SHOWN_POINTS = 3
 
 
 def differs(sim, checkpoint: Checkpoint) -> bool:
-    """Whether the checkpoint's order or mesh differ from the case's."""
+    """Whether the checkpoint's order, mesh, integrator or sub-steps differ from the case's
+    (any of them: the history is not carried, the fields are interpolated)."""
     attrs, system = checkpoint.attrs, sim.system
-    return (int(attrs.get("order", -1)) != system.order or not _same_mesh(sim, attrs))
+    return (int(attrs.get("order", -1)) != system.order or not _same_mesh(sim, attrs)
+            or attrs.get("integrator") != sim.stepper.scheme.name
+            or int(attrs.get("substeps", 0)) != int(sim.case.time.substeps))
 
 
 def _same_mesh(sim, attrs) -> bool:
@@ -95,7 +100,8 @@ def resume_onto(sim, checkpoint: Checkpoint) -> dict:
         how = f"another mesh ({int(attrs['num_global_elements'])} -> {system.mesh.num_global_elements} elements" + (
             f"; {snapped} points on the old mesh's boundary within {SNAP_FRACTION:g} of an element's size)"
             if snapped else ")")
-    state = np.moveaxis(arrays.pop("state"), 0, 1)
+    n = system.order + 1
+    state = np.moveaxis(arrays.pop("state", np.zeros((0, len(system.field_names), n, n, n))), 0, 1)
     sim.u[...] = sim.backend.asarray(state.astype(sim.backend.dtype, copy=False))
     if keep_history and (kept or history_numbers):
         history = {name[len("history/"):]: np.moveaxis(value, 0, 1) for name, value in arrays.items()}
@@ -174,7 +180,12 @@ def _onto_mesh(sim, checkpoint, old_order: int, names) -> tuple[dict, int]:
     with collective_errors(comm):
         coords, ids = _old_coordinates(sim, checkpoint, old_order)
     points = np.moveaxis(system.geometry.coords.reshape(3, -1), 0, 1)  # (P, 3), element by element
-    element, reference, distance = _locate(points, coords, ids, old_order)
+    element = np.zeros(len(points), dtype=np.int64)
+    reference, distance = np.zeros((len(points), 3)), np.zeros(len(points))
+    boxes = element_boxes(coords)
+    for first in range(0, len(points), LOCATE_POINTS):  # bounds the candidate pairs' memory
+        part = slice(first, first + LOCATE_POINTS)
+        element[part], reference[part], distance[part] = _locate(points[part], coords, boxes, ids, old_order)
     outside = ~(distance <= SNAP_FRACTION)
     count = int(allreduce(comm, int(outside.sum())))
     if count:
@@ -211,11 +222,10 @@ def _point(p) -> str:
     return "(" + ", ".join(f"{float(v):.4g}" for v in p) + ")"
 
 
-def _locate(points, coords, ids, order: int):
+def _locate(points, coords, boxes, ids, order: int):
     """(old element index, reference (P, 3), distance) per point: the lowest-id old element
     holding it (distance 0), else the candidate nearest to it, its distance outside as a
     fraction of that element's size (inf: no candidate)."""
-    boxes = element_boxes(coords)
     point_of, element_of = candidate_pairs(boxes, points)
     order_ = np.lexsort((ids[element_of], point_of))
     point_of, element_of = point_of[order_], element_of[order_]
