@@ -51,6 +51,18 @@ def test_stops_at_the_steady_state(tmp_path, capsys):
     assert written["stopped"] == "steady" and written["config"]["time"]["steady_tolerance"] == TOLERANCE
 
 
+def test_memory_estimate_counts_two_states():
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import memory_items, run_layout
+    from lobatto.systems.registry import get_system
+
+    case, system_class = channel(1.0, steady_tolerance=1e-3), get_system("navier_stokes")
+    layout = run_layout(case, system_class, get_backend("cpu"), 1, 2)
+    items = [item for item in memory_items(case, system_class, layout) if "steady_tolerance" in item.what]
+    assert len(items) == 1 and items[0].host == 2 * 4 * 2 * 5 ** 3 * 8
+    assert not [item for item in memory_items(channel(1.0), system_class, layout) if "steady" in item.what]
+
+
 def test_a_run_that_does_not_get_there_ends_at_t_end(tmp_path):
     summary = Simulation(channel(0.2, steady_tolerance=TOLERANCE, steady_every=1), "cpu", tmp_path,
                          comm=None).run()

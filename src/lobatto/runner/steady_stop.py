@@ -23,7 +23,18 @@ import numpy as np
 
 from lobatto.machine.parallel import allreduce
 
-__all__ = ["SteadyStop"]
+__all__ = ["SteadyStop", "memory_estimate"]
+
+
+def memory_estimate(case, layout) -> list:
+    """memory_items.MemoryItem of the steady-state test: the state kept from the last check and
+    the difference formed at a check (two states, where the state lives)."""
+    time_ = case.time
+    if time_ is None or time_.steady_tolerance is None:
+        return []
+    size = 2 * layout.fields * layout.points * (4 if layout.precision == "float32" else 8)
+    return [layout.backend_item(f"[time] steady_tolerance (2 states of {layout.fields} fields)", size,
+                                advice="use more ranks or a smaller mesh")]
 
 
 class SteadyStop:
