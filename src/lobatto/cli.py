@@ -1,6 +1,7 @@
 """The ``lobatto`` command.
 
-    lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet] [--restart CHECKPOINT|latest]
+    lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet]
+                          [--restart CHECKPOINT|latest [--interpolate]]
     lobatto plot RUN_DIR [--output FILE.png] [--quantities NAME ...]   (time series as a PNG)
     lobatto resonances RUN_DIR [--probe NAME] [--field Ez] [--band f1 f2]   (modes of a probe's series)
     lobatto bench ...        (benchmarks, when lobatto.bench.cli is installed)
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--restart", metavar="CHECKPOINT", default=None,
                      help="continue from a checkpoint directory, or 'latest' for the newest in the output "
                           "directory (docs/restart.md)")
+    run.add_argument("--interpolate", action="store_true",
+                     help="with --restart: the case may have another [discretization] order or [mesh]; the "
+                          "checkpoint's fields are interpolated onto it (docs/restart.md)")
 
     plot = sub.add_parser(
         "plot",
@@ -182,6 +186,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                              "for ./<case name>_out)")
         if args.restart is not None and not args.restart.strip():
             raise InputError("--restart: expected a checkpoint directory or 'latest', got an empty path")
+        if args.interpolate and args.restart is None:
+            raise InputError("--interpolate: applies to --restart only (interpolates the checkpoint onto the case)")
         case = load_case(args.case)
         output_dir = Path(args.output) if args.output else Path(f"{case.name}_out")
         if _world_rank() == 0:  # one run per directory (io.run_lock): before anything is written or removed
@@ -216,6 +222,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     try:
         continued = {} if restart is None else {"restart": restart}
+        if args.interpolate:
+            continued["interpolate"] = True
         if args.overwrite:  # the same on every rank: remove_replaced is collective
             continued["before_writing"] = remove_replaced
         summary = run_case(case, backend=backend, output_dir=output_dir, progress=callback, comm=comm, **continued)

@@ -93,6 +93,8 @@ class TimeSection:
     initial_dt: float | None = None  # the first step with target_cfl (None: from the initial state)
     max_cfl: float | None = None  # a step over this CFL number stops the run (None: not checked)
     substeps: int = 0  # RK4 sub-steps of the advection term per step (navier_stokes); 0: extrapolated
+    steady_tolerance: float | None = None  # stop once the relative change per unit time is below (runner/steady_stop.py)
+    steady_every: int = 10  # steps between the steady_tolerance checks
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,9 @@ class Case:
                     time[key] = getattr(self.time, key)
             if self.time.substeps:
                 time["substeps"] = self.time.substeps
+            if self.time.steady_tolerance is not None:
+                time["steady_tolerance"] = self.time.steady_tolerance
+                time["steady_every"] = self.time.steady_every
             if self.time.target_cfl is not None:  # cfl does not apply (and may not be given with it)
                 del time["cfl"]
             out["time"] = time

@@ -98,6 +98,10 @@ TIME = Table("time", (
         "substeps), as sub-steps carry the advection past CFL 2)", range=section_range("time", "max_cfl")),
     Key("substeps", "count", 0, "RK4 sub-steps of the advection term per step (navier_stokes; 0: extrapolated)",
         range=section_range("time", "substeps")),
+    Key("steady_tolerance", "positive", None, "stop before t_end once the state's relative change per unit "
+        "time is below this (a steady state)", range=section_range("time", "steady_tolerance")),
+    Key("steady_every", "count", 10, "steps between the steady_tolerance checks (the change is measured over "
+        "them)", range=section_range("time", "steady_every")),
 ))
 
 OUTPUT = Table("output", (

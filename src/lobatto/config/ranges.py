@@ -117,6 +117,11 @@ SECTION_RANGES = {
     ("time", "target_cfl"): Range(0.0, 100.0, "a CFL number: extrapolated advection is unstable well below 100, "
                                   "sub-stepped advection (substeps) a few times substeps", low_open=True),
     ("time", "max_cfl"): Range(0.0, 1e6, "a CFL number: a guard against a run gone wrong", low_open=True),
+    ("time", "steady_tolerance"): Range(0.0, 1e6, "a relative change per unit time: any positive number (one "
+                                        "below the round-off of the state per unit time is never reached)",
+                                        low_open=True),
+    ("time", "steady_every"): Range(1, 10**6, "steps between checks (each costs a copy of the state and one "
+                                    "reduction): from every step to a million"),
     ("time", "substeps"): Range(0, 100, "RK4 sub-steps per step: each costs 4 convective evaluations per lagged "
                                 "field, and 100 carry a step's CFL number to its range's end (100) at a sub-step "
                                 "CFL of 1"),

@@ -287,7 +287,18 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
         cfl_check=boolean(ctx, "time", time, "cfl_check", TIME["cfl_check"].default),
         **variable_dt(ctx, time, integrator, substeps, spec.substeps),
         substeps=substeps,
+        **read_steady(ctx, time),
     )
+
+
+def read_steady(ctx: Context, time: Mapping[str, Any]) -> dict:
+    """[time] steady_tolerance (None: run to t_end) and steady_every (only with it)."""
+    tolerance = positive(ctx, "time", time, "steady_tolerance", None)
+    every = integer(ctx, "time", time, "steady_every", TIME["steady_every"].default, 1)
+    if tolerance is None and "steady_every" in time:
+        raise ctx.error("[time] steady_every applies with steady_tolerance only (the checks it spaces): give "
+                        "steady_tolerance or remove steady_every")
+    return {"steady_tolerance": tolerance, "steady_every": every}
 
 
 def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: str,

@@ -80,8 +80,10 @@ def _write_part(path: Path, arrays: dict, element_ids, step: int, rank: int, com
         f.create_dataset("element_ids", data=np.asarray(element_ids, dtype=np.int64))
         for i, (name, array) in enumerate(arrays.items()):
             array = np.ascontiguousarray(array)
-            f.create_dataset(name, data=array,
-                             **dataset_options(compression, array.shape, array.dtype.itemsize, checksum=True))
+            # an empty array (the history before the first step) cannot be chunked
+            options = (dataset_options(compression, array.shape, array.dtype.itemsize, checksum=True)
+                       if array.size else {})
+            f.create_dataset(name, data=array, **options)
             if i == 0:
                 _pause_here(step)
     _fsync(path)
@@ -261,10 +263,10 @@ class Checkpoint:
                              "missing or not of the type written); restart from another checkpoint")
         return self.attrs
 
-    def read(self, ids) -> dict:
+    def read(self, ids, names=None) -> dict:
         """{array name: host array (len(ids), ...)} of the elements with global ids ``ids``,
-        in that order. InputError when the checkpoint lacks one of them, or a chunk fails its
-        checksum."""
+        in that order (only the arrays ``names``, if given). InputError when the checkpoint
+        lacks one of them, or a chunk fails its checksum."""
         import h5py
 
         register_filters()  # lz4 / zstd parts need hdf5plugin's filters
@@ -293,7 +295,7 @@ class Checkpoint:
                         raise InputError(f"{path}: its element ids differ from the index's (a part of another "
                                          "checkpoint?)")
                     for name in _dataset_names(f):
-                        if name == "element_ids":
+                        if name == "element_ids" or (names is not None and name not in names):
                             continue
                         dataset = f[name]
                         if name not in out:

@@ -23,6 +23,7 @@ from lobatto.monitors import MonitorSet
 from lobatto.operators.assembly import exchange_defaults
 from lobatto.runner.restart import memory_estimate as checkpoint_memory
 from lobatto.runner.schedule import MAX_STEPS
+from lobatto.runner.steady_stop import memory_estimate as steady_memory
 from lobatto.systems.registry import get_system
 
 
@@ -141,7 +142,7 @@ def memory_items(case, system_class, layout) -> list:
     """Each part's own estimate (memory_items.MemoryItem): the system's (its terms and solvers),
     the monitors' (MonitorSet) and the checkpoints' (restart.py)."""
     return (list(system_class.memory_estimate(case, layout)) + MonitorSet.memory_estimate(case, layout)
-            + checkpoint_memory(case, layout, system_class))
+            + checkpoint_memory(case, layout, system_class) + steady_memory(case, layout))
 
 
 def build_system(case, backend, comm=None):

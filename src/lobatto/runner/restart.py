@@ -22,6 +22,7 @@ from lobatto.errors import InputError
 from lobatto.io.checkpoint import Checkpoint, write_checkpoint
 from lobatto.io.checkpoint_dir import checkpoint_path
 from lobatto.machine.parallel import collective_errors
+from lobatto.runner.restart_onto import differs, resume_onto
 from lobatto.runner.schedule import MAX_STEPS
 
 __all__ = ["check_compatible", "memory_estimate", "resume", "save"]
@@ -112,7 +113,7 @@ def save(sim, path=None) -> Path:
         "order": system.order, "field_names": list(system.field_names), "num_global_elements": int(system.mesh.num_global_elements),
         "mesh": case.to_dict()["mesh"], "config": case.to_toml(),
         "lobatto_version": __version__, "backend": backend.name, "precision": backend.precision,
-        "ranks": sim.size, "history_numbers": numbers,
+        "ranks": sim.size, "history_numbers": numbers, "time_origin": list(getattr(sim, "time_origin", (0, 0.0))),
         "writer": _writer_state(sim.writer), "restarts": sim.restarts, "outputs_state": _outputs_state(sim),
         "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -120,9 +121,14 @@ def save(sim, path=None) -> Path:
 
 
 def _incompatible(case, checkpoint: Checkpoint, what: str, ours, theirs) -> InputError:
+    onto = ("; another [mesh], [discretization] order, integrator or substeps needs --interpolate "
+            "(Simulation.restart(path, interpolate=True): docs/restart.md)" if what.startswith(("[mesh]", "[discretization] order", "the mesh", "[time] integrator",
+                                                  "[time] substeps"))
+            else "")
     return InputError(f"{case.source}: cannot continue from {checkpoint.path}: {what} differs (the case: {ours}; "
                       f"the checkpoint: {theirs}); restart with the case that wrote it, or one that changes only "
-                      "[time] t_end, [physics] values, the flux, [output], [checkpoint], [backend] or [parallel]")
+                      "[time] t_end, [physics] values, the flux, [output], [checkpoint], [backend] or "
+                      f"[parallel]{onto}")
 
 
 def check_compatible(sim, checkpoint: Checkpoint) -> None:
@@ -153,18 +159,26 @@ def _history_names(sim) -> list[str]:
     return sorted(sim.stepper.history())
 
 
-def resume(sim, path) -> dict:
+def resume(sim, path, interpolate: bool = False) -> dict:
     """Collective: continue ``sim`` (just built, or at any step) from the checkpoint at
     ``path``: this rank's elements by global id, step, time, dt, history, writer state.
-    Returns the restart's record (also appended to ``sim.restarts``, listed in the summary)."""
+    With ``interpolate``, a checkpoint of another order or mesh is interpolated onto the
+    case's (restart_onto.py; ``sim`` just built). Returns the restart's record (also appended
+    to ``sim.restarts``, listed in the summary)."""
     case, system, backend, comm = sim.case, sim.system, sim.backend, sim.comm
     with collective_errors(comm):
         checkpoint = Checkpoint(path)
         checkpoint.check_restart_attributes()
+        onto = interpolate and differs(sim, checkpoint)
+    if onto:
+        interpolated = resume_onto(sim, checkpoint)
+        return _restore_outputs(sim, checkpoint, {"interpolated": interpolated})
+    with collective_errors(comm):
         check_compatible(sim, checkpoint)
         attrs = checkpoint.attrs
         step, dt = int(attrs["step"]), float(attrs["dt"])
-        steps = max(step, math.ceil(case.time.t_end / dt * (1 - STEP_SLACK)))
+        origin_step, origin_t = _time_origin(attrs)
+        steps = max(step, origin_step + math.ceil((case.time.t_end - origin_t) / dt * (1 - STEP_SLACK)))
         if getattr(sim, "variable_dt", False):  # dt: the next step's; t: the sum of the steps taken
             from lobatto.integrators.step_size import steps_left
 
@@ -190,8 +204,26 @@ def resume(sim, path) -> dict:
     sim.stepper.restore_history(history)
     sim.step_count, sim.dt, sim.steps = step, dt, steps
     # as the uninterrupted run computes it
-    sim.t = float(attrs["time"]) if getattr(sim, "variable_dt", False) else sim.step_count * sim.dt
+    sim.time_origin = (origin_step, origin_t)
+    sim.t = (float(attrs["time"]) if getattr(sim, "variable_dt", False)
+             else origin_t + (sim.step_count - origin_step) * sim.dt)
     sim.energy_initial = float(attrs["energy_initial"])
+    if sim.advance_one is not None:  # a graph recorded with another dt must not be replayed
+        sim.advance_one = backend.capture(lambda: sim.stepper.step(sim.u, 0.0, sim.dt), sim.stepper.graph_veto)
+    return _restore_outputs(sim, checkpoint, {}, outputs)
+
+
+def _time_origin(attrs) -> tuple[int, float]:
+    """(step, t) that the checkpointed run's fixed steps count from: (0, 0.0) unless it was
+    itself restarted onto another order or mesh (its dt planned again there)."""
+    origin = attrs.get("time_origin") or [0, 0.0]
+    return int(origin[0]), float(origin[1])
+
+
+def _restore_outputs(sim, checkpoint: Checkpoint, extra: dict, outputs: dict | None = None) -> dict:
+    """The writer's and the outputs' state from the checkpoint (``outputs``: their arrays by
+    element, this rank's, read with the state), and the restart's record."""
+    attrs, backend = checkpoint.attrs, sim.backend
     _restore_writer(sim.writer, attrs.get("writer") or {})
     for name, saved in (attrs.get("outputs_state") or {}).items():
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_state", None)
@@ -199,15 +231,13 @@ def resume(sim, path) -> dict:
             restore(saved)
     for name in STATEFUL_OUTPUTS:
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_arrays", None)
-        saved = {key[len(name) + 1:]: value for key, value in outputs.items() if key.startswith(f"{name}/")}
+        saved = {key[len(name) + 1:]: value for key, value in (outputs or {}).items() if key.startswith(f"{name}/")}
         if restore is not None and saved:
             restore(saved)
-    if sim.advance_one is not None:  # a graph recorded with another dt must not be replayed
-        sim.advance_one = backend.capture(lambda: sim.stepper.step(sim.u, 0.0, sim.dt), sim.stepper.graph_veto)
-    record = {"checkpoint": str(checkpoint.path), "step": step, "time": float(attrs["time"]),
+    record = {"checkpoint": str(checkpoint.path), "step": int(attrs["step"]), "time": float(attrs["time"]),
               "from": {"ranks": attrs.get("ranks"), "backend": attrs.get("backend"),
                        "precision": attrs.get("precision"), "lobatto_version": attrs.get("lobatto_version")},
-              "to": {"ranks": sim.size, "backend": backend.name, "precision": backend.precision}}
+              "to": {"ranks": sim.size, "backend": backend.name, "precision": backend.precision}, **extra}
     sim.restarts = list(attrs.get("restarts") or []) + [record]
     return record
 

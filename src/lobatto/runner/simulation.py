@@ -34,6 +34,7 @@ from lobatto.runner.build import build_system, case_named
 from lobatto.runner.restart import resume, save
 from lobatto.runner.snapshots import SnapshotWriter
 from lobatto.runner.steady import run_steady
+from lobatto.runner.steady_stop import SteadyStop
 from lobatto.systems.registry import get_system
 
 __all__ = ["Simulation", "run_case"]
@@ -114,6 +115,7 @@ class Simulation:
                 self.check_given_fields(system.evaluate_fields(case.exact.fields, t), "exact", t)
         self.u = self.backend.asarray(initial)
         self.step_count, self.t = 0, 0.0
+        self.time_origin = (0, 0.0)  # (step, t) that fixed steps count from (a restart onto another mesh)
         if self.advective:
             self.plan_from_courant()
         self.energy_initial = allreduce(comm, system.energy(self.u))
@@ -144,7 +146,7 @@ class Simulation:
             low, high = self.dt_range or (dt, dt)
             self.dt_range = (min(low, dt), max(high, dt))
         else:
-            self.t = self.step_count * self.dt
+            self.t = self.time_origin[1] + (self.step_count - self.time_origin[0]) * self.dt
         if self.measures_cfl:
             self.measure_cfl(dt)
         if self.variable_dt:
@@ -207,11 +209,12 @@ class Simulation:
         ``<output_dir>/checkpoints/<name>_<step>``); returns its path."""
         return save(self, path)
 
-    def restart(self, path: Path | str) -> "Simulation":
+    def restart(self, path: Path | str, interpolate: bool = False) -> "Simulation":
         """Collective: continue from the checkpoint at ``path`` (written on any number of
         ranks, either backend); the case must have the same mesh, order, system and
-        integrator. ``run()`` then goes on to [time] t_end with the checkpoint's dt."""
-        resume(self, path)
+        integrator. ``run()`` then goes on to [time] t_end with the checkpoint's dt.
+        interpolate: the case may have another order or mesh (runner/restart_onto.py)."""
+        resume(self, path, interpolate)
         return self
 
     # Checks -------------------------------------------------------------------------------
@@ -325,8 +328,11 @@ class Simulation:
         rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
         checkpoints = schedule.CheckpointSchedule(self) if case.checkpoint.enabled else None
+        self.steady = SteadyStop(self) if case.time.steady_tolerance is not None else None
         while not self.finished:
             self._step()
+            if self.steady is not None and self.steady.after_step(self.step_count):
+                self.steps = self.step_count  # steady: this step is the last, with the final outputs
             step, steps = self.step_count, self.steps
             if step == warmup_end and steps > warmup_end:
                 # the state check's kernels are compiled on first use too (seconds on a machine
@@ -388,15 +394,16 @@ class Simulation:
 
 def run_case(case, backend: str | None = None, output_dir: Path | str | None = None,
              progress: Callable[[int, int, float], None] | None = None, comm="world", restart=None,
-             before_writing: Callable[[], None] | None = None) -> dict:
+             before_writing: Callable[[], None] | None = None, interpolate: bool = False) -> dict:
     """Solve the case (continuing from the checkpoint ``restart`` if given); write outputs and
     summary.json; return the summary. ``before_writing`` (collective) is called once the run is
-    set up, before its first output (lobatto run: removing what --overwrite replaces)."""
+    set up, before its first output (lobatto run: removing what --overwrite replaces).
+    ``interpolate``: the restart may be onto another order or mesh (--interpolate)."""
     if get_system(case.physics.equations).spec.steady:  # one solve, no time steps: steady.py
         return run_steady(case, backend, output_dir, progress, comm, restart, before_writing)
     simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
     if restart is not None:
-        simulation.restart(restart)
+        simulation.restart(restart, interpolate)
     if before_writing is not None:
         before_writing()
     return simulation.run()

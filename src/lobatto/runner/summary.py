@@ -65,6 +65,9 @@ def make_summary(sim, compute_seconds, seconds_per_step, rate_steps) -> dict:
         summary["time_series"] = sim.series.describe()
     if sim.restarts:
         summary["restarts"] = sim.restarts
+    if getattr(sim, "steady", None) is not None:  # [time] steady_tolerance (steady_stop.py)
+        summary["stopped"] = "steady" if sim.steady.reached else "t_end"
+        summary["steady"] = sim.steady.describe()
     summary["config"] = sim.case.to_dict()
     errors = sim.errors()
     if errors is not None:

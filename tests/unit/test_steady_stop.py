@@ -1,0 +1,80 @@
+"""[time] steady_tolerance (runner/steady_stop.py, docs/navier-stokes.md "Steady state"): a
+channel at constant flow rate started from rest converges to Poiseuille flow (ux = 1 - y^2:
+measured, the change per unit time falls from 20 after the first step to 6e-2 at step 4, 1e-3
+at step 8, 5e-6 at step 15); the run stops before t_end once the relative change per unit time
+is below the tolerance, at a step that is a multiple of steady_every, writes its final
+snapshot and checkpoint at that step and says so; a run too short to get there ends at t_end
+as before."""
+
+from __future__ import annotations
+
+import json
+import h5py
+import numpy as np
+import pytest
+
+from lobatto.api import case_from_dict
+from lobatto.errors import InputError
+from lobatto.runner.simulation import Simulation
+
+NU = 2.0
+TOLERANCE = 1e-3
+
+
+def channel(t_end, **time):
+    return case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": NU, "flow_rate": 2.0 / 3.0},
+        "mesh": {"elements": [1, 2, 1], "lower": [0.0, -1.0, 0.0], "upper": [1.0, 1.0, 1.0],
+                 "periodic": [True, False, True], "boundary": "wall"},
+        "discretization": {"order": 4},
+        "time": {"integrator": "bdf2", "dt": 0.05, "t_end": t_end, **time},
+        "exact": {"ux": "1 - y**2"},
+        "checkpoint": {"every": 100000},
+        "output": {"formats": ["hdf5"], "name": "channel", "log_every": 1000},
+    }, name="channel")
+
+
+def test_stops_at_the_steady_state(tmp_path, capsys):
+    sim = Simulation(channel(50.0, steady_tolerance=TOLERANCE, steady_every=4), "cpu", tmp_path, comm=None)
+    summary = sim.run()
+    assert "lobatto: steady at step" in capsys.readouterr().out
+    steady = summary["steady"]
+    assert summary["stopped"] == "steady" and steady["reached"] and steady["change"] < TOLERANCE
+    assert summary["steps"] % 4 == 0 and 8 < summary["steps"] <= 16 and steady["t"] == summary["t_final"]
+    assert summary["errors"]["ux"]["max"] < TOLERANCE  # Poiseuille flow
+    final = summary["outputs"][-1]
+    assert final["step"] == summary["steps"]
+    with h5py.File(tmp_path / final["files"][0], "r") as f:
+        assert float(f.attrs["time"]) == pytest.approx(summary["t_final"], rel=1e-14)
+    assert (tmp_path / "checkpoints" / f"channel_{summary['steps']:06d}").is_dir()
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["stopped"] == "steady" and written["config"]["time"]["steady_tolerance"] == TOLERANCE
+
+
+def test_memory_estimate_counts_two_states():
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import memory_items, run_layout
+    from lobatto.systems.registry import get_system
+
+    case, system_class = channel(1.0, steady_tolerance=1e-3), get_system("navier_stokes")
+    layout = run_layout(case, system_class, get_backend("cpu"), 1, 2)
+    items = [item for item in memory_items(case, system_class, layout) if "steady_tolerance" in item.what]
+    assert len(items) == 1 and items[0].host == 2 * 4 * 2 * 5 ** 3 * 8
+    assert not [item for item in memory_items(channel(1.0), system_class, layout) if "steady" in item.what]
+
+
+def test_a_run_that_does_not_get_there_ends_at_t_end(tmp_path):
+    summary = Simulation(channel(0.2, steady_tolerance=TOLERANCE, steady_every=1), "cpu", tmp_path,
+                         comm=None).run()
+    assert summary["stopped"] == "t_end" and summary["steps"] == 4 and summary["t_final"] == pytest.approx(0.2)
+    assert summary["steady"]["change"] > TOLERANCE and not summary["steady"]["reached"]
+
+
+@pytest.mark.parametrize("time, message", [
+    ({"steady_tolerance": 0.0}, "steady_tolerance"),
+    ({"steady_tolerance": 1e-3, "steady_every": 0}, "steady_every"),
+    ({"steady_every": 5}, "applies with steady_tolerance only"),
+])
+def test_bad_keys(time, message):
+    with pytest.raises(InputError, match=message):
+        channel(1.0, **time)
