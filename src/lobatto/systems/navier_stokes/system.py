@@ -39,6 +39,7 @@ from lobatto.systems.base import System
 from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
+from lobatto.systems.navier_stokes import forces  # noqa: F401  (registers [output.forces])
 from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.reports import FlowReports
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
