@@ -24,6 +24,7 @@ from lobatto.systems.maxwell.far_field_table import FAR_FIELD
 from lobatto.systems.maxwell.pml import PML
 from lobatto.systems.maxwell.sources import CURRENT, DIPOLE
 from lobatto.systems.maxwell.tfsf import PLANE_WAVE
+from lobatto.systems.navier_stokes.forces_table import FORCES
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "case.toml"
@@ -218,6 +219,7 @@ DOCUMENTED = [(table, f"[{table.name}]", None, None) for table in GENERIC_TABLES
     (PLANE_WAVE, "[physics]", "A plane wave is", "Dispersive media"),
     (PML, "[pml]", None, None),
     (FAR_FIELD, "[output.far_field]", None, None),  # the far-field monitor's own table
+    (FORCES, "[output.forces.<name>]", None, None),  # the Navier-Stokes forces' table, one per named group
 ]
 
 

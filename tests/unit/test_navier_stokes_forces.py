@@ -12,6 +12,7 @@ back by the csv module and h5py, a continued run, and bad tables (exit 2, one li
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import numpy as np
 import pytest
 
 import lobatto
+from lobatto.cli import main
 from lobatto.errors import InputError
 from lobatto.io.timeseries import read_csv
 
@@ -86,6 +88,9 @@ def test_poiseuille_wall_shear_and_its_moment_are_exact(tmp_path):
     assert entry["groups"]["bottom"]["last"]["Fx"] == rows["Fx@bottom"][-1]
     series = read_csv(tmp_path / "channel_forces.csv")  # lobatto's reader, which `lobatto plot` uses
     assert series["columns"][0] == "Fx@bottom" and np.array_equal(series["step"], [0, 1, 2])
+    if importlib.util.find_spec("matplotlib") is not None:  # the run directory's only series: the forces
+        assert main(["plot", str(tmp_path), "--quantities", "Fx", "Cx"]) == 0
+        assert (tmp_path / "channel_forces.png").stat().st_size > 1000
 
 
 def test_a_fluid_at_rest_weighs_its_volume_at_its_centroid(tmp_path):
