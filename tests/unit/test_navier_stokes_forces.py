@@ -170,3 +170,10 @@ def test_the_command_line_refuses_an_unknown_surface_in_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "no surface 'cylinder' in the mesh" in lines[0] and "ymin" in lines[0]
+
+
+def test_another_system_is_told_forces_need_a_flow(tmp_path):
+    data = {"mesh": {"elements": [1, 1, 1]}, "discretization": {"order": 1}, "time": {"t_end": 0.01},
+            "physics": {"equations": "acoustics"}, "output": {"formats": [], "forces": {"b": {"surfaces": ["xmin"]}}}}
+    with pytest.raises(InputError, match=r"\[output.forces\] needs an incompressible flow"):
+        lobatto.Simulation(lobatto.case_from_dict(data, name="sound"), backend="cpu", output_dir=tmp_path, comm=None)
