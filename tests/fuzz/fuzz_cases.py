@@ -865,6 +865,12 @@ FLOW_KEYS = {
         ("output", "statistics", "average"): "directions", ("output", "statistics", "fields"): "names",
         ("physics", "backflow_stabilization"): "bool", ("boundary", "xmax", "tx"): "expression",
         ("boundary", "ymax", "tz"): "expression",
+        # [output.forces.<name>] (systems/navier_stokes/forces_table.py)
+        ("output", "forces", "body", "surfaces"): "surfaces", ("output", "forces", "body", "center"): "vector",
+        ("output", "forces", "body", "reference_area"): "number",
+        ("output", "forces", "body", "reference_velocity"): "number",
+        ("output", "forces", "body", "density"): "number", ("output", "forces", "body", "every"): "count",
+        ("output", "forces", "body", "centre"): "number",  # misspelt: refused
     },
     "poisson": {
         ("physics", "k"): "expression", ("physics", "h"): "expression", ("physics", "f"): "expression",
@@ -913,6 +919,12 @@ def _flow_value(rng: random.Random, kind) -> Any:
         return rng.choice((["vorticity", "q_criterion", "lambda2", "divergence", "vorticity_magnitude"],
                            ["wall_shear"], ["lambda2", "lambda2"], ["vorticty"], ["ux"], [""], "vorticity", [1],
                            [], ["wall_shear", "vorticity"]))
+    if kind == "surfaces":  # mesh face groups: known, unknown, periodic sides, of the wrong type
+        return rng.choice(([], [""], ["ymin"], ["ymin", "ymax"], ["ymin", "ymin"], ["xmin"], ["cylinder"],
+                           ["walls", "cylinder"], ["nope"], [1], "ymin", [["ymin"]]))
+    if kind == "vector":
+        return rng.choice(([0, 0, 0], [0.5, 0.5], [math.nan, 0, 0], [math.inf, 0, 0], [1e300, 0, 0], [1e101, 0, 0],
+                           ["0", 0, 0], [0.2, 0.2, 0.05], [2**64, 0, 0]))
     if kind == "orders":
         return rng.choice(([], [1], [4, 1], [1, 4], [0], [-1], [25, 1], [10**9, 1], [4, 4], [2.0, 1], ["4"]))
     return rng.choice((True, False, 1, "true"))
@@ -935,6 +947,10 @@ def op_flow_table(rng, data):
     path = rng.choice(sorted(keys, key=str))
     if ("output", "probes") == path[:2] and "points" not in (data.get("output", {}).get("probes") or {}):
         set_at(data, ("output", "probes", "points"), [[0.5, 0.5, 0.5]])  # the table needs points
+    output = data.get("output") if isinstance(data.get("output"), dict) else {}
+    forces = output.get("forces") if isinstance(output.get("forces"), dict) else {}
+    if ("output", "forces") == path[:2] and not isinstance(forces.get("body"), dict):
+        set_at(data, path[:3] + ("surfaces",), [rng.choice(("ymin", "cylinder", "walls"))])  # it needs surfaces
     r = rng.random()
     if r < 0.05:
         value = rng.choice(("x", 1, [1]))

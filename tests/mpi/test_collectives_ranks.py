@@ -160,6 +160,15 @@ def test_cylinder_in_a_channel_on_one_two_and_three_ranks(tmp_path):
         assert sn["ranks"] == n and np.array_equal(ids1, idsn)
         assert_same("navier_stokes", f"cylinder on {n} ranks: fields", un, u1)
         compare_series("navier_stokes", f"cylinder on {n} ranks", series(tmp_path / f"n{n}" / "out", "case"), probes1)
+    # the forces on the curved cylinder ([output.forces.cylinder]): the same bits on every rank count
+    from lobatto.io.timeseries import read_csv
+
+    forces = {n: read_csv(tmp_path / f"n{n}" / "out" / "case_forces.csv") for n in (1, 2, 3)}
+    assert abs(forces[1]["values"]["Fx@cylinder"][-1]) > 0
+    for n in (2, 3):
+        assert forces[n]["columns"] == forces[1]["columns"]
+        for column in forces[1]["columns"]:
+            assert np.array_equal(forces[n]["values"][column], forces[1]["values"][column]), (n, column)
 
 
 # A set-up error on some ranks only ---------------------------------------------------------

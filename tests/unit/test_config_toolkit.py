@@ -26,6 +26,7 @@ from lobatto.systems.maxwell.pml import PML
 from lobatto.systems.maxwell.sources import CURRENT, DIPOLE
 from lobatto.systems.maxwell.tfsf import PLANE_WAVE
 from lobatto.systems.navier_stokes.statistics_table import STATISTICS
+from lobatto.systems.navier_stokes.forces_table import FORCES
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "case.toml"
@@ -223,6 +224,7 @@ DOCUMENTED = [(table, f"[{table.name}]", None, None) for table in GENERIC_TABLES
     (PML, "[pml]", None, None),
     (FAR_FIELD, "[output.far_field]", None, None),  # the far-field monitor's own table
     (STATISTICS, "[output.statistics]", None, None),  # Navier-Stokes' statistics monitor
+    (FORCES, "[output.forces.<name>]", None, None),  # the Navier-Stokes forces' table, one per named group
 ]
 
 

@@ -1,7 +1,8 @@
-"""``lobatto plot``: a run's time series (``NAME_probes.csv``) as a PNG, one panel per quantity.
+"""``lobatto plot``: a run's time series (``NAME_probes.csv``, or a system's own such as the
+Navier-Stokes ``NAME_forces.csv``) as a PNG, one panel per quantity.
 
-A column is ``<quantity>@<where>`` (``Ez@p0``, ``energy@all``, ``poynting_flux@xmax``); a
-panel holds one quantity at all its places. Needs matplotlib (``pip install 'lobatto[plot]'``).
+A column is ``<quantity>@<where>`` (``Ez@p0``, ``energy@all``, ``poynting_flux@xmax``,
+``Fx@cylinder``); a panel holds one quantity at all its places. Needs matplotlib (``pip install 'lobatto[plot]'``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from lobatto.errors import InputError
 from lobatto.io.timeseries import SUFFIX, read_csv
 
 WIDTH_INCHES, PANEL_INCHES, MARGIN_INCHES, DPI = 8.0, 2.4, 0.8, 100
+#: the time series files a run directory may hold: the probes' and integrals', then the forces'
+SERIES_SUFFIXES = (SUFFIX, "_forces")
 
 
 def figure_pixels(panels: int) -> tuple[int, int]:
@@ -23,27 +26,32 @@ def figure_pixels(panels: int) -> tuple[int, int]:
 
 
 def find_series(run_dir: Path) -> Path:
-    """The time-series CSV file of a run directory: the one summary.json names, else the only
-    ``*_probes.csv``; InputError naming the directory when there is none or several. A CSV
-    file given itself is taken as it is."""
+    """The time-series CSV file of a run directory: the first one summary.json names (the
+    probes' before the forces'), else the only ``*_probes.csv`` or ``*_forces.csv``; InputError
+    naming the directory when there is none or several. A CSV file given itself is taken as
+    it is (pass ``NAME_forces.csv`` for the forces of a run that also has probes)."""
     run_dir = Path(run_dir)
     if run_dir.is_file() and run_dir.suffix == ".csv":
         return run_dir
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: not a directory (expected a run's output directory or its {SUFFIX}.csv)")
     try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        named = [f for f in summary.get("time_series", {}).get("files", []) if f.endswith(".csv")]
-    except (OSError, ValueError, AttributeError):
+        entry = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("time_series", {})
+        named = [f for f in entry.get("files", []) if f.endswith(".csv")]
+        named += [f for value in entry.values() if isinstance(value, dict)
+                  for f in value.get("files", []) if isinstance(f, str) and f.endswith(".csv")]
+    except (OSError, ValueError, AttributeError, TypeError):
         named = []
-    if named and (run_dir / named[0]).is_file():
+    named = [f for f in named if (run_dir / f).is_file()]
+    if named:
         return run_dir / named[0]
-    found = sorted(run_dir.glob(f"*{SUFFIX}.csv"))
+    found = [path for suffix in SERIES_SUFFIXES for path in sorted(run_dir.glob(f"*{suffix}.csv"))]
     if len(found) == 1:
         return found[0]
     if not found:
-        raise InputError(f"{run_dir}: no time series (*{SUFFIX}.csv) in it: the case needs [output.probes] "
-                         "or [output.integrals] (docs/probes.md)")
+        raise InputError(f"{run_dir}: no time series (*{SUFFIX}.csv) in it, nor forces (*_forces.csv): the case "
+                         "needs [output.probes] or [output.integrals] (docs/probes.md), or [output.forces.<name>] "
+                         "(docs/navier-stokes.md)")
     raise InputError(f"{run_dir}: several time series ({', '.join(p.name for p in found)}); pass the CSV file instead")
 
 

@@ -26,9 +26,10 @@ REWRITE_SHARE = 0.05
 SUFFIX = "_probes"
 
 
-def file_names(name: str) -> tuple[str, str]:
-    """(CSV, HDF5) file names of output name ``name``."""
-    return f"{name}{SUFFIX}.csv", f"{name}{SUFFIX}.h5"
+def file_names(name: str, suffix: str = SUFFIX) -> tuple[str, str]:
+    """(CSV, HDF5) file names of output name ``name`` (``suffix``: another series' own, such
+    as the Navier-Stokes forces' ``_forces``)."""
+    return f"{name}{suffix}.csv", f"{name}{suffix}.h5"
 
 
 def probe_column(field: str, index: int) -> str:
@@ -42,11 +43,14 @@ def integral_column(quantity: str, where: str) -> str:
 class TimeSeriesWriter:
     """Rank 0's writer. ``probes``: {"fields", "points" (P, 3), "element_ids" (P,),
     "reference" (P, 3)} or None; ``integrals``: [(quantity, where, kind, doc)] or None;
-    ``attrs``: root attributes of the HDF5 file (the effective configuration among them)."""
+    ``attrs``: root attributes of the HDF5 file (the effective configuration among them).
+    Another series of columns (a system's monitor) passes them as ``integrals`` with its own
+    file ``suffix`` and HDF5 ``group``."""
 
     def __init__(self, directory: Path, name: str, probes: dict | None, integrals: list | None, attrs: dict,
-                 continue_from: int | None = None):
-        csv_name, h5_name = file_names(name)
+                 continue_from: int | None = None, suffix: str = SUFFIX, group: str = "integrals"):
+        csv_name, h5_name = file_names(name, suffix)
+        self.group = group
         self.csv_path, self.h5_path = Path(directory) / csv_name, Path(directory) / h5_name
         self.probes, self.integrals, self.attrs = probes, integrals, attrs
         self.probe_rows: list[tuple[int, float, np.ndarray]] = []
@@ -144,7 +148,7 @@ class TimeSeriesWriter:
                 for c, field in enumerate(self.probes["fields"]):
                     group[field] = table[:, c, :]
             if self.integrals is not None:
-                group = f.create_group("integrals")
+                group = f.create_group(self.group)
                 _steps(group, self.integral_rows)
                 table = (np.stack([v for _, _, v in self.integral_rows]) if self.integral_rows
                          else np.zeros((0, len(self.integrals))))

@@ -41,6 +41,7 @@ from lobatto.systems.dg import check_representable
 from lobatto.systems.navier_stokes.boundaries import FlowBoundaries, check_face_tables
 from lobatto.systems.navier_stokes.derived import DerivedOutputs, derived_memory
 from lobatto.systems.navier_stokes.flow_rate import FlowRate
+from lobatto.systems.navier_stokes import forces  # noqa: F401  (registers [output.forces])
 from lobatto.systems.navier_stokes.force import Force
 from lobatto.systems.navier_stokes.reports import FlowReports
 from lobatto.systems.navier_stokes.slip import SlipConstraint
