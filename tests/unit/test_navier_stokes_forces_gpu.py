@@ -19,7 +19,7 @@ from lobatto.backends import cuda_available  # noqa: E402
 OK, WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}")]
 
-from lobatto.api import Simulation, parse_case  # noqa: E402
+from lobatto.api import Simulation, case_from_dict, parse_case  # noqa: E402
 from lobatto.config.schema import tomllib  # noqa: E402
 from lobatto.io.timeseries import read_csv  # noqa: E402
 
@@ -36,11 +36,35 @@ def cylinder(order: int = 3, steps: int = 4):
     return parse_case(tomllib.loads(text), source="<cylinder>", name="cylinder")
 
 
-def test_face_terms_of_random_fields_equal_the_cpu(tmp_path):
+def duct(steps: int = 4):
+    """A channel whose walls are curved by [mesh.deform] (no gmsh needed), driven by a body
+    force, with the forces on both walls every step."""
+    return case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": 0.05, "force_x": "0.5"},
+        "mesh": {"elements": [3, 2, 2], "lower": [0.0, -1.0, 0.0], "upper": [2.0, 1.0, 1.0],
+                 "periodic": [True, False, True], "boundary": "wall", "deform": {"y": "0.05*sin(pi*x)"}},
+        "discretization": {"order": 3},
+        "time": {"dt": 5e-3, "t_end": steps * 5e-3},
+        "initial": {"ux": "1 - (y - 0.05*sin(pi*x))**2", "uy": "0.1*sin(pi*x)*(1 - y*y)"},
+        "output": {"name": "duct", "formats": [], "forces": {"walls": {
+            "surfaces": ["ymin", "ymax"], "center": [1.0, 0.0, 0.5], "reference_area": 2.0,
+            "reference_velocity": 1.0, "every": 1}}},
+    }, name="duct")
+
+
+def case_named(name: str):
+    if name == "cylinder":
+        pytest.importorskip("gmsh", reason="the cylinder mesh is read with the gmsh SDK")
+        return cylinder()
+    return duct()
+
+
+@pytest.mark.parametrize("name", ["cylinder", "duct"])
+def test_face_terms_of_random_fields_equal_the_cpu(tmp_path, name):
     rng = np.random.default_rng(31)
     terms = {}
     for backend in ("cpu", "cuda"):
-        sim = Simulation(cylinder(), backend=backend, output_dir=tmp_path / backend, comm=None)
+        sim = Simulation(case_named(name), backend=backend, output_dir=tmp_path / backend, comm=None)
         force = sim.series.forces.groups[0]
         if backend == "cpu":
             state = rng.standard_normal(sim.backend.to_host(sim.u).shape)
@@ -50,12 +74,13 @@ def test_face_terms_of_random_fields_equal_the_cpu(tmp_path):
     assert np.abs(terms["cuda"] - terms["cpu"]).max() <= 1e-12 * scale
 
 
-def test_the_force_series_of_a_few_steps_equal_the_cpu(tmp_path):
+@pytest.mark.parametrize("name", ["cylinder", "duct"])
+def test_the_force_series_of_a_few_steps_equal_the_cpu(tmp_path, name):
     series = {}
     for backend in ("cpu", "cuda"):
-        sim = Simulation(cylinder(), backend=backend, output_dir=tmp_path / backend, comm=None)
+        sim = Simulation(case_named(name), backend=backend, output_dir=tmp_path / backend, comm=None)
         sim.run()
-        series[backend] = read_csv(tmp_path / backend / "cylinder_forces.csv")
+        series[backend] = read_csv(tmp_path / backend / f"{name}_forces.csv")
     cpu, cuda = series["cpu"], series["cuda"]
     assert cuda["columns"] == cpu["columns"] and np.array_equal(cuda["step"], cpu["step"])
     for column in cpu["columns"]:

@@ -26,13 +26,26 @@ def first_dt(target_cfl: float, cfl_per_unit_dt: float) -> float | None:
     return target_cfl / cfl_per_unit_dt
 
 
+#: dt is kept while the step's CFL number stays within [KEEP_BELOW, 1] x target, and a changed
+#: dt aims at AIM x target, inside that band: a dt that changes every step makes the step
+#: rebuild what depends on it (the Helmholtz coefficient bdf_0 / dt, its preconditioner's
+#: diagonal, the constant-flow-rate response: a full Stokes solve), and the Re_tau = 180
+#: channel, whose CFL number wanders by a few per cent from step to step, spent 46 % of its time
+#: re-solving that response (docs/benchmarks.md, "A dt kept within a band")
+KEEP_BELOW = 0.85
+AIM = 0.95
+
+
 def next_dt(dt: float, cfl: float, target_cfl: float) -> float:
-    """The step after one of size dt whose CFL number was cfl: the CFL number scales with dt, so
-    dt * target / cfl reaches the target where the velocity stays the same; growth is limited
-    to MAX_GROWTH per step, shrinking is not limited."""
+    """The step after one of size dt whose CFL number was cfl: dt itself while cfl stays within
+    [KEEP_BELOW, 1] x target; otherwise dt * AIM x target / cfl (the CFL number scales with dt,
+    so that reaches AIM x target where the velocity stays the same), its growth limited to
+    MAX_GROWTH per step, shrinking not limited."""
     if not cfl > 0:
         return dt * MAX_GROWTH
-    return dt * min(MAX_GROWTH, target_cfl / cfl)
+    if KEEP_BELOW * target_cfl <= cfl <= target_cfl:
+        return dt
+    return dt * min(MAX_GROWTH, AIM * target_cfl / cfl)
 
 
 def landing_dt(t: float, t_end: float, dt: float) -> tuple[float, bool]:
