@@ -83,6 +83,9 @@ def test_the_force_series_of_a_few_steps_equal_the_cpu(tmp_path, name):
         series[backend] = read_csv(tmp_path / backend / f"{name}_forces.csv")
     cpu, cuda = series["cpu"], series["cuda"]
     assert cuda["columns"] == cpu["columns"] and np.array_equal(cuda["step"], cpu["step"])
+    # relative to the largest value of the table: a component that is zero by symmetry (the duct's
+    # Mx) is rounding on both backends
+    largest = max(np.abs(cpu["values"][column]).max() for column in cpu["columns"])
     for column in cpu["columns"]:
-        scale = max(np.abs(cpu["values"][column]).max(), 1e-6)
+        scale = max(np.abs(cpu["values"][column]).max(), 1e-6 * largest)
         assert np.abs(cuda["values"][column] - cpu["values"][column]).max() <= 1e-10 * scale, column

@@ -197,7 +197,9 @@ def resume(sim, path, interpolate: bool = False) -> dict:
                    if name.startswith(prefix)}
         history = {name[len("history/"):]: np.moveaxis(value, 0, 1) for name, value in arrays.items()}
         history.update(attrs.get("history_numbers") or {})
-        if sorted(history) != _history_names(sim):
+        # a history number a system lists in optional_history may be missing (older checkpoints)
+        optional = {f"system/{name}" for name in getattr(system, "optional_history", ())} & set(_history_names(sim))
+        if sorted(set(history) | optional) != _history_names(sim):
             raise InputError(f"{checkpoint.path}: holds the history {sorted(history) or 'none'}, the "
                              f"{sim.stepper.scheme.name} integrator of {system.name} keeps {_history_names(sim) or 'none'}")
     sim.u[...] = backend.asarray(state.astype(backend.dtype, copy=False))

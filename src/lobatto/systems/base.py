@@ -50,6 +50,9 @@ class System:
     output_layout: tuple = (None, None, ())
     #: values per point of what ``history()`` returns (the checkpoints' buffers hold them too)
     history_fields = 0
+    #: names of history numbers that a checkpoint may lack (added after checkpoints were written
+    #: without them); restore_history must then do without them
+    optional_history: tuple = ()
 
     @property
     def field_names(self) -> tuple:

@@ -63,6 +63,8 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
     spec = SPEC
     time_dependent = True  # coefficients and boundary data change from step to step
     output_layout = (("ux", "uy", "uz"), "p", ())  # Nek5000 velocity and pressure slots
+    #: history numbers a checkpoint may lack (flow_rate_sigma: older checkpoints lack it)
+    optional_history = ("flow_rate_sigma",)
     #: arrays of the state's size (ux, uy, uz, p) the memory estimate counts for what the
     #: system keeps: history, both levels' factors, the dealiasing grid's metrics, Krylov and
     #: projection vectors, multigrid; from measured peaks (docs/navier-stokes.md, "Memory")
@@ -422,6 +424,8 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         if self.substepper is not None:  # the sub-steps' time levels (0.0: not taken yet)
             for i in range(HISTORY - 1):
                 out[f"substep_dt_{i + 1}"] = self.step_sizes[i] if i < len(self.step_sizes) else 0.0
+        if self.flow_rate is not None:  # the sigma of its response (0.0: none yet; flow_rate.py)
+            out["flow_rate_sigma"] = float(self.flow_rate.sigma or 0.0)
         return out
 
     def restore_history(self, history: dict) -> None:
@@ -438,6 +442,9 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             sizes = [float(history.get(f"substep_dt_{i + 1}", 0.0)) for i in range(HISTORY - 1)]
             self.step_sizes = [size for size in sizes if size > 0]
             self.substepper.reset(self.velocities, self.steps_taken)
+        if self.flow_rate is not None and history.get("flow_rate_sigma"):  # absent in older checkpoints
+            self.flow_rate.sigma, self.flow_rate.response = None, None
+            self.flow_rate.pending_sigma = float(history["flow_rate_sigma"])
         projection = self.pressure_solver.projection
         if projection is not None and "pressure_basis" in history:
             basis, images = backend.asarray(history["pressure_basis"]), backend.asarray(history["pressure_images"])
