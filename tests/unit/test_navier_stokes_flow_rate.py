@@ -61,3 +61,12 @@ def test_a_checkpoint_without_the_sigma_continues(tmp_path):
     first.run()
     a, b = first.fields(), continued.fields()
     assert all(np.allclose(a[k], b[k], rtol=0, atol=1e-9 * max(1.0, np.abs(a[k]).max())) for k in a)
+
+
+def test_fields_are_a_copy_that_a_step_does_not_change(tmp_path):
+    sim = Simulation(channel(1.0), "cpu", tmp_path / "a", comm=None)
+    before = sim.fields()
+    kept = {name: values.copy() for name, values in before.items()}
+    sim.advance(1)
+    assert all(np.array_equal(before[name], kept[name]) for name in kept)
+    assert not np.array_equal(sim.fields()["uy"], kept["uy"])

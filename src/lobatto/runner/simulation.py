@@ -271,8 +271,9 @@ class Simulation:
 
     # Results ------------------------------------------------------------------------------
     def fields(self) -> dict:
-        """{field name: this rank's values as a float64 host array (E, n, n, n)}."""
-        values = self.backend.to_host(self.u).astype(np.float64, copy=False)
+        """{field name: this rank's values as a float64 host array (E, n, n, n)}: a copy on every
+        backend (on the CPU the state's own array would change with the next step)."""
+        values = np.array(self.backend.to_host(self.u), dtype=np.float64, copy=True)
         return dict(zip(self.system.field_names, values))
 
     def coordinates(self) -> np.ndarray:
