@@ -168,3 +168,33 @@ def test_cli_exit_2_outside_the_old_mesh(source, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "outside the checkpoint's mesh" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_statistics_start_afresh_onto_another_order(tmp_path, capsys):
+    """The averages are sums at the checkpoint's points (or its profile grid): an interpolated
+    restart starts them afresh, says so, and records it; the run goes on (no traceback)."""
+    import h5py
+
+    def case(order):
+        return case_from_dict({
+            "physics": {"equations": "navier_stokes", "viscosity": 0.05, "flow_rate": 1.0},
+            "mesh": {"elements": [2, 2, 2], "lower": [0.0, -1.0, 0.0], "upper": [2.0, 1.0, 1.0],
+                     "periodic": [True, False, True], "boundary": "wall"},
+            "discretization": {"order": order},
+            "time": {"dt": 0.01, "t_end": 0.08},
+            "initial": {"ux": "1.5*(1 - y**2) + 0.1*(1 - y**2)*sin(pi*x)"},
+            "output": {"formats": [], "name": "stats", "statistics": {"start": 0.0, "every": 1, "average": ["x", "z"]}},
+        }, name="stats")
+
+    first = Simulation(case(3), "cpu", tmp_path / "a", comm=None)
+    first.advance(4)
+    path = first.checkpoint()
+    first.close()
+    second = Simulation(case(4), "cpu", tmp_path / "b", comm=None)
+    second.restart(path, interpolate=True)
+    assert second.restarts[-1]["outputs_started_afresh"] == ["statistics"]
+    assert "[output.statistics] start afresh" in capsys.readouterr().out
+    second.run()
+    with h5py.File(tmp_path / "b" / "stats_statistics.h5") as f:
+        assert 4 <= f.attrs["samples"] <= 5 and f.attrs["t_first"] > 0.04 - 1e-12  # from the restart on only
+        assert len(f["coordinates/y"]) == 2 * 4 + 1  # the new order's profile grid

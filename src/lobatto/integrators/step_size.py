@@ -31,7 +31,7 @@ def first_dt(target_cfl: float, cfl_per_unit_dt: float) -> float | None:
 #: rebuild what depends on it (the Helmholtz coefficient bdf_0 / dt, its preconditioner's
 #: diagonal, the constant-flow-rate response: a full Stokes solve), and the Re_tau = 180
 #: channel, whose CFL number wanders by a few per cent from step to step, spent 46 % of its time
-#: re-solving that response (docs/benchmarks.md, "A dt kept within a band")
+#: re-solving that response (docs/benchmarks.md, "Navier–Stokes for real flows")
 KEEP_BELOW = 0.85
 AIM = 0.95
 

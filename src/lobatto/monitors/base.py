@@ -43,6 +43,9 @@ class Monitor(ABC):
     more_sections: ClassVar[tuple[str, ...]] = ()
     #: why a continued run is refused (check_start): what the checkpoint does not hold
     not_in_checkpoint: ClassVar[str] = "its state is not saved in it"
+    #: whether its saved state still holds after a restart onto another order or mesh
+    #: (``--interpolate``); False: it starts afresh there (state kept at the old points)
+    kept_across_interpolation: ClassVar[bool] = True
     #: its table's declared keys (a config.toolkit.Table of config.physics.Key): the case file's
     #: ``[output.<section>]`` is then read from them (config/declared.py) and the monitor gets
     #: the values as attributes. None: the table is one of config's own ([output.probes], ...)

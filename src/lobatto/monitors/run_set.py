@@ -108,11 +108,18 @@ class MonitorSet:
             if mine:
                 monitor.restore_arrays(mine)
 
-    def restore_checkpoint_state(self, saved: dict) -> None:
-        """runner/restart.py's hook: each monitor's saved state handed back (Monitor.restore)."""
+    def restore_checkpoint_state(self, saved: dict, interpolated: bool = False) -> list:
+        """runner/restart.py's hook: each monitor's saved state handed back (Monitor.restore);
+        after a restart onto another order or mesh (``interpolated``) only to the monitors whose
+        state is kept_across_interpolation. Returns the sections that start afresh."""
+        afresh = []
         for monitor in self.monitors:
             if monitor.section in saved:
-                monitor.restore(saved[monitor.section])
+                if interpolated and not monitor.kept_across_interpolation:
+                    afresh.append(monitor.section)
+                else:
+                    monitor.restore(saved[monitor.section])
+        return afresh
 
     def __getattr__(self, name: str):
         """``series.probes``, ``series.dft``, ...: the object observing the case's

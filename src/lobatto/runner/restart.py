@@ -227,10 +227,17 @@ def _restore_outputs(sim, checkpoint: Checkpoint, extra: dict, outputs: dict | N
     element, this rank's, read with the state), and the restart's record."""
     attrs, backend = checkpoint.attrs, sim.backend
     _restore_writer(sim.writer, attrs.get("writer") or {})
+    interpolated = "interpolated" in extra
+    afresh = []
     for name, saved in (attrs.get("outputs_state") or {}).items():
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_state", None)
         if restore is not None:
-            restore(saved)
+            afresh += (restore(saved, interpolated=True) if interpolated else restore(saved)) or []
+    if afresh:  # their state is at the checkpoint's points: not carried onto another order or mesh
+        extra = {**extra, "outputs_started_afresh": afresh}
+        if sim.rank == 0:
+            print(f"lobatto: {', '.join(f'[output.{a}]' for a in afresh)} start afresh: what they kept is at the "
+                  "checkpoint's points, not interpolated onto the new order or mesh", flush=True)
     for name in STATEFUL_OUTPUTS:
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_arrays", None)
         saved = {key[len(name) + 1:]: value for key, value in (outputs or {}).items() if key.startswith(f"{name}/")}

@@ -93,7 +93,8 @@ def resume_onto(sim, checkpoint: Checkpoint) -> dict:
     names = ["state"] + [f"history/{name}" for name in sorted(kept)]
     old_order = int(attrs["order"])
     if _same_mesh(sim, attrs):
-        arrays = _onto_order(checkpoint, system.mesh.element_ids, old_order, system.order, names)
+        with collective_errors(sim.comm):  # a damaged part raises on one rank: all raise
+            arrays = _onto_order(checkpoint, system.mesh.element_ids, old_order, system.order, names)
         how = "the same mesh"
     else:
         arrays, snapped = _onto_mesh(sim, checkpoint, old_order, names)

@@ -7,7 +7,7 @@ step (same dt, no history, no boundary data) to the force e alone. alpha makes t
 u . e over the volume equal the target. u_s is recomputed when bdf_0 / dt changes by more
 than SIGMA_TOLERANCE: a step planned to land on t_end (integrators/step_size.landing_dt) differs
 from the last by rounding even while the controller keeps dt, and re-solving for that cost the
-Re_tau = 180 channel 40 % of its time. The sigma of the response in use is kept in checkpoints
+Re_tau = 180 channel 46 % of its time (docs/benchmarks.md, "Navier–Stokes for real flows"). The sigma of the response in use is kept in checkpoints
 (the history number ``flow_rate_sigma``), so a continued run uses the same response.
 """
 

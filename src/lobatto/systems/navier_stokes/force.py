@@ -1,6 +1,6 @@
 """The Navier–Stokes body force ``[physics] force_x, force_y, force_z``: B f in weak form,
 element-local. f is an expression in x, y, z, t and the scalars a case names (buoyancy: the
-Boussinesq force ``force_z = "Ra*Pr*temperature"``, docs/navier-stokes.md, "Buoyancy"); its
+Boussinesq force ``force_z = "3550*temperature"``, Ra Pr written out, docs/navier-stokes.md, "Buoyancy"); its
 range is checked at the run's start and end for the components in x, y, z, t alone.
 """
 

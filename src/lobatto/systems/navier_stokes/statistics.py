@@ -46,6 +46,7 @@ class StatisticsMonitor(Monitor):
     section = "statistics"
     table = STATISTICS
     not_in_checkpoint = "the averages are not saved in it"
+    kept_across_interpolation = False  # its sums are at the checkpoint's points (or profile grid)
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:

@@ -425,7 +425,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             for i in range(HISTORY - 1):
                 out[f"substep_dt_{i + 1}"] = self.step_sizes[i] if i < len(self.step_sizes) else 0.0
         if self.flow_rate is not None:  # the sigma of its response (0.0: none yet; flow_rate.py)
-            out["flow_rate_sigma"] = float(self.flow_rate.sigma or 0.0)
+            out["flow_rate_sigma"] = float(self.flow_rate.sigma or self.flow_rate.pending_sigma or 0.0)
         return out
 
     def restore_history(self, history: dict) -> None:
