@@ -12,7 +12,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
-PYTEST_ARGS ?= -q -n auto --dist worksteal --durations=30
+PYTEST_ARGS ?= -q -n auto --dist loadfile --durations=30
 
 STAMP_BASE := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-test
