@@ -201,6 +201,12 @@ def test_3d_files_read_back_by_pymech_and_vtk(tmp_path):
     t = vtk_to_numpy(grid.GetPointData().GetArray("T"))
     np.testing.assert_allclose(u[:, 0], 1 - points[:, 1] ** 2, atol=1e-12)
     np.testing.assert_allclose(t, (1 - points[:, 1]) / 2, atol=1e-12)
+    arrays = grid.GetPointData()
+    names = {arrays.GetArrayName(i): arrays.GetArray(i).GetNumberOfComponents() for i in range(arrays.GetNumberOfArrays())}
+    # only ux, uy, uz form a vector; the products stay scalars under their own names
+    assert names["u"] == 3 and all(names[k] == 1 for k in ("ux_ux", "ux_uy", "ux_uz", "uy_uy", "uz_uz")), names
+    # the VTK cell's points are equispaced: a degree-4 <u u> is interpolated there from order 3
+    np.testing.assert_allclose(vtk_to_numpy(arrays.GetArray("ux_ux")), (1 - points[:, 1] ** 2) ** 2, atol=5e-3)
 
 
 @pytest.mark.parametrize("change,message", [

@@ -169,7 +169,11 @@ def _write_vtk(monitor, output_dir: Path, attrs: dict, host: dict, coords, ids) 
     from lobatto.io import vtk
 
     rank, size = rank_and_size(monitor.comm)
-    name, names = attrs["name"], list(host)
+    # the VTK writer joins any run "Ax, Ay, Az" into a vector A: ux, uy, uz become u, but
+    # ux_ux, ux_uy, ux_uz (a row of <u_i u_j>) must stay three scalars, so the products go
+    # diagonal first (ux_ux, uy_uy, uz_uz, ux_uy, ...), which no three names in a row match
+    name = attrs["name"]
+    names = sorted(host, key=lambda key: (_diagonal_first(key), list(host).index(key)))
     piece = lambda r: vtk_name(name, 1) if size == 1 else f"{name}{SUFFIX}_p{r}.vtu"  # noqa: E731
     with collective_errors(monitor.comm):
         vtk.write_piece(output_dir / piece(rank), coords, [host[key] for key in names], names, monitor.system.order,
@@ -178,3 +182,9 @@ def _write_vtk(monitor, output_dir: Path, attrs: dict, host: dict, coords, ids) 
     with collective_errors(monitor.comm):
         if rank == 0 and size > 1:
             vtk.write_parallel_index(output_dir / vtk_name(name, size), [piece(r) for r in range(size)], names)
+
+
+def _diagonal_first(key: str) -> int:
+    """0 for a field or a square (ux_ux), 1 for any other product (ux_uy, ux_T)."""
+    parts = key.split("_")
+    return 0 if len(parts) != 2 or parts[0] == parts[1] else 1
