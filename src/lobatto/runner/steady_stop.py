@@ -58,11 +58,11 @@ class SteadyStop:
         xp = sim.backend.xp
         mass = sim.system.quadrature_mass()
         u = sim.u
-        assembly = getattr(sim.system, "assembly", None)
-        if assembly is not None and hasattr(assembly, "integral"):
+        integral = getattr(getattr(sim.system, "assembly", None), "integral", None)
+        if integral is not None:
             # the assembly's sums are reproducible (the same bits on any partition), so every
             # rank count stops at the same step (docs/navier-stokes.md, "Steady state")
-            difference, norm = assembly.integral(mass * (u - self.previous) ** 2, mass * u * u)
+            difference, norm = integral(mass * (u - self.previous) ** 2, mass * u * u)
         else:
             local = np.array([float(xp.sum(mass * (u - self.previous) ** 2, dtype=xp.float64)),
                               float(xp.sum(mass * u * u, dtype=xp.float64))])
