@@ -12,8 +12,9 @@ levels:
                                            the exact transpose of prolongation in the
                                            assembled (global) inner product
 
-One cycle from zero: Chebyshev-Jacobi smoothing, residual, restriction, the coarser cycle,
-prolongation and correction, Chebyshev-Jacobi smoothing again; at the coarsest order a
+One cycle from zero: Chebyshev smoothing (on D^-1 A, Jacobi, or on M A with M the additive
+Schwarz of schwarz.py), residual, restriction, the coarser cycle, prolongation and
+correction, Chebyshev smoothing again; at the coarsest order a
 dense Cholesky solve (small systems), algebraic multigrid V-cycles run on the backend
 (amg.py) or Jacobi-PCG to a relative tolerance. With the dense or AMG coarse solve the
 cycle is a fixed symmetric positive definite map, so plain PCG may use it; with the
@@ -36,8 +37,12 @@ from lobatto.solvers.chebyshev import Chebyshev
 from lobatto.solvers.coarse import DENSE_LIMIT, DenseCoarseSolve, IterativeCoarseSolve
 from lobatto.solvers.jacobi import Jacobi
 from lobatto.solvers.nullspace import ConstantNullSpace
+from lobatto.solvers.schwarz import AdditiveSchwarz
 
 COARSE_METHODS = ("auto", "cholesky", "pcg", "amg")
+#: the smoothers' preconditioner: "jacobi" (Chebyshev on D^-1 A) or "schwarz" (Chebyshev on
+#: M A, M the overlapping additive Schwarz of schwarz.py, nekRS's default Chebyshev+ASM)
+SMOOTHERS = ("jacobi", "schwarz")
 
 
 def default_orders(order: int) -> tuple[int, ...]:
@@ -158,7 +163,7 @@ class PMultigrid:
     @classmethod
     def build(cls, mesh, backend, orders, comm=None, dirichlet=None, h1=1.0, h2=0.0, dtype=None,
               degree: int = 3, coarse: str = "auto", coarse_tol: float = 1e-2, coarse_maxiter: int = 200,
-              finest: Level | None = None, null_space: bool = False) -> "PMultigrid":
+              finest: Level | None = None, null_space: bool = False, smoother: str = "jacobi") -> "PMultigrid":
         """All levels for ``orders`` (e.g. ``default_orders(7)``), in ``dtype`` (default the
         backend's; float32 for a LowPrecision preconditioner). ``h1``/``h2`` as for
         HelmholtzOperator at the finest order (arrays are interpolated to the others).
@@ -167,7 +172,8 @@ class PMultigrid:
         ``coarse_tol``), "amg" (pyamg's hierarchy, cycled on the backend) or "auto"
         (Cholesky up to DENSE_LIMIT coarse points, above it amg where pyamg imports, else
         pcg). ``null_space``: the operator is singular with the constants as null space (h2 = 0, no Dirichlet
-        point); the coarse solve then works on 1^T b = 0 and returns 1^T x = 0."""
+        point); the coarse solve then works on 1^T b = 0 and returns 1^T x = 0. ``smoother``:
+        "jacobi" (Chebyshev-Jacobi) or "schwarz" (Chebyshev with additive Schwarz, SMOOTHERS)."""
         orders = tuple(int(o) for o in orders)
         if not orders or any(o < 1 for o in orders) or any(a <= b for a, b in zip(orders, orders[1:])):
             raise ValueError(f"PMultigrid: orders must decrease and stay >= 1, got {orders}")
@@ -176,6 +182,8 @@ class PMultigrid:
                              f" expected order {orders[0]}" + ("" if dtype is None else f" and dtype {np.dtype(dtype)}"))
         if coarse not in COARSE_METHODS:
             raise ValueError(f"PMultigrid: coarse must be one of {', '.join(COARSE_METHODS)}, got {coarse!r}")
+        if smoother not in SMOOTHERS:
+            raise ValueError(f"PMultigrid: smoother must be one of {', '.join(SMOOTHERS)}, got {smoother!r}")
         levels = []
         for order in orders:
             if finest is not None and not levels:
@@ -186,7 +194,9 @@ class PMultigrid:
                                       interpolate_coefficient(backend, h2, orders[0], order), dtype))
         smoothers = []
         for level in levels[:-1]:
-            smoothers.append(Chebyshev.with_estimate(level.apply, level.jacobi().inverse_diagonal,
+            preconditioner = (AdditiveSchwarz(mesh, level, comm) if smoother == "schwarz"
+                              else level.jacobi().inverse_diagonal)
+            smoothers.append(Chebyshev.with_estimate(level.apply, preconditioner,
                                                      start_vector(level, mesh.element_ids), level.dot, degree))
         transfers = [Transfer(backend, fine, coarse_level) for fine, coarse_level in zip(levels, levels[1:])]
         last = levels[-1]

@@ -1,0 +1,211 @@
+"""Overlapping additive Schwarz with fast-diagonalization local solves (Lottes & Fischer 2005,
+"Hybrid multigrid/Schwarz algorithms for the spectral element method"; Nek5000's hsmg
+smoother, nekRS's ASM in its default Chebyshev+ASM smoother), as the preconditioner M of a
+Chebyshev smoother (chebyshev.py) on one p-multigrid level.
+
+Subdomains: each element's (N+1)^3 points extended by one layer on each face, an (N+3)^3
+"ext" array; ext index 1..N+1 is the element's own point 0..N, the face layer 0 (N+2) holds
+the face neighbour's point one GLL node inside the neighbour. Ext edges and corners are not
+used (zero in the right-hand side, dropped from the solution).
+
+Exchange ("extrude", Nek5000's hsmg_extrude) with no new numbering: an order-(N+2) Assembly
+identifies A's ext layer N+2 with its face neighbour B's ext layer 0, point by point and
+oriented (both are the shared face of an ordinary order-(N+2) numbering; those points are
+shared by exactly the two elements). Putting each element's own value one inside its face
+into its face layer, dssum, and subtracting the own value again leaves the neighbour's value
+there (0 on a boundary face), across ranks and periodic faces as dssum is.
+
+Local solve: each element as a box of lengths L_r, L_s, L_t (mean distance between its
+opposite faces' points) with its face neighbours' normal lengths; per direction the 1-D GLL
+stiffness (2/L) Ahat and lumped mass (L/2) Bhat of left | self | right assembled and
+restricted to the N+3 ext unknowns (zero beyond). A boundary face drops its ext point, and a
+Dirichlet face also its own face point (identity rows: zero right-hand side, zero solution).
+The separable h1 (B B A + B A B + A B B) + h2 B B B is inverted by fast diagonalization
+(operators/fdm.py); on an undeformed box element it is the exact element operator.
+
+    M r = mask W^1/2 sum_e R_e^T A_e^-1 R_e W^1/2 mask r,   W = 1 / (subdomains covering a point)
+
+The weight is split into W^1/2 before and after so that M is symmetric (the V-cycle stays a
+fixed symmetric map that plain PCG may use, and the CG-Lanczos estimate of lambda_max(M A)
+holds). nekRS weights once, after the sum (W M_as), which is not symmetric; it smooths
+with Chebyshev all the same and uses flexible CG. Cost per application: two order-(N+2)
+dssums (extend, then return the overlap), one order-N dssum and the FDM kernel (12 (N+3)^4
+flops per element), against one multiply for Jacobi.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.discretization import derivative_matrix, gll_weights
+from lobatto.mesh.geometry import element_coordinates
+from lobatto.operators import fdm  # noqa: F401  (registers the fdm_apply kernels)
+from lobatto.operators.assembly import Assembly
+
+#: an element's separable eigenvalue sum below this fraction of its largest is the null
+#: space of an all-Neumann element with h2 = 0 (the constant): its inverse is set to 0
+SINGULAR_FRACTION = 1e-10
+
+
+def _layer(face: int, m: int, index: int) -> tuple:
+    """Ext index slice of ``face``'s plane at normal index ``index`` (0 = the face layer,
+    2 = one inside the own face, counted from that face), face-interior points only."""
+    idx = [slice(None), slice(1, m - 1), slice(1, m - 1), slice(1, m - 1)]
+    axis = 3 - face // 2  # face 0/1 -> i (axis 3), 2/3 -> j, 4/5 -> k
+    idx[axis] = index if face % 2 == 0 else m - 1 - index
+    return tuple(idx)
+
+
+def element_lengths(mesh, order: int) -> np.ndarray:
+    """(E, 3) mean distance between opposite faces' GLL points along r, s, t (deformation
+    included)."""
+    coords = element_coordinates(mesh, order)
+    if mesh.deform is not None:
+        coords = coords + np.asarray(mesh.deform(coords[0], coords[1], coords[2]), dtype=np.float64)
+    lengths = np.empty((coords.shape[1], 3))
+    for d, axis in enumerate((4, 3, 2)):  # r along i (axis 4 of (3, E, k, j, i)), s along j, t along k
+        diff = np.take(coords, -1, axis=axis) - np.take(coords, 0, axis=axis)
+        lengths[:, d] = np.sqrt((diff ** 2).sum(axis=0)).reshape(coords.shape[1], -1).mean(axis=1)
+    return lengths
+
+
+def one_dimensional(order: int, length, left, right, left_fixed, right_fixed):
+    """Per element (arrays over E) the 1-D stiffness A (E, m, m) and lumped mass b (E, m) on
+    the ext unknowns [left's point one inside, own 0..N, right's point one inside], m = N+3.
+    ``left``/``right``: the neighbour's length (0: no neighbour: the ext point is dropped);
+    ``*_fixed``: the own face is Dirichlet (its point is dropped too). Dropped points get
+    identity rows."""
+    n, m = order + 1, order + 3
+    d = derivative_matrix(order)
+    w = gll_weights(order)
+    ahat = d.T @ (w[:, None] * d)
+    E = len(length)
+    a = np.zeros((E, m, m))
+    b = np.zeros((E, m))
+    a[:, 1:n + 1, 1:n + 1] += (2.0 / length)[:, None, None] * ahat
+    b[:, 1:n + 1] += (0.5 * length)[:, None] * w
+    has_left, has_right = left > 0, right > 0
+    scale_l = np.where(has_left, 2.0 / np.where(has_left, left, 1.0), 0.0)
+    scale_r = np.where(has_right, 2.0 / np.where(has_right, right, 1.0), 0.0)
+    a[:, 0:2, 0:2] += scale_l[:, None, None] * ahat[order - 1:, order - 1:]
+    b[:, 0:2] += (0.5 * left)[:, None] * w[order - 1:]
+    a[:, m - 2:, m - 2:] += scale_r[:, None, None] * ahat[:2, :2]
+    b[:, m - 2:] += (0.5 * right)[:, None] * w[:2]
+    drops = [(~has_left, 0), (left_fixed, 1), (~has_right, m - 1), (right_fixed, m - 2)]
+    for where, p in drops:
+        rows = np.flatnonzero(where)
+        a[rows, p, :] = 0.0
+        a[rows, :, p] = 0.0
+        a[rows, p, p] = 1.0
+        b[rows, p] = 1.0
+    return a, b
+
+
+def generalized_eigen(a, b):
+    """S (E, m, m) and lambda (E, m) with A S = B S Lambda, S^T B S = I, for diagonal B:
+    the symmetric B^-1/2 A B^-1/2 = V Lambda V^T, S = B^-1/2 V (batched, on the host)."""
+    root = 1.0 / np.sqrt(b)
+    c = root[:, :, None] * a * root[:, None, :]
+    lam, v = np.linalg.eigh(0.5 * (c + np.swapaxes(c, 1, 2)))
+    return root[:, :, None] * v, lam
+
+
+def _element_mean(value, num_elements: int) -> np.ndarray:
+    if np.ndim(value) == 0:
+        return np.full(num_elements, float(value))
+    host = value.get() if hasattr(value, "get") else np.asarray(value)
+    return host.reshape(num_elements, -1).mean(axis=1)
+
+
+class AdditiveSchwarz:
+    """``M(r)`` on one multigrid Level (module docstring); made collectively over ``comm``.
+
+    mesh, level: the level's mesh and ``multigrid.Level`` (its operator's h1 and h2, its
+    assembly's Dirichlet faces and mask); arrays in the level's dtype."""
+
+    def __init__(self, mesh, level, comm=None):
+        backend, xp = level.assembly.backend, level.assembly.backend.xp
+        self.backend, self.level, self.order = backend, level, level.order
+        N, E = self.order, level.assembly.num_elements
+        self.m = m = N + 3
+        self.dtype = level.dtype
+        self.ext = Assembly(mesh, N + 2, backend, comm)  # collective
+        self.layers = [(_layer(f, m, 0), _layer(f, m, 2)) for f in range(6)]
+        lengths = element_lengths(mesh, N) if E else np.zeros((0, 3))
+        neighbour = self._neighbour_lengths(lengths)
+        fixed = np.asarray(level.assembly.dirichlet, dtype=bool)
+        h1 = _element_mean(level.operator.h1, E)
+        h2 = _element_mean(level.operator.h2, E)
+        matrices, eigenvalues = [], []
+        for d in range(3):  # r, s, t: faces 2d (left) and 2d + 1 (right)
+            a, b = one_dimensional(N, lengths[:, d], neighbour[:, 2 * d], neighbour[:, 2 * d + 1],
+                                   fixed[:, 2 * d], fixed[:, 2 * d + 1])
+            s, lam = generalized_eigen(a, b) if E else (np.zeros((0, m, m)), np.zeros((0, m)))
+            matrices.append(s)
+            eigenvalues.append(lam)
+        lx, ly, lz = eigenvalues
+        total = h1[:, None, None, None] * (lz[:, :, None, None] + ly[:, None, :, None] + lx[:, None, None, :])
+        total += h2[:, None, None, None]
+        largest = np.abs(total).reshape(E, -1).max(axis=1) if E else np.zeros(0)
+        singular = np.abs(total) <= SINGULAR_FRACTION * largest[:, None, None, None]
+        inverse = np.where(singular, 0.0, 1.0 / np.where(singular, 1.0, total))
+        self.sx, self.sy, self.sz = (backend.asarray(s, dtype=self.dtype) for s in matrices)
+        self.inverse = backend.asarray(inverse, dtype=self.dtype)
+        self.kernel = backend.kernel("fdm_apply", size=m)
+        self._r_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
+        self._z_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
+        used = np.zeros((m, m, m), dtype=self.dtype)  # interior and face-interior layers; not edges
+        used[1:-1, 1:-1, :] = used[1:-1, :, 1:-1] = used[:, 1:-1, 1:-1] = 1
+        self._used = backend.asarray(used, dtype=self.dtype)
+        count = self._sum_subdomains(backend.zeros(level.assembly.shape, dtype=self.dtype) + 1, lambda ext: ext)
+        safe = xp.where(count > 0, count, 1)
+        self.root_weight = (level.mask / xp.sqrt(safe)).astype(self.dtype)
+
+    def _neighbour_lengths(self, lengths) -> np.ndarray:
+        """(E, 6): the face neighbour's length normal to the shared face, 0 on a boundary face
+        (the ext exchange of a field holding each element's normal lengths on its layers)."""
+        E, m = lengths.shape[0], self.m
+        field = np.zeros((E, m, m, m))
+        for f, (layer, _) in enumerate(self.layers):
+            field[layer] = lengths[:, f // 2, None, None]
+        ext = self.ext.dssum(self.backend.asarray(field.copy(), dtype=np.float64))  # asarray may not copy
+        host = ext.get() if hasattr(ext, "get") else np.asarray(ext)
+        neighbour = np.zeros((E, 6))
+        for f, (layer, _) in enumerate(self.layers):
+            neighbour[:, f] = (host[layer] - field[layer]).reshape(E, -1).mean(axis=1)
+        return np.where(neighbour > 1e-12 * max(float(lengths.max(initial=0.0)), 1e-300), neighbour, 0.0)
+
+    def extend(self, r, out):
+        """out (E, m, m, m): r inside, the face neighbours' points one inside on the layers."""
+        out[:, 1:-1, 1:-1, 1:-1] = r
+        for layer, inside in self.layers:
+            out[layer] = out[inside]
+        self.ext.dssum(out)
+        for layer, inside in self.layers:
+            out[layer] -= out[inside]
+        return out
+
+    def _return_overlap(self, z):
+        """The reverse of ``extend``: each element's point one inside a face receives the
+        neighbour's solution on its layer there; returns the own (N+1)^3 part (a view)."""
+        z *= self._used
+        saved = [z[layer].copy() for layer, _ in self.layers]
+        self.ext.dssum(z)
+        for (layer, inside), own in zip(self.layers, saved):
+            z[inside] += z[layer] - own
+        return z[:, 1:-1, 1:-1, 1:-1]
+
+    def _sum_subdomains(self, r, solve):
+        """sum_e R_e^T solve(R_e r), continuous (the order-N dssum of the copies)."""
+        ext = self.extend(r, self._r_ext)
+        z = self._return_overlap(solve(ext))
+        out = self.backend.xp.ascontiguousarray(z)
+        return self.level.assembly.dssum(out)
+
+    def solve_local(self, ext):
+        return self.kernel(ext, self._z_ext, self.sx, self.sy, self.sz, self.inverse)
+
+    def __call__(self, r):
+        out = self._sum_subdomains(r * self.root_weight, self.solve_local)
+        out *= self.root_weight
+        return out
