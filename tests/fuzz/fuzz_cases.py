@@ -834,7 +834,8 @@ FLOW_SEEDS = ("beltrami.toml", "kovasznay.toml", "channel.toml", "tgv.toml", "po
 _SOLVER = {"tolerance": "fraction", "absolute_tolerance": "number", "max_iterations": "count",
            "projection": "count", "restart": "count", "smoother_degree": "count", "coarse_tolerance": "fraction",
            "levels": "orders", "method": ("cg", "fcg", "gmres"), "preconditioner": ("multigrid", "jacobi", "none"),
-           "precision": ("float64", "float32"), "coarse": ("auto", "cholesky", "pcg", "amg")}
+           "precision": ("float64", "float32"), "coarse": ("auto", "cholesky", "pcg", "amg"),
+           "smoother": ("jacobi", "schwarz")}
 _COMMON = {("output", "every"): "count", ("output", "log_every"): "count",
            ("output", "probes", "every"): "count", ("output", "probes", "points"): "points",
            ("output", "probes", "fields"): "names", ("checkpoint", "every"): "count",

@@ -8,6 +8,8 @@ problem).
                         (flexible CG), gmres (restarted flexible GMRES, ``restart`` vectors)
     preconditioner      multigrid (p-multigrid V-cycle over ``levels``), jacobi, none
     precision           float32: the preconditioner runs in float32 inside the float64 iteration
+    smoother            the multigrid's Chebyshev smoother on D^-1 A (jacobi) or on M A with
+                        M the overlapping additive Schwarz (schwarz; solvers/schwarz.py)
     coarse              the multigrid's coarsest solve: cholesky, amg (algebraic multigrid
                         cycled on the backend), pcg, or auto (Cholesky up to
                         solvers.coarse.DENSE_LIMIT points, amg above where pyamg imports,
@@ -47,7 +49,8 @@ METHODS = {"cg": pcg, "fcg": flexible_cg, "gmres": fgmres}
 #: settings a caller may leave out (the steady system passes every one from its [solver] table)
 DEFAULT_SETTINGS = {"method": "fcg", "preconditioner": "multigrid", "tolerance": 1e-8, "absolute_tolerance": 0.0,
                     "max_iterations": 1000, "projection": 0, "levels": (), "precision": "float64",
-                    "coarse": "auto", "coarse_tolerance": 1e-2, "restart": 30, "smoother_degree": 3}
+                    "coarse": "auto", "coarse_tolerance": 1e-2, "restart": 30, "smoother_degree": 3,
+                    "smoother": "jacobi"}
 
 
 def printed(iteration: int) -> bool:
@@ -67,7 +70,7 @@ class EllipticSolver:
 
     settings: the [solver] values (method, preconditioner, tolerance, absolute_tolerance,
     max_iterations, projection, levels, precision, coarse, coarse_tolerance, restart,
-    smoother_degree; missing ones from DEFAULT_SETTINGS); h1, h2 as for ``HelmholtzOperator``
+    smoother_degree, smoother; missing ones from DEFAULT_SETTINGS); h1, h2 as for ``HelmholtzOperator``
     (interpolated to the coarser multigrid orders); profile: a ``Profile`` (None: untimed);
     null_space: the operator's null space is the constants (h2 = 0, no Dirichlet point),
     checked."""
@@ -119,7 +122,8 @@ class EllipticSolver:
                              f"{level.order} (for example {list(default_orders(level.order))})")
         mg = PMultigrid.build(mesh, backend, orders, comm, dirichlet, h1, h2, dtype=np.float32 if low else None,
                               degree=s["smoother_degree"], coarse=s["coarse"], coarse_tol=s["coarse_tolerance"],
-                              finest=None if low else level, null_space=self.null_space is not None)
+                              finest=None if low else level, null_space=self.null_space is not None,
+                              smoother=s["smoother"])
         self.multigrid = mg
         self.levels = ([level] if low else []) + list(mg.levels)
         fixed = mg.symmetric and not low  # before instrument() wraps the coarse solve

@@ -42,7 +42,12 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
             "(looser is cheaper per cycle; too loose costs outer iterations)", range=RELATIVE),
         Key("restart", "positive_integer", 30, "gmres: vectors before a restart", range=Range(1, 1000, "gmres keeps "
             "restart + 1 vectors of the mesh's size and orthogonalises each new one against all of them")),
-        Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev-Jacobi smoother",
+        Key("smoother", "choice", "jacobi", "the multigrid smoother's preconditioner: jacobi (Chebyshev on the "
+            "Jacobi-scaled operator, one multiply per application) or schwarz (Chebyshev with overlapping additive "
+            "Schwarz, fast-diagonalization local solves: nekRS's default; fewer iterations, each application costs "
+            "two extra exchanges and an (N+3)^3 element solve); jacobi stays the default until the GPU timing decides",
+            choices=("jacobi", "schwarz")),
+        Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev smoother",
             range=Range(1, 50, "each degree is one operator application per smoothing: a high degree costs more "
                         "than it saves")),
     )
@@ -53,6 +58,10 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
 #: factors (6, 12 with a variable coefficient), mass, mask, multiplicity and its inverse,
 #: numbering labels, the Chebyshev smoother's and the V-cycle's temporaries
 LEVEL_ARRAYS = 16
+#: smoother = "schwarz", per smoothed level (every one but the coarsest) and element:
+#: arrays of (N+3)^3 values (the two ext work arrays, the FDM's temporaries, the inverse
+#: eigenvalue sums, the order-(N+2) assembly's multiplicity, its inverse and mask, its ids)
+SCHWARZ_EXT_ARRAYS = 9
 
 
 def elliptic_memory(settings: dict, layout, table: str, counted_projection: int = 0) -> list:
@@ -60,8 +69,10 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
     ``memory_states`` already counts (measured at the defaults), as memory_items.MemoryItem:
     the restarted GMRES basis and preconditioned directions ((2 restart + 1) vectors of the
     solve's size) and its Hessenberg matrix ((restart + 1) x restart float64 on the host),
-    projection vectors beyond ``counted_projection`` (two per kept solution), and the
-    multigrid levels below the finest (LEVEL_ARRAYS arrays each, at its order)."""
+    projection vectors beyond ``counted_projection`` (two per kept solution), the
+    multigrid levels below the finest (LEVEL_ARRAYS arrays each, at its order) and the
+    Schwarz smoother's subdomain arrays (SCHWARZ_EXT_ARRAYS of (N+3)^3 per element, its
+    eigenvectors and weights, on every smoothed level)."""
     points, p = layout.points, layout.value_bytes
     items = []
     if settings.get("method") == "gmres":
@@ -86,4 +97,11 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
         if coarse:
             items.append(layout.backend_item(f"[{table}] multigrid levels {orders} ({coarse:,} points)",
                                              LEVEL_ARRAYS * coarse * 8, advice=f"use fewer [{table}] levels"))
+        if settings.get("smoother") == "schwarz":
+            smoothed = [layout.order] + orders[:-1]
+            values = sum(layout.elements * (SCHWARZ_EXT_ARRAYS * (q + 3) ** 3 + 3 * (q + 3) ** 2 + (q + 1) ** 3)
+                         for q in smoothed)
+            items.append(layout.backend_item(f"[{table}] smoother = \"schwarz\" on orders {smoothed} ({values:,} "
+                                             "values: (N+3)^3 subdomain arrays and eigenvectors per element)",
+                                             values * 8, advice=f"use [{table}] smoother = \"jacobi\""))
     return items

@@ -186,6 +186,7 @@ class PoissonSystem(System):
                        "levels": self.solver.level_orders, "coarse": self.solver.coarse_solve,
                        "tolerance": s["tolerance"], "max_iterations": s["max_iterations"],
                        "projection": s["projection"], "smoother_degree": s["smoother_degree"],
+                       "smoother": s["smoother"],
                        "coarse_tolerance": s["coarse_tolerance"]},
             "iterations": r.iterations,
             "converged": bool(r.converged),
