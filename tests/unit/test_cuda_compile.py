@@ -44,6 +44,8 @@ INSTANTIATIONS = {
         f"LOBATTO_ADVECTION_INSTANTIATE({n}, {-(-3 * (n + 1) // 2)}, {t}, {max(1, 256 // (-(-3 * (n + 1) // 2)) ** 2)})"
         for n in ORDERS for t in DTYPES
     ],
+    # (M = order + 3, the Schwarz smoother's ext element, dtype)
+    "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)
     "differential.cu": [

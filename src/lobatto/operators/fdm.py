@@ -22,7 +22,7 @@ column a of S[e] the a-th eigenvector):
 from __future__ import annotations
 
 from lobatto.backends.base import reference_kernel
-# CUDA_IMPORT
+from lobatto.operators import fdm_cuda  # noqa: F401  (registers the tuned kernel)
 
 
 @reference_kernel("fdm_apply")

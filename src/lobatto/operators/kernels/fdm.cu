@@ -1,0 +1,116 @@
+// Tuned CUDA kernel of the fast-diagonalization solve (the Schwarz smoother's local solve):
+//
+//   out = (Sz x Sy x Sx) diag(inverse) (Sz x Sy x Sx)^T r        per element
+//
+// Same semantics as the reference in lobatto/operators/fdm.py. Layouts (C order):
+//   r, out, inverse : (E, M, M, M)   axes [k, j, i], i fastest (M = N + 3, the ext element)
+//   sx, sy, sz      : (E, M, M)      S[e][p][a]: column a is the a-th 1-D eigenvector
+//
+// One block per element, M x M threads; thread (i, j) owns the column (:, j, i). The element
+// sits in shared memory; the i and j contractions read it there (a barrier before each
+// overwrite), the k contractions and the diagonal scaling run on the thread's own column in
+// registers. S is read through the read-only cache (3 M^2 values per element, reused M^2
+// times). r, inverse and out cross device memory once each.
+
+#include "common.cuh"
+
+namespace lobatto {
+
+template <int M, typename T>
+__global__ void __launch_bounds__(M * M)
+fdm_apply_kernel(const T* LOBATTO_RESTRICT r, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sx,
+                 const T* LOBATTO_RESTRICT sy, const T* LOBATTO_RESTRICT sz, const T* LOBATTO_RESTRICT inverse,
+                 index_t E) {
+    constexpr int M2 = M * M;
+    constexpr int M3 = M2 * M;
+    // padded rows (a column walk hits distinct banks) where the padded element fits the 48 KB
+    // of static shared memory; at M = 18 in float64 it would not (49,248 bytes)
+    constexpr int RS = (M % 2 == 0 && M * (M + 1) * M * (int)sizeof(T) <= 48 * 1024) ? M + 1 : M;
+    constexpr int PS = RS * M;
+    __shared__ T s_u[M * PS];
+
+    const int t = threadIdx.x;
+    const int i = t % M, j = t / M;
+    const index_t e = blockIdx.x;
+    if (e >= E) return;  // the grid has exactly E blocks: no block is partly idle
+    const index_t base = e * M3 + j * M + i;
+    const T* Sx = sx + e * M2;
+    const T* Sy = sy + e * M2;
+    const T* Sz = sz + e * M2;
+    T v[M], w[M];
+
+#pragma unroll
+    for (int k = 0; k < M; ++k) s_u[k * PS + j * RS + i] = r[base + k * M2];
+    __syncthreads();
+
+    // along i, transposed: v[k] = sum_p Sx[p][i] u[k][j][p]
+#pragma unroll
+    for (int k = 0; k < M; ++k) {
+        T a = T(0);
+#pragma unroll
+        for (int p = 0; p < M; ++p) a += Sx[p * M + i] * s_u[k * PS + j * RS + p];
+        v[k] = a;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < M; ++k) s_u[k * PS + j * RS + i] = v[k];
+    __syncthreads();
+
+    // along j, transposed: v[k] = sum_p Sy[p][j] u[k][p][i]
+#pragma unroll
+    for (int k = 0; k < M; ++k) {
+        T a = T(0);
+#pragma unroll
+        for (int p = 0; p < M; ++p) a += Sy[p * M + j] * s_u[k * PS + p * RS + i];
+        v[k] = a;
+    }
+
+    // along k on the own column: transposed, scaled, then forward
+#pragma unroll
+    for (int c = 0; c < M; ++c) {
+        T a = T(0);
+#pragma unroll
+        for (int p = 0; p < M; ++p) a += Sz[p * M + c] * v[p];
+        w[c] = a * inverse[base + c * M2];
+    }
+#pragma unroll
+    for (int k = 0; k < M; ++k) {
+        T a = T(0);
+#pragma unroll
+        for (int c = 0; c < M; ++c) a += Sz[k * M + c] * w[c];
+        v[k] = a;
+    }
+    __syncthreads();  // every thread has read the plane image of the i step
+#pragma unroll
+    for (int k = 0; k < M; ++k) s_u[k * PS + j * RS + i] = v[k];
+    __syncthreads();
+
+    // along j, forward: v[k] = sum_b Sy[j][b] u[k][b][i]
+#pragma unroll
+    for (int k = 0; k < M; ++k) {
+        T a = T(0);
+#pragma unroll
+        for (int b = 0; b < M; ++b) a += Sy[j * M + b] * s_u[k * PS + b * RS + i];
+        v[k] = a;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < M; ++k) s_u[k * PS + j * RS + i] = v[k];
+    __syncthreads();
+
+    // along i, forward: out[k][j][i] = sum_a Sx[i][a] u[k][j][a]
+#pragma unroll
+    for (int k = 0; k < M; ++k) {
+        T a = T(0);
+#pragma unroll
+        for (int b = 0; b < M; ++b) a += Sx[i * M + b] * s_u[k * PS + j * RS + b];
+        out[base + k * M2] = a;
+    }
+}
+
+}  // namespace lobatto
+
+// Explicit instantiation (nvcc compile test); NVRTC instantiates by name expression.
+#define LOBATTO_FDM_INSTANTIATE(M, T)                                                                  \
+    template __global__ void lobatto::fdm_apply_kernel<M, T>(const T*, T*, const T*, const T*, const T*, \
+                                                             const T*, lobatto::index_t);
