@@ -127,6 +127,10 @@ def _add_navier_stokes(sub) -> None:
     n.add_argument("--pressure-coarse", default=None, metavar="KIND", help="[solver.pressure] coarse")
     n.add_argument("--precision", default=None, choices=("float64", "float32"),
                    help="[solver.pressure] precision (of the preconditioner)")
+    n.add_argument("--pressure-smoother", default=None, choices=("jacobi", "schwarz"),
+                   help="[solver.pressure] smoother: the multigrid's Chebyshev-Jacobi or Chebyshev-Schwarz")
+    n.add_argument("--smoother-degree", type=int, default=None, metavar="K",
+                   help="[solver.pressure] smoother_degree")
     n.add_argument("--diagnostics-every", type=int, default=None, metavar="K",
                    help="[physics] diagnostics_every (TGV default: 10, with --t-end 5)")
     n.add_argument("--steps", type=int, default=None, help="timed steps (default 20)")

@@ -131,6 +131,10 @@ def apply_options(data: dict, args, mode: str) -> dict:
         pressure["coarse"] = args.pressure_coarse
     if args.precision is not None:
         pressure["precision"] = args.precision
+    if getattr(args, "pressure_smoother", None) is not None:
+        pressure["smoother"] = args.pressure_smoother
+    if getattr(args, "smoother_degree", None) is not None:
+        pressure["smoother_degree"] = args.smoother_degree
     physics = data.setdefault("physics", {})
     if args.diagnostics_every is not None:
         physics["diagnostics_every"] = args.diagnostics_every
@@ -170,6 +174,8 @@ def describe(sim, case, setup: float) -> dict:
                      "dt": None if sim.variable_dt else sim.dt, "target_cfl": t.target_cfl, "max_cfl": t.max_cfl,
                      "t_end": t.t_end, "pressure_coarse": pressure.get("coarse"),
                      "pressure_precision": pressure.get("precision"),
+                     "pressure_smoother": pressure.get("smoother"),
+                     "pressure_smoother_degree": pressure.get("smoother_degree"),
                      "diagnostics_every": system.diagnostics_every},
             "setup_seconds": setup}
 

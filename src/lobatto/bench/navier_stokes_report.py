@@ -96,7 +96,8 @@ def heading(r: dict) -> list[str]:
     return [f"Navier–Stokes {what}: {c['name']}  backend={b['name']} ({r['meta']['device']})  N={c['order']}  "
             f"elements={c['elements']}  points={c['points']}",
             f"  {c['integrator']}  substeps={c['substeps']}  {step}  pressure: coarse={c['pressure_coarse']} "
-            f"precision={c['pressure_precision']}  commit {r['meta']['commit']}"]
+            f"precision={c['pressure_precision']}  smoother={c.get('pressure_smoother')}"
+            f"  commit {r['meta']['commit']}"]
 
 
 def parts_lines(parts: dict) -> list[str]:

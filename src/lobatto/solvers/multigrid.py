@@ -73,6 +73,18 @@ def start_vector(level, element_ids: np.ndarray):
     return start
 
 
+def make_smoother(mesh, level, comm=None, smoother: str = "jacobi", degree: int = 3) -> Chebyshev:
+    """The Chebyshev smoother of ``level``: on D^-1 A ("jacobi") or on M A with M the additive
+    Schwarz of schwarz.py ("schwarz"); its interval from the partition-independent
+    ``start_vector`` (collective over ``comm``)."""
+    if smoother not in SMOOTHERS:
+        raise ValueError(f"PMultigrid: smoother must be one of {', '.join(SMOOTHERS)}, got {smoother!r}")
+    preconditioner = (AdditiveSchwarz(mesh, level, comm) if smoother == "schwarz"
+                      else level.jacobi().inverse_diagonal)
+    return Chebyshev.with_estimate(level.apply, preconditioner, start_vector(level, mesh.element_ids), level.dot,
+                                   degree)
+
+
 class Level:
     """One order: ``apply(u)`` = mask QQ^T A_local u, ``dot`` the assembled inner product."""
 
@@ -192,12 +204,7 @@ class PMultigrid:
             levels.append(Level.build(mesh, order, backend, comm, dirichlet,
                                       interpolate_coefficient(backend, h1, orders[0], order),
                                       interpolate_coefficient(backend, h2, orders[0], order), dtype))
-        smoothers = []
-        for level in levels[:-1]:
-            preconditioner = (AdditiveSchwarz(mesh, level, comm) if smoother == "schwarz"
-                              else level.jacobi().inverse_diagonal)
-            smoothers.append(Chebyshev.with_estimate(level.apply, preconditioner,
-                                                     start_vector(level, mesh.element_ids), level.dot, degree))
+        smoothers = [make_smoother(mesh, level, comm, smoother, degree) for level in levels[:-1]]
         transfers = [Transfer(backend, fine, coarse_level) for fine, coarse_level in zip(levels, levels[1:])]
         last = levels[-1]
         if coarse == "auto":

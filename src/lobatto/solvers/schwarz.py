@@ -154,9 +154,6 @@ class AdditiveSchwarz:
         self.kernel = backend.kernel("fdm_apply", size=m)
         self._r_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
         self._z_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
-        used = np.zeros((m, m, m), dtype=self.dtype)  # interior and face-interior layers; not edges
-        used[1:-1, 1:-1, :] = used[1:-1, :, 1:-1] = used[:, 1:-1, 1:-1] = 1
-        self._used = backend.asarray(used, dtype=self.dtype)
         count = self._sum_subdomains(backend.zeros(level.assembly.shape, dtype=self.dtype) + 1, lambda ext: ext)
         safe = xp.where(count > 0, count, 1)
         self.root_weight = (level.mask / xp.sqrt(safe)).astype(self.dtype)
@@ -175,9 +172,15 @@ class AdditiveSchwarz:
             neighbour[:, f] = (host[layer] - field[layer]).reshape(E, -1).mean(axis=1)
         return np.where(neighbour > 1e-12 * max(float(lengths.max(initial=0.0)), 1e-300), neighbour, 0.0)
 
-    def extend(self, r, out):
-        """out (E, m, m, m): r inside, the face neighbours' points one inside on the layers."""
-        out[:, 1:-1, 1:-1, 1:-1] = r
+    def extend(self, r, out, weight=None):
+        """out (E, m, m, m): r (times ``weight``) inside, the face neighbours' points one inside
+        on the layers. The ext edges and corners of ``out`` are left as they are (zero in the
+        work array: never written)."""
+        inside_view = out[:, 1:-1, 1:-1, 1:-1]
+        if weight is None:
+            inside_view[...] = r
+        else:
+            self.backend.xp.multiply(r, weight, out=inside_view)
         for layer, inside in self.layers:
             out[layer] = out[inside]
         self.ext.dssum(out)
@@ -187,25 +190,26 @@ class AdditiveSchwarz:
 
     def _return_overlap(self, z):
         """The reverse of ``extend``: each element's point one inside a face receives the
-        neighbour's solution on its layer there; returns the own (N+1)^3 part (a view)."""
-        z *= self._used
+        neighbour's solution on its layer there; returns the own (N+1)^3 part (a view). The
+        ext edges and corners are never read: whatever the solve left there is summed among
+        edge copies only (other ids than the face layers') and dropped."""
         saved = [z[layer].copy() for layer, _ in self.layers]
         self.ext.dssum(z)
         for (layer, inside), own in zip(self.layers, saved):
             z[inside] += z[layer] - own
         return z[:, 1:-1, 1:-1, 1:-1]
 
-    def _sum_subdomains(self, r, solve):
-        """sum_e R_e^T solve(R_e r), continuous (the order-N dssum of the copies)."""
-        ext = self.extend(r, self._r_ext)
-        z = self._return_overlap(solve(ext))
-        out = self.backend.xp.ascontiguousarray(z)
+    def _sum_subdomains(self, r, solve, weight=None):
+        """weight sum_e R_e^T solve(R_e (weight r)), continuous: the copies of the own part
+        weighted (a continuous weight: the same at every copy, so before the sum) and summed
+        by the order-N dssum."""
+        z = self._return_overlap(solve(self.extend(r, self._r_ext, weight)))
+        xp = self.backend.xp
+        out = xp.ascontiguousarray(z) if weight is None else xp.multiply(z, weight)
         return self.level.assembly.dssum(out)
 
     def solve_local(self, ext):
         return self.kernel(ext, self._z_ext, self.sx, self.sy, self.sz, self.inverse)
 
     def __call__(self, r):
-        out = self._sum_subdomains(r * self.root_weight, self.solve_local)
-        out *= self.root_weight
-        return out
+        return self._sum_subdomains(r, self.solve_local, self.root_weight)
