@@ -200,3 +200,19 @@ def test_pure_neumann(backend):
     mass = w[:, None, None] * w[None, :, None] * w[None, None, :]  # the element's, up to a factor
     # finite, and nothing along the constant (B-orthogonal to it): that mode's inverse is 0
     assert np.all(np.isfinite(out)) and abs((mass * out).sum()) < 1e-12 * (mass * abs(out)).sum()
+
+
+def test_memory_estimate_counts_the_subdomains():
+    """smoother = "schwarz" adds its (N+3)^3 arrays on every smoothed level (N = 3 and 1 of
+    3 -> 1: the finest and none below but the coarsest)."""
+    import lobatto
+    from lobatto.machine.memory_items import RunLayout
+    from lobatto.solvers.settings import SCHWARZ_EXT_ARRAYS, elliptic_memory
+
+    case = lobatto.case_from_dict({"physics": {"equations": "poisson"}, "mesh": {"elements": [10, 10, 10]},
+                                   "solver": {"smoother": "schwarz"}})
+    layout = RunLayout(elements=1000, total_elements=1000, order=3, fields=1, box=(10, 10, 10))
+    items = elliptic_memory(case.tables["solver"], layout, "solver")
+    schwarz = [i for i in items if "schwarz" in i.what]
+    assert len(schwarz) == 1 and "[3]" in schwarz[0].what
+    assert schwarz[0].host + schwarz[0].device == pytest.approx(1000 * (SCHWARZ_EXT_ARRAYS * 216 + 3 * 36 + 64) * 8)
