@@ -8,6 +8,7 @@ differential   gradient, curl, divergence, weak divergence, mass; fused forms fo
 combination    backend kernel linear_combination: out = sum_j c_j a_j in one pass
 advection      Advection: dealiased (over-integrated) convective term, CFL number
 filter         HighPassFilter: nekRS's HPF-RT relaxation weight (u - F u)
+fdm            backend kernel fdm_apply: fast-diagonalization solve of separable element operators
 
 See docs/architecture.md ("Operators").
 """

@@ -2,7 +2,8 @@
 
 krylov       pcg, flexible_cg, fgmres -> SolveResult
 jacobi       Jacobi: the exact assembled diagonal
-chebyshev    Chebyshev smoother, estimate_max_eigenvalue
+chebyshev    Chebyshev smoother (on D^-1 A or M A), estimate_max_eigenvalue
+schwarz      AdditiveSchwarz: overlapping Schwarz with FDM local solves (a smoother's M)
 projection   SolutionProjection: A-conjugate projection onto previous solutions
 precision    LowPrecision: a float32 preconditioner inside a float64 iteration
 multigrid    PMultigrid: p-multigrid V-cycle on the operators package
