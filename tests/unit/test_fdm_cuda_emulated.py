@@ -1,5 +1,6 @@
-"""The CUDA fast-diagonalization kernel's own source (kernels/fdm.cu), run on the CPU, equals
-the reference fdm_apply on fresh random data, float64 and float32.
+"""The CUDA fast-diagonalization kernels' own source (kernels/fdm.cu), run on the CPU, equal
+the reference fdm_apply and ext_layers (each of its four modes) on fresh random data,
+float64 and float32.
 
 As in test_operators_cuda_emulated.py: the text NVRTC would receive is compiled as C++20 with
 a shim in which every CUDA thread of a block is a std::thread, shared arrays are static and
@@ -57,6 +58,22 @@ static void launch(const T* r, T* out, const T* sx, const T* sy, const T* sz, co
         for (auto& t : threads) t.join();
     }
 }
+
+template <int M, typename T>
+static void launch_layers(T* z, T* saved, int mode, long long E) {
+    const int n2 = (M - 2) * (M - 2);
+    for (long long b = 0; b < E; ++b) {
+        std::barrier<> block(n2);
+        lobatto_block_barrier = &block;
+        std::vector<std::thread> threads;
+        for (int x = 0; x < n2; ++x)
+            threads.emplace_back([=] {
+                threadIdx.x = x; blockIdx.x = (int)b;
+                lobatto::ext_layers_kernel<M, T>(z, saved, mode, E);
+            });
+        for (auto& t : threads) t.join();
+    }
+}
 """
 
 
@@ -68,6 +85,11 @@ def dispatch() -> str:
         lines.append("    switch (m) {")
         for m in SIZES:
             lines.append(f"    case {m}: launch<{m}, {ctype}>(r, out, sx, sy, sz, inv, E); break;")
+        lines.append("    }\n}")
+        lines.append(f'extern "C" void layers_{name}(int m, {ctype}* z, {ctype}* saved, int mode, long long E) {{')
+        lines.append("    switch (m) {")
+        for m in SIZES:
+            lines.append(f"    case {m}: launch_layers<{m}, {ctype}>(z, saved, mode, E); break;")
         lines.append("    }\n}")
     return "\n".join(lines)
 
@@ -87,6 +109,8 @@ def emulated(tmp_path_factory):
     lib = ctypes.CDLL(str(library))
     for name in ("run_f64", "run_f32"):
         getattr(lib, name).argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 6 + [ctypes.c_longlong]
+    for name in ("layers_f64", "layers_f32"):
+        getattr(lib, name).argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_longlong]
     return lib
 
 
@@ -103,3 +127,19 @@ def test_emulated_fdm_kernel_equals_reference(emulated, m):
         run(m, r.ctypes.data, out.ctypes.data, sx.ctypes.data, sy.ctypes.data, sz.ctypes.data, inverse.ctypes.data, E)
         scale = np.abs(expected).max()
         assert np.abs(out - expected).max() <= tolerance * scale, (dtype, np.abs(out - expected).max(), scale)
+
+
+@pytest.mark.parametrize("m", SIZES)
+def test_emulated_ext_layers_equal_reference(emulated, m):
+    rng = np.random.default_rng(10 + m)
+    E = 2
+    reference = NumpyBackend().kernel("ext_layers", size=m)
+    for dtype, run in ((np.float64, emulated.layers_f64), (np.float32, emulated.layers_f32)):
+        for mode in range(4):
+            z = rng.standard_normal((E, m, m, m)).astype(dtype)
+            saved = rng.standard_normal((E, 6, m - 2, m - 2)).astype(dtype)
+            expected_z, expected_saved = z.copy(), saved.copy()
+            reference(expected_z, expected_saved, mode)
+            run(m, z.ctypes.data, saved.ctypes.data, mode, E)
+            # the same operations in the same order: equal to the last bit
+            assert np.array_equal(z, expected_z) and np.array_equal(saved, expected_saved), (dtype, mode)

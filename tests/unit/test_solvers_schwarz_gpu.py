@@ -1,5 +1,5 @@
-"""The Schwarz smoother on the CUDA backend: the tuned fdm_apply kernel equals the NumPy
-reference on fresh random data, the whole M r (ext exchange, FDM, weights) equals the CPU's,
+"""The Schwarz smoother on the CUDA backend: the tuned fdm_apply and ext_layers kernels equal
+the NumPy reference on fresh random data, the whole M r (ext exchange, FDM, weights) equals the CPU's,
 and MG-CG with Chebyshev-Schwarz takes the CPU's iterations; float64 and float32. Skipped,
 with the reason, without CuPy and a CUDA GPU."""
 
@@ -39,6 +39,23 @@ def test_cuda_fdm_kernel_equals_numpy(order, dtype):
     out = cuda.xp.full(r.shape, np.nan, dtype=dtype)
     got = cuda.to_host(cuda.kernel("fdm_apply", size=m)(args[0], out, *args[1:]))
     assert np.abs(got - expected).max() <= TOLERANCE[dtype] * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("order", [2, 7])
+def test_cuda_ext_layers_equal_numpy(order, dtype):
+    m, E = order + 3, 29
+    cuda = get_backend("cuda")
+    assert cuda.has_tuned("ext_layers")
+    rng = np.random.default_rng(20 + order)
+    reference = NumpyBackend().kernel("ext_layers", size=m)
+    for mode in range(4):
+        z = rng.standard_normal((E, m, m, m)).astype(dtype)
+        saved = rng.standard_normal((E, 6, m - 2, m - 2)).astype(dtype)
+        z_dev, saved_dev = cuda.asarray(z, dtype=dtype), cuda.asarray(saved, dtype=dtype)
+        reference(z, saved, mode)
+        cuda.kernel("ext_layers", size=m)(z_dev, saved_dev, mode)
+        assert np.array_equal(cuda.to_host(z_dev), z) and np.array_equal(cuda.to_host(saved_dev), saved), mode
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -12,17 +12,62 @@ kernel applies that inverse:
 
     u = S^T r along i, j, k;  u *= inverse;  out = S u along i, j, k
 
+``ext_layers`` (``backend.kernel("ext_layers", size=m)``, ``apply(z, saved, mode)``) moves
+values between the six face layers of (E, m, m, m) ext arrays (ext index 0 or m-1 along
+the face's axis, the others 1..m-2) and the planes one inside them (index 2 or m-3):
+``FILL`` layer = inside, ``SUBTRACT`` layer -= inside, ``SAVE`` saved[:, f] = layer f,
+``RETURN`` inside += layer - saved (face after face: the inside planes of two faces share an
+edge); ``saved`` is (E, 6, m-2, m-2). The Schwarz smoother's extend and return steps
+(solvers/schwarz.py) are these around a gather-scatter.
+
 Kernels (``backend.kernel("fdm_apply", size=m)``), all with the signature
 ``apply(r, out, sx, sy, sz, inverse)`` (r, out, inverse (E, m, m, m); sx, sy, sz (E, m, m),
 column a of S[e] the a-th eigenvector):
     reference   here, on ``xp`` (NumPy or CuPy): the oracle; batched matrix products
     cuda        fdm_cuda.py, kernels/fdm.cu (one block per element, the element in shared memory)
+and the same two for ``ext_layers`` (the CUDA one: one block per element, a thread per face
+point, the six faces in turn).
 """
 
 from __future__ import annotations
 
 from lobatto.backends.base import reference_kernel
 from lobatto.operators import fdm_cuda  # noqa: F401  (registers the tuned kernel)
+
+
+#: ext_layers modes (the CUDA kernel takes the same integers)
+FILL, SUBTRACT, SAVE, RETURN = 0, 1, 2, 3
+
+
+def layer_slice(face: int, m: int, index: int) -> tuple:
+    """Ext index of ``face``'s plane at normal index ``index`` counted from that face (0: the
+    face layer, 2: one inside the own face), face-interior points only, for (E, m, m, m)."""
+    idx = [slice(None), slice(1, m - 1), slice(1, m - 1), slice(1, m - 1)]
+    axis = 3 - face // 2  # face 0/1 -> i (axis 3), 2/3 -> j, 4/5 -> k
+    idx[axis] = index if face % 2 == 0 else m - 1 - index
+    return tuple(idx)
+
+
+@reference_kernel("ext_layers")
+def make_layers(backend, size):
+    m = int(size)
+    planes = [(layer_slice(f, m, 0), layer_slice(f, m, 2)) for f in range(6)]
+
+    def apply(z, saved, mode):
+        for f, (layer, inside) in enumerate(planes):
+            if mode == FILL:
+                z[layer] = z[inside]
+            elif mode == SUBTRACT:
+                z[layer] -= z[inside]
+            elif mode == SAVE:
+                saved[:, f] = z[layer]
+            elif mode == RETURN:
+                z[inside] += z[layer] - saved[:, f]
+            else:
+                raise ValueError(f"ext_layers: mode must be 0..3, got {mode}")
+        return z
+
+    return apply
 
 
 @reference_kernel("fdm_apply")

@@ -1,10 +1,12 @@
-"""The fast-diagonalization solve's CUDA kernel (kernels/fdm.cu): launch and arguments.
+"""The fast-diagonalization solve's CUDA kernels (kernels/fdm.cu): launch and arguments.
 
 Registered as the CUDA backend's tuned ``fdm_apply``, with the reference signature
 ``apply(r, out, sx, sy, sz, inverse)`` (operators/fdm.py); arrays are C-contiguous CuPy
 arrays of one dtype (float64 or float32). One block of M x M threads per element, M = N + 3;
 the element's M^3 values in shared memory (46 KB at M = 18, N = 15, in float64). Nothing
 allocates and nothing waits for the host, so an apply can be recorded in a CUDA graph.
+``ext_layers`` (the reference's ``apply(z, saved, mode)``): one block of (M-2)^2 threads per
+element.
 """
 
 from __future__ import annotations
@@ -19,21 +21,48 @@ from lobatto.jit.nvrtc import ctype, get_module
 SOURCE = Path(__file__).resolve().parent / "kernels" / "fdm.cu"
 
 
-def kernel_name(size: int, dtype) -> str:
-    return f"lobatto::fdm_apply_kernel<{int(size)}, {ctype(dtype)}>"
+def kernel_name(size: int, dtype, kind: str = "fdm_apply") -> str:
+    return f"lobatto::{kind}_kernel<{int(size)}, {ctype(dtype)}>"
 
 
-@tuned_kernel("cuda", "fdm_apply")
-def make_apply(backend, size):
-    m = int(size)
+def compiled_functions(m: int, kind: str):
+    """dtype -> the compiled kernel ``kind`` of size m, compiled on first use."""
     compiled: dict = {}
 
     def function_of(dtype):
         function = compiled.get(dtype.name)
         if function is None:
-            name = kernel_name(m, dtype)
+            name = kernel_name(m, dtype, kind)
             function = compiled[dtype.name] = get_module(SOURCE, (name,)).get_function(name)
         return function
+
+    return function_of
+
+
+@tuned_kernel("cuda", "ext_layers")
+def make_layers(backend, size):
+    m = int(size)
+    function_of = compiled_functions(m, "ext_layers")
+
+    def apply(z, saved, mode):
+        E = z.shape[0]
+        for a, shape, name in ((z, (E, m, m, m), "z"), (saved, (E, 6, m - 2, m - 2), "saved")):
+            if a.dtype != z.dtype or tuple(a.shape) != shape or not a.flags.c_contiguous:
+                raise TypeError(f"ext_layers: {name} must be a C-contiguous {z.dtype} array of shape {shape}, "
+                                f"got {a.dtype} {tuple(a.shape)}")
+        if not 0 <= int(mode) <= 3:
+            raise ValueError(f"ext_layers: mode must be 0..3, got {mode}")
+        if E:
+            function_of(z.dtype)((E,), ((m - 2) ** 2,), (z, saved, np.int32(mode), np.int64(E)))
+        return z
+
+    return apply
+
+
+@tuned_kernel("cuda", "fdm_apply")
+def make_apply(backend, size):
+    m = int(size)
+    function_of = compiled_functions(m, "fdm_apply")
 
     def apply(r, out, sx, sy, sz, inverse):
         E = r.shape[0]

@@ -39,21 +39,12 @@ import numpy as np
 
 from lobatto.discretization import derivative_matrix, gll_weights
 from lobatto.mesh.geometry import element_coordinates
-from lobatto.operators import fdm  # noqa: F401  (registers the fdm_apply kernels)
+from lobatto.operators.fdm import FILL, RETURN, SAVE, SUBTRACT, layer_slice
 from lobatto.operators.assembly import Assembly
 
 #: an element's separable eigenvalue sum below this fraction of its largest is the null
 #: space of an all-Neumann element with h2 = 0 (the constant): its inverse is set to 0
 SINGULAR_FRACTION = 1e-10
-
-
-def _layer(face: int, m: int, index: int) -> tuple:
-    """Ext index slice of ``face``'s plane at normal index ``index`` (0 = the face layer,
-    2 = one inside the own face, counted from that face), face-interior points only."""
-    idx = [slice(None), slice(1, m - 1), slice(1, m - 1), slice(1, m - 1)]
-    axis = 3 - face // 2  # face 0/1 -> i (axis 3), 2/3 -> j, 4/5 -> k
-    idx[axis] = index if face % 2 == 0 else m - 1 - index
-    return tuple(idx)
 
 
 def element_lengths(mesh, order: int) -> np.ndarray:
@@ -130,7 +121,7 @@ class AdditiveSchwarz:
         self.m = m = N + 3
         self.dtype = level.dtype
         self.ext = Assembly(mesh, N + 2, backend, comm)  # collective
-        self.layers = [(_layer(f, m, 0), _layer(f, m, 2)) for f in range(6)]
+        self.layers = [(layer_slice(f, m, 0), layer_slice(f, m, 2)) for f in range(6)]
         lengths = element_lengths(mesh, N) if E else np.zeros((0, 3))
         neighbour = self._neighbour_lengths(lengths)
         fixed = np.asarray(level.assembly.dirichlet, dtype=bool)
@@ -152,6 +143,8 @@ class AdditiveSchwarz:
         self.sx, self.sy, self.sz = (backend.asarray(s, dtype=self.dtype) for s in matrices)
         self.inverse = backend.asarray(inverse, dtype=self.dtype)
         self.kernel = backend.kernel("fdm_apply", size=m)
+        self.move = backend.kernel("ext_layers", size=m)
+        self._saved = backend.zeros((E, 6, m - 2, m - 2), dtype=self.dtype)
         self._r_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
         self._z_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
         count = self._sum_subdomains(backend.zeros(level.assembly.shape, dtype=self.dtype) + 1, lambda ext: ext)
@@ -181,22 +174,18 @@ class AdditiveSchwarz:
             inside_view[...] = r
         else:
             self.backend.xp.multiply(r, weight, out=inside_view)
-        for layer, inside in self.layers:
-            out[layer] = out[inside]
+        self.move(out, self._saved, FILL)
         self.ext.dssum(out)
-        for layer, inside in self.layers:
-            out[layer] -= out[inside]
-        return out
+        return self.move(out, self._saved, SUBTRACT)
 
     def _return_overlap(self, z):
         """The reverse of ``extend``: each element's point one inside a face receives the
         neighbour's solution on its layer there; returns the own (N+1)^3 part (a view). The
         ext edges and corners are never read: whatever the solve left there is summed among
         edge copies only (other ids than the face layers') and dropped."""
-        saved = [z[layer].copy() for layer, _ in self.layers]
+        self.move(z, self._saved, SAVE)
         self.ext.dssum(z)
-        for (layer, inside), own in zip(self.layers, saved):
-            z[inside] += z[layer] - own
+        self.move(z, self._saved, RETURN)
         return z[:, 1:-1, 1:-1, 1:-1]
 
     def _sum_subdomains(self, r, solve, weight=None):

@@ -108,9 +108,53 @@ fdm_apply_kernel(const T* LOBATTO_RESTRICT r, T* LOBATTO_RESTRICT out, const T* 
     }
 }
 
+// The six face layers of ext arrays and the planes one inside them (operators/fdm.py,
+// ``ext_layers``): MODE 0 layer = inside, 1 layer -= inside, 2 saved = layer, 3 inside +=
+// layer - saved. One block per element, thread (a, b) of the face-local grid; the faces in
+// turn, a barrier between them in mode 3 (two faces' inside planes share an edge).
+template <int M, typename T>
+__global__ void __launch_bounds__((M - 2) * (M - 2))
+ext_layers_kernel(T* LOBATTO_RESTRICT z, T* LOBATTO_RESTRICT saved, int mode, index_t E) {
+    constexpr int n = M - 2;
+    constexpr int M2 = M * M;
+    const index_t e = blockIdx.x;
+    if (e >= E) return;  // the grid has exactly E blocks: uniform per block
+    const int t = threadIdx.x;
+    const int a = t / n + 1, b = t % n + 1;
+    T* ze = z + e * M2 * M;
+    T* se = saved + e * 6 * n * n + t;
+    for (int f = 0; f < 6; ++f) {
+        const int axis = f / 2;  // 0: i fixed, 1: j fixed, 2: k fixed
+        const int L = (f % 2 == 0) ? 0 : M - 1;
+        const int I = (f % 2 == 0) ? 2 : M - 3;
+        index_t layer, inside;
+        if (axis == 0) {
+            layer = a * M2 + b * M + L;
+            inside = a * M2 + b * M + I;
+        } else if (axis == 1) {
+            layer = a * M2 + L * M + b;
+            inside = a * M2 + I * M + b;
+        } else {
+            layer = L * M2 + a * M + b;
+            inside = I * M2 + a * M + b;
+        }
+        if (mode == 0) {
+            ze[layer] = ze[inside];
+        } else if (mode == 1) {
+            ze[layer] -= ze[inside];
+        } else if (mode == 2) {
+            se[f * n * n] = ze[layer];
+        } else {
+            ze[inside] += ze[layer] - se[f * n * n];
+            __syncthreads();
+        }
+    }
+}
+
 }  // namespace lobatto
 
 // Explicit instantiation (nvcc compile test); NVRTC instantiates by name expression.
 #define LOBATTO_FDM_INSTANTIATE(M, T)                                                                  \
     template __global__ void lobatto::fdm_apply_kernel<M, T>(const T*, T*, const T*, const T*, const T*, \
-                                                             const T*, lobatto::index_t);
+                                                             const T*, lobatto::index_t);           \
+    template __global__ void lobatto::ext_layers_kernel<M, T>(T*, T*, int, lobatto::index_t);
