@@ -121,6 +121,8 @@ class AdditiveSchwarz:
         self.m = m = N + 3
         self.dtype = level.dtype
         self.ext = Assembly(mesh, N + 2, backend, comm)  # collective
+        # only its dssum is used: its (N+3)^3 ids and counting arrays would be four more ext arrays
+        self.ext.multiplicity = self.ext.inverse_multiplicity = self.ext.mask = self.ext.ids = None
         self.layers = [(layer_slice(f, m, 0), layer_slice(f, m, 2)) for f in range(6)]
         lengths = element_lengths(mesh, N) if E else np.zeros((0, 3))
         neighbour = self._neighbour_lengths(lengths)
