@@ -45,7 +45,8 @@ static std::barrier<>* lobatto_block_barrier;
 
 LAUNCH = """
 template <int M, typename T>
-static void launch(const T* r, T* out, const T* sx, const T* sy, const T* sz, const T* inv, long long E) {
+static void launch(const T* r, T* out, const T* sx, const T* sy, const T* sz, const T* lam, const T* coef,
+                   long long E) {
     for (long long b = 0; b < E; ++b) {
         std::barrier<> block(M * M);
         lobatto_block_barrier = &block;
@@ -53,7 +54,7 @@ static void launch(const T* r, T* out, const T* sx, const T* sy, const T* sz, co
         for (int x = 0; x < M * M; ++x)
             threads.emplace_back([=] {
                 threadIdx.x = x; blockIdx.x = (int)b;
-                lobatto::fdm_apply_kernel<M, T>(r, out, sx, sy, sz, inv, E);
+                lobatto::fdm_apply_kernel<M, T>(r, out, sx, sy, sz, lam, coef, E);
             });
         for (auto& t : threads) t.join();
     }
@@ -81,10 +82,10 @@ def dispatch() -> str:
     lines = []
     for ctype, name in (("double", "f64"), ("float", "f32")):
         lines.append(f'extern "C" void run_{name}(int m, const {ctype}* r, {ctype}* out, const {ctype}* sx, '
-                     f'const {ctype}* sy, const {ctype}* sz, const {ctype}* inv, long long E) {{')
+                     f'const {ctype}* sy, const {ctype}* sz, const {ctype}* lam, const {ctype}* coef, long long E) {{')
         lines.append("    switch (m) {")
         for m in SIZES:
-            lines.append(f"    case {m}: launch<{m}, {ctype}>(r, out, sx, sy, sz, inv, E); break;")
+            lines.append(f"    case {m}: launch<{m}, {ctype}>(r, out, sx, sy, sz, lam, coef, E); break;")
         lines.append("    }\n}")
         lines.append(f'extern "C" void layers_{name}(int m, {ctype}* z, {ctype}* saved, int mode, long long E) {{')
         lines.append("    switch (m) {")
@@ -108,7 +109,7 @@ def emulated(tmp_path_factory):
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
     lib = ctypes.CDLL(str(library))
     for name in ("run_f64", "run_f32"):
-        getattr(lib, name).argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 6 + [ctypes.c_longlong]
+        getattr(lib, name).argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 7 + [ctypes.c_longlong]
     for name in ("layers_f64", "layers_f32"):
         getattr(lib, name).argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_longlong]
     return lib
@@ -120,11 +121,15 @@ def test_emulated_fdm_kernel_equals_reference(emulated, m):
     E = 3
     reference = NumpyBackend().kernel("fdm_apply", size=m)
     for dtype, run, tolerance in ((np.float64, emulated.run_f64, 1e-13), (np.float32, emulated.run_f32, 3e-5)):
-        r, inverse = (rng.standard_normal((E, m, m, m)).astype(dtype) for _ in range(2))
+        r = rng.standard_normal((E, m, m, m)).astype(dtype)
         sx, sy, sz = (rng.standard_normal((E, m, m)).astype(dtype) for _ in range(3))
-        expected = reference(r, np.empty_like(r), sx, sy, sz, inverse)
+        lam = rng.random((E, 3, m)).astype(dtype)
+        lam[1, :, 0] = 0  # element 1's constant mode: below its floor, dropped
+        coef = np.array([[1.3, 0.2, 1e-6], [0.7, 0.0, 1e-6], [2.0, 5.0, 1e-6]], dtype=dtype)
+        expected = reference(r, np.empty_like(r), sx, sy, sz, lam, coef)
         out = np.full_like(r, np.nan)
-        run(m, r.ctypes.data, out.ctypes.data, sx.ctypes.data, sy.ctypes.data, sz.ctypes.data, inverse.ctypes.data, E)
+        run(m, r.ctypes.data, out.ctypes.data, sx.ctypes.data, sy.ctypes.data, sz.ctypes.data, lam.ctypes.data,
+            coef.ctypes.data, E)
         scale = np.abs(expected).max()
         assert np.abs(out - expected).max() <= tolerance * scale, (dtype, np.abs(out - expected).max(), scale)
 

@@ -106,21 +106,27 @@ def test_local_solve_is_exact_on_a_box_element(backend, neumann):
 
 
 def test_fdm_kernel_against_a_loop(backend):
-    """The reference fdm_apply against the sums written out, on fresh random data."""
+    """The reference fdm_apply against the sums written out, on fresh random data (one
+    element's diagonal sum below its floor: that mode is dropped)."""
     rng = np.random.default_rng(3)
     E, m = 3, 5
-    r, inverse = rng.standard_normal((E, m, m, m)), rng.standard_normal((E, m, m, m))
+    r = rng.standard_normal((E, m, m, m))
     sx, sy, sz = (rng.standard_normal((E, m, m)) for _ in range(3))
-    got = backend.kernel("fdm_apply", size=m)(r, np.empty_like(r), sx, sy, sz, inverse)
+    lam = rng.random((E, 3, m))
+    lam[1, :, 0] = 0.0
+    coefficients = np.array([[1.3, 0.2, 1e-9], [0.7, 0.0, 1e-9], [2.0, 5.0, 1e-9]])
+    got = backend.kernel("fdm_apply", size=m)(r, np.empty_like(r), sx, sy, sz, lam, coefficients)
     expected = np.zeros_like(r)
     for e in range(E):
+        h1, h2, floor = coefficients[e]
         u = np.zeros((m, m, m))
         for c in range(m):
             for b in range(m):
                 for a in range(m):
-                    u[c, b, a] = sum(sz[e, k, c] * sy[e, j, b] * sx[e, i, a] * r[e, k, j, i]
-                                     for k in range(m) for j in range(m) for i in range(m))
-        u *= inverse[e]
+                    total = h1 * (lam[e, 0, a] + lam[e, 1, b] + lam[e, 2, c]) + h2
+                    u[c, b, a] = 0.0 if total <= floor else sum(
+                        sz[e, k, c] * sy[e, j, b] * sx[e, i, a] * r[e, k, j, i]
+                        for k in range(m) for j in range(m) for i in range(m)) / total
         for k in range(m):
             for j in range(m):
                 for i in range(m):

@@ -32,10 +32,14 @@ def test_cuda_fdm_kernel_equals_numpy(order, dtype):
     cuda = get_backend("cuda")
     assert cuda.has_tuned("fdm_apply")
     rng = np.random.default_rng(order)
-    r, inverse = (rng.standard_normal((E, m, m, m)).astype(dtype) for _ in range(2))
+    r = rng.standard_normal((E, m, m, m)).astype(dtype)
     sx, sy, sz = (rng.standard_normal((E, m, m)).astype(dtype) for _ in range(3))
-    expected = NumpyBackend().kernel("fdm_apply", size=m)(r, np.empty_like(r), sx, sy, sz, inverse)
-    args = [cuda.asarray(a, dtype=dtype) for a in (r, sx, sy, sz, inverse)]
+    lam = rng.random((E, 3, m)).astype(dtype)
+    lam[5, :, 0] = 0  # element 5's constant mode: below its floor, dropped
+    coef = np.stack([0.5 + rng.random(E), rng.random(E), np.full(E, 1e-6)], axis=1).astype(dtype)
+    coef[5, 1] = 0
+    expected = NumpyBackend().kernel("fdm_apply", size=m)(r, np.empty_like(r), sx, sy, sz, lam, coef)
+    args = [cuda.asarray(a, dtype=dtype) for a in (r, sx, sy, sz, lam, coef)]
     out = cuda.xp.full(r.shape, np.nan, dtype=dtype)
     got = cuda.to_host(cuda.kernel("fdm_apply", size=m)(args[0], out, *args[1:]))
     assert np.abs(got - expected).max() <= TOLERANCE[dtype] * np.abs(expected).max()

@@ -7,10 +7,14 @@ On an element's m x m x m points ([k, j, i], i along r) the separable operator
 
 with the 1-D generalized eigenproblems A_d S_d = B_d S_d Lambda_d, S_d^T B_d S_d = I, has the
 inverse (Sz (x) Sy (x) Sx) diag(1 / (h1 (lx_i + ly_j + lz_k) + h2)) (Sz (x) Sy (x) Sx)^T.
-The eigenvectors and the inverse eigenvalue sums are made once (solvers/schwarz.py); the
-kernel applies that inverse:
+The eigenvectors and eigenvalues are made once (solvers/schwarz.py); the kernel applies that
+inverse, forming the diagonal from the 3m eigenvalues and h1, h2 of each element as it goes
+(reading an (E, m, m, m) array of it would be a third of the kernel's memory traffic):
 
-    u = S^T r along i, j, k;  u *= inverse;  out = S u along i, j, k
+    u = S^T r along i, j, k;  u *= 1 / (h1 (lx + ly + lz) + h2);  out = S u along i, j, k
+
+where the sum is at most ``floor`` (an all-Neumann element's constant mode with h2 = 0: the
+separable operator is singular there) the factor is 0 instead.
 
 ``ext_layers`` (``backend.kernel("ext_layers", size=m)``, ``apply(z, saved, mode)``) moves
 values between the six face layers of (E, m, m, m) ext arrays (ext index 0 or m-1 along
@@ -21,8 +25,9 @@ edge); ``saved`` is (E, 6, m-2, m-2). The Schwarz smoother's extend and return s
 (solvers/schwarz.py) are these around a gather-scatter.
 
 Kernels (``backend.kernel("fdm_apply", size=m)``), all with the signature
-``apply(r, out, sx, sy, sz, inverse)`` (r, out, inverse (E, m, m, m); sx, sy, sz (E, m, m),
-column a of S[e] the a-th eigenvector):
+``apply(r, out, sx, sy, sz, eigenvalues, coefficients)`` (r, out (E, m, m, m); sx, sy, sz
+(E, m, m), column a of S[e] the a-th eigenvector; eigenvalues (E, 3, m): lx, ly, lz;
+coefficients (E, 3): h1, h2, floor):
     reference   here, on ``xp`` (NumPy or CuPy): the oracle; batched matrix products
     cuda        fdm_cuda.py, kernels/fdm.cu (one block per element, the element in shared memory)
 and the same two for ``ext_layers`` (the CUDA one: one block per element, a thread per face
@@ -88,13 +93,21 @@ def make_apply(backend, size):
             u = xp.matmul(sz, u.reshape(E, m, m * m)).reshape(E, m, m, m)
         return u
 
-    def apply(r, out, sx, sy, sz, inverse):
+    def diagonal(eigenvalues, coefficients):
+        """1 / (h1 (lx_i + ly_j + lz_k) + h2) per element, 0 where the sum is at most floor."""
+        lx, ly, lz = eigenvalues[:, 0], eigenvalues[:, 1], eigenvalues[:, 2]
+        h1, h2, floor = (coefficients[:, c, None, None, None] for c in range(3))
+        total = h1 * (lz[:, :, None, None] + ly[:, None, :, None] + lx[:, None, None, :]) + h2
+        regular = total > floor
+        return xp.where(regular, 1 / xp.where(regular, total, 1), 0).astype(total.dtype)
+
+    def apply(r, out, sx, sy, sz, eigenvalues, coefficients):
         if r.shape[1:] != (m, m, m):
             raise ValueError(f"fdm_apply: r must be (E, {m}, {m}, {m}), got {tuple(r.shape)}")
         if r.shape[0] == 0:
             return out
         u = transform(r, sx, sy, sz, True)
-        u *= inverse
+        u *= diagonal(eigenvalues, coefficients)
         out[...] = transform(u, sx, sy, sz, False)
         return out
 

@@ -1,7 +1,7 @@
 """The fast-diagonalization solve's CUDA kernels (kernels/fdm.cu): launch and arguments.
 
 Registered as the CUDA backend's tuned ``fdm_apply``, with the reference signature
-``apply(r, out, sx, sy, sz, inverse)`` (operators/fdm.py); arrays are C-contiguous CuPy
+``apply(r, out, sx, sy, sz, eigenvalues, coefficients)`` (operators/fdm.py); arrays are C-contiguous CuPy
 arrays of one dtype (float64 or float32). One block of M x M threads per element, M = N + 3;
 the element's M^3 values in shared memory (46 KB at M = 18, N = 15, in float64). Nothing
 allocates and nothing waits for the host, so an apply can be recorded in a CUDA graph.
@@ -64,17 +64,18 @@ def make_apply(backend, size):
     m = int(size)
     function_of = compiled_functions(m, "fdm_apply")
 
-    def apply(r, out, sx, sy, sz, inverse):
+    def apply(r, out, sx, sy, sz, eigenvalues, coefficients):
         E = r.shape[0]
-        shapes = [(r, (E, m, m, m), "r"), (out, (E, m, m, m), "out"), (inverse, (E, m, m, m), "inverse"),
-                  (sx, (E, m, m), "sx"), (sy, (E, m, m), "sy"), (sz, (E, m, m), "sz")]
+        shapes = [(r, (E, m, m, m), "r"), (out, (E, m, m, m), "out"), (eigenvalues, (E, 3, m), "eigenvalues"),
+                  (coefficients, (E, 3), "coefficients"), (sx, (E, m, m), "sx"), (sy, (E, m, m), "sy"),
+                  (sz, (E, m, m), "sz")]
         for a, shape, name in shapes:
             if a.dtype != r.dtype or tuple(a.shape) != shape or not a.flags.c_contiguous:
                 raise TypeError(f"fdm_apply: {name} must be a C-contiguous {r.dtype} array of shape {shape}, "
                                 f"got {a.dtype} {tuple(a.shape)}")
         if E == 0:
             return out
-        function_of(r.dtype)((E,), (m * m,), (r, out, sx, sy, sz, inverse, np.int64(E)))
+        function_of(r.dtype)((E,), (m * m,), (r, out, sx, sy, sz, eigenvalues, coefficients, np.int64(E)))
         return out
 
     return apply

@@ -27,10 +27,11 @@ The separable h1 (B B A + B A B + A B B) + h2 B B B is inverted by fast diagonal
 
 The weight is split into W^1/2 before and after so that M is symmetric (the V-cycle stays a
 fixed symmetric map that plain PCG may use, and the CG-Lanczos estimate of lambda_max(M A)
-holds). nekRS weights once, after the sum (W M_as), which is not symmetric; it smooths
-with Chebyshev all the same and uses flexible CG. Cost per application: two order-(N+2)
-dssums (extend, then return the overlap), one order-N dssum and the FDM kernel (12 (N+3)^4
-flops per element), against one multiply for Jacobi.
+holds). nekRS weights once, after the sum (W M_as), which is not symmetric, so its cycle
+needs a flexible Krylov method. Cost per application: two order-(N+2) dssums (extend, then
+return the overlap; their shared points are the face layers only), one order-N dssum, the
+FDM kernel (12 (N+3)^4 flops, two (N+3)^3 arrays moved per element) and four ext_layers
+launches, against one multiply for Jacobi.
 """
 
 from __future__ import annotations
@@ -137,13 +138,12 @@ class AdditiveSchwarz:
             matrices.append(s)
             eigenvalues.append(lam)
         lx, ly, lz = eigenvalues
-        total = h1[:, None, None, None] * (lz[:, :, None, None] + ly[:, None, :, None] + lx[:, None, None, :])
-        total += h2[:, None, None, None]
-        largest = np.abs(total).reshape(E, -1).max(axis=1) if E else np.zeros(0)
-        singular = np.abs(total) <= SINGULAR_FRACTION * largest[:, None, None, None]
-        inverse = np.where(singular, 0.0, 1.0 / np.where(singular, 1.0, total))
+        largest = (h1 * (lx.max(axis=1, initial=0) + ly.max(axis=1, initial=0) + lz.max(axis=1, initial=0)) + h2
+                   if E else np.zeros(0))
+        coefficients = np.stack([h1, h2, SINGULAR_FRACTION * np.abs(largest)], axis=1)
         self.sx, self.sy, self.sz = (backend.asarray(s, dtype=self.dtype) for s in matrices)
-        self.inverse = backend.asarray(inverse, dtype=self.dtype)
+        self.eigenvalues = backend.asarray(np.stack(eigenvalues, axis=1).reshape(E, 3, m), dtype=self.dtype)
+        self.coefficients = backend.asarray(coefficients.reshape(E, 3), dtype=self.dtype)
         self.kernel = backend.kernel("fdm_apply", size=m)
         self.move = backend.kernel("ext_layers", size=m)
         self._saved = backend.zeros((E, 6, m - 2, m - 2), dtype=self.dtype)
@@ -200,7 +200,7 @@ class AdditiveSchwarz:
         return self.level.assembly.dssum(out)
 
     def solve_local(self, ext):
-        return self.kernel(ext, self._z_ext, self.sx, self.sy, self.sz, self.inverse)
+        return self.kernel(ext, self._z_ext, self.sx, self.sy, self.sz, self.eigenvalues, self.coefficients)
 
     def __call__(self, r):
         return self._sum_subdomains(r, self.solve_local, self.root_weight)

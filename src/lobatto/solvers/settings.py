@@ -59,9 +59,9 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
 #: numbering labels, the Chebyshev smoother's and the V-cycle's temporaries
 LEVEL_ARRAYS = 16
 #: smoother = "schwarz", per smoothed level (every one but the coarsest) and element:
-#: arrays of (N+3)^3 values (the two ext work arrays, the inverse eigenvalue sums, the
-#: order-(N+2) numbering's ids and labels on the host, the reference FDM's temporaries)
-SCHWARZ_EXT_ARRAYS = 7
+#: arrays of (N+3)^3 values (the two ext work arrays, the reference FDM's temporaries: the
+#: transformed element and its diagonal; the order-(N+2) numbering's labels while it is built)
+SCHWARZ_EXT_ARRAYS = 6
 
 
 def elliptic_memory(settings: dict, layout, table: str, counted_projection: int = 0) -> list:

@@ -1,16 +1,20 @@
 // Tuned CUDA kernel of the fast-diagonalization solve (the Schwarz smoother's local solve):
 //
-//   out = (Sz x Sy x Sx) diag(inverse) (Sz x Sy x Sx)^T r        per element
+//   out = (Sz x Sy x Sx) diag(1 / (h1 (lx + ly + lz) + h2)) (Sz x Sy x Sx)^T r   per element
+//   (0 instead where the sum is at most floor)
 //
 // Same semantics as the reference in lobatto/operators/fdm.py. Layouts (C order):
-//   r, out, inverse : (E, M, M, M)   axes [k, j, i], i fastest (M = N + 3, the ext element)
+//   r, out          : (E, M, M, M)   axes [k, j, i], i fastest (M = N + 3, the ext element)
 //   sx, sy, sz      : (E, M, M)      S[e][p][a]: column a is the a-th 1-D eigenvector
+//   lam             : (E, 3, M)      lx, ly, lz
+//   coef            : (E, 3)         h1, h2, floor
 //
 // One block per element, M x M threads; thread (i, j) owns the column (:, j, i). The element
 // sits in shared memory; the i and j contractions read it there (a barrier before each
 // overwrite), the k contractions and the diagonal scaling run on the thread's own column in
 // registers. S is read through the read-only cache (3 M^2 values per element, reused M^2
-// times). r, inverse and out cross device memory once each.
+// times). r and out cross device memory once each; the diagonal is formed from 3 M + 3
+// values per element.
 
 #include "common.cuh"
 
@@ -19,8 +23,8 @@ namespace lobatto {
 template <int M, typename T>
 __global__ void __launch_bounds__(M * M)
 fdm_apply_kernel(const T* LOBATTO_RESTRICT r, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sx,
-                 const T* LOBATTO_RESTRICT sy, const T* LOBATTO_RESTRICT sz, const T* LOBATTO_RESTRICT inverse,
-                 index_t E) {
+                 const T* LOBATTO_RESTRICT sy, const T* LOBATTO_RESTRICT sz, const T* LOBATTO_RESTRICT lam,
+                 const T* LOBATTO_RESTRICT coef, index_t E) {
     constexpr int M2 = M * M;
     constexpr int M3 = M2 * M;
     // padded rows (a column walk hits distinct banks) where the padded element fits the 48 KB
@@ -66,12 +70,16 @@ fdm_apply_kernel(const T* LOBATTO_RESTRICT r, T* LOBATTO_RESTRICT out, const T* 
     }
 
     // along k on the own column: transposed, scaled, then forward
+    const T* lz = lam + e * 3 * M + 2 * M;
+    const T lx_ij = lam[e * 3 * M + i] + lam[e * 3 * M + M + j];
+    const T h1 = coef[e * 3], h2 = coef[e * 3 + 1], floor = coef[e * 3 + 2];
 #pragma unroll
     for (int c = 0; c < M; ++c) {
         T a = T(0);
 #pragma unroll
         for (int p = 0; p < M; ++p) a += Sz[p * M + c] * v[p];
-        w[c] = a * inverse[base + c * M2];
+        const T total = h1 * (lx_ij + lz[c]) + h2;
+        w[c] = total > floor ? a * (T(1) / total) : T(0);
     }
 #pragma unroll
     for (int k = 0; k < M; ++k) {
@@ -156,5 +164,5 @@ ext_layers_kernel(T* LOBATTO_RESTRICT z, T* LOBATTO_RESTRICT saved, int mode, in
 // Explicit instantiation (nvcc compile test); NVRTC instantiates by name expression.
 #define LOBATTO_FDM_INSTANTIATE(M, T)                                                                  \
     template __global__ void lobatto::fdm_apply_kernel<M, T>(const T*, T*, const T*, const T*, const T*, \
-                                                             const T*, lobatto::index_t);           \
+                                                             const T*, const T*, lobatto::index_t); \
     template __global__ void lobatto::ext_layers_kernel<M, T>(T*, T*, int, lobatto::index_t);
