@@ -28,7 +28,9 @@ Kernels (``backend.kernel("fdm_apply", size=m)``), all with the signature
 ``apply(r, out, sx, sy, sz, eigenvalues, coefficients)`` (r, out (E, m, m, m); sx, sy, sz
 (E, m, m), column a of S[e] the a-th eigenvector; eigenvalues (E, 3, m): lx, ly, lz;
 coefficients (E, 3): h1, h2, floor):
-    reference   here, on ``xp`` (NumPy or CuPy): the oracle; batched matrix products
+    reference   here, on ``xp`` (NumPy or CuPy): the oracle; batched matrix products, the
+                diagonal kept for the last few (eigenvalues, coefficients) arrays passed
+                (by identity: a smoother's are made once and never changed)
     cuda        fdm_cuda.py, kernels/fdm.cu (one block per element, the element in shared memory)
 and the same two for ``ext_layers`` (the CUDA one: one block per element, a thread per face
 point, the six faces in turn).
@@ -101,13 +103,24 @@ def make_apply(backend, size):
         regular = total > floor
         return xp.where(regular, 1 / xp.where(regular, total, 1), 0).astype(total.dtype)
 
+    kept: list = []  # [(eigenvalues, coefficients, their diagonal)]: a smoother's are set once
+
+    def cached_diagonal(eigenvalues, coefficients):
+        for e, c, d in kept:
+            if e is eigenvalues and c is coefficients:
+                return d
+        d = diagonal(eigenvalues, coefficients)
+        kept.insert(0, (eigenvalues, coefficients, d))
+        del kept[4:]
+        return d
+
     def apply(r, out, sx, sy, sz, eigenvalues, coefficients):
         if r.shape[1:] != (m, m, m):
             raise ValueError(f"fdm_apply: r must be (E, {m}, {m}, {m}), got {tuple(r.shape)}")
         if r.shape[0] == 0:
             return out
         u = transform(r, sx, sy, sz, True)
-        u *= diagonal(eigenvalues, coefficients)
+        u *= cached_diagonal(eigenvalues, coefficients)
         out[...] = transform(u, sx, sy, sz, False)
         return out
 
