@@ -351,7 +351,8 @@ def read_checkpoint(ctx: Context, data: Mapping[str, Any]) -> CheckpointSection:
         wall_minutes=positive(ctx, "checkpoint", ck, "wall_minutes", CHECKPOINT["wall_minutes"].default),
         keep=integer(ctx, "checkpoint", ck, "keep", CHECKPOINT["keep"].default, 1),
         compression=read_compression(ctx, "checkpoint", ck),
-        at_end=boolean(ctx, "checkpoint", ck, "at_end", CHECKPOINT["at_end"].default),
+        # not given: None, the default's "when checkpoints are on" (CheckpointSection.at_end)
+        at_end=boolean(ctx, "checkpoint", ck, "at_end", CHECKPOINT["at_end"].default) if "at_end" in ck else None,
     )
 
 

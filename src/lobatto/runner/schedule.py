@@ -106,7 +106,7 @@ class CheckpointSchedule:
         """Write a checkpoint after ``step`` if one is due (at the final step only without
         ``at_end``, which writes it after the final snapshot); returns the seconds spent."""
         settings = self.settings
-        if step >= final_step and settings.at_end:
+        if step >= final_step and settings.at_end is not False:
             return 0.0
         due = settings.every > 0 and step % settings.every == 0
         if settings.wall_minutes is not None and step >= self.next_wall_check:
@@ -127,7 +127,7 @@ class CheckpointSchedule:
         return decision[0]
 
     def at_end(self) -> float:
-        return self.write() if self.settings.at_end else 0.0
+        return self.write() if self.settings.at_end is not False else 0.0
 
     def write(self) -> float:
         sim = self.sim
