@@ -117,7 +117,8 @@ def main(out: Path) -> None:
         found["steps"] = [sim.step_count, serial.step_count]
         found["t"] = [sim.t, serial.t]
     steady = [Simulation(channel({"every": 6, "keep": 10}), "cpu", out / "d", comm=world).run()]
-    continued = Simulation(channel(), "cpu", out / "d6", comm=world).restart(out / "d" / "checkpoints" / "channel_000006")
+    between_checks = out / "d" / "checkpoints" / "channel_000006"
+    continued = Simulation(channel(), "cpu", out / "d6", comm=world).restart(between_checks)
     steady.append(continued.run())
     if rank == 0:
         steady.append(Simulation(channel(), "cpu", out / "d1", comm=None).run())

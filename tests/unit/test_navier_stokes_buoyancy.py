@@ -155,7 +155,8 @@ def free_fall_case(rolls: float):
         "discretization": {"order": 3},
         "time": {"integrator": "bdf2", "target_cfl": 2.0, "substeps": 2, "t_end": 4.0},
         "boundary": {"zmin": {"temperature": 1}, "zmax": {"temperature": 0}},
-        "initial": {"ux": f"{0.05 * rolls!r}*pi*sin(pi*x)*sin(2*pi*z)", "uz": f"{-0.05 * rolls!r}*pi*cos(pi*x)*sin(pi*z)**2",
+        "initial": {"ux": f"{0.05 * rolls!r}*pi*sin(pi*x)*sin(2*pi*z)",
+                    "uz": f"{-0.05 * rolls!r}*pi*cos(pi*x)*sin(pi*z)**2",
                     "temperature": "1 - z + 0.05*sin(pi*z)*(cos(pi*x) + 0.5*cos(pi*y/2 + 0.3))"},
         "output": {"formats": [], "log_every": 0},
     }

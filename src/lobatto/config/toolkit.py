@@ -36,8 +36,8 @@ from lobatto.config.toml_text import toml_value
 from lobatto.errors import InputError
 
 __all__ = ["REQUIRED", "Context", "Table", "show", "dotted", "suggest", "check_keys", "read_table", "get_value",
-           "choice", "boolean", "bool_or_auto", "integer", "positive", "vector", "within", "name_list", "refuse_repeats", "key_value",
-           "is_number", "EXPRESSION_VARIABLES"]
+           "choice", "boolean", "bool_or_auto", "integer", "positive", "vector", "within", "name_list", "refuse_repeats",
+           "key_value", "is_number", "EXPRESSION_VARIABLES"]
 
 #: a reader's default that makes the key required
 REQUIRED = object()
