@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import numpy as np
-from pathlib import Path
 
 from lobatto.errors import InputError
 from lobatto.integrators import plan_steps
