@@ -843,7 +843,9 @@ _COMMON = {("output", "every"): "count", ("output", "log_every"): "count",
            ("checkpoint", "at_end"): "bool", ("checkpoint", "compression"): ("none", "gzip"),
            # [output] derived and a format's own list (config/derived.py)
            ("output", "derived"): "derived", ("output", "vtk", "derived"): "derived",
-           ("output", "nek", "derived"): "derived", ("output", "hdf5", "derived"): "derived"}
+           ("output", "nek", "derived"): "derived", ("output", "hdf5", "derived"): "derived",
+           # a name given twice in a list is refused, not merged (config/toolkit.py refuse_repeats)
+           ("output", "formats"): "formats", ("output", "integrals", "surfaces"): "surfaces"}
 #: system -> {path: kind}; kind: number, fraction (0 < v < 1), count, expression, points,
 #: names, orders, bool, or a tuple of the valid choices
 FLOW_KEYS = {
@@ -923,6 +925,8 @@ def _flow_value(rng: random.Random, kind) -> Any:
     if kind == "surfaces":  # mesh face groups: known, unknown, periodic sides, of the wrong type
         return rng.choice(([], [""], ["ymin"], ["ymin", "ymax"], ["ymin", "ymin"], ["xmin"], ["cylinder"],
                            ["walls", "cylinder"], ["nope"], [1], "ymin", [["ymin"]]))
+    if kind == "formats":
+        return rng.choice(([], ["hdf5"], ["hdf5", "hdf5"], ["vtk", "nek", "vtk"], ["nek", "hdf5"], "hdf5", ["HDF5"]))
     if kind == "vector":
         return rng.choice(([0, 0, 0], [0.5, 0.5], [math.nan, 0, 0], [math.inf, 0, 0], [1e300, 0, 0], [1e101, 0, 0],
                            ["0", 0, 0], [0.2, 0.2, 0.05], [2**64, 0, 0]))

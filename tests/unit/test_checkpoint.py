@@ -222,6 +222,29 @@ def test_checkpoints_every_k_steps_keep_the_newest(tmp_path):
     assert checkpoint_dir.latest_checkpoint(tmp_path, "run").name == f"run_{sim.step_count:06d}"
 
 
+@pytest.mark.parametrize("given, written", [({"at_end": True}, True), ({"at_end": False}, False), ({}, False),
+                                            ({"every": 0, "at_end": True}, True)])
+def test_at_end_alone_writes_the_final_checkpoint(tmp_path, given, written):
+    """[checkpoint] at_end = true without every or wall_minutes: one checkpoint, at the end."""
+    data = {**MAXWELL, "checkpoint": given} if given else MAXWELL
+    case = case_from_dict(data, name="run")
+    assert case_from_dict(case.to_dict(), name="run").checkpoint == case.checkpoint  # the effective config
+    sim = uninterrupted(case, "cpu", tmp_path)
+    found = checkpoint_dir.find_checkpoints(tmp_path, "run")
+    if not written:
+        assert found == [] and not case.checkpoint.enabled
+        return
+    assert [step for step, _ in found] == [sim.step_count]
+    path = found[0][1]
+    with h5py.File(path / "index.h5", "r") as index, h5py.File(path / "rank00000.h5", "r") as part:
+        assert index.attrs["step"] == sim.step_count and index.attrs["time"] == sim.t
+        assert np.array_equal(np.moveaxis(part["state"][...], 0, 1), state(sim))
+    sim.close()
+    longer = with_changes(case, {"time.t_end": 0.5})  # the final checkpoint extends the run
+    rest = continued(longer, "cpu", tmp_path, path)
+    assert rest.step_count > sim.step_count and 0.5 <= rest.t < 0.5 + rest.dt  # docs/restart.md: at most a dt past
+
+
 def test_wall_minutes_checkpoints(tmp_path, monkeypatch):
     from lobatto.runner import schedule
 

@@ -169,7 +169,10 @@ def test_vector(ctx):
 
 def test_name_list(ctx):
     fields = ("Ex", "Ey")
-    assert name_list(ctx, "output.probes", {"fields": ["Ey", "Ey"]}, "fields", fields, "field", []) == ["Ey"]
+    assert name_list(ctx, "output.probes", {"fields": ["Ey", "Ex"]}, "fields", fields, "field", []) == ["Ey", "Ex"]
+    # a name given twice is refused, not merged (a surface listed twice reads as counted twice)
+    refused(lambda: name_list(ctx, "output.probes", {"fields": ["Ey", "Ex", "Ey"]}, "fields", fields, "field", []),
+            '[output.probes] fields: "Ey" is given 2 times; list each once')
     assert name_list(ctx, "output.probes", {}, "fields", None, "region", ["all"]) == ["all"]
     refused(lambda: name_list(ctx, "output.probes", {"fields": "Ex"}, "fields", fields, "field", []),
             "[output.probes] fields must be a list of names")

@@ -21,7 +21,7 @@ from lobatto.api import parse_case
 from lobatto.runner.simulation import Simulation
 from lobatto.errors import InputError, SolverError
 from lobatto.integrators import SCHEMES, MultistepScheme, Stepper, bdf_ext_coefficients
-from lobatto.integrators.step_size import KEEP_BELOW, MAX_GROWTH
+from lobatto.integrators.step_size import KEEP_BELOW, MAX_GROWTH, first_dt
 from lobatto.integrators.tables import BDF_CONSTANT, EXT_CONSTANT
 
 SRC = Path(__file__).resolve().parent.parent.parent / "src"
@@ -136,6 +136,19 @@ def test_target_cfl_is_followed_and_the_run_lands_on_t_end(tmp_path):
     assert cfl.max() < 0.33 and np.all(dt[1:] / dt[:-1] <= MAX_GROWTH * (1 + 1e-12))
     assert dt.max() / dt.min() > 2.5
     assert summary["dt_range"] == [dt.min(), dt.max()] and summary["cfl"]["max"] == cfl.max()
+
+
+def test_first_dt_bounds_the_cfl_number_at_the_end_of_the_step():
+    """(c_u + c_f dt) dt = target: the velocity's own step without a force, sqrt(target / c_f)
+    from rest, shorter than both together; none without either."""
+    rng = np.random.default_rng()
+    target, c_u, c_f = rng.uniform(0.1, 4.0), rng.uniform(0.1, 10.0), rng.uniform(0.1, 100.0)
+    assert first_dt(target, c_u) == pytest.approx(target / c_u, rel=1e-15)
+    assert first_dt(target, 0.0, c_f) == pytest.approx(np.sqrt(target / c_f), rel=1e-15)
+    dt = first_dt(target, c_u, c_f)
+    assert (c_u + c_f * dt) * dt == pytest.approx(target, rel=1e-13)
+    assert dt < min(target / c_u, np.sqrt(target / c_f))
+    assert first_dt(target, 0.0, 0.0) is None and first_dt(target, -0.0) is None
 
 
 def test_the_first_dt_needs_a_flow_or_initial_dt(tmp_path):

@@ -191,6 +191,16 @@ def test_files_hold_the_derived_fields_per_format(tmp_path):
     ({"vtk": {"derived": ["q"]}}, ["[output.vtk] is given but \"vtk\" is not in [output] formats"]),
     ({"formats": ["vtk"], "vtk": {"derived": ["q"]}}, ["[output.vtk] derived: unknown derived field", "q_criterion"]),
     ({"formats": ["vtk"], "vtk": {"derive": ["lambda2"]}}, ["unknown key 'output.vtk.derive'"]),
+    # a name given twice is refused, not merged, in every list of [output] and its tables
+    ({"derived": ["vorticity", "lambda2", "vorticity"]}, ['[output] derived: "vorticity" is given 2 times']),
+    ({"formats": ["hdf5"], "hdf5": {"derived": ["lambda2", "lambda2"]}},
+     ['[output.hdf5] derived: "lambda2" is given 2 times']),
+    ({"formats": ["hdf5", "vtk", "hdf5"]}, ['[output] formats: "hdf5" is given 2 times']),
+    ({"probes": {"points": [[0.5, 0.0, 0.5]], "fields": ["ux", "ux"]}}, ['[output.probes] fields: "ux" is given 2']),
+    ({"integrals": {"surface": ["volume_flux"], "surfaces": ["ymin", "ymin"]}},
+     ['[output.integrals] surfaces: "ymin" is given 2 times']),
+    ({"statistics": {"fields": ["ux", "p", "ux"]}}, ["[output.statistics] fields must be a list of distinct names",
+                                                    "'ux' is named twice"]),
 ])
 def test_bad_derived_keys_are_refused(output, fragments):
     with pytest.raises(InputError) as err:

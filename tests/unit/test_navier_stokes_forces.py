@@ -146,6 +146,8 @@ def test_surfaces_the_mesh_does_not_have(tmp_path, forces, fragment):
      "[output.forces.b] reference_area must be a number from 1e-30 to 1e+30"),
     ({"b": {"surfaces": ["ymin"], "reference_velocity": 1.0}}, "reference_velocity needs reference_area too"),
     ({"b": {"surfaces": []}}, "[output.forces.b] surfaces must be a non-empty list"),
+    # a surface listed twice would read as counted twice: refused, not merged
+    ({"b": {"surfaces": ["ymin", "ymax", "ymin"]}}, '[output.forces.b] surfaces: "ymin" is given 2 times'),
     ({"b": {"center": [0, 0, 0]}}, "[output.forces.b] surfaces is required"),
     ({"b": {"surfaces": ["ymin"], "centre": [0, 0, 0]}}, "unknown key 'output.forces.b.centre' (did you mean "
      "'output.forces.b.center'?)"),

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy an
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
 from test_navier_stokes import beltrami_case, tgv_case  # noqa: E402
-from test_navier_stokes_buoyancy import rbc_case  # noqa: E402
+from test_navier_stokes_buoyancy import free_fall_case, rbc_case  # noqa: E402
 from test_navier_stokes_scalars import EXAMPLE  # noqa: E402
 
 
@@ -103,3 +103,17 @@ def test_cuda_buoyancy_equals_cpu(make, tmp_path):
         assert np.abs(cuda[name] - cpu[name]).max() <= 1e-10 * max(float(np.abs(cpu[name]).max()), 1.0), name
     for key in ("pressure_iterations", "velocity_iterations", "scalar_iterations"):
         assert results["cpu"][1][key] == results["cuda"][1][key], key
+
+
+@pytest.mark.parametrize("rolls", [0.0, 1.0])
+def test_cuda_first_step_under_buoyancy_equals_cpu(tmp_path, rolls):
+    """The first variable step counts the body force's acceleration (force_courant) on the GPU
+    as on the CPU: the same dt from rest and from rolls, and the same first step."""
+    found = {}
+    for backend in ("cpu", "cuda"):
+        sim = Simulation(free_fall_case(rolls), backend=backend, output_dir=tmp_path / backend, comm=None)
+        dt = sim.dt
+        sim.advance(1)
+        found[backend] = (dt, sim.last_cfl)
+    assert found["cuda"][0] == pytest.approx(found["cpu"][0], rel=1e-12) and 0 < found["cpu"][0] < 1.0
+    assert found["cuda"][1] == pytest.approx(found["cpu"][1], rel=1e-8)

@@ -1,6 +1,6 @@
 """The CUDA backend's restart onto another order and mesh and its steady-state stop
 (runner/restart_onto.py, runner/steady_stop.py) against the CPU's: the same interpolated
-state, the same continued step, the same stop."""
+state, the same continued step, the same stop (also continued from a checkpoint)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,18 @@ def test_cuda_steady_stop_equals_cpu(tmp_path):
         found[backend] = (summary["stopped"], summary["steps"], summary["steady"]["change"])
     assert found["cpu"][:2] == found["cuda"][:2] and found["cpu"][0] == "steady"
     assert found["cuda"][2] == pytest.approx(found["cpu"][2], rel=1e-6)
+
+
+def test_cuda_continued_steady_stop_equals_cpu(tmp_path):
+    """The steady-state test's reference restored from a checkpoint between two checks onto
+    the GPU (steady_stop.restore_checkpoint_arrays): the same stop as the CPU's uninterrupted run."""
+    from lobatto.api import case_from_dict
+
+    data = channel(5.0, steady_tolerance=1e-2, steady_every=4).to_dict()
+    data["checkpoint"], data["output"] = {"every": 6, "keep": 10}, {**data["output"], "formats": []}
+    case = case_from_dict(data, name="channel")
+    full = Simulation(case, "cpu", tmp_path / "cpu", comm=None).run()
+    continued = Simulation(case, "cuda", tmp_path / "cuda", comm=None).restart(
+        tmp_path / "cpu" / "checkpoints" / "channel_000006").run()
+    assert full["stopped"] == continued["stopped"] == "steady" and full["steps"] == continued["steps"] == 12
+    assert continued["steady"]["change"] == pytest.approx(full["steady"]["change"], rel=1e-6)

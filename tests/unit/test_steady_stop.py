@@ -78,3 +78,31 @@ def test_a_run_that_does_not_get_there_ends_at_t_end(tmp_path):
 def test_bad_keys(time, message):
     with pytest.raises(InputError, match=message):
         channel(1.0, **time)
+
+
+def test_a_continued_run_stops_where_the_uninterrupted_one_does(tmp_path, capsys):
+    """The reference of the steady-state test (the state at the last check) is in the
+    checkpoint: continued from step 6 (between the checks at 4 and 8, so the checkpoint holds
+    the state of step 4) or from step 8 (a check: the checkpoint's own state), the run stops
+    at step 12 with the same change, bit for bit, and says the same. Without it the run from
+    step 6 compared step 8 with step 6 (change 5.6e-3 against 2.7e-2 over steps 4 to 8) and
+    stopped at step 8 under this tolerance."""
+    case = channel(50.0, steady_tolerance=1e-2, steady_every=4)
+    data = {**case.to_dict(), "checkpoint": {"every": 2, "keep": 10}}
+    data["output"] = {**data["output"], "formats": []}
+    case = case_from_dict(data, name="channel")
+    full = Simulation(case, "cpu", tmp_path / "full", comm=None).run()
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lobatto: steady")]
+    assert full["stopped"] == "steady" and full["steps"] == 12 and len(said) == 1
+    checkpoints = tmp_path / "full" / "checkpoints"
+    with h5py.File(checkpoints / "channel_000006" / "rank00000.h5", "r") as between, \
+            h5py.File(checkpoints / "channel_000008" / "rank00000.h5", "r") as at_check, \
+            h5py.File(checkpoints / "channel_000004" / "rank00000.h5", "r") as step4:
+        assert np.array_equal(between["outputs/steady/previous"][...], step4["state"][...])
+        assert "outputs/steady" not in at_check
+    for step in (6, 8):
+        rest = Simulation(case, "cpu", tmp_path / f"from{step}", comm=None).restart(checkpoints / f"channel_{step:06d}")
+        summary = rest.run()
+        again = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lobatto: steady")]
+        assert summary["steps"] == full["steps"] and summary["t_final"] == full["t_final"], step
+        assert summary["steady"] == full["steady"] and again == said, (step, summary["steady"], full["steady"])

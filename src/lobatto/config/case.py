@@ -134,11 +134,14 @@ class CheckpointSection:
     wall_minutes: float | None = None  # wall time between checkpoints; None: none by time
     keep: int = 2  # the newest this many are kept
     compression: str = "none"
-    at_end: bool = True  # one more at the end of the run, when checkpoints are on
+    #: one more at the end of the run; None (not given): true when every or wall_minutes is
+    #: given; true given alone turns checkpoints on with that one only (a user who writes
+    #: at_end = true expects a final checkpoint, not none)
+    at_end: bool | None = None
 
     @property
     def enabled(self) -> bool:
-        return self.every > 0 or self.wall_minutes is not None
+        return self.every > 0 or self.wall_minutes is not None or self.at_end is True
 
 
 @dataclass(frozen=True)
@@ -248,7 +251,9 @@ class Case:
             out["output"][fmt] = {"derived": list(names)}
         if self.checkpoint != CheckpointSection():
             c = self.checkpoint
-            out["checkpoint"] = {"every": c.every, "keep": c.keep, "compression": c.compression, "at_end": c.at_end}
+            out["checkpoint"] = {"every": c.every, "keep": c.keep, "compression": c.compression}
+            if c.at_end is not None:
+                out["checkpoint"]["at_end"] = c.at_end
             if c.wall_minutes is not None:
                 out["checkpoint"]["wall_minutes"] = c.wall_minutes
         out["backend"] = {"name": self.backend.name, "precision": self.backend.precision}

@@ -126,7 +126,7 @@ CHECKPOINT = Table("checkpoint", (
         range=section_range("checkpoint", "wall_minutes")),
     Key("keep", "positive_integer", 2, "the newest this many are kept", range=section_range("checkpoint", "keep")),
     Key("compression", "choice", "none", "compression of the checkpoints", choices=COMPRESSIONS),
-    Key("at_end", "bool", True, "one more checkpoint at the end of the run"),
+    Key("at_end", "bool", True, "one more checkpoint at the end of the run (given alone: only that one)"),
 ))
 
 BACKEND = Table("backend", (

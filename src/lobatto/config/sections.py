@@ -28,7 +28,7 @@ from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CF
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import parse_integrals, parse_probes
 from lobatto.config.toolkit import (REQUIRED, Context, bool_or_auto, boolean, choice, get_value, integer, is_number,
-                                    key_value, positive, read_table, show, vector)
+                                    key_value, positive, read_table, refuse_repeats, show, vector)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 #: the variables of [initial] and [exact]
@@ -324,8 +324,8 @@ def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: 
             raise ctx.error(
                 f"[output] formats: unknown format {show(f)}{hint}; allowed: {opts}"
             )
-        if f not in seen:
-            seen.append(f)
+        seen.append(f)
+    refuse_repeats(ctx, "output", "formats", seen)
     out_name = get_value(ctx, "output", out, "name", sanitize_name(name))
     if not isinstance(out_name, str) or not _NAME_RE.match(out_name):
         raise ctx.bad(
@@ -351,7 +351,8 @@ def read_checkpoint(ctx: Context, data: Mapping[str, Any]) -> CheckpointSection:
         wall_minutes=positive(ctx, "checkpoint", ck, "wall_minutes", CHECKPOINT["wall_minutes"].default),
         keep=integer(ctx, "checkpoint", ck, "keep", CHECKPOINT["keep"].default, 1),
         compression=read_compression(ctx, "checkpoint", ck),
-        at_end=boolean(ctx, "checkpoint", ck, "at_end", CHECKPOINT["at_end"].default),
+        # not given: None, the default's "when checkpoints are on" (CheckpointSection.at_end)
+        at_end=boolean(ctx, "checkpoint", ck, "at_end", CHECKPOINT["at_end"].default) if "at_end" in ck else None,
     )
 
 

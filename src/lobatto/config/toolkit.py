@@ -36,8 +36,8 @@ from lobatto.config.toml_text import toml_value
 from lobatto.errors import InputError
 
 __all__ = ["REQUIRED", "Context", "Table", "show", "dotted", "suggest", "check_keys", "read_table", "get_value",
-           "choice", "boolean", "bool_or_auto", "integer", "positive", "vector", "within", "name_list", "key_value",
-           "is_number", "EXPRESSION_VARIABLES"]
+           "choice", "boolean", "bool_or_auto", "integer", "positive", "vector", "within", "name_list", "refuse_repeats",
+           "key_value", "is_number", "EXPRESSION_VARIABLES"]
 
 #: a reader's default that makes the key required
 REQUIRED = object()
@@ -277,13 +277,16 @@ def vector(ctx: Context, section: str, table: Mapping, key: str, default, kind: 
 
 def name_list(ctx: Context, where: str, table: Mapping, key: str, allowed, what: str, default: list,
               other: tuple = ((), "")) -> list:
-    """A list of names (duplicates dropped), each one of ``allowed`` unless that is None;
-    ``what`` names them in messages; ``other``: (names, kind) of a sibling list that a name
-    may belong to instead (a volume integrand listed as a surface one)."""
+    """A list of distinct names, each one of ``allowed`` unless that is None; ``what`` names
+    them in messages; ``other``: (names, kind) of a sibling list that a name may belong to
+    instead (a volume integrand listed as a surface one). A name given twice is refused, not
+    merged: it is a slip whose intent is unclear (a surface listed twice in a force table reads
+    as counted twice)."""
     value = table.get(key, default)
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
         raise ctx.bad(where, key, "a list of names", value)
-    names = list(dict.fromkeys(value))
+    refuse_repeats(ctx, where, key, value)
+    names = list(value)
     for name in names:
         if allowed is None or name in allowed:
             continue
@@ -295,6 +298,14 @@ def name_list(ctx: Context, where: str, table: Mapping, key: str, allowed, what:
                 f"expected one of {', '.join(allowed) if allowed else '(none)'}"
         raise ctx.error(f"[{where}] {key}: unknown {what} {show(name)} ({hint})")
     return names
+
+
+def refuse_repeats(ctx: Context, where: str, key: str, values) -> None:
+    """InputError naming the first entry of ``values`` (hashable) that is given more than once."""
+    repeated = [v for v, count in Counter(values).items() if count > 1]  # linear: 20,000 names
+    if repeated:
+        raise ctx.error(f"[{where}] {key}: {show(repeated[0])} is given {Counter(values)[repeated[0]]} times; "
+                        "list each once")
 
 
 # ===================================================================== declared keys

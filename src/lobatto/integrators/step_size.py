@@ -18,12 +18,26 @@ MAX_GROWTH = 1.2
 LANDING_SLACK = 1e-10
 
 
-def first_dt(target_cfl: float, cfl_per_unit_dt: float) -> float | None:
-    """The first step from the initial state's CFL number per unit dt; None when that is zero
-    (a fluid at rest: the case must give the first step)."""
-    if not cfl_per_unit_dt > 0:
+def first_dt(target_cfl: float, cfl_per_unit_dt: float, force_cfl_per_unit_dt2: float = 0.0) -> float | None:
+    """The first step from the initial state's CFL number per unit dt, c_u, and that of the
+    body force's acceleration per unit dt squared, c_f (the CFL number that a velocity equal
+    to the force has per unit dt); None when both are zero (a fluid at rest and no force: the
+    case must give the first step).
+
+    Under a force the fluid speeds up during the step: from u to at most u + |f| dt, so the
+    CFL number at the step's end is at most (c_u + c_f dt) dt. The first dt makes that bound
+    equal to the target, c_f dt^2 + c_u dt = target, i.e. dt = 2 target / (c_u + sqrt(c_u^2
+    + 4 c_f target)): target / c_u without a force, sqrt(target h / |f|) from rest (the
+    time a fluid accelerated by f from rest takes to reach the target CFL number). From the
+    velocity alone, a buoyant flow starting from rest (Rayleigh–Bénard) had no first step,
+    and one starting from slow rolls a first step that overshot the target at once. The
+    bound is pessimistic where the force is mostly balanced by the pressure (its hydrostatic
+    part), so the step is shorter than needed; the controller then grows it (MAX_GROWTH)."""
+    c_u = cfl_per_unit_dt if cfl_per_unit_dt > 0 else 0.0
+    c_f = force_cfl_per_unit_dt2 if force_cfl_per_unit_dt2 > 0 else 0.0
+    if c_u == 0.0 and c_f == 0.0:
         return None
-    return target_cfl / cfl_per_unit_dt
+    return 2.0 * target_cfl / (c_u + math.sqrt(c_u * c_u + 4.0 * c_f * target_cfl))
 
 
 #: dt is kept while the step's CFL number stays within [KEEP_BELOW, 1] x target, and a changed

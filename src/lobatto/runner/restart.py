@@ -28,9 +28,10 @@ from lobatto.runner.schedule import MAX_STEPS
 __all__ = ["check_compatible", "memory_estimate", "resume", "save"]
 
 #: attributes of a Simulation holding outputs that carry state from one write to the next (the
-#: probes' time series): when one has ``checkpoint_state() -> dict`` (JSON-able), the dict is
-#: saved, and handed back to its ``restore_checkpoint_state(state)`` on restart
-STATEFUL_OUTPUTS = ("series",)
+#: probes' time series; the steady-state test's reference, steady_stop.py): when one has
+#: ``checkpoint_state() -> dict`` (JSON-able), the dict is saved, and handed back to its
+#: ``restore_checkpoint_state(state)`` on restart
+STATEFUL_OUTPUTS = ("series", "steady")
 #: the continued run's step count: t_end / dt, rounded up, after taking off this relative slack
 #: (t_end / (t_end / steps) is steps only to a few ulps)
 STEP_SLACK = 1e-9

@@ -265,13 +265,16 @@ def _plan(sim, checkpoint, step: int, t: float) -> None:
     time_ = sim.case.time
     saved_dt = float(checkpoint.attrs["dt"])
     left = max(time_.t_end - t, 0.0)
-    per_unit = None
+    per_unit, force = None, 0.0
     if sim.advective and (time_.initial_dt if sim.variable_dt else time_.dt) is None:
         if callable(getattr(sim.system, "courant", None)):
             value = float(sim.system.courant(sim.u, 1.0))
             per_unit = allreduce(sim.comm, value if math.isfinite(value) else 0.0, "max")
+        if sim.variable_dt and callable(getattr(sim.system, "force_courant", None)):  # as schedule.plan_from_courant
+            value = float(sim.system.force_courant(sim.u, t))
+            force = allreduce(sim.comm, value if math.isfinite(value) else 0.0, "max")
     if sim.variable_dt:
-        dt = time_.initial_dt or (first_dt(time_.target_cfl, per_unit) if per_unit else None) or saved_dt
+        dt = time_.initial_dt or first_dt(time_.target_cfl, per_unit or 0.0, force) or saved_dt
         sim.dt, sim.steps = dt, step + steps_left(t, time_.t_end, dt)
     else:
         if not sim.advective:

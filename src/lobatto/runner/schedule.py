@@ -14,6 +14,8 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
+
 from lobatto.errors import InputError
 from lobatto.integrators import plan_steps
 from lobatto.integrators.step_size import first_dt, steps_left
@@ -67,13 +69,17 @@ def plan_from_courant(case, system, u, variable_dt: bool, comm) -> tuple[int, fl
                 raise InputError(f"{case.source}: [time] {cfl_key} needs the flow's CFL number, which "
                                  f"{system.name} does not compute: set [time] {dt_key}")
             per_unit_dt = float(system.courant(u, 1.0))
-            per_unit_dt = allreduce(comm, per_unit_dt if math.isfinite(per_unit_dt) else 0.0, "max")
+            # a variable dt's first step also bounds how far the body force speeds the flow
+            # up in it (step_size.first_dt); a fixed dt (cfl) stays the initial velocity's
+            force = system.force_courant(u) if variable_dt and callable(getattr(system, "force_courant", None)) else 0.0
+            rates = [value if math.isfinite(value) else 0.0 for value in (per_unit_dt, float(force))]
+            per_unit_dt, force = (float(v) for v in allreduce(comm, np.array(rates), "max"))
             target = time_.target_cfl if variable_dt else time_.cfl
-            dt = first_dt(target, per_unit_dt)
+            dt = first_dt(target, per_unit_dt, force)
             if dt is None or not math.isfinite(dt):
                 raise InputError(f"{case.source}: [time] {cfl_key} = {target} gives no first step: the initial "
-                                 f"fields have CFL number {per_unit_dt:.3g} per unit dt (a fluid at rest?); "
-                                 f"set [time] {dt_key}")
+                                 f"fields have CFL number {per_unit_dt:.3g} per unit dt (a fluid at rest?)"
+                                 f"{' and no body force' if variable_dt else ''}; set [time] {dt_key}")
         check_step_budget(case, time_.t_end / dt, dt)
     if variable_dt:
         return steps_left(0.0, time_.t_end, dt), dt
@@ -106,7 +112,7 @@ class CheckpointSchedule:
         """Write a checkpoint after ``step`` if one is due (at the final step only without
         ``at_end``, which writes it after the final snapshot); returns the seconds spent."""
         settings = self.settings
-        if step >= final_step and settings.at_end:
+        if step >= final_step and settings.at_end is not False:
             return 0.0
         due = settings.every > 0 and step % settings.every == 0
         if settings.wall_minutes is not None and step >= self.next_wall_check:
@@ -127,7 +133,7 @@ class CheckpointSchedule:
         return decision[0]
 
     def at_end(self) -> float:
-        return self.write() if self.settings.at_end else 0.0
+        return self.write() if self.settings.at_end is not False else 0.0
 
     def write(self) -> float:
         sim = self.sim

@@ -122,6 +122,7 @@ class Simulation:
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
         with collective_errors(comm), case_named(case):  # the case's monitors (monitors/run_set.py)
             self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
+        self.steady = SteadyStop(self) if case.time.steady_tolerance is not None else None  # checkpointed
         self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
         # When the operator does not depend on t, one step of fixed dt can be recorded once and
         # replayed (a CUDA graph on the GPU; a plain call elsewhere). Never a multistep step: its
@@ -329,7 +330,8 @@ class Simulation:
         rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
         checkpoints = schedule.CheckpointSchedule(self) if case.checkpoint.enabled else None
-        self.steady = SteadyStop(self) if case.time.steady_tolerance is not None else None
+        if self.steady is not None:
+            self.steady.start()
         while not self.finished:
             self._step()
             if self.steady is not None and self.steady.after_step(self.step_count):

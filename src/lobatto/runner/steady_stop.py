@@ -13,6 +13,10 @@ Below the tolerance, the run ends there: its last step is taken as the final one
 checkpoint, monitors and summary.json as at t_end), it says so on stdout (rank 0) and the
 summary has ``stopped: "steady"`` and ``steady: {...}``. A check costs one copy of the state
 (kept until the next check) and one reduction over ranks, the same on every rank.
+
+The state at the last check is part of a checkpoint (runner/restart.py STATEFUL_OUTPUTS: its
+time and step, and the state itself when the checkpoint is not at that step), so a continued
+run checks against the same reference, and stops at the same step, as the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -44,11 +48,46 @@ class SteadyStop:
     def __init__(self, sim):
         self.sim = sim
         self.tolerance, self.every = sim.case.time.steady_tolerance, sim.case.time.steady_every
-        self.previous = sim.u.copy()
-        self.previous_t = sim.t
+        # the state at the last check, its t and step: the run's start (start()) unless a
+        # checkpoint hands them back (restore_checkpoint_state / _arrays)
+        self.previous, self.previous_t, self.previous_step = None, None, None
         self.change = None  # the latest measured relative change per unit time
         self.checked = None  # (step, t) of the latest check
         self.reached = False
+
+    def start(self) -> None:
+        """At the run loop's start: the reference is the state now, unless a checkpoint gave
+        back an earlier one."""
+        if self.previous is None:
+            sim = self.sim
+            self.previous, self.previous_t, self.previous_step = sim.u.copy(), sim.t, sim.step_count
+
+    # A checkpoint's part (runner/restart.py STATEFUL_OUTPUTS) ------------------------------
+    def checkpoint_state(self) -> dict:
+        if self.previous is None:  # a checkpoint before the run loop: nothing checked yet
+            return {}
+        return {"step": self.previous_step, "t": self.previous_t, "change": self.change,
+                "checked": None if self.checked is None else list(self.checked)}
+
+    def checkpoint_arrays(self) -> dict:
+        """The reference state, unless it is the checkpoint's own (a check at that step)."""
+        if self.previous is None or self.previous_step == self.sim.step_count:
+            return {}
+        return {"previous": self.previous}
+
+    def restore_checkpoint_state(self, saved: dict, interpolated: bool = False) -> list:
+        """The last check's time, step and change; after a restart onto another order or mesh
+        none (the reference is the interpolated state, as a fresh run's is its initial one)."""
+        if interpolated or "t" not in saved:
+            return []
+        self.previous_t, self.previous_step, self.change = float(saved["t"]), int(saved["step"]), saved["change"]
+        self.checked = None if saved["checked"] is None else (int(saved["checked"][0]), float(saved["checked"][1]))
+        return []
+
+    def restore_checkpoint_arrays(self, saved: dict) -> None:
+        if "previous" in saved:
+            backend = self.sim.backend
+            self.previous = backend.asarray(saved["previous"].astype(backend.dtype, copy=False))
 
     def after_step(self, step: int) -> bool:
         """Collective: at every steady_every-th step, the change since the previous check."""
@@ -75,7 +114,7 @@ class SteadyStop:
         else:
             change = math.inf
         self.previous[...] = u
-        self.previous_t = sim.t
+        self.previous_t, self.previous_step = sim.t, step
         self.change, self.checked = change, (step, sim.t)
         self.reached = change < self.tolerance
         if self.reached and sim.rank == 0:

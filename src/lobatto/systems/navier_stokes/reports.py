@@ -35,6 +35,16 @@ class FlowReports:
         """This rank's largest CFL number of the velocity for step dt."""
         return float(self.advection.courant(u[:3], dt))
 
+    def force_courant(self, u, t=0.0) -> float:
+        """This rank's CFL number per unit dt squared of the body force's acceleration at t
+        (the scalars' rows of ``u`` at t): advection.courant of a velocity equal to f, so the
+        first variable step bounds how far f speeds the flow up in it (integrators.step_size
+        first_dt); 0.0 without a force. Collective when the force uses the scalars (its range
+        check)."""
+        if self.force is None:
+            return 0.0
+        return float(self.advection.courant(self.force.weak(t, u) / self.force.mass, 1.0))
+
     def _report(self, u, dt) -> dict:
         # (the CFL number is the driver's: it measures it after every step of a multistep scheme)
         p, v = self.pressure_result, self.velocity_result
