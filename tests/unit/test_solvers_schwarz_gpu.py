@@ -26,7 +26,7 @@ TOLERANCE = {np.float64: 1e-12, np.float32: 2e-5}
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("order", [1, 3, 7, 15])
+@pytest.mark.parametrize("order", [1, 3, 7, 15, 16, 24])
 def test_cuda_fdm_kernel_equals_numpy(order, dtype):
     m, E = order + 3, 37
     cuda = get_backend("cuda")

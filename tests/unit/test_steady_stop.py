@@ -106,3 +106,19 @@ def test_a_continued_run_stops_where_the_uninterrupted_one_does(tmp_path, capsys
         again = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lobatto: steady")]
         assert summary["steps"] == full["steps"] and summary["t_final"] == full["t_final"], step
         assert summary["steady"] == full["steady"] and again == said, (step, summary["steady"], full["steady"])
+
+
+def test_a_simulation_that_has_run_forgets_its_reference_on_restart(tmp_path, capsys):
+    """A Simulation keeps its SteadyStop across runs; restored from a checkpoint at a check
+    (step 8, no reference array in it), it must compare against that state, not against the
+    state its own earlier run ended with (step 12), and stop at step 12 again."""
+    case = channel(50.0, steady_tolerance=1e-2, steady_every=4)
+    data = {**case.to_dict(), "checkpoint": {"every": 4, "keep": 10}}
+    data["output"] = {**data["output"], "formats": []}
+    case = case_from_dict(data, name="channel")
+    sim = Simulation(case, "cpu", tmp_path / "run", comm=None)
+    full = sim.run()
+    assert full["stopped"] == "steady" and full["steps"] == 12
+    capsys.readouterr()
+    again = sim.restart(tmp_path / "run" / "checkpoints" / "channel_000008").run()
+    assert again["steps"] == 12 and again["steady"] == full["steady"], (again["steady"], full["steady"])

@@ -37,6 +37,7 @@ from lobatto.bench.navier_stokes_report import compare_with_reference, find_refe
 from lobatto.bench.report import cpu_model, run_meta, write_json
 from lobatto.errors import InputError
 from lobatto.runner.simulation import WARMUP_STEPS
+from lobatto.solvers.elliptic import DEFAULT_SETTINGS
 
 #: throughput mode: steps timed and warm-up steps before them (benchmarks/bench_tgv.py's)
 DEFAULT_STEPS, DEFAULT_WARMUP = 20, 10
@@ -174,7 +175,7 @@ def describe(sim, case, setup: float) -> dict:
                      "dt": None if sim.variable_dt else sim.dt, "target_cfl": t.target_cfl, "max_cfl": t.max_cfl,
                      "t_end": t.t_end, "pressure_coarse": pressure.get("coarse"),
                      "pressure_precision": pressure.get("precision"),
-                     "pressure_smoother": pressure.get("smoother"),
+                     "pressure_smoother": pressure.get("smoother", DEFAULT_SETTINGS["smoother"]),
                      "pressure_smoother_degree": pressure.get("smoother_degree"),
                      "diagnostics_every": system.diagnostics_every},
             "setup_seconds": setup}

@@ -3,7 +3,8 @@
 Registered as the CUDA backend's tuned ``fdm_apply``, with the reference signature
 ``apply(r, out, sx, sy, sz, eigenvalues, coefficients)`` (operators/fdm.py); arrays are C-contiguous CuPy
 arrays of one dtype (float64 or float32). One block of M x M threads per element, M = N + 3;
-the element's M^3 values in shared memory (46 KB at M = 18, N = 15, in float64). Nothing
+the element's M^3 values in shared memory (46 KB at M = 18, N = 15, in float64; larger elements
+run the reference kernel: SHARED_LIMIT). Nothing
 allocates and nothing waits for the host, so an apply can be recorded in a CUDA graph.
 ``ext_layers`` (the reference's ``apply(z, saved, mode)``): one block of (M-2)^2 threads per
 element.
@@ -15,10 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.backends.base import tuned_kernel
+from lobatto.backends.base import REFERENCE_KERNELS, tuned_kernel
 from lobatto.jit.nvrtc import ctype, get_module
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "fdm.cu"
+
+#: static shared memory a block may hold; an element of M^3 values above it (float64 from
+#: N = 16, float32 from N = 21) runs the reference kernel (batched matrix products) instead
+SHARED_LIMIT = 48 * 1024
 
 
 def kernel_name(size: int, dtype, kind: str = "fdm_apply") -> str:
@@ -63,8 +68,11 @@ def make_layers(backend, size):
 def make_apply(backend, size):
     m = int(size)
     function_of = compiled_functions(m, "fdm_apply")
+    reference = REFERENCE_KERNELS["fdm_apply"](backend, size=size)  # registered by fdm.py, which imports this
 
     def apply(r, out, sx, sy, sz, eigenvalues, coefficients):
+        if m ** 3 * r.dtype.itemsize > SHARED_LIMIT:
+            return reference(r, out, sx, sy, sz, eigenvalues, coefficients)
         E = r.shape[0]
         shapes = [(r, (E, m, m, m), "r"), (out, (E, m, m, m), "out"), (eigenvalues, (E, 3, m), "eigenvalues"),
                   (coefficients, (E, 3), "coefficients"), (sx, (E, m, m), "sx"), (sy, (E, m, m), "sy"),

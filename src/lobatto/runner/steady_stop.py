@@ -48,6 +48,12 @@ class SteadyStop:
     def __init__(self, sim):
         self.sim = sim
         self.tolerance, self.every = sim.case.time.steady_tolerance, sim.case.time.steady_every
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every check: before a restart restores what its checkpoint holds (a
+        Simulation that has run keeps this object, and its last reference is not the
+        checkpoint's)."""
         # the state at the last check, its t and step: the run's start (start()) unless a
         # checkpoint hands them back (restore_checkpoint_state / _arrays)
         self.previous, self.previous_t, self.previous_step = None, None, None

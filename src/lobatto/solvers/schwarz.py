@@ -29,7 +29,8 @@ The weight is split into W^1/2 before and after so that M is symmetric (the V-cy
 fixed symmetric map that plain PCG may use, and the CG-Lanczos estimate of lambda_max(M A)
 holds). nekRS weights once, after the sum (W M_as), which is not symmetric, so its cycle
 needs a flexible Krylov method. Cost per application: two order-(N+2) dssums (extend, then
-return the overlap; their shared points are the face layers only), one order-N dssum, the
+return the overlap; they also exchange the ext edge and vertex points, which are then
+ignored), one order-N dssum, the
 FDM kernel (12 (N+3)^4 flops, two (N+3)^3 arrays moved per element) and four ext_layers
 launches, against one multiply for Jacobi.
 """

@@ -45,7 +45,7 @@ def elliptic_solver_keys(tolerance: float = 1e-8, max_iterations: int = 1000, pr
         Key("smoother", "choice", "jacobi", "the multigrid smoother's preconditioner: jacobi (Chebyshev on the "
             "Jacobi-scaled operator, one multiply per application) or schwarz (Chebyshev with overlapping additive "
             "Schwarz, fast-diagonalization local solves: nekRS's default; fewer iterations, each application costs "
-            "two extra exchanges and an (N+3)^3 element solve); jacobi stays the default until the GPU timing decides",
+            "two extra exchanges and an (N+3)^3 element solve, so on an H100 it was slower per solve: docs/elliptic.md)",
             choices=("jacobi", "schwarz")),
         Key("smoother_degree", "positive_integer", 3, "degree of the multigrid's Chebyshev smoother",
             range=Range(1, 50, "each degree is one operator application per smoothing: a high degree costs more "
