@@ -373,3 +373,12 @@ def test_summary_table_names_what_a_run_without_snapshots_wrote():
 def test_summary_table_counts_time_series_samples(samples, words):
     s = {"order": 3, "time_series": {"files": ["run_probes.csv", "run_probes.h5"], "samples": samples}}
     assert f"time series: run_probes.csv, run_probes.h5 {words}" in summary.format_summary_table(s)
+
+
+def test_summary_table_shows_a_variable_dt_as_the_range_taken():
+    # summary.json's dt of a variable-dt run is the controller's next step, not one taken
+    table = summary.format_summary_table({"steps": 14, "dt": 0.1897, "dt_range": [0.158, 0.772]})
+    assert [line.split(None, 1) for line in table.splitlines() if line.startswith("  dt")] == [
+        ["dt", "0.158 to 0.772 (variable)"]]
+    assert "0.1897" not in table
+    assert "0.1897" in summary.format_summary_table({"steps": 14, "dt": 0.1897})

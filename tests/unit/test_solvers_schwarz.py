@@ -222,3 +222,56 @@ def test_memory_estimate_counts_the_subdomains():
     schwarz = [i for i in items if "schwarz" in i.what]
     assert len(schwarz) == 1 and "[3]" in schwarz[0].what
     assert schwarz[0].host + schwarz[0].device == pytest.approx(1000 * (SCHWARZ_EXT_ARRAYS * 216 + 3 * 36 + 64) * 8)
+
+
+def test_memory_estimate_of_a_single_level_has_no_smoother():
+    """levels = [N]: the coarse solve alone; neither coarser levels nor subdomains are counted
+    (it was counted as the default halving)."""
+    import lobatto
+    from lobatto.machine.memory_items import RunLayout
+    from lobatto.solvers.settings import elliptic_memory
+
+    case = lobatto.case_from_dict({"physics": {"equations": "poisson"}, "mesh": {"elements": [10, 10, 10]},
+                                   "discretization": {"order": 3}, "solver": {"smoother": "schwarz", "levels": [3]}})
+    layout = RunLayout(elements=1000, total_elements=1000, order=3, fields=1, box=(10, 10, 10))
+    assert elliptic_memory(case.tables["solver"], layout, "solver") == []
+
+
+@pytest.mark.parametrize("solver, smoother, shown", [
+    ({}, "schwarz", "fcg + multigrid [4, 2, 1] (schwarz smoother, cholesky coarse)"),
+    ({"preconditioner": "jacobi"}, None, "fcg + jacobi"),
+    ({"levels": [4]}, None, "fcg + multigrid [4] (no smoother: one level, cholesky coarse)"),
+])
+def test_a_run_names_the_smoother_that_ran(tmp_path, solver, smoother, shown):
+    """summary.json's solver.smoother is the one that ran (null where the key has nothing to
+    smooth), and the printed summary names it with the iterations (also under --quiet)."""
+    import lobatto
+    from lobatto.io.summary import format_summary_table
+
+    s = "sin(pi*x)*sin(pi*y)*sin(pi*z)"
+    case = lobatto.case_from_dict({"physics": {"equations": "poisson", "f": f"3*pi**2*{s}"},
+                                   "mesh": {"elements": [2, 2, 2]}, "discretization": {"order": 4},
+                                   "solver": {"smoother": "schwarz", "max_iterations": 400, **solver}}, "p")
+    summary = lobatto.run(case, backend="cpu", output_dir=tmp_path / "p").summary
+    assert summary["solver"]["smoother"] == smoother
+    assert summary["solver"]["description"] == shown
+    row = [line.split(None, 1) for line in format_summary_table(summary).splitlines() if line.startswith("  solver")]
+    assert row == [["solver", f"{shown}: {summary['iterations']} iterations, relative residual "
+                              f"{summary['relative_residual']:.3e}"]]
+
+
+def test_a_flow_run_names_its_pressure_smoother(tmp_path):
+    import lobatto
+    from lobatto.io.summary import format_summary_table
+
+    case = lobatto.case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": 0.05},
+        "mesh": {"elements": [2, 2, 2], "upper": [6.283185307179586] * 3, "periodic": [True] * 3},
+        "discretization": {"order": 3}, "time": {"dt": 0.05, "t_end": 0.1},
+        "solver": {"pressure": {"smoother": "schwarz"}},
+        "initial": {"ux": "sin(x)*cos(y)*cos(z)", "uy": "-cos(x)*sin(y)*cos(z)"}}, "tgv")
+    summary = lobatto.run(case, backend="cpu", output_dir=tmp_path / "tgv").summary
+    flow = summary["navier_stokes"]
+    assert (flow["pressure_smoother"], flow["pressure_coarse"]) == ("schwarz", "cholesky")
+    assert ("pressure solve: fcg + multigrid [3, 1] (schwarz smoother, cholesky coarse)"
+            in format_summary_table(summary))

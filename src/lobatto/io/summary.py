@@ -123,7 +123,11 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
     add("elements", "elements", _int)
     add("points", "points", _int)
     add("steps", "steps", _int)
-    add("dt", "dt", lambda v: _num(v, ".6g"))
+    dt_range = s.get("dt_range")  # a variable dt: the steps taken (summary.json's dt is the next one)
+    if isinstance(dt_range, (list, tuple)) and len(dt_range) == 2:
+        rows.append(("dt", f"{_num(dt_range[0], '.6g')} to {_num(dt_range[1], '.6g')} (variable)"))
+    else:
+        add("dt", "dt", lambda v: _num(v, ".6g"))
     add("t_final", "t_final", lambda v: _num(v, ".6f"))
     add("wall time", "wall_seconds", _duration)
     add("s/step", "seconds_per_step", lambda v: _num(v or None, ".3e"))  # 0: no steps were run
@@ -144,6 +148,12 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
             backend += f" ({s['precision']})"
         rows.append(("backend", backend))
     add("ranks", "ranks", _int)
+    solver = s.get("solver")  # a steady solve: what ran and how far (also under --quiet)
+    if isinstance(solver, Mapping) and solver.get("description") and s.get("iterations") is not None:
+        text = f"{solver['description']}: {_int(s['iterations'])} iterations"
+        if s.get("relative_residual") is not None:
+            text += f", relative residual {_num(s['relative_residual'], '.3e')}"
+        rows.append(("solver", text))
 
     width = max((len(label) for label, _ in rows), default=0) + 2
     lines = []
@@ -190,6 +200,10 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
         for name, seconds in parts.items():
             share = f"{100 * float(seconds) / total:5.1f} %" if total > 0 else ""
             lines.append(f"    {str(name):<14}{_duration(float(seconds)):>12}  {share}")
+    solvers = s.get("solvers")  # a time-dependent system's elliptic solves: what ran
+    if isinstance(solvers, Mapping) and solvers:
+        for name, text in solvers.items():
+            lines.append(f"  {name} solve: {text}")
     iterations = s.get("iterations_per_step")
     if isinstance(iterations, Mapping) and iterations:
         text = ", ".join(f"{name} {float(v):.1f}" for name, v in iterations.items())

@@ -131,9 +131,8 @@ class SteadyRun:
             self.u = system.solve(self.initial_guess(), self.report if self.monitored else None)
         result = system.result
         if self.rank == 0 and isinstance(self.progress, ProgressBar):
-            settings = system.settings
             per = system.solve_seconds / max(result.iterations, 1)
-            print(f"{case.physics.equations}: {settings['method']} + {settings['preconditioner']}: "
+            print(f"{case.physics.equations}: {system.solver.describe()}: "
                   f"{'converged' if result.converged else 'NOT converged'} in {result.iterations} iterations, "
                   f"relative residual {result.relative_residual:.3e}, {system.solve_seconds:.3g} s "
                   f"({per * 1e3:.3g} ms per iteration)", flush=True)

@@ -140,6 +140,26 @@ class EllipticSolver:
         coarse = getattr(self.multigrid.coarse, "__wrapped__", self.multigrid.coarse)
         return {"DenseCoarseSolve": "cholesky", "AmgCoarseSolve": "amg"}.get(type(coarse).__name__, "pcg")
 
+    @property
+    def smoother(self) -> str | None:
+        """The multigrid smoother that runs; None without multigrid or with a single level
+        (the coarse solve alone), where the [solver] smoother key has nothing to smooth."""
+        if self.multigrid is None or not self.multigrid.smoothers:
+            return None
+        return self.settings["smoother"]
+
+    def describe(self) -> str:
+        """What solves, for the printed lines: 'fcg + multigrid [5, 2, 1] (schwarz smoother,
+        cholesky coarse)'; the keys that took effect, not the ones given."""
+        s = self.settings
+        text = f"{self.method} + {s['preconditioner']}"
+        if self.multigrid is not None:
+            smoother = f"{self.smoother} smoother" if self.smoother else "no smoother: one level"
+            text += f" {self.level_orders} ({smoother}, {self.coarse_solve} coarse)"
+        if s["preconditioner"] != "none" and s["precision"] == "float32":
+            text += ", float32 preconditioner"
+        return text
+
     def _timed_preconditioner(self, monitor):
         """M as the Krylov method calls it: timed as "preconditioner" (its own glue: casts,
         residuals, corrections, the mean removal of a singular problem; the parts inside are

@@ -87,8 +87,9 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
                                          f"{points:,} points per kept solution)", 2 * extra * points * p,
                                          advice=f"lower [{table}] projection"))
     if settings.get("preconditioner") == "multigrid":
-        orders = list(settings.get("levels") or ())[1:]
-        if not orders:  # the default: halving to 1
+        given = list(settings.get("levels") or ())
+        orders = given[1:]  # [N] given: one level, the coarse solve alone (no smoother)
+        if not given:  # the default: halving to 1
             order = layout.order
             while order > 1:
                 order = max(1, order // 2)
@@ -97,7 +98,7 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
         if coarse:
             items.append(layout.backend_item(f"[{table}] multigrid levels {orders} ({coarse:,} points)",
                                              LEVEL_ARRAYS * coarse * 8, advice=f"use fewer [{table}] levels"))
-        if settings.get("smoother") == "schwarz":
+        if settings.get("smoother") == "schwarz" and orders:
             smoothed = [layout.order] + orders[:-1]
             values = sum(layout.elements * (SCHWARZ_EXT_ARRAYS * (q + 3) ** 3 + 3 * (q + 3) ** 2 + (q + 1) ** 3)
                          for q in smoothed)

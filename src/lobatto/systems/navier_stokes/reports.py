@@ -109,6 +109,9 @@ class FlowReports:
                 "viscosity": self.viscosity,
                 "pressure_null_space": self.null_space,
                 "pressure_levels": self.pressure_solver.level_orders,
+                # the smoother and coarse solve that ran (null where none: one level, no multigrid)
+                "pressure_smoother": self.pressure_solver.smoother,
+                "pressure_coarse": self.pressure_solver.coarse_solve,
                 "pressure_iterations_per_step": self.totals["pressure_iterations"] / steps,
                 "velocity_iterations_per_step": self.totals["velocity_iterations"] / steps,
                 "parts": {name: {"seconds": s, "share": s / total if total > 0 else 0.0}
@@ -125,6 +128,7 @@ class FlowReports:
             },
             # generic entries the run summary prints (the driver adds "output" to the parts)
             "time_per_part": dict(self.seconds),
+            "solvers": {"pressure": self.pressure_solver.describe()},
             "iterations_per_step": {"pressure": self.totals["pressure_iterations"] / steps,
                                     "velocity": self.totals["velocity_iterations"] / steps},
         }

@@ -186,7 +186,8 @@ class PoissonSystem(System):
                        "levels": self.solver.level_orders, "coarse": self.solver.coarse_solve,
                        "tolerance": s["tolerance"], "max_iterations": s["max_iterations"],
                        "projection": s["projection"], "smoother_degree": s["smoother_degree"],
-                       "smoother": s["smoother"],
+                       "smoother": self.solver.smoother,  # null where none ran (one level, no multigrid)
+                       "description": self.solver.describe(),
                        "coarse_tolerance": s["coarse_tolerance"]},
             "iterations": r.iterations,
             "converged": bool(r.converged),
