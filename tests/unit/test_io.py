@@ -382,3 +382,15 @@ def test_summary_table_shows_a_variable_dt_as_the_range_taken():
         ["dt", "0.158 to 0.772 (variable)"]]
     assert "0.1897" not in table
     assert "0.1897" in summary.format_summary_table({"steps": 14, "dt": 0.1897})
+
+
+def test_summary_table_says_when_statistics_have_no_sample():
+    # a chunk of a run that ends before [output.statistics] start writes files of zeros
+    stats = {"files": ["c_statistics.h5", "c_statistics.csv"], "samples": 0, "time": [None, None], "weight": 0.0,
+             "start": 60.0, "every": 10, "average": ["x", "z"]}
+    table = summary.format_summary_table({"time_series": {"files": [], "samples": 0, "statistics": stats}})
+    assert ("statistics: c_statistics.h5, c_statistics.csv (no sample: no step at t >= [output.statistics] "
+            "start = 60 on a multiple of every = 10; the means in them are 0)") in table
+    stats.update(samples=246, time=[60.0, 108.8])
+    table = summary.format_summary_table({"time_series": {"files": [], "samples": 0, "statistics": stats}})
+    assert "statistics: c_statistics.h5, c_statistics.csv (246 samples, t = 60 to 108.8)" in table

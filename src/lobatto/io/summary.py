@@ -223,6 +223,14 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
         if series.get("files"):
             samples = series.get("samples")
             lines.append(f"  time series: {', '.join(series['files'])} ({samples} sample{'' if samples == 1 else 's'})")
+        stats = series.get("statistics")  # [output.statistics]: zeros in its files until a sample
+        if isinstance(stats, Mapping) and stats.get("files"):
+            samples = stats.get("samples") or 0
+            text = (f"{samples} sample{'' if samples == 1 else 's'}, t = {_num(stats['time'][0], '.6g')} to "
+                    f"{_num(stats['time'][1], '.6g')}" if samples else
+                    f"no sample: no step at t >= [output.statistics] start = {_num(stats.get('start'), 'g')} on a "
+                    f"multiple of every = {stats.get('every')}; the means in them are 0")
+            lines.append(f"  statistics: {', '.join(stats['files'])} ({text})")
         for key, label in (("dft", "transforms"), ("far_field", "far field")):
             entry = series.get(key)
             if isinstance(entry, Mapping) and entry.get("file"):

@@ -230,7 +230,8 @@ class StatisticsMonitor(Monitor):
 
     def describe(self) -> dict:
         return {"statistics": {"files": file_names(self), "samples": self.samples, "average": self.average,
-                               "time": [self.t_first, self.t_last], "weight": self.weight}}
+                               "time": [self.t_first, self.t_last], "weight": self.weight,
+                               "start": float(self.settings.start), "every": int(self.settings.every)}}
 
 
 register_monitor("statistics", StatisticsMonitor)  # [output.statistics], built by the run's MonitorSet
