@@ -143,6 +143,27 @@ def test_poiseuille_held_by_the_flow_rate(tmp_path):
     assert errs["ux"]["max"] < 1e-8 and errs["uy"]["max"] < 1e-8
 
 
+def test_the_flow_rate_response_is_not_counted_in_the_iterations_per_step(tmp_path):
+    """The response to the driving force is solved at the first step and whenever bdf_0/dt
+    changes (here: BDF1 then BDF2); the per-step averages are those of the step lines, as
+    without a flow rate (they counted the response's solves too: twice the lines' mean)."""
+    case = case_from_dict({
+        "physics": {"equations": "navier_stokes", "viscosity": 0.05, "flow_rate": 2.0 / 3.0},
+        "mesh": {"elements": [2, 2, 1], "lower": [0.0, -1.0, 0.0], "upper": [2.0, 1.0, 1.0],
+                 "periodic": [True, False, True], "boundary": "wall"},
+        "discretization": {"order": 3}, "time": {"dt": 0.05, "t_end": 0.15},
+        "initial": {"ux": "0.9*(1 - y**2) + 0.05*sin(pi*x)*(1 - y**2)"}, "output": {"formats": []},
+    }, name="poiseuille")
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    lines = []
+    for _ in range(3):
+        sim.advance(1)
+        lines.append(sim.system.step_report())
+    per_step = sim.system.summary()["iterations_per_step"]
+    assert per_step["pressure"] == pytest.approx(np.mean([r["pressure_iterations"] for r in lines]))
+    assert per_step["velocity"] == pytest.approx(np.mean([r["velocity_iterations"] for r in lines]))
+
+
 def test_taylor_green_energy_budget(tmp_path):
     """-dE/dt equals the dissipation 2 nu enstrophy in a periodic box (to the time error)."""
     case = tgv_case(order=6, elements=3, nu=0.05, dt=2e-3, t_end=0.1)

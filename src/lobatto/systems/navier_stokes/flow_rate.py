@@ -40,10 +40,11 @@ class FlowRate:
         force[self.direction] = 1.0
         zero = xp.zeros_like(force)
         saved = (s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection, s.pressure_result,
-                 s.velocity_result)
+                 s.velocity_result, dict(s.totals))
         # the response has zero boundary data, and stays out of the pressure projection's basis
         # (so a restarted run, which solves for it again, projects as the uninterrupted one);
-        # the step reports its own solves, not the response's
+        # the step reports its own solves, not the response's, nor counts its iterations in the
+        # per-step averages (its time is the flow_rate part's)
         # (lifted is off on every rank alike: no lifting, so no gather-scatter, anywhere)
         s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection = [], False, None
         try:
@@ -52,7 +53,8 @@ class FlowRate:
             velocity = s.solve_velocity(force, pressure, zero, [], sigma, 0.0)
         finally:
             (s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection, s.pressure_result,
-             s.velocity_result) = saved
+             s.velocity_result, totals) = saved
+            s.totals.update(totals)
         self.response = (velocity.copy(), pressure.copy())
         self.response_mean = self.mean(velocity)
         if not abs(self.response_mean) > 0.0:  # zero (or not finite): no alpha reaches the target
