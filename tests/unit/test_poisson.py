@@ -330,6 +330,11 @@ def test_benchmarks_write_consistent_records(tmp_path):
     shares = [p["share"] for p in record["parts"].values()]
     assert sum(shares) == pytest.approx(1.0, rel=1e-9) and min(shares) >= 0
     assert "per iteration" in text and "Jacobi-PCG" in text
+    assert "fcg + multigrid [3, 1] (jacobi smoother, cholesky coarse)  (float64, degree 3)" in text
+    schwarz, text = bench("poisson", "--order", "3", "--elements", "2", "2", "2", "--repeats", "1", "--smoother",
+                          "schwarz", "--smoother-degree", "2")
+    assert schwarz["solver"]["smoother"] == "schwarz" and schwarz["converged"]
+    assert "fcg + multigrid [3, 1] (schwarz smoother, cholesky coarse)  (float64, degree 2)" in text
 
 
 def test_the_example_case_solves_to_its_exact_solution(tmp_path):

@@ -100,6 +100,9 @@ def _add_elliptic(sub) -> None:
     p.add_argument("--tolerance", type=float, default=1e-8)
     p.add_argument("--coarse-tolerance", type=float, default=1e-2,
                    help="relative tolerance of the iterative coarse solve (above 3000 coarse points)")
+    p.add_argument("--smoother", default="jacobi", choices=("jacobi", "schwarz"),
+                   help="[solver] smoother: the multigrid's Chebyshev-Jacobi or Chebyshev-Schwarz")
+    p.add_argument("--smoother-degree", type=int, default=3, metavar="K", help="[solver] smoother_degree")
     p.add_argument("--repeats", type=int, default=3, help="timed solves; the median is reported")
     p.add_argument("--jacobi", action="store_true", help="also solve with Jacobi-PCG, for its iteration count")
     p.add_argument("--device", type=int, default=None, help="CUDA device id")

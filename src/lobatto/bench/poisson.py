@@ -69,11 +69,12 @@ def solve_timed(system, case, repeats: int) -> dict:
 
 def run(backend_name: str = "cuda", order: int = 7, elements=(32, 32, 32), method: str = "fcg",
         preconditioner: str = "multigrid", precision: str = "float64", tolerance: float = 1e-8, repeats: int = 3,
-        jacobi: bool = False, device: int | None = None, coarse_tolerance: float = 1e-2) -> dict:
+        jacobi: bool = False, device: int | None = None, coarse_tolerance: float = 1e-2, smoother: str = "jacobi",
+        smoother_degree: int = 3) -> dict:
     backend = get_backend(backend_name, device_id=device)
     limit = single_threaded_blas() if backend.name == "cpu" else nullcontext()
     solver = {"method": method, "preconditioner": preconditioner, "precision": precision, "tolerance": tolerance,
-              "coarse_tolerance": coarse_tolerance}
+              "coarse_tolerance": coarse_tolerance, "smoother": smoother, "smoother_degree": smoother_degree}
     result = {"benchmark": "poisson", "date": datetime.date.today().isoformat(), "backend": backend.describe(),
               "host": platform.processor() or platform.machine(), "order": order, "elements": list(elements),
               "solver": solver, "repeats": repeats}
@@ -85,7 +86,7 @@ def run(backend_name: str = "cuda", order: int = 7, elements=(32, 32, 32), metho
         result["setup_seconds"] = time.perf_counter() - start
         result["setup_parts"] = dict(system.setup_seconds)
         result.update(points=system.points, unknowns=system.unknowns, levels=system.solver.level_orders,
-                      coarse=system.solver.coarse_solve)
+                      coarse=system.solver.coarse_solve, description=system.solver.describe())
         result.update(solve_timed(system, case, repeats))
         del system
         if jacobi:
@@ -100,8 +101,8 @@ def format_result(r: dict) -> str:
     s = r["solver"]
     lines = [f"poisson solve  backend={r['backend']['name']}  N={r['order']}  elements="
              f"{'x'.join(map(str, r['elements']))}  points={r['points']}  unknowns={r['unknowns']}",
-             f"  {s['method']} + {s['preconditioner']} ({s['precision']})  levels={r['levels']}  "
-             f"coarse={r['coarse']}  tolerance={s['tolerance']:g}",
+             f"  {r.get('description') or s['method'] + ' + ' + s['preconditioner']}  ({s['precision']}"
+             f"{', degree ' + str(s['smoother_degree']) if r.get('levels', [])[1:] else ''})  tolerance={s['tolerance']:g}",
              "",
              f"  set-up                {r['setup_seconds']:10.4f} s",
              f"  iterations            {r['iterations']:10d}   ({'converged' if r['converged'] else 'NOT converged'},"
@@ -125,10 +126,13 @@ def format_result(r: dict) -> str:
 
 def command(args) -> int:
     """``lobatto bench poisson`` (options of bench/cli.py): check, solve, print, write the JSON."""
-    if args.order < 1 or min(args.elements) < 1 or args.repeats < 1 or args.coarse_tolerance <= 0:
-        raise InputError("--order, --elements and --repeats must be >= 1 and --coarse-tolerance > 0")
+    if (args.order < 1 or min(args.elements) < 1 or args.repeats < 1 or args.coarse_tolerance <= 0
+            or not 1 <= args.smoother_degree <= 50):
+        raise InputError("--order, --elements and --repeats must be >= 1, --coarse-tolerance > 0 and "
+                         "--smoother-degree from 1 to 50")
     result = run(args.backend, args.order, tuple(args.elements), args.method, args.preconditioner,
-                 args.precision, args.tolerance, args.repeats, args.jacobi, args.device, args.coarse_tolerance)
+                 args.precision, args.tolerance, args.repeats, args.jacobi, args.device, args.coarse_tolerance,
+                 args.smoother, args.smoother_degree)
     print(format_result(result))
     write_json(args.json, result)
     return 0
