@@ -164,6 +164,22 @@ def test_the_flow_rate_response_is_not_counted_in_the_iterations_per_step(tmp_pa
     assert per_step["velocity"] == pytest.approx(np.mean([r["velocity_iterations"] for r in lines]))
 
 
+@pytest.mark.parametrize("pressure, words", [
+    ({"levels": [2, 1]}, '[solver.pressure] levels = [2, 1] must start at the [discretization] order 3'),
+    ({"method": "cg", "precision": "float32"}, '[solver.pressure] method = "cg" needs a fixed preconditioner'),
+    ({"method": "cg", "coarse": "pcg"}, '([solver.pressure] coarse = "pcg"'),
+    ({"levels": [3], "coarse": "cholesky"}, '[solver.pressure] coarse = "cholesky": the coarse level has 3375'),
+])
+def test_pressure_solver_errors_name_the_pressure_table(tmp_path, pressure, words):
+    """The elliptic solver's messages name [solver.pressure], not the Poisson system's [solver]."""
+    case = tgv_case(order=3, elements=5, nu=0.05, dt=0.01, t_end=0.01)
+    data = case.to_dict()
+    data["solver"] = {"pressure": pressure}
+    with pytest.raises(InputError) as error:
+        Simulation(case_from_dict(data, "tgv"), backend="cpu", output_dir=tmp_path, comm=None)
+    assert words in str(error.value)
+
+
 def test_taylor_green_energy_budget(tmp_path):
     """-dE/dt equals the dissipation 2 nu enstrophy in a periodic box (to the time error)."""
     case = tgv_case(order=6, elements=3, nu=0.05, dt=2e-3, t_end=0.1)

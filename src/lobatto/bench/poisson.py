@@ -99,10 +99,11 @@ def run(backend_name: str = "cuda", order: int = 7, elements=(32, 32, 32), metho
 
 def format_result(r: dict) -> str:
     s = r["solver"]
+    degree = f", degree {s.get('smoother_degree', 3)}" if r.get("levels", [])[1:] else ""  # a smoothed level
     lines = [f"poisson solve  backend={r['backend']['name']}  N={r['order']}  elements="
              f"{'x'.join(map(str, r['elements']))}  points={r['points']}  unknowns={r['unknowns']}",
              f"  {r.get('description') or s['method'] + ' + ' + s['preconditioner']}  ({s['precision']}"
-             f"{', degree ' + str(s['smoother_degree']) if r.get('levels', [])[1:] else ''})  tolerance={s['tolerance']:g}",
+             f"{degree})  tolerance={s['tolerance']:g}",
              "",
              f"  set-up                {r['setup_seconds']:10.4f} s",
              f"  iterations            {r['iterations']:10d}   ({'converged' if r['converged'] else 'NOT converged'},"

@@ -73,16 +73,17 @@ class EllipticSolver:
     smoother_degree, smoother; missing ones from DEFAULT_SETTINGS); h1, h2 as for ``HelmholtzOperator``
     (interpolated to the coarser multigrid orders); profile: a ``Profile`` (None: untimed);
     null_space: the operator's null space is the constants (h2 = 0, no Dirichlet point),
-    checked."""
+    checked; table: the case-file table of the settings, for messages ("solver.pressure")."""
 
     def __init__(self, mesh, level, settings: dict, backend, comm, dirichlet, h1, h2, profile=None,
-                 null_space: bool = False):
+                 null_space: bool = False, table: str = "solver"):
         settings = {**DEFAULT_SETTINGS, **settings}
+        self.table = table
         self.level, self.settings = level, settings
         self.profile = profile if profile is not None else Profile(backend, enabled=False)
         self.backend = backend
         self.method = settings["method"]
-        self.absolute_tolerance = _tolerance(settings["absolute_tolerance"], "[solver] absolute_tolerance")
+        self.absolute_tolerance = _tolerance(settings["absolute_tolerance"], f"[{table}] absolute_tolerance")
         self.null_space = None
         if null_space:
             check_singular(level, "EllipticSolver")
@@ -92,9 +93,9 @@ class EllipticSolver:
         self.preconditioner, fixed = self._preconditioner(mesh, level, backend, comm, dirichlet, h1, h2)
         if self.method == "cg" and not fixed:
             why = ("float32 rounding makes it vary" if settings["precision"] == "float32" else
-                   "its coarse grid is solved iteratively ([solver] coarse = \"pcg\", or \"auto\" above "
+                   f"its coarse grid is solved iteratively ([{table}] coarse = \"pcg\", or \"auto\" above "
                    f"{DENSE_LIMIT} coarse points)")
-            raise InputError(f"[solver] method = \"cg\" needs a fixed preconditioner, but {why}: use method = \"fcg\" "
+            raise InputError(f"[{table}] method = \"cg\" needs a fixed preconditioner, but {why}: use method = \"fcg\" "
                              "(or \"gmres\")" + ("" if settings["precision"] == "float32" else
                                                  ", or coarse = \"amg\" (or \"cholesky\" with fewer coarse "
                                                  "points)"))
@@ -118,12 +119,12 @@ class EllipticSolver:
             return LowPrecision(jacobi, backend, comm=comm), False
         orders = tuple(s["levels"]) or default_orders(level.order)
         if orders[0] != level.order:
-            raise InputError(f"[solver] levels = {list(orders)} must start at the [discretization] order "
+            raise InputError(f"[{self.table}] levels = {list(orders)} must start at the [discretization] order "
                              f"{level.order} (for example {list(default_orders(level.order))})")
         mg = PMultigrid.build(mesh, backend, orders, comm, dirichlet, h1, h2, dtype=np.float32 if low else None,
                               degree=s["smoother_degree"], coarse=s["coarse"], coarse_tol=s["coarse_tolerance"],
                               finest=None if low else level, null_space=self.null_space is not None,
-                              smoother=s["smoother"])
+                              smoother=s["smoother"], table=self.table)
         self.multigrid = mg
         self.levels = ([level] if low else []) + list(mg.levels)
         fixed = mg.symmetric and not low  # before instrument() wraps the coarse solve

@@ -175,7 +175,8 @@ class PMultigrid:
     @classmethod
     def build(cls, mesh, backend, orders, comm=None, dirichlet=None, h1=1.0, h2=0.0, dtype=None,
               degree: int = 3, coarse: str = "auto", coarse_tol: float = 1e-2, coarse_maxiter: int = 200,
-              finest: Level | None = None, null_space: bool = False, smoother: str = "jacobi") -> "PMultigrid":
+              finest: Level | None = None, null_space: bool = False, smoother: str = "jacobi",
+              table: str = "solver") -> "PMultigrid":
         """All levels for ``orders`` (e.g. ``default_orders(7)``), in ``dtype`` (default the
         backend's; float32 for a LowPrecision preconditioner). ``h1``/``h2`` as for
         HelmholtzOperator at the finest order (arrays are interpolated to the others).
@@ -185,7 +186,8 @@ class PMultigrid:
         (Cholesky up to DENSE_LIMIT coarse points, above it amg where pyamg imports, else
         pcg). ``null_space``: the operator is singular with the constants as null space (h2 = 0, no Dirichlet
         point); the coarse solve then works on 1^T b = 0 and returns 1^T x = 0. ``smoother``:
-        "jacobi" (Chebyshev-Jacobi) or "schwarz" (Chebyshev with additive Schwarz, SMOOTHERS)."""
+        "jacobi" (Chebyshev-Jacobi) or "schwarz" (Chebyshev with additive Schwarz, SMOOTHERS).
+        ``table``: the case-file table of these settings, for messages."""
         orders = tuple(int(o) for o in orders)
         if not orders or any(o < 1 for o in orders) or any(a <= b for a, b in zip(orders, orders[1:])):
             raise ValueError(f"PMultigrid: orders must decrease and stay >= 1, got {orders}")
@@ -211,9 +213,9 @@ class PMultigrid:
             small = last.assembly.num_global_points <= DENSE_LIMIT
             coarse = "cholesky" if small else ("amg" if amg_available() else "pcg")
         if coarse == "cholesky" and last.assembly.num_global_points > DENSE_LIMIT:
-            raise InputError(f"[solver] coarse = \"cholesky\": the coarse level has {last.assembly.num_global_points} "
+            raise InputError(f"[{table}] coarse = \"cholesky\": the coarse level has {last.assembly.num_global_points} "
                              f"points, above the dense limit of {DENSE_LIMIT} (its M x M factor on every rank); "
-                             "use coarse = \"amg\" or \"auto\", or coarser [solver] levels on fewer elements")
+                             f"use coarse = \"amg\" or \"auto\", or coarser [{table}] levels on fewer elements")
         if coarse == "cholesky":
             solve = DenseCoarseSolve(last.operator, last.assembly, comm, last.dtype, null_space=null_space)
         elif coarse == "amg":

@@ -115,7 +115,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         boundaries.lifted = bool(allreduce(self.comm, int(bool(boundaries.groups)), "max"))
         self.pressure_solver = EllipticSolver(mesh, self.pressure_level, self.pressure_settings, backend, self.comm,
                                               boundaries.outflow_faces, 1.0, 0.0, self.profile,
-                                              null_space=self.null_space)
+                                              null_space=self.null_space, table="solver.pressure")
         self.velocity_solver = VectorHelmholtzSolver(
             self.velocity_level, tolerance=self.velocity_settings["tolerance"],
             max_iterations=self.velocity_settings["max_iterations"],
