@@ -54,6 +54,20 @@ def test_amg_cycles_converge_to_the_dense_solve(backend, neumann, periodic):
         assert abs(level.dot(x, level.mask * 0 + 1)) <= 1e-10 * np.abs(x).max() * level.assembly.num_global_points
 
 
+def test_a_singular_hierarchy_down_to_one_aggregate(backend):
+    """pyamg may coarsen a constants-singular matrix to one point (a periodic flow's pressure
+    with levels = [N] did: 3375 points -> ... -> 1): that level holds only the constants, its
+    inverse on the range is empty (it was refused as 'singular beyond the constants')."""
+    level = coarse_level(backend, True, periodic=True)
+    dense = DenseCoarseSolve(level.operator, level.assembly, null_space=True)
+    solve = AmgCoarseSolve(level.operator, level.assembly, null_space=True, max_coarse=1, cycles=60)
+    assert solve.level_sizes[-1] == 1
+    b = random_continuous(level, np.random.default_rng(6), backend)
+    b = b - level.dot(b, level.mask * 0 + 1) / level.assembly.num_global_points
+    x, reference = solve(b), dense(b)
+    assert np.abs(x - reference).max() <= 1e-8 * np.abs(reference).max()
+
+
 @pytest.mark.parametrize("neumann", [False, True])
 def test_one_cycle_is_a_fixed_symmetric_map(backend, neumann):
     level = coarse_level(backend, neumann)

@@ -83,7 +83,9 @@ def dense_inverse(matrix: np.ndarray, null_space: bool) -> np.ndarray:
     values, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
     keep = slice(1, None) if null_space else slice(None)
     values, vectors = values[keep], vectors[:, keep]
-    if not values.size or not values[0] > 1e-13 * values[-1]:
+    if not values.size:  # one aggregate (pyamg may coarsen to it): only the constants, projected out
+        return np.zeros_like(matrix)
+    if not values[0] > 1e-13 * values[-1]:
         raise SolverError("coarse grid: the last AMG level's matrix is singular beyond the constants (a domain in "
                           "several disconnected pieces, or a part touching no Dirichlet side)")
     return (vectors / values) @ vectors.T
