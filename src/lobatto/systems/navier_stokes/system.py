@@ -59,6 +59,12 @@ RK4_REAL_BOUND = 2.78
 HISTORY = 3
 
 
+#: a float32 backend's solves stall near its round-off (the Poisson system refuses tolerances below 1e-5)
+FLOAT32_HINT = ("; with [backend] precision = \"float32\" a {table} tolerance below about 1e-5 is not reached: "
+                "raise it, or keep the backend float64 ([solver.pressure] precision = \"float32\" for a float32 "
+                "preconditioner)")
+
+
 class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [output] derived
     spec = SPEC
     time_dependent = True  # coefficients and boundary data change from step to step
@@ -375,7 +381,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             return
         error = SolverError(f"the {what} solve of step {self.steps_taken + 1} (t = {t:.6g}) did not converge: "
                             f"{result.reason}; raise {table} max_iterations or tolerance, or lower [time] dt "
-                            "(or target_cfl)")
+                            "(or target_cfl)" + FLOAT32_HINT.format(table=table) * (self.backend.precision == "float32"))
         error.collective = True
         raise error
 
