@@ -32,6 +32,10 @@ from lobatto.discretization.tensor import derivative_r, derivative_s, derivative
 from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
 
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
+#: the time step's factor against the collocated forms': the operator's spectral radius (power
+#: iteration, upwind, N = 3, 6, 9) was 1.59, 1.43, 1.34x the split form's on the O-grid cylinder
+#: and 1.66, 1.33, 1.22x on a flat box (benchmarks/notes-curved-maxwell.md)
+STEP_FACTOR = 0.6
 
 
 def cross(xp, a, b):
