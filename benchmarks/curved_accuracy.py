@@ -10,7 +10,8 @@ omega^2 = kc^2 + beta^2, theta = beta z - omega t):
 
 Also a deformed PEC box cavity (the unit cube with the interior moved by sin(pi x) sin(pi y)
 sin(pi z) terms, its walls flat) and its TM110 mode. For each mesh and N it measures, for
-``[discretization] volume_form`` = "chain" and "split" (the default):
+``[discretization] volume_form`` = "chain", "split" (the default) and "galerkin"
+(systems/maxwell/galerkin.py):
 
 - ``residual``: the semi-discrete residual rhs(u_exact) - du_exact/dt (the system's own
   kernels), relative L2 (mass-weighted) and max: the spatial truncation error;
@@ -23,7 +24,7 @@ sin(pi z) terms, its walls flat) and its TM110 mode. For each mesh and N it meas
 
 Prints a table; writes JSON to benchmarks/results/ (``--json`` names the file).
 
-    PYTHONPATH=src python benchmarks/curved_accuracy.py                  # N = 3..11, about 3 minutes on 1 core
+    PYTHONPATH=src python benchmarks/curved_accuracy.py                  # N = 3..11, t_end = 0.2: about 10 minutes on 1 core
     PYTHONPATH=src python benchmarks/curved_accuracy.py --orders 4,6 --meshes box
 """
 
@@ -54,6 +55,7 @@ from lobatto.mesh.geometry import curl_form_factors  # noqa: E402
 sys.path.insert(0, str(HERE.parent / "tests"))  # cylwave.py, nek_mesh_writer.py
 from cylwave import cylinder_rea, tm01  # noqa: E402  (the test's own cylinder waveguide)
 
+FORMS = ("chain", "split", "galerkin")
 DEFORM = {"x": "0.15*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.12*sin(pi*x)*sin(pi*y)*sin(pi*z)",
           "z": "0.1*sin(pi*x)*sin(pi*y)*sin(pi*z)"}
 
@@ -117,7 +119,7 @@ def energy_rate(sim, rng) -> float:
 def measure(mesh: dict, exact, order: int, t_end: float, workdir: str) -> dict:
     row = {"order": order}
     rng = np.random.default_rng(order)
-    for form in ("chain", "split"):
+    for form in FORMS:
         start = time.perf_counter()
         sim = simulation(mesh, order, form, "upwind", t_end, workdir)
         g = sim.system.geometry
@@ -146,7 +148,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--orders", default="3,4,5,6,7,8,9,10,11")
     ap.add_argument("--meshes", default="cylinder,box", help="cylinder and/or box")
-    ap.add_argument("--t-end", type=float, default=0.5)
+    ap.add_argument("--t-end", type=float, default=0.2)
     ap.add_argument("--rings", type=int, default=1, help="m: the cylinder's O-grid has m x m + 4m elements per layer")
     ap.add_argument("--json", metavar="PATH",
                     default=str(HERE / "results" / f"curved_accuracy_cpu_{datetime.date.today()}.json"))
@@ -162,24 +164,27 @@ def main() -> int:
             mesh, exact = cases[name]
             print(f"\n{name}: relative L2 (max) of the residual rhs(u) - du/dt, of the volume curls alone, "
                   f"and of the solution at t = {args.t_end} (upwind); energy rate of random data")
-            print(f"{'N':>2} | {'residual chain':>19} {'residual split':>19} | {'chain_cof':>9} {'chain_curl':>10} "
-                  f"{'cons_cof':>9} {'cons_curl':>9} {'split':>9} | {'error chain':>19} {'error split':>19} "
-                  f"{'ratio':>5} | {'central split':>13} {'upwind split':>12} {'central chain':>13}")
+            print(f"{'N':>2} | " + " ".join(f"{'residual ' + f:>19}" for f in FORMS)
+                  + f" | {'chain_cof':>9} {'chain_curl':>10} {'cons_cof':>9} {'cons_curl':>9} {'split':>9} | "
+                  + " ".join(f"{'error ' + f:>19}" for f in FORMS) + " | ratios s/c g/c | "
+                  + " ".join(f"{'central ' + f[0]:>9} {'upwind ' + f[0]:>9}" for f in FORMS))
             rows = []
             for order in orders:
                 row = measure(mesh, exact, order, args.t_end, tmp + "/run")
                 rows.append(row)
                 v = row["volume"]
                 pair = lambda e: f"{e['l2']:.2e} ({e['max']:.1e})"  # noqa: E731
-                print(f"{order:>2} | {pair(row['chain_residual']):>19} {pair(row['split_residual']):>19} | "
+                chain = row["chain_error"]["l2"]
+                print(f"{order:>2} | " + " ".join(f"{pair(row[f + '_residual']):>19}" for f in FORMS) + " | "
                       + " ".join(f"{v[k]['l2']:>9.2e}" for k in ("chain_cof", "chain_curl", "cons_cof", "cons_curl",
                                                                   "split_curl"))
-                      + f"  | {pair(row['chain_error']):>19} {pair(row['split_error']):>19} "
-                      f"{row['split_error']['l2'] / row['chain_error']['l2']:>5.1f} | {row['split_rate_central']:>13.1e} "
-                      f"{row['split_rate_upwind']:>12.2e} {row['chain_rate_central']:>13.1e}", flush=True)
+                      + " | " + " ".join(f"{pair(row[f + '_error']):>19}" for f in FORMS)
+                      + f" | {row['split_error']['l2'] / chain:>5.2f} {row['galerkin_error']['l2'] / chain:>5.2f} | "
+                      + " ".join(f"{row[f + '_rate_central']:>9.1e} {row[f + '_rate_upwind']:>9.2e}" for f in FORMS),
+                      flush=True)
             results[name] = {"elements": rows[0]["elements"], "curved_elements": rows[0]["curved"], "rows": rows}
-    result = {"what": "curved-element volume curl: chain rule against split form (truncation, time-stepped error, "
-                      "energy rate)",
+    result = {"what": "curved-element volume curl: chain rule, split form and the Galerkin form (truncation, "
+                      "time-stepped error, energy rate)",
               "cylinder": f"radius 1, length 4, O-grid m = {args.rings}, 2 layers, TM01 (beta = pi/2), PEC wall, periodic z",
               "box": "unit PEC cube, 2^3 elements, deformed inside (DEFORM), TM110", "t_end": args.t_end,
               "cfl": 0.3, "machine": processor(), "python": sys.version.split()[0],
