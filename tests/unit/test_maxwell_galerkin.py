@@ -108,3 +108,5 @@ def test_unsupported_combinations_are_input_errors(tmp_path):
         data = {"mesh": {**BOX, "boundary": "wall"}, "discretization": {"order": 2, "volume_form": "galerkin"},
                 "physics": {"equations": "acoustics"}, "time": {"t_end": 0.1}, "output": {"formats": []}}
         Simulation(case_from_dict(data, name="acoustics"), backend="cpu", output_dir=str(tmp_path / "a"), comm=None)
+    with pytest.raises(InputError, match="volume_form"):
+        simulation(tmp_path, BOX, 2, extra={"source": {"j": {"type": "current", "Jz": "sin(pi*x)*sin(t)"}}})

@@ -214,6 +214,18 @@ def attach(system) -> None:
     system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
 
 
+def check_supported(system, where: str = "case") -> None:
+    """InputError for what the Galerkin form does not take yet: sources and the stage terms
+    (PML, dispersive poles, TF/SF) are written for the collocated forms' pointwise mass and
+    face traces."""
+    from lobatto.errors import InputError
+
+    parts = [t.name for t in system.terms] + (["[source] tables"] if system.sources is not None else [])
+    if parts:
+        raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
+                         'yet; use volume_form = "split"')
+
+
 def energy(system, u) -> float:
     """1/2 (eps E.M_W E + mu H.M_W H): the norm in which the Galerkin operator is stable."""
     parts = system.galerkin.energy_products(system.backend.xp, u)

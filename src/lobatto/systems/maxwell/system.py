@@ -188,6 +188,8 @@ class MaxwellSystem(FaceExchangeSystem):
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)
+        if system.galerkin is not None:
+            galerkin.check_supported(system, case.source)
         system.check_integrator(case.time.integrator, case.source)
         fit_loss_step(case, system, comm)
         check_pole_rates(case, system, comm)
