@@ -110,3 +110,16 @@ def test_unsupported_combinations_are_input_errors(tmp_path):
         Simulation(case_from_dict(data, name="acoustics"), backend="cpu", output_dir=str(tmp_path / "a"), comm=None)
     with pytest.raises(InputError, match="volume_form"):
         simulation(tmp_path, BOX, 2, extra={"source": {"j": {"type": "current", "Jz": "sin(pi*x)*sin(t)"}}})
+
+
+def test_float32_follows_float64(tmp_path):
+    results = {}
+    for precision in ("float64", "float32"):
+        sim = simulation(tmp_path / precision, BOX, 3, t_end=0.2,
+                         extra={"backend": {"precision": precision}, "initial": {"Ez": "sin(pi*x)*sin(pi*y)"}})
+        sim.advance(sim.steps)
+        results[precision] = (np.array(sim.u, dtype=np.float64), sim.system.energy(sim.u))
+        sim.close()
+    (u64, e64), (u32, e32) = results["float64"], results["float32"]
+    assert np.abs(u32 - u64).max() < 1e-5 * np.abs(u64).max()
+    assert abs(e32 - e64) < 1e-5 * e64

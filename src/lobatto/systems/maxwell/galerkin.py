@@ -120,11 +120,13 @@ class WeightAdjustedOperator:
         y = along3(xp, self.v.T, self.inverse_jacobian_weights * along3(xp, self.v, y))
         return along3(xp, self.inverse_mass_1d, y)
 
-    def energy_products(self, xp, u, iterations: int = 100, tolerance: float = 1e-14):
+    def energy_products(self, xp, u, iterations: int = 100, tolerance: float | None = None):
         """Per component c, the sum over elements of u_c . M_W u_c = y . M_{1/J}^-1 y (y = M u_c):
         (6,) float64. M_{1/J} z = y is solved by conjugate gradients on all elements at once,
         preconditioned by sqrt(J) M^-1 sqrt(J) at the nodes (its inverse where J is constant):
         a few iterations to round-off."""
+        if tolerance is None:  # round-off of the working precision (float32 cannot reach 1e-14)
+            tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
         y = along3(xp, self.mass_1d, u)
         root = self.root_jacobian
 
@@ -135,20 +137,24 @@ class WeightAdjustedOperator:
             return root * along3(xp, self.inverse_mass_1d, root * r)
 
         axes = tuple(range(2, y.ndim))  # per component and element
+
+        def ratio(a, b):  # a / b, 0 where b is 0 (a zero component of some element: done)
+            return xp.where(b > 0, a / xp.where(b > 0, b, 1), 0)
+
         z, r = xp.zeros_like(y), y.copy()
         h = precondition(r)
         p, rh = h.copy(), xp.sum(r * h, axis=axes)
-        scale = xp.sqrt(xp.abs(rh)) + 1e-300
+        scale = xp.sqrt(xp.abs(rh))
         for _ in range(iterations):
             ap = apply(p)
-            step = rh / (xp.sum(p * ap, axis=axes) + 1e-300)
+            step = ratio(rh, xp.sum(p * ap, axis=axes))
             z += step[..., None, None, None] * p
             r -= step[..., None, None, None] * ap
             h = precondition(r)
             rh_new = xp.sum(r * h, axis=axes)
-            if float(xp.max(xp.sqrt(xp.abs(rh_new)) / scale)) < tolerance:
+            if float(xp.max(ratio(xp.sqrt(xp.abs(rh_new)), scale))) < tolerance:
                 break
-            p = h + (rh_new / (rh + 1e-300))[..., None, None, None] * p
+            p = h + ratio(rh_new, rh)[..., None, None, None] * p
             rh = rh_new
         return xp.sum(y * z, axis=axes).sum(axis=1)
 
