@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.discretization import derivative_matrix, interpolation_matrix
-from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
+from lobatto.discretization.tensor import along, derivative_r, derivative_s, derivative_t
 from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
 
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
@@ -43,15 +43,18 @@ def cross(xp, a, b):
 
 
 def along3(xp, a, u):
-    """a (m, n) applied along the last three axes of u (..., n, n, n) -> (..., m, m, m)."""
-    u = xp.einsum("ai,...kji->...kja", a, u)
-    u = xp.einsum("bj,...kja->...kba", a, u)
-    return xp.einsum("ck,...kba->...cba", a, u)
+    """a (m, n) applied along the last three axes of u (..., n, n, n) -> (..., m, m, m)
+    (tensor.along: matrix products on the CPU, the fixed-order contraction kernel on CuPy)."""
+    m = a.shape[0]
+    x = along(xp, u, a, 1)
+    x = along(xp, x, a, m)
+    return along(xp, x, a, m * m).reshape(u.shape[:-3] + (m, m, m))
 
 
 def along2(xp, a, u):
     """a (m, n) applied along the last two axes of u (..., n, n) -> (..., m, m)."""
-    return xp.einsum("bj,...ja->...ba", a, xp.einsum("ai,...ji->...ja", a, u))
+    m = a.shape[0]
+    return along(xp, along(xp, u, a, 1), a, m).reshape(u.shape[:-2] + (m, m))
 
 
 def quadrature_points(order: int) -> int:
