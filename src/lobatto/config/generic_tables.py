@@ -53,7 +53,7 @@ MAX_ELEMENTS = 10**12  # far beyond any machine; keeps element ids within int64
 #: the DG systems' volume terms on curved elements: "split" (half chain rule, half
 #: conservative: the discrete energy never grows) or "chain" (the chain rule alone, more
 #: accurate on coarse curved elements at low N, but it can gain energy there)
-VOLUME_FORMS = ("split", "chain")
+VOLUME_FORMS = ("split", "chain", "galerkin")
 
 
 TOP = Table("", tuple(Key(name, "table", None, doc) for name, doc in (

@@ -114,11 +114,14 @@ class FaceExchangeSystem(System):
 
     trace_components = 0
     boundary_factors: dict = {}
+    #: [discretization] volume_form values this system computes ("galerkin": Maxwell only)
+    volume_forms = ("split", "chain")
 
     def setup_faces(self, mesh, order, backend, geometry=None, comm=None, exchange_method="auto",
                     exchange="auto", overlap="auto", volume_form="split"):
-        if volume_form not in ("split", "chain"):
-            raise ValueError(f'volume_form must be "split" or "chain", not {volume_form!r}')
+        if volume_form not in self.volume_forms:
+            raise InputError(f"[discretization] volume_form = {volume_form!r} is not available for "
+                             f"{type(self).__name__}; expected one of {', '.join(map(repr, self.volume_forms))}")
         self.volume_form = volume_form
         self.mesh, self.order, self.backend = mesh, int(order), backend
         self.geometry = geometry if geometry is not None else compute_geometry(mesh, self.order)

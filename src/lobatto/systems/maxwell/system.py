@@ -22,6 +22,7 @@ from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, far_field, reference  # noqa: F401  (register the kernels, [output.far_field])
+from lobatto.systems.maxwell import galerkin
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
@@ -108,6 +109,7 @@ class MaxwellSystem(FaceExchangeSystem):
     energy_bounded = True  # no sources; PEC/PMC/walls and the fluxes are passive
     trace_components = 6
     boundary_factors = BOUNDARY_FACTORS
+    volume_forms = ("split", "chain", "galerkin")
     # E to Nek5000's velocity, H to its first three passive scalars
     output_layout = (FIELD_NAMES[0:3], None, FIELD_NAMES[3:6])
 
@@ -136,6 +138,9 @@ class MaxwellSystem(FaceExchangeSystem):
         self.medium = None if material is None else HeterogeneousMedium(self, material, comm)
         if self.medium is not None:
             self.stage_kernel, self.wave_speed = None, self.medium.wave_speed
+        self.galerkin = None  # the over-integrated weak form's operator (galerkin.py), when chosen
+        if volume_form == "galerkin":
+            galerkin.attach(self)
         # [source.<name>]: L depends on t (no CUDA graph) and the energy may grow
         self.sources = MaxwellSources(sources, self, comm, source_file) if sources else None
         if self.sources is not None:
@@ -159,6 +164,8 @@ class MaxwellSystem(FaceExchangeSystem):
         """The wave's step (cfl h / c), shortened where a term's own rates need it (a PML's
         stiff ones: StageTerm.limit_time_step)."""
         dt = super().stable_time_step(cfl, min_spacing)
+        if self.galerkin is not None:  # its exact mass has a larger spectral radius (galerkin.py)
+            dt *= galerkin.STEP_FACTOR
         for term in self.terms:
             dt = term.limit_time_step(dt, cfl)
         return loss_time_step(dt, cfl, self.loss_fit)  # a conductor's decay rate (loss.py)
@@ -181,6 +188,8 @@ class MaxwellSystem(FaceExchangeSystem):
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)
+        if system.galerkin is not None:
+            galerkin.check_supported(system, case.source)
         system.check_integrator(case.time.integrator, case.source)
         fit_loss_step(case, system, comm)
         check_pole_rates(case, system, comm)
@@ -269,6 +278,8 @@ class MaxwellSystem(FaceExchangeSystem):
         extra = sum(term.energy() for term in self.terms)
         if self.medium is not None:
             return self.medium.energy(self, u) + extra
+        if self.galerkin is not None:  # its own (weight-adjusted) mass matrix
+            return galerkin.energy(self, u) + extra
         xp, mass = self.backend.xp, self.device_geometry["mass"]
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
             e2 = xp.sum(mass * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)

@@ -1,0 +1,241 @@
+"""Maxwell's curved-element operator in over-integrated weak form with a weight-adjusted mass.
+
+``[discretization] volume_form = "galerkin"``. The collocated split form (tensor.split_curl)
+is energy-stable but its conservative half, the GLL-mass adjoint of the chain rule, carries the
+aliasing of J a^b x f interpolated at N+1 points: on curved elements it is 2-13x less accurate
+than the chain rule (benchmarks/notes-curved-maxwell.md). Here instead, per element,
+
+    M_W dE/dt = B(., H) + S_E,   M_W dH/dt = -B(., E) + S_H,
+    B(phi, f) = sum_q w_q phi . sum_b (J a^b)_q x (d_b f)_q,
+
+every product at the points of a Q-point Gauss rule (Q = 2N: the rule is exact for the
+polynomial integrands, the cofactors J a^b of the degree-N map taken exactly there), the face
+terms likewise with Q x Q Gauss points per face and sJ n = +-J a^b, and M_W the weight-adjusted
+mass (Chan, Hewett, Warburton 2017) M_W^-1 = M^-1 M_{1/J} M^-1 (M the exact reference mass,
+a Kronecker product of 1D ones; M_{1/J} the Gauss-integrated 1/J mass): symmetric positive
+definite. Since the rule integrates the divergence sum_b d_b (J a^b . (H x E)) exactly (the
+exact cofactors meet the metric identities), B(E, H) - B(H, E) equals the face integrals that
+the central flux cancels: the energy 1/2 (eps E.M_W E + mu H.M_W H) is conserved with the
+central flux and decays with the upwind one, on any curved element, while the operator is the
+Galerkin projection of the exact curl (its truncation error is the chain rule's).
+
+Reference (NumPy/CuPy array code) only: no tuned CPU or CUDA kernel computes it yet.
+Uniform eps, mu only (no per-point medium).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.discretization import derivative_matrix, interpolation_matrix
+from lobatto.discretization.tensor import along, derivative_r, derivative_s, derivative_t
+from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
+
+_DERIVATIVES = (derivative_r, derivative_s, derivative_t)
+#: the time step's factor against the collocated forms': the operator's spectral radius (power
+#: iteration, upwind, N = 3, 6, 9) was 1.59, 1.43, 1.34x the split form's on the O-grid cylinder
+#: and 1.66, 1.33, 1.22x on a flat box (benchmarks/notes-curved-maxwell.md)
+STEP_FACTOR = 0.6
+
+
+def cross(xp, a, b):
+    return xp.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def along3(xp, a, u):
+    """a (m, n) applied along the last three axes of u (..., n, n, n) -> (..., m, m, m)
+    (tensor.along: matrix products on the CPU, the fixed-order contraction kernel on CuPy)."""
+    m = a.shape[0]
+    x = along(xp, u, a, 1)
+    x = along(xp, x, a, m)
+    return along(xp, x, a, m * m).reshape(u.shape[:-3] + (m, m, m))
+
+
+def along2(xp, a, u):
+    """a (m, n) applied along the last two axes of u (..., n, n) -> (..., m, m)."""
+    m = a.shape[0]
+    return along(xp, along(xp, u, a, 1), a, m).reshape(u.shape[:-2] + (m, m))
+
+
+def quadrature_points(order: int) -> int:
+    """Q = 2N Gauss points per direction: exact for the energy identity's integrands (degree
+    <= 4N - 1 per direction for a degree-N map), so the energy statement holds to round-off."""
+    return max(2 * int(order), 2)
+
+
+class WeightAdjustedOperator:
+    """Host-built factors of one mesh's Galerkin curl (arrays moved to the backend by ``to``)."""
+
+    def __init__(self, geometry, points: int | None = None):
+        order = geometry.order
+        q = quadrature_points(order) if points is None else int(points)
+        xg, wg = np.polynomial.legendre.leggauss(q)
+        d = derivative_matrix(order)
+        v = interpolation_matrix(order, xg)  # (Q, n): GLL nodal values -> Gauss points
+        x = geometry.coords
+        # d x / d r_c at the Gauss points: exact (the map is a degree-N polynomial)
+        columns = [along3(np, v, _DERIVATIVES[c](np, x, d)) for c in range(3)]
+        cof = np.stack([cross(np, columns[(b + 1) % 3], columns[(b + 2) % 3]) for b in range(3)])  # J a^b
+        jac = np.einsum("a...,a...->...", columns[0], cof[0])
+        w3 = wg[:, None, None] * wg[None, :, None] * wg[None, None, :]
+        self.order, self.points = order, q
+        self.v, self.weighted_cofactors = v, cof * w3  # (3, 3, E, Q, Q, Q): w_q (J a^b)_a
+        self.inverse_jacobian_weights = w3 / jac  # M_{1/J} at the Gauss points
+        mass_1d = v.T @ (wg[:, None] * v)  # exact 1D mass of the GLL Lagrange basis
+        self.mass_1d, self.inverse_mass_1d = mass_1d, np.linalg.inv(mass_1d)
+        self.root_jacobian = np.sqrt(geometry.jacobian)
+        self.derivative = d
+        # faces: unit normals, w sJ at the Q x Q Gauss points (sJ n = +-J a^b of the face's axis)
+        e = x.shape[1]
+        self.normals = np.empty((3, e, NUM_FACES, q, q))
+        self.face_weights = np.empty((e, NUM_FACES, q, q))
+        w2 = wg[:, None] * wg[None, :]
+        for face in range(NUM_FACES):
+            sl = face_slice(face, order)
+            b = FACE_REFERENCE_AXIS[face]
+            tangent = [along2(np, v, _DERIVATIVES[c](np, x, d)[sl]) for c in range(3)]
+            area = FACE_SIGN[face] * cross(np, tangent[(b + 1) % 3], tangent[(b + 2) % 3])
+            norm = np.sqrt(np.sum(area**2, axis=0))
+            self.normals[:, :, face] = area / norm
+            self.face_weights[:, face] = w2 * norm
+        self.energy_matrix = None
+
+    def to(self, backend):
+        """The factors as backend arrays (in place)."""
+        for name in ("v", "weighted_cofactors", "inverse_jacobian_weights", "mass_1d", "inverse_mass_1d",
+                     "root_jacobian", "derivative",
+                     "normals", "face_weights"):
+            setattr(self, name, backend.asarray(getattr(self, name)))
+        return self
+
+    # ------------------------------------------------------------------------------------
+    def load(self, xp, f):
+        """B(., f): sum_q w_q phi_i . sum_b (J a^b)_q x (d_b f)_q at the GLL nodes, f (3, E, n, n, n)."""
+        out = 0
+        for b in range(3):
+            df = along3(xp, self.v, _DERIVATIVES[b](xp, f, self.derivative))
+            out = out + cross(xp, self.weighted_cofactors[b], df)
+        return along3(xp, self.v.T, out)
+
+    def inverse_mass(self, xp, load):
+        """M_W^-1 load = M^-1 M_{1/J} M^-1 load."""
+        y = along3(xp, self.inverse_mass_1d, load)
+        y = along3(xp, self.v.T, self.inverse_jacobian_weights * along3(xp, self.v, y))
+        return along3(xp, self.inverse_mass_1d, y)
+
+    def energy_products(self, xp, u, iterations: int = 100, tolerance: float | None = None):
+        """Per component c, the sum over elements of u_c . M_W u_c = y . M_{1/J}^-1 y (y = M u_c):
+        (6,) float64. M_{1/J} z = y is solved by conjugate gradients on all elements at once,
+        preconditioned by sqrt(J) M^-1 sqrt(J) at the nodes (its inverse where J is constant):
+        a few iterations to round-off."""
+        if tolerance is None:  # round-off of the working precision (float32 cannot reach 1e-14)
+            tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
+        y = along3(xp, self.mass_1d, u)
+        root = self.root_jacobian
+
+        def apply(z):
+            return along3(xp, self.v.T, self.inverse_jacobian_weights * along3(xp, self.v, z))
+
+        def precondition(r):
+            return root * along3(xp, self.inverse_mass_1d, root * r)
+
+        axes = tuple(range(2, y.ndim))  # per component and element
+
+        def ratio(a, b):  # a / b, 0 where b is 0 (a zero component of some element: done)
+            return xp.where(b > 0, a / xp.where(b > 0, b, 1), 0)
+
+        z, r = xp.zeros_like(y), y.copy()
+        h = precondition(r)
+        p, rh = h.copy(), xp.sum(r * h, axis=axes)
+        scale = xp.sqrt(xp.abs(rh))
+        for _ in range(iterations):
+            ap = apply(p)
+            step = ratio(rh, xp.sum(p * ap, axis=axes))
+            z += step[..., None, None, None] * p
+            r -= step[..., None, None, None] * ap
+            h = precondition(r)
+            rh_new = xp.sum(r * h, axis=axes)
+            if float(xp.max(ratio(xp.sqrt(xp.abs(rh_new)), scale))) < tolerance:
+                break
+            p = h + ratio(rh_new, rh)[..., None, None, None] * p
+            rh = rh_new
+        return xp.sum(y * z, axis=axes).sum(axis=1)
+
+    def face_load(self, xp, face_values, factor, epsilon, mu, alpha):
+        """S_E, S_H at the GLL face nodes (6, E, 6, n, n) from the jumps of the traces.
+
+        face_values: (2, 6, E, 6, n, n) own values and the summed values from the exchange;
+        factor (2, E, 6): the boundary factors (1 on interior faces)."""
+        own, summed = face_values
+        interior = (factor[0] == 1.0) & (factor[1] == 1.0)
+        # the jump own - neighbour: 2 own - sum inside; f * own on a boundary (its ghost state)
+        jump_e = xp.where(interior[:, :, None, None], 2 * own[0:3] - summed[0:3], factor[0][:, :, None, None] * own[0:3])
+        jump_h = xp.where(interior[:, :, None, None], 2 * own[3:6] - summed[3:6], factor[1][:, :, None, None] * own[3:6])
+        n = self.normals
+        je, jh = along2(xp, self.v, jump_e), along2(xp, self.v, jump_h)
+        impedance = (mu / epsilon) ** 0.5
+        # the reference kernels' flux (reference.add_surface_terms) with sums = -n x jump
+        sum_e, sum_h = -cross(xp, n, je), -cross(xp, n, jh)
+        flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, n, sum_e)) / epsilon
+        flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, n, sum_h)) / mu
+        w = self.face_weights
+        return (along2(xp, self.v.T, flux_e * w), along2(xp, self.v.T, flux_h * w))
+
+    def loads(self, xp, u, face_values, factor, epsilon, mu, alpha):
+        """(M_W dE/dt, M_W dH/dt): the volume and face integrals at the GLL nodes, (6, E, n, n, n)."""
+        load = xp.concatenate([self.load(xp, u[3:6]) / epsilon, -self.load(xp, u[0:3]) / mu])
+        face_e, face_h = self.face_load(xp, face_values, factor, epsilon, mu, alpha)
+        for f in range(NUM_FACES):
+            sl = face_slice(f, self.order)
+            load[0:3][sl] += face_e[:, :, f]
+            load[3:6][sl] += face_h[:, :, f]
+        return load
+
+    def rhs(self, xp, u, face_values, factor, out, epsilon, mu, alpha):
+        out[...] = self.inverse_mass(xp, self.loads(xp, u, face_values, factor, epsilon, mu, alpha))
+        return out
+
+
+def attach(system) -> None:
+    """Make ``system`` (a MaxwellSystem) step with this operator: the exchange carries the raw
+    face values of u (whose sums give the neighbours'), the rhs and the energy are this
+    module's, and no tuned or fused stage runs."""
+    from lobatto.errors import InputError
+    from lobatto.systems.dg import face_values
+
+    if system.medium is not None:
+        raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
+                         "only (no [material] regions yet); use volume_form = \"split\"")
+    xp, order = system.backend.xp, system.order
+    operator = WeightAdjustedOperator(system.geometry).to(system.backend)
+    system.galerkin = operator
+    system.overlap = False  # one exchange, then the whole rhs (the operator is not split by elements)
+
+    def traces(u, normals, out):
+        out[...] = face_values(xp, u, order)
+        return out
+
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
+        own = face_values(xp, u, order)
+        return operator.rhs(xp, u, (own, sums), geometry["face_factors"], out, epsilon, mu, alpha)
+
+    system.traces_kernel, system.rhs_kernel, system.stage_kernel = traces, rhs, None
+    system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
+
+
+def check_supported(system, where: str = "case") -> None:
+    """InputError for what the Galerkin form does not take yet: sources and the stage terms
+    (PML, dispersive poles, TF/SF) are written for the collocated forms' pointwise mass and
+    face traces."""
+    from lobatto.errors import InputError
+
+    parts = [t.name for t in system.terms] + (["[source] tables"] if system.sources is not None else [])
+    if parts:
+        raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
+                         'yet; use volume_form = "split"')
+
+
+def energy(system, u) -> float:
+    """1/2 (eps E.M_W E + mu H.M_W H): the norm in which the Galerkin operator is stable."""
+    parts = system.galerkin.energy_products(system.backend.xp, u)
+    return 0.5 * float(system.epsilon * parts[0:3].sum() + system.mu * parts[3:6].sum())

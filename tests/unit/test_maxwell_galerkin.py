@@ -1,0 +1,125 @@
+"""[discretization] volume_form = "galerkin" (systems/maxwell/galerkin.py) on curved elements.
+
+The over-integrated weak form with the weight-adjusted mass must be energy-stable in its own
+norm (central flux: conserved to round-off; upwind: never gains) like the split form, and as
+accurate as the chain rule, which the split form is not: on the O-grid cylinder waveguide of
+tests/cylwave.py (a .rea with circle sides) the TM01 error at t = 0.5 was, relative L2,
+chain 1.36e-3 / split 2.12e-3 / galerkin 7.30e-4 at N = 5 and 1.69e-5 / 5.41e-5 / 8.58e-6 at
+N = 7 (benchmarks/curved_accuracy.py, benchmarks/notes-curved-maxwell.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cylwave import cylinder_rea, tm01
+from lobatto.api import Simulation, case_from_dict
+from lobatto.errors import InputError
+
+DEFORM = {"x": "0.15*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.12*sin(pi*x)*sin(pi*y)*sin(pi*z)",
+          "z": "0.1*sin(pi*x)*sin(pi*y)*sin(pi*z)"}
+BOX = {"elements": [2, 2, 2], "boundary": "pec", "deform": DEFORM}
+PERIODIC = {"elements": [2, 2, 2], "periodic": [True, True, True],
+            "deform": {"x": "0.1*sin(2*pi*y)*sin(2*pi*z)", "y": "0.08*sin(2*pi*x)*sin(2*pi*z)",
+                       "z": "0.06*sin(2*pi*x)*sin(2*pi*y)"}}
+
+
+def simulation(tmp_path, mesh, order, form="galerkin", flux="upwind", t_end=0.5, extra=None):
+    data = {"mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": form},
+            "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "cfl": 0.3}, "output": {"formats": []}}
+    data.update(extra or {})
+    return Simulation(case_from_dict(data, name="galerkin"), backend="cpu", output_dir=str(tmp_path / form), comm=None)
+
+
+@pytest.fixture(scope="module")
+def cylinder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cylwave") / "cylwave.rea"
+    assert cylinder_rea(path, m=1, layers=2, length=4.0) == 10
+    return {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}}
+
+
+def energy_rate(sim, rng):
+    """B(u, L u) / (2 sqrt(E(u) E(L u))) in the system's own energy, by polarisation."""
+    system = sim.system
+    u = rng.standard_normal(sim.u.shape)
+    du = system.rhs(u, 0.0, np.empty_like(u))
+    rate = 0.5 * (system.energy(u + du) - system.energy(u - du))
+    return rate / (2 * np.sqrt(system.energy(u) * system.energy(du)))
+
+
+def relative_error(sim):
+    g = sim.system.geometry
+    exact = tm01(g.coords, sim.t)[0]
+    return float(np.sqrt((g.mass * (sim.u - exact) ** 2).sum() / (g.mass * exact**2).sum()))
+
+
+def test_cylinder_waveguide_at_least_as_accurate_as_the_chain_rule(tmp_path, cylinder):
+    errors = {}
+    for form in ("chain", "split", "galerkin"):
+        sim = simulation(tmp_path, cylinder, 4, form, t_end=0.3)
+        g = sim.system.geometry
+        assert (~g.affine).sum() == 8  # the ring's elements are curved, the middle ones not
+        sim.u[...] = tm01(g.coords, 0.0)[0]
+        sim.energy_initial = sim.system.energy(sim.u)
+        sim.advance(sim.steps)
+        errors[form] = relative_error(sim)
+        sim.close()
+    # measured (N = 4, t = 0.3): chain 4.85e-3, split 1.25e-2, galerkin 3.48e-3
+    assert errors["galerkin"] < 0.85 * errors["chain"], errors
+    assert errors["split"] > 2 * errors["chain"], errors  # what the Galerkin form repairs
+    assert errors["galerkin"] < 4e-3
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_central_flux_conserves_and_upwind_dissipates(tmp_path, cylinder, order):
+    rng = np.random.default_rng()
+    for mesh in (BOX, PERIODIC, cylinder):
+        central = energy_rate(simulation(tmp_path, mesh, order, flux="central"), rng)
+        upwind = energy_rate(simulation(tmp_path, mesh, order, flux="upwind"), rng)
+        assert abs(central) < 1e-12, central
+        assert -1.0 < upwind < -1e-3, upwind
+
+
+def test_uniform_field_stays_uniform(tmp_path):
+    sim = simulation(tmp_path, PERIODIC, 4)
+    values = np.random.default_rng().uniform(-1.0, 1.0, 6)
+    u = np.broadcast_to(values[:, None, None, None, None], sim.u.shape).copy()
+    du = sim.system.rhs(u, 0.0, np.empty_like(u))
+    assert np.abs(du).max() < 1e-12 * np.abs(values).max() * 4**3
+
+
+def test_upwind_energy_never_grows_in_time(tmp_path):
+    sim = simulation(tmp_path, BOX, 3, t_end=2.0)
+    sim.u[...] = np.random.default_rng().standard_normal(sim.u.shape)
+    energies = [sim.system.energy(sim.u)]
+    for n in range(sim.steps):
+        sim.stepper.step(sim.u, n * sim.dt, sim.dt)
+        energies.append(sim.system.energy(sim.u))
+    assert np.all(np.diff(energies) <= 1e-13 * energies[0])
+    assert energies[-1] < 0.5 * energies[0]
+
+
+def test_unsupported_combinations_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="volume_form"):
+        simulation(tmp_path, BOX, 2, extra={"material": {"ball": {"where": "0.09 - (x-0.5)**2 - (y-0.5)**2",
+                                                                  "epsilon": 2.0}}})
+    with pytest.raises(InputError, match="volume_form"):
+        data = {"mesh": {**BOX, "boundary": "wall"}, "discretization": {"order": 2, "volume_form": "galerkin"},
+                "physics": {"equations": "acoustics"}, "time": {"t_end": 0.1}, "output": {"formats": []}}
+        Simulation(case_from_dict(data, name="acoustics"), backend="cpu", output_dir=str(tmp_path / "a"), comm=None)
+    with pytest.raises(InputError, match="volume_form"):
+        simulation(tmp_path, BOX, 2, extra={"source": {"j": {"type": "current", "Jz": "sin(pi*x)*sin(t)"}}})
+
+
+def test_float32_follows_float64(tmp_path):
+    results = {}
+    for precision in ("float64", "float32"):
+        sim = simulation(tmp_path / precision, BOX, 3, t_end=0.2,
+                         extra={"backend": {"precision": precision}, "initial": {"Ez": "sin(pi*x)*sin(pi*y)"}})
+        sim.advance(sim.steps)
+        results[precision] = (np.array(sim.u, dtype=np.float64), sim.system.energy(sim.u))
+        sim.close()
+    (u64, e64), (u32, e32) = results["float64"], results["float32"]
+    assert np.abs(u32 - u64).max() < 1e-5 * np.abs(u64).max()
+    assert abs(e32 - e64) < 1e-5 * e64

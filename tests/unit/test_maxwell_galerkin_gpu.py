@@ -1,0 +1,45 @@
+"""volume_form = "galerkin" on the GPU: the same array code through CuPy equals the CPU's over
+steps from random data, and keeps the energy (test_maxwell_galerkin.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cupy")
+
+from lobatto.backends import cuda_available  # noqa: E402
+
+OK, WHY = cuda_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}")]
+
+from test_maxwell_galerkin import BOX, PERIODIC  # noqa: E402
+
+from lobatto.api import Simulation, case_from_dict  # noqa: E402
+
+
+def simulation(tmp_path, mesh, order, flux, backend):
+    data = {"mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": "galerkin"},
+            "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0, "cfl": 0.3}, "output": {"formats": []}}
+    return Simulation(case_from_dict(data, name="galerkin"), backend=backend, output_dir=str(tmp_path / backend),
+                      comm=None)
+
+
+@pytest.mark.parametrize("order", [3, 6])
+@pytest.mark.parametrize("mesh", [BOX, PERIODIC], ids=["deformed box", "deformed periodic box"])
+def test_cuda_equals_cpu_over_steps(tmp_path, mesh, order):
+    u0 = np.random.default_rng().standard_normal((6, 8, order + 1, order + 1, order + 1))
+    runs = {}
+    for backend in ("cpu", "cuda"):
+        sim = simulation(tmp_path, mesh, order, "upwind", backend)
+        sim.u[...] = sim.backend.asarray(u0)
+        energies = [sim.system.energy(sim.u)]
+        for n in range(10):
+            sim.stepper.step(sim.u, n * sim.dt, sim.dt)
+            energies.append(sim.system.energy(sim.u))
+        assert np.all(np.diff(energies) <= 1e-13 * energies[0])
+        runs[backend] = np.array(sim.backend.to_host(sim.u))
+        sim.close()
+    scale = np.abs(runs["cpu"]).max()
+    assert np.abs(runs["cuda"] - runs["cpu"]).max() < 1e-11 * scale
+    assert np.abs(runs["cpu"] - u0).max() > 1e-3 * scale  # the steps changed the state
