@@ -10,6 +10,8 @@ N = 7 (benchmarks/curved_accuracy.py, benchmarks/notes-curved-maxwell.md).
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -123,3 +125,39 @@ def test_float32_follows_float64(tmp_path):
     (u64, e64), (u32, e32) = results["float64"], results["float32"]
     assert np.abs(u32 - u64).max() < 1e-5 * np.abs(u64).max()
     assert abs(e32 - e64) < 1e-5 * e64
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_low_orders_stable_at_the_accepted_cfl(tmp_path, order):
+    """The operator's spectral radius is 2.8x (N = 1) and 2.0x (N = 2) the collocated forms'
+    on a flat box: at the largest cfl the case file accepts (lsrk45, upwind: 0.63) the step
+    factor must keep random data from growing (0.6 for every order let it grow at both)."""
+    flat = {"elements": [2, 2, 2], "boundary": "pec"}
+    sim = simulation(tmp_path, flat, order, extra={"time": {"t_end": 3.0, "cfl": 0.63, "integrator": "lsrk45"}})
+    sim.u[...] = np.random.default_rng().standard_normal(sim.u.shape)
+    energies = [sim.system.energy(sim.u)]
+    for n in range(sim.steps):
+        sim.stepper.step(sim.u, n * sim.dt, sim.dt)
+        energies.append(sim.system.energy(sim.u))
+    assert sim.steps >= 20 and np.all(np.diff(energies) <= 1e-13 * energies[0]), max(np.diff(energies))
+
+
+def test_no_fused_cuda_stage(tmp_path):
+    """The fused CUDA stage computes the collocated forms: a Galerkin system never offers it."""
+    sim = simulation(tmp_path, BOX, 2)
+    system = sim.system
+    real = system.backend
+    try:
+        system.backend = types.SimpleNamespace(name="cuda")  # what whole_step asks first
+        assert system.whole_step(sim.stepper) is None
+    finally:
+        system.backend = real
+
+
+def test_a_restart_may_not_switch_the_volume_form(tmp_path):
+    sim = simulation(tmp_path, BOX, 2, form="split", t_end=0.05, extra={"checkpoint": {"at_end": True}})
+    sim.run()
+    checkpoint = sorted((tmp_path / "split" / "checkpoints").iterdir())[-1]
+    other = simulation(tmp_path, BOX, 2, t_end=0.1)
+    with pytest.raises(InputError, match="volume_form"):
+        other.restart(checkpoint)

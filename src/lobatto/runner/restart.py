@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +133,14 @@ def _incompatible(case, checkpoint: Checkpoint, what: str, ours, theirs) -> Inpu
                       f"[parallel]{onto}")
 
 
+def _stored_discretization(checkpoint: Checkpoint) -> dict:
+    """The [discretization] table of the case stored in the checkpoint ({} where none is)."""
+    try:
+        return dict(tomllib.loads(str(checkpoint.attrs.get("config") or "")).get("discretization") or {})
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
 def check_compatible(sim, checkpoint: Checkpoint) -> None:
     """InputError unless the checkpoint was written by a run of the same system, mesh, order,
     fields and integrator."""
@@ -147,6 +156,11 @@ def check_compatible(sim, checkpoint: Checkpoint) -> None:
         ("the fields", list(system.field_names), attrs.get("field_names")),
         ("the mesh's element count", int(system.mesh.num_global_elements), attrs.get("num_global_elements")),
     ]
+    # the volume form changes the operator, its stable dt and the energy's norm; a checkpoint
+    # whose stored case does not name one (older ones) is taken as the case's
+    stored = _stored_discretization(checkpoint)
+    pairs.append(("[discretization] volume_form", case.discretization.volume_form,
+                  stored.get("volume_form", case.discretization.volume_form)))
     for what, ours, theirs in pairs:
         if ours != theirs:
             raise _incompatible(case, checkpoint, what, ours, theirs)

@@ -34,8 +34,16 @@ from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, fac
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
 #: the time step's factor against the collocated forms': the operator's spectral radius (power
 #: iteration, upwind, N = 3, 6, 9) was 1.59, 1.43, 1.34x the split form's on the O-grid cylinder
-#: and 1.66, 1.33, 1.22x on a flat box (benchmarks/notes-curved-maxwell.md)
-STEP_FACTOR = 0.6
+#: and 1.66, 1.33, 1.22x on a flat box (benchmarks/notes-curved-maxwell.md); on a flat 2^3 box
+#: 2.80x at N = 1 and 2.00x at N = 2 (eigenvalues, upwind). Each factor is below 1 / ratio
+#: with a margin of about 8 % or more.
+STEP_FACTORS = {1: 0.33, 2: 0.46}
+STEP_FACTOR = 0.55  # N >= 3
+
+
+def step_factor(order: int) -> float:
+    """The factor on the collocated forms' stable dt for this order (STEP_FACTORS)."""
+    return STEP_FACTORS.get(int(order), STEP_FACTOR)
 
 
 def cross(xp, a, b):
@@ -159,7 +167,7 @@ class WeightAdjustedOperator:
                 break
             p = h + ratio(rh_new, rh)[..., None, None, None] * p
             rh = rh_new
-        return xp.sum(y * z, axis=axes).sum(axis=1)
+        return xp.sum(y * z, axis=axes, dtype=xp.float64).sum(axis=1)  # float64 also in a float32 run
 
     def face_load(self, xp, face_values, factor, epsilon, mu, alpha):
         """S_E, S_H at the GLL face nodes (6, E, 6, n, n) from the jumps of the traces.
@@ -239,3 +247,19 @@ def energy(system, u) -> float:
     """1/2 (eps E.M_W E + mu H.M_W H): the norm in which the Galerkin operator is stable."""
     parts = system.galerkin.energy_products(system.backend.xp, u)
     return 0.5 * float(system.epsilon * parts[0:3].sum() + system.mu * parts[3:6].sum())
+
+
+def memory_estimate(case, layout) -> list:
+    """memory_items.MemoryItem of the Galerkin operator for ``[discretization] volume_form =
+    "galerkin"``: per element, with Q = 2N Gauss points per direction, about 10 Q^3 + 24 Q^2
+    values kept and 12 Q^3 of temporaries where the state lives, and a host peak of 29 Q^3
+    float64 values while the operator is built (measured with tracemalloc at N = 7: 64, 82 + 100
+    and 179 values per GLL point)."""
+    if case.discretization.volume_form != "galerkin":
+        return []
+    q = 2 * layout.order
+    kept = (10 * q ** 3 + 24 * q ** 2 + 12 * q ** 3) * layout.elements * layout.value_bytes
+    return [layout.backend_item(f"[discretization] volume_form = \"galerkin\" (Gauss rules of {q} points: "
+                                f"{22 * q ** 3 + 24 * q ** 2:,} values per element)", kept,
+                                host=29.0 * q ** 3 * layout.elements * 8,
+                                advice="use volume_form = \"split\", a lower order or more ranks")]

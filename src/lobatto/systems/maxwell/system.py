@@ -115,8 +115,9 @@ class MaxwellSystem(FaceExchangeSystem):
 
     @classmethod
     def memory_estimate(cls, case, layout) -> list:
-        """The [pml] layer's and the dispersive poles' arrays (pml.py, dispersive.py)."""
-        return pml_memory(case, layout) + dispersive_memory(case, layout)
+        """The [pml] layer's and the dispersive poles' arrays (pml.py, dispersive.py) and the
+        Galerkin volume form's operator (galerkin.py)."""
+        return pml_memory(case, layout) + dispersive_memory(case, layout) + galerkin.memory_estimate(case, layout)
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
                  exchange_method="auto", exchange="auto", overlap="auto", sources=(), source_file="case",
@@ -165,7 +166,7 @@ class MaxwellSystem(FaceExchangeSystem):
         stiff ones: StageTerm.limit_time_step)."""
         dt = super().stable_time_step(cfl, min_spacing)
         if self.galerkin is not None:  # its exact mass has a larger spectral radius (galerkin.py)
-            dt *= galerkin.STEP_FACTOR
+            dt *= galerkin.step_factor(self.order)
         for term in self.terms:
             dt = term.limit_time_step(dt, cfl)
         return loss_time_step(dt, cfl, self.loss_fit)  # a conductor's decay rate (loss.py)
@@ -263,8 +264,9 @@ class MaxwellSystem(FaceExchangeSystem):
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
         if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or self.sources is not None
-                or not self.fused_with_terms):
-            return None  # (sources: added after each stage, sources.py)
+                or not self.fused_with_terms or self.galerkin is not None):
+            return None  # (sources: added after each stage, sources.py; the fused stage computes the
+            # collocated forms, not the Galerkin one)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
         try:
