@@ -243,10 +243,8 @@ def _restore_outputs(sim, checkpoint: Checkpoint, extra: dict, outputs: dict | N
     attrs, backend = checkpoint.attrs, sim.backend
     _restore_writer(sim.writer, attrs.get("writer") or {})
     interpolated = "interpolated" in extra
-    for name in STATEFUL_OUTPUTS:  # what an earlier run of this Simulation kept is not the checkpoint's
-        reset = getattr(getattr(sim, name, None), "reset", None)
-        if reset is not None:
-            reset()
+    if getattr(sim, "steady", None) is not None:  # what an earlier run of this Simulation kept is not the checkpoint's
+        sim.steady.reset()
     afresh = []
     for name, saved in (attrs.get("outputs_state") or {}).items():
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_state", None)
