@@ -41,6 +41,15 @@ def tuned_kernel(backend_name: str, name: str):
     return register
 
 
+def check_kernel_arrays(kernel: str, dtype, arrays) -> None:
+    """TypeError unless each (array, shape, name) of ``arrays`` is C-contiguous, of ``dtype``
+    and of that shape: what a compiled kernel reads through raw pointers needs."""
+    for a, shape, name in arrays:
+        if a.dtype != dtype or tuple(a.shape) != shape or not a.flags.c_contiguous:
+            raise TypeError(f"{kernel}: {name} must be a C-contiguous {dtype} array of shape {shape}, "
+                            f"got {a.dtype} {tuple(a.shape)}")
+
+
 def element_bounds(elements, num_elements: int) -> tuple[int, int]:
     """(first, stop) of a kernel's ``elements`` argument (None: all elements), checked."""
     first, stop = (0, num_elements) if elements is None else (int(elements[0]), int(elements[1]))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.backends.base import REFERENCE_KERNELS, tuned_kernel
+from lobatto.backends.base import REFERENCE_KERNELS, check_kernel_arrays, tuned_kernel
 from lobatto.jit.nvrtc import ctype, get_module
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "fdm.cu"
@@ -51,10 +51,7 @@ def make_layers(backend, size):
 
     def apply(z, saved, mode):
         E = z.shape[0]
-        for a, shape, name in ((z, (E, m, m, m), "z"), (saved, (E, 6, m - 2, m - 2), "saved")):
-            if a.dtype != z.dtype or tuple(a.shape) != shape or not a.flags.c_contiguous:
-                raise TypeError(f"ext_layers: {name} must be a C-contiguous {z.dtype} array of shape {shape}, "
-                                f"got {a.dtype} {tuple(a.shape)}")
+        check_kernel_arrays("ext_layers", z.dtype, ((z, (E, m, m, m), "z"), (saved, (E, 6, m - 2, m - 2), "saved")))
         if not 0 <= int(mode) <= 3:
             raise ValueError(f"ext_layers: mode must be 0..3, got {mode}")
         if E:
@@ -74,13 +71,10 @@ def make_apply(backend, size):
         if m ** 3 * r.dtype.itemsize > SHARED_LIMIT:
             return reference(r, out, sx, sy, sz, eigenvalues, coefficients)
         E = r.shape[0]
-        shapes = [(r, (E, m, m, m), "r"), (out, (E, m, m, m), "out"), (eigenvalues, (E, 3, m), "eigenvalues"),
-                  (coefficients, (E, 3), "coefficients"), (sx, (E, m, m), "sx"), (sy, (E, m, m), "sy"),
-                  (sz, (E, m, m), "sz")]
-        for a, shape, name in shapes:
-            if a.dtype != r.dtype or tuple(a.shape) != shape or not a.flags.c_contiguous:
-                raise TypeError(f"fdm_apply: {name} must be a C-contiguous {r.dtype} array of shape {shape}, "
-                                f"got {a.dtype} {tuple(a.shape)}")
+        check_kernel_arrays("fdm_apply", r.dtype, [
+            (r, (E, m, m, m), "r"), (out, (E, m, m, m), "out"), (eigenvalues, (E, 3, m), "eigenvalues"),
+            (coefficients, (E, 3), "coefficients"), (sx, (E, m, m), "sx"), (sy, (E, m, m), "sy"),
+            (sz, (E, m, m), "sz")])
         if E == 0:
             return out
         function_of(r.dtype)((E,), (m * m,), (r, out, sx, sy, sz, eigenvalues, coefficients, np.int64(E)))

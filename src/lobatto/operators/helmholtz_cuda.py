@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.backends.base import tuned_kernel
+from lobatto.backends.base import check_kernel_arrays, tuned_kernel
 from lobatto.discretization import derivative_matrix
 from lobatto.jit.nvrtc import ctype, get_module
 
@@ -62,10 +62,7 @@ def make_apply(backend, order):
         shapes = [(u, (E, n, n, n), "u"), (out, (E, n, n, n), "out"), (factors, (6, E, n, n, n), "factors")]
         if mass is not None:
             shapes.append((mass, (E, n, n, n), "mass"))
-        for a, shape, name in shapes:
-            if a.dtype != u.dtype or tuple(a.shape) != shape or not a.flags.c_contiguous:
-                raise TypeError(f"helmholtz_apply: {name} must be a C-contiguous {u.dtype} array of shape {shape}, "
-                                f"got {a.dtype} {tuple(a.shape)}")
+        check_kernel_arrays("helmholtz_apply", u.dtype, shapes)
         if E == 0:
             return out
         function, epb = launch_of(u.dtype, mass is not None)
