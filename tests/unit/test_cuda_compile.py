@@ -22,6 +22,7 @@ from pathlib import Path
 
 import lobatto
 from lobatto.jit.nvrtc import source_text
+from lobatto.systems.maxwell.galerkin_cuda import default_threads
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH (install the CUDA toolkit to run)")
@@ -46,6 +47,12 @@ INSTANTIATIONS = {
     ],
     # (M = order + 3, the Schwarz smoother's ext element, dtype)
     "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES],
+    # (order + 1, Gauss points Q = 2N, dtype, threads per block as systems/maxwell/galerkin_cuda.py picks them,
+    # blocks per SM)
+    "galerkin.cu": [
+        f"LOBATTO_GALERKIN_INSTANTIATE({n + 1}, {2 * n if n > 1 else 2}, {t}, {default_threads(2 * n if n > 1 else 2)}, {b})"
+        for n in ORDERS for t in DTYPES for b in (1, 2)
+    ],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)
     "differential.cu": [

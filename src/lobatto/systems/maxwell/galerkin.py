@@ -210,6 +210,7 @@ def attach(system) -> None:
     module's, and no tuned or fused stage runs."""
     from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
+    from lobatto.systems.maxwell.galerkin_cuda import kernel_for
 
     if system.medium is not None:
         raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
@@ -217,6 +218,7 @@ def attach(system) -> None:
     xp, order = system.backend.xp, system.order
     operator = WeightAdjustedOperator(system.geometry).to(system.backend)
     system.galerkin = operator
+    operator.cuda = kernel_for(system.backend, operator)  # the CUDA kernel (None: this array code)
     system.overlap = False  # one exchange, then the whole rhs (the operator is not split by elements)
 
     def traces(u, normals, out):
@@ -224,6 +226,8 @@ def attach(system) -> None:
         return out
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
+        if operator.cuda is not None:
+            return operator.cuda(u, sums, geometry["face_factors"], out, epsilon, mu, alpha)
         own = face_values(xp, u, order)
         return operator.rhs(xp, u, (own, sums), geometry["face_factors"], out, epsilon, mu, alpha)
 

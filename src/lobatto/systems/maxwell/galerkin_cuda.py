@@ -1,0 +1,122 @@
+"""The Galerkin volume form's CUDA kernel (kernels/galerkin.cu): its 1D matrices, launch and
+arguments.
+
+``GalerkinCuda(backend, operator)(u, sums, factors, out, epsilon, mu, alpha)`` computes what
+``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), from the operator's own
+arrays (weighted_cofactors, inverse_jacobian_weights, normals, face_weights) and six 1D
+matrices built here once: V, V D, their transposes, V M^-1 and M^-1 V^T (M the exact 1D mass).
+One block of ``threads`` threads per (element, field triple); the shared memory is
+``shared_values(P, Q)`` values (37.7 KB at N = 7, 101 KB at N = 11, 176 KB at N = 14 in
+float64). Where it does not fit the device (float64 from N = 16 on an H100) ``kernel_for``
+returns None and the array code runs. Nothing allocates once compiled and nothing waits for the
+host, so a step can be recorded as a CUDA graph.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lobatto.backends.base import check_kernel_arrays
+from lobatto.discretization import derivative_matrix, interpolation_matrix
+from lobatto.jit.nvrtc import ctype, get_module, run_into
+
+SOURCE = Path(__file__).resolve().parent / "kernels" / "galerkin.cu"
+
+
+def shared_values(p: int, q: int) -> int:
+    """Values of shared memory per block: GalerkinLayout<P, Q>::SIZE in galerkin.cu."""
+    return 6 * q * p + 3 * p ** 3 + 6 * p * p + 9 * q * p + 3 * q * q + 3 * q * p + 3 * p * p
+
+
+def default_threads(q: int) -> int:
+    """One thread per Gauss point of a plane (the heaviest pass), in whole warps, 64 to 1024."""
+    return int(min(1024, max(64, 32 * -(-q * q // 32))))
+
+
+def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
+    """Blocks per SM the kernel's registers must allow (its __launch_bounds__): as many as the
+    shared memory and the SM's 2048 threads hold, with at least 64 registers a thread (nvcc
+    -Xptxas -v, sm_90: 72 at N = 7 and 64 at N = 11 in float64 with a few bytes of spills, 102
+    and 100 unbounded)."""
+    by_shared = max_shared // max(1, shared_values(p, q) * itemsize)
+    return int(max(1, min(by_shared, 2048 // threads, 65536 // (64 * threads), 32)))
+
+
+def matrices(order: int, points: int) -> np.ndarray:
+    """V, V D, V^T, (V D)^T, V M^-1, M^-1 V^T (float64, 6 Q P values): the kernel's order."""
+    xg, wg = np.polynomial.legendre.leggauss(points)
+    v = interpolation_matrix(order, xg)
+    vd = v @ derivative_matrix(order)
+    wt = v @ np.linalg.inv(v.T @ (wg[:, None] * v))  # V M^-1, M the exact 1D mass
+    return np.concatenate([m.ravel() for m in (v, vd, v.T, vd.T, wt, wt.T)])
+
+
+class GalerkinCuda:
+    """The compiled rhs of one operator, per dtype (compiled on first use)."""
+
+    def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None):
+        self.backend, self.operator = backend, operator
+        self.p, self.q = operator.order + 1, operator.points
+        self.threads = default_threads(self.q) if threads is None else int(threads)
+        self.min_blocks = min_blocks  # None: default_min_blocks per dtype
+        self._host_matrices = matrices(operator.order, operator.points)
+        self._compiled: dict = {}
+
+    def shared_bytes(self, dtype) -> int:
+        return shared_values(self.p, self.q) * np.dtype(dtype).itemsize
+
+    def fits(self, dtype) -> bool:
+        return self.shared_bytes(dtype) <= self.backend.max_shared_per_block
+
+    def function(self, dtype):
+        dtype = np.dtype(dtype)
+        entry = self._compiled.get(dtype.name)
+        if entry is None:
+            blocks = self.min_blocks or default_min_blocks(self.p, self.q, dtype.itemsize, self.threads,
+                                                           self.backend.max_shared_per_block)
+            name = f"lobatto::galerkin_rhs_kernel<{self.p}, {self.q}, {ctype(dtype)}, {self.threads}, {blocks}>"
+            fn = get_module(SOURCE, (name,)).get_function(name)
+            smem = self.shared_bytes(dtype)
+            if smem > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = smem
+            if fn.max_threads_per_block < self.threads:
+                raise ValueError(f"{name}: {self.threads} threads per block, but its registers allow "
+                                 f"{fn.max_threads_per_block}")
+            mats = self.backend.asarray(self._host_matrices, dtype=dtype)
+            entry = self._compiled[dtype.name] = (fn, smem, mats)
+        return entry
+
+    def __call__(self, u, sums, factors, out, epsilon, mu, alpha):
+        op, p, q = self.operator, self.p, self.q
+        xp, dtype, e = self.backend.xp, u.dtype, u.shape[1]
+        sums = xp.ascontiguousarray(sums)
+        check_kernel_arrays("galerkin_rhs", dtype, [
+            (u, (6, e, p, p, p), "u"), (sums, (6, e, 6, p, p), "sums"), (factors, (2, e, 6), "face_factors"),
+            (op.weighted_cofactors, (3, 3, e, q, q, q), "weighted_cofactors"),
+            (op.inverse_jacobian_weights, (e, q, q, q), "inverse_jacobian_weights"),
+            (op.normals, (3, e, 6, q, q), "normals"), (op.face_weights, (e, 6, q, q), "face_weights")])
+        if e == 0:
+            return out
+        fn, smem, mats = self.function(dtype)
+        real = dtype.type
+        impedance = (float(mu) / float(epsilon)) ** 0.5
+        scalars = (real(1.0 / float(epsilon)), real(1.0 / float(mu)), real(float(alpha) / impedance),
+                   real(float(alpha) * impedance))
+
+        def launch(target):
+            fn((2 * e,), (self.threads,), (u, sums, factors, op.weighted_cofactors, op.inverse_jacobian_weights,
+                                           op.normals, op.face_weights, mats, target, *scalars, np.int64(e)),
+               shared_mem=smem)
+
+        return run_into(xp, out, launch)
+
+
+def kernel_for(backend, operator) -> GalerkinCuda | None:
+    """The CUDA kernel of ``operator`` on a CUDA backend whose shared memory holds its blocks;
+    None elsewhere (the array code runs)."""
+    if getattr(backend, "name", None) != "cuda":
+        return None
+    kernel = GalerkinCuda(backend, operator)
+    return kernel if kernel.fits(backend.dtype) else None

@@ -1,0 +1,377 @@
+// Maxwell's over-integrated weak form with the weight-adjusted mass ([discretization]
+// volume_form = "galerkin"): the rhs of systems/maxwell/galerkin.py (WeightAdjustedOperator.rhs),
+// one thread block per (element, field triple).
+//
+// Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
+// E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
+// run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
+// L2; a group needs 3 components' buffers, not 6, which keeps an element of order 11 (float64)
+// at 2 blocks per SM.
+//
+// Per group, with P = N + 1 GLL nodes and Q Gauss points per direction, all sum-factorised:
+//  1. volume: for each Gauss plane k (t direction), the source triple f interpolated to the plane
+//     (V and V D along t), then along s (V, V D) and r: the nine derivatives d_b f_c at the
+//     plane's Q x Q points, crossed with w J a^b (read once, coalesced: a plane is contiguous)
+//     and scaled; V^T along r and s gives the plane's share of the load at the P x P (j, i) nodes,
+//     accumulated into registers over the planes with V^T along t. No Q^3 array is ever held.
+//  2. faces: per face the jumps at the P x P face nodes -> V along both face axes -> the flux
+//     of galerkin.face_load times w sJ at the Q x Q Gauss points -> V^T back, added to the load.
+//  3. M_W^-1 = M^-1 V^T diag(w/J) V M^-1 as W diag(w/J) W^T with W = M^-1 V^T (P x Q) along
+//     each axis, plane by plane again (W^T = V M^-1 along t, s, r; times w/J; W along r, s, t
+//     into registers).
+// Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
+// (GalerkinLayout). Matrices are kept in both orientations so that the lanes of a warp, which
+// walk the fastest index, read consecutive addresses.
+#include "common.cuh"
+
+#ifndef LOBATTO_DYNAMIC_SHARED
+#define LOBATTO_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
+namespace lobatto {
+
+// Offsets (in values) of the shared-memory regions; galerkin_cuda.shared_values mirrors SIZE.
+template <int P, int Q>
+struct GalerkinLayout {
+    static constexpr int P2 = P * P, P3 = P * P * P, Q2 = Q * Q, QP = Q * P;
+    // matrices: V (Q x P), VD = V D (Q x P), VT (P x Q), VDT (P x Q), WT = V M^-1 (Q x P),
+    // W = M^-1 V^T (P x Q), in the order of the `matrices` argument
+    static constexpr int V = 0, VD = QP, VT = 2 * QP, VDT = 3 * QP, WT = 4 * QP, W = 5 * QP;
+    static constexpr int LOAD = 6 * QP;      // 3 P^3: the source triple, then the load
+    static constexpr int R1 = LOAD + 3 * P3;  // 6 P^2
+    static constexpr int R2 = R1 + 6 * P2;    // 9 Q P
+    static constexpr int R3 = R2 + 9 * QP;    // 3 Q^2
+    static constexpr int R4 = R3 + 3 * Q2;    // 3 Q P
+    static constexpr int R5 = R4 + 3 * QP;    // 3 P^2
+    static constexpr int SIZE = R5 + 3 * P2;
+};
+
+// Offset in a [k][j][i] P^3 array of point (x, y) of face f's [a, b] grid (mesh/topology.py).
+template <int P>
+__device__ __forceinline__ int galerkin_face_node(int f, int x, int y) {
+    const int side = (f & 1) ? P - 1 : 0;
+    const int axis = f >> 1;
+    if (axis == 0) return (x * P + y) * P + side;  // [k, j], i fixed
+    if (axis == 1) return (x * P + side) * P + y;  // [k, i], j fixed
+    return (side * P + x) * P + y;                 // [j, i], k fixed
+}
+
+// u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
+// cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
+// face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VT, VDT, WT, W (6 Q P values).
+// inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
+// MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks).
+template <int P, int Q, typename T, int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                    const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
+                    const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
+                    const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
+                    index_t E) {
+    using L = GalerkinLayout<P, Q>;
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP;
+    constexpr int PER = (3 * P3 + NT - 1) / NT;  // load values a thread accumulates in registers
+    LOBATTO_DYNAMIC_SHARED(galerkin_smem);
+    T* s = reinterpret_cast<T*>(galerkin_smem);
+    const T* sV = s + L::V;
+    const T* sVD = s + L::VD;
+    const T* sVT = s + L::VT;
+    const T* sVDT = s + L::VDT;
+    const T* sWT = s + L::WT;
+    const T* sW = s + L::W;
+    T* load = s + L::LOAD;
+    T* r1 = s + L::R1;
+    T* r2 = s + L::R2;
+    T* r3 = s + L::R3;
+    T* r4 = s + L::R4;
+    T* r5 = s + L::R5;
+
+    const int t = threadIdx.x;
+    const index_t e = (index_t)blockIdx.x >> 1;
+    const int g = blockIdx.x & 1;
+    const int target = 3 * g, source = 3 - target;
+    const T scale = g == 0 ? inv_eps : -inv_mu;
+    const index_t field = E * P3;  // component stride of u and out
+    const index_t cstride = E * (index_t)(Q2 * Q);  // (b, a) stride of the cofactors
+
+    for (int q = t; q < 6 * QP; q += NT) s[q] = matrices[q];
+    for (int q = t; q < 3 * P3; q += NT) {
+        const int c = q / P3;
+        load[q] = u[(source + c) * field + e * P3 + (q - c * P3)];
+    }
+    __syncthreads();
+
+    T acc[PER];
+#pragma unroll
+    for (int m = 0; m < PER; ++m) acc[m] = T(0);
+
+    // 1. volume: B(., f) plane by plane ------------------------------------------------------
+#pragma unroll 1
+    for (int k = 0; k < Q; ++k) {
+        // r1 [which][c][j'][i']: (V f_c, V D f_c) along t at plane k
+        for (int q = t; q < 6 * P2; q += NT) {
+            const int which = q / (3 * P2), rem = q - which * 3 * P2, c = rem / P2, ji = rem - c * P2;
+            const T* row = (which ? sVD : sV) + k * P;
+            const T* in = load + c * P3 + ji;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P2];
+            r1[q] = sum;
+        }
+        __syncthreads();
+        // r2 [which][c][j][i']: V_s (V_t f), V D_s (V_t f), V_s (V D_t f)
+        for (int q = t; q < 9 * QP; q += NT) {
+            const int which = q / (3 * QP), rem = q - which * 3 * QP, c = rem / QP, r = rem - c * QP;
+            const int j = r / P, i = r - j * P;
+            const T* row = (which == 1 ? sVD : sV) + j * P;
+            const T* in = r1 + (which == 2 ? 3 * P2 : 0) + c * P2 + i;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P];
+            r2[q] = sum;
+        }
+        __syncthreads();
+        // r3 [a][j][i]: scale sum_b (w J a^b x d_b f)_a at the plane's Gauss points
+        for (int q = t; q < Q2; q += NT) {
+            const int j = q / Q, i = q - j * Q;
+            T d[3][3];  // d[b][c] = d_b f_c
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                const T* aa = r2 + c * QP + j * P;           // V_s V_t f: then V D along r
+                const T* ab = r2 + 3 * QP + c * QP + j * P;  // V D_s V_t f: then V along r
+                const T* ba = r2 + 6 * QP + c * QP + j * P;  // V_s V D_t f: then V along r
+                T dr = T(0), ds = T(0), dt = T(0);
+#pragma unroll
+                for (int l = 0; l < P; ++l) {
+                    const T vd = sVDT[l * Q + i], v = sVT[l * Q + i];
+                    dr += vd * aa[l];
+                    ds += v * ab[l];
+                    dt += v * ba[l];
+                }
+                d[0][c] = dr;
+                d[1][c] = ds;
+                d[2][c] = dt;
+            }
+            const index_t p = e * (index_t)(Q2 * Q) + k * Q2 + q;
+            T x = T(0), y = T(0), z = T(0);
+#pragma unroll
+            for (int b = 0; b < 3; ++b) {
+                const T c0 = cofactors[(3 * b + 0) * cstride + p];
+                const T c1 = cofactors[(3 * b + 1) * cstride + p];
+                const T c2 = cofactors[(3 * b + 2) * cstride + p];
+                x += c1 * d[b][2] - c2 * d[b][1];
+                y += c2 * d[b][0] - c0 * d[b][2];
+                z += c0 * d[b][1] - c1 * d[b][0];
+            }
+            r3[q] = scale * x;
+            r3[Q2 + q] = scale * y;
+            r3[2 * Q2 + q] = scale * z;
+        }
+        __syncthreads();
+        // r4 [a][j][i']: V^T along r
+        for (int q = t; q < 3 * QP; q += NT) {
+            const int a = q / QP, r = q - a * QP, j = r / P, i = r - j * P;
+            const T* in = r3 + a * Q2 + j * Q;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < Q; ++l) sum += sV[l * P + i] * in[l];
+            r4[q] = sum;
+        }
+        __syncthreads();
+        // r5 [a][j'][i']: V^T along s
+        for (int q = t; q < 3 * P2; q += NT) {
+            const int a = q / P2, r = q - a * P2, j = r / P, i = r - j * P;
+            const T* in = r4 + a * QP + i;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < Q; ++l) sum += sV[l * P + j] * in[l * P];
+            r5[q] = sum;
+        }
+        __syncthreads();
+        // V^T along t into the registers (r5 is rewritten only after the next plane's barriers)
+#pragma unroll
+        for (int m = 0; m < PER; ++m) {
+            const int q = t + m * NT;
+            if (q < 3 * P3) {
+                const int a = q / P3, r = q - a * P3, kk = r / P2;
+                acc[m] += sV[k * P + kk] * r5[a * P2 + (r - kk * P2)];
+            }
+        }
+    }
+    __syncthreads();  // every thread is done reading the source triple
+#pragma unroll
+    for (int m = 0; m < PER; ++m) {
+        const int q = t + m * NT;
+        if (q < 3 * P3) load[q] = acc[m];
+    }
+    __syncthreads();
+
+    // 2. faces: Q x Q Gauss quadrature of the flux --------------------------------------------
+#pragma unroll 1
+    for (int f = 0; f < 6; ++f) {
+        const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+        const bool interior = fe == T(1) && fh == T(1);
+        // r1 [comp][x][y]: the jumps own - neighbour (f * own on a boundary: its ghost state)
+        for (int q = t; q < 6 * P2; q += NT) {
+            const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
+            const T own = u[comp * field + e * P3 + galerkin_face_node<P>(f, x, y)];
+            const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
+            r1[q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
+        }
+        __syncthreads();
+        // r2 [comp][x][qb]: V along b
+        for (int q = t; q < 6 * QP; q += NT) {
+            const int comp = q / QP, r = q - comp * QP, x = r / Q, qb = r - x * Q;
+            const T* in = r1 + comp * P2 + x * P;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) sum += sVT[l * Q + qb] * in[l];
+            r2[q] = sum;
+        }
+        __syncthreads();
+        // r3 [a][qa][qb]: V along a, then the flux of the target triple times w sJ
+        for (int q = t; q < Q2; q += NT) {
+            const int qa = q / Q, qb = q - qa * Q;
+            T jump[6];
+#pragma unroll
+            for (int comp = 0; comp < 6; ++comp) {
+                const T* in = r2 + comp * QP + qb;
+                T sum = T(0);
+#pragma unroll
+                for (int l = 0; l < P; ++l) sum += sV[qa * P + l] * in[l * Q];
+                jump[comp] = sum;
+            }
+            const index_t fp = (e * 6 + f) * Q2 + q;
+            const index_t nstride = E * 6 * Q2;
+            const T n0 = normals[fp], n1 = normals[nstride + fp], n2 = normals[2 * nstride + fp];
+            const T w = face_weights[fp];
+            // sum_E = -n x jump_E, sum_H = -n x jump_H (galerkin.face_load)
+            const T se0 = n2 * jump[1] - n1 * jump[2], se1 = n0 * jump[2] - n2 * jump[0], se2 = n1 * jump[0] - n0 * jump[1];
+            const T sh0 = n2 * jump[4] - n1 * jump[5], sh1 = n0 * jump[5] - n2 * jump[3], sh2 = n1 * jump[3] - n0 * jump[4];
+            T f0, f1, f2;
+            if (g == 0) {  // 0.5 (sum_H - ce n x sum_E) / eps
+                const T c = T(0.5) * inv_eps * w;
+                f0 = c * (sh0 - ce * (n1 * se2 - n2 * se1));
+                f1 = c * (sh1 - ce * (n2 * se0 - n0 * se2));
+                f2 = c * (sh2 - ce * (n0 * se1 - n1 * se0));
+            } else {  // 0.5 (-sum_E - ch n x sum_H) / mu
+                const T c = T(0.5) * inv_mu * w;
+                f0 = -c * (se0 + ch * (n1 * sh2 - n2 * sh1));
+                f1 = -c * (se1 + ch * (n2 * sh0 - n0 * sh2));
+                f2 = -c * (se2 + ch * (n0 * sh1 - n1 * sh0));
+            }
+            r3[q] = f0;
+            r3[Q2 + q] = f1;
+            r3[2 * Q2 + q] = f2;
+        }
+        __syncthreads();
+        // r4 [a][qa][y]: V^T along b
+        for (int q = t; q < 3 * QP; q += NT) {
+            const int a = q / QP, r = q - a * QP, qa = r / P, y = r - qa * P;
+            const T* in = r3 + a * Q2 + qa * Q;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < Q; ++l) sum += sV[l * P + y] * in[l];
+            r4[q] = sum;
+        }
+        __syncthreads();
+        // V^T along a, added to the load at the face nodes (faces in turn: edges get each share)
+        for (int q = t; q < 3 * P2; q += NT) {
+            const int a = q / P2, xy = q - a * P2, x = xy / P, y = xy - x * P;
+            const T* in = r4 + a * QP + y;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < Q; ++l) sum += sV[l * P + x] * in[l * P];
+            load[a * P3 + galerkin_face_node<P>(f, x, y)] += sum;
+        }
+        __syncthreads();
+    }
+
+    // 3. M_W^-1 = W diag(w/J) W^T, plane by plane --------------------------------------------
+#pragma unroll
+    for (int m = 0; m < PER; ++m) acc[m] = T(0);
+#pragma unroll 1
+    for (int k = 0; k < Q; ++k) {
+        // r1 [a][j'][i']: W^T along t
+        for (int q = t; q < 3 * P2; q += NT) {
+            const int a = q / P2, ji = q - a * P2;
+            const T* row = sWT + k * P;
+            const T* in = load + a * P3 + ji;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P2];
+            r1[q] = sum;
+        }
+        __syncthreads();
+        // r2 [a][j][i']: W^T along s
+        for (int q = t; q < 3 * QP; q += NT) {
+            const int a = q / QP, r = q - a * QP, j = r / P, i = r - j * P;
+            const T* row = sWT + j * P;
+            const T* in = r1 + a * P2 + i;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P];
+            r2[q] = sum;
+        }
+        __syncthreads();
+        // r3 [a][j][i]: W^T along r, times w/J
+        for (int q = t; q < Q2; q += NT) {
+            const int j = q / Q, i = q - j * Q;
+            const T weight = wj[e * (index_t)(Q2 * Q) + k * Q2 + q];
+#pragma unroll
+            for (int a = 0; a < 3; ++a) {
+                const T* in = r2 + a * QP + j * P;
+                T sum = T(0);
+#pragma unroll
+                for (int l = 0; l < P; ++l) sum += sW[l * Q + i] * in[l];  // W[l][i] = WT[i][l]
+                r3[a * Q2 + q] = weight * sum;
+            }
+        }
+        __syncthreads();
+        // r4 [a][j][i']: W along r
+        for (int q = t; q < 3 * QP; q += NT) {
+            const int a = q / QP, r = q - a * QP, j = r / P, i = r - j * P;
+            const T* in = r3 + a * Q2 + j * Q;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < Q; ++l) sum += sWT[l * P + i] * in[l];  // WT[l][i] = W[i][l]
+            r4[q] = sum;
+        }
+        __syncthreads();
+        // r5 [a][j'][i']: W along s
+        for (int q = t; q < 3 * P2; q += NT) {
+            const int a = q / P2, r = q - a * P2, j = r / P, i = r - j * P;
+            const T* in = r4 + a * QP + i;
+            T sum = T(0);
+#pragma unroll
+            for (int l = 0; l < Q; ++l) sum += sWT[l * P + j] * in[l * P];
+            r5[q] = sum;
+        }
+        __syncthreads();
+        // W along t into the registers
+#pragma unroll
+        for (int m = 0; m < PER; ++m) {
+            const int q = t + m * NT;
+            if (q < 3 * P3) {
+                const int a = q / P3, r = q - a * P3, kk = r / P2;
+                acc[m] += sWT[k * P + kk] * r5[a * P2 + (r - kk * P2)];
+            }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < PER; ++m) {
+        const int q = t + m * NT;
+        if (q < 3 * P3) {
+            const int a = q / P3;
+            out[(target + a) * field + e * P3 + (q - a * P3)] = acc[m];
+        }
+    }
+}
+
+}  // namespace lobatto
+
+// (order + 1, Gauss points, dtype, threads per block, blocks per SM): what galerkin_cuda.py names
+#define LOBATTO_GALERKIN_INSTANTIATE(P, Q, T, NT, MINB)                                                        \
+    template __global__ void lobatto::galerkin_rhs_kernel<P, Q, T, NT, MINB>(                                  \
+        const T*, const T*, const T*, const T*, const T*, const T*, const T*, const T*, T*, T, T, T, T, \
+        lobatto::index_t);

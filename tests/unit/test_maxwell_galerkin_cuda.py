@@ -1,0 +1,93 @@
+"""The Galerkin form's CUDA kernel (galerkin_cuda.py, kernels/galerkin.cu) on a GPU: equal to the
+array code (WeightAdjustedOperator.rhs through CuPy) on fresh random data, on the deformed PEC
+and periodic boxes and the O-grid cylinder of tests/cylwave.py, N = 1, 2, 3, 5, 7, 11, float64
+(1e-12 of the largest value) and float32; and a Simulation stepping through it (graph replay
+included) follows the CPU's array code. Skipped without CuPy and a GPU
+(test_maxwell_galerkin_cuda_emulated.py runs the kernel's source on the CPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cupy")
+
+from lobatto.backends import cuda_available  # noqa: E402
+
+OK, WHY = cuda_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}")]
+
+from cylwave import cylinder_rea  # noqa: E402
+from test_maxwell_galerkin import BOX, PERIODIC  # noqa: E402
+
+from lobatto.api import Simulation, case_from_dict  # noqa: E402
+from lobatto.backends import get_backend  # noqa: E402
+from lobatto.systems.dg import face_values  # noqa: E402
+from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator  # noqa: E402
+from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cylinder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cylwave") / "cylwave.rea"
+    assert cylinder_rea(path, m=1, layers=2, length=4.0) == 10
+    return {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}}
+
+
+def simulation(tmp_path, mesh, order, backend, precision="float64", flux="upwind"):
+    data = {"mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": "galerkin"},
+            "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0, "cfl": 0.3},
+            "backend": {"precision": precision}, "output": {"formats": []}}
+    return Simulation(case_from_dict(data, name="galerkin"), backend=backend, output_dir=str(tmp_path / backend),
+                      comm=None)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5, 7, 11])
+def test_kernel_equals_the_array_code(tmp_path, cylinder, order):
+    rng = np.random.default_rng()
+    meshes = {"box": BOX, "periodic": PERIODIC, "cylinder": cylinder}
+    for label, mesh in meshes.items():
+        host = simulation(tmp_path / label, mesh, order, "cpu")
+        geometry, factors = host.system.geometry, np.asarray(host.system.device_geometry["face_factors"])
+        host.close()
+        e, n = geometry.coords.shape[1], order + 1
+        u0 = rng.standard_normal((6, e, n, n, n))
+        sums0 = rng.standard_normal((6, e, 6, n, n))
+        epsilon, mu, alpha = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), rng.uniform(0.2, 1.0)
+        for precision, tolerance in (("float64", 1e-12), ("float32", 5e-5)):
+            backend = get_backend("cuda", precision=precision)
+            xp = backend.xp
+            operator = WeightAdjustedOperator(geometry).to(backend)
+            kernel = GalerkinCuda(backend, operator)
+            assert kernel.fits(backend.dtype)
+            u, sums, f = backend.asarray(u0), backend.asarray(sums0), backend.asarray(factors)
+            expected = operator.rhs(xp, u, (face_values(xp, u, order), sums), f, xp.empty_like(u), epsilon, mu, alpha)
+            out = kernel(u, sums, f, xp.full_like(u, np.nan), epsilon, mu, alpha)
+            expected, out = backend.to_host(expected), backend.to_host(out)
+            scale = np.abs(expected).max()
+            error = np.abs(out - expected).max()
+            assert error <= tolerance * scale, (label, precision, error, scale)
+
+
+@pytest.mark.parametrize("order", [3, 7])
+@pytest.mark.parametrize("mesh", ["box", "periodic"])
+def test_steps_through_the_kernel_follow_the_cpu(tmp_path, mesh, order):
+    mesh = {"box": BOX, "periodic": PERIODIC}[mesh]
+    u0 = np.random.default_rng().standard_normal((6, 8, order + 1, order + 1, order + 1))
+    runs = {}
+    for backend in ("cpu", "cuda"):
+        sim = simulation(tmp_path, mesh, order, backend)
+        assert (sim.system.galerkin.cuda is not None) == (backend == "cuda")
+        sim.u[...] = sim.backend.asarray(u0)
+        energies = [sim.system.energy(sim.u)]
+        for _ in range(6):  # the run's own stepping: plain, then recorded and replayed as a graph
+            sim.advance(1)
+            energies.append(sim.system.energy(sim.u))
+        assert np.all(np.diff(energies) <= 1e-13 * energies[0])
+        if backend == "cuda":
+            assert sim.advance_one is None or sim.advance_one.fallback_reason is None, sim.advance_one.fallback_reason
+        runs[backend] = np.array(sim.backend.to_host(sim.u))
+        sim.close()
+    scale = np.abs(runs["cpu"]).max()
+    assert np.abs(runs["cuda"] - runs["cpu"]).max() < 1e-11 * scale
+    assert np.abs(runs["cpu"] - u0).max() > 1e-3 * scale  # the steps changed the state
