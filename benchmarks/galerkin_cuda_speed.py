@@ -1,0 +1,158 @@
+"""Speed of the Galerkin volume form's CUDA kernel against its array code and the collocated forms.
+
+The curved box of `lobatto bench maxwell --curved` (bench.maxwell.curved_deformation), upwind,
+whole lsrk45 steps on one GPU (graph replay, synchronised CUDA-event timings after warm-up
+steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
+
+    split               volume_form = "split" (the default; fused stage)
+    chain               volume_form = "chain"
+    galerkin (array)    volume_form = "galerkin", WeightAdjustedOperator through CuPy
+    galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks)
+    galerkin (kernel, threads T, blocks B)   other launches of the kernel (--launches)
+
+plus, per Galerkin row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
+below, and the largest difference of one rhs between the kernel and the array code on random
+data (relative to the largest value: a check that the device agrees with the CPU-emulated test).
+Work model of one rhs per element (FMAs counted 2 flops; both field groups): galerkin_cuda's
+passes, see `work_per_element`.
+
+    PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py        # 7:16 and 11:8, float64 and float32
+    PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py --cases 7:16 --precisions float64 --launches ""
+
+Expected run time on an H100: about 2-3 minutes (the array rows dominate; --no-array skips them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+
+import numpy as np
+
+from lobatto.backends import get_backend
+from lobatto.bench.maxwell import INITIAL, curved_deformation, time_steps
+from lobatto.bench.report import Timer, write_json
+from lobatto.integrators import Stepper, get_scheme
+from lobatto.mesh import box_mesh
+from lobatto.systems.dg import face_values
+from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, default_min_blocks, default_threads
+from lobatto.systems.maxwell.system import MaxwellSystem
+
+
+def work_per_element(p: int, q: int) -> float:
+    """Flops of one rhs of one element (kernels/galerkin.cu's passes, 2 per FMA, both groups)."""
+    volume = q * (6 * p**3 + 9 * q * p * p + q * q * (9 * p + 9) + 3 * q * q * p + 3 * p * p * q + 3 * p**3)
+    faces = 6 * (6 * q * p * p + q * q * (6 * p + 20) + 3 * q * q * p + 3 * p * p * q)
+    mass = q * (3 * p**3 + 3 * q * p * p + 3 * q * q * p + 3 * q * q * p + 3 * p * p * q + 3 * p**3)
+    return 2.0 * 2 * (volume + faces + mass)
+
+
+def build(backend, order, side, form):
+    mesh = box_mesh((side,) * 3, deform=curved_deformation)
+    system = MaxwellSystem(mesh, order, backend, flux="upwind", volume_form=form)
+    stepper = Stepper(system, get_scheme("lsrk45"))
+    u = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
+    dt = system.stable_time_step(0.5, system.geometry.min_spacing)
+    return system, stepper, u, dt
+
+
+def launches_of(order: int, spec: str) -> list:
+    """(threads, blocks per SM) launches beside the default: --launches "T:B,T:B" (B 0: default)."""
+    if spec == "auto":
+        q = 2 * order
+        t = default_threads(q)
+        return [(t, 1), (max(64, t // 2), 0), (min(1024, 2 * t), 0)]
+    return [tuple(int(x) for x in item.split(":")) for item in spec.split(",") if item]
+
+
+def rhs_check(backend, system, kernel):
+    """max |kernel - array code| / max |array code| of one rhs on random data."""
+    xp, op = backend.xp, system.galerkin
+    rng = np.random.default_rng(1)
+    e, n = system.num_elements, system.order + 1
+    u = backend.asarray(rng.standard_normal((6, e, n, n, n)))
+    sums = backend.asarray(rng.standard_normal((6, e, 6, n, n)))
+    f = system.device_geometry["face_factors"]
+    args = (system.epsilon, system.mu, system.alpha)
+    ref = op.rhs(xp, u, (face_values(xp, u, system.order), sums), f, xp.empty_like(u), *args)
+    out = kernel(u, sums, f, xp.empty_like(u), *args)
+    err = float(xp.abs(out - ref).max() / xp.abs(ref).max())
+    timer = Timer(backend)
+    kernel(u, sums, f, out, *args)
+    seconds = timer(lambda: kernel(u, sums, f, out, *args), 5, 3)
+    return err, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", nargs="+", default=["7:16", "11:8"], help="ORDER:ELEMENTS_PER_SIDE")
+    parser.add_argument("--precisions", nargs="+", default=["float64", "float32"])
+    parser.add_argument("--launches", default="auto",
+                        help='other kernel launches "THREADS:BLOCKS_PER_SM,..." (0: default blocks); "" none')
+    parser.add_argument("--no-array", action="store_true", help="skip the galerkin (array) rows")
+    parser.add_argument("--json", default="galerkin_cuda_speed.json")
+    args = parser.parse_args()
+    rows = []
+    for precision in args.precisions:
+        backend = get_backend("cuda", precision=precision)
+        for case in args.cases:
+            order, side = (int(x) for x in case.split(":"))
+            for form in ("split", "chain", "galerkin"):
+                system, stepper, u, dt = build(backend, order, side, form)
+                variants = [(form, None)]
+                if form == "galerkin":
+                    default = system.galerkin.cuda
+                    assert default is not None, "the kernel does not fit this device"
+                    variants = [("galerkin (array)", None)] if not args.no_array else []
+                    variants.append(("galerkin (kernel)", default))
+                    for threads, blocks in launches_of(order, args.launches):
+                        variants.append((f"galerkin (kernel, threads {threads}, blocks {blocks or 'default'})",
+                                         GalerkinCuda(backend, system.galerkin, threads, blocks or None)))
+                for label, kernel in variants:
+                    if form == "galerkin":
+                        system.galerkin.cuda = kernel
+                    u[...] = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
+                    try:
+                        timing = time_steps(backend, stepper, u, dt, repeats=3 if kernel is None else 5)
+                    except Exception as exc:  # noqa: BLE001  (a launch the registers refuse: say so, go on)
+                        print(f"N = {order:2d} {precision} {label}: {type(exc).__name__}: {exc}", flush=True)
+                        continue
+                    t = timing["seconds_per_step"]
+                    row = {"order": order, "elements": side**3, "points": system.points, "precision": precision,
+                           "variant": label, "ms_per_step": 1e3 * t,
+                           "point_stage_updates_per_s": system.points * stepper.stages / t,
+                           "graph": timing.get("graph"), "finite": bool(backend.xp.all(backend.xp.isfinite(u)))}
+                    if kernel is not None:
+                        p, q = order + 1, system.galerkin.points
+                        err, seconds = rhs_check(backend, system, kernel)
+                        blocks = kernel.min_blocks or default_min_blocks(p, q, u.dtype.itemsize, kernel.threads,
+                                                                         backend.max_shared_per_block)
+                        row.update(threads=kernel.threads, blocks_per_sm=blocks,
+                                   shared_bytes=kernel.shared_bytes(u.dtype), rhs_ms=1e3 * seconds,
+                                   rhs_gflops=work_per_element(p, q) * system.num_elements / seconds / 1e9,
+                                   rhs_relative_difference=err)
+                    rows.append(row)
+                    extra = (f"  rhs {row['rhs_ms']:.3f} ms, {row['rhs_gflops']:.0f} GFLOP/s, vs array "
+                             f"{row['rhs_relative_difference']:.1e}" if kernel is not None else "")
+                    print(f"N = {order:2d} {side}^3 {precision}  {label:<48s} {1e3 * t:9.3f} ms/step  "
+                          f"{row['point_stage_updates_per_s']:.3e} point-stage/s{extra}", flush=True)
+                del system, stepper, u
+                if backend.name == "cuda":
+                    backend.xp.get_default_memory_pool().free_all_blocks()
+    out = {"benchmark": "galerkin_cuda_speed", "date": datetime.date.today().isoformat(), "host": platform.node(),
+           "backend": backend.describe(), "rows": rows}
+    write_json(args.json, out, indent=1, default=None, say=None)
+    print("\n| N | elements | precision | variant | ms/step | point-stage/s | vs split |")
+    print("|---:|---:|---|---|---:|---:|---:|")
+    for r in rows:
+        split = next((c for c in rows if c["order"] == r["order"] and c["precision"] == r["precision"]
+                      and c["variant"] == "split"), None)
+        ratio = f"{split['ms_per_step'] / r['ms_per_step']:.3f}" if split else ""
+        print(f"| {r['order']} | {r['elements']} | {r['precision']} | {r['variant']} | {r['ms_per_step']:.3f} | "
+              f"{r['point_stage_updates_per_s']:.3e} | {ratio} |")
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
