@@ -108,27 +108,40 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     // 1. volume: B(., f) plane by plane ------------------------------------------------------
 #pragma unroll 1
     for (int k = 0; k < Q; ++k) {
-        // r1 [which][c][j'][i']: (V f_c, V D f_c) along t at plane k
-        for (int q = t; q < 6 * P2; q += NT) {
-            const int which = q / (3 * P2), rem = q - which * 3 * P2, c = rem / P2, ji = rem - c * P2;
-            const T* row = (which ? sVD : sV) + k * P;
-            const T* in = load + c * P3 + ji;
-            T sum = T(0);
+        // r1 [which][c][j'][i']: (V f_c, V D f_c) along t at plane k (one read of f for both)
+        for (int q = t; q < 3 * P2; q += NT) {
+            const T* in = load + (q / P2) * P3 + (q % P2);
+            const T* row = sV + k * P;
+            const T* drow = sVD + k * P;
+            T sum = T(0), dsum = T(0);
 #pragma unroll
-            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P2];
+            for (int l = 0; l < P; ++l) {
+                const T x = in[l * P2];
+                sum += row[l] * x;
+                dsum += drow[l] * x;
+            }
             r1[q] = sum;
+            r1[3 * P2 + q] = dsum;
         }
         __syncthreads();
-        // r2 [which][c][j][i']: V_s (V_t f), V D_s (V_t f), V_s (V D_t f)
-        for (int q = t; q < 9 * QP; q += NT) {
-            const int which = q / (3 * QP), rem = q - which * 3 * QP, c = rem / QP, r = rem - c * QP;
-            const int j = r / P, i = r - j * P;
-            const T* row = (which == 1 ? sVD : sV) + j * P;
-            const T* in = r1 + (which == 2 ? 3 * P2 : 0) + c * P2 + i;
-            T sum = T(0);
+        // r2 [which][c][j][i']: V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
+        for (int q = t; q < 3 * QP; q += NT) {
+            const int c = q / QP, r = q - c * QP, j = r / P, i = r - j * P;
+            const T* row = sV + j * P;
+            const T* drow = sVD + j * P;
+            const T* a = r1 + c * P2 + i;
+            const T* b = r1 + 3 * P2 + c * P2 + i;
+            T aa = T(0), ab = T(0), ba = T(0);
 #pragma unroll
-            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P];
-            r2[q] = sum;
+            for (int l = 0; l < P; ++l) {
+                const T v = row[l], x = a[l * P];
+                aa += v * x;
+                ab += drow[l] * x;
+                ba += v * b[l * P];
+            }
+            r2[q] = aa;
+            r2[3 * QP + q] = ab;
+            r2[6 * QP + q] = ba;
         }
         __syncthreads();
         // r3 [a][j][i]: scale sum_b (w J a^b x d_b f)_a at the plane's Gauss points
@@ -136,21 +149,20 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             const int j = q / Q, i = q - j * Q;
             T d[3][3];  // d[b][c] = d_b f_c
 #pragma unroll
-            for (int c = 0; c < 3; ++c) {
-                const T* aa = r2 + c * QP + j * P;           // V_s V_t f: then V D along r
-                const T* ab = r2 + 3 * QP + c * QP + j * P;  // V D_s V_t f: then V along r
-                const T* ba = r2 + 6 * QP + c * QP + j * P;  // V_s V D_t f: then V along r
-                T dr = T(0), ds = T(0), dt = T(0);
+            for (int b = 0; b < 3; ++b)
 #pragma unroll
-                for (int l = 0; l < P; ++l) {
-                    const T vd = sVDT[l * Q + i], v = sVT[l * Q + i];
-                    dr += vd * aa[l];
-                    ds += v * ab[l];
-                    dt += v * ba[l];
+                for (int c = 0; c < 3; ++c) d[b][c] = T(0);
+            // r2 [which][c][j][.]: V_s V_t f (then V D along r), V D_s V_t f and V_s V D_t f (then V)
+            const T* row = r2 + j * P;
+#pragma unroll
+            for (int l = 0; l < P; ++l) {
+                const T vd = sVDT[l * Q + i], v = sVT[l * Q + i];
+#pragma unroll
+                for (int c = 0; c < 3; ++c) {
+                    d[0][c] += vd * row[c * QP + l];
+                    d[1][c] += v * row[3 * QP + c * QP + l];
+                    d[2][c] += v * row[6 * QP + c * QP + l];
                 }
-                d[0][c] = dr;
-                d[1][c] = ds;
-                d[2][c] = dt;
             }
             const index_t p = e * (index_t)(Q2 * Q) + k * Q2 + q;
             T x = T(0), y = T(0), z = T(0);
@@ -219,14 +231,20 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             r1[q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
         }
         __syncthreads();
-        // r2 [comp][x][qb]: V along b
-        for (int q = t; q < 6 * QP; q += NT) {
-            const int comp = q / QP, r = q - comp * QP, x = r / Q, qb = r - x * Q;
-            const T* in = r1 + comp * P2 + x * P;
-            T sum = T(0);
+        // r2 [comp][x][qb]: V along b (one matrix read for the six components)
+        for (int q = t; q < QP; q += NT) {
+            const int x = q / Q, qb = q - x * Q;
+            T sum[6];
 #pragma unroll
-            for (int l = 0; l < P; ++l) sum += sVT[l * Q + qb] * in[l];
-            r2[q] = sum;
+            for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) {
+                const T v = sVT[l * Q + qb];
+#pragma unroll
+                for (int comp = 0; comp < 6; ++comp) sum[comp] += v * r1[comp * P2 + x * P + l];
+            }
+#pragma unroll
+            for (int comp = 0; comp < 6; ++comp) r2[comp * QP + q] = sum[comp];
         }
         __syncthreads();
         // r3 [a][qa][qb]: V along a, then the flux of the target triple times w sJ
