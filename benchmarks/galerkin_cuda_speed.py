@@ -7,7 +7,8 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     split               volume_form = "split" (the default; fused stage)
     chain               volume_form = "chain"
     galerkin (array)    volume_form = "galerkin", WeightAdjustedOperator through CuPy
-    galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks)
+    galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks:
+                        its rhs kernel and the one-pass stage update)
     galerkin (kernel, threads T, blocks B)   other launches of the kernel (--launches)
 
 plus, per Galerkin row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
@@ -101,6 +102,7 @@ def main():
             for form in ("split", "chain", "galerkin"):
                 system, stepper, u, dt = build(backend, order, side, form)
                 variants = [(form, None)]
+                stage = system.stage_kernel  # galerkin: the kernel's stage (rhs and update), None for the array code
                 if form == "galerkin":
                     default = system.galerkin.cuda
                     assert default is not None, "the kernel does not fit this device"
@@ -112,6 +114,7 @@ def main():
                 for label, kernel in variants:
                     if form == "galerkin":
                         system.galerkin.cuda = kernel
+                        system.stage_kernel = stage if kernel is not None else None
                     u[...] = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
                     try:
                         timing = time_steps(backend, stepper, u, dt, repeats=3 if kernel is None else 5)

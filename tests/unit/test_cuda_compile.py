@@ -52,7 +52,7 @@ INSTANTIATIONS = {
     "galerkin.cu": [
         f"LOBATTO_GALERKIN_INSTANTIATE({n + 1}, {2 * n if n > 1 else 2}, {t}, {default_threads(2 * n if n > 1 else 2)}, {b})"
         for n in ORDERS for t in DTYPES for b in (1, 2)
-    ],
+    ] + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)
     "differential.cu": [

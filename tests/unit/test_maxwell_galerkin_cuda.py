@@ -78,6 +78,7 @@ def test_steps_through_the_kernel_follow_the_cpu(tmp_path, mesh, order):
     for backend in ("cpu", "cuda"):
         sim = simulation(tmp_path, mesh, order, backend)
         assert (sim.system.galerkin.cuda is not None) == (backend == "cuda")
+        assert (sim.system.stage_kernel is not None) == (backend == "cuda")  # the kernel's stage
         sim.u[...] = sim.backend.asarray(u0)
         energies = [sim.system.energy(sim.u)]
         for _ in range(6):  # the run's own stepping: plain, then recorded and replayed as a graph

@@ -41,7 +41,7 @@ SHIM = """
 #include <thread>
 #include <vector>
 struct lobatto_dim3 { int x = 0, y = 0, z = 0; };
-thread_local lobatto_dim3 threadIdx, blockIdx;
+thread_local lobatto_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static std::barrier<>* lobatto_block_barrier;
 static unsigned char* lobatto_block_shared;
 #define __global__
@@ -87,6 +87,23 @@ def launches():
     return out
 
 
+UPDATE = """
+template <typename T>
+static void update(T* u, T* residual, const T* du, T a, T b, T dt, long long n) {
+    std::vector<std::thread> threads;
+    for (int x = 0; x < 8; ++x)  // one block of 8 threads: the grid-stride loop
+        threads.emplace_back([=] {
+            threadIdx.x = x; blockIdx.x = 0; blockDim.x = 8; gridDim.x = 1;
+            lobatto::galerkin_stage_update_kernel<T>(u, residual, du, a, b, dt, n);
+        });
+    for (auto& t : threads) t.join();
+}
+extern "C" void update_f64(double* u, double* r, const double* du, double a, double b, double dt, long long n) {
+    update<double>(u, r, du, a, b, dt, n);
+}
+"""
+
+
 def dispatch() -> str:
     lines = []
     for ctype, name in (("double", "f64"), ("float", "f32")):
@@ -104,7 +121,7 @@ def dispatch() -> str:
 def emulated(tmp_path_factory):
     folder = tmp_path_factory.mktemp("galerkin_emulated")
     source = folder / "galerkin_emulated.cpp"
-    source.write_text(SHIM + source_text(SOURCE) + "\n" + LAUNCH + dispatch() + "\n")
+    source.write_text(SHIM + source_text(SOURCE) + "\n" + LAUNCH + UPDATE + dispatch() + "\n")
     library = folder / "galerkin_emulated.so"
     cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", str(source), "-o", str(library)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -116,6 +133,7 @@ def emulated(tmp_path_factory):
         getattr(lib, name).argtypes = ([ctypes.c_int] * 2 + [ctypes.c_void_p] * 9
                                        + [ctypes.c_double if name == "run_f64" else ctypes.c_float] * 4
                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
+    lib.update_f64.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double] * 3 + [ctypes.c_longlong]
     return lib
 
 
@@ -167,3 +185,17 @@ def test_emulated_kernel_equals_the_array_code(tmp_path, emulated, cylinder, ord
             error = np.abs(out[:, elements] - expected[:, elements]).max()
             assert error <= tolerance * scale, (label, np.dtype(dtype).name, error, scale)
         sim.close()
+
+
+def test_emulated_stage_update(emulated):
+    """residual = a residual + dt du, u += b residual; a = 0 discards the residual (NaN here)."""
+    rng = np.random.default_rng()
+    u, du = rng.standard_normal(37), rng.standard_normal(37)
+    for a, residual in ((0.0, np.full(37, np.nan)), (-0.4, rng.standard_normal(37))):
+        expected_r = dt_du = 0.3 * du
+        if a:
+            expected_r = a * residual + dt_du
+        expected_u = u + 0.7 * expected_r
+        got_u, got_r = u.copy(), residual.copy()
+        emulated.update_f64(got_u.ctypes.data, got_r.ctypes.data, du.ctypes.data, a, 0.7, 0.3, 37)
+        assert np.allclose(got_r, expected_r, rtol=1e-14, atol=0) and np.allclose(got_u, expected_u, rtol=1e-14, atol=1e-15)

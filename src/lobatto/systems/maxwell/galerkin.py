@@ -207,7 +207,8 @@ class WeightAdjustedOperator:
 def attach(system) -> None:
     """Make ``system`` (a MaxwellSystem) step with this operator: the exchange carries the raw
     face values of u (whose sums give the neighbours'), the rhs and the energy are this
-    module's, and no tuned or fused stage runs."""
+    module's, and no fused stage runs (on the CUDA backend the rhs and the stage are
+    galerkin_cuda's kernel)."""
     from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
     from lobatto.systems.maxwell.galerkin_cuda import kernel_for
@@ -231,7 +232,11 @@ def attach(system) -> None:
         own = face_values(xp, u, order)
         return operator.rhs(xp, u, (own, sums), geometry["face_factors"], out, epsilon, mu, alpha)
 
-    system.traces_kernel, system.rhs_kernel, system.stage_kernel = traces, rhs, None
+    def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
+        return operator.cuda.stage(u, residual, sums, geometry["face_factors"], epsilon, mu, alpha, a, b, dt)
+
+    system.traces_kernel, system.rhs_kernel = traces, rhs
+    system.stage_kernel = stage if operator.cuda is not None else None  # the array code: rhs, then the update
     system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
 
 

@@ -2,7 +2,8 @@
 arguments.
 
 ``GalerkinCuda(backend, operator)(u, sums, factors, out, epsilon, mu, alpha)`` computes what
-``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), from the operator's own
+``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), and ``.stage(...)`` a whole
+low-storage Runge-Kutta stage with it, from the operator's own
 arrays (weighted_cofactors, inverse_jacobian_weights, normals, face_weights) and six 1D
 matrices built here once: V, V D, their transposes, V M^-1 and M^-1 V^T (M the exact 1D mass).
 One block of ``threads`` threads per (element, field triple); the shared memory is
@@ -63,6 +64,8 @@ class GalerkinCuda:
         self.min_blocks = min_blocks  # None: default_min_blocks per dtype
         self._host_matrices = matrices(operator.order, operator.points)
         self._compiled: dict = {}
+        self._update: dict = {}  # dtype name -> the stage update kernel
+        self._stage_buffer: dict = {}  # (shape, dtype) -> du of stage()
 
     def shared_bytes(self, dtype) -> int:
         return shared_values(self.p, self.q) * np.dtype(dtype).itemsize
@@ -111,6 +114,22 @@ class GalerkinCuda:
                shared_mem=smem)
 
         return run_into(xp, out, launch)
+
+    def stage(self, u, residual, sums, factors, epsilon, mu, alpha, a, b, dt):
+        """One low-storage Runge-Kutta stage: du = rhs(u) into a buffer kept here, then
+        residual = a residual + dt du, u += b residual in one pass (galerkin_stage_update_kernel)."""
+        du = self._stage_buffer.get((u.shape, u.dtype.str))
+        if du is None:
+            du = self._stage_buffer[(u.shape, u.dtype.str)] = self.backend.xp.empty(u.shape, dtype=u.dtype)
+        self(u, sums, factors, du, epsilon, mu, alpha)
+        check_kernel_arrays("galerkin_stage", u.dtype, [(residual, u.shape, "residual")])
+        update = self._update.get(u.dtype.name)
+        if update is None:
+            name = f"lobatto::galerkin_stage_update_kernel<{ctype(u.dtype)}>"
+            update = self._update[u.dtype.name] = get_module(SOURCE, (name,)).get_function(name)
+        real, n = u.dtype.type, u.size
+        update((min(-(-n // 256), 65536),), (256,), (u, residual, du, real(a), real(b), real(dt), np.int64(n)))
+        return u
 
 
 def kernel_for(backend, operator) -> GalerkinCuda | None:

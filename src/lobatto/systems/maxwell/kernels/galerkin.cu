@@ -386,6 +386,20 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     }
 }
 
+// The low-storage Runge-Kutta stage update from a stage's rhs du (n values):
+// residual = a residual + dt du (a = 0 discards the residual, which may be uninitialised),
+// u += b residual. One pass instead of the array code's five.
+template <typename T>
+__global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_RESTRICT residual,
+                                             const T* LOBATTO_RESTRICT du, T a, T b, T dt, index_t n) {
+    const index_t stride = (index_t)gridDim.x * blockDim.x;
+    for (index_t q = (index_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += stride) {
+        const T r = a == T(0) ? dt * du[q] : a * residual[q] + dt * du[q];
+        residual[q] = r;
+        u[q] += b * r;
+    }
+}
+
 }  // namespace lobatto
 
 // (order + 1, Gauss points, dtype, threads per block, blocks per SM): what galerkin_cuda.py names
@@ -393,3 +407,5 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     template __global__ void lobatto::galerkin_rhs_kernel<P, Q, T, NT, MINB>(                                  \
         const T*, const T*, const T*, const T*, const T*, const T*, const T*, const T*, T*, T, T, T, T, \
         lobatto::index_t);
+#define LOBATTO_GALERKIN_UPDATE_INSTANTIATE(T) \
+    template __global__ void lobatto::galerkin_stage_update_kernel<T>(T*, T*, const T*, T, T, T, lobatto::index_t);
