@@ -56,6 +56,23 @@ __device__ __forceinline__ int galerkin_face_node(int f, int x, int y) {
     return (side * P + x) * P + y;                 // [j, i], k fixed
 }
 
+// out[a * OS] = scale * sum_l m[l * MS] in[a * IS + l * LS] for the three components a: one
+// read of the matrix entry for three products (the passes' shared loads bound the kernel).
+template <int L, int MS, int IS, int LS, int OS, typename T>
+__device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* out, T scale = T(1)) {
+    T s0 = T(0), s1 = T(0), s2 = T(0);
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+        const T v = m[l * MS];
+        s0 += v * in[l * LS];
+        s1 += v * in[IS + l * LS];
+        s2 += v * in[2 * IS + l * LS];
+    }
+    out[0] = scale * s0;
+    out[OS] = scale * s1;
+    out[2 * OS] = scale * s2;
+}
+
 // u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
 // cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
 // face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VT, VDT, WT, W (6 Q P values).
@@ -70,7 +87,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                     index_t E) {
     using L = GalerkinLayout<P, Q>;
     constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP;
-    constexpr int PER = (3 * P3 + NT - 1) / NT;  // load values a thread accumulates in registers
+    constexpr int PER = (P3 + NT - 1) / NT;  // node positions a thread accumulates (3 components each)
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
     T* s = reinterpret_cast<T*>(galerkin_smem);
     const T* sV = s + L::V;
@@ -101,9 +118,9 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     }
     __syncthreads();
 
-    T acc[PER];
+    T acc[PER][3];
 #pragma unroll
-    for (int m = 0; m < PER; ++m) acc[m] = T(0);
+    for (int m = 0; m < PER; ++m) acc[m][0] = acc[m][1] = acc[m][2] = T(0);
 
     // 1. volume: B(., f) plane by plane ------------------------------------------------------
 #pragma unroll 1
@@ -181,32 +198,26 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         }
         __syncthreads();
         // r4 [a][j][i']: V^T along r
-        for (int q = t; q < 3 * QP; q += NT) {
-            const int a = q / QP, r = q - a * QP, j = r / P, i = r - j * P;
-            const T* in = r3 + a * Q2 + j * Q;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < Q; ++l) sum += sV[l * P + i] * in[l];
-            r4[q] = sum;
+        for (int q = t; q < QP; q += NT) {
+            const int j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, Q2, 1, QP>(sV + i, r3 + j * Q, r4 + q);
         }
         __syncthreads();
         // r5 [a][j'][i']: V^T along s
-        for (int q = t; q < 3 * P2; q += NT) {
-            const int a = q / P2, r = q - a * P2, j = r / P, i = r - j * P;
-            const T* in = r4 + a * QP + i;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < Q; ++l) sum += sV[l * P + j] * in[l * P];
-            r5[q] = sum;
+        for (int q = t; q < P2; q += NT) {
+            const int j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, QP, P, P2>(sV + j, r4 + i, r5 + q);
         }
         __syncthreads();
         // V^T along t into the registers (r5 is rewritten only after the next plane's barriers)
 #pragma unroll
         for (int m = 0; m < PER; ++m) {
             const int q = t + m * NT;
-            if (q < 3 * P3) {
-                const int a = q / P3, r = q - a * P3, kk = r / P2;
-                acc[m] += sV[k * P + kk] * r5[a * P2 + (r - kk * P2)];
+            if (q < P3) {
+                const int kk = q / P2, ji = q - kk * P2;
+                const T v = sV[k * P + kk];
+#pragma unroll
+                for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[a * P2 + ji];
             }
         }
     }
@@ -214,7 +225,10 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 #pragma unroll
     for (int m = 0; m < PER; ++m) {
         const int q = t + m * NT;
-        if (q < 3 * P3) load[q] = acc[m];
+        if (q < P3) {
+#pragma unroll
+            for (int a = 0; a < 3; ++a) load[a * P3 + q] = acc[m][a];
+        }
     }
     __syncthreads();
 
@@ -284,104 +298,74 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         }
         __syncthreads();
         // r4 [a][qa][y]: V^T along b
-        for (int q = t; q < 3 * QP; q += NT) {
-            const int a = q / QP, r = q - a * QP, qa = r / P, y = r - qa * P;
-            const T* in = r3 + a * Q2 + qa * Q;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < Q; ++l) sum += sV[l * P + y] * in[l];
-            r4[q] = sum;
+        for (int q = t; q < QP; q += NT) {
+            const int qa = q / P, y = q - qa * P;
+            galerkin_contract3<Q, P, Q2, 1, QP>(sV + y, r3 + qa * Q, r4 + q);
         }
         __syncthreads();
         // V^T along a, added to the load at the face nodes (faces in turn: edges get each share)
-        for (int q = t; q < 3 * P2; q += NT) {
-            const int a = q / P2, xy = q - a * P2, x = xy / P, y = xy - x * P;
-            const T* in = r4 + a * QP + y;
-            T sum = T(0);
+        for (int q = t; q < P2; q += NT) {
+            const int x = q / P, y = q - x * P;
+            T sum[3];
+            galerkin_contract3<Q, P, QP, P, 1>(sV + x, r4 + y, sum);
+            const int node = galerkin_face_node<P>(f, x, y);
 #pragma unroll
-            for (int l = 0; l < Q; ++l) sum += sV[l * P + x] * in[l * P];
-            load[a * P3 + galerkin_face_node<P>(f, x, y)] += sum;
+            for (int a = 0; a < 3; ++a) load[a * P3 + node] += sum[a];
         }
         __syncthreads();
     }
 
     // 3. M_W^-1 = W diag(w/J) W^T, plane by plane --------------------------------------------
 #pragma unroll
-    for (int m = 0; m < PER; ++m) acc[m] = T(0);
+    for (int m = 0; m < PER; ++m) acc[m][0] = acc[m][1] = acc[m][2] = T(0);
 #pragma unroll 1
     for (int k = 0; k < Q; ++k) {
         // r1 [a][j'][i']: W^T along t
-        for (int q = t; q < 3 * P2; q += NT) {
-            const int a = q / P2, ji = q - a * P2;
-            const T* row = sWT + k * P;
-            const T* in = load + a * P3 + ji;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P2];
-            r1[q] = sum;
-        }
+        for (int q = t; q < P2; q += NT) galerkin_contract3<P, 1, P3, P2, P2>(sWT + k * P, load + q, r1 + q);
         __syncthreads();
         // r2 [a][j][i']: W^T along s
-        for (int q = t; q < 3 * QP; q += NT) {
-            const int a = q / QP, r = q - a * QP, j = r / P, i = r - j * P;
-            const T* row = sWT + j * P;
-            const T* in = r1 + a * P2 + i;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < P; ++l) sum += row[l] * in[l * P];
-            r2[q] = sum;
+        for (int q = t; q < QP; q += NT) {
+            const int j = q / P, i = q - j * P;
+            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + i, r2 + q);
         }
         __syncthreads();
-        // r3 [a][j][i]: W^T along r, times w/J
+        // r3 [a][j][i]: W^T along r (W[l][i] = WT[i][l]), times w/J
         for (int q = t; q < Q2; q += NT) {
             const int j = q / Q, i = q - j * Q;
             const T weight = wj[e * (index_t)(Q2 * Q) + k * Q2 + q];
-#pragma unroll
-            for (int a = 0; a < 3; ++a) {
-                const T* in = r2 + a * QP + j * P;
-                T sum = T(0);
-#pragma unroll
-                for (int l = 0; l < P; ++l) sum += sW[l * Q + i] * in[l];  // W[l][i] = WT[i][l]
-                r3[a * Q2 + q] = weight * sum;
-            }
+            galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + j * P, r3 + q, weight);
         }
         __syncthreads();
-        // r4 [a][j][i']: W along r
-        for (int q = t; q < 3 * QP; q += NT) {
-            const int a = q / QP, r = q - a * QP, j = r / P, i = r - j * P;
-            const T* in = r3 + a * Q2 + j * Q;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < Q; ++l) sum += sWT[l * P + i] * in[l];  // WT[l][i] = W[i][l]
-            r4[q] = sum;
+        // r4 [a][j][i']: W along r (WT[l][i] = W[i][l])
+        for (int q = t; q < QP; q += NT) {
+            const int j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, Q2, 1, QP>(sWT + i, r3 + j * Q, r4 + q);
         }
         __syncthreads();
         // r5 [a][j'][i']: W along s
-        for (int q = t; q < 3 * P2; q += NT) {
-            const int a = q / P2, r = q - a * P2, j = r / P, i = r - j * P;
-            const T* in = r4 + a * QP + i;
-            T sum = T(0);
-#pragma unroll
-            for (int l = 0; l < Q; ++l) sum += sWT[l * P + j] * in[l * P];
-            r5[q] = sum;
+        for (int q = t; q < P2; q += NT) {
+            const int j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, QP, P, P2>(sWT + j, r4 + i, r5 + q);
         }
         __syncthreads();
         // W along t into the registers
 #pragma unroll
         for (int m = 0; m < PER; ++m) {
             const int q = t + m * NT;
-            if (q < 3 * P3) {
-                const int a = q / P3, r = q - a * P3, kk = r / P2;
-                acc[m] += sWT[k * P + kk] * r5[a * P2 + (r - kk * P2)];
+            if (q < P3) {
+                const int kk = q / P2, ji = q - kk * P2;
+                const T v = sWT[k * P + kk];
+#pragma unroll
+                for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[a * P2 + ji];
             }
         }
     }
 #pragma unroll
     for (int m = 0; m < PER; ++m) {
         const int q = t + m * NT;
-        if (q < 3 * P3) {
-            const int a = q / P3;
-            out[(target + a) * field + e * P3 + (q - a * P3)] = acc[m];
+        if (q < P3) {
+#pragma unroll
+            for (int a = 0; a < 3; ++a) out[(target + a) * field + e * P3 + q] = acc[m][a];
         }
     }
 }
