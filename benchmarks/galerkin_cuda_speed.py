@@ -11,11 +11,13 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
                         its rhs kernel and the one-pass stage update)
     galerkin (kernel, threads T, blocks B)   other launches of the kernel (--launches)
 
-plus, per Galerkin row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
+plus, per Galerkin kernel row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
 below, and the largest difference of one rhs between the kernel and the array code on random
 data (relative to the largest value: a check that the device agrees with the CPU-emulated test).
 Work model of one rhs per element (FMAs counted 2 flops; both field groups): galerkin_cuda's
-passes, see `work_per_element`.
+passes, see `work_per_element`. With --small-rule (float64 only), also the rhs kernel alone with
+the smaller Gauss rule Q = ceil(3(N+1)/2) (benchmarks/notes-curved-maxwell.md: it kept the energy
+identity to round-off where tried, which the degree count does not guarantee), against Q = 2N.
 
     PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py        # 7:16 and 11:8, float64 and float32
     PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py --cases 7:16 --precisions float64 --launches ""
@@ -37,6 +39,7 @@ from lobatto.bench.report import Timer, write_json
 from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh
 from lobatto.systems.dg import face_values
+from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator
 from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, default_min_blocks, default_threads
 from lobatto.systems.maxwell.system import MaxwellSystem
 
@@ -67,9 +70,10 @@ def launches_of(order: int, spec: str) -> list:
     return [tuple(int(x) for x in item.split(":")) for item in spec.split(",") if item]
 
 
-def rhs_check(backend, system, kernel):
-    """max |kernel - array code| / max |array code| of one rhs on random data."""
-    xp, op = backend.xp, system.galerkin
+def rhs_check(backend, system, kernel, operator=None):
+    """max |kernel - array code| / max |array code| of one rhs on random data, and the kernel's
+    seconds per rhs (``operator``: another rule's operator of the same mesh)."""
+    xp, op = backend.xp, operator or system.galerkin
     rng = np.random.default_rng(1)
     e, n = system.num_elements, system.order + 1
     u = backend.asarray(rng.standard_normal((6, e, n, n, n)))
@@ -92,9 +96,11 @@ def main():
     parser.add_argument("--launches", default="auto",
                         help='other kernel launches "THREADS:BLOCKS_PER_SM,..." (0: default blocks); "" none')
     parser.add_argument("--no-array", action="store_true", help="skip the galerkin (array) rows")
+    parser.add_argument("--small-rule", action="store_true",
+                        help="also time the rhs kernel with Q = ceil(3(N+1)/2) Gauss points (float64)")
     parser.add_argument("--json", default="galerkin_cuda_speed.json")
     args = parser.parse_args()
-    rows = []
+    rows, rules = [], []
     for precision in args.precisions:
         backend = get_backend("cuda", precision=precision)
         for case in args.cases:
@@ -140,11 +146,24 @@ def main():
                              f"{row['rhs_relative_difference']:.1e}" if kernel is not None else "")
                     print(f"N = {order:2d} {side}^3 {precision}  {label:<48s} {1e3 * t:9.3f} ms/step  "
                           f"{row['point_stage_updates_per_s']:.3e} point-stage/s{extra}", flush=True)
+                if form == "galerkin" and args.small_rule and precision == "float64":
+                    q = -(-3 * (order + 1) // 2)
+                    small = WeightAdjustedOperator(system.geometry, points=q).to(backend)
+                    small.cuda = GalerkinCuda(backend, small)
+                    err, seconds = rhs_check(backend, system, small.cuda, small)
+                    full = next(r for r in rows if r["order"] == order and r["precision"] == precision
+                                and r["variant"] == "galerkin (kernel)")
+                    rules.append({"order": order, "elements": side**3, "points_small": q,
+                                  "points": system.galerkin.points, "rhs_ms": full["rhs_ms"], "rhs_ms_small": 1e3 * seconds,
+                                  "rhs_relative_difference_small": err})
+                    print(f"N = {order:2d} rhs kernel with Q = {q}: {1e3 * seconds:.3f} ms against {full['rhs_ms']:.3f} "
+                          f"ms with Q = {system.galerkin.points} (vs array code of its rule {err:.1e})", flush=True)
+                    del small
                 del system, stepper, u
                 if backend.name == "cuda":
                     backend.xp.get_default_memory_pool().free_all_blocks()
     out = {"benchmark": "galerkin_cuda_speed", "date": datetime.date.today().isoformat(), "host": platform.node(),
-           "backend": backend.describe(), "rows": rows}
+           "backend": backend.describe(), "rows": rows, "small_rule": rules}
     write_json(args.json, out, indent=1, default=None, say=None)
     print("\n| N | elements | precision | variant | ms/step | point-stage/s | vs split |")
     print("|---:|---:|---|---|---:|---:|---:|")
