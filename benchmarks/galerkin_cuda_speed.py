@@ -12,7 +12,7 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     galerkin (kernel, threads T, blocks B)   other launches of the kernel (--launches)
 
 plus, per Galerkin kernel row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
-below, and the largest difference of one rhs between the kernel and the array code on random
+below, its GB/s by `bytes_per_element`, and the largest difference of one rhs between the kernel and the array code on random
 data (relative to the largest value: a check that the device agrees with the CPU-emulated test).
 Work model of one rhs per element (FMAs counted 2 flops; both field groups): galerkin_cuda's
 passes, see `work_per_element`. With --small-rule (float64 only), also the rhs kernel alone with
@@ -50,6 +50,14 @@ def work_per_element(p: int, q: int) -> float:
     faces = 6 * (6 * q * p * p + q * q * (6 * p + 20) + 3 * q * q * p + 3 * p * p * q)
     mass = q * (3 * p**3 + 3 * q * p * p + 3 * q * q * p + 3 * q * q * p + 3 * p * p * q + 3 * p**3)
     return 2.0 * 2 * (volume + faces + mass)
+
+
+def bytes_per_element(p: int, q: int, itemsize: int) -> float:
+    """Device bytes one rhs must move per element, each array once: w J a^b and w/J (10 Q^3),
+    face normals and w sJ (24 Q^2), u and out (12 P^3), the face sums (36 P^2). Near the copy
+    bandwidth the kernel is memory-bound (recomputing J a^b from the geometry nodes would then
+    pay); far below it, the passes' shared-memory loads bound it."""
+    return itemsize * (10 * q**3 + 24 * q**2 + 12 * p**3 + 36 * p**2 + 12)
 
 
 def build(backend, order, side, form):
@@ -140,9 +148,12 @@ def main():
                         row.update(threads=kernel.threads, blocks_per_sm=blocks,
                                    shared_bytes=kernel.shared_bytes(u.dtype), rhs_ms=1e3 * seconds,
                                    rhs_gflops=work_per_element(p, q) * system.num_elements / seconds / 1e9,
+                                   rhs_gbytes_per_s=bytes_per_element(p, q, u.dtype.itemsize) * system.num_elements
+                                   / seconds / 1e9,
                                    rhs_relative_difference=err)
                     rows.append(row)
-                    extra = (f"  rhs {row['rhs_ms']:.3f} ms, {row['rhs_gflops']:.0f} GFLOP/s, vs array "
+                    extra = (f"  rhs {row['rhs_ms']:.3f} ms, {row['rhs_gflops']:.0f} GFLOP/s, "
+                             f"{row['rhs_gbytes_per_s']:.0f} GB/s, vs array "
                              f"{row['rhs_relative_difference']:.1e}" if kernel is not None else "")
                     print(f"N = {order:2d} {side}^3 {precision}  {label:<48s} {1e3 * t:9.3f} ms/step  "
                           f"{row['point_stage_updates_per_s']:.3e} point-stage/s{extra}", flush=True)
