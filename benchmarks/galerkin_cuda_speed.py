@@ -71,10 +71,9 @@ def build(backend, order, side, form):
 
 def launches_of(order: int, spec: str) -> list:
     """(threads, blocks per SM) launches beside the default: --launches "T:B,T:B" (B 0: default)."""
-    if spec == "auto":
-        q = 2 * order
-        t = default_threads(q)
-        return [(t, 1), (max(64, t // 2), 0), (min(1024, 2 * t), 0)]
+    if spec == "auto":  # no register bound, 2 blocks per SM, and fewer threads
+        t = default_threads(2 * order)
+        return [(t, 1), (t, 2), (max(64, 32 * round(0.75 * t / 32)), 0), (max(64, 32 * round(t / 64)), 0)]
     return [tuple(int(x) for x in item.split(":")) for item in spec.split(",") if item]
 
 
@@ -122,8 +121,18 @@ def main():
                     assert default is not None, "the kernel does not fit this device"
                     variants = [("galerkin (array)", None)] if not args.no_array else []
                     variants.append(("galerkin (kernel)", default))
+                    p, q, size = order + 1, system.galerkin.points, np.dtype(precision).itemsize
+
+                    def resolved(threads, blocks):
+                        return threads, blocks or default_min_blocks(p, q, size, threads, backend.max_shared_per_block)
+
+                    seen = {resolved(default.threads, default.min_blocks)}
                     for threads, blocks in launches_of(order, args.launches):
-                        variants.append((f"galerkin (kernel, threads {threads}, blocks {blocks or 'default'})",
+                        if resolved(threads, blocks) in seen:
+                            continue  # the default launch or one already listed
+                        seen.add(resolved(threads, blocks))
+                        variants.append((f"galerkin (kernel, threads {threads}, blocks per SM "
+                                         f"{resolved(threads, blocks)[1]})",
                                          GalerkinCuda(backend, system.galerkin, threads, blocks or None)))
                 for label, kernel in variants:
                     if form == "galerkin":

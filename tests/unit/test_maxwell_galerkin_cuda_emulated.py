@@ -24,7 +24,7 @@ import pytest
 
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.dg import face_values
-from lobatto.systems.maxwell.galerkin_cuda import SOURCE, default_threads, matrices
+from lobatto.systems.maxwell.galerkin_cuda import SOURCE, default_threads, matrices, shared_values
 
 from cylwave import cylinder_rea
 from test_maxwell_galerkin import BOX, PERIODIC, simulation
@@ -51,6 +51,8 @@ static unsigned char* lobatto_block_shared;
 #define __shared__ static
 #define __syncthreads() lobatto_block_barrier->arrive_and_wait()
 #define LOBATTO_DYNAMIC_SHARED(name) unsigned char* name = lobatto_block_shared
+struct alignas(16) double2 { double x, y; };
+struct alignas(8) float2 { float x, y; };
 """
 
 LAUNCH = """
@@ -105,7 +107,11 @@ extern "C" void update_f64(double* u, double* r, const double* du, double a, dou
 
 
 def dispatch() -> str:
-    lines = []
+    lines = ['extern "C" int layout_size(int order) {']
+    for n in ORDERS + (14, 15):
+        q = max(2 * n, 2)
+        lines.append(f"    if (order == {n}) return lobatto::GalerkinLayout<{n + 1}, {q}>::SIZE;")
+    lines.append("    return -1;\n}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
         lines.append(f'extern "C" void run_{name}(int order, int threads, {p}, {ctype}* out, {ctype} ie, '
@@ -199,3 +205,9 @@ def test_emulated_stage_update(emulated):
         got_u, got_r = u.copy(), residual.copy()
         emulated.update_f64(got_u.ctypes.data, got_r.ctypes.data, du.ctypes.data, a, 0.7, 0.3, 37)
         assert np.allclose(got_r, expected_r, rtol=1e-14, atol=0) and np.allclose(got_u, expected_u, rtol=1e-14, atol=1e-15)
+
+
+def test_shared_size_is_the_kernels(emulated):
+    """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
+    for n in ORDERS + (14, 15):
+        assert emulated.layout_size(n) == shared_values(n + 1, max(2 * n, 2)), n

@@ -27,8 +27,10 @@ SOURCE = Path(__file__).resolve().parent / "kernels" / "galerkin.cu"
 
 
 def shared_values(p: int, q: int) -> int:
-    """Values of shared memory per block: GalerkinLayout<P, Q>::SIZE in galerkin.cu."""
-    return 6 * q * p + 3 * p ** 3 + 6 * p * p + 9 * q * p + 3 * q * q + 3 * q * p + 3 * p * p
+    """Values of shared memory per block: GalerkinLayout<P, Q>::SIZE in galerkin.cu (regions at
+    even offsets, volume rows of an even length)."""
+    ps = p + p % 2
+    return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + 6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p
 
 
 def default_threads(q: int) -> int:
@@ -38,20 +40,23 @@ def default_threads(q: int) -> int:
 
 def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
     """Blocks per SM the kernel's registers must allow (its __launch_bounds__): as many as the
-    shared memory and the SM's 2048 threads hold, with at least 64 registers a thread (nvcc
-    -Xptxas -v, sm_90: 72 at N = 7 and 64 at N = 11 in float64 with a few bytes of spills, 102
-    and 100 unbounded)."""
+    shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc
+    -Xptxas -v, sm_90, float64: N = 7 (224 threads) 146 registers unbounded, 126 at 2 blocks, 80
+    and 52 bytes of spills at 3, 72 and 116 bytes at 4; N = 11 (512 threads) 128 at 1 block, 64
+    and 164 bytes of spills at 2. Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times
+    other launches beside this one."""
     by_shared = max_shared // max(1, shared_values(p, q) * itemsize)
-    return int(max(1, min(by_shared, 2048 // threads, 65536 // (64 * threads), 32)))
+    return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
 
 
 def matrices(order: int, points: int) -> np.ndarray:
-    """V, V D, V^T, (V D)^T, V M^-1, M^-1 V^T (float64, 6 Q P values): the kernel's order."""
+    """V, V D, the pairs (V^T, (V D)^T) (P x Q x 2), V M^-1, M^-1 V^T (float64, 6 Q P values): the
+    kernel's order."""
     xg, wg = np.polynomial.legendre.leggauss(points)
     v = interpolation_matrix(order, xg)
     vd = v @ derivative_matrix(order)
     wt = v @ np.linalg.inv(v.T @ (wg[:, None] * v))  # V M^-1, M the exact 1D mass
-    return np.concatenate([m.ravel() for m in (v, vd, v.T, vd.T, wt, wt.T)])
+    return np.concatenate([m.ravel() for m in (v, vd, np.stack([v.T, vd.T], axis=-1), wt, wt.T)])
 
 
 class GalerkinCuda:

@@ -30,19 +30,29 @@
 
 namespace lobatto {
 
+// Two values in one 8- or 16-byte shared-memory load (CUDA's built-in vector types).
+template <typename T>
+struct GalerkinPair;
+template <>
+struct GalerkinPair<double> { typedef double2 type; };
+template <>
+struct GalerkinPair<float> { typedef float2 type; };
+
 // Offsets (in values) of the shared-memory regions; galerkin_cuda.shared_values mirrors SIZE.
+// Every region starts at an even offset, so that pairs of values load as one vector.
 template <int P, int Q>
 struct GalerkinLayout {
     static constexpr int P2 = P * P, P3 = P * P * P, Q2 = Q * Q, QP = Q * P;
-    // matrices: V (Q x P), VD = V D (Q x P), VT (P x Q), VDT (P x Q), WT = V M^-1 (Q x P),
+    static constexpr int PS = P + (P & 1);  // the row stride of R2's volume rows: even
+    // matrices: V (Q x P), VD = V D (Q x P), VTD (P x Q pairs (V^T, (V D)^T)), WT = V M^-1 (Q x P),
     // W = M^-1 V^T (P x Q), in the order of the `matrices` argument
-    static constexpr int V = 0, VD = QP, VT = 2 * QP, VDT = 3 * QP, WT = 4 * QP, W = 5 * QP;
-    static constexpr int LOAD = 6 * QP;      // 3 P^3: the source triple, then the load
-    static constexpr int R1 = LOAD + 3 * P3;  // 6 P^2
-    static constexpr int R2 = R1 + 6 * P2;    // 9 Q P
-    static constexpr int R3 = R2 + 9 * QP;    // 3 Q^2
-    static constexpr int R4 = R3 + 3 * Q2;    // 3 Q P
-    static constexpr int R5 = R4 + 3 * QP;    // 3 P^2
+    static constexpr int V = 0, VD = QP, VTD = 2 * QP, WT = 4 * QP, W = 5 * QP;
+    static constexpr int LOAD = 6 * QP;                       // 3 P^3: the source triple, then the load
+    static constexpr int R1 = LOAD + 3 * P3 + ((3 * P3) & 1);  // 6 P^2
+    static constexpr int R2 = R1 + 6 * P2;                    // 9 Q PS
+    static constexpr int R3 = R2 + 9 * Q * PS;                // 3 Q^2
+    static constexpr int R4 = R3 + 3 * Q2;                    // 3 Q P
+    static constexpr int R5 = R4 + 3 * QP;                    // 3 P^2
     static constexpr int SIZE = R5 + 3 * P2;
 };
 
@@ -75,7 +85,7 @@ __device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* o
 
 // u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
 // cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
-// face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VT, VDT, WT, W (6 Q P values).
+// face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VTD, WT, W (6 Q P values).
 // inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
 // MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks).
 template <int P, int Q, typename T, int NT, int MINB>
@@ -86,14 +96,14 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                     const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
                     index_t E) {
     using L = GalerkinLayout<P, Q>;
-    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP;
+    using Pair = typename GalerkinPair<T>::type;
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, PS = L::PS;
     constexpr int PER = (P3 + NT - 1) / NT;  // node positions a thread accumulates (3 components each)
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
     T* s = reinterpret_cast<T*>(galerkin_smem);
     const T* sV = s + L::V;
     const T* sVD = s + L::VD;
-    const T* sVT = s + L::VT;
-    const T* sVDT = s + L::VDT;
+    const T* sVTD = s + L::VTD;
     const T* sWT = s + L::WT;
     const T* sW = s + L::W;
     T* load = s + L::LOAD;
@@ -141,7 +151,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             r1[3 * P2 + q] = dsum;
         }
         __syncthreads();
-        // r2 [which][c][j][i']: V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
+        // r2 [which][c][j][i'] (rows of PS): V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
         for (int q = t; q < 3 * QP; q += NT) {
             const int c = q / QP, r = q - c * QP, j = r / P, i = r - j * P;
             const T* row = sV + j * P;
@@ -156,9 +166,10 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 ab += drow[l] * x;
                 ba += v * b[l * P];
             }
-            r2[q] = aa;
-            r2[3 * QP + q] = ab;
-            r2[6 * QP + q] = ba;
+            const int o = c * Q * PS + j * PS + i;
+            r2[o] = aa;
+            r2[3 * Q * PS + o] = ab;
+            r2[6 * Q * PS + o] = ba;
         }
         __syncthreads();
         // r3 [a][j][i]: scale sum_b (w J a^b x d_b f)_a at the plane's Gauss points
@@ -169,16 +180,30 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             for (int b = 0; b < 3; ++b)
 #pragma unroll
                 for (int c = 0; c < 3; ++c) d[b][c] = T(0);
-            // r2 [which][c][j][.]: V_s V_t f (then V D along r), V D_s V_t f and V_s V D_t f (then V)
-            const T* row = r2 + j * P;
+            // r2 [which][c][j][.]: V_s V_t f (then V D along r), V D_s V_t f and V_s V D_t f (then V);
+            // the row values in pairs (l, l + 1) and the two matrix entries of (l, i) in one load each
+            const T* row = r2 + j * PS;
+            const Pair* mp = reinterpret_cast<const Pair*>(sVTD) + i;
 #pragma unroll
-            for (int l = 0; l < P; ++l) {
-                const T vd = sVDT[l * Q + i], v = sVT[l * Q + i];
+            for (int l = 0; l + 1 < P; l += 2) {
+                const Pair m0 = mp[l * Q], m1 = mp[(l + 1) * Q];  // (V[i][l], VD[i][l])
 #pragma unroll
                 for (int c = 0; c < 3; ++c) {
-                    d[0][c] += vd * row[c * QP + l];
-                    d[1][c] += v * row[3 * QP + c * QP + l];
-                    d[2][c] += v * row[6 * QP + c * QP + l];
+                    const Pair x = reinterpret_cast<const Pair*>(row + c * Q * PS)[l >> 1];
+                    const Pair y = reinterpret_cast<const Pair*>(row + (3 + c) * Q * PS)[l >> 1];
+                    const Pair z = reinterpret_cast<const Pair*>(row + (6 + c) * Q * PS)[l >> 1];
+                    d[0][c] += m0.y * x.x + m1.y * x.y;
+                    d[1][c] += m0.x * y.x + m1.x * y.y;
+                    d[2][c] += m0.x * z.x + m1.x * z.y;
+                }
+            }
+            if (P & 1) {  // the last column of an odd row
+                const Pair m0 = mp[(P - 1) * Q];
+#pragma unroll
+                for (int c = 0; c < 3; ++c) {
+                    d[0][c] += m0.y * row[c * Q * PS + P - 1];
+                    d[1][c] += m0.x * row[(3 + c) * Q * PS + P - 1];
+                    d[2][c] += m0.x * row[(6 + c) * Q * PS + P - 1];
                 }
             }
             const index_t p = e * (index_t)(Q2 * Q) + k * Q2 + q;
@@ -253,7 +278,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
 #pragma unroll
             for (int l = 0; l < P; ++l) {
-                const T v = sVT[l * Q + qb];
+                const T v = sVTD[2 * (l * Q + qb)];
 #pragma unroll
                 for (int comp = 0; comp < 6; ++comp) sum[comp] += v * r1[comp * P2 + x * P + l];
             }
