@@ -5,8 +5,7 @@
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
 // run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
-// L2; a group needs 3 components' buffers, not 6, which keeps an element of order 11 (float64)
-// at 2 blocks per SM.
+// L2; a group needs 3 components' buffers, not 6 (99 KiB of shared memory at order 11 in float64).
 //
 // Per group, with P = N + 1 GLL nodes and Q Gauss points per direction, all sum-factorised:
 //  1. volume: for each Gauss plane k (t direction), the source triple f interpolated to the plane
@@ -21,7 +20,11 @@
 //     into registers).
 // Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
 // (GalerkinLayout). Matrices are kept in both orientations so that the lanes of a warp, which
-// walk the fastest index, read consecutive addresses.
+// walk the fastest index, read consecutive addresses; each pass reads a matrix entry once for the
+// three components (galerkin_contract3), the derivative pass its operands in pairs. Reading the
+// stored w J a^b rather than recomputing it from the geometry nodes: the kernel does about 11
+// flops per byte it must move (galerkin_cuda_speed.py's models), and its passes are bound by
+// shared-memory loads, not by device memory, so recomputing (about 20 % more passes) would cost.
 #include "common.cuh"
 
 #ifndef LOBATTO_DYNAMIC_SHARED
