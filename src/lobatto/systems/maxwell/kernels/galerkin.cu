@@ -21,10 +21,12 @@
 // Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
 // (GalerkinLayout). Matrices are kept in both orientations so that the lanes of a warp, which
 // walk the fastest index, read consecutive addresses; each pass reads a matrix entry once for the
-// three components (galerkin_contract3), the derivative pass its operands in pairs. Reading the
-// stored w J a^b rather than recomputing it from the geometry nodes: the kernel does about 11
-// flops per byte it must move (galerkin_cuda_speed.py's models), and its passes are bound by
-// shared-memory loads, not by device memory, so recomputing (about 20 % more passes) would cost.
+// three components (galerkin_contract3), the derivative pass its operands in pairs. The stored
+// w J a^b is read rather than recomputed from the geometry nodes: by galerkin_cuda_speed.py's
+// models the kernel does about 11 flops per byte it must move at N = 7, so its passes' shared
+// loads rather than device memory should bound it, and recomputing (about a third more passes per
+// group) would cost more than the reads it saves. Estimated, not measured: that script prints the
+// rhs kernel's GB/s to check.
 #include "common.cuh"
 
 #ifndef LOBATTO_DYNAMIC_SHARED
