@@ -211,3 +211,59 @@ def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
     for n in ORDERS + (14, 15):
         assert emulated.layout_size(n) == shared_values(n + 1, max(2 * n, 2)), n
+
+
+class _EmulatedFunction:
+    """What galerkin_cuda launches through CuPy, run by the emulated library instead: checks the
+    wrapper's launch shape and argument order against the kernel's."""
+
+    def __init__(self, lib, name):
+        self.lib, self.name = lib, name
+        self.max_threads_per_block = 1024
+        self.max_dynamic_shared_size_bytes = 48 * 1024
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        pointer = [a.ctypes.data if isinstance(a, np.ndarray) else a for a in args]
+        if "update" in self.name:
+            assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
+            self.lib.update_f64(*pointer[:3], *(float(x) for x in args[3:6]), int(args[6]))
+            return
+        p, q, ctype, nt, _ = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
+        e = int(args[-1])
+        assert ctype == "double" and grid == (2 * e,) and block == (int(nt),)
+        assert shared_mem == shared_values(int(p), int(q)) * 8
+        assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:9])
+        blocks = np.arange(2 * e, dtype=np.int64)
+        self.lib.run_f64(int(p) - 1, int(nt), *pointer[:9], *(float(x) for x in args[9:13]), e,
+                         blocks.ctypes.data, len(blocks))
+
+
+def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
+    """GalerkinCuda (rhs and stage) and kernel_for, with the launches routed to the emulation."""
+    import types
+
+    from lobatto.systems.maxwell import galerkin_cuda
+
+    module = types.SimpleNamespace(get_function=lambda name: _EmulatedFunction(emulated, name))
+    monkeypatch.setattr(galerkin_cuda, "get_module", lambda source, names, options=(): module)
+    backend = types.SimpleNamespace(name="cuda", xp=np, dtype=np.dtype(np.float64), max_shared_per_block=227 * 1024,
+                                    asarray=lambda a, dtype=None: np.asarray(a, dtype=dtype or np.float64))
+    rng = np.random.default_rng()
+    order = 2  # P = 3: odd rows, padded
+    sim = simulation(tmp_path, BOX, order)
+    operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
+    kernel = galerkin_cuda.kernel_for(backend, operator)
+    assert kernel is not None and kernel.threads == default_threads(operator.points)
+    e, n = sim.u.shape[1], order + 1
+    u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
+    sums = rng.standard_normal((6, e, 6, n, n))
+    epsilon, mu, alpha, a, b, dt = 1.3, 0.8, 1.0, -0.6, 0.4, 0.01
+    expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
+    out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
+    assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
+    expected_residual = a * residual + dt * expected
+    expected_u = u + b * expected_residual
+    kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
+    assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
+    assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
+    sim.close()
