@@ -51,8 +51,6 @@ static unsigned char* lobatto_block_shared;
 #define __shared__ static
 #define __syncthreads() lobatto_block_barrier->arrive_and_wait()
 #define LOBATTO_DYNAMIC_SHARED(name) unsigned char* name = lobatto_block_shared
-struct alignas(16) double2 { double x, y; };
-struct alignas(8) float2 { float x, y; };
 """
 
 LAUNCH = """

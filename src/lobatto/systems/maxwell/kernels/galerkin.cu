@@ -35,13 +35,11 @@
 
 namespace lobatto {
 
-// Two values in one 8- or 16-byte shared-memory load (CUDA's built-in vector types).
+// Two values in one 8- or 16-byte shared-memory load (aligned as CUDA's double2 and float2).
 template <typename T>
-struct GalerkinPair;
-template <>
-struct GalerkinPair<double> { typedef double2 type; };
-template <>
-struct GalerkinPair<float> { typedef float2 type; };
+struct alignas(2 * sizeof(T)) GalerkinPair {
+    T x, y;
+};
 
 // Offsets (in values) of the shared-memory regions; galerkin_cuda.shared_values mirrors SIZE.
 // Every region starts at an even offset, so that pairs of values load as one vector.
@@ -101,7 +99,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                     const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
                     index_t E) {
     using L = GalerkinLayout<P, Q>;
-    using Pair = typename GalerkinPair<T>::type;
+    using Pair = GalerkinPair<T>;
     constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, PS = L::PS;
     constexpr int PER = (P3 + NT - 1) / NT;  // node positions a thread accumulates (3 components each)
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
