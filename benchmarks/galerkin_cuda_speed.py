@@ -9,7 +9,7 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     galerkin (array)    volume_form = "galerkin", WeightAdjustedOperator through CuPy
     galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks:
                         its rhs kernel and the one-pass stage update)
-    galerkin (kernel, threads T, blocks B)   other launches of the kernel (--launches)
+    galerkin (kernel, threads T, blocks per SM B, planes K)   other launches of the kernel (--launches)
 
 plus, per Galerkin kernel row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
 below, its GB/s by `bytes_per_element`, and the largest difference of one rhs between the kernel and the array code on random
@@ -41,7 +41,7 @@ from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh
 from lobatto.systems.dg import face_values
 from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator
-from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, default_min_blocks, default_threads
+from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, default_threads
 from lobatto.systems.maxwell.system import MaxwellSystem
 
 
@@ -71,11 +71,12 @@ def build(backend, order, side, form):
 
 
 def launches_of(order: int, spec: str) -> list:
-    """(threads, blocks per SM) launches beside the default: --launches "T:B,T:B" (B 0: default)."""
-    if spec == "auto":  # 2 blocks per SM (fewer registers than the default at N = 7, more at N = 11), fewer threads
+    """(threads, blocks per SM, planes per pass) launches beside the default: --launches
+    "T:B:K,..." (B, K 0: the default for that launch)."""
+    if spec == "auto":  # one plane per pass; 2 blocks per SM (fewer registers at N = 7, more at N = 11)
         t = default_threads(2 * order)
-        return [(t, 2), (max(64, 32 * round(0.75 * t / 32)), 0)]
-    return [tuple(int(x) for x in item.split(":")) for item in spec.split(",") if item]
+        return [(t, 0, 1), (t, 2, 0)]
+    return [tuple(int(x) for x in (item + ":0:0").split(":")[:3]) for item in spec.split(",") if item]
 
 
 def rhs_check(backend, system, kernel, operator=None):
@@ -102,7 +103,7 @@ def main():
     parser.add_argument("--cases", nargs="+", default=["7:16", "11:8"], help="ORDER:ELEMENTS_PER_SIDE")
     parser.add_argument("--precisions", nargs="+", default=["float64", "float32"])
     parser.add_argument("--launches", default="auto",
-                        help='other kernel launches "THREADS:BLOCKS_PER_SM,..." (0: default blocks); "" none')
+                        help='other kernel launches "THREADS:BLOCKS_PER_SM:PLANES,..." (0: default); "" none')
     parser.add_argument("--no-array", action="store_true", help="skip the galerkin (array) rows")
     parser.add_argument("--small-rule", action="store_true",
                         help="also time the rhs kernel with Q = ceil(3(N+1)/2) Gauss points (float64)")
@@ -122,19 +123,15 @@ def main():
                     assert default is not None, "the kernel does not fit this device"
                     variants = [("galerkin (array)", None)] if not args.no_array else []
                     variants.append(("galerkin (kernel)", default))
-                    p, q, size = order + 1, system.galerkin.points, np.dtype(precision).itemsize
-
-                    def resolved(threads, blocks):
-                        return threads, blocks or default_min_blocks(p, q, size, threads, backend.max_shared_per_block)
-
-                    seen = {resolved(default.threads, default.min_blocks)}
-                    for threads, blocks in launches_of(order, args.launches):
-                        if resolved(threads, blocks) in seen:
-                            continue  # the default launch or one already listed
-                        seen.add(resolved(threads, blocks))
-                        variants.append((f"galerkin (kernel, threads {threads}, blocks per SM "
-                                         f"{resolved(threads, blocks)[1]})",
-                                         GalerkinCuda(backend, system.galerkin, threads, blocks or None)))
+                    seen = {(default.threads, *default.launch(u.dtype))}
+                    for threads, blocks, planes in launches_of(order, args.launches):
+                        other = GalerkinCuda(backend, system.galerkin, threads, blocks or None, planes or None)
+                        key = (threads, *other.launch(u.dtype))
+                        if key in seen or not other.fits(u.dtype):
+                            continue  # the default launch, one already listed, or too large
+                        seen.add(key)
+                        variants.append((f"galerkin (kernel, threads {key[0]}, blocks per SM {key[1]}, "
+                                         f"planes {key[2]})", other))
                 for label, kernel in variants:
                     if form == "galerkin":
                         system.galerkin.cuda = kernel
@@ -153,9 +150,8 @@ def main():
                     if kernel is not None:
                         p, q = order + 1, system.galerkin.points
                         err, seconds = rhs_check(backend, system, kernel)
-                        blocks = kernel.min_blocks or default_min_blocks(p, q, u.dtype.itemsize, kernel.threads,
-                                                                         backend.max_shared_per_block)
-                        row.update(threads=kernel.threads, blocks_per_sm=blocks,
+                        blocks, planes = kernel.launch(u.dtype)
+                        row.update(threads=kernel.threads, blocks_per_sm=blocks, planes=planes,
                                    shared_bytes=kernel.shared_bytes(u.dtype), rhs_ms=1e3 * seconds,
                                    rhs_gflops=work_per_element(p, q) * system.num_elements / seconds / 1e9,
                                    rhs_gbytes_per_s=bytes_per_element(p, q, u.dtype.itemsize) * system.num_elements

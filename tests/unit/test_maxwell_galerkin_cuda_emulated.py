@@ -33,7 +33,9 @@ CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
 
 ORDERS = (1, 2, 3, 5, 7, 11)
-EXTRA_THREADS = {5: 64}  # a launch with several points per thread in every phase as well
+# besides each order's default launch (two Gauss planes per pass): one plane per pass, and at N = 5
+# with several points per thread in every phase as well
+EXTRA = ((2, 64, 1), (5, 64, 1), (7, 224, 1))
 
 SHIM = """
 #include <barrier>
@@ -54,11 +56,11 @@ static unsigned char* lobatto_block_shared;
 """
 
 LAUNCH = """
-template <int P, int Q, typename T, int NT>
+template <int P, int Q, typename T, int NT, int KP>
 static void launch(const T* u, const T* sums, const T* factors, const T* cof, const T* wj, const T* normals,
                    const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch, long long E,
                    const long long* blocks, int nblocks) {
-    std::vector<unsigned char> shared(sizeof(T) * lobatto::GalerkinLayout<P, Q>::SIZE);
+    std::vector<unsigned char> shared(sizeof(T) * lobatto::GalerkinLayout<P, Q, KP>::SIZE);
     for (int n = 0; n < nblocks; ++n) {
         std::memset(shared.data(), 0xff, shared.size());  // NaN in every value
         std::barrier<> block(NT);
@@ -68,7 +70,7 @@ static void launch(const T* u, const T* sums, const T* factors, const T* cof, co
         for (int x = 0; x < NT; ++x)
             threads.emplace_back([=] {
                 threadIdx.x = x; blockIdx.x = (int)blocks[n];
-                lobatto::galerkin_rhs_kernel<P, Q, T, NT, 1>(u, sums, factors, cof, wj, normals, fw, mats, out,
+                lobatto::galerkin_rhs_kernel<P, Q, T, NT, 1, KP>(u, sums, factors, cof, wj, normals, fw, mats, out,
                                                           ie, im, ce, ch, E);
             });
         for (auto& t : threads) t.join();
@@ -81,9 +83,8 @@ def launches():
     out = []
     for n in ORDERS:
         q = max(2 * n, 2)
-        out.append((n, q, default_threads(q)))
-        if n in EXTRA_THREADS:
-            out.append((n, q, EXTRA_THREADS[n]))
+        out.append((n, q, default_threads(q), 2))
+        out += [(n, q, threads, planes) for order, threads, planes in EXTRA if order == n]
     return out
 
 
@@ -105,17 +106,18 @@ extern "C" void update_f64(double* u, double* r, const double* du, double a, dou
 
 
 def dispatch() -> str:
-    lines = ['extern "C" int layout_size(int order) {']
+    lines = ['extern "C" int layout_size(int order, int planes) {']
     for n in ORDERS + (14, 15):
         q = max(2 * n, 2)
-        lines.append(f"    if (order == {n}) return lobatto::GalerkinLayout<{n + 1}, {q}>::SIZE;")
+        for kp in (1, 2):
+            lines.append(f"    if (order == {n} && planes == {kp}) return lobatto::GalerkinLayout<{n + 1}, {q}, {kp}>::SIZE;")
     lines.append("    return -1;\n}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
-        lines.append(f'extern "C" void run_{name}(int order, int threads, {p}, {ctype}* out, {ctype} ie, '
+        lines.append(f'extern "C" void run_{name}(int order, int threads, int planes, {p}, {ctype}* out, {ctype} ie, '
                      f'{ctype} im, {ctype} ce, {ctype} ch, long long E, const long long* blocks, int nblocks) {{')
-        for n, q, nt in launches():
-            lines.append(f"    if (order == {n} && threads == {nt}) launch<{n + 1}, {q}, {ctype}, {nt}>"
+        for n, q, nt, kp in launches():
+            lines.append(f"    if (order == {n} && threads == {nt} && planes == {kp}) launch<{n + 1}, {q}, {ctype}, {nt}, {kp}>"
                          "(a0, a1, a2, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
         lines.append("}")
     return "\n".join(lines)
@@ -134,7 +136,7 @@ def emulated(tmp_path_factory):
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
     lib = ctypes.CDLL(str(library))
     for name in ("run_f64", "run_f32"):
-        getattr(lib, name).argtypes = ([ctypes.c_int] * 2 + [ctypes.c_void_p] * 9
+        getattr(lib, name).argtypes = ([ctypes.c_int] * 3 + [ctypes.c_void_p] * 9
                                        + [ctypes.c_double if name == "run_f64" else ctypes.c_float] * 4
                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
     lib.update_f64.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double] * 3 + [ctypes.c_longlong]
@@ -148,7 +150,7 @@ def cylinder(tmp_path_factory):
     return {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}}
 
 
-def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads):
+def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads, planes):
     """The kernel's out for the blocks of ``elements`` (NaN elsewhere)."""
     cast = [np.ascontiguousarray(a, dtype=dtype) for a in (
         u, sums, factors, operator.weighted_cofactors, operator.inverse_jacobian_weights, operator.normals,
@@ -157,13 +159,13 @@ def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements
     blocks = np.array([2 * e + g for e in elements for g in (0, 1)], dtype=np.int64)
     z = (mu / epsilon) ** 0.5
     run = lib.run_f64 if dtype == np.float64 else lib.run_f32
-    run(operator.order, threads, *(a.ctypes.data for a in cast), out.ctypes.data, 1 / epsilon, 1 / mu,
+    run(operator.order, threads, planes, *(a.ctypes.data for a in cast), out.ctypes.data, 1 / epsilon, 1 / mu,
         alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
     return out
 
 
-@pytest.mark.parametrize("order,q,threads", launches())
-def test_emulated_kernel_equals_the_array_code(tmp_path, emulated, cylinder, order, q, threads):
+@pytest.mark.parametrize("order,q,threads,planes", launches())
+def test_emulated_kernel_equals_the_array_code(tmp_path, emulated, cylinder, order, q, threads, planes):
     rng = np.random.default_rng()
     meshes = {"box": BOX, "periodic": PERIODIC, "cylinder": cylinder} if order <= 5 else {"box": BOX, "cylinder": cylinder}
     for label, mesh in meshes.items():
@@ -184,7 +186,7 @@ def test_emulated_kernel_equals_the_array_code(tmp_path, emulated, cylinder, ord
         for dtype, tolerance in ((np.float64, 1e-12), (np.float32, 2e-5)):
             if dtype == np.float32 and (order > 7 or (order > 3 and label != "box")):
                 continue  # the float32 path is the same code; keep the test short
-            out = emulate(emulated, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads)
+            out = emulate(emulated, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads, planes)
             scale = np.abs(expected[:, elements]).max()
             error = np.abs(out[:, elements] - expected[:, elements]).max()
             assert error <= tolerance * scale, (label, np.dtype(dtype).name, error, scale)
@@ -208,7 +210,8 @@ def test_emulated_stage_update(emulated):
 def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
     for n in ORDERS + (14, 15):
-        assert emulated.layout_size(n) == shared_values(n + 1, max(2 * n, 2)), n
+        for planes in (1, 2):
+            assert emulated.layout_size(n, planes) == shared_values(n + 1, max(2 * n, 2), planes), (n, planes)
 
 
 class _EmulatedFunction:
@@ -226,13 +229,13 @@ class _EmulatedFunction:
             assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
             self.lib.update_f64(*pointer[:3], *(float(x) for x in args[3:6]), int(args[6]))
             return
-        p, q, ctype, nt, _ = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
+        p, q, ctype, nt, _, kp = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
         e = int(args[-1])
         assert ctype == "double" and grid == (2 * e,) and block == (int(nt),)
-        assert shared_mem == shared_values(int(p), int(q)) * 8
+        assert shared_mem == shared_values(int(p), int(q), int(kp)) * 8
         assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:9])
         blocks = np.arange(2 * e, dtype=np.int64)
-        self.lib.run_f64(int(p) - 1, int(nt), *pointer[:9], *(float(x) for x in args[9:13]), e,
+        self.lib.run_f64(int(p) - 1, int(nt), int(kp), *pointer[:9], *(float(x) for x in args[9:13]), e,
                          blocks.ctypes.data, len(blocks))
 
 
@@ -251,7 +254,7 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     sim = simulation(tmp_path, BOX, order)
     operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
     kernel = galerkin_cuda.kernel_for(backend, operator)
-    assert kernel is not None and kernel.threads == default_threads(operator.points)
+    assert kernel is not None and kernel.threads == default_threads(operator.points) and kernel.launch(np.float64)[1] == 2
     e, n = sim.u.shape[1], order + 1
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))

@@ -26,11 +26,11 @@ from lobatto.jit.nvrtc import ctype, get_module, run_into
 SOURCE = Path(__file__).resolve().parent / "kernels" / "galerkin.cu"
 
 
-def shared_values(p: int, q: int) -> int:
-    """Values of shared memory per block: GalerkinLayout<P, Q>::SIZE in galerkin.cu (regions at
-    even offsets, volume rows of an even length)."""
+def shared_values(p: int, q: int, planes: int = 1) -> int:
+    """Values of shared memory per block: GalerkinLayout<P, Q, planes>::SIZE in galerkin.cu
+    (regions at even offsets, volume rows of an even length, plane buffers for ``planes`` planes)."""
     ps = p + p % 2
-    return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + 6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p
+    return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * (6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p)
 
 
 def default_threads(q: int) -> int:
@@ -38,15 +38,26 @@ def default_threads(q: int) -> int:
     return int(min(1024, max(64, 32 * -(-q * q // 32))))
 
 
-def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
+def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024,
+                       planes: int = 1) -> int:
     """Blocks per SM the kernel's registers must allow (its __launch_bounds__): as many as the
     shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc
     -Xptxas -v, sm_90, float64: N = 7 (224 threads) 146 registers unbounded, 126 at 2 blocks, 80
     and 52 bytes of spills at 3, 72 and 116 bytes at 4; N = 11 (512 threads) 128 at 1 block, 64
     and 164 bytes of spills at 2. Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times
     other launches beside this one."""
-    by_shared = max_shared // max(1, shared_values(p, q) * itemsize)
+    by_shared = max_shared // max(1, shared_values(p, q, planes) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
+
+
+def default_planes(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
+    """Gauss planes per pass: 2 (half the barriers, twice the work items per pass) where their
+    buffers fit and cost no resident block (default_min_blocks), else 1. Not measured on a GPU:
+    benchmarks/galerkin_cuda_speed.py times the other choice beside it."""
+    if q % 2 or shared_values(p, q, 2) * itemsize > max_shared:
+        return 1
+    one = default_min_blocks(p, q, itemsize, threads, max_shared, 1)
+    return 2 if default_min_blocks(p, q, itemsize, threads, max_shared, 2) >= one else 1
 
 
 def matrices(order: int, points: int) -> np.ndarray:
@@ -62,18 +73,26 @@ def matrices(order: int, points: int) -> np.ndarray:
 class GalerkinCuda:
     """The compiled rhs of one operator, per dtype (compiled on first use)."""
 
-    def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None):
+    def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None,
+                 planes: int | None = None):
         self.backend, self.operator = backend, operator
         self.p, self.q = operator.order + 1, operator.points
         self.threads = default_threads(self.q) if threads is None else int(threads)
         self.min_blocks = min_blocks  # None: default_min_blocks per dtype
+        self.planes = planes  # None: default_planes per dtype
         self._host_matrices = matrices(operator.order, operator.points)
         self._compiled: dict = {}
         self._update: dict = {}  # dtype name -> the stage update kernel
         self._stage_buffer: dict = {}  # (shape, dtype) -> du of stage()
 
+    def launch(self, dtype) -> tuple[int, int]:
+        """(blocks per SM, planes per pass) of the launch in this dtype."""
+        size, limit = np.dtype(dtype).itemsize, self.backend.max_shared_per_block
+        planes = self.planes or default_planes(self.p, self.q, size, self.threads, limit)
+        return self.min_blocks or default_min_blocks(self.p, self.q, size, self.threads, limit, planes), planes
+
     def shared_bytes(self, dtype) -> int:
-        return shared_values(self.p, self.q) * np.dtype(dtype).itemsize
+        return shared_values(self.p, self.q, self.launch(dtype)[1]) * np.dtype(dtype).itemsize
 
     def fits(self, dtype) -> bool:
         return self.shared_bytes(dtype) <= self.backend.max_shared_per_block
@@ -82,9 +101,9 @@ class GalerkinCuda:
         dtype = np.dtype(dtype)
         entry = self._compiled.get(dtype.name)
         if entry is None:
-            blocks = self.min_blocks or default_min_blocks(self.p, self.q, dtype.itemsize, self.threads,
-                                                           self.backend.max_shared_per_block)
-            name = f"lobatto::galerkin_rhs_kernel<{self.p}, {self.q}, {ctype(dtype)}, {self.threads}, {blocks}>"
+            blocks, planes = self.launch(dtype)
+            name = (f"lobatto::galerkin_rhs_kernel<{self.p}, {self.q}, {ctype(dtype)}, {self.threads}, {blocks}, "
+                    f"{planes}>")
             fn = get_module(SOURCE, (name,)).get_function(name)
             smem = self.shared_bytes(dtype)
             if smem > 48 * 1024:

@@ -42,8 +42,9 @@ struct alignas(2 * sizeof(T)) GalerkinPair {
 };
 
 // Offsets (in values) of the shared-memory regions; galerkin_cuda.shared_values mirrors SIZE.
-// Every region starts at an even offset, so that pairs of values load as one vector.
-template <int P, int Q>
+// Every region starts at an even offset, so that pairs of values load as one vector. The plane
+// buffers R1..R5 hold KP planes (S1..S5 values each): KP planes are processed per pass.
+template <int P, int Q, int KP = 1>
 struct GalerkinLayout {
     static constexpr int P2 = P * P, P3 = P * P * P, Q2 = Q * Q, QP = Q * P;
     static constexpr int PS = P + (P & 1);  // the row stride of R2's volume rows: even
@@ -51,12 +52,13 @@ struct GalerkinLayout {
     // W = M^-1 V^T (P x Q), in the order of the `matrices` argument
     static constexpr int V = 0, VD = QP, VTD = 2 * QP, WT = 4 * QP, W = 5 * QP;
     static constexpr int LOAD = 6 * QP;                       // 3 P^3: the source triple, then the load
-    static constexpr int R1 = LOAD + 3 * P3 + ((3 * P3) & 1);  // 6 P^2
-    static constexpr int R2 = R1 + 6 * P2;                    // 9 Q PS
-    static constexpr int R3 = R2 + 9 * Q * PS;                // 3 Q^2
-    static constexpr int R4 = R3 + 3 * Q2;                    // 3 Q P
-    static constexpr int R5 = R4 + 3 * QP;                    // 3 P^2
-    static constexpr int SIZE = R5 + 3 * P2;
+    static constexpr int S1 = 6 * P2, S2 = 9 * Q * PS, S3 = 3 * Q2, S4 = 3 * QP, S5 = 3 * P2;
+    static constexpr int R1 = LOAD + 3 * P3 + ((3 * P3) & 1);
+    static constexpr int R2 = R1 + KP * S1;
+    static constexpr int R3 = R2 + KP * S2;
+    static constexpr int R4 = R3 + KP * S3;
+    static constexpr int R5 = R4 + KP * S4;
+    static constexpr int SIZE = R5 + KP * S5;
 };
 
 // Offset in a [k][j][i] P^3 array of point (x, y) of face f's [a, b] grid (mesh/topology.py).
@@ -90,17 +92,20 @@ __device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* o
 // cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
 // face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VTD, WT, W (6 Q P values).
 // inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
-// MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks).
-template <int P, int Q, typename T, int NT, int MINB>
+// MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks); KP: Gauss
+// planes per pass (Q % KP == 0): KP = 2 halves the barriers and doubles each pass's work items.
+template <int P, int Q, typename T, int NT, int MINB, int KP>
 __global__ void __launch_bounds__(NT, MINB)
 galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
                     const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
                     const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
                     const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
                     index_t E) {
-    using L = GalerkinLayout<P, Q>;
+    using L = GalerkinLayout<P, Q, KP>;
     using Pair = GalerkinPair<T>;
     constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, PS = L::PS;
+    constexpr int S1 = L::S1, S2 = L::S2, S3 = L::S3, S4 = L::S4, S5 = L::S5;
+    static_assert(Q % KP == 0, "the planes per pass must divide Q");
     constexpr int PER = (P3 + NT - 1) / NT;  // node positions a thread accumulates (3 components each)
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
     T* s = reinterpret_cast<T*>(galerkin_smem);
@@ -137,12 +142,14 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 
     // 1. volume: B(., f) plane by plane ------------------------------------------------------
 #pragma unroll 1
-    for (int k = 0; k < Q; ++k) {
-        // r1 [which][c][j'][i']: (V f_c, V D f_c) along t at plane k (one read of f for both)
-        for (int q = t; q < 3 * P2; q += NT) {
+    for (int k0 = 0; k0 < Q; k0 += KP) {
+        // r1 [kk][which][c][j'][i']: (V f_c, V D f_c) along t at plane k0 + kk (one read of f for both)
+        for (int qk = t; qk < KP * 3 * P2; qk += NT) {
+            const int kk = qk / (3 * P2), q = qk - kk * 3 * P2;
+            T* out1 = r1 + kk * S1;
             const T* in = load + (q / P2) * P3 + (q % P2);
-            const T* row = sV + k * P;
-            const T* drow = sVD + k * P;
+            const T* row = sV + (k0 + kk) * P;
+            const T* drow = sVD + (k0 + kk) * P;
             T sum = T(0), dsum = T(0);
 #pragma unroll
             for (int l = 0; l < P; ++l) {
@@ -150,17 +157,20 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 sum += row[l] * x;
                 dsum += drow[l] * x;
             }
-            r1[q] = sum;
-            r1[3 * P2 + q] = dsum;
+            out1[q] = sum;
+            out1[3 * P2 + q] = dsum;
         }
         __syncthreads();
-        // r2 [which][c][j][i'] (rows of PS): V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
-        for (int q = t; q < 3 * QP; q += NT) {
+        // r2 [kk][which][c][j][i'] (rows of PS): V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
+        for (int qk = t; qk < KP * 3 * QP; qk += NT) {
+            const int kk = qk / (3 * QP), q = qk - kk * 3 * QP;
+            const T* in1 = r1 + kk * S1;
+            T* out2 = r2 + kk * S2;
             const int c = q / QP, r = q - c * QP, j = r / P, i = r - j * P;
             const T* row = sV + j * P;
             const T* drow = sVD + j * P;
-            const T* a = r1 + c * P2 + i;
-            const T* b = r1 + 3 * P2 + c * P2 + i;
+            const T* a = in1 + c * P2 + i;
+            const T* b = in1 + 3 * P2 + c * P2 + i;
             T aa = T(0), ab = T(0), ba = T(0);
 #pragma unroll
             for (int l = 0; l < P; ++l) {
@@ -170,13 +180,16 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 ba += v * b[l * P];
             }
             const int o = c * Q * PS + j * PS + i;
-            r2[o] = aa;
-            r2[3 * Q * PS + o] = ab;
-            r2[6 * Q * PS + o] = ba;
+            out2[o] = aa;
+            out2[3 * Q * PS + o] = ab;
+            out2[6 * Q * PS + o] = ba;
         }
         __syncthreads();
-        // r3 [a][j][i]: scale sum_b (w J a^b x d_b f)_a at the plane's Gauss points
-        for (int q = t; q < Q2; q += NT) {
+        // r3 [kk][a][j][i]: scale sum_b (w J a^b x d_b f)_a at the plane's Gauss points
+        for (int qk = t; qk < KP * Q2; qk += NT) {
+            const int kk = qk / Q2, q = qk - kk * Q2, k = k0 + kk;
+            const T* in2 = r2 + kk * S2;
+            T* out3 = r3 + kk * S3;
             const int j = q / Q, i = q - j * Q;
             T d[3][3];  // d[b][c] = d_b f_c
 #pragma unroll
@@ -185,7 +198,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 for (int c = 0; c < 3; ++c) d[b][c] = T(0);
             // r2 [which][c][j][.]: V_s V_t f (then V D along r), V D_s V_t f and V_s V D_t f (then V);
             // the row values in pairs (l, l + 1) and the two matrix entries of (l, i) in one load each
-            const T* row = r2 + j * PS;
+            const T* row = in2 + j * PS;
             const Pair* mp = reinterpret_cast<const Pair*>(sVTD) + i;
 #pragma unroll
             for (int l = 0; l + 1 < P; l += 2) {
@@ -220,32 +233,35 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 y += c2 * d[b][0] - c0 * d[b][2];
                 z += c0 * d[b][1] - c1 * d[b][0];
             }
-            r3[q] = scale * x;
-            r3[Q2 + q] = scale * y;
-            r3[2 * Q2 + q] = scale * z;
+            out3[q] = scale * x;
+            out3[Q2 + q] = scale * y;
+            out3[2 * Q2 + q] = scale * z;
         }
         __syncthreads();
-        // r4 [a][j][i']: V^T along r
-        for (int q = t; q < QP; q += NT) {
-            const int j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, Q2, 1, QP>(sV + i, r3 + j * Q, r4 + q);
+        // r4 [kk][a][j][i']: V^T along r
+        for (int qk = t; qk < KP * QP; qk += NT) {
+            const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, Q2, 1, QP>(sV + i, r3 + kk * S3 + j * Q, r4 + kk * S4 + q);
         }
         __syncthreads();
-        // r5 [a][j'][i']: V^T along s
-        for (int q = t; q < P2; q += NT) {
-            const int j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, QP, P, P2>(sV + j, r4 + i, r5 + q);
+        // r5 [kk][a][j'][i']: V^T along s
+        for (int qk = t; qk < KP * P2; qk += NT) {
+            const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, QP, P, P2>(sV + j, r4 + kk * S4 + i, r5 + kk * S5 + q);
         }
         __syncthreads();
-        // V^T along t into the registers (r5 is rewritten only after the next plane's barriers)
+        // V^T along t into the registers (r5 is rewritten only after the next pass's barriers)
 #pragma unroll
         for (int m = 0; m < PER; ++m) {
             const int q = t + m * NT;
             if (q < P3) {
-                const int kk = q / P2, ji = q - kk * P2;
-                const T v = sV[k * P + kk];
+                const int kn = q / P2, ji = q - kn * P2;
 #pragma unroll
-                for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[a * P2 + ji];
+                for (int kk = 0; kk < KP; ++kk) {
+                    const T v = sV[(k0 + kk) * P + kn];
+#pragma unroll
+                    for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[kk * S5 + a * P2 + ji];
+                }
             }
         }
     }
@@ -347,33 +363,36 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 #pragma unroll
     for (int m = 0; m < PER; ++m) acc[m][0] = acc[m][1] = acc[m][2] = T(0);
 #pragma unroll 1
-    for (int k = 0; k < Q; ++k) {
-        // r1 [a][j'][i']: W^T along t
-        for (int q = t; q < P2; q += NT) galerkin_contract3<P, 1, P3, P2, P2>(sWT + k * P, load + q, r1 + q);
-        __syncthreads();
-        // r2 [a][j][i']: W^T along s
-        for (int q = t; q < QP; q += NT) {
-            const int j = q / P, i = q - j * P;
-            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + i, r2 + q);
+    for (int k0 = 0; k0 < Q; k0 += KP) {
+        // r1 [kk][a][j'][i']: W^T along t
+        for (int qk = t; qk < KP * P2; qk += NT) {
+            const int kk = qk / P2, q = qk - kk * P2;
+            galerkin_contract3<P, 1, P3, P2, P2>(sWT + (k0 + kk) * P, load + q, r1 + kk * S1 + q);
         }
         __syncthreads();
-        // r3 [a][j][i]: W^T along r (W[l][i] = WT[i][l]), times w/J
-        for (int q = t; q < Q2; q += NT) {
-            const int j = q / Q, i = q - j * Q;
-            const T weight = wj[e * (index_t)(Q2 * Q) + k * Q2 + q];
-            galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + j * P, r3 + q, weight);
+        // r2 [kk][a][j][i']: W^T along s
+        for (int qk = t; qk < KP * QP; qk += NT) {
+            const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
+            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + kk * S1 + i, r2 + kk * S2 + q);
         }
         __syncthreads();
-        // r4 [a][j][i']: W along r (WT[l][i] = W[i][l])
-        for (int q = t; q < QP; q += NT) {
-            const int j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, Q2, 1, QP>(sWT + i, r3 + j * Q, r4 + q);
+        // r3 [kk][a][j][i]: W^T along r (W[l][i] = WT[i][l]), times w/J
+        for (int qk = t; qk < KP * Q2; qk += NT) {
+            const int kk = qk / Q2, q = qk - kk * Q2, j = q / Q, i = q - j * Q;
+            const T weight = wj[e * (index_t)(Q2 * Q) + (k0 + kk) * Q2 + q];
+            galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + kk * S2 + j * P, r3 + kk * S3 + q, weight);
         }
         __syncthreads();
-        // r5 [a][j'][i']: W along s
-        for (int q = t; q < P2; q += NT) {
-            const int j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, QP, P, P2>(sWT + j, r4 + i, r5 + q);
+        // r4 [kk][a][j][i']: W along r (WT[l][i] = W[i][l])
+        for (int qk = t; qk < KP * QP; qk += NT) {
+            const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, Q2, 1, QP>(sWT + i, r3 + kk * S3 + j * Q, r4 + kk * S4 + q);
+        }
+        __syncthreads();
+        // r5 [kk][a][j'][i']: W along s
+        for (int qk = t; qk < KP * P2; qk += NT) {
+            const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
+            galerkin_contract3<Q, P, QP, P, P2>(sWT + j, r4 + kk * S4 + i, r5 + kk * S5 + q);
         }
         __syncthreads();
         // W along t into the registers
@@ -381,10 +400,13 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         for (int m = 0; m < PER; ++m) {
             const int q = t + m * NT;
             if (q < P3) {
-                const int kk = q / P2, ji = q - kk * P2;
-                const T v = sWT[k * P + kk];
+                const int kn = q / P2, ji = q - kn * P2;
 #pragma unroll
-                for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[a * P2 + ji];
+                for (int kk = 0; kk < KP; ++kk) {
+                    const T v = sWT[(k0 + kk) * P + kn];
+#pragma unroll
+                    for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[kk * S5 + a * P2 + ji];
+                }
             }
         }
     }
@@ -414,9 +436,10 @@ __global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_R
 
 }  // namespace lobatto
 
-// (order + 1, Gauss points, dtype, threads per block, blocks per SM): what galerkin_cuda.py names
-#define LOBATTO_GALERKIN_INSTANTIATE(P, Q, T, NT, MINB)                                                        \
-    template __global__ void lobatto::galerkin_rhs_kernel<P, Q, T, NT, MINB>(                                  \
+// (order + 1, Gauss points, dtype, threads per block, blocks per SM, planes per pass): what
+// galerkin_cuda.py names
+#define LOBATTO_GALERKIN_INSTANTIATE(P, Q, T, NT, MINB, KP)                                                    \
+    template __global__ void lobatto::galerkin_rhs_kernel<P, Q, T, NT, MINB, KP>(                              \
         const T*, const T*, const T*, const T*, const T*, const T*, const T*, const T*, T*, T, T, T, T, \
         lobatto::index_t);
 #define LOBATTO_GALERKIN_UPDATE_INSTANTIATE(T) \
