@@ -19,7 +19,7 @@
 //     each axis, plane by plane again (W^T = V M^-1 along t, s, r; times w/J; W along r, s, t
 //     into registers).
 // Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
-// (GalerkinLayout). Matrices are kept in both orientations so that the lanes of a warp, which
+// for KP planes, processed together between two barriers (GalerkinLayout). Matrices are kept in both orientations so that the lanes of a warp, which
 // walk the fastest index, read consecutive addresses; each pass reads a matrix entry once for the
 // three components (galerkin_contract3), the derivative pass its operands in pairs. The stored
 // w J a^b is read rather than recomputed from the geometry nodes: by galerkin_cuda_speed.py's
