@@ -14,19 +14,20 @@
 //     and scaled; V^T along r and s gives the plane's share of the load at the P x P (j, i) nodes,
 //     accumulated into registers over the planes with V^T along t. No Q^3 array is ever held.
 //  2. faces: per face the jumps at the P x P face nodes -> V along both face axes -> the flux
-//     of galerkin.face_load times w sJ at the Q x Q Gauss points -> V^T back, added to the load.
+//     of galerkin.face_load times w sJ at the Q x Q Gauss points -> V^T back, added to the load
+//     (KP opposite faces per pass).
 //  3. M_W^-1 = M^-1 V^T diag(w/J) V M^-1 as W diag(w/J) W^T with W = M^-1 V^T (P x Q) along
 //     each axis, plane by plane again (W^T = V M^-1 along t, s, r; times w/J; W along r, s, t
 //     into registers).
 // Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
-// for KP planes, processed together between two barriers (GalerkinLayout). Matrices are kept in both orientations so that the lanes of a warp, which
-// walk the fastest index, read consecutive addresses; each pass reads a matrix entry once for the
-// three components (galerkin_contract3), the derivative pass its operands in pairs. The stored
-// w J a^b is read rather than recomputed from the geometry nodes: by galerkin_cuda_speed.py's
-// models the kernel does about 11 flops per byte it must move at N = 7, so its passes' shared
-// loads rather than device memory should bound it, and recomputing (about a third more passes per
-// group) would cost more than the reads it saves. Estimated, not measured: that script prints the
-// rhs kernel's GB/s to check.
+// for KP planes, processed together between two barriers (GalerkinLayout). Matrices are kept in
+// both orientations so that the lanes of a warp, which walk the fastest index, read consecutive
+// addresses; each pass reads a matrix entry once for the three components (galerkin_contract3),
+// the derivative pass its operands in pairs. The stored w J a^b is read rather than recomputed
+// from the geometry nodes: by galerkin_cuda_speed.py's models the kernel does about 11 flops per
+// byte it must move at N = 7, so its passes' shared loads rather than device memory should bound
+// it, and recomputing (about a third more passes per group) would cost more than the reads it
+// saves. Estimated, not measured: that script prints the rhs kernel's GB/s to check.
 #include "common.cuh"
 
 #ifndef LOBATTO_DYNAMIC_SHARED
@@ -276,22 +277,25 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     }
     __syncthreads();
 
-    // 2. faces: Q x Q Gauss quadrature of the flux --------------------------------------------
+    // 2. faces: Q x Q Gauss quadrature of the flux; KP faces per pass (KP = 2: the opposite faces
+    // f0, f0 + 1, which share no node), each in its plane buffers ----------------------------
 #pragma unroll 1
-    for (int f = 0; f < 6; ++f) {
-        const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
-        const bool interior = fe == T(1) && fh == T(1);
-        // r1 [comp][x][y]: the jumps own - neighbour (f * own on a boundary: its ghost state)
-        for (int q = t; q < 6 * P2; q += NT) {
+    for (int f0 = 0; f0 < 6; f0 += KP) {
+        // r1 [ff][comp][x][y]: the jumps own - neighbour (f * own on a boundary: its ghost state)
+        for (int qf = t; qf < KP * 6 * P2; qf += NT) {
+            const int ff = qf / (6 * P2), q = qf - ff * 6 * P2, f = f0 + ff;
+            const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+            const bool interior = fe == T(1) && fh == T(1);
             const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
             const T own = u[comp * field + e * P3 + galerkin_face_node<P>(f, x, y)];
             const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
-            r1[q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
+            r1[ff * S1 + q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
         }
         __syncthreads();
-        // r2 [comp][x][qb]: V along b (one matrix read for the six components)
-        for (int q = t; q < QP; q += NT) {
-            const int x = q / Q, qb = q - x * Q;
+        // r2 [ff][comp][x][qb]: V along b (one matrix read for the six components)
+        for (int qf = t; qf < KP * QP; qf += NT) {
+            const int ff = qf / QP, q = qf - ff * QP, x = q / Q, qb = q - x * Q;
+            const T* in = r1 + ff * S1 + x * P;
             T sum[6];
 #pragma unroll
             for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
@@ -299,19 +303,19 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             for (int l = 0; l < P; ++l) {
                 const T v = sVTD[2 * (l * Q + qb)];
 #pragma unroll
-                for (int comp = 0; comp < 6; ++comp) sum[comp] += v * r1[comp * P2 + x * P + l];
+                for (int comp = 0; comp < 6; ++comp) sum[comp] += v * in[comp * P2 + l];
             }
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) r2[comp * QP + q] = sum[comp];
+            for (int comp = 0; comp < 6; ++comp) r2[ff * S2 + comp * QP + q] = sum[comp];
         }
         __syncthreads();
-        // r3 [a][qa][qb]: V along a, then the flux of the target triple times w sJ
-        for (int q = t; q < Q2; q += NT) {
-            const int qa = q / Q, qb = q - qa * Q;
+        // r3 [ff][a][qa][qb]: V along a, then the flux of the target triple times w sJ
+        for (int qf = t; qf < KP * Q2; qf += NT) {
+            const int ff = qf / Q2, q = qf - ff * Q2, f = f0 + ff, qa = q / Q, qb = q - qa * Q;
             T jump[6];
 #pragma unroll
             for (int comp = 0; comp < 6; ++comp) {
-                const T* in = r2 + comp * QP + qb;
+                const T* in = r2 + ff * S2 + comp * QP + qb;
                 T sum = T(0);
 #pragma unroll
                 for (int l = 0; l < P; ++l) sum += sV[qa * P + l] * in[l * Q];
@@ -324,35 +328,36 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             // sum_E = -n x jump_E, sum_H = -n x jump_H (galerkin.face_load)
             const T se0 = n2 * jump[1] - n1 * jump[2], se1 = n0 * jump[2] - n2 * jump[0], se2 = n1 * jump[0] - n0 * jump[1];
             const T sh0 = n2 * jump[4] - n1 * jump[5], sh1 = n0 * jump[5] - n2 * jump[3], sh2 = n1 * jump[3] - n0 * jump[4];
-            T f0, f1, f2;
+            T f0v, f1v, f2v;
             if (g == 0) {  // 0.5 (sum_H - ce n x sum_E) / eps
                 const T c = T(0.5) * inv_eps * w;
-                f0 = c * (sh0 - ce * (n1 * se2 - n2 * se1));
-                f1 = c * (sh1 - ce * (n2 * se0 - n0 * se2));
-                f2 = c * (sh2 - ce * (n0 * se1 - n1 * se0));
+                f0v = c * (sh0 - ce * (n1 * se2 - n2 * se1));
+                f1v = c * (sh1 - ce * (n2 * se0 - n0 * se2));
+                f2v = c * (sh2 - ce * (n0 * se1 - n1 * se0));
             } else {  // 0.5 (-sum_E - ch n x sum_H) / mu
                 const T c = T(0.5) * inv_mu * w;
-                f0 = -c * (se0 + ch * (n1 * sh2 - n2 * sh1));
-                f1 = -c * (se1 + ch * (n2 * sh0 - n0 * sh2));
-                f2 = -c * (se2 + ch * (n0 * sh1 - n1 * sh0));
+                f0v = -c * (se0 + ch * (n1 * sh2 - n2 * sh1));
+                f1v = -c * (se1 + ch * (n2 * sh0 - n0 * sh2));
+                f2v = -c * (se2 + ch * (n0 * sh1 - n1 * sh0));
             }
-            r3[q] = f0;
-            r3[Q2 + q] = f1;
-            r3[2 * Q2 + q] = f2;
+            T* out3 = r3 + ff * S3;
+            out3[q] = f0v;
+            out3[Q2 + q] = f1v;
+            out3[2 * Q2 + q] = f2v;
         }
         __syncthreads();
-        // r4 [a][qa][y]: V^T along b
-        for (int q = t; q < QP; q += NT) {
-            const int qa = q / P, y = q - qa * P;
-            galerkin_contract3<Q, P, Q2, 1, QP>(sV + y, r3 + qa * Q, r4 + q);
+        // r4 [ff][a][qa][y]: V^T along b
+        for (int qf = t; qf < KP * QP; qf += NT) {
+            const int ff = qf / QP, q = qf - ff * QP, qa = q / P, y = q - qa * P;
+            galerkin_contract3<Q, P, Q2, 1, QP>(sV + y, r3 + ff * S3 + qa * Q, r4 + ff * S4 + q);
         }
         __syncthreads();
-        // V^T along a, added to the load at the face nodes (faces in turn: edges get each share)
-        for (int q = t; q < P2; q += NT) {
-            const int x = q / P, y = q - x * P;
+        // V^T along a, added to the load at the face nodes (passes in turn: edges get each face's share)
+        for (int qf = t; qf < KP * P2; qf += NT) {
+            const int ff = qf / P2, q = qf - ff * P2, x = q / P, y = q - x * P;
             T sum[3];
-            galerkin_contract3<Q, P, QP, P, 1>(sV + x, r4 + y, sum);
-            const int node = galerkin_face_node<P>(f, x, y);
+            galerkin_contract3<Q, P, QP, P, 1>(sV + x, r4 + ff * S4 + y, sum);
+            const int node = galerkin_face_node<P>(f0 + ff, x, y);
 #pragma unroll
             for (int a = 0; a < 3; ++a) load[a * P3 + node] += sum[a];
         }
