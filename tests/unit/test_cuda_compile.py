@@ -50,8 +50,8 @@ INSTANTIATIONS = {
     # (order + 1, Gauss points Q = 2N, dtype, threads per block as systems/maxwell/galerkin_cuda.py picks them,
     # blocks per SM, Gauss planes per pass)
     "galerkin.cu": [
-        f"LOBATTO_GALERKIN_INSTANTIATE({n + 1}, {2 * n if n > 1 else 2}, {t}, {default_threads(2 * n if n > 1 else 2)}, {b}, {b})"
-        for n in ORDERS for t in DTYPES for b in (1, 2)
+        f"LOBATTO_GALERKIN_INSTANTIATE({n + 1}, {q}, {t}, {default_threads(q)}, {b}, {b})"
+        for n in ORDERS for q in (max(2 * n, 2),) for t in DTYPES for b in (1, 2)
     ] + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)

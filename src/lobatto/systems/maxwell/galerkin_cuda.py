@@ -3,14 +3,14 @@ arguments.
 
 ``GalerkinCuda(backend, operator)(u, sums, factors, out, epsilon, mu, alpha)`` computes what
 ``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), and ``.stage(...)`` a whole
-low-storage Runge-Kutta stage with it, from the operator's own
-arrays (weighted_cofactors, inverse_jacobian_weights, normals, face_weights) and six 1D
-matrices built here once: V, V D, their transposes, V M^-1 and M^-1 V^T (M the exact 1D mass).
-One block of ``threads`` threads per (element, field triple), two Gauss planes per pass where
-that costs no resident block (default_planes); the shared memory is ``shared_values(P, Q,
-planes)`` values (float64: 56 KiB at N = 7 and 145 KiB at N = 11 with two planes, 174 KiB at
-N = 14 with one). Where one plane does not fit the device (float64 from N = 16 on an H100: 238
-KiB against 227) ``kernel_for`` returns None and the array code runs. Nothing allocates once compiled and nothing waits for the
+low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
+inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
+transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). One block of ``threads`` threads per
+(element, field triple), two Gauss planes per pass where that costs no resident block
+(default_planes); the shared memory is ``shared_values(P, Q, planes)`` values (float64: 56 KiB
+at N = 7 and 145 KiB at N = 11 with two planes, 174 KiB at N = 14 with one). Where one plane
+does not fit the device (float64 from N = 16 on an H100: 238 KiB against 227) ``kernel_for``
+returns None and the array code runs. Nothing allocates once compiled and nothing waits for the
 host, so a step can be recorded as a CUDA graph.
 """
 
@@ -31,7 +31,8 @@ def shared_values(p: int, q: int, planes: int = 1) -> int:
     """Values of shared memory per block: GalerkinLayout<P, Q, planes>::SIZE in galerkin.cu
     (regions at even offsets, volume rows of an even length, plane buffers for ``planes`` planes)."""
     ps = p + p % 2
-    return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * (6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p)
+    buffers = 6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p  # R1..R5 of one plane
+    return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * buffers
 
 
 def default_threads(q: int) -> int:
