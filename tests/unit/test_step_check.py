@@ -81,7 +81,6 @@ def test_deformed_low_order_box_gets_a_stable_step(tmp_path, flux):
         else:
             assert sim.step_check is None and sim.dt == pytest.approx(cfl_dt) and sim.steps == 40
     assert ratios[True] <= (1 + 1e-12 if flux == "upwind" else 1.02)  # central: energy kept (curved: to 1e-2)
-    print(ratios)
     assert ratios[False] > 10.0
 
 
