@@ -3,7 +3,7 @@ sees it (runner/step_check.py): per system, flux, integrator, order and mesh (th
 of cubes the bounds were calibrated on, and the strongly deformed one of
 split_form_low_order_check.py), the estimated spectral radius rho (40 power iterations), its
 direction, and dt rho / reach at dt = bound h_min / c. The check shortens a step where this is
-over 1 + step_check.TOLERANCE (benchmarks/notes-stability.md). CPU, a few minutes.
+over step_check.THRESHOLD (benchmarks/notes-stability.md). CPU, a few minutes.
 
     PYTHONPATH=src python benchmarks/step_check_survey.py [--orders 1,2,3,4,6,8,10] [--json PATH]
 """
