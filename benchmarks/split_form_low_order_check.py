@@ -26,7 +26,8 @@ CASES = (("upwind", 0.63), ("central", 0.74), ("upwind", 0.5))
 def energy_ratio(flux: str, cfl: float, order: int, t_end: float, out: str, check: bool = True) -> tuple:
     data = {"mesh": {"elements": [2, 2, 2], "boundary": "pec", "deform": DEFORM},
             "discretization": {"order": order, "flux": flux, "volume_form": "split"},
-            "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "cfl": cfl, "integrator": "lsrk45", "cfl_check": check},
+            "physics": {"equations": "maxwell"},
+            "time": {"t_end": t_end, "cfl": cfl, "integrator": "lsrk45", "cfl_check": check},
             "output": {"formats": []}}
     sim = Simulation(case_from_dict(data, name="split_check"), backend="cpu", output_dir=out, comm=None)
     sim.u[...] = np.random.default_rng(1).standard_normal(sim.u.shape)

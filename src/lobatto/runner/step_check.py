@@ -112,7 +112,7 @@ def check_step(case, system, scheme, comm, dt: float, min_spacing: float, rank: 
     homogeneous_operator(), a scheme without a stability polynomial in STABILITY_RADII, and
     meshes of axis-aligned box elements only: the cfl bounds were calibrated on cubes, and a
     box of other sides has a smaller spectral radius than the cube of its shortest side (the
-    estimate would cost about 8 steps' time for nothing)."""
+    estimate would cost about 10 steps' time for nothing)."""
     if (not case.time.cfl_check or scheme.name not in STABILITY_RADII
             or system.homogeneous_operator() is None or box_elements(system.geometry, comm)):
         return dt, None

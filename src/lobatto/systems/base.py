@@ -8,9 +8,9 @@ A system class declares
 * ``from_case(case, mesh, geometry, backend, comm)``: how it is built from a checked case;
 * ``rhs(u, t, out)`` (and optionally a fused ``stage``) for the integrators, and
   ``whole_step(stepper)`` where it has a faster path for entire steps (None otherwise);
-* ``stable_time_step(cfl, min_spacing)``, ``energy(u)``, ``homogeneous_operator()``, ``error_sums(u, exact)``,
+* ``stable_time_step(cfl, min_spacing)``, ``energy(u)``, ``error_sums(u, exact)``,
   ``flops_per_step(stages)`` and ``summary(stepper, comm)``: its diagnostics and the
-  entries it adds to the run summary;
+  entries it adds to the run summary; ``homogeneous_operator()`` for the time step's check;
 * ``output_layout``: how its fields map onto Nek5000's velocity / pressure / scalar slots;
 * ``derived_fields(u, names)`` and ``check_derived(names)``: the fields of ``[output]
   derived`` its spec declares (``PhysicsSpec.derived``), computed at each snapshot;
