@@ -79,8 +79,11 @@ def estimate(system, comm, iterations: int = ITERATIONS) -> tuple[float, float]:
     values = start_fields(shape[0], system.mesh.element_ids, int(np.prod(shape[2:])))
     u = backend.asarray(values.reshape(shape).astype(backend.dtype))
     w = xp.empty_like(u)
-    u *= 1.0 / math.sqrt(2.0 * allreduce(comm, energy(u)))  # energy(x) = <x, x> / 2
     rho, cosine = 0.0, -1.0
+    norm = math.sqrt(2.0 * max(allreduce(comm, energy(u)), 0.0))  # energy(x) = <x, x> / 2
+    if not (math.isfinite(norm) and norm > 0):
+        return math.nan, cosine  # (values out of range for the energy: nothing to decide from)
+    u *= 1.0 / norm
     for k in range(iterations):
         apply(u, w)
         half = allreduce(comm, energy(w))
@@ -123,6 +126,8 @@ def check_step(case, system, scheme, comm, dt: float, min_spacing: float, rank: 
     record = {"spectral_radius": rho, "direction_degrees": round(math.degrees(angle), 1),
               "reach": round(radius, 4), "iterations": ITERATIONS, "dt_rho": dt * rho, "dt_checked": dt,
               "shortened": False, "seconds": time.perf_counter() - start}
+    if not math.isfinite(rho):  # (summary.json holds no NaN)
+        record.update(spectral_radius=None, dt_rho=None)
     if not (math.isfinite(rho) and dt * rho > THRESHOLD * radius):
         return dt, record
     stable = _significant((1 - MARGIN) * radius / rho, 3, down=True)
