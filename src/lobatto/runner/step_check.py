@@ -2,9 +2,9 @@
 
 dt = cfl h_min / c (schedule.stable_dt) stands in for the spectral radius of the semi-discrete
 operator L on the meshes where the cfl bounds were calibrated (boxes, benchmarks/notes-stability.md);
-on strongly distorted low-order elements it does not: the split-form curl operator at N = 2
-on a deformed 2^3 box has dt rho 1 % over lsrk45's reach at the enforced cfl, and the run grows
-without bound. Here ITERATIONS power iterations of L (the system's ``homogeneous_operator``: no
+on strongly distorted elements it does not: the split-form curl operator on a deformed 2^3
+box has dt rho up to 8 % over lsrk45's reach at the enforced cfl (N = 2 to 10), and such runs
+grow without bound. Meshes of axis-aligned box elements only are not checked (check_step). Here ITERATIONS power iterations of L (the system's ``homogeneous_operator``: no
 sources, homogeneous boundaries) in the system's energy norm, where an energy-stable L is nearly
 normal, from pseudo-random fields estimate the modulus rho of its largest eigenvalue, and the
 last iterate's Rayleigh quotient its direction (the central flux's are imaginary, the upwind
@@ -16,8 +16,8 @@ of the integrator's stability region in that direction (integrators.stability.re
 * [time] cfl_check = false skips the check.
 
 Collective, and the same on any number of ranks: the start fields are a hash of global element
-ids and point indices, the norms reduced over ranks, rho and the direction rounded to DIGITS
-significant digits before they decide anything. Only the operator's largest eigenvalue is
+ids and point indices, the norms reduced over ranks, rho and the direction rounded (DIGITS)
+before they decide anything. Only the operator's largest eigenvalue is
 looked at: one of smaller modulus in a worse direction can still be unstable (the energy check
 of the run stops such a case).
 """
