@@ -171,3 +171,13 @@ def butcher_form(scheme):
         coeff_r[i, i] += 1.0
         u = u + B[i] * coeff_r[i]
     return a, u, a.sum(axis=1)
+
+
+#: How far each Runge–Kutta scheme's stability region reaches from 0, as (imaginary axis,
+#: negative real axis, largest left half-disk), computed from the stability polynomial
+#: (stability.reach, sampled every 0.5 degrees for the half-disk) and rounded down. Why: a
+#: step dt is stable for an eigenvalue lambda of the operator when dt |lambda| is within the
+#: reach in lambda's direction; the central flux's eigenvalues are imaginary, the upwind
+#: flux's largest ones near the negative real axis (runner/step_check.py; notes-stability.md).
+STABILITY_RADII = {"lsrk45": (3.3407, 4.6567, 3.1685), "rk4": (2.8284, 2.7852, 2.6156),
+                   "ssprk3": (1.7320, 2.5127, 1.7320)}

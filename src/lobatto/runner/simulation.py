@@ -29,7 +29,7 @@ from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.machine.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
 from lobatto.machine.power import EnergyMeter
 from lobatto.monitors import MonitorSet
-from lobatto.runner import schedule, summary
+from lobatto.runner import schedule, step_check, summary
 from lobatto.runner.build import build_system, case_named
 from lobatto.runner.restart import resume, save
 from lobatto.runner.snapshots import SnapshotWriter
@@ -98,6 +98,7 @@ class Simulation:
             self.advective or case.time.max_cfl is not None)
         self.last_cfl = self.largest_cfl = None
         self.dt_range = None  # (smallest, largest) step taken by this Simulation, when dt varies
+        self.step_check = None  # the check of a fixed dt against the operator (step_check.py)
         if not self.advective:
             with collective_errors(comm):  # the same on every rank: reported once
                 dt = self.stable_dt(min_spacing)
@@ -220,8 +221,12 @@ class Simulation:
 
     # Checks -------------------------------------------------------------------------------
     def stable_dt(self, min_spacing: float) -> float:
-        """The largest step from [time] (schedule.stable_dt); InputError when it is not usable."""
-        return schedule.stable_dt(self.case, self.system, self.stepper.scheme, min_spacing)
+        """Collective: the largest step from [time] (schedule.stable_dt), checked against the
+        operator's spectral radius (step_check.py); InputError when it is not usable."""
+        dt = schedule.stable_dt(self.case, self.system, self.stepper.scheme, min_spacing)
+        dt, self.step_check = step_check.check_step(self.case, self.system, self.stepper.scheme, self.comm, dt,
+                                                    min_spacing, self.rank)
+        return dt
 
     def check_given_fields(self, values: np.ndarray, section: str, t: float) -> None:
         """Collective: fields from [initial] / [exact] expressions are finite and small enough

@@ -10,7 +10,7 @@ A system class declares
   ``whole_step(stepper)`` where it has a faster path for entire steps (None otherwise);
 * ``stable_time_step(cfl, min_spacing)``, ``energy(u)``, ``error_sums(u, exact)``,
   ``flops_per_step(stages)`` and ``summary(stepper, comm)``: its diagnostics and the
-  entries it adds to the run summary;
+  entries it adds to the run summary; ``homogeneous_operator()`` for the time step's check;
 * ``output_layout``: how its fields map onto Nek5000's velocity / pressure / scalar slots;
 * ``derived_fields(u, names)`` and ``check_derived(names)``: the fields of ``[output]
   derived`` its spec declares (``PhysicsSpec.derived``), computed at each snapshot;
@@ -153,6 +153,12 @@ class System:
 
     def energy(self, u) -> float:
         raise NotImplementedError
+
+    def homogeneous_operator(self):
+        """(apply(u, out), energy(u)): the operator without sources or forcing (collective) and
+        this rank's part of the energy in whose norm it is stable, for the check of the time step
+        against its spectral radius (runner/step_check.py); None: the step is not checked so."""
+        return None
 
     def quadrature_mass(self):
         """(E, n, n, n) the diagonal mass w_i w_j w_k J of this rank's elements on the backend,

@@ -147,3 +147,7 @@ class AcousticsSystem(FaceExchangeSystem):
         """Acoustic energy 1/2 sum M (p^2 / (rho c^2) + rho |u|^2) on this rank."""
         bulk = self.density * self.sound_speed * self.sound_speed
         return 0.5 * self.mass_weighted_sum(u, (1.0 / bulk, self.density, self.density, self.density))
+
+    def homogeneous_operator(self):
+        """rhs itself (no sources; the boundaries are homogeneous) and the acoustic energy."""
+        return (lambda u, out: self.rhs(u, 0.0, out)), self.energy

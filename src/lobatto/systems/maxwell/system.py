@@ -276,17 +276,33 @@ class MaxwellSystem(FaceExchangeSystem):
 
     # Diagnostics --------------------------------------------------------------------------
     def energy(self, u) -> float:
-        """Discrete electromagnetic energy 1/2 sum M (eps |E|^2 + mu |H|^2) on this rank."""
-        extra = sum(term.energy() for term in self.terms)
+        """Discrete electromagnetic energy 1/2 sum M (eps |E|^2 + mu |H|^2) on this rank, and
+        the terms' (their auxiliary fields')."""
+        return self.field_energy(u) + sum(term.energy() for term in self.terms)
+
+    def field_energy(self, u) -> float:
+        """The fields' part of energy(u)."""
         if self.medium is not None:
-            return self.medium.energy(self, u) + extra
+            return self.medium.energy(self, u)
         if self.galerkin is not None:  # its own (weight-adjusted) mass matrix
-            return galerkin.energy(self, u) + extra
+            return galerkin.energy(self, u)
         xp, mass = self.backend.xp, self.device_geometry["mass"]
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
             e2 = xp.sum(mass * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
             h2 = xp.sum(mass * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
-            return 0.5 * float(self.epsilon * e2 + self.mu * h2) + extra
+            return 0.5 * float(self.epsilon * e2 + self.mu * h2)
+
+    def homogeneous_operator(self):
+        """curl terms, fluxes and conductivity, no sources and no stage terms (a PML's, the
+        poles' rates limit the step themselves: StageTerm.limit_time_step); the fields' energy."""
+        def apply(u, out):
+            if self.medium is not None:
+                self.medium.rhs(self, u, out)
+            else:
+                self.background_rhs(u, out)
+            return out
+
+        return apply, self.field_energy
 
     def flops_per_step(self, stages: int = 5) -> float:
         return flops_per_step(self.order, self.points, stages)
