@@ -29,6 +29,11 @@ for a second launch, which can cost more than a short exchange saves (benchmarks
 (MaxwellSystem.overlap, the default) the first step times a few steps each way (slowest
 rank) and keeps the faster; the state is restored after the trial.
 
+Terms that depend on t (TF/SF, sources; terms.py) read the stage time t + c_i dt from a
+device array (``clock``, handed to them as ``system.stage_clock`` during each stage) that
+``set_clock`` writes with one launch; ``step`` sets it, ``step_on_clock`` does not, and is what
+the driver records as a CUDA graph for such a system, setting the clock before each replay.
+
 Same results as the solver's path up to the order of floating-point operations (the test
 compares them). MaxwellSystem.whole_step returns it wherever it applies. Byte counts:
 docs/cuda.md.
