@@ -40,6 +40,14 @@ if (!FOLD && write_traces) {
 """
 
 
+def kernel_text(order: int, field: int) -> str:
+    """The kernel's body for ``field`` 0 (E) or 3 (H) at ``order``, FOLD left to compile_both
+    (tests/unit/test_maxwell_source_term.py compiles it as C++ on the CPU)."""
+    n = order + 1
+    return (_DIPOLE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("N3", str(n**3))
+            .replace("N2", str(n * n)).replace("OTHER", str(3 - field)).replace("FIELD", str(field)))
+
+
 class DipoleAdd(PointUpdate):
     """residual += dt S, u += b dt S for one dipole, S = -w(t) profile on its element (after
     the stage kernel; with ``traces`` it rewrites the points' traces), or residual += (dt/a) S
@@ -57,12 +65,10 @@ class DipoleAdd(PointUpdate):
         self.time = backend.zeros(1, dtype=np.float64)  # the stage time off the fused path
         preamble = waveform_preamble(waveform, params, 1.0)
         tag = hashlib.sha1(preamble.encode()).hexdigest()[:12]
-        source = (_DIPOLE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("N3", str(self.n3))
-                  .replace("N2", str(n * n)).replace("OTHER", str(3 - field)).replace("FIELD", str(field)))
         self.kernels = self.compile_both(
             backend.xp, "raw T profile, raw float64 clock, raw int64 point_faces, raw T normals, int64 E, "
-            "int64 element, T b, T dt, T scale, int32 write_traces", "raw T u, raw T residual, raw T traces", source,
-            f"lobatto_dipole_add_{order}_{field}_{tag}", preamble=preamble)
+            "int64 element, T b, T dt, T scale, int32 write_traces", "raw T u, raw T residual, raw T traces",
+            kernel_text(order, field), f"lobatto_dipole_add_{order}_{field}_{tag}", preamble=preamble)
 
     def __call__(self, u, residual, clock, a, b, dt, traces=None, normals=None, fold=False):
         """``clock``: a device float64 array whose first value is the stage time, or a number
