@@ -217,7 +217,7 @@ class MaxwellSystem(FaceExchangeSystem):
         return out
 
     def core_rhs(self, u, t, out):
-        """L(u), without the terms (sources included: a stage adds those itself)."""
+        """L(u) alone: no terms (the sources are one); a stage adds those itself."""
         if self.medium is not None:
             self.medium.rhs(self, u, out)
         else:
