@@ -101,3 +101,44 @@ def test_discrete_incident_wave_on_gpu_ranks_matches_cpu(cpu_serial, cpu_serial_
     assert (ids == cpu_serial_discrete[1]).all()
     assert max_relative_difference(cpu_serial_discrete[2], cpu_serial[2]) > 1e-8  # the variants differ
     assert max_relative_difference(fields, cpu_serial_discrete[2]) <= 1e-12
+
+
+# the PML and the plane wave with a dipole near one end and a boxed current near the other:
+# on 2 and 3 ranks some rank owns no source element (the sources are a stage term, source_term.py)
+SOURCES = CASE[:CASE.index("[material.glass]")] + """
+[source.antenna]
+type = "electric_dipole"
+position = [8.6, 3.1, 2.9]
+direction = [0, 1, 1]
+waveform = "modulated_gaussian"
+frequency = 0.5
+t0 = 0.8
+width = 0.4
+[source.sheet]
+type = "current"
+Jz = "sin(3*t)*exp(-((y-3)**2+(z-3)**2))"
+lower = [1.0, 2.0, 2.0]
+upper = [2.0, 4.0, 4.0]
+[output]
+every = 0
+formats = ["hdf5"]
+"""
+
+
+@pytest.fixture(scope="module")
+def cpu_serial_sources(tmp_path_factory):
+    return run_case(tmp_path_factory.mktemp("cpu_sources"), SOURCES, 1, ["--backend", "cpu"], timeout=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_sources_on_gpu_ranks_match_cpu(cpu_serial_sources, ranks, tmp_path, monkeypatch):
+    """A dipole and a current on the fused whole-step path; on one rank the steps replay a CUDA
+    graph whose stage times come from the device clock."""
+    monkeypatch.setenv("LOBATTO_SHARE_GPUS", "1")
+    summary, ids, fields = run_case(tmp_path, SOURCES, ranks, ["--backend", "cuda"], timeout=TIMEOUT_S)
+    assert summary["step_path"] == "whole-step" and summary["sources"]["whole_step"].startswith("on")
+    if ranks == 1:
+        assert summary["cuda_graph"], summary["cuda_graph_note"]
+    assert (ids == cpu_serial_sources[1]).all()
+    assert float(abs(cpu_serial_sources[2]).max()) > 0.1
+    assert max_relative_difference(fields, cpu_serial_sources[2]) <= 1e-12

@@ -131,6 +131,19 @@ class Stepper:
         """Why a step may not be recorded as a graph now (the whole-step path decides), or None."""
         return None if self.whole_step is None else self.whole_step.graph_veto()
 
+    @property
+    def replays_with_clock(self) -> bool:
+        """Whether a step of a time-dependent system may be recorded and replayed: the
+        whole-step path reads the step's time from a device clock that ``set_clock`` writes
+        before each replay (``step_on_clock`` is what is recorded)."""
+        return bool(getattr(self.whole_step, "reads_clock", False))
+
+    def set_clock(self, t, dt) -> None:
+        self.whole_step.set_clock(t, dt)
+
+    def step_on_clock(self, u, dt) -> None:
+        self.whole_step.step_on_clock(u, dt)
+
     def coefficients(self, dt) -> tuple[tuple, tuple]:
         """(bdf, ext) of the next multistep step of size dt: the order min(k, steps taken + 1)."""
         order = min(self.scheme.order, self.steps_taken + 1)

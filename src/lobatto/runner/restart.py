@@ -226,7 +226,7 @@ def resume(sim, path, interpolate: bool = False) -> dict:
              else origin_t + (sim.step_count - origin_step) * sim.dt)
     sim.energy_initial = float(attrs["energy_initial"])
     if sim.advance_one is not None:  # a graph recorded with another dt must not be replayed
-        sim.advance_one = backend.capture(lambda: sim.stepper.step(sim.u, 0.0, sim.dt), sim.stepper.graph_veto)
+        sim.advance_one = sim.record_step()
     return _restore_outputs(sim, checkpoint, {}, outputs)
 
 

@@ -116,7 +116,7 @@ def resume_onto(sim, checkpoint: Checkpoint) -> dict:
     _plan(sim, checkpoint, step, t)
     sim.energy_initial = float(attrs["energy_initial"])
     if sim.advance_one is not None:  # a graph recorded with another dt must not be replayed
-        sim.advance_one = sim.backend.capture(lambda: sim.stepper.step(sim.u, 0.0, sim.dt), sim.stepper.graph_veto)
+        sim.advance_one = sim.record_step()
     history = ("its multistep history (BDF/EXT) is not interpolated: it starts again with "
                f"{sim.stepper.scheme.name}'s start-up steps" if sim.stepper.multistep else
                "single-step scheme: nothing more to restart")

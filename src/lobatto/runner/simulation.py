@@ -125,20 +125,32 @@ class Simulation:
             self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
         self.steady = SteadyStop(self) if case.time.steady_tolerance is not None else None  # checkpointed
         self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
-        # When the operator does not depend on t, one step of fixed dt can be recorded once and
-        # replayed (a CUDA graph on the GPU; a plain call elsewhere). Never a multistep step: its
-        # coefficients change over the start-up steps (and with dt).
-        self.advance_one = None if system.time_dependent or self.advective else self.backend.capture(
-            lambda: self.stepper.step(self.u, 0.0, self.dt), self.stepper.graph_veto)
+        self.advance_one = self.record_step()
         self.setup_seconds = time.perf_counter() - created  # mesh, geometry, kernels built so far
 
     # Stepping -----------------------------------------------------------------------------
+    def record_step(self):
+        """The recorded step of fixed dt, or None. When the operator does not depend on t, one
+        step can be recorded once and replayed (a CUDA graph on the GPU; a plain call
+        elsewhere); when it does, only where the whole-step path reads t from a device clock
+        set before each replay (Stepper.replays_with_clock). Never a multistep step: its
+        coefficients change over the start-up steps (and with dt)."""
+        if self.advective:
+            return None
+        if not self.system.time_dependent:
+            return self.backend.capture(lambda: self.stepper.step(self.u, 0.0, self.dt), self.stepper.graph_veto)
+        if self.stepper.replays_with_clock:
+            return self.backend.capture(lambda: self.stepper.step_on_clock(self.u, self.dt), self.stepper.graph_veto)
+        return None
+
     def _step(self) -> None:
         start = time.perf_counter()
         dt, last = self.dt, False
         if self.variable_dt:  # the time left in equal whole steps, the last on t_end (step_size.landing_dt)
             dt, last = landing_dt(self.t, self.case.time.t_end, self.dt)
         if self.advance_one is not None:
+            if self.system.time_dependent:  # the recorded step reads its time from the device
+                self.stepper.set_clock(self.t, self.dt)
             self.advance_one()
         else:
             self.stepper.step(self.u, self.t, dt)

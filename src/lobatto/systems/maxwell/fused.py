@@ -29,6 +29,11 @@ for a second launch, which can cost more than a short exchange saves (benchmarks
 (MaxwellSystem.overlap, the default) the first step times a few steps each way (slowest
 rank) and keeps the faster; the state is restored after the trial.
 
+Terms that depend on t (TF/SF, sources; terms.py) read the stage time t + c_i dt from a
+device array (``clock``, handed to them as ``system.stage_clock`` during each stage) that
+``set_clock`` writes with one launch; ``step`` sets it, ``step_on_clock`` does not, and is what
+the driver records as a CUDA graph for such a system, setting the clock before each replay.
+
 Same results as the solver's path up to the order of floating-point operations (the test
 compares them). MaxwellSystem.whole_step returns it wherever it applies. Byte counts:
 docs/cuda.md.
@@ -173,6 +178,20 @@ class FusedExchangeStepper:
             self.kernels, self.residual.dtype, system.medium.arrays)
         #: the choice under overlap = "auto" once made, with the trial's timings
         self.auto_overlap: dict | None = None
+        # the stage times t + c_i dt of the step on the device, which the time-dependent terms
+        # read (system.stage_clock): a recorded step replays at the time set_clock wrote
+        self.clock = self._clock_set = None
+        timed = [term for term in system.terms if getattr(term, "time_dependent", False)]
+        #: a step of this time-dependent system may be recorded (Stepper.replays_with_clock)
+        self.reads_clock = bool(timed) and all(term.reads_clock for term in timed)
+        if timed:
+            xp = backend.xp
+            self.clock = backend.zeros(len(scheme.C), dtype=np.float64)
+            self._nodes = backend.asarray(np.asarray(scheme.C, dtype=np.float64), dtype=np.float64)
+            self._stage_clocks = [self.clock[i:i + 1] for i in range(len(scheme.C))]
+            # t + c dt rounded as the host rounds it (no fused multiply-add)
+            self._clock_set = xp.ElementwiseKernel("float64 c, float64 t, float64 dt", "float64 out",
+                                                   "out = __dadd_rn(t, __dmul_rn(c, dt));", "lobatto_stage_clock")
 
     @property
     def exchange(self) -> str:
@@ -240,7 +259,19 @@ class FusedExchangeStepper:
             return "not recorded: the overlapped exchange needs its high-priority stream"
         return None
 
+    def set_clock(self, t, dt) -> None:
+        """The stage times of a step from t of size dt into the device clock (one launch, not
+        part of a recorded step)."""
+        if self.clock is not None:
+            self._clock_set(self._nodes, np.float64(t), np.float64(dt), self.clock)
+
     def step(self, u, t, dt):
+        self.set_clock(t, dt)
+        self.step_on_clock(u, dt, t)
+
+    def step_on_clock(self, u, dt, t=0.0):
+        """A step whose start time the device clock holds already (set_clock): what a
+        recorded step replays; ``t`` reaches only the terms that do not depend on it."""
         if self.ghosts is not None and self.system.overlap == "auto" and self.auto_overlap is None:
             self.auto_overlap = self._time_overlap(u, t, dt)
         self._step(u, t, dt, self.overlap)
@@ -255,6 +286,8 @@ class FusedExchangeStepper:
         for i, (a, b, c) in enumerate(zip(s.A, s.B, s.C)):
             write = i < last
             folded = a != 0  # terms that can fold S into the residual do so before the kernel
+            if self.clock is not None:
+                system.stage_clock = self._stage_clocks[i]
             for term in terms:  # S and R from the stage's input state (terms.py)
                 if folded and term.folds:
                     term.fold(u, self.residual, t + c * dt, a, b, dt)
@@ -278,6 +311,7 @@ class FusedExchangeStepper:
                     term.finish(u, self.residual, a, b, dt)
             if terms and write:
                 system.refresh_traces(u, after)
+        system.stage_clock = None
 
     def _time_overlap(self, u, t, dt, trials=3, steps=2) -> dict:
         """Collective: seconds per step with and without overlap (slowest rank; best of

@@ -246,7 +246,8 @@ def check_supported(system, where: str = "case") -> None:
     face traces."""
     from lobatto.errors import InputError
 
-    parts = [t.name for t in system.terms] + (["[source] tables"] if system.sources is not None else [])
+    parts = ([t.name for t in system.terms if t.name != "sources"]
+             + (["[source] tables"] if system.sources is not None else []))
     if parts:
         raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
                          'yet; use volume_form = "split"')

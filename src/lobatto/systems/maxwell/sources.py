@@ -12,8 +12,11 @@
   sum_p M_p delta_p g_p = g(x0) for every nodal g.
 
 Every stage adds the source term S(t) on the affected elements only, after the rhs or the
-fused stage kernel (a 2N-storage stage is linear in L: residual += dt S, u += b dt S). With a
-source the system depends on t: no CUDA graph, no fused whole-step path, no energy bound.
+stage kernel (a 2N-storage stage is linear in L: residual += dt S, u += b dt S). The sources
+are a StageTerm (source_term.py), so on CUDA they ride on the fused whole-step path, folded
+into the residual before the stage kernel where lsrk45's a is not 0, and a step is recorded
+as a CUDA graph (the stage times come from a device clock). With a source the system depends
+on t and its energy is not bounded (the driver's energy stop is off).
 """
 
 from __future__ import annotations
@@ -150,7 +153,8 @@ def locate_owner(system, point, comm):
 
 
 class MaxwellSources:
-    """The sources of one rank: S(t) on the affected elements, added after each stage."""
+    """The sources of one rank: S(t) on the affected elements (the stage term around the
+    stage kernel is source_term.SourceTerm)."""
 
     def __init__(self, specs, system, comm=None, where: str = "case"):
         backend, geometry = system.backend, system.geometry
@@ -297,11 +301,12 @@ class MaxwellSources:
 
     def rate(self, t: float, dipoles: bool = True):
         """S(t) on the affected elements (components, m, n, n, n): -J/eps and -M/mu for the
-        fields ``self.components``; None if none here."""
+        fields ``self.components``; None if none here. ``t`` a number, or a device array of
+        one value (the fused path's stage clock: then the currents only, dipoles=False)."""
         buffer = self.buffer
         if buffer is None:
             return None
-        xp, t = self.backend.xp, float(t)
+        xp, t = self.backend.xp, (t if hasattr(t, "shape") else float(t))
         buffer[...] = 0
         for expressions, (x, y, z), scale, slot in self.currents:
             for c, e in enumerate(expressions):
@@ -329,11 +334,12 @@ class MaxwellSources:
         rate *= b
         u[self.components, self.index] += rate
 
-    def describe(self, comm=None) -> dict:
-        """For the run summary (collective)."""
+    def describe(self, comm=None, path: str = "stages") -> dict:
+        """For the run summary (collective); ``path`` the stepper's (Stepper.path)."""
+        how = ("on: the sources are a stage term of the fused whole-step path" if path == "whole-step" else
+               f"off: this run steps by {path} (the sources are added around each stage)")
         return {"sources": [{"name": s.name, **s.to_dict()} for s in self.specs],
-                "elements_with_sources": int(allreduce(comm, int(self.elements.size))),
-                "whole_step": "off: sources are added after each stage (no fused whole-step path, no CUDA graph)"}
+                "elements_with_sources": int(allreduce(comm, int(self.elements.size))), "whole_step": how}
 
 
 def _index(positions: np.ndarray, xp):

@@ -8,7 +8,7 @@ GLL points, so the mass matrix is diagonal and cancels in the strong form); face
 gather–scatter sum of -n x E and -n x H over face-point ids (systems/dg.py, fluxes.py,
 boundaries.py). Kernels: reference.py (any backend), cpu.py (C), cuda.py (CUDA) and the
 whole-step path with the exchange fused into the stage kernel (fused.py). Sources (-J/eps,
--M/mu: currents, dipoles; [source.<name>]) are added after each stage (sources.py). Per-point
+-M/mu: currents, dipoles; [source.<name>]) are a stage term (sources.py, source_term.py). Per-point
 eps, mu and conductivity ([material.<name>], [physics] sigma): materials.py.
 """
 
@@ -33,6 +33,7 @@ from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMed
 from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
 from lobatto.systems.maxwell.pml_memory import memory_estimate as pml_memory
+from lobatto.systems.maxwell.source_term import SourceTerm
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
@@ -142,12 +143,15 @@ class MaxwellSystem(FaceExchangeSystem):
         self.galerkin = None  # the over-integrated weak form's operator (galerkin.py), when chosen
         if volume_form == "galerkin":
             galerkin.attach(self)
-        # [source.<name>]: L depends on t (no CUDA graph) and the energy may grow
+        #: terms on some elements around the stage kernel (terms.py): sources, dispersion, PML, TF/SF
+        self.terms = []
+        #: the fused path's device array holding the stage's time while the terms run (fused.py)
+        self.stage_clock = None
+        # [source.<name>]: L depends on t and the energy may grow (SourceTerm says so); the
+        # first term, so that S is added where sources.py added it before the other terms
         self.sources = MaxwellSources(sources, self, comm, source_file) if sources else None
         if self.sources is not None:
-            self.time_dependent, self.energy_bounded = True, False
-        #: terms on some elements around the stage kernel (terms.py): dispersion, PML, TF/SF
-        self.terms = []
+            self.add_term(SourceTerm(self.sources, self))
         #: False keeps the stage path on CUDA with terms (tests compare the two paths)
         self.fused_with_terms = True
         self._listed_traces = None
@@ -213,13 +217,11 @@ class MaxwellSystem(FaceExchangeSystem):
         return out
 
     def core_rhs(self, u, t, out):
-        """L(u) and the sources, without the terms (a stage adds those itself)."""
+        """L(u) alone: no terms (the sources are one); a stage adds those itself."""
         if self.medium is not None:
             self.medium.rhs(self, u, out)
         else:
             self.background_rhs(u, out)
-        if self.sources is not None:
-            self.sources.add_to_rhs(out, t)
         return out
 
     def background_rhs(self, u, out):
@@ -241,8 +243,6 @@ class MaxwellSystem(FaceExchangeSystem):
         else:
             self.with_exchange(u, lambda elements, sums: self.stage_kernel(
                 u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
-            if self.sources is not None:
-                self.sources.add_to_stage(u, residual, t, b, dt)
         for term in self.terms:
             term.finish(u, residual, a, b, dt)
 
@@ -263,10 +263,9 @@ class MaxwellSystem(FaceExchangeSystem):
         363 bytes per point and stage at N=7, docs/cuda.md); across ranks only the shared face
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
-        if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or self.sources is not None
-                or not self.fused_with_terms or self.galerkin is not None):
-            return None  # (sources: added after each stage, sources.py; the fused stage computes the
-            # collocated forms, not the Galerkin one)
+        if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or not self.fused_with_terms
+                or self.galerkin is not None):
+            return None  # (the fused stage computes the collocated forms, not the Galerkin one)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
         try:
@@ -309,10 +308,11 @@ class MaxwellSystem(FaceExchangeSystem):
 
     def summary(self, stepper, comm=None) -> dict:
         out = super().summary(stepper, comm)
-        if self.sources is not None:
-            out["sources"] = self.sources.describe(comm)
         for term in self.terms:
-            out[term.name] = term.describe(comm)
+            if not isinstance(term, SourceTerm):
+                out[term.name] = term.describe(comm)
+        if self.sources is not None:
+            out["sources"] = self.sources.describe(comm, stepper.path)
         return out
 
     def history(self) -> dict:

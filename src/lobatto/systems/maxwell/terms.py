@@ -14,7 +14,10 @@ state before the kernel (``prepare``) and adds them after it (``finish``):
 The whole-step CUDA path (fused.py) writes the traces of the updated u inside its kernel;
 after a term changes u on its elements those elements' traces are rewritten
 (``MaxwellSystem.refresh_traces``). Terms with auxiliary fields need a 2N-storage
-integrator (lsrk45); stateless ones (TF/SF) also add S in ``rhs`` for the other schemes.
+integrator (lsrk45); stateless ones (TF/SF, sources) also add S in ``rhs`` for the other schemes.
+On the fused path ``system.stage_clock`` is a device array (1,) holding the stage's time while
+the terms of a stage run (None elsewhere); a term whose S depends on t and that reads it there
+says ``reads_clock = True``, which lets a step be recorded as a CUDA graph (fused.py).
 
 A subclass sets ``name``, ``elements`` (host ids on this rank), ``aux_count`` and implements
 ``rates(u, t, s_out, r_out)``: S into ``s_out`` (6, m, n, n, n) and R into ``r_out``
@@ -49,6 +52,8 @@ class StageTerm:
     # True where fold() exists (its CUDA kernels): on the fused path, a stage whose a is not 0
     # calls fold before the stage kernel instead of prepare and finish around it
     folds = False
+    # True where the term's fused-path calls read the stage time from system.stage_clock
+    reads_clock = False
 
     def setup_storage(self, system, elements) -> None:
         backend = system.backend

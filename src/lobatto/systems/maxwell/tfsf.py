@@ -237,10 +237,15 @@ class TotalFieldScatteredField(StageTerm):
                                           wave.waveform, wave.params, wave.amplitude)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
 
+    @property
+    def reads_clock(self) -> bool:
+        """On CUDA (every rank alike): its kernel reads the stage time from a device array."""
+        return self.backend.name == "cuda"
+
     def prepare(self, u, t) -> None:
         if self.surface_add is None:
             return super().prepare(u, t)
-        self._stage_time = t  # S depends on t alone: the kernel evaluates it in finish
+        self._stage_time = self._clock(t)  # S depends on t alone: the kernel evaluates it in finish
 
     def finish(self, u, residual, a, b, dt, traces=None) -> None:
         if self.surface_add is None:
@@ -251,7 +256,12 @@ class TotalFieldScatteredField(StageTerm):
 
     def fold(self, u, residual, t, a, b, dt) -> None:
         if self.count:
-            self.surface_add(u, residual, t, a, b, dt, fold=True)
+            self.surface_add(u, residual, self._clock(t), a, b, dt, fold=True)
+
+    def _clock(self, t):
+        """The fused path's device clock of the stage time where it runs (terms.py), else t."""
+        clock = self.system.stage_clock
+        return t if clock is None else clock
 
     def rates(self, u, t, s_out, r_out) -> None:
         w = self.wave.profile(self.backend.xp, t - self._delay)  # (K, n, n)

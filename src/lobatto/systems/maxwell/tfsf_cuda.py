@@ -17,6 +17,7 @@ _SURFACE_ADD = r"""
 const long long n3 = N3;
 const long long e = point_element[i], p = point_local[i];
 const long long g = e * n3 + p, fs = E * n3;
+const double now = clock[0];
 T s[6] = {0, 0, 0, 0, 0, 0};
 for (long long j = first[i]; j < first[i + 1]; ++j) {
     const T w = lobatto_waveform(now - delay[j]);
@@ -95,24 +96,31 @@ class SurfaceAdd(PointUpdate):
         self.gain = backend.asarray(np.ascontiguousarray(np.asarray(gain).reshape(6, -1)[:, order_by]))
         self.delay = backend.asarray(np.ascontiguousarray(np.asarray(delay).reshape(-1)[order_by]))
         self.contributions = int(keys.shape[1])
+        self.time = backend.zeros(1, dtype=np.float64)  # the stage time when given as a number
         preamble = waveform_preamble(waveform, params, amplitude)
         tag = hashlib.sha1(preamble.encode()).hexdigest()[:12]
         source = (_SURFACE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE)
                   .replace("N3", str(n**3)).replace("N2", str(n2)))
         self.kernels = self.compile_both(
             backend.xp, "raw int64 point_element, raw int64 point_local, raw int64 first, raw T gain, raw T delay, "
-            "raw int64 point_faces, raw T normals, int64 E, int64 J, T now, T b, T dt, T scale, int32 write_traces",
+            "raw int64 point_faces, raw T normals, raw float64 clock, int64 E, int64 J, T b, T dt, T scale, "
+            "int32 write_traces",
             "raw T u, raw T residual, raw T traces", source, f"lobatto_surface_add_{order}_{tag}", preamble=preamble)
 
-    def __call__(self, u, residual, time: float, a, b, dt, traces=None, normals=None, fold=False):
-        """After the stage kernel, or folded into the residual before it (PointUpdate)."""
+    def __call__(self, u, residual, time, a, b, dt, traces=None, normals=None, fold=False):
+        """After the stage kernel, or folded into the residual before it (PointUpdate).
+        ``time``: the stage time, a number or a device float64 array holding it (the fused
+        path's clock, which a recorded step reads at replay)."""
         if not self.count:
             return
+        if not hasattr(time, "shape"):
+            self.time.fill(float(time))
+            time = self.time
         t = u.dtype.type
         write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         self.kernels[fold](
             self.point_element, self.point_local, self.first, self.gain.reshape(-1), self.delay, self.point_faces,
-            normals, np.int64(u.shape[1]), np.int64(self.contributions), t(time), t(b), t(dt), t(scale), write,
+            normals, time, np.int64(u.shape[1]), np.int64(self.contributions), t(b), t(dt), t(scale), write,
             u.reshape(-1), residual.reshape(-1), traces, size=self.count)
 
 
