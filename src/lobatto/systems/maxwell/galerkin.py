@@ -19,7 +19,8 @@ the central flux cancels: the energy 1/2 (eps E.M_W E + mu H.M_W H) is conserved
 central flux and decays with the upwind one, on any curved element, while the operator is the
 Galerkin projection of the exact curl (its truncation error is the chain rule's).
 
-Reference (NumPy/CuPy array code) only: no tuned CPU or CUDA kernel computes it yet.
+The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs is
+galerkin_cpu's C kernel (kernels/galerkin.c).
 Uniform eps, mu only (no per-point medium).
 """
 
@@ -210,6 +211,7 @@ def attach(system) -> None:
     module's, and no tuned or fused stage runs."""
     from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
+    from lobatto.systems.maxwell import galerkin_cpu
 
     if system.medium is not None:
         raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
@@ -227,7 +229,8 @@ def attach(system) -> None:
         own = face_values(xp, u, order)
         return operator.rhs(xp, u, (own, sums), geometry["face_factors"], out, epsilon, mu, alpha)
 
-    system.traces_kernel, system.rhs_kernel, system.stage_kernel = traces, rhs, None
+    compiled = galerkin_cpu.rhs_kernel(system.backend, operator)  # None: the array code (no compiler, not cpu)
+    system.traces_kernel, system.rhs_kernel, system.stage_kernel = traces, compiled or rhs, None
     system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
 
 

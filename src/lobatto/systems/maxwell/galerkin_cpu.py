@@ -1,0 +1,81 @@
+"""The Galerkin volume form's rhs (galerkin.py) as a compiled C kernel for the CPU backend.
+
+kernels/galerkin.c computes WeightAdjustedOperator.rhs, M_W^-1 (volume + face load), element by
+element by sum factorisation, specialised on the GLL points N + 1 and the Gauss points Q per
+direction and the precision. `rhs_kernel` gives it with the system's rhs-kernel signature, or
+None where it does not apply (another backend, the NumPy oracle backend, no compiler), so the
+array code stays the reference and the fallback.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from lobatto.backends.base import check_kernel_arrays, element_bounds
+from lobatto.jit import c as cbuild
+from lobatto.jit.c import pointer as _ptr
+
+SOURCE = Path(__file__).resolve().parent / "kernels" / "galerkin.c"
+_VP, _I64, _F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+_REAL = {"float64": "double", "float32": "float"}
+#: the operator's arrays the kernel reads, in its argument order
+OPERATOR_ARRAYS = ("v", "weighted_cofactors", "inverse_jacobian_weights", "inverse_mass_1d", "derivative",
+                   "normals", "face_weights")
+
+
+def galerkin_spec(order: int, points: int, precision: str) -> tuple[Path, dict]:
+    """(source, macros) of the library for this order, Gauss rule and precision."""
+    return SOURCE, {"NP": int(order) + 1, "NG": int(points), "REAL": _REAL[precision]}
+
+
+def _operator_pointers(operator, dtype, E):
+    n, q = operator.order + 1, operator.points
+    shapes = {"v": (q, n), "weighted_cofactors": (3, 3, E, q, q, q), "inverse_jacobian_weights": (E, q, q, q),
+              "inverse_mass_1d": (n, n), "derivative": (n, n), "normals": (3, E, 6, q, q),
+              "face_weights": (E, 6, q, q)}
+    arrays = [getattr(operator, name) for name in OPERATOR_ARRAYS]
+    check_kernel_arrays("galerkin_rhs", dtype, [(a, shapes[k], f"operator.{k}") for a, k in zip(arrays, OPERATOR_ARRAYS)])
+    return arrays, tuple(_ptr(a) for a in arrays)
+
+
+def rhs_kernel(backend, operator):
+    """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
+    ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
+    backend is not the compiled CPU one or the library cannot be built. The operator's arrays
+    are checked and their addresses kept: it must not replace them afterwards."""
+    if backend.name != "cpu" or not backend.uses_tuned or backend.xp is not np or not backend.tuned_available():
+        return None
+    source, macros = galerkin_spec(operator.order, operator.points, backend.precision)
+    lib = cbuild.load(source, **macros)
+    if lib is None:
+        return None
+    function = lib.galerkin_rhs
+    function.argtypes = [_VP] * 11 + [_I64] * 3 + [_F64] * 3
+    function.restype = ctypes.c_int
+    dtype = np.dtype(backend.precision)
+    n = operator.order + 1
+    E = operator.face_weights.shape[0]
+    arrays, pointers = _operator_pointers(operator, dtype, E)
+    v, cof, ijw, minv, d, normals, weights = pointers
+
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
+        factors = geometry["face_factors"]
+        if factors.dtype != dtype or not factors.flags.c_contiguous:
+            factors = np.ascontiguousarray(factors, dtype=dtype)
+        check_kernel_arrays("galerkin_rhs", dtype, ((u, (6, E, n, n, n), "u"), (sums, (6, E, 6, n, n), "sums"),
+                                                    (factors, (2, E, 6), "face_factors"),
+                                                    (out, (6, E, n, n, n), "out")))
+        if not out.flags.writeable:
+            raise TypeError("galerkin_rhs: out must be writable")
+        first, stop = element_bounds(elements, E)
+        status = function(_ptr(u), _ptr(sums), _ptr(factors), v, cof, ijw, minv, d, normals, weights, _ptr(out),
+                          E, first, stop, float(epsilon), float(mu), float(alpha))
+        if status:
+            raise MemoryError("galerkin_rhs: could not allocate the per-thread element buffer")
+        return out
+
+    rhs.arrays = arrays  # held alive with the kernel
+    return rhs
