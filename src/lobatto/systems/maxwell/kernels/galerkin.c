@@ -89,272 +89,239 @@ int lobatto_get_max_threads(void)
 #endif
 }
 
-/* Volume index of face point (a, b) of face f: off[f] + a * sa[f] + b * sb[f]. */
-static const int FACE_OFF[6] = {0, NP - 1, 0, (NP - 1) * NP, 0, (NP - 1) * NP2};
-static const int FACE_SA[6] = {NP2, NP2, NP2, NP2, NP, NP};
-static const int FACE_SB[6] = {NP, NP, 1, 1, 1, 1};
+/* ---- vectors ---------------------------------------------------------------------------
+ * The scratch's rows (the fastest axis, GLL or Gauss) are padded to whole vectors of VW values
+ * (GCC/clang vector extensions: the compiler keeps the accumulators of a row block in
+ * registers, which it does not for plain arrays at these trip counts). VW = 8, or 4 where
+ * padding to 8 would waste more than a quarter (NP = 2, 3, 4, 9..12). Pad lanes start at zero
+ * and are never read back as coefficients. */
+#define PAD_(n, w) (((n) + (w) - 1) / (w) * (w))
+#ifndef VW
+#if PAD_(NP, 8) * 4 <= PAD_(NP, 4) * 5
+#define VW 8
+#else
+#define VW 4
+#endif
+#endif
+typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * sizeof(REAL))));
+#define NPV PAD_(NP, VW) /* a padded GLL row */
+#define NGV PAD_(NG, VW) /* a padded Gauss row */
+#define NPW (NPV / VW)   /* its vectors */
+#define NGW (NGV / VW)
+
+/* Rows of y (= or +=, OP) sum_k a[m * AM + k * AK] (row k of x) for m < M, each row NV vectors
+ * (x's rows XS vectors apart, y's YS): a small matrix product, MB rows at a time so that each
+ * loaded vector of x serves MB rows. Every size is a compile-time constant. */
+#define VROWS(M, K, NV, MB, a, AM, AK, x, XS, y, YS, OP)                                                   \
+    do {                                                                                                   \
+        const REAL *restrict a_ = (a);                                                                     \
+        const vec *restrict x_ = (const vec *)(x);                                                         \
+        vec *restrict y_ = (vec *)(y);                                                                     \
+        int m_ = 0;                                                                                        \
+        for (; m_ + (MB) <= (M); m_ += (MB)) {                                                             \
+            vec c_[MB][NV];                                                                                \
+            for (int r_ = 0; r_ < (MB); ++r_)                                                              \
+                for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] = (vec){0};                                   \
+            for (int k_ = 0; k_ < (K); ++k_)                                                               \
+                for (int r_ = 0; r_ < (MB); ++r_) {                                                        \
+                    const REAL s_ = a_[(m_ + r_) * (AM) + k_ * (AK)];                                      \
+                    for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] += s_ * x_[k_ * (XS) + v_];               \
+                }                                                                                          \
+            for (int r_ = 0; r_ < (MB); ++r_)                                                              \
+                for (int v_ = 0; v_ < (NV); ++v_) y_[(m_ + r_) * (YS) + v_] OP c_[r_][v_];                 \
+        }                                                                                                  \
+        if ((M) % (MB)) {                                                                                  \
+            vec c_[MB][NV];                                                                                \
+            for (int r_ = 0; r_ < (M) % (MB); ++r_)                                                        \
+                for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] = (vec){0};                                   \
+            for (int k_ = 0; k_ < (K); ++k_)                                                               \
+                for (int r_ = 0; r_ < (M) % (MB); ++r_) {                                                  \
+                    const REAL s_ = a_[(m_ + r_) * (AM) + k_ * (AK)];                                      \
+                    for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] += s_ * x_[k_ * (XS) + v_];               \
+                }                                                                                          \
+            for (int r_ = 0; r_ < (M) % (MB); ++r_)                                                        \
+                for (int v_ = 0; v_ < (NV); ++v_) y_[(m_ + r_) * (YS) + v_] OP c_[r_][v_];                 \
+        }                                                                                                  \
+    } while (0)
+
+/* rows per block: about 12 accumulator vectors */
+#define ROWS(nv) ((nv) >= 12 ? 1 : (nv) >= 6 ? 2 : (nv) >= 3 ? 4 : (nv) == 2 ? 6 : 8)
+
+/* Padded volume index of face point (a, b) of face f: off[f] + a * sa[f] + b * sb[f]; the
+ * unpadded one (u's) with U_OFF, U_SA, U_SB. */
+#define PS2 (NP * NPV) /* a padded GLL plane */
+static const int FACE_OFF[6] = {0, NP - 1, 0, (NP - 1) * NPV, 0, (NP - 1) * PS2};
+static const int FACE_SA[6] = {PS2, PS2, PS2, PS2, NPV, NPV};
+static const int FACE_SB[6] = {NPV, NPV, 1, 1, 1, 1};
+static const int U_OFF[6] = {0, NP - 1, 0, (NP - 1) * NP, 0, (NP - 1) * NP2};
+static const int U_SA[6] = {NP2, NP2, NP2, NP2, NP, NP};
+static const int U_SB[6] = {NP, NP, 1, 1, 1, 1};
 
 typedef struct {
-    REAL V[NG][NP], Vt[NP][NG];   /* interpolation to the Gauss points and its transpose */
-    REAL VD[NG][NP], VDt[NP][NG]; /* derivative at the Gauss points: V D */
-    REAL A[NG][NP], At[NP][NG];   /* V M^-1 */
+    vec V[NG][NPW];     /* V[q][p]: interpolation to the Gauss points, rows padded */
+    vec Vt[NP][NGW];    /* V^T */
+    vec VDt[NP][NGW];   /* (V D)^T */
+    vec A[NG][NPW];     /* A = V M^-1 */
+    vec At[NP][NGW];    /* A^T */
+    REAL v[NG][NP];     /* V, (V D) stacked, A as plain coefficients */
+    REAL vd[NG][NP];
+    REAL a[NG][NP];
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
 } matrices_t;
 
-/* Per-thread scratch of one element. */
+/* Per-thread scratch of one element (rows padded to NPV or NGV). */
 typedef struct {
-    REAL load[6][NP3]; /* M_W dU/dt at the GLL points */
-    REAL acc[6][NP3];  /* M_W^-1 load */
-    REAL d[6][3][NG2]; /* reference derivatives of the six fields on one Gauss plane */
-    REAL o[6][NG2];    /* the crossed products on that plane */
-    REAL t[6][NG][NP]; /* partial contractions */
-    REAL zk[6][2][NP2];
-    REAL zj[6][3][NG][NP];
+    vec u[6][NP][NP][NPW];       /* the element's fields */
+    vec load[6][NP][NP][NPW];    /* M_W dU/dt at the GLL points */
+    vec zk[6][2][NG][NP][NPW];   /* V, V D along k of each field: [Gauss k][GLL j][GLL i] */
+    vec planes[6][NG][NP][NPW];  /* per Gauss k plane, a field contracted back along i, j */
+    vec zj[3][NG][NPW];          /* one plane, one field: along j */
+    vec d[6][3][NG][NGW];        /* reference derivatives of the six fields on one Gauss plane */
+    vec o[6][NG][NGW];           /* the crossed products on that plane */
+    vec t[6][NG][NPW];           /* partial contractions */
+    vec g[6][NP][NGW];
 } scratch_t;
 
+#define R(x) ((REAL *)(x)) /* a vector array's values */
+
 /* ---- 1. the volume load B on one element ----------------------------------------------- */
-static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict u,
-                               const REAL *restrict cof, idx_t E, idx_t e)
+static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
+                               idx_t E, idx_t e)
 {
-    const idx_t fs = E * NP3, cs = E * NG3;
-    memset(s->load, 0, sizeof(s->load));
+    const idx_t cs = E * NG3;
+    /* along k for all Gauss planes: zk[f][0] = V u_f, zk[f][1] = (V D) u_f */
+    for (int f = 0; f < 6; ++f) {
+        VROWS(NG, NP, NP * NPW, ROWS(NP * NPW), &m->v[0][0], NP, 1, s->u[f], NP * NPW, s->zk[f][0], NP * NPW, =);
+        VROWS(NG, NP, NP * NPW, ROWS(NP * NPW), &m->vd[0][0], NP, 1, s->u[f], NP * NPW, s->zk[f][1], NP * NPW, =);
+    }
+    const REAL ie = m->inv_eps, im = m->inv_mu;
     for (int kq = 0; kq < NG; ++kq) {
         for (int f = 0; f < 6; ++f) {
-            const REAL *uf = u + f * fs + e * NP3;
-            REAL *zv = s->zk[f][0], *zd = s->zk[f][1];
-            for (int p = 0; p < NP2; ++p) zv[p] = zd[p] = 0;
-            for (int kp = 0; kp < NP; ++kp) {
-                const REAL a = m->V[kq][kp], b = m->VD[kq][kp];
-                const REAL *up = uf + kp * NP2;
-                for (int p = 0; p < NP2; ++p) {
-                    zv[p] += a * up[p];
-                    zd[p] += b * up[p];
-                }
-            }
             /* along j: zj0 = V zv, zj1 = VD zv, zj2 = V zd */
-            for (int jq = 0; jq < NG; ++jq) {
-                REAL *r0 = s->zj[f][0][jq], *r1 = s->zj[f][1][jq], *r2 = s->zj[f][2][jq];
-                for (int i = 0; i < NP; ++i) r0[i] = r1[i] = r2[i] = 0;
-                for (int jp = 0; jp < NP; ++jp) {
-                    const REAL a = m->V[jq][jp], b = m->VD[jq][jp];
-                    const REAL *x = zv + jp * NP, *y = zd + jp * NP;
-                    for (int i = 0; i < NP; ++i) {
-                        r0[i] += a * x[i];
-                        r1[i] += b * x[i];
-                        r2[i] += a * y[i];
-                    }
-                }
-            }
-            /* along i: d_r = (VD)_i zj0, d_s = V_i zj1, d_t = V_i zj2 */
-            for (int jq = 0; jq < NG; ++jq) {
-                REAL *dr = s->d[f][0] + jq * NG, *ds = s->d[f][1] + jq * NG, *dt = s->d[f][2] + jq * NG;
-                const REAL *x0 = s->zj[f][0][jq], *x1 = s->zj[f][1][jq], *x2 = s->zj[f][2][jq];
-                for (int iq = 0; iq < NG; ++iq) dr[iq] = ds[iq] = dt[iq] = 0;
-                for (int ip = 0; ip < NP; ++ip) {
-                    const REAL a = x0[ip], b = x1[ip], c = x2[ip];
-                    const REAL *vd = m->VDt[ip], *v = m->Vt[ip];
-                    for (int iq = 0; iq < NG; ++iq) {
-                        dr[iq] += vd[iq] * a;
-                        ds[iq] += v[iq] * b;
-                        dt[iq] += v[iq] * c;
-                    }
-                }
-            }
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[0], NPW, =);
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->vd[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[1], NPW, =);
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][1][kq], NPW, s->zj[2], NPW, =);
+            /* along i: d_r = zj0 (V D)^T, d_s = zj1 V^T, d_t = zj2 V^T */
+            VROWS(NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->VDt, NGW, s->d[f][0], NGW, =);
+            VROWS(2 * NG, NP, NGW, ROWS(NGW), R(s->zj[1]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
         }
         /* the crossed products sum_b w J a^b x d_b f at the plane's points */
         const REAL *w = cof + e * NG3 + kq * NG2;
-        const REAL ie = m->inv_eps, im = m->inv_mu;
-        for (int p = 0; p < NG2; ++p) {
-            REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
-            for (int b = 0; b < 3; ++b) {
-                const REAL w0 = w[(b * 3 + 0) * cs + p], w1 = w[(b * 3 + 1) * cs + p], w2 = w[(b * 3 + 2) * cs + p];
-                const REAL e0 = s->d[0][b][p], e1 = s->d[1][b][p], e2 = s->d[2][b][p];
-                const REAL h0 = s->d[3][b][p], h1 = s->d[4][b][p], h2 = s->d[5][b][p];
-                oe0 += w1 * h2 - w2 * h1;
-                oe1 += w2 * h0 - w0 * h2;
-                oe2 += w0 * h1 - w1 * h0;
-                oh0 += w1 * e2 - w2 * e1;
-                oh1 += w2 * e0 - w0 * e2;
-                oh2 += w0 * e1 - w1 * e0;
-            }
-            s->o[0][p] = oe0 * ie;
-            s->o[1][p] = oe1 * ie;
-            s->o[2][p] = oe2 * ie;
-            s->o[3][p] = -oh0 * im;
-            s->o[4][p] = -oh1 * im;
-            s->o[5][p] = -oh2 * im;
-        }
-        /* V^T along i, then j, then into the load along k */
-        for (int c = 0; c < 6; ++c) {
-            for (int jq = 0; jq < NG; ++jq) {
-                REAL *t = s->t[c][jq];
-                const REAL *x = s->o[c] + jq * NG;
-                for (int ip = 0; ip < NP; ++ip) t[ip] = 0;
-                for (int iq = 0; iq < NG; ++iq) {
-                    const REAL a = x[iq];
-                    const REAL *v = m->V[iq];
-                    for (int ip = 0; ip < NP; ++ip) t[ip] += a * v[ip];
+        for (int jq = 0; jq < NG; ++jq)
+            for (int iq = 0; iq < NG; ++iq) {
+                const int p = jq * NG + iq;
+                REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
+                for (int b = 0; b < 3; ++b) {
+                    const REAL w0 = w[(b * 3 + 0) * cs + p], w1 = w[(b * 3 + 1) * cs + p], w2 = w[(b * 3 + 2) * cs + p];
+                    const REAL e0 = R(s->d[0][b][jq])[iq], e1 = R(s->d[1][b][jq])[iq], e2 = R(s->d[2][b][jq])[iq];
+                    const REAL h0 = R(s->d[3][b][jq])[iq], h1 = R(s->d[4][b][jq])[iq], h2 = R(s->d[5][b][jq])[iq];
+                    oe0 += w1 * h2 - w2 * h1;
+                    oe1 += w2 * h0 - w0 * h2;
+                    oe2 += w0 * h1 - w1 * h0;
+                    oh0 += w1 * e2 - w2 * e1;
+                    oh1 += w2 * e0 - w0 * e2;
+                    oh2 += w0 * e1 - w1 * e0;
                 }
+                R(s->o[0][jq])[iq] = oe0 * ie;
+                R(s->o[1][jq])[iq] = oe1 * ie;
+                R(s->o[2][jq])[iq] = oe2 * ie;
+                R(s->o[3][jq])[iq] = -oh0 * im;
+                R(s->o[4][jq])[iq] = -oh1 * im;
+                R(s->o[5][jq])[iq] = -oh2 * im;
             }
-            REAL pl[NP2];
-            for (int p = 0; p < NP2; ++p) pl[p] = 0;
-            for (int jq = 0; jq < NG; ++jq) {
-                const REAL *t = s->t[c][jq];
-                for (int jp = 0; jp < NP; ++jp) {
-                    const REAL a = m->V[jq][jp];
-                    for (int ip = 0; ip < NP; ++ip) pl[jp * NP + ip] += a * t[ip];
-                }
-            }
-            REAL *l = s->load[c];
-            for (int kp = 0; kp < NP; ++kp) {
-                const REAL a = m->V[kq][kp];
-                REAL *lk = l + kp * NP2;
-                for (int p = 0; p < NP2; ++p) lk[p] += a * pl[p];
-            }
-        }
+        /* V^T along i (all six at once), then along j into the plane */
+        VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
+        for (int c = 0; c < 6; ++c)
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->t[c], NPW, s->planes[c][kq], NPW, =);
     }
+    /* V^T along k */
+    for (int c = 0; c < 6; ++c)
+        VROWS(NP, NG, NP * NPW, ROWS(NP * NPW), &m->v[0][0], 1, NP, s->planes[c], NP * NPW, s->load[c], NP * NPW, =);
 }
 
 /* ---- 2. the face load S at the GLL face points ------------------------------------------ */
-static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict u,
-                             const REAL *restrict sums, const REAL *restrict factors,
-                             const REAL *restrict normals, const REAL *restrict face_weights, idx_t E, idx_t e)
+static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict sums,
+                             const REAL *restrict factors, const REAL *restrict normals,
+                             const REAL *restrict face_weights, idx_t E, idx_t e)
 {
-    const idx_t fs = E * NP3, ts = E * 6 * NP2, ns = E * 6 * NG2;
+    const idx_t ts = E * 6 * NP2, ns = E * 6 * NG2;
+    REAL *uu = R(s->u);
+    const int us = NP * PS2; /* a field of s->u */
     for (int f = 0; f < 6; ++f) {
         const REAL fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
         const int interior = fe == (REAL)1 && fh == (REAL)1;
         const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
         const REAL *sm = sums + (e * 6 + f) * NP2;
-        REAL jump[6][NP2];
+        REAL *jump = R(s->t); /* [6][NP][NPV] */
         for (int c = 0; c < 6; ++c) {
-            const REAL *uc = u + c * fs + e * NP3 + off;
+            const REAL *uc = uu + c * us + off;
             const REAL *sc = sm + c * ts;
             const REAL g = c < 3 ? fe : fh;
             for (int a = 0; a < NP; ++a)
                 for (int b = 0; b < NP; ++b) {
                     const REAL own = uc[a * sa + b * sb];
-                    jump[c][a * NP + b] = interior ? 2 * own - sc[a * NP + b] : g * own;
+                    jump[(c * NP + a) * NPV + b] = interior ? 2 * own - sc[a * NP + b] : g * own;
                 }
         }
-        /* to the Q x Q points: V along b, then along a */
-        REAL (*jq)[NG2] = (REAL (*)[NG2])s->d; /* 6 x NG2 of the scratch, free between the volume planes */
-        for (int c = 0; c < 6; ++c) {
-            REAL (*t)[NP] = s->t[c]; /* t[bq][ap] */
-            for (int bq = 0; bq < NG; ++bq)
-                for (int ap = 0; ap < NP; ++ap) {
-                    REAL x = 0;
-                    for (int bp = 0; bp < NP; ++bp) x += m->V[bq][bp] * jump[c][ap * NP + bp];
-                    t[bq][ap] = x;
-                }
-            for (int aq = 0; aq < NG; ++aq) {
-                REAL *r = jq[c] + aq * NG;
-                for (int bq = 0; bq < NG; ++bq) {
-                    REAL x = 0;
-                    for (int ap = 0; ap < NP; ++ap) x += m->V[aq][ap] * t[bq][ap];
-                    r[bq] = x;
-                }
-            }
-        }
+        /* to the Q x Q points: V along b (all six), then along a */
+        VROWS(6 * NP, NP, NGW, ROWS(NGW), jump, NPV, 1, m->Vt, NGW, s->g, NGW, =);
+        for (int c = 0; c < 6; ++c)
+            VROWS(NG, NP, NGW, ROWS(NGW), &m->v[0][0], NP, 1, s->g[c], NGW, s->d[c][0], NGW, =);
         /* the flux (reference.add_surface_terms with sums = -n x jump) times w sJ */
         const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
         const REAL *fw = face_weights + (e * 6 + f) * NG2;
         const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
-        for (int p = 0; p < NG2; ++p) {
-            const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];
-            const REAL je0 = jq[0][p], je1 = jq[1][p], je2 = jq[2][p];
-            const REAL jh0 = jq[3][p], jh1 = jq[4][p], jh2 = jq[5][p];
-            const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
-            const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
-            const REAL we = he * fw[p], wh = hm * fw[p];
-            s->o[0][p] = (sh0 - ae * (x1 * se2 - x2 * se1)) * we;
-            s->o[1][p] = (sh1 - ae * (x2 * se0 - x0 * se2)) * we;
-            s->o[2][p] = (sh2 - ae * (x0 * se1 - x1 * se0)) * we;
-            s->o[3][p] = (-se0 - ah * (x1 * sh2 - x2 * sh1)) * wh;
-            s->o[4][p] = (-se1 - ah * (x2 * sh0 - x0 * sh2)) * wh;
-            s->o[5][p] = (-se2 - ah * (x0 * sh1 - x1 * sh0)) * wh;
-        }
-        /* V^T back along b, then a, added at the face's GLL points */
+        for (int aq = 0; aq < NG; ++aq)
+            for (int bq = 0; bq < NG; ++bq) {
+                const int p = aq * NG + bq;
+                const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];
+                const REAL je0 = R(s->d[0][0][aq])[bq], je1 = R(s->d[1][0][aq])[bq], je2 = R(s->d[2][0][aq])[bq];
+                const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq];
+                const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
+                const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
+                const REAL we = he * fw[p], wh = hm * fw[p];
+                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1)) * we;
+                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2)) * we;
+                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0)) * we;
+                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1)) * wh;
+                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2)) * wh;
+                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0)) * wh;
+            }
+        /* V^T back along b (all six), then along a, added at the face's GLL points */
+        VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
         for (int c = 0; c < 6; ++c) {
-            REAL (*t)[NP] = s->t[c]; /* t[aq][bp] */
-            for (int aq = 0; aq < NG; ++aq) {
-                const REAL *x = s->o[c] + aq * NG;
-                for (int bp = 0; bp < NP; ++bp) t[aq][bp] = 0;
-                for (int bq = 0; bq < NG; ++bq) {
-                    const REAL a = x[bq];
-                    for (int bp = 0; bp < NP; ++bp) t[aq][bp] += a * m->V[bq][bp];
-                }
-            }
-            REAL *l = s->load[c] + off;
-            for (int ap = 0; ap < NP; ++ap) {
-                REAL r[NP];
-                for (int bp = 0; bp < NP; ++bp) r[bp] = 0;
-                for (int aq = 0; aq < NG; ++aq) {
-                    const REAL a = m->V[aq][ap];
-                    for (int bp = 0; bp < NP; ++bp) r[bp] += a * t[aq][bp];
-                }
-                for (int bp = 0; bp < NP; ++bp) l[ap * sa + bp * sb] += r[bp];
-            }
+            vec r[NP][NPW];
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->t[c], NPW, r, NPW, =);
+            REAL *l = R(s->load[c]) + off;
+            for (int a = 0; a < NP; ++a)
+                for (int b = 0; b < NP; ++b) l[a * sa + b * sb] += R(r[a])[b];
         }
     }
 }
 
-/* ---- 3. acc = M_W^-1 load = A^T (w/J . A load), A = V M^-1 along each axis --------------- */
+/* ---- 3. out = M_W^-1 load = A^T (w/J . A load), A = V M^-1 along each axis --------------- */
 static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict ijw,
-                                idx_t e)
+                                REAL *restrict out, idx_t fs, idx_t e)
 {
-    memset(s->acc, 0, sizeof(s->acc));
-    for (int kq = 0; kq < NG; ++kq) {
-        const REAL *wj = ijw + e * NG3 + kq * NG2;
-        for (int c = 0; c < 6; ++c) {
-            REAL y[NP2];
-            for (int p = 0; p < NP2; ++p) y[p] = 0;
-            const REAL *l = s->load[c];
-            for (int kp = 0; kp < NP; ++kp) {
-                const REAL a = m->A[kq][kp];
-                for (int p = 0; p < NP2; ++p) y[p] += a * l[kp * NP2 + p];
-            }
-            REAL (*t)[NP] = s->t[c]; /* t[jq][i] */
-            for (int jq = 0; jq < NG; ++jq) {
-                for (int i = 0; i < NP; ++i) t[jq][i] = 0;
-                for (int jp = 0; jp < NP; ++jp) {
-                    const REAL a = m->A[jq][jp];
-                    for (int i = 0; i < NP; ++i) t[jq][i] += a * y[jp * NP + i];
-                }
-            }
-            REAL *g = s->o[c];
-            for (int jq = 0; jq < NG; ++jq) {
-                REAL *r = g + jq * NG;
-                for (int iq = 0; iq < NG; ++iq) r[iq] = 0;
-                for (int ip = 0; ip < NP; ++ip) {
-                    const REAL a = t[jq][ip];
-                    const REAL *at = m->At[ip];
-                    for (int iq = 0; iq < NG; ++iq) r[iq] += at[iq] * a;
-                }
-                for (int iq = 0; iq < NG; ++iq) r[iq] *= wj[jq * NG + iq];
-            }
-            /* back: A^T along i, j, then into acc along k */
-            for (int jq = 0; jq < NG; ++jq) {
-                const REAL *x = g + jq * NG;
-                for (int ip = 0; ip < NP; ++ip) t[jq][ip] = 0;
-                for (int iq = 0; iq < NG; ++iq) {
-                    const REAL a = x[iq];
-                    const REAL *ar = m->A[iq];
-                    for (int ip = 0; ip < NP; ++ip) t[jq][ip] += a * ar[ip];
-                }
-            }
-            for (int p = 0; p < NP2; ++p) y[p] = 0;
+    const REAL *wj = ijw + e * NG3;
+    for (int c = 0; c < 6; ++c) {
+        vec (*y)[NP][NPW] = s->zk[0][0]; /* [NG][NP][NPW], free after the volume load */
+        VROWS(NG, NP, NP * NPW, ROWS(NP * NPW), &m->a[0][0], NP, 1, s->load[c], NP * NPW, y, NP * NPW, =);
+        for (int kq = 0; kq < NG; ++kq) {
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->a[0][0], NP, 1, y[kq], NPW, s->t[0], NPW, =);
+            VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, m->At, NGW, s->o[0], NGW, =);
+            const REAL *wp = wj + kq * NG2;
             for (int jq = 0; jq < NG; ++jq)
-                for (int jp = 0; jp < NP; ++jp) {
-                    const REAL a = m->A[jq][jp];
-                    for (int ip = 0; ip < NP; ++ip) y[jp * NP + ip] += a * t[jq][ip];
-                }
-            REAL *r = s->acc[c];
-            for (int kp = 0; kp < NP; ++kp) {
-                const REAL a = m->A[kq][kp];
-                for (int p = 0; p < NP2; ++p) r[kp * NP2 + p] += a * y[p];
-            }
+                for (int iq = 0; iq < NG; ++iq) R(s->o[0][jq])[iq] *= wp[jq * NG + iq];
+            VROWS(NG, NG, NPW, ROWS(NPW), R(s->o[0]), NGV, 1, m->A, NPW, s->t[1], NPW, =);
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->a[0][0], 1, NP, s->t[1], NPW, s->planes[0][kq], NPW, =);
         }
+        vec r[NP][NP][NPW];
+        VROWS(NP, NG, NP * NPW, ROWS(NP * NPW), &m->a[0][0], 1, NP, s->planes[0], NP * NPW, r, NP * NPW, =);
+        REAL *o = out + c * fs + e * NP3;
+        for (int k = 0; k < NP; ++k)
+            for (int j = 0; j < NP; ++j)
+                for (int i = 0; i < NP; ++i) o[(k * NP + j) * NP + i] = R(r[k][j])[i];
     }
 }
 
@@ -365,7 +332,9 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
                  const REAL *face_weights, REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu,
                  double alpha)
 {
-    matrices_t m;
+    matrices_t *m = NULL;
+    if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
+    memset(m, 0, sizeof(matrices_t));
     /* the products V D and V M^-1 in double, then rounded once */
     for (int q = 0; q < NG; ++q)
         for (int p = 0; p < NP; ++p) {
@@ -374,15 +343,15 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
                 vd += (double)v[q * NP + l] * (double)D[l * NP + p];
                 a += (double)v[q * NP + l] * (double)inverse_mass_1d[l * NP + p];
             }
-            m.V[q][p] = m.Vt[p][q] = v[q * NP + p];
-            m.VD[q][p] = m.VDt[p][q] = (REAL)vd;
-            m.A[q][p] = m.At[p][q] = (REAL)a;
+            m->v[q][p] = R(m->V[q])[p] = R(m->Vt[p])[q] = v[q * NP + p];
+            m->vd[q][p] = R(m->VDt[p])[q] = (REAL)vd;
+            m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = (REAL)a;
         }
     const double z = sqrt(mu / eps);
-    m.inv_eps = (REAL)(1.0 / eps);
-    m.inv_mu = (REAL)(1.0 / mu);
-    m.ae = (REAL)(alpha / z);
-    m.ah = (REAL)(alpha * z);
+    m->inv_eps = (REAL)(1.0 / eps);
+    m->inv_mu = (REAL)(1.0 / mu);
+    m->ae = (REAL)(alpha / z);
+    m->ah = (REAL)(alpha * z);
     const idx_t fs = E * NP3;
     int failed = 0;
 #ifdef _OPENMP
@@ -396,18 +365,26 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
 #pragma omp atomic write
 #endif
             failed = 1;
+        } else {
+            memset(s, 0, sizeof(scratch_t)); /* pad lanes: zero */
         }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
         for (idx_t e = first; e < stop; ++e) {
             if (!s) continue;
-            volume_load(&m, s, u, cof, E, e);
-            face_load(&m, s, u, sums, factors, normals, face_weights, E, e);
-            inverse_mass(&m, s, ijw, e);
-            for (int c = 0; c < 6; ++c) memcpy(out + c * fs + e * NP3, s->acc[c], sizeof(s->acc[c]));
+            for (int c = 0; c < 6; ++c) {
+                const REAL *uc = u + c * fs + e * NP3;
+                for (int k = 0; k < NP; ++k)
+                    for (int j = 0; j < NP; ++j)
+                        for (int i = 0; i < NP; ++i) R(s->u[c][k][j])[i] = uc[(k * NP + j) * NP + i];
+            }
+            volume_load(m, s, cof, E, e);
+            face_load(m, s, sums, factors, normals, face_weights, E, e);
+            inverse_mass(m, s, ijw, out, fs, e);
         }
         free(s);
     }
+    free(m);
     return failed;
 }
