@@ -144,6 +144,13 @@ typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * siz
         }                                                                                                  \
     } while (0)
 
+/* VROWS along the slowest axis of a padded GLL block [.][NP][NPW]: one j row (NPW vectors) at a
+ * time, which keeps the accumulators in registers where a whole plane would not fit. */
+#define SLABS(M, K, a, AM, AK, x, y)                                                                        \
+    for (int j_ = 0; j_ < NP; ++j_)                                                                          \
+        VROWS(M, K, NPW, ROWS(NPW), a, AM, AK, (const vec *)(x) + j_ * NPW, NP * NPW, (vec *)(y) + j_ * NPW, \
+              NP * NPW, =)
+
 /* rows per block: about 12 accumulator vectors */
 #define ROWS(nv) ((nv) >= 12 ? 1 : (nv) >= 6 ? 2 : (nv) >= 3 ? 4 : (nv) == 2 ? 6 : 8)
 
@@ -191,8 +198,8 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
     const idx_t cs = E * NG3;
     /* along k for all Gauss planes: zk[f][0] = V u_f, zk[f][1] = (V D) u_f */
     for (int f = 0; f < 6; ++f) {
-        VROWS(NG, NP, NP * NPW, ROWS(NP * NPW), &m->v[0][0], NP, 1, s->u[f], NP * NPW, s->zk[f][0], NP * NPW, =);
-        VROWS(NG, NP, NP * NPW, ROWS(NP * NPW), &m->vd[0][0], NP, 1, s->u[f], NP * NPW, s->zk[f][1], NP * NPW, =);
+        SLABS(NG, NP, &m->v[0][0], NP, 1, s->u[f], s->zk[f][0]);
+        SLABS(NG, NP, &m->vd[0][0], NP, 1, s->u[f], s->zk[f][1]);
     }
     const REAL ie = m->inv_eps, im = m->inv_mu;
     for (int kq = 0; kq < NG; ++kq) {
@@ -236,7 +243,7 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
     }
     /* V^T along k */
     for (int c = 0; c < 6; ++c)
-        VROWS(NP, NG, NP * NPW, ROWS(NP * NPW), &m->v[0][0], 1, NP, s->planes[c], NP * NPW, s->load[c], NP * NPW, =);
+        SLABS(NP, NG, &m->v[0][0], 1, NP, s->planes[c], s->load[c]);
 }
 
 /* ---- 2. the face load S at the GLL face points ------------------------------------------ */
@@ -306,7 +313,7 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
     const REAL *wj = ijw + e * NG3;
     for (int c = 0; c < 6; ++c) {
         vec (*y)[NP][NPW] = s->zk[0][0]; /* [NG][NP][NPW], free after the volume load */
-        VROWS(NG, NP, NP * NPW, ROWS(NP * NPW), &m->a[0][0], NP, 1, s->load[c], NP * NPW, y, NP * NPW, =);
+        SLABS(NG, NP, &m->a[0][0], NP, 1, s->load[c], y);
         for (int kq = 0; kq < NG; ++kq) {
             VROWS(NG, NP, NPW, ROWS(NPW), &m->a[0][0], NP, 1, y[kq], NPW, s->t[0], NPW, =);
             VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, m->At, NGW, s->o[0], NGW, =);
@@ -317,7 +324,7 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
             VROWS(NP, NG, NPW, ROWS(NPW), &m->a[0][0], 1, NP, s->t[1], NPW, s->planes[0][kq], NPW, =);
         }
         vec r[NP][NP][NPW];
-        VROWS(NP, NG, NP * NPW, ROWS(NP * NPW), &m->a[0][0], 1, NP, s->planes[0], NP * NPW, r, NP * NPW, =);
+        SLABS(NP, NG, &m->a[0][0], 1, NP, s->planes[0], r);
         REAL *o = out + c * fs + e * NP3;
         for (int k = 0; k < NP; ++k)
             for (int j = 0; j < NP; ++j)
