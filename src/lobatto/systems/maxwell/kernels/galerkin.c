@@ -23,14 +23,17 @@
  * Face f's points [a, b] are the volume slice with the normal index fixed ([k, j] on faces
  * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
  *
- * Per element, by sum factorisation, one Gauss plane (fixed k) at a time:
- *  1. volume: the 18 reference derivatives at the plane's Gauss points ((V D) along the
- *     derivative's axis, V along the others; the k contraction first), the crossed products
- *     with w J a^b, and V^T back along i, j, accumulated into the GLL load along k;
+ * Per element, by sum factorisation (every contraction a small matrix product on rows of
+ * vectors, VROWS below), the Gauss planes (fixed k) one at a time:
+ *  1. volume: V and V D along k for all planes; per plane the 18 reference derivatives at its
+ *     Gauss points ((V D) along the derivative's axis, V along the others), the crossed
+ *     products with w J a^b, V^T back along i, j; at the end V^T along k: the GLL load;
  *  2. faces: the jumps interpolated to Q x Q points, the upwind/central flux times w sJ, V^T
  *     back, added at the face's GLL points;
- *  3. mass: with A = V M^-1, M_W^-1 load = A^T (w/J . A load) (A along each axis), again plane
- *     by plane.
+ *  3. mass: with A = V M^-1, M_W^-1 load = A^T (w/J . A load) (A along each axis), plane by
+ *     plane again.
+ * About 90 % of the time is in 1 and 3 (N = 7); the products run near the FMA units' rate, so
+ * what is left is the padding of the rows and the Q^3 / (N+1)^3 of the Gauss rule.
  * Elements are independent: an OpenMP `parallel for` over elements (static schedule), the
  * scratch in one per-thread buffer.
  */
@@ -92,16 +95,13 @@ int lobatto_get_max_threads(void)
 /* ---- vectors ---------------------------------------------------------------------------
  * The scratch's rows (the fastest axis, GLL or Gauss) are padded to whole vectors of VW values
  * (GCC/clang vector extensions: the compiler keeps the accumulators of a row block in
- * registers, which it does not for plain arrays at these trip counts). VW = 8, or 4 where
- * padding to 8 would waste more than a quarter (NP = 2, 3, 4, 9..12). Pad lanes start at zero
- * and are never read back as coefficients. */
+ * registers, which it does not for plain arrays at these trip counts). VW = 8 (-DVW=4 or 16
+ * override it): measured on an AVX-512 Xeon, 4 was slower for double at NP = 5..12 (at NP = 10
+ * no faster despite its smaller padding) and 16 for float faster at NP = 10 but slower at 8.
+ * Pad lanes start at zero and are never read back as coefficients. */
 #define PAD_(n, w) (((n) + (w) - 1) / (w) * (w))
 #ifndef VW
-#if PAD_(NP, 8) * 4 <= PAD_(NP, 4) * 5
 #define VW 8
-#else
-#define VW 4
-#endif
 #endif
 typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * sizeof(REAL))));
 #define NPV PAD_(NP, VW) /* a padded GLL row */
