@@ -187,7 +187,8 @@ typedef struct {
     vec d[6][3][NG][NGW];        /* reference derivatives of the six fields on one Gauss plane */
     vec o[6][NG][NGW];           /* the crossed products on that plane */
     vec t[6][NG][NPW];           /* partial contractions */
-    vec g[6][NP][NGW];
+    vec g[6][NP][NGW];           /* a face's jumps along b */
+    vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
 
 #define R(x) ((REAL *)(x)) /* a vector array's values */
@@ -308,24 +309,31 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
 }
 
 /* ---- 3. out = M_W^-1 load = A^T (w/J . A load), A = V M^-1 along each axis --------------- */
+/* y = F^T (w . F x) with F (NG x NP) along each axis: f its coefficients, F its rows, Ft the
+ * rows of F^T; x, y padded GLL blocks (may not overlap the scratch it uses: zk, planes, t, o). */
+static inline void sandwich(const REAL *restrict f, const vec (*restrict F)[NPW], const vec (*restrict Ft)[NGW],
+                            const REAL *restrict wj, const vec *restrict x, vec *restrict y, scratch_t *restrict s)
+{
+    vec (*z)[NP][NPW] = s->zk[0][0]; /* [NG][NP][NPW] */
+    SLABS(NG, NP, f, NP, 1, x, z);
+    for (int kq = 0; kq < NG; ++kq) {
+        VROWS(NG, NP, NPW, ROWS(NPW), f, NP, 1, z[kq], NPW, s->t[0], NPW, =);
+        VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, Ft, NGW, s->o[0], NGW, =);
+        const REAL *wp = wj + kq * NG2;
+        for (int jq = 0; jq < NG; ++jq)
+            for (int iq = 0; iq < NG; ++iq) R(s->o[0][jq])[iq] *= wp[jq * NG + iq];
+        VROWS(NG, NG, NPW, ROWS(NPW), R(s->o[0]), NGV, 1, F, NPW, s->t[1], NPW, =);
+        VROWS(NP, NG, NPW, ROWS(NPW), f, 1, NP, s->t[1], NPW, s->planes[0][kq], NPW, =);
+    }
+    SLABS(NP, NG, f, 1, NP, s->planes[0], y);
+}
+
 static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict ijw,
                                 REAL *restrict out, idx_t fs, idx_t e)
 {
-    const REAL *wj = ijw + e * NG3;
     for (int c = 0; c < 6; ++c) {
-        vec (*y)[NP][NPW] = s->zk[0][0]; /* [NG][NP][NPW], free after the volume load */
-        SLABS(NG, NP, &m->a[0][0], NP, 1, s->load[c], y);
-        for (int kq = 0; kq < NG; ++kq) {
-            VROWS(NG, NP, NPW, ROWS(NPW), &m->a[0][0], NP, 1, y[kq], NPW, s->t[0], NPW, =);
-            VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, m->At, NGW, s->o[0], NGW, =);
-            const REAL *wp = wj + kq * NG2;
-            for (int jq = 0; jq < NG; ++jq)
-                for (int iq = 0; iq < NG; ++iq) R(s->o[0][jq])[iq] *= wp[jq * NG + iq];
-            VROWS(NG, NG, NPW, ROWS(NPW), R(s->o[0]), NGV, 1, m->A, NPW, s->t[1], NPW, =);
-            VROWS(NP, NG, NPW, ROWS(NPW), &m->a[0][0], 1, NP, s->t[1], NPW, s->planes[0][kq], NPW, =);
-        }
-        vec r[NP][NP][NPW];
-        SLABS(NP, NG, &m->a[0][0], 1, NP, s->planes[0], r);
+        sandwich(&m->a[0][0], m->A, m->At, ijw + e * NG3, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
+        const vec (*r)[NP][NPW] = s->cg[0];
         REAL *o = out + c * fs + e * NP3;
         for (int k = 0; k < NP; ++k)
             for (int j = 0; j < NP; ++j)
