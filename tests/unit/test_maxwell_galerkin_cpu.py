@@ -81,6 +81,22 @@ def test_kernel_equals_array_code(tmp_path, cylinder, order, precision):
             assert np.abs(out - ref).max() <= TOLERANCE[precision] * scale, (mesh, alpha)
 
 
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_energy_products_equal_array_code(tmp_path, cylinder, precision):
+    """galerkin_energy (per element CG in C) against WeightAdjustedOperator.energy_products."""
+    rng = np.random.default_rng()
+    for mesh, order in ((BOX, 2), (cylinder, 5)):
+        system = simulation(tmp_path, mesh, order, precision).system
+        operator = system.galerkin
+        assert "energy_products" in vars(operator)  # attach() installed the C products
+        u = rng.standard_normal((6, system.num_elements) + (order + 1,) * 3).astype(precision)
+        u[1, 0] = 0  # a zero component of one element: its CG stops at once
+        ref = WeightAdjustedOperator.energy_products(operator, np, u)
+        got = operator.energy_products(np, u)
+        assert got.dtype == np.float64 and got.shape == (6,)
+        assert np.abs(got - ref).max() <= (1e-13 if precision == "float64" else 1e-5) * ref.max()
+
+
 def test_smaller_gauss_rule_and_element_range(tmp_path, cylinder):
     """Any Q (here the smaller rule ceil(3 (N + 1) / 2)) and a range of elements: the others untouched."""
     system = simulation(tmp_path, cylinder, 4).system

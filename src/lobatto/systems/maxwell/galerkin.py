@@ -230,6 +230,9 @@ def attach(system) -> None:
         return operator.rhs(xp, u, (own, sums), geometry["face_factors"], out, epsilon, mu, alpha)
 
     compiled = galerkin_cpu.rhs_kernel(system.backend, operator)  # None: the array code (no compiler, not cpu)
+    energy_products = galerkin_cpu.energy_kernel(system.backend, operator)
+    if energy_products is not None:
+        operator.energy_products = energy_products  # the same products in C
     system.traces_kernel, system.rhs_kernel, system.stage_kernel = traces, compiled or rhs, None
     system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
 

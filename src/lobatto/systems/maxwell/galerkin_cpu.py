@@ -41,15 +41,20 @@ def _operator_pointers(operator, dtype, E):
     return arrays, tuple(_ptr(a) for a in arrays)
 
 
+def _library(backend, operator):
+    """The loaded library for this operator on this backend, or None where it does not apply."""
+    if backend.name != "cpu" or not backend.uses_tuned or backend.xp is not np or not backend.tuned_available():
+        return None
+    source, macros = galerkin_spec(operator.order, operator.points, backend.precision)
+    return cbuild.load(source, **macros)
+
+
 def rhs_kernel(backend, operator):
     """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
     ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
     backend is not the compiled CPU one or the library cannot be built. The operator's arrays
     are checked and their addresses kept: it must not replace them afterwards."""
-    if backend.name != "cpu" or not backend.uses_tuned or backend.xp is not np or not backend.tuned_available():
-        return None
-    source, macros = galerkin_spec(operator.order, operator.points, backend.precision)
-    lib = cbuild.load(source, **macros)
+    lib = _library(backend, operator)
     if lib is None:
         return None
     function = lib.galerkin_rhs
@@ -79,3 +84,37 @@ def rhs_kernel(backend, operator):
 
     rhs.arrays = arrays  # held alive with the kernel
     return rhs
+
+
+def energy_kernel(backend, operator):
+    """``energy_products(xp, u, iterations=100, tolerance=None)`` of ``operator`` in C (each
+    component's and element's conjugate gradients stop at their own convergence, the array
+    code's all at the worst one's: the products agree to the tolerance), or None where the
+    kernel does not apply."""
+    lib = _library(backend, operator)
+    if lib is None:
+        return None
+    function = lib.galerkin_energy
+    function.argtypes = [_VP] * 6 + [_I64, ctypes.c_int, _F64, _VP]
+    function.restype = ctypes.c_int
+    dtype = np.dtype(backend.precision)
+    n, q = operator.order + 1, operator.points
+    E = operator.face_weights.shape[0]
+    arrays = (operator.v, operator.inverse_jacobian_weights, operator.mass_1d, operator.inverse_mass_1d,
+              operator.root_jacobian)
+    check_kernel_arrays("galerkin_energy", dtype, zip(arrays, ((q, n), (E, q, q, q), (n, n), (n, n), (E, n, n, n)),
+                                                      ("v", "inverse_jacobian_weights", "mass_1d", "inverse_mass_1d",
+                                                       "root_jacobian")))
+    pointers = tuple(_ptr(a) for a in arrays)
+
+    def energy_products(xp, u, iterations: int = 100, tolerance: float | None = None):
+        if tolerance is None:  # as the array code: round-off of the working precision
+            tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
+        check_kernel_arrays("galerkin_energy", dtype, ((u, (6, E, n, n, n), "u"),))
+        parts = np.zeros(6)
+        if function(_ptr(u), *pointers, E, int(iterations), float(tolerance), _ptr(parts)):
+            raise MemoryError("galerkin_energy: could not allocate the per-thread element buffer")
+        return parts
+
+    energy_products.arrays = arrays
+    return energy_products

@@ -404,3 +404,128 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
     free(m);
     return failed;
 }
+
+/* ---- the energy's products (WeightAdjustedOperator.energy_products) -----------------------
+ * parts[c] = sum_e y . z with y = M u_c (M the exact mass, mass_1d along each axis) and
+ * M_{1/J} z = y solved per component and element by conjugate gradients preconditioned by
+ * sqrt(J) M^-1 sqrt(J) (root = sqrt(J) at the GLL points), until the preconditioned residual
+ * falls below tolerance times its start or after `iterations` steps. The array code stops all
+ * systems together at the worst one's convergence; here each stops at its own (the products
+ * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had. */
+
+/* y = a along each axis of x (a NP x NP: coefficients and the rows of a^T) */
+static inline void tensor3(const REAL *restrict a, const vec (*restrict at)[NPW], const vec *restrict x,
+                           vec *restrict y, scratch_t *restrict s)
+{
+    vec (*z)[NP][NPW] = s->planes[0]; /* [NP][NP][NPW] of it */
+    SLABS(NP, NP, a, NP, 1, x, z);
+    vec (*yy)[NP][NPW] = (vec (*)[NP][NPW])y;
+    for (int k = 0; k < NP; ++k) {
+        VROWS(NP, NP, NPW, ROWS(NPW), a, NP, 1, z[k], NPW, s->t[0], NPW, =);
+        VROWS(NP, NP, NPW, ROWS(NPW), R(s->t[0]), NPV, 1, at, NPW, yy[k], NPW, =);
+    }
+}
+
+static inline double dot(const vec *restrict x, const vec *restrict y)
+{
+    double sum = 0;
+    const REAL *a = R(x), *b = R(y);
+    for (int p = 0; p < NP2; ++p)
+        for (int i = 0; i < NP; ++i) sum += (double)a[p * NPV + i] * (double)b[p * NPV + i];
+    return sum;
+}
+
+int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *mass_1d,
+                    const REAL *inverse_mass_1d, const REAL *root, idx_t E, int iterations, double tolerance,
+                    double *parts)
+{
+    matrices_t *m = NULL;
+    if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
+    memset(m, 0, sizeof(matrices_t));
+    /* a, A, At: the interpolation V; mm, mt: the mass and its transpose's rows; mi, mit: M^-1 */
+    REAL mm[NP][NP], mi[NP][NP];
+    vec mt[NP][NPW], mit[NP][NPW];
+    memset(mt, 0, sizeof(mt));
+    memset(mit, 0, sizeof(mit));
+    for (int q = 0; q < NG; ++q)
+        for (int p = 0; p < NP; ++p) m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = v[q * NP + p];
+    for (int i = 0; i < NP; ++i)
+        for (int l = 0; l < NP; ++l) {
+            mm[i][l] = R(mt[l])[i] = mass_1d[i * NP + l];
+            mi[i][l] = R(mit[l])[i] = inverse_mass_1d[i * NP + l];
+        }
+    const idx_t fs = E * NP3;
+    double total[6] = {0, 0, 0, 0, 0, 0};
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+        double local[6] = {0, 0, 0, 0, 0, 0};
+        scratch_t *s = NULL;
+        if (posix_memalign((void **)&s, 64, sizeof(scratch_t)) != 0) s = NULL;
+        if (!s) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = 1;
+        } else {
+            memset(s, 0, sizeof(scratch_t));
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx_t e = 0; e < E; ++e) {
+            if (!s) continue;
+            const REAL *re = root + e * NP3, *wj = ijw + e * NG3;
+            vec *x = &s->cg[0][0][0][0], *y = &s->cg[1][0][0][0], *z = &s->cg[2][0][0][0];
+            vec *r = &s->cg[3][0][0][0], *h = &s->cg[4][0][0][0], *p = &s->cg[5][0][0][0];
+            vec *ap = &s->load[0][0][0][0], *w = &s->load[1][0][0][0];
+            REAL *xr = R(x), *hr = R(h), *wr = R(w);
+            for (int c = 0; c < 6; ++c) {
+                const REAL *uc = u + c * fs + e * NP3;
+                for (int q = 0; q < NP3; ++q) xr[q / NP * NPV + q % NP] = uc[q];
+                tensor3(&mm[0][0], (const vec (*)[NPW])mt, x, y, s);
+                /* h = root M^-1 (root r) */
+#define PRECONDITION()                                                                      \
+    do {                                                                                    \
+        const REAL *rr_ = R(r);                                                             \
+        for (int q = 0; q < NP3; ++q) wr[q / NP * NPV + q % NP] = re[q] * rr_[q / NP * NPV + q % NP]; \
+        tensor3(&mi[0][0], (const vec (*)[NPW])mit, w, h, s);                                                   \
+        for (int q = 0; q < NP3; ++q) hr[q / NP * NPV + q % NP] *= re[q];                   \
+    } while (0)
+                memset(z, 0, sizeof(s->cg[0]));
+                memcpy(r, y, sizeof(s->cg[0]));
+                PRECONDITION();
+                memcpy(p, h, sizeof(s->cg[0]));
+                double rh = dot(r, h);
+                const double scale = sqrt(fabs(rh));
+                for (int it = 0; it < iterations; ++it) {
+                    sandwich(&m->a[0][0], m->A, m->At, wj, p, ap, s);
+                    const double pap = dot(p, ap);
+                    const REAL step = (REAL)(pap > 0 ? rh / pap : 0);
+                    for (int q = 0; q < NP2 * NPW; ++q) {
+                        z[q] += step * p[q];
+                        r[q] -= step * ap[q];
+                    }
+                    PRECONDITION();
+                    const double rh_new = dot(r, h);
+                    if ((scale > 0 ? sqrt(fabs(rh_new)) / scale : 0) < tolerance) break;
+                    const REAL beta = (REAL)(rh > 0 ? rh_new / rh : 0);
+                    for (int q = 0; q < NP2 * NPW; ++q) p[q] = h[q] + beta * p[q];
+                    rh = rh_new;
+                }
+#undef PRECONDITION
+                local[c] += dot(y, z);
+            }
+        }
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+        for (int c = 0; c < 6; ++c) total[c] += local[c];
+        free(s);
+    }
+    free(m);
+    for (int c = 0; c < 6; ++c) parts[c] = total[c];
+    return failed;
+}

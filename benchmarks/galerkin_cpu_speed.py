@@ -1,0 +1,170 @@
+"""CPU step time of the curved Maxwell forms, one thread: ``python benchmarks/galerkin_cpu_speed.py``.
+
+Per mesh and order, ms per ``sim.stepper.step`` (lsrk45, upwind, cfl 0.3, random data; one
+warm-up step, then the fewest seconds of ``--repeats`` runs of ``--steps`` steps) of
+
+- ``split``, ``chain``: the collocated forms' C kernels (kernels/maxwell.c, the fused stage);
+- ``galerkin_array``: volume_form = "galerkin" as array code (WeightAdjustedOperator.rhs,
+  NumPy, the reference);
+- ``galerkin_c``: the same operator through the compiled kernel (kernels/galerkin.c);
+- ``galerkin_c_q3``: the compiled kernel with the smaller Gauss rule Q = ceil(3 (N + 1) / 2)
+  instead of 2N (a measured option only; the notes say why it is not the default);
+
+and ``energy``: one call of the Galerkin energy (CG on M_{1/J}, array code), which a run makes
+every runner.simulation.FINITE_CHECK_STEPS steps and at outputs.
+
+Meshes: ``cylinder``, the 10-element O-grid cylinder of tests/cylwave.py (8 elements with circle
+sides); ``box``, the unit PEC cube on 4^3 elements deformed inside (the energy tests' map).
+Threads: OMP_NUM_THREADS=1 (and BLAS at one thread) is set before NumPy is imported, and the
+compiled kernels are held to one thread.
+
+    PYTHONPATH=src python benchmarks/galerkin_cpu_speed.py                       # N = 3, 5, 7, 9
+    PYTHONPATH=src python benchmarks/galerkin_cpu_speed.py --orders 3 --meshes box --steps 5
+
+Prints a table; writes JSON to benchmarks/results/ (``--json`` names the file).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"  # before NumPy loads its BLAS
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+try:
+    import lobatto  # noqa: F401
+except ImportError:  # running from a checkout without install
+    sys.path.insert(0, str(HERE.parent / "src"))
+
+from lobatto.api import Simulation, case_from_dict  # noqa: E402
+from lobatto.bench.report import cpu_model, rows_table, run_meta, write_json  # noqa: E402
+from lobatto.jit import c as cbuild  # noqa: E402
+from lobatto.systems.dg import face_values  # noqa: E402
+from lobatto.systems.maxwell import galerkin_cpu  # noqa: E402
+from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent / "tests"))  # cylwave.py, nek_mesh_writer.py
+from cylwave import cylinder_rea  # noqa: E402
+
+DEFORM = {"x": "0.15*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.12*sin(pi*x)*sin(pi*y)*sin(pi*z)",
+          "z": "0.1*sin(pi*x)*sin(pi*y)*sin(pi*z)"}
+VARIANTS = ("split", "chain", "galerkin_array", "galerkin_c", "galerkin_c_q3")
+
+
+def small_rule(order: int) -> int:
+    return math.ceil(3 * (order + 1) / 2)
+
+
+def simulation(mesh: dict, order: int, form: str, workdir: str):
+    data = {"mesh": mesh, "discretization": {"order": order, "flux": "upwind", "volume_form": form},
+            "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0, "cfl": 0.3}, "output": {"formats": []}}
+    return Simulation(case_from_dict(data, name="speed"), backend="cpu", output_dir=workdir, comm=None)
+
+
+def use_operator(system, operator, compiled: bool) -> None:
+    """Make a Galerkin system step with ``operator``: its C kernel or its array rhs."""
+    operator.to(system.backend)
+    system.galerkin = operator
+    if compiled:
+        kernel = galerkin_cpu.rhs_kernel(system.backend, operator)
+        if kernel is None:
+            raise SystemExit("the compiled Galerkin kernel is not available here (no C compiler?)")
+        system.rhs_kernel = kernel
+        return
+    xp, order = system.backend.xp, system.order
+
+    def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
+        own = face_values(xp, u, order)
+        return operator.rhs(xp, u, (own, sums), geometry["face_factors"], out, epsilon, mu, alpha)
+
+    system.rhs_kernel = rhs
+
+
+def time_steps(sim, steps: int, repeats: int) -> float:
+    """Seconds per step: the fewest of ``repeats`` runs of ``steps`` steps after one warm-up step."""
+    rng = np.random.default_rng(7)
+    sim.u[...] = rng.standard_normal(sim.u.shape)
+    sim.stepper.step(sim.u, 0.0, sim.dt)
+    best = math.inf
+    for _ in range(repeats):
+        sim.u[...] = rng.standard_normal(sim.u.shape)
+        start = time.perf_counter()
+        for n in range(steps):
+            sim.stepper.step(sim.u, n * sim.dt, sim.dt)
+        best = min(best, (time.perf_counter() - start) / steps)
+    return best
+
+
+def measure(mesh: dict, order: int, steps: int, repeats: int, workdir: str) -> dict:
+    row = {}
+    for variant in VARIANTS:
+        form = variant.split("_")[0]
+        sim = simulation(mesh, order, form, workdir)
+        if variant == "galerkin_array":
+            use_operator(sim.system, WeightAdjustedOperator(sim.system.geometry), compiled=False)
+        elif variant == "galerkin_c_q3":
+            use_operator(sim.system, WeightAdjustedOperator(sim.system.geometry, points=small_rule(order)),
+                         compiled=True)
+        elif variant == "galerkin_c":
+            assert sim.system.rhs_kernel.__module__ == galerkin_cpu.__name__  # attach() chose the C kernel
+        row[variant] = time_steps(sim, steps, repeats) * 1e3
+        if variant == "galerkin_c":
+            u = sim.u.copy()
+            start = time.perf_counter()
+            sim.system.energy(u)
+            row["energy"] = (time.perf_counter() - start) * 1e3
+        row.setdefault("elements", sim.system.num_elements)
+        sim.close()
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--orders", default="3,5,7,9")
+    parser.add_argument("--meshes", default="cylinder,box")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    cbuild.set_num_threads(1)
+    orders = [int(x) for x in args.orders.split(",")]
+    results = {"meta": {**run_meta(), "cpu": cpu_model(), "threads": 1, "steps": args.steps,
+                        "repeats": args.repeats, "integrator": "lsrk45", "flux": "upwind", "cfl": 0.3},
+               "rows": []}
+    header = ["mesh", "N", "E", "split", "chain", "galerkin array", "galerkin C", f"C, Q=ceil(3(N+1)/2)",
+              "array / C", "C / split", "energy call"]
+    lines = []
+    with tempfile.TemporaryDirectory() as workdir:
+        path = Path(workdir) / "cylwave.rea"
+        cylinder_rea(path, m=1, layers=2, length=4.0)
+        meshes = {"cylinder": {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}},
+                  "box": {"elements": [4, 4, 4], "boundary": "pec", "deform": DEFORM}}
+        for name in args.meshes.split(","):
+            for order in orders:
+                row = measure(meshes[name], order, args.steps, args.repeats, workdir)
+                row.update(mesh=name, order=order, q=2 * order, q_small=small_rule(order))
+                results["rows"].append(row)
+                lines.append([name, order, row["elements"]] + [f"{row[v]:.2f}" for v in VARIANTS]
+                             + [f"{row['galerkin_array'] / row['galerkin_c']:.1f}",
+                                f"{row['galerkin_c'] / row['split']:.2f}", f"{row['energy']:.2f}"])
+                print(f"  {name} N={order}: " + ", ".join(f"{v} {row[v]:.2f}" for v in VARIANTS), flush=True)
+    print("ms per step (one thread; energy: ms per call)")
+    print("\n".join(rows_table(header, lines)))
+    default = HERE / "results" / f"galerkin_cpu_speed_{datetime.date.today().isoformat()}.json"
+    write_json(args.json or default, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
