@@ -37,7 +37,8 @@ def _operator_pointers(operator, dtype, E):
               "inverse_mass_1d": (n, n), "derivative": (n, n), "normals": (3, E, 6, q, q),
               "face_weights": (E, 6, q, q)}
     arrays = [getattr(operator, name) for name in OPERATOR_ARRAYS]
-    check_kernel_arrays("galerkin_rhs", dtype, [(a, shapes[k], f"operator.{k}") for a, k in zip(arrays, OPERATOR_ARRAYS)])
+    check_kernel_arrays("galerkin_rhs", dtype,
+                        [(a, shapes[k], f"operator.{k}") for a, k in zip(arrays, OPERATOR_ARRAYS)])
     return arrays, tuple(_ptr(a) for a in arrays)
 
 
