@@ -112,6 +112,23 @@ def test_smaller_gauss_rule_and_element_range(tmp_path, cylinder):
     assert np.abs(out[:, 1:3] - ref[:, 1:3]).max() <= 1e-13 * np.abs(ref).max()
 
 
+def test_threads_agree(tmp_path, cylinder):
+    """OpenMP over elements: one and two threads give the same rhs and energy, bit for bit."""
+    system = simulation(tmp_path, cylinder, 3).system
+    u, sums = random_inputs(system, np.random.default_rng())
+    results = []
+    try:
+        for threads in (1, 2):
+            cbuild.set_num_threads(threads)
+            out = system.rhs_kernel(u, sums, system.device_geometry, np.empty_like(u), system.epsilon, system.mu,
+                                    system.alpha)
+            results.append((out, system.galerkin.energy_products(np, u)))
+    finally:
+        cbuild.set_num_threads(None)
+    assert np.array_equal(results[0][0], results[1][0])
+    assert np.allclose(results[0][1], results[1][1], rtol=1e-15, atol=0)  # the sum's order may differ
+
+
 def test_steps_agree_with_the_array_code(tmp_path, cylinder):
     rng = np.random.default_rng()
     start = None
