@@ -37,7 +37,7 @@ int main(void)
     REAL *weights = random_array(E * 6 * NG2), *out = random_array(6 * E * NP3);
     for (int i = 0; i < 2 * E * 6; i++) factors[i] = 1;
     double whole = 1e9, volume = 1e9, face = 1e9, mass = 1e9;
-    galerkin_rhs(u, sums, factors, v, cof, ijw, minv, D, normals, weights, out, E, 0, E, 1, 1, 1);
+    galerkin_rhs(u, sums, factors, v, cof, ijw, minv, D, normals, weights, NULL, NULL, out, E, 0, E, 1, 1, 1);
     matrices_t *m;
     scratch_t *s;
     if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) || posix_memalign((void **)&s, 64, sizeof(scratch_t)))
@@ -49,7 +49,7 @@ int main(void)
     for (int t = 0; t < trials; t++) {
         double a = now();
         for (int r = 0; r < reps; r++)
-            galerkin_rhs(u, sums, factors, v, cof, ijw, minv, D, normals, weights, out, E, 0, E, 1, 1, 1);
+            galerkin_rhs(u, sums, factors, v, cof, ijw, minv, D, normals, weights, NULL, NULL, out, E, 0, E, 1, 1, 1);
         double b = now();
         for (int r = 0; r < reps; r++)
             for (idx_t e = 0; e < E; e++) volume_load(m, s, cof, E, e);

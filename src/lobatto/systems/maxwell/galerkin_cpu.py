@@ -50,6 +50,40 @@ def _library(backend, operator):
     return cbuild.load(source, **macros)
 
 
+#: an element takes the closed form of kernels/galerkin.c (affine_rhs) where its J a^b, J, n and
+#: sJ vary over the Gauss points by less than this, relative (float64; float32 arrays: 64 times
+#: their round-off, 7.6e-6): the two paths then agree to round-off
+AFFINE_TOLERANCE = 1e-13
+
+
+def affine_constants(operator):
+    """(affine (E,) int8, constants (E, 34) float64) of the kernel's closed form: per element
+    J a^b [b][a], 1/J, the six faces' unit normals and sJ, taken at the first Gauss point, and 1
+    where they are constant to AFFINE_TOLERANCE (a parallelepiped), else 0."""
+    _, wg = np.polynomial.legendre.leggauss(operator.points)
+    w2 = wg[:, None] * wg[None, :]
+    w3 = wg[:, None, None] * w2[None]
+    cof = np.asarray(operator.weighted_cofactors, dtype=np.float64) / w3  # (3, 3, E, Q, Q, Q)
+    jac = w3 / np.asarray(operator.inverse_jacobian_weights, dtype=np.float64)  # (E, Q, Q, Q)
+    normals = np.asarray(operator.normals, dtype=np.float64)  # (3, E, 6, Q, Q)
+    area = np.asarray(operator.face_weights, dtype=np.float64) / w2  # (E, 6, Q, Q)
+    E = jac.shape[0]
+    tolerance = max(AFFINE_TOLERANCE, 64 * float(np.finfo(operator.inverse_jacobian_weights.dtype).eps))
+
+    def spread(a, axes):  # max |a - a at the first point| over ``axes``, per element
+        first = a[(Ellipsis,) + (slice(0, 1),) * len(axes)]
+        return np.abs(a - first).max(axis=axes)
+
+    scale = np.abs(cof[..., 0, 0, 0]).max(axis=(0, 1))
+    flat = ((spread(cof, (3, 4, 5)).max(axis=(0, 1)) <= tolerance * scale)
+            & (spread(jac, (1, 2, 3)) <= tolerance * np.abs(jac[:, 0, 0, 0]))
+            & (spread(normals, (3, 4)).max(axis=(0, 2)) <= tolerance)
+            & (spread(area, (2, 3)).max(axis=1) <= tolerance * np.abs(area[..., 0, 0]).max(axis=1)))
+    constants = np.concatenate([cof[..., 0, 0, 0].reshape(9, E).T, 1.0 / jac[:, 0, 0, 0, None],
+                                normals[..., 0, 0].transpose(1, 2, 0).reshape(E, 18), area[..., 0, 0]], axis=1)
+    return flat.astype(np.int8), constants
+
+
 def rhs_kernel(backend, operator):
     """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
     ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
@@ -59,13 +93,17 @@ def rhs_kernel(backend, operator):
     if lib is None:
         return None
     function = lib.galerkin_rhs
-    function.argtypes = [_VP] * 11 + [_I64] * 3 + [_F64] * 3
+    function.argtypes = [_VP] * 13 + [_I64] * 3 + [_F64] * 3
     function.restype = ctypes.c_int
     dtype = np.dtype(backend.precision)
     n = operator.order + 1
     E = operator.face_weights.shape[0]
     arrays, pointers = _operator_pointers(operator, dtype, E)
     v, cof, ijw, minv, d, normals, weights = pointers
+    affine, constants = affine_constants(operator)
+    constants = constants.astype(dtype)
+    arrays = arrays + [affine, constants]
+    rhs_affine = _ptr(affine), _ptr(constants)
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
         factors = geometry["face_factors"]
@@ -77,13 +115,14 @@ def rhs_kernel(backend, operator):
         if not out.flags.writeable:
             raise TypeError("galerkin_rhs: out must be writable")
         first, stop = element_bounds(elements, E)
-        status = function(_ptr(u), _ptr(sums), _ptr(factors), v, cof, ijw, minv, d, normals, weights, _ptr(out),
-                          E, first, stop, float(epsilon), float(mu), float(alpha))
+        status = function(_ptr(u), _ptr(sums), _ptr(factors), v, cof, ijw, minv, d, normals, weights, *rhs_affine,
+                          _ptr(out), E, first, stop, float(epsilon), float(mu), float(alpha))
         if status:
             raise MemoryError("galerkin_rhs: could not allocate the per-thread element buffer")
         return out
 
     rhs.arrays = arrays  # held alive with the kernel
+    rhs.affine_elements = int(affine.sum())
     return rhs
 
 

@@ -174,6 +174,7 @@ typedef struct {
     REAL v[NG][NP];     /* V, (V D) stacked, A as plain coefficients */
     REAL vd[NG][NP];
     REAL a[NG][NP];
+    REAL d[NP][NP], mi[NP][NP]; /* D and M^-1 (the affine path) */
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
 } matrices_t;
 
@@ -341,12 +342,94 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
     }
 }
 
+/* ---- an affine element: the same rhs in closed form ----------------------------------------
+ * With J a^b and J constant and flat faces (n, sJ constant) every Gauss rule here is exact, so
+ * M_W^-1 = M^-1 / J and the volume part is the collocated chain rule, (1/J) sum_b J a^b x D_b f;
+ * a face's part, M_W^-1 of (M x M) (sJ flux) at its GLL points, is (1/J) M^-1 e_end (x) sJ flux
+ * (the inverse mass's column of the face's end along its normal axis). Equal to the general
+ * path up to round-off. k: the element's constants, J a^b [b][a] (9), 1/J, n per face (18), sJ
+ * per face (6). */
+#define AFFINE_CONSTANTS 34
+static const int U_NORMAL[6] = {1, 1, NP, NP, NP2, NP2}; /* a face's normal axis stride */
+
+static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict k, const REAL *restrict u,
+                              const REAL *restrict sums, const REAL *restrict factors, REAL *restrict out, idx_t E,
+                              idx_t e)
+{
+    const idx_t fs = E * NP3, ts = E * 6 * NP2;
+    const REAL *ue = u + e * NP3;
+    REAL *oe = out + e * NP3;
+    const REAL ie = m->inv_eps * k[9], im = m->inv_mu * k[9];
+    for (int kk = 0; kk < NP; ++kk)
+        for (int j = 0; j < NP; ++j)
+            for (int i = 0; i < NP; ++i) {
+                REAL g[6][3];
+                for (int f = 0; f < 6; ++f) {
+                    const REAL *uf = ue + f * fs;
+                    REAL gr = 0, gs = 0, gt = 0;
+                    for (int l = 0; l < NP; ++l) {
+                        gr += m->d[i][l] * uf[(kk * NP + j) * NP + l];
+                        gs += m->d[j][l] * uf[(kk * NP + l) * NP + i];
+                        gt += m->d[kk][l] * uf[(l * NP + j) * NP + i];
+                    }
+                    g[f][0] = gr, g[f][1] = gs, g[f][2] = gt;
+                }
+                REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
+                for (int b = 0; b < 3; ++b) {
+                    const REAL w0 = k[b * 3], w1 = k[b * 3 + 1], w2 = k[b * 3 + 2];
+                    oe0 += w1 * g[5][b] - w2 * g[4][b];
+                    oe1 += w2 * g[3][b] - w0 * g[5][b];
+                    oe2 += w0 * g[4][b] - w1 * g[3][b];
+                    oh0 += w1 * g[2][b] - w2 * g[1][b];
+                    oh1 += w2 * g[0][b] - w0 * g[2][b];
+                    oh2 += w0 * g[1][b] - w1 * g[0][b];
+                }
+                const int p = (kk * NP + j) * NP + i;
+                oe[p] = oe0 * ie;
+                oe[p + fs] = oe1 * ie;
+                oe[p + 2 * fs] = oe2 * ie;
+                oe[p + 3 * fs] = -oh0 * im;
+                oe[p + 4 * fs] = -oh1 * im;
+                oe[p + 5 * fs] = -oh2 * im;
+            }
+    const REAL ae = m->ae, ah = m->ah;
+    for (int f = 0; f < 6; ++f) {
+        const REAL fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+        const int interior = fe == (REAL)1 && fh == (REAL)1;
+        const int off = U_OFF[f], sa = U_SA[f], sb = U_SB[f], ns = U_NORMAL[f], end = (f & 1) ? NP - 1 : 0;
+        const REAL *sm = sums + (e * 6 + f) * NP2;
+        const REAL x0 = k[10 + 3 * f], x1 = k[11 + 3 * f], x2 = k[12 + 3 * f];
+        const REAL he = (REAL)0.5 * m->inv_eps * k[28 + f] * k[9], hm = (REAL)0.5 * m->inv_mu * k[28 + f] * k[9];
+        for (int a = 0; a < NP; ++a)
+            for (int b = 0; b < NP; ++b) {
+                const int v = off + a * sa + b * sb, q = a * NP + b;
+                REAL jmp[6];
+                for (int c = 0; c < 6; ++c) {
+                    const REAL own = ue[c * fs + v];
+                    jmp[c] = interior ? 2 * own - sm[c * ts + q] : (c < 3 ? fe : fh) * own;
+                }
+                const REAL se0 = -(x1 * jmp[2] - x2 * jmp[1]), se1 = -(x2 * jmp[0] - x0 * jmp[2]),
+                           se2 = -(x0 * jmp[1] - x1 * jmp[0]);
+                const REAL sh0 = -(x1 * jmp[5] - x2 * jmp[4]), sh1 = -(x2 * jmp[3] - x0 * jmp[5]),
+                           sh2 = -(x0 * jmp[4] - x1 * jmp[3]);
+                const REAL F[6] = {(sh0 - ae * (x1 * se2 - x2 * se1)) * he, (sh1 - ae * (x2 * se0 - x0 * se2)) * he,
+                                   (sh2 - ae * (x0 * se1 - x1 * se0)) * he, (-se0 - ah * (x1 * sh2 - x2 * sh1)) * hm,
+                                   (-se1 - ah * (x2 * sh0 - x0 * sh2)) * hm, (-se2 - ah * (x0 * sh1 - x1 * sh0)) * hm};
+                const int base = v - end * ns; /* the normal index 0 */
+                for (int l = 0; l < NP; ++l) {
+                    const REAL c_l = m->mi[l][end];
+                    for (int c = 0; c < 6; ++c) oe[c * fs + base + l * ns] += c_l * F[c];
+                }
+            }
+    }
+}
+
 /* ---- rhs: out = M_W^-1 (B + S) on elements [first, stop) of E ---------------------------
  * Returns 1 when a per-thread scratch buffer could not be allocated (out is then incomplete). */
 int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
                  const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
-                 const REAL *face_weights, REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu,
-                 double alpha)
+                 const REAL *face_weights, const int8_t *affine, const REAL *constants, REAL *out, idx_t E,
+                 idx_t first, idx_t stop, double eps, double mu, double alpha)
 {
     matrices_t *m = NULL;
     if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
@@ -362,6 +445,11 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
             m->v[q][p] = R(m->V[q])[p] = R(m->Vt[p])[q] = v[q * NP + p];
             m->vd[q][p] = R(m->VDt[p])[q] = (REAL)vd;
             m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = (REAL)a;
+        }
+    for (int i = 0; i < NP; ++i)
+        for (int l = 0; l < NP; ++l) {
+            m->d[i][l] = D[i * NP + l];
+            m->mi[i][l] = inverse_mass_1d[i * NP + l];
         }
     const double z = sqrt(mu / eps);
     m->inv_eps = (REAL)(1.0 / eps);
@@ -389,6 +477,10 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
 #endif
         for (idx_t e = first; e < stop; ++e) {
             if (!s) continue;
+            if (affine && affine[e]) {
+                affine_rhs(m, constants + e * AFFINE_CONSTANTS, u, sums, factors, out, E, e);
+                continue;
+            }
             for (int c = 0; c < 6; ++c) {
                 const REAL *uc = u + c * fs + e * NP3;
                 for (int k = 0; k < NP; ++k)
