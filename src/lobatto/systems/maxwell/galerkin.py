@@ -19,8 +19,8 @@ the central flux cancels: the energy 1/2 (eps E.M_W E + mu H.M_W H) is conserved
 central flux and decays with the upwind one, on any curved element, while the operator is the
 Galerkin projection of the exact curl (its truncation error is the chain rule's).
 
-The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs is
-galerkin_cpu's C kernel (kernels/galerkin.c).
+The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs and the
+energy's products are galerkin_cpu's C kernels (kernels/galerkin.c).
 Uniform eps, mu only (no per-point medium).
 """
 

@@ -1,11 +1,13 @@
-"""The Galerkin volume form's rhs (galerkin.py) as a compiled C kernel for the CPU backend.
+"""The Galerkin volume form (galerkin.py) as compiled C kernels for the CPU backend.
 
 kernels/galerkin.c computes WeightAdjustedOperator.rhs, M_W^-1 (volume + face load), element by
 element by sum factorisation, specialised on the GLL points N + 1 and the Gauss points Q per
-direction and the precision. `rhs_kernel` gives it with the system's rhs-kernel signature, or
-None where it does not apply (another backend, the NumPy oracle backend, no compiler), so the
-array code stays the reference and the fallback.
-"""
+direction and the precision (affine elements in closed form, equal to round-off), and the
+energy's products (energy_products). `rhs_kernel` gives the rhs with the system's rhs-kernel
+signature and `energy_kernel` the products, or None where they do not apply (another backend,
+the NumPy oracle backend, no compiler): the array code stays the reference and the fallback.
+Per thread the kernels take one element's scratch (about 0.7 MB at N = 9), not counted by
+galerkin.memory_estimate."""
 
 from __future__ import annotations
 
