@@ -30,6 +30,14 @@ SHEARED = {"elements": [2, 1, 2], "boundary": "pec",  # affine elements (paralle
 TOLERANCE = {"float64": 1e-13, "float32": 2e-5}  # relative to the largest value (measured: 2e-15, 7e-7)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compiled_libraries():
+    """The libraries the tests load, compiled side by side (a cold cache costs 1-2.5 s each)."""
+    cbuild.prebuild([galerkin_cpu.galerkin_spec(order, max(2 * order, 2), precision)
+                     for order in (1, 2, 3, 5) for precision in ("float64", "float32")]
+                    + [galerkin_cpu.galerkin_spec(4, 8, "float64")])
+
+
 @pytest.fixture(scope="module")
 def cylinder(tmp_path_factory):
     path = tmp_path_factory.mktemp("cylwave") / "cylwave.rea"
