@@ -19,7 +19,9 @@ the central flux cancels: the energy 1/2 (eps E.M_W E + mu H.M_W H) is conserved
 central flux and decays with the upwind one, on any curved element, while the operator is the
 Galerkin projection of the exact curl (its truncation error is the chain rule's).
 
-Reference (NumPy/CuPy array code) only: no tuned CPU or CUDA kernel computes it yet.
+The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs and the
+energy's products are galerkin_cpu's C kernels (kernels/galerkin.c), on the CUDA backend the rhs
+and the stage are galerkin_cuda's kernel (kernels/galerkin.cu).
 Uniform eps, mu only (no per-point medium).
 """
 
@@ -211,6 +213,7 @@ def attach(system) -> None:
     galerkin_cuda's kernel)."""
     from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
+    from lobatto.systems.maxwell import galerkin_cpu
     from lobatto.systems.maxwell.galerkin_cuda import kernel_for
 
     if system.medium is not None:
@@ -235,8 +238,12 @@ def attach(system) -> None:
     def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
         return operator.cuda.stage(u, residual, sums, geometry["face_factors"], epsilon, mu, alpha, a, b, dt)
 
-    system.traces_kernel, system.rhs_kernel = traces, rhs
-    system.stage_kernel = stage if operator.cuda is not None else None  # the array code: rhs, then the update
+    compiled = galerkin_cpu.rhs_kernel(system.backend, operator)  # None: the array code (no compiler, not cpu)
+    energy_products = galerkin_cpu.energy_kernel(system.backend, operator)
+    if energy_products is not None:
+        operator.energy_products = energy_products  # the same products in C
+    system.traces_kernel, system.rhs_kernel = traces, compiled or rhs
+    system.stage_kernel = stage if operator.cuda is not None else None  # otherwise: the rhs, then the update
     system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
 
 

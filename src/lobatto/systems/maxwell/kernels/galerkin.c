@@ -1,0 +1,623 @@
+/* Compiled CPU kernel of Maxwell's over-integrated weak form with the weight-adjusted mass
+ * (wrapped by lobatto.systems.maxwell.galerkin_cpu; galerkin.py's WeightAdjustedOperator.rhs
+ * defines what it computes):
+ *
+ *     out = M_W^-1 (B(., H) / eps + S_E,  -B(., E) / mu + S_H),   M_W^-1 = M^-1 M_{1/J} M^-1.
+ *
+ * Specialised at compile time on the GLL points NP = N + 1 and the Gauss points NG = Q per
+ * direction and the floating-point type:
+ *     cc -O3 -march=native -shared -fPIC -fopenmp -DNP=8 -DNG=14 -DREAL=double galerkin.c
+ * so every contraction has constant trip counts.
+ *
+ * Layouts (C order, axes [k, j, i] with i fastest; those of WeightAdjustedOperator):
+ *     u, out          : (6, E, NP, NP, NP)      Ex Ey Ez Hx Hy Hz
+ *     sums            : (6, E, 6, NP, NP)       own + neighbour face values (the exchange's)
+ *     factors         : (2, E, 6)               boundary factors of E and H (1 on interior faces)
+ *     v               : (NG, NP)                GLL nodal values -> Gauss points
+ *     cof             : (3, 3, E, NG, NG, NG)   w_q (J a^b)_a at [b, a]
+ *     ijw             : (E, NG, NG, NG)         w_q / J
+ *     inverse_mass    : (NP, NP)                the exact 1D mass's inverse
+ *     D               : (NP, NP)                D[i, l] = h_l'(x_i)
+ *     normals         : (3, E, 6, NG, NG)       unit outward normals at the face Gauss points
+ *     face_weights    : (E, 6, NG, NG)          w sJ
+ * Face f's points [a, b] are the volume slice with the normal index fixed ([k, j] on faces
+ * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
+ *
+ * Per element, by sum factorisation (every contraction a small matrix product on rows of
+ * vectors, VROWS below), the Gauss planes (fixed k) one at a time:
+ *  1. volume: V and V D along k for all planes; per plane the 18 reference derivatives at its
+ *     Gauss points ((V D) along the derivative's axis, V along the others), the crossed
+ *     products with w J a^b, V^T back along i, j; at the end V^T along k: the GLL load;
+ *  2. faces: the jumps interpolated to Q x Q points, the upwind/central flux times w sJ, V^T
+ *     back, added at the face's GLL points;
+ *  3. mass: with A = V M^-1, M_W^-1 load = A^T (w/J . A load) (A along each axis), plane by
+ *     plane again.
+ * At N = 7 (10 elements, one thread) 1 took 62 %, 2 14 %, 3 23 % of the time; 3 ran about
+ * 3.4e9 vector FMAs/s by its operation count, near two per cycle of the 2.1 GHz clock, so
+ * what is left to gain is in the padding of the rows and the Q^3 = 8 N^3 of the Gauss rule.
+ * Elements are independent: an OpenMP `parallel for` over elements (static schedule), the
+ * scratch in one per-thread buffer.
+ */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef NP
+#error "compile with -DNP=<GLL points per direction>"
+#endif
+#ifndef NG
+#error "compile with -DNG=<Gauss points per direction>"
+#endif
+#ifndef REAL
+#define REAL double
+#endif
+
+#define NP2 (NP * NP)
+#define NP3 (NP * NP * NP)
+#define NG2 (NG * NG)
+#define NG3 (NG * NG * NG)
+
+typedef int64_t idx_t;
+
+/* ---- introspection / threads (jit/c.py's set_num_threads calls these) ------------------- */
+int lobatto_np(void) { return NP; }
+int lobatto_ng(void) { return NG; }
+int lobatto_real_size(void) { return (int)sizeof(REAL); }
+int lobatto_has_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+void lobatto_set_num_threads(int n)
+{
+#ifdef _OPENMP
+    if (n > 0) omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+int lobatto_get_max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* ---- vectors ---------------------------------------------------------------------------
+ * The scratch's rows (the fastest axis, GLL or Gauss) are padded to whole vectors of VW values
+ * (GCC/clang vector extensions: the compiler keeps the accumulators of a row block in
+ * registers, which it does not for plain arrays at these trip counts). VW = 8 (-DVW=4 or 16
+ * override it): measured on an AVX-512 Xeon, 4 was slower for double at NP = 5..12 (at NP = 10
+ * no faster despite its smaller padding) and 16 for float faster at NP = 10 but slower at 8.
+ * Pad lanes start at zero and are never read back as coefficients. */
+#define PAD_(n, w) (((n) + (w) - 1) / (w) * (w))
+#ifndef VW
+#define VW 8
+#endif
+typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * sizeof(REAL))));
+#define NPV PAD_(NP, VW) /* a padded GLL row */
+#define NGV PAD_(NG, VW) /* a padded Gauss row */
+#define NPW (NPV / VW)   /* its vectors */
+#define NGW (NGV / VW)
+
+/* Rows of y (= or +=, OP) sum_k a[m * AM + k * AK] (row k of x) for m < M, each row NV vectors
+ * (x's rows XS vectors apart, y's YS): a small matrix product, MB rows at a time so that each
+ * loaded vector of x serves MB rows. Every size is a compile-time constant. */
+#define VROWS(M, K, NV, MB, a, AM, AK, x, XS, y, YS, OP)                                                   \
+    do {                                                                                                   \
+        const REAL *restrict a_ = (a);                                                                     \
+        const vec *restrict x_ = (const vec *)(x);                                                         \
+        vec *restrict y_ = (vec *)(y);                                                                     \
+        int m_ = 0;                                                                                        \
+        for (; m_ + (MB) <= (M); m_ += (MB)) {                                                             \
+            vec c_[MB][NV];                                                                                \
+            for (int r_ = 0; r_ < (MB); ++r_)                                                              \
+                for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] = (vec){0};                                   \
+            for (int k_ = 0; k_ < (K); ++k_)                                                               \
+                for (int r_ = 0; r_ < (MB); ++r_) {                                                        \
+                    const REAL s_ = a_[(m_ + r_) * (AM) + k_ * (AK)];                                      \
+                    for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] += s_ * x_[k_ * (XS) + v_];               \
+                }                                                                                          \
+            for (int r_ = 0; r_ < (MB); ++r_)                                                              \
+                for (int v_ = 0; v_ < (NV); ++v_) y_[(m_ + r_) * (YS) + v_] OP c_[r_][v_];                 \
+        }                                                                                                  \
+        if ((M) % (MB)) {                                                                                  \
+            vec c_[MB][NV];                                                                                \
+            for (int r_ = 0; r_ < (M) % (MB); ++r_)                                                        \
+                for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] = (vec){0};                                   \
+            for (int k_ = 0; k_ < (K); ++k_)                                                               \
+                for (int r_ = 0; r_ < (M) % (MB); ++r_) {                                                  \
+                    const REAL s_ = a_[(m_ + r_) * (AM) + k_ * (AK)];                                      \
+                    for (int v_ = 0; v_ < (NV); ++v_) c_[r_][v_] += s_ * x_[k_ * (XS) + v_];               \
+                }                                                                                          \
+            for (int r_ = 0; r_ < (M) % (MB); ++r_)                                                        \
+                for (int v_ = 0; v_ < (NV); ++v_) y_[(m_ + r_) * (YS) + v_] OP c_[r_][v_];                 \
+        }                                                                                                  \
+    } while (0)
+
+/* VROWS along the slowest axis of a padded GLL block [.][NP][NPW]: one j row (NPW vectors) at a
+ * time, which keeps the accumulators in registers where a whole plane would not fit. */
+#define SLABS(M, K, a, AM, AK, x, y)                                                                        \
+    for (int j_ = 0; j_ < NP; ++j_)                                                                          \
+        VROWS(M, K, NPW, ROWS(NPW), a, AM, AK, (const vec *)(x) + j_ * NPW, NP * NPW, (vec *)(y) + j_ * NPW, \
+              NP * NPW, =)
+
+/* rows per block: about 12 accumulator vectors */
+#define ROWS(nv) ((nv) >= 12 ? 1 : (nv) >= 6 ? 2 : (nv) >= 3 ? 4 : (nv) == 2 ? 6 : 8)
+
+/* Padded volume index of face point (a, b) of face f: off[f] + a * sa[f] + b * sb[f]; the
+ * unpadded one (u's) with U_OFF, U_SA, U_SB. */
+#define PS2 (NP * NPV) /* a padded GLL plane */
+static const int FACE_OFF[6] = {0, NP - 1, 0, (NP - 1) * NPV, 0, (NP - 1) * PS2};
+static const int FACE_SA[6] = {PS2, PS2, PS2, PS2, NPV, NPV};
+static const int FACE_SB[6] = {NPV, NPV, 1, 1, 1, 1};
+static const int U_OFF[6] = {0, NP - 1, 0, (NP - 1) * NP, 0, (NP - 1) * NP2};
+static const int U_SA[6] = {NP2, NP2, NP2, NP2, NP, NP};
+static const int U_SB[6] = {NP, NP, 1, 1, 1, 1};
+
+typedef struct {
+    vec V[NG][NPW];     /* V[q][p]: interpolation to the Gauss points, rows padded */
+    vec Vt[NP][NGW];    /* V^T */
+    vec VDt[NP][NGW];   /* (V D)^T */
+    vec A[NG][NPW];     /* A = V M^-1 */
+    vec At[NP][NGW];    /* A^T */
+    REAL v[NG][NP];     /* V, (V D) stacked, A as plain coefficients */
+    REAL vd[NG][NP];
+    REAL a[NG][NP];
+    REAL d[NP][NP], mi[NP][NP]; /* D and M^-1 (the affine path) */
+    REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
+} matrices_t;
+
+/* Per-thread scratch of one element (rows padded to NPV or NGV). */
+typedef struct {
+    vec u[6][NP][NP][NPW];       /* the element's fields */
+    vec load[6][NP][NP][NPW];    /* M_W dU/dt at the GLL points */
+    vec zk[6][2][NG][NP][NPW];   /* V, V D along k of each field: [Gauss k][GLL j][GLL i] */
+    vec planes[6][NG][NP][NPW];  /* per Gauss k plane, a field contracted back along i, j */
+    vec zj[3][NG][NPW];          /* one plane, one field: along j */
+    vec d[6][3][NG][NGW];        /* reference derivatives of the six fields on one Gauss plane */
+    vec o[6][NG][NGW];           /* the crossed products on that plane */
+    vec t[6][NG][NPW];           /* partial contractions */
+    vec g[6][NP][NGW];           /* a face's jumps along b */
+    vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
+} scratch_t;
+
+#define R(x) ((REAL *)(x)) /* a vector array's values */
+
+/* ---- 1. the volume load B on one element ----------------------------------------------- */
+static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
+                               idx_t E, idx_t e)
+{
+    const idx_t cs = E * NG3;
+    /* along k for all Gauss planes: zk[f][0] = V u_f, zk[f][1] = (V D) u_f */
+    for (int f = 0; f < 6; ++f) {
+        SLABS(NG, NP, &m->v[0][0], NP, 1, s->u[f], s->zk[f][0]);
+        SLABS(NG, NP, &m->vd[0][0], NP, 1, s->u[f], s->zk[f][1]);
+    }
+    const REAL ie = m->inv_eps, im = m->inv_mu;
+    for (int kq = 0; kq < NG; ++kq) {
+        for (int f = 0; f < 6; ++f) {
+            /* along j: zj0 = V zv, zj1 = VD zv, zj2 = V zd */
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[0], NPW, =);
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->vd[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[1], NPW, =);
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][1][kq], NPW, s->zj[2], NPW, =);
+            /* along i: d_r = zj0 (V D)^T, d_s = zj1 V^T, d_t = zj2 V^T */
+            VROWS(NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->VDt, NGW, s->d[f][0], NGW, =);
+            VROWS(2 * NG, NP, NGW, ROWS(NGW), R(s->zj[1]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
+        }
+        /* the crossed products sum_b w J a^b x d_b f at the plane's points */
+        const REAL *w = cof + e * NG3 + kq * NG2;
+        for (int jq = 0; jq < NG; ++jq)
+            for (int iq = 0; iq < NG; ++iq) {
+                const int p = jq * NG + iq;
+                REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
+                for (int b = 0; b < 3; ++b) {
+                    const REAL w0 = w[(b * 3 + 0) * cs + p], w1 = w[(b * 3 + 1) * cs + p], w2 = w[(b * 3 + 2) * cs + p];
+                    const REAL e0 = R(s->d[0][b][jq])[iq], e1 = R(s->d[1][b][jq])[iq], e2 = R(s->d[2][b][jq])[iq];
+                    const REAL h0 = R(s->d[3][b][jq])[iq], h1 = R(s->d[4][b][jq])[iq], h2 = R(s->d[5][b][jq])[iq];
+                    oe0 += w1 * h2 - w2 * h1;
+                    oe1 += w2 * h0 - w0 * h2;
+                    oe2 += w0 * h1 - w1 * h0;
+                    oh0 += w1 * e2 - w2 * e1;
+                    oh1 += w2 * e0 - w0 * e2;
+                    oh2 += w0 * e1 - w1 * e0;
+                }
+                R(s->o[0][jq])[iq] = oe0 * ie;
+                R(s->o[1][jq])[iq] = oe1 * ie;
+                R(s->o[2][jq])[iq] = oe2 * ie;
+                R(s->o[3][jq])[iq] = -oh0 * im;
+                R(s->o[4][jq])[iq] = -oh1 * im;
+                R(s->o[5][jq])[iq] = -oh2 * im;
+            }
+        /* V^T along i (all six at once), then along j into the plane */
+        VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
+        for (int c = 0; c < 6; ++c)
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->t[c], NPW, s->planes[c][kq], NPW, =);
+    }
+    /* V^T along k */
+    for (int c = 0; c < 6; ++c)
+        SLABS(NP, NG, &m->v[0][0], 1, NP, s->planes[c], s->load[c]);
+}
+
+/* ---- 2. the face load S at the GLL face points ------------------------------------------ */
+static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict sums,
+                             const REAL *restrict factors, const REAL *restrict normals,
+                             const REAL *restrict face_weights, idx_t E, idx_t e)
+{
+    const idx_t ts = E * 6 * NP2, ns = E * 6 * NG2;
+    REAL *uu = R(s->u);
+    const int us = NP * PS2; /* a field of s->u */
+    for (int f = 0; f < 6; ++f) {
+        const REAL fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+        const int interior = fe == (REAL)1 && fh == (REAL)1;
+        const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
+        const REAL *sm = sums + (e * 6 + f) * NP2;
+        REAL *jump = R(s->t); /* [6][NP][NPV] */
+        for (int c = 0; c < 6; ++c) {
+            const REAL *uc = uu + c * us + off;
+            const REAL *sc = sm + c * ts;
+            const REAL g = c < 3 ? fe : fh;
+            for (int a = 0; a < NP; ++a)
+                for (int b = 0; b < NP; ++b) {
+                    const REAL own = uc[a * sa + b * sb];
+                    jump[(c * NP + a) * NPV + b] = interior ? 2 * own - sc[a * NP + b] : g * own;
+                }
+        }
+        /* to the Q x Q points: V along b (all six), then along a */
+        VROWS(6 * NP, NP, NGW, ROWS(NGW), jump, NPV, 1, m->Vt, NGW, s->g, NGW, =);
+        for (int c = 0; c < 6; ++c)
+            VROWS(NG, NP, NGW, ROWS(NGW), &m->v[0][0], NP, 1, s->g[c], NGW, s->d[c][0], NGW, =);
+        /* the flux (reference.add_surface_terms with sums = -n x jump) times w sJ */
+        const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
+        const REAL *fw = face_weights + (e * 6 + f) * NG2;
+        const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
+        for (int aq = 0; aq < NG; ++aq)
+            for (int bq = 0; bq < NG; ++bq) {
+                const int p = aq * NG + bq;
+                const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];
+                const REAL je0 = R(s->d[0][0][aq])[bq], je1 = R(s->d[1][0][aq])[bq], je2 = R(s->d[2][0][aq])[bq];
+                const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq];
+                const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
+                const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
+                const REAL we = he * fw[p], wh = hm * fw[p];
+                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1)) * we;
+                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2)) * we;
+                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0)) * we;
+                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1)) * wh;
+                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2)) * wh;
+                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0)) * wh;
+            }
+        /* V^T back along b (all six), then along a, added at the face's GLL points */
+        VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
+        for (int c = 0; c < 6; ++c) {
+            vec r[NP][NPW];
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->t[c], NPW, r, NPW, =);
+            REAL *l = R(s->load[c]) + off;
+            for (int a = 0; a < NP; ++a)
+                for (int b = 0; b < NP; ++b) l[a * sa + b * sb] += R(r[a])[b];
+        }
+    }
+}
+
+/* ---- 3. out = M_W^-1 load = A^T (w/J . A load), A = V M^-1 along each axis --------------- */
+/* y = F^T (w . F x) with F (NG x NP) along each axis: f its coefficients, F its rows, Ft the
+ * rows of F^T; x, y padded GLL blocks (may not overlap the scratch it uses: zk, planes, t, o). */
+static inline void sandwich(const REAL *restrict f, const vec (*restrict F)[NPW], const vec (*restrict Ft)[NGW],
+                            const REAL *restrict wj, const vec *restrict x, vec *restrict y, scratch_t *restrict s)
+{
+    vec (*z)[NP][NPW] = s->zk[0][0]; /* [NG][NP][NPW] */
+    SLABS(NG, NP, f, NP, 1, x, z);
+    for (int kq = 0; kq < NG; ++kq) {
+        VROWS(NG, NP, NPW, ROWS(NPW), f, NP, 1, z[kq], NPW, s->t[0], NPW, =);
+        VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, Ft, NGW, s->o[0], NGW, =);
+        const REAL *wp = wj + kq * NG2;
+        for (int jq = 0; jq < NG; ++jq)
+            for (int iq = 0; iq < NG; ++iq) R(s->o[0][jq])[iq] *= wp[jq * NG + iq];
+        VROWS(NG, NG, NPW, ROWS(NPW), R(s->o[0]), NGV, 1, F, NPW, s->t[1], NPW, =);
+        VROWS(NP, NG, NPW, ROWS(NPW), f, 1, NP, s->t[1], NPW, s->planes[0][kq], NPW, =);
+    }
+    SLABS(NP, NG, f, 1, NP, s->planes[0], y);
+}
+
+static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict ijw,
+                                REAL *restrict out, idx_t fs, idx_t e)
+{
+    for (int c = 0; c < 6; ++c) {
+        sandwich(&m->a[0][0], m->A, m->At, ijw + e * NG3, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
+        const vec (*r)[NP][NPW] = s->cg[0];
+        REAL *o = out + c * fs + e * NP3;
+        for (int k = 0; k < NP; ++k)
+            for (int j = 0; j < NP; ++j)
+                for (int i = 0; i < NP; ++i) o[(k * NP + j) * NP + i] = R(r[k][j])[i];
+    }
+}
+
+/* ---- an affine element: the same rhs in closed form ----------------------------------------
+ * With J a^b and J constant and flat faces (n, sJ constant) every Gauss rule here is exact, so
+ * M_W^-1 = M^-1 / J and the volume part is the collocated chain rule, (1/J) sum_b J a^b x D_b f;
+ * a face's part, M_W^-1 of (M x M) (sJ flux) at its GLL points, is (1/J) M^-1 e_end (x) sJ flux
+ * (the inverse mass's column of the face's end along its normal axis). Equal to the general
+ * path up to round-off. k: the element's constants, J a^b [b][a] (9), 1/J, n per face (18), sJ
+ * per face (6). */
+#define AFFINE_CONSTANTS 34
+static const int U_NORMAL[6] = {1, 1, NP, NP, NP2, NP2}; /* a face's normal axis stride */
+
+static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict k, const REAL *restrict u,
+                              const REAL *restrict sums, const REAL *restrict factors, REAL *restrict out, idx_t E,
+                              idx_t e)
+{
+    const idx_t fs = E * NP3, ts = E * 6 * NP2;
+    const REAL *ue = u + e * NP3;
+    REAL *oe = out + e * NP3;
+    const REAL ie = m->inv_eps * k[9], im = m->inv_mu * k[9];
+    for (int kk = 0; kk < NP; ++kk)
+        for (int j = 0; j < NP; ++j)
+            for (int i = 0; i < NP; ++i) {
+                REAL g[6][3];
+                for (int f = 0; f < 6; ++f) {
+                    const REAL *uf = ue + f * fs;
+                    REAL gr = 0, gs = 0, gt = 0;
+                    for (int l = 0; l < NP; ++l) {
+                        gr += m->d[i][l] * uf[(kk * NP + j) * NP + l];
+                        gs += m->d[j][l] * uf[(kk * NP + l) * NP + i];
+                        gt += m->d[kk][l] * uf[(l * NP + j) * NP + i];
+                    }
+                    g[f][0] = gr, g[f][1] = gs, g[f][2] = gt;
+                }
+                REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
+                for (int b = 0; b < 3; ++b) {
+                    const REAL w0 = k[b * 3], w1 = k[b * 3 + 1], w2 = k[b * 3 + 2];
+                    oe0 += w1 * g[5][b] - w2 * g[4][b];
+                    oe1 += w2 * g[3][b] - w0 * g[5][b];
+                    oe2 += w0 * g[4][b] - w1 * g[3][b];
+                    oh0 += w1 * g[2][b] - w2 * g[1][b];
+                    oh1 += w2 * g[0][b] - w0 * g[2][b];
+                    oh2 += w0 * g[1][b] - w1 * g[0][b];
+                }
+                const int p = (kk * NP + j) * NP + i;
+                oe[p] = oe0 * ie;
+                oe[p + fs] = oe1 * ie;
+                oe[p + 2 * fs] = oe2 * ie;
+                oe[p + 3 * fs] = -oh0 * im;
+                oe[p + 4 * fs] = -oh1 * im;
+                oe[p + 5 * fs] = -oh2 * im;
+            }
+    const REAL ae = m->ae, ah = m->ah;
+    for (int f = 0; f < 6; ++f) {
+        const REAL fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+        const int interior = fe == (REAL)1 && fh == (REAL)1;
+        const int off = U_OFF[f], sa = U_SA[f], sb = U_SB[f], ns = U_NORMAL[f], end = (f & 1) ? NP - 1 : 0;
+        const REAL *sm = sums + (e * 6 + f) * NP2;
+        const REAL x0 = k[10 + 3 * f], x1 = k[11 + 3 * f], x2 = k[12 + 3 * f];
+        const REAL he = (REAL)0.5 * m->inv_eps * k[28 + f] * k[9], hm = (REAL)0.5 * m->inv_mu * k[28 + f] * k[9];
+        for (int a = 0; a < NP; ++a)
+            for (int b = 0; b < NP; ++b) {
+                const int v = off + a * sa + b * sb, q = a * NP + b;
+                REAL jmp[6];
+                for (int c = 0; c < 6; ++c) {
+                    const REAL own = ue[c * fs + v];
+                    jmp[c] = interior ? 2 * own - sm[c * ts + q] : (c < 3 ? fe : fh) * own;
+                }
+                const REAL se0 = -(x1 * jmp[2] - x2 * jmp[1]), se1 = -(x2 * jmp[0] - x0 * jmp[2]),
+                           se2 = -(x0 * jmp[1] - x1 * jmp[0]);
+                const REAL sh0 = -(x1 * jmp[5] - x2 * jmp[4]), sh1 = -(x2 * jmp[3] - x0 * jmp[5]),
+                           sh2 = -(x0 * jmp[4] - x1 * jmp[3]);
+                const REAL F[6] = {(sh0 - ae * (x1 * se2 - x2 * se1)) * he, (sh1 - ae * (x2 * se0 - x0 * se2)) * he,
+                                   (sh2 - ae * (x0 * se1 - x1 * se0)) * he, (-se0 - ah * (x1 * sh2 - x2 * sh1)) * hm,
+                                   (-se1 - ah * (x2 * sh0 - x0 * sh2)) * hm, (-se2 - ah * (x0 * sh1 - x1 * sh0)) * hm};
+                const int base = v - end * ns; /* the normal index 0 */
+                for (int l = 0; l < NP; ++l) {
+                    const REAL c_l = m->mi[l][end];
+                    for (int c = 0; c < 6; ++c) oe[c * fs + base + l * ns] += c_l * F[c];
+                }
+            }
+    }
+}
+
+/* ---- rhs: out = M_W^-1 (B + S) on elements [first, stop) of E ---------------------------
+ * Returns 1 when a per-thread scratch buffer could not be allocated (out is then incomplete). */
+int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
+                 const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
+                 const REAL *face_weights, const int8_t *affine, const REAL *constants, REAL *out, idx_t E,
+                 idx_t first, idx_t stop, double eps, double mu, double alpha)
+{
+    matrices_t *m = NULL;
+    if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
+    memset(m, 0, sizeof(matrices_t));
+    /* the products V D and V M^-1 in double, then rounded once */
+    for (int q = 0; q < NG; ++q)
+        for (int p = 0; p < NP; ++p) {
+            double vd = 0, a = 0;
+            for (int l = 0; l < NP; ++l) {
+                vd += (double)v[q * NP + l] * (double)D[l * NP + p];
+                a += (double)v[q * NP + l] * (double)inverse_mass_1d[l * NP + p];
+            }
+            m->v[q][p] = R(m->V[q])[p] = R(m->Vt[p])[q] = v[q * NP + p];
+            m->vd[q][p] = R(m->VDt[p])[q] = (REAL)vd;
+            m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = (REAL)a;
+        }
+    for (int i = 0; i < NP; ++i)
+        for (int l = 0; l < NP; ++l) {
+            m->d[i][l] = D[i * NP + l];
+            m->mi[i][l] = inverse_mass_1d[i * NP + l];
+        }
+    const double z = sqrt(mu / eps);
+    m->inv_eps = (REAL)(1.0 / eps);
+    m->inv_mu = (REAL)(1.0 / mu);
+    m->ae = (REAL)(alpha / z);
+    m->ah = (REAL)(alpha * z);
+    const idx_t fs = E * NP3;
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+        scratch_t *s = NULL;
+        if (posix_memalign((void **)&s, 64, sizeof(scratch_t)) != 0) s = NULL;
+        if (!s) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = 1;
+        } else {
+            memset(s, 0, sizeof(scratch_t)); /* pad lanes: zero */
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx_t e = first; e < stop; ++e) {
+            if (!s) continue;
+            if (affine && affine[e]) {
+                affine_rhs(m, constants + e * AFFINE_CONSTANTS, u, sums, factors, out, E, e);
+                continue;
+            }
+            for (int c = 0; c < 6; ++c) {
+                const REAL *uc = u + c * fs + e * NP3;
+                for (int k = 0; k < NP; ++k)
+                    for (int j = 0; j < NP; ++j)
+                        for (int i = 0; i < NP; ++i) R(s->u[c][k][j])[i] = uc[(k * NP + j) * NP + i];
+            }
+            volume_load(m, s, cof, E, e);
+            face_load(m, s, sums, factors, normals, face_weights, E, e);
+            inverse_mass(m, s, ijw, out, fs, e);
+        }
+        free(s);
+    }
+    free(m);
+    return failed;
+}
+
+/* ---- the energy's products (WeightAdjustedOperator.energy_products) -----------------------
+ * parts[c] = sum_e y . z with y = M u_c (M the exact mass, mass_1d along each axis) and
+ * M_{1/J} z = y solved per component and element by conjugate gradients preconditioned by
+ * sqrt(J) M^-1 sqrt(J) (root = sqrt(J) at the GLL points), until the preconditioned residual
+ * falls below tolerance times its start or after `iterations` steps. The array code stops all
+ * systems together at the worst one's convergence; here each stops at its own (the products
+ * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had. */
+
+/* y = a along each axis of x (a NP x NP: coefficients and the rows of a^T) */
+static inline void tensor3(const REAL *restrict a, const vec (*restrict at)[NPW], const vec *restrict x,
+                           vec *restrict y, scratch_t *restrict s)
+{
+    vec (*z)[NP][NPW] = s->planes[0]; /* [NP][NP][NPW] of it */
+    SLABS(NP, NP, a, NP, 1, x, z);
+    vec (*yy)[NP][NPW] = (vec (*)[NP][NPW])y;
+    for (int k = 0; k < NP; ++k) {
+        VROWS(NP, NP, NPW, ROWS(NPW), a, NP, 1, z[k], NPW, s->t[0], NPW, =);
+        VROWS(NP, NP, NPW, ROWS(NPW), R(s->t[0]), NPV, 1, at, NPW, yy[k], NPW, =);
+    }
+}
+
+static inline double dot(const vec *restrict x, const vec *restrict y)
+{
+    double sum = 0;
+    const REAL *a = R(x), *b = R(y);
+    for (int p = 0; p < NP2; ++p)
+        for (int i = 0; i < NP; ++i) sum += (double)a[p * NPV + i] * (double)b[p * NPV + i];
+    return sum;
+}
+
+int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *mass_1d,
+                    const REAL *inverse_mass_1d, const REAL *root, idx_t E, int iterations, double tolerance,
+                    double *parts)
+{
+    matrices_t *m = NULL;
+    if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
+    memset(m, 0, sizeof(matrices_t));
+    /* a, A, At: the interpolation V; mm, mt: the mass and its transpose's rows; mi, mit: M^-1 */
+    REAL mm[NP][NP], mi[NP][NP];
+    vec mt[NP][NPW], mit[NP][NPW];
+    memset(mt, 0, sizeof(mt));
+    memset(mit, 0, sizeof(mit));
+    for (int q = 0; q < NG; ++q)
+        for (int p = 0; p < NP; ++p) m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = v[q * NP + p];
+    for (int i = 0; i < NP; ++i)
+        for (int l = 0; l < NP; ++l) {
+            mm[i][l] = R(mt[l])[i] = mass_1d[i * NP + l];
+            mi[i][l] = R(mit[l])[i] = inverse_mass_1d[i * NP + l];
+        }
+    const idx_t fs = E * NP3;
+    double total[6] = {0, 0, 0, 0, 0, 0};
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+        double local[6] = {0, 0, 0, 0, 0, 0};
+        scratch_t *s = NULL;
+        if (posix_memalign((void **)&s, 64, sizeof(scratch_t)) != 0) s = NULL;
+        if (!s) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = 1;
+        } else {
+            memset(s, 0, sizeof(scratch_t));
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx_t e = 0; e < E; ++e) {
+            if (!s) continue;
+            const REAL *re = root + e * NP3, *wj = ijw + e * NG3;
+            vec *x = &s->cg[0][0][0][0], *y = &s->cg[1][0][0][0], *z = &s->cg[2][0][0][0];
+            vec *r = &s->cg[3][0][0][0], *h = &s->cg[4][0][0][0], *p = &s->cg[5][0][0][0];
+            vec *ap = &s->load[0][0][0][0], *w = &s->load[1][0][0][0];
+            REAL *xr = R(x), *hr = R(h), *wr = R(w);
+            for (int c = 0; c < 6; ++c) {
+                const REAL *uc = u + c * fs + e * NP3;
+                for (int q = 0; q < NP3; ++q) xr[q / NP * NPV + q % NP] = uc[q];
+                tensor3(&mm[0][0], (const vec (*)[NPW])mt, x, y, s);
+                /* h = root M^-1 (root r) */
+#define PRECONDITION()                                                                      \
+    do {                                                                                    \
+        const REAL *rr_ = R(r);                                                             \
+        for (int q = 0; q < NP3; ++q) wr[q / NP * NPV + q % NP] = re[q] * rr_[q / NP * NPV + q % NP]; \
+        tensor3(&mi[0][0], (const vec (*)[NPW])mit, w, h, s);                                                   \
+        for (int q = 0; q < NP3; ++q) hr[q / NP * NPV + q % NP] *= re[q];                   \
+    } while (0)
+                memset(z, 0, sizeof(s->cg[0]));
+                memcpy(r, y, sizeof(s->cg[0]));
+                PRECONDITION();
+                memcpy(p, h, sizeof(s->cg[0]));
+                double rh = dot(r, h);
+                const double scale = sqrt(fabs(rh));
+                for (int it = 0; it < iterations; ++it) {
+                    sandwich(&m->a[0][0], m->A, m->At, wj, p, ap, s);
+                    const double pap = dot(p, ap);
+                    const REAL step = (REAL)(pap > 0 ? rh / pap : 0);
+                    for (int q = 0; q < NP2 * NPW; ++q) {
+                        z[q] += step * p[q];
+                        r[q] -= step * ap[q];
+                    }
+                    PRECONDITION();
+                    const double rh_new = dot(r, h);
+                    if ((scale > 0 ? sqrt(fabs(rh_new)) / scale : 0) < tolerance) break;
+                    const REAL beta = (REAL)(rh > 0 ? rh_new / rh : 0);
+                    for (int q = 0; q < NP2 * NPW; ++q) p[q] = h[q] + beta * p[q];
+                    rh = rh_new;
+                }
+#undef PRECONDITION
+                local[c] += dot(y, z);
+            }
+        }
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+        for (int c = 0; c < 6; ++c) total[c] += local[c];
+        free(s);
+    }
+    free(m);
+    for (int c = 0; c < 6; ++c) parts[c] = total[c];
+    return failed;
+}
