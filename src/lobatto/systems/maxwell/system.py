@@ -231,8 +231,14 @@ class MaxwellSystem(FaceExchangeSystem):
         return out
 
     def stage(self, u, residual, t, a, b, dt):
-        for term in self.terms:
-            term.prepare(u, t)
+        # terms with compiled CPU kernels fold S into the residual before the kernel where
+        # a != 0 (terms_cpu.py): one pass over their elements, nothing after the kernel
+        folded = [a != 0 and getattr(term, "folds_in_stage", False) for term in self.terms]
+        for term, fold in zip(self.terms, folded):
+            if fold:
+                term.fold(u, residual, t, a, b, dt)
+            else:
+                term.prepare(u, t)
         if self.stage_kernel is None:
             du = self.core_rhs(u, t, self._scratch(u))
             residual *= a
@@ -243,8 +249,9 @@ class MaxwellSystem(FaceExchangeSystem):
                 u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
             if self.sources is not None:
                 self.sources.add_to_stage(u, residual, t, b, dt)
-        for term in self.terms:
-            term.finish(u, residual, a, b, dt)
+        for term, fold in zip(self.terms, folded):
+            if not fold:
+                term.finish(u, residual, a, b, dt)
 
     def refresh_traces(self, u, traces) -> None:
         """Rewrite, in place, the traces of the elements a term changed after the fused stage
