@@ -239,7 +239,11 @@ class MaxwellSystem(FaceExchangeSystem):
                 term.fold(u, residual, t, a, b, dt)
             else:
                 term.prepare(u, t)
-        if self.stage_kernel is None:
+        if self.stage_kernel is None and self.galerkin is None and getattr(self.medium, "stage_kernel", None):
+            self.medium.stage(self, u, residual, a, b, dt)  # compiled on the CPU (cpu.py)
+            if self.sources is not None:
+                self.sources.add_to_stage(u, residual, t, b, dt)
+        elif self.stage_kernel is None:
             du = self.core_rhs(u, t, self._scratch(u))
             residual *= a
             residual += dt * du
