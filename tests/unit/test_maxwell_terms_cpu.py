@@ -31,7 +31,9 @@ def case(media: bool):
             "source": {"wave": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0],
                                 "lower": [1.0] * 3, "upper": [4.0] * 3, "origin": [1.0, 0, 0],
                                 "waveform": "gaussian", "t0": 0.3, "width": 0.5}}}
-    if media:
+    if media:  # a dipole too: the medium's compiled stage adds it after the kernel (sources.py)
+        data["source"]["dipole"] = {"type": "electric_dipole", "position": [2.1, 2.4, 2.6], "direction": [0, 1, 1],
+                                    "waveform": "gaussian", "t0": 0.1, "width": 0.1}
         data["material"] = {
             "ball": {"where": "0.5 - (x-2)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 2.0, "sigma": 0.3},
             "slab": {"where": "0.5 - (x-3)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 1.5, "poles": POLES}}
