@@ -19,7 +19,7 @@ POLES = [{"model": "drude", "plasma_frequency": 0.6, "collision_frequency": 0.1}
          {"model": "debye", "delta_epsilon": 0.8, "relaxation_time": 2.0}]
 
 
-def case(media: bool):
+def case_dict(media: bool) -> dict:
     """A K^3 box with a PML one element deep on all sides, a TF/SF box whose wave is at its
     surface from the start; with ``media``: a lossy dielectric ball and a ball ("slab") with
     three poles inside the TF/SF box, sampled per point (they cut elements: a partial weight)."""
@@ -37,7 +37,11 @@ def case(media: bool):
         data["material"] = {
             "ball": {"where": "0.5 - (x-2)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 2.0, "sigma": 0.3},
             "slab": {"where": "0.5 - (x-3)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 1.5, "poles": POLES}}
-    return case_from_dict(data, name="terms_cpu")
+    return data
+
+
+def case(media: bool):
+    return case_from_dict(case_dict(media), name="terms_cpu")
 
 
 def simulation(media, tmp_path, array_code, monkeypatch):
@@ -74,6 +78,10 @@ def test_one_stage_of_a_term_equals_its_array_code_on_random_data(compiled, name
     u0, residual0, rate = rng.standard_normal(shape), rng.standard_normal(shape), rng.standard_normal(shape)
     aux0 = None if term.aux is None else rng.standard_normal(term.aux.shape)
     aux_residual0 = None if term.aux is None else rng.standard_normal(term.aux.shape)
+    if name == "pml":  # a factor whose sigma is 0 on an element keeps q = 0 there (terms.c skips it)
+        inactive = pml_inactive(term)
+        assert inactive.any() and not inactive.all()
+        aux0[inactive], aux_residual0[inactive] = 0.0, 0.0
     dt, t = 0.037, 0.41
     results, kernels = [], term.compiled
     try:
@@ -102,6 +110,24 @@ def test_one_stage_of_a_term_equals_its_array_code_on_random_data(compiled, name
     assert np.count_nonzero(changed) > 0
 
 
+def pml_inactive(term) -> np.ndarray:
+    """(18, m) True for the auxiliary fields (6 k + f) whose factor's sigma is 0 on the element."""
+    nonzero = np.any(term._sigma != 0, axis=(2, 3, 4))  # (3, m)
+    return np.array([[not nonzero[(f % 3 + k) % 3, i] for i in range(term.count)]
+                     for k in range(3) for f in range(6)])
+
+
+def test_the_layer_skips_its_zero_factors_and_they_stay_zero(tmp_path, monkeypatch):
+    """Face-layer elements have one sigma direction: 12 of their 18 auxiliary fields are skipped."""
+    sim = simulation(False, tmp_path, False, monkeypatch)
+    sim.advance(3)
+    term = next(t for t in sim.system.terms if t.name == "pml")
+    inactive = pml_inactive(term)
+    assert inactive.sum(axis=0).max() == 12 and inactive.sum(axis=0).min() == 0  # face layers, corners
+    assert np.all(term.aux[inactive] == 0) and np.all(term.aux_residual[inactive] == 0)
+    assert np.max(np.abs(term.aux[~inactive])) > 0
+
+
 def test_steps_with_the_compiled_terms_equal_the_array_code(compiled, tmp_path, monkeypatch):
     reference = simulation(True, tmp_path, True, monkeypatch)
     assert all(t.compiled is None for t in reference.system.terms) and reference.system.medium.stage_kernel is None
@@ -123,10 +149,27 @@ def test_kernels_refuse_wrong_arrays(compiled):
     u = np.zeros((6, compiled.system.num_elements) + (compiled.system.order + 1,) * 3)
     with pytest.raises(TypeError, match="pml_stage: sigma"):
         term.compiled.pml(u, u, term.rate, term.aux, term.aux_residual, term.aux_rate, term._sigma[:2],
-                          term.elements, term.alpha, False, 0.0, 0.0, 0.0)
+                          term._active, term.elements, term.alpha, False, 0.0, 0.0, 0.0)
     with pytest.raises(TypeError, match="u must be a C-contiguous"):
         term.compiled.finish(u.astype(np.float32), u, term.rate, term.aux, term.aux_residual, term.aux_rate,
                              term.elements, 6, 0.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="element ids"):
         term.compiled.finish(u, u, term.rate, term.aux, term.aux_residual, term.aux_rate, term.elements + u.shape[1],
                              6, 0.0, 1.0, 1.0)
+
+
+def test_the_discrete_incident_wave_steps_as_its_array_code(tmp_path, monkeypatch):
+    """incident_field = "discrete" (tfsf_discrete.py): its update of u and v runs compiled."""
+    data = case_dict(False)
+    del data["pml"]
+    data["source"]["wave"]["incident_field"] = "discrete"
+    runs = []
+    for array_code in (True, False):
+        monkeypatch.setenv(ARRAY_TERMS_VARIABLE, "1" if array_code else "0")
+        sim = Simulation(case_from_dict(data, name="discrete"), backend="cpu", output_dir=tmp_path / f"d{array_code}",
+                         comm=None)
+        assert (sim.system.terms[0].compiled is None) == array_code
+        sim.advance(4)
+        runs.append((np.asarray(sim.u), np.asarray(sim.system.terms[0].aux)))
+    for got, want in zip(runs[1], runs[0]):
+        assert np.max(np.abs(want)) > 0 and np.max(np.abs(got - want)) <= 1e-13 * np.max(np.abs(want))

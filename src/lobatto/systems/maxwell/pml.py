@@ -46,7 +46,7 @@ from lobatto.machine.parallel import allreduce, collective_errors
 # (LAYER_VALUES, layer_elements and memory_estimate: importable from here as before)
 from lobatto.systems.maxwell.pml_memory import LAYER_VALUES, check_layer_memory, layer_elements, memory_estimate
 from lobatto.systems.maxwell.terms import StageTerm
-from lobatto.systems.maxwell.terms_cpu import term_kernels
+from lobatto.systems.maxwell.terms_cpu import pml_active, term_kernels
 
 DEFAULT_ELEMENTS = 3
 DEFAULT_GRADING = 3.0
@@ -260,12 +260,13 @@ class PerfectlyMatchedLayer(StageTerm):
         self.compiled = term_kernels(system)
         if self.compiled is not None:
             self._sigma = np.ascontiguousarray(sigma, dtype=system.backend.dtype)
+            self._active = pml_active(self._sigma)  # the directions with sigma != 0, per element
             self.folds_in_stage = True
 
     def prepare(self, u, t) -> None:
         if self.compiled is not None and self.count:
-            self.compiled.pml(u, u, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma, self.elements,
-                              self.alpha, False, 0.0, 0.0, 0.0)
+            self.compiled.pml(u, u, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma, self._active,
+                              self.elements, self.alpha, False, 0.0, 0.0, 0.0)
         elif self.one_pass is None:
             super().prepare(u, t)
 
@@ -281,7 +282,7 @@ class PerfectlyMatchedLayer(StageTerm):
     def fold(self, u, residual, t, a, b, dt) -> None:
         if self.compiled is not None and self.count:
             self.compiled.pml(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma,
-                              self.elements, self.alpha, True, a, b, dt)
+                              self._active, self.elements, self.alpha, True, a, b, dt)
         elif self.count:
             self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b,
                           dt, fold=True)

@@ -48,7 +48,7 @@ class TermKernels:
     def __init__(self, lib, order: int, dtype):
         self.lib, self.n, self.dtype = lib, order + 1, np.dtype(dtype)
         lib.term_finish.argtypes = [_VP] * 7 + [_I64, _I64, _INT, _INT, _F64, _F64, _F64]
-        lib.pml_stage.argtypes = [_VP] * 8 + [_I64, _I64, _F64, _INT, _F64, _F64, _F64]
+        lib.pml_stage.argtypes = [_VP] * 9 + [_I64, _I64, _F64, _INT, _F64, _F64, _F64]
         lib.dispersive_stage.argtypes = [_VP] * 8 + [_F64] + [_VP] * 5 + [_INT, _VP, _I64, _I64, _INT, _F64, _F64,
                                                                          _F64]
         lib.surface_add.argtypes = [_VP] * 6 + [_I64, _I64, _F64, _F64]
@@ -80,16 +80,18 @@ class TermKernels:
                              _ptr_or_none(aux_rate if count else None), _ptr(elements), m, E, int(fields), count,
                              float(a), float(b), float(dt))
 
-    def pml(self, u, residual, rate, aux, aux_residual, aux_rate, sigma, elements, alpha, fold, a, b, dt):
+    def pml(self, u, residual, rate, aux, aux_residual, aux_rate, sigma, active, elements, alpha, fold, a, b, dt):
+        """active: pml_active(sigma); its factors' auxiliary fields elsewhere must be 0 (they stay 0)."""
         E, m, pts = self._volume("pml_stage", u, residual, elements)
         check_kernel_arrays("pml_stage", self.dtype, [
             (rate, (6, m) + pts, "rate"), (aux, (18, m) + pts, "aux"), (aux_residual, (18, m) + pts, "aux_residual"),
             (aux_rate, (18, m) + pts, "aux_rate"), (sigma, (3, m) + pts, "sigma")])
+        check_kernel_arrays("pml_stage", np.dtype(np.int8), [(active, (m,), "active")])
         if fold and a == 0:
             raise ValueError("pml_stage: fold needs a != 0")
         self.lib.pml_stage(_ptr(u), _ptr(residual), _ptr(rate), _ptr(aux), _ptr(aux_residual), _ptr(aux_rate),
-                           _ptr(sigma), _ptr(elements), m, E, float(alpha), int(bool(fold)), float(a), float(b),
-                           float(dt))
+                           _ptr(sigma), _ptr(active), _ptr(elements), m, E, float(alpha), int(bool(fold)), float(a),
+                           float(b), float(dt))
 
     def dispersive(self, u, residual, rate, aux, aux_residual, aux_rate, weight, minus_inv_eps, poles, elements,
                    fold, a, b, dt):
@@ -133,6 +135,12 @@ class TermKernels:
             raise ValueError("surface_add: element or face ids out of range")
         self.lib.surface_add(_ptr_or_none(u), _ptr(residual), _ptr(gain), _ptr(w), _ptr(element), _ptr(face), K, E,
                              float(scale_residual), float(scale_u))
+
+
+def pml_active(sigma: np.ndarray) -> np.ndarray:
+    """(m,) int8: bit d set where sigma_d (sigma: (3, m, n, n, n)) is non-zero on the element."""
+    nonzero = np.any(sigma != 0, axis=(2, 3, 4))  # (3, m)
+    return np.ascontiguousarray(sum(nonzero[d].astype(np.int8) << d for d in range(3)), dtype=np.int8)
 
 
 _cache: dict = {}

@@ -83,11 +83,14 @@ void term_finish(REAL *u, REAL *residual, const REAL *rate, REAL *aux, REAL *aux
  *   R2 = sigma_{c+1} w1 - alpha q2                   w2 = w1 + q2
  *   R3 = sigma_{c+2} w2 - alpha q3                   S = -(R1 + R2 + R3)
  * aux index of q_k (k = 0, 1, 2) of field f (0..5): 6 k + f.
+ * active (m,): bit d set where sigma_d is non-zero somewhere on the element. A factor whose
+ * sigma is zero on the whole element is skipped: its q starts at 0 and stays 0 (R = 0; the
+ * prepare pass writes that 0). A face layer's element reads 6 of the 18 auxiliary fields.
  * fold == 0: S -> rate, R -> aux_rate (aux unchanged).
  * fold == 1: residual += (dt / a) S; aux_residual = a aux_residual + dt R; aux += b aux_residual. */
 void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_residual, REAL *aux_rate,
-               const REAL *sigma, const idx_t *elements, idx_t m, idx_t E, double alpha, int fold,
-               double a, double b, double dt)
+               const REAL *sigma, const int8_t *active, const idx_t *elements, idx_t m, idx_t E, double alpha,
+               int fold, double a, double b, double dt)
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt, ral = (REAL)alpha;
     const REAL over_a = fold ? (REAL)(dt / a) : (REAL)0;
@@ -95,42 +98,52 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
     OMP_PARALLEL_FOR
     for (idx_t i = 0; i < m; ++i) {
         const idx_t g = elements[i] * NQ3, o = i * NQ3;
+        REAL wk[NQ3], sum[NQ3];
         for (int f = 0; f < 6; ++f) {
-            const int c = f % 3;
-            const REAL *s0 = sigma + c * ms + o, *s1 = sigma + ((c + 1) % 3) * ms + o;
-            const REAL *s2 = sigma + ((c + 2) % 3) * ms + o;
             const REAL *w = u + f * fs + g;
-            REAL *q0 = aux + f * ms + o, *q1 = aux + (6 + f) * ms + o, *q2 = aux + (12 + f) * ms + o;
-            if (!fold) {
-                REAL *r0 = aux_rate + f * ms + o, *r1 = aux_rate + (6 + f) * ms + o;
-                REAL *r2 = aux_rate + (12 + f) * ms + o, *sf = rate + f * ms + o;
-                for (int p = 0; p < NQ3; ++p) {
-                    const REAL x0 = -s0[p] * w[p] - (ral + s0[p]) * q0[p];
-                    const REAL w1 = w[p] + q0[p];
-                    const REAL x1 = s1[p] * w1 - ral * q1[p];
-                    const REAL x2 = s2[p] * (w1 + q1[p]) - ral * q2[p];
-                    r0[p] = x0;
-                    r1[p] = x1;
-                    r2[p] = x2;
-                    sf[p] = -(x0 + x1 + x2);
+            for (int p = 0; p < NQ3; ++p) {
+                wk[p] = w[p];
+                sum[p] = 0;
+            }
+            for (int k = 0; k < 3; ++k) {
+                const int d = (f % 3 + k) % 3; /* factor k's direction */
+                if (!((active[i] >> d) & 1)) {
+                    if (!fold) { /* R = 0 (kept so even after another path wrote aux_rate) */
+                        REAL *r = aux_rate + (6 * k + f) * ms + o;
+                        for (int p = 0; p < NQ3; ++p) r[p] = 0;
+                    }
+                    continue;
                 }
+                const REAL *sd = sigma + d * ms + o;
+                const REAL sign = k == 0 ? (REAL)-1 : (REAL)1, shift = k == 0 ? (REAL)1 : (REAL)0;
+                const idx_t at = (6 * k + f) * ms + o;
+                REAL *q = aux + at;
+                if (fold) {
+                    REAL *e = aux_residual + at;
+                    for (int p = 0; p < NQ3; ++p) {
+                        const REAL x = sign * sd[p] * wk[p] - (ral + shift * sd[p]) * q[p];
+                        wk[p] += q[p];
+                        sum[p] += x;
+                        const REAL y = ra * e[p] + rdt * x;
+                        e[p] = y;
+                        q[p] += rb * y;
+                    }
+                } else {
+                    REAL *r = aux_rate + at;
+                    for (int p = 0; p < NQ3; ++p) {
+                        const REAL x = sign * sd[p] * wk[p] - (ral + shift * sd[p]) * q[p];
+                        wk[p] += q[p];
+                        sum[p] += x;
+                        r[p] = x;
+                    }
+                }
+            }
+            if (fold) {
+                REAL *rf = residual + f * fs + g;
+                for (int p = 0; p < NQ3; ++p) rf[p] -= over_a * sum[p];
             } else {
-                REAL *e0 = aux_residual + f * ms + o, *e1 = aux_residual + (6 + f) * ms + o;
-                REAL *e2 = aux_residual + (12 + f) * ms + o, *rf = residual + f * fs + g;
-                for (int p = 0; p < NQ3; ++p) {
-                    const REAL x0 = -s0[p] * w[p] - (ral + s0[p]) * q0[p];
-                    const REAL w1 = w[p] + q0[p];
-                    const REAL x1 = s1[p] * w1 - ral * q1[p];
-                    const REAL x2 = s2[p] * (w1 + q1[p]) - ral * q2[p];
-                    rf[p] -= over_a * (x0 + x1 + x2);
-                    const REAL y0 = ra * e0[p] + rdt * x0, y1 = ra * e1[p] + rdt * x1, y2 = ra * e2[p] + rdt * x2;
-                    e0[p] = y0;
-                    e1[p] = y1;
-                    e2[p] = y2;
-                    q0[p] += rb * y0;
-                    q1[p] += rb * y1;
-                    q2[p] += rb * y2;
-                }
+                REAL *sf = rate + f * ms + o;
+                for (int p = 0; p < NQ3; ++p) sf[p] = -sum[p];
             }
         }
     }
