@@ -173,3 +173,18 @@ def test_the_discrete_incident_wave_steps_as_its_array_code(tmp_path, monkeypatc
         runs.append((np.asarray(sim.u), np.asarray(sim.system.terms[0].aux)))
     for got, want in zip(runs[1], runs[0]):
         assert np.max(np.abs(want)) > 0 and np.max(np.abs(got - want)) <= 1e-13 * np.max(np.abs(want))
+
+
+def test_float32_kernels_step_as_the_array_code(tmp_path, monkeypatch):
+    """The float32 libraries (REAL = float): the same run to float32 round-off."""
+    data = case_dict(True)
+    data["backend"] = {"precision": "float32"}
+    runs = []
+    for array_code in (True, False):
+        monkeypatch.setenv(ARRAY_TERMS_VARIABLE, "1" if array_code else "0")
+        sim = Simulation(case_from_dict(data, name="f32"), backend="cpu", output_dir=tmp_path / f"f{array_code}",
+                         comm=None)
+        assert sim.u.dtype == np.float32 and all((t.compiled is None) == array_code for t in sim.system.terms)
+        sim.advance(4)
+        runs.append(np.asarray(sim.u, dtype=np.float64))
+    assert np.max(np.abs(runs[1] - runs[0])) <= 1e-5 * np.max(np.abs(runs[0]))
