@@ -209,8 +209,9 @@ class TotalFieldScatteredField(StageTerm):
         self.setup_storage(system, np.unique(element))
         self.faces_here = int(element.size)
         self.total_field_elements = int(np.count_nonzero(inside))
-        self.surface_add = self.compiled = None  # a rank without surface faces has none (its prepare and
-        if not self.count:  # finish do nothing)
+        # a rank without surface faces has no kernels (its prepare and finish do nothing)
+        self.surface_add = self.compiled = None
+        if not self.count:
             return
         xp, geometry, order = system.backend.xp, system.geometry, system.order
         position = np.searchsorted(self.elements, element)
