@@ -2,7 +2,8 @@
 
 `maxwell_kernels(order, precision)` gives ctypes-wrapped kernels with exactly the reference
 signatures (reference.py), or None when they cannot be compiled; they are registered as the
-CPU backend's tuned ``maxwell_traces``, ``maxwell_rhs`` and ``maxwell_stage``. Where the
+CPU backend's tuned ``maxwell_traces``, ``maxwell_rhs`` and ``maxwell_stage`` (and their
+per-point medium variants ``maxwell_rhs_materials``, ``maxwell_stage_materials``). Where the
 compiler fails the factories return the reference kernels (and a stage built from the
 reference rhs), so a run goes on, unfused.
 """
@@ -90,6 +91,9 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     lib.maxwell_rhs_medium.restype = None
     c_traces, c_rhs, c_stage = lib.maxwell_traces, lib.maxwell_rhs, lib.maxwell_stage
     c_rhs_medium = lib.maxwell_rhs_medium
+    lib.maxwell_stage_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64] * 4 + [_INT]
+    lib.maxwell_stage_medium.restype = _INT
+    c_stage_medium = lib.maxwell_stage_medium
     cache: list = [None]  # the last geometry seen (one system per kernel, in practice)
 
     def geometry_of(geometry, E):
@@ -148,7 +152,29 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
                      _ptr(material["flux_coefficients"]), E, first, stop, float(alpha), split_flag(geometry))
         return out
 
-    return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage, "maxwell_rhs_materials": rhs_medium}
+    def stage_medium(u, residual, sums, geometry, material, alpha, a, b, dt, elements=None):
+        """maxwell_stage with rhs_medium's L(u): material = HeterogeneousMedium.arrays."""
+        E = u.shape[1]
+        _check(u, dtype, (6, E, n, n, n), "u", writable=True)
+        _check(residual, dtype, (6, E, n, n, n), "residual", writable=True)
+        _check(sums, dtype, (6, E, 6, n, n), "sums")
+        for key in ("inv_epsilon", "inv_mu"):
+            _check(material[key], dtype, (E, n, n, n), key)
+        _check(material["flux_coefficients"], dtype, (4, E, 6, n, n), "flux_coefficients")
+        sigma = material["sigma_over_epsilon"]
+        if sigma is not None:
+            _check(sigma, dtype, (E, n, n, n), "sigma_over_epsilon")
+        first, stop = element_bounds(elements, E)
+        m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
+        status = c_stage_medium(_ptr(u), _ptr(residual), _ptr(sums), m, jac, nr, lf, ff, af, d,
+                                _ptr(material["inv_epsilon"]), _ptr(material["inv_mu"]),
+                                None if sigma is None else _ptr(sigma), _ptr(material["flux_coefficients"]), E, first,
+                                stop, float(alpha), float(a), float(b), float(dt), split_flag(geometry))
+        if status:
+            raise MemoryError("maxwell_stage_medium: could not allocate the per-thread element buffer")
+
+    return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage, "maxwell_rhs_materials": rhs_medium,
+            "maxwell_stage_materials": stage_medium}
 
 
 def reference_stage(backend, order):
@@ -177,6 +203,8 @@ def _register(name):
             return kernels[name]
         if name == "maxwell_stage":
             return reference_stage(backend, order)
+        if name == "maxwell_stage_materials":
+            return None  # materials.py steps with its rhs and array operations
         if name == "maxwell_rhs_materials":
             import lobatto.systems.maxwell.materials  # noqa: F401  (registers the reference)
         return REFERENCE_KERNELS[name](backend, order=order)
@@ -185,5 +213,5 @@ def _register(name):
     return factory
 
 
-for _name in ("maxwell_traces", "maxwell_rhs", "maxwell_stage", "maxwell_rhs_materials"):
+for _name in ("maxwell_traces", "maxwell_rhs", "maxwell_stage", "maxwell_rhs_materials", "maxwell_stage_materials"):
     _register(_name)

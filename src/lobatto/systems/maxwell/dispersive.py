@@ -39,6 +39,7 @@ from lobatto.systems.maxwell.dispersion_tables import Dispersion, parse_dispersi
 from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
 from lobatto.systems.maxwell.materials import table_mask
 from lobatto.systems.maxwell.terms import StageTerm
+from lobatto.systems.maxwell.terms_cpu import MODEL_CODES, term_kernels
 
 
 # ============================================================================= the term
@@ -96,7 +97,7 @@ class DispersiveTerm(StageTerm):
         self.last_dt = None
         # on CUDA the whole stage of the poles is one kernel (dispersive_cuda.py); the array
         # operations here are the reference
-        self.one_pass = None
+        self.one_pass = self.compiled = None
         if backend.name == "cuda" and m:
             from lobatto.systems.maxwell.dispersive_cuda import DispersiveStep
 
@@ -105,13 +106,26 @@ class DispersiveTerm(StageTerm):
                 backend, system.order, [(p.model, k, p.angular()) for p, k in zip(self.poles, self.offsets)],
                 self.aux_count, self.weight is not None, per_point, 0.0 if per_point else self.minus_inv_epsilon)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
+        # on the CPU: one compiled pass over the poles' elements per stage (terms_cpu.py)
+        self.compiled = term_kernels(system) if m else None
+        if self.compiled is not None:
+            self._poles = compiled_poles(self.poles, self.offsets)
+            self.folds_in_stage = True
+
+    def _compiled(self, u, residual, fold, a, b, dt) -> None:
+        self.compiled.dispersive(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate, self.weight,
+                                 self.minus_inv_epsilon, self._poles, self.elements, fold, a, b, dt)
 
     def prepare(self, u, t) -> None:
-        if self.one_pass is None:
+        if self.compiled is not None:
+            self._compiled(u, u, False, 0.0, 0.0, 0.0)
+        elif self.one_pass is None:
             super().prepare(u, t)
 
     def fold(self, u, residual, t, a, b, dt) -> None:
         self.last_dt = dt
+        if self.compiled is not None:
+            return self._compiled(u, residual, True, a, b, dt)
         self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
                       None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt, fold=True)
 
@@ -153,6 +167,9 @@ class DispersiveTerm(StageTerm):
         self.last_dt = dt
         if not self.count:
             return
+        if self.compiled is not None:
+            return self.compiled.finish(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate,
+                                        self.elements, 3, a, b, dt)
         if self.one_pass is not None:
             self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
                           None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt,
@@ -194,6 +211,22 @@ class DispersiveTerm(StageTerm):
         if self.last_dt is not None:
             out["dt_times_fastest_rate"] = self.last_dt * self.fastest_rate
         return out
+
+
+def compiled_poles(poles, offsets) -> tuple:
+    """The poles as terms.c reads them: (model codes, first aux field, c0, c1, c2)."""
+    coefficients = []
+    for p in poles:
+        a = p.angular()
+        if p.model == "drude":
+            coefficients.append((a["omega_p"] ** 2, a["gamma"], 0.0))
+        elif p.model == "lorentz":
+            coefficients.append((a["delta"] * a["omega0"] ** 2, a["omega0"] ** 2, a["gamma"]))
+        else:
+            coefficients.append((a["delta"], 1.0 / a["tau"], 0.0))
+    c = np.array(coefficients, dtype=np.float64).reshape(-1, 3).T
+    return (np.array([MODEL_CODES[p.model] for p in poles], dtype=np.int32), np.array(offsets, dtype=np.int32),
+            *(np.ascontiguousarray(row) for row in c))
 
 
 # ============================================================================== builder

@@ -44,6 +44,7 @@ from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
 from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
 from lobatto.systems.maxwell.reference import cross, curl
+from lobatto.systems.maxwell.terms_cpu import array_terms_asked
 
 PROPERTIES = ("epsilon", "mu", "sigma")
 #: the valid values of each property, in [physics] and [material.<name>] (numbers, and the
@@ -252,6 +253,11 @@ class HeterogeneousMedium:
             self.arrays["flux_coefficients"] = to_dev(np.stack([z_other / total, 1.0 / total, z_own / total,
                                                                z_own * z_other / total]))
         self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+        # the compiled CPU stage (cpu.py; None: the rhs and array operations); LOBATTO_ARRAY_TERMS=1
+        # keeps the array stage, as for the stage terms (terms_cpu.py)
+        self.stage_kernel = None
+        if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
+            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
         self._device = {}  # eps and mu on the device, for the energy (made when first asked)
 
     @staticmethod
@@ -272,6 +278,11 @@ class HeterogeneousMedium:
         system.with_exchange(u, lambda elements, sums: self.kernel(
             u, sums, system.device_geometry, out, self.arrays, system.alpha, elements))
         return out
+
+    def stage(self, system, u, residual, a, b, dt) -> None:
+        """residual = a residual + dt L(u); u += b residual, in one compiled pass per element."""
+        system.with_exchange(u, lambda elements, sums: self.stage_kernel(
+            u, residual, sums, system.device_geometry, self.arrays, system.alpha, a, b, dt, elements))
 
     def energy(self, system, u) -> float:
         """1/2 sum M (eps |E|^2 + mu |H|^2), eps and mu per point, on this rank."""

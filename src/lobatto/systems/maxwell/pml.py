@@ -46,6 +46,7 @@ from lobatto.machine.parallel import allreduce, collective_errors
 # (LAYER_VALUES, layer_elements and memory_estimate: importable from here as before)
 from lobatto.systems.maxwell.pml_memory import LAYER_VALUES, check_layer_memory, layer_elements, memory_estimate
 from lobatto.systems.maxwell.terms import StageTerm
+from lobatto.systems.maxwell.terms_cpu import pml_active, term_kernels
 
 DEFAULT_ELEMENTS = 3
 DEFAULT_GRADING = 3.0
@@ -237,7 +238,7 @@ class PerfectlyMatchedLayer(StageTerm):
                  grading_order: float = DEFAULT_GRADING):
         self.setup_storage(system, elements)
         self.alpha, self.described, self.grading_order = float(alpha), described or {}, grading_order
-        self.one_pass = None
+        self.one_pass = self.compiled = None
         self.step_fit = None  # (largest rate, cfl bound) when the step is fitted to the layer
         if not self.count:
             return
@@ -255,19 +256,34 @@ class PerfectlyMatchedLayer(StageTerm):
             self.one_pass = PmlFinish(system.backend, system.order, sigma)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
             self._sigma = to_dev(np.ascontiguousarray(sigma))
+        # on the CPU: compiled kernels (terms_cpu.py), one pass over the layer per stage
+        self.compiled = term_kernels(system)
+        if self.compiled is not None:
+            self._sigma = np.ascontiguousarray(sigma, dtype=system.backend.dtype)
+            self._active = pml_active(self._sigma)  # the directions with sigma != 0, per element
+            self.folds_in_stage = True
 
     def prepare(self, u, t) -> None:
-        if self.one_pass is None:
+        if self.compiled is not None and self.count:
+            self.compiled.pml(u, u, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma, self._active,
+                              self.elements, self.alpha, False, 0.0, 0.0, 0.0)
+        elif self.one_pass is None:
             super().prepare(u, t)
 
     def finish(self, u, residual, a, b, dt, traces=None) -> None:
+        if self.compiled is not None and self.count:
+            return self.compiled.finish(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate,
+                                        self.elements, 6, a, b, dt)
         if self.one_pass is None or not self.count:
             return super().finish(u, residual, a, b, dt)
         self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b, dt,
                       traces, self.system.device_geometry["normals"] if traces is not None else None)
 
     def fold(self, u, residual, t, a, b, dt) -> None:
-        if self.count:
+        if self.compiled is not None and self.count:
+            self.compiled.pml(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma,
+                              self._active, self.elements, self.alpha, True, a, b, dt)
+        elif self.count:
             self.one_pass(u, residual, self.aux, self.aux_residual, self._sigma, self.device_elements, self.alpha, a, b,
                           dt, fold=True)
 

@@ -233,9 +233,17 @@ class MaxwellSystem(FaceExchangeSystem):
         return out
 
     def stage(self, u, residual, t, a, b, dt):
-        for term in self.terms:
-            term.prepare(u, t)
-        if self.stage_kernel is None:
+        # terms with compiled CPU kernels fold S into the residual before the kernel where
+        # a != 0 (terms_cpu.py): one pass over their elements, nothing after the kernel
+        folded = [a != 0 and getattr(term, "folds_in_stage", False) for term in self.terms]
+        for term, fold in zip(self.terms, folded):
+            if fold:
+                term.fold(u, residual, t, a, b, dt)
+            else:
+                term.prepare(u, t)
+        if self.stage_kernel is None and self.galerkin is None and getattr(self.medium, "stage_kernel", None):
+            self.medium.stage(self, u, residual, a, b, dt)  # compiled on the CPU (cpu.py); sources: a term
+        elif self.stage_kernel is None:
             du = self.core_rhs(u, t, self._scratch(u))
             residual *= a
             residual += dt * du
@@ -243,8 +251,9 @@ class MaxwellSystem(FaceExchangeSystem):
         else:
             self.with_exchange(u, lambda elements, sums: self.stage_kernel(
                 u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
-        for term in self.terms:
-            term.finish(u, residual, a, b, dt)
+        for term, fold in zip(self.terms, folded):
+            if not fold:
+                term.finish(u, residual, a, b, dt)
 
     def refresh_traces(self, u, traces) -> None:
         """Rewrite, in place, the traces of the elements a term changed after the fused stage

@@ -44,6 +44,7 @@ from lobatto.systems.dg import add_to_faces, face_values
 from lobatto.systems.maxwell.region_surface import (check_background, elements_in_box, elements_in_region,
                                                    surface_signs)
 from lobatto.systems.maxwell.terms import StageTerm
+from lobatto.systems.maxwell.terms_cpu import term_kernels
 from lobatto.systems.maxwell.waveforms import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, waveform_array
 
 #: what corrects the scattered-field side of the surface: the analytic wave, or the discrete
@@ -208,7 +209,8 @@ class TotalFieldScatteredField(StageTerm):
         self.setup_storage(system, np.unique(element))
         self.faces_here = int(element.size)
         self.total_field_elements = int(np.count_nonzero(inside))
-        self.surface_add = None  # a rank without surface faces has none (its prepare and finish do nothing)
+        # a rank without surface faces has no kernels (its prepare and finish do nothing)
+        self.surface_add = self.compiled = None
         if not self.count:
             return
         xp, geometry, order = system.backend.xp, system.geometry, system.order
@@ -236,6 +238,17 @@ class TotalFieldScatteredField(StageTerm):
             self.surface_add = SurfaceAdd(system.backend, order, element, face, gain, backend_host(system, self._delay),
                                           wave.waveform, wave.params, wave.amplitude)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
+        # on the CPU: a compiled kernel adds S at the surface's face points only (terms_cpu.py)
+        self.compiled = term_kernels(system)
+        if self.compiled is not None:
+            dtype = system.backend.dtype
+            self._host_gain = np.ascontiguousarray(np.concatenate([self._gain_e, self._gain_h]), dtype=dtype)
+            self._host_faces = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (element, face))
+            self.folds_in_stage = True
+
+    def _surface(self, u, residual, t, scale_residual, scale_u) -> None:
+        w = np.ascontiguousarray(self.wave.profile(np, t - self._delay), dtype=self._host_gain.dtype)
+        self.compiled.surface(u, residual, self._host_gain, w, *self._host_faces, scale_residual, scale_u)
 
     @property
     def reads_clock(self) -> bool:
@@ -243,11 +256,15 @@ class TotalFieldScatteredField(StageTerm):
         return self.backend.name == "cuda"
 
     def prepare(self, u, t) -> None:
-        if self.surface_add is None:
+        if self.surface_add is None and self.compiled is None:
             return super().prepare(u, t)
         self._stage_time = self._clock(t)  # S depends on t alone: the kernel evaluates it in finish
 
     def finish(self, u, residual, a, b, dt, traces=None) -> None:
+        if self.compiled is not None:
+            if self.count:
+                self._surface(u, residual, self._stage_time, dt, b * dt)
+            return
         if self.surface_add is None:
             return super().finish(u, residual, a, b, dt)
         if self.count:
@@ -255,7 +272,10 @@ class TotalFieldScatteredField(StageTerm):
                              self.system.device_geometry["normals"] if traces is not None else None)
 
     def fold(self, u, residual, t, a, b, dt) -> None:
-        if self.count:
+        if self.compiled is not None:
+            if self.count:
+                self._surface(None, residual, t, dt / a, 0.0)
+        elif self.count:
             self.surface_add(u, residual, self._clock(t), a, b, dt, fold=True)
 
     def _clock(self, t):

@@ -37,6 +37,7 @@ import numpy as np
 
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.terms import StageTerm
+from lobatto.systems.maxwell.terms_cpu import term_kernels
 from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField, backend_host
 
 
@@ -77,6 +78,8 @@ class DiscreteIncidentTFSF(StageTerm):
         self.kernels = None
         if backend.name == "cuda" and self.count:
             self.setup_kernels(system, inside, on_total)
+        # on the CPU: the 2N-storage update of u and v in one compiled pass (terms_cpu.py)
+        self.compiled = term_kernels(system) if self.count else None
 
     def setup_kernels(self, system, inside, on_total) -> None:
         """CUDA: the stage in kernels (tfsf_cuda.DiscreteIncidentStage) and the surface's
@@ -112,6 +115,9 @@ class DiscreteIncidentTFSF(StageTerm):
             super().prepare(u, t)
 
     def finish(self, u, residual, a, b, dt, traces=None) -> None:
+        if self.kernels is None and self.compiled is not None:
+            return self.compiled.finish(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate,
+                                        self.elements, 6, a, b, dt)
         if self.kernels is None:
             return super().finish(u, residual, a, b, dt)
         normals = self.system.device_geometry["normals"] if traces is not None else None

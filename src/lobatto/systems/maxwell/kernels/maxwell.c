@@ -469,3 +469,51 @@ int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics
     }
     return failed; /* 1: a per-thread buffer could not be allocated */
 }
+
+/* ---- fused low-storage RK stage in a medium given per point (materials.py) --------------
+ * maxwell_stage with maxwell_rhs_medium's L(u) (1/eps, 1/mu, sigma/eps per point; sigma_eps
+ * may be NULL): residual = a * residual + dt * L(u); u += b * residual, element by element. */
+int maxwell_stage_medium(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics,
+                         const REAL *jacobian, const REAL *normals, const REAL *lift, const REAL *factors,
+                         const int8_t *affine, const REAL *D, const REAL *inv_eps, const REAL *inv_mu,
+                         const REAL *sigma_eps, const REAL *flux, idx_t E, idx_t first, idx_t stop,
+                         double alpha, double a, double b, double dt, int split)
+{
+    ctx_t c;
+    setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
+    c.split = split;
+    c.medium_flux = flux;
+    const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
+    const idx_t fs = E * NQ3;
+    int failed = 0;
+    OMP_PARALLEL
+    {
+        REAL *buf = NULL;
+        if (posix_memalign((void **)&buf, 64, 6 * NQ3 * sizeof(REAL)) != 0) buf = NULL;
+        if (!buf) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = 1;
+        }
+        OMP_FOR
+        for (idx_t e = first; e < stop; ++e) {
+            if (!buf) continue;
+            element_rhs(&c, e, buf, NQ3);
+            const idx_t o = e * NQ3;
+            for (int f = 0; f < 6; ++f) {
+                REAL *uf = u + f * fs + o, *rf = residual + f * fs + o;
+                const REAL *bf = buf + f * NQ3, *scale = (f < 3 ? inv_eps : inv_mu) + o;
+                const REAL *se = (f < 3 && sigma_eps) ? sigma_eps + o : NULL;
+                for (int p = 0; p < NQ3; ++p) {
+                    const REAL du = se ? bf[p] * scale[p] - se[p] * uf[p] : bf[p] * scale[p];
+                    const REAL res = (ra == 0 ? (REAL)0 : ra * rf[p]) + rdt * du;
+                    rf[p] = res;
+                    uf[p] += rb * res;
+                }
+            }
+        }
+        free(buf);
+    }
+    return failed; /* 1: a per-thread buffer could not be allocated */
+}
