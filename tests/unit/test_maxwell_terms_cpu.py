@@ -58,9 +58,10 @@ def compiled(tmp_path_factory):
 def test_the_terms_and_the_medium_take_the_compiled_path(compiled):
     system = compiled.system
     names = sorted(t.name for t in system.terms)
-    assert names == ["dispersion.slab", "plane_wave.wave", "pml"]
-    for term in system.terms:
-        assert term.compiled is not None and term.folds_in_stage, term.name
+    assert names == ["dispersion.slab", "plane_wave.wave", "pml", "sources"]
+    for term in system.terms:  # the dipole's term adds its point values after the stage (source_term.py)
+        if term.name != "sources":
+            assert term.compiled is not None and term.folds_in_stage, term.name
     slab = next(t for t in system.terms if t.name == "dispersion.slab")
     assert slab.weight is not None and 0 < float(np.mean(slab.weight)) < 1  # the ball cuts elements
     assert not isinstance(slab.minus_inv_epsilon, float)  # eps_inf per point
@@ -130,7 +131,8 @@ def test_the_layer_skips_its_zero_factors_and_they_stay_zero(tmp_path, monkeypat
 
 def test_steps_with_the_compiled_terms_equal_the_array_code(compiled, tmp_path, monkeypatch):
     reference = simulation(True, tmp_path, True, monkeypatch)
-    assert all(t.compiled is None for t in reference.system.terms) and reference.system.medium.stage_kernel is None
+    assert all(getattr(t, "compiled", None) is None for t in reference.system.terms)
+    assert reference.system.medium.stage_kernel is None
     sim = simulation(True, tmp_path, False, monkeypatch)
     for s in (sim, reference):
         s.advance(4)
@@ -184,7 +186,7 @@ def test_float32_kernels_step_as_the_array_code(tmp_path, monkeypatch):
         monkeypatch.setenv(ARRAY_TERMS_VARIABLE, "1" if array_code else "0")
         sim = Simulation(case_from_dict(data, name="f32"), backend="cpu", output_dir=tmp_path / f"f{array_code}",
                          comm=None)
-        assert sim.u.dtype == np.float32 and all((t.compiled is None) == array_code for t in sim.system.terms)
+        assert sim.u.dtype == np.float32 and all((t.compiled is None) == array_code for t in sim.system.terms if t.name != "sources")
         sim.advance(4)
         runs.append(np.asarray(sim.u, dtype=np.float64))
     assert np.max(np.abs(runs[1] - runs[0])) <= 1e-5 * np.max(np.abs(runs[0]))
