@@ -31,7 +31,7 @@ def case_dict(media: bool) -> dict:
             "source": {"wave": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0],
                                 "lower": [1.0] * 3, "upper": [4.0] * 3, "origin": [1.0, 0, 0],
                                 "waveform": "gaussian", "t0": 0.3, "width": 0.5}}}
-    if media:  # a dipole too: the medium's compiled stage adds it after the kernel (sources.py)
+    if media:  # a dipole too: its stage term adds it after the medium's compiled stage (source_term.py)
         data["source"]["dipole"] = {"type": "electric_dipole", "position": [2.1, 2.4, 2.6], "direction": [0, 1, 1],
                                     "waveform": "gaussian", "t0": 0.1, "width": 0.1}
         data["material"] = {

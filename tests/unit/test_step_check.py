@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from lobatto.api import Simulation, case_from_dict
+from lobatto.errors import InputError
 from lobatto.integrators.stability import reach, stability_polynomial
 from lobatto.integrators.tables import SCHEMES, STABILITY_RADII
 from lobatto.runner.step_check import MARGIN, start_fields
@@ -120,6 +121,43 @@ def test_restart_takes_the_shortened_step(tmp_path):
     path = first.checkpoint()
     second = simulation(tmp_path, "b", t_end=1.0, cfl=0.63).restart(path)
     assert second.dt == first.dt and second.steps == first.steps
+
+
+def test_restart_with_a_faster_wave_refuses_the_kept_step(tmp_path):
+    """A restart keeps the checkpoint's dt: where a changed [physics] value makes it over the
+    operator's stable step (though within the cfl bound), the restart is refused (it used to go
+    on and blow up)."""
+    h = simulation(tmp_path, "probe", flux="central").min_spacing
+    dt = 0.68 * h  # under the shortened step (cfl 0.685) of this mesh
+    first = simulation(tmp_path, "a", flux="central", t_end=10 * dt, dt=dt)
+    first.advance(2)
+    path = first.checkpoint()
+
+    def restarted(name, epsilon):
+        data = {"mesh": {"elements": [2, 2, 2], "boundary": "pec", "deform": DEFORM},
+                "discretization": {"order": 2, "flux": "central"},
+                "physics": {"equations": "maxwell", "epsilon": epsilon},
+                "time": {"t_end": 10 * dt, "cfl": 0.6}, "output": {"formats": []}}
+        sim = Simulation(case_from_dict(data, name="step_check"), backend="cpu", output_dir=tmp_path / name, comm=None)
+        return sim.restart(path)
+
+    with pytest.raises(InputError, match="checkpoint's dt = .* over the stable step"):
+        restarted("b", 0.85)  # c = 1.085: cfl 0.738, within 0.74, but dt rho over the reach
+    same = restarted("c", 1.0)
+    assert same.step_check["kept_from_checkpoint"] and same.step_check["dt_checked"] == first.dt
+
+
+def test_galerkin_explicit_dt_is_checked_against_its_own_bound(tmp_path):
+    """volume_form = "galerkin" steps at 0.55 of the collocated forms' bound: an explicit dt is
+    checked against that (on a box, where the spectral-radius check does not run)."""
+    def data(**time):
+        return {"mesh": {"elements": [2, 2, 2], "boundary": "pec"},
+                "discretization": {"order": 4, "volume_form": "galerkin"},
+                "time": {"t_end": 1.0, **time}, "output": {"formats": []}}
+    probe = Simulation(case_from_dict(data(cfl=0.5), name="g"), backend="cpu", output_dir=tmp_path / "p", comm=None)
+    dt = 0.6 * probe.min_spacing  # cfl 0.6: within the split form's 0.63, over the Galerkin form's 0.3465
+    with pytest.raises(InputError, match=r"bound cfl 0.3465 \(0.63 x 0.55 for \[discretization\] volume_form"):
+        Simulation(case_from_dict(data(dt=dt), name="g"), backend="cpu", output_dir=tmp_path / "g", comm=None)
 
 
 def test_explicit_dt_over_the_stable_step_is_refused(tmp_path):

@@ -23,6 +23,7 @@ from lobatto.errors import InputError
 from lobatto.io.checkpoint import Checkpoint, write_checkpoint
 from lobatto.io.checkpoint_dir import checkpoint_path
 from lobatto.machine.parallel import collective_errors
+from lobatto.runner import step_check
 from lobatto.runner.restart_onto import differs, resume_onto
 from lobatto.runner.schedule import MAX_STEPS
 
@@ -270,13 +271,16 @@ def _restore_outputs(sim, checkpoint: Checkpoint, extra: dict, outputs: dict | N
 
 def _check_kept_dt(sim, dt: float) -> None:
     """The checkpoint's dt goes on; refused when it is over the integrator's stability bound
-    for this case (its [physics] values may have changed)."""
+    for this case (its [physics] values may have changed) or, where the operator was checked at
+    set-up (step_check.py), over its stable step."""
     case, system = sim.case, sim.system
     bound = system.spec.cfl_bounds.get((case.discretization.flux, sim.stepper.scheme.name))
     if bound is None:  # no wave-speed bound (the multistep schemes: max_cfl watches each step)
         return
+    bound = round(bound * system.cfl_bound_factor(), 4)
     cfl = dt * system.wave_speed / sim.min_spacing
     if case.time.cfl_check and cfl > bound * (1 + 1e-12):
         raise InputError(f"{case.source}: the checkpoint's dt = {dt:.4g} is cfl {cfl:.4g} for this case, above the "
                          f"stability bound {bound} of {sim.stepper.scheme.name} with the {case.discretization.flux} "
                          "flux; set [time] cfl_check = false to continue anyway")
+    sim.step_check = step_check.check_kept(case, sim.step_check, dt)  # against the operator's spectral radius

@@ -44,9 +44,14 @@ def stable_dt(case, system, scheme, min_spacing: float) -> float:
         raise InputError(f"{case.source}: the time step from [time] is {dt:.3g}; it must be a positive finite "
                          f"number (smallest GLL spacing {min_spacing:.3g}, wave speed {wave:.3g})")
     bound = system.spec.cfl_bounds.get((case.discretization.flux, scheme.name))
+    if bound is not None:
+        bound = round(bound * system.cfl_bound_factor(), 4)  # e.g. the Galerkin form's step factor
     if case.time.cfl_check and bound is not None and cfl > bound * (1 + 1e-12):
         given = f"dt = {dt:.4g} (cfl {cfl:.4g})" if case.time.dt is not None else f"cfl = {cfl:.4g}"
-        raise InputError(f"{case.source}: [time] {given} is above the stability bound cfl {bound} of the "
+        factor = system.cfl_bound_factor()
+        scaled = ("" if factor == 1 else f" ({round(bound / factor, 4)} x {factor} for [discretization] volume_form = "
+                  f"{case.discretization.volume_form!r})")
+        raise InputError(f"{case.source}: [time] {given} is above the stability bound cfl {bound}{scaled} of the "
                          f"{scheme.name} integrator with the {case.discretization.flux} flux of {system.name}; "
                          f"lower it (stable dt <= {bound * min_spacing / wave:.4g}), or set [time] "
                          "cfl_check = false to run anyway")

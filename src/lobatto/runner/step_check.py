@@ -145,3 +145,23 @@ def check_step(case, system, scheme, comm, dt: float, min_spacing: float, rank: 
               f"{stable:.4g} (cfl {record['cfl']:.3g}): {why}; [time] cfl_check = false skips this check",
               flush=True)
     return stable, record
+
+
+def check_kept(case, record: dict | None, dt: float) -> dict | None:
+    """A restart's dt (the checkpoint's, which goes on) against the estimate made at set-up
+    (record from check_step, or None where nothing was checked): InputError where dt rho is
+    over THRESHOLD of the reach (the case's [physics] values may have changed); else the record
+    of the step taken (not shortened: a restart keeps its dt)."""
+    if record is None or record.get("spectral_radius") is None:
+        return record
+    rho, radius = record["spectral_radius"], record["reach"]
+    if dt * rho > THRESHOLD * radius:
+        stable = _significant((1 - MARGIN) * radius / rho, 3, down=True)
+        raise InputError(f"{case.source}: the checkpoint's dt = {dt:.4g} is over the stable step of this case on "
+                         f"this mesh (the operator's largest eigenvalue has modulus {rho:.4g}; dt times it must "
+                         f"stay within {THRESHOLD} x {radius:.3f}, the integrator's reach that way: stable dt <= "
+                         f"{stable:.4g}); restart with the old [physics] values, or set [time] cfl_check = false "
+                         "to continue anyway")
+    kept = {key: value for key, value in record.items() if key not in ("dt", "cfl")}
+    kept.update(dt_checked=dt, dt_rho=dt * rho, shortened=False, kept_from_checkpoint=True)
+    return kept

@@ -121,7 +121,8 @@ class FaceExchangeSystem(System):
                     exchange="auto", overlap="auto", volume_form="split"):
         if volume_form not in self.volume_forms:
             raise InputError(f"[discretization] volume_form = {volume_form!r} is not available for "
-                             f"{type(self).__name__}; expected one of {', '.join(map(repr, self.volume_forms))}")
+                             f"[physics] equations = {self.name!r}; expected one of "
+                             f"{', '.join(map(repr, self.volume_forms))}")
         self.volume_form = volume_form
         self.mesh, self.order, self.backend = mesh, int(order), backend
         self.geometry = geometry if geometry is not None else compute_geometry(mesh, self.order)

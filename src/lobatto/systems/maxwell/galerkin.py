@@ -218,7 +218,7 @@ def attach(system) -> None:
 
     if system.medium is not None:
         raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
-                         "only (no [material] regions yet); use volume_form = \"split\"")
+                         "only (no [material] regions, no sigma yet); use volume_form = \"split\"")
     xp, order = system.backend.xp, system.order
     operator = WeightAdjustedOperator(system.geometry).to(system.backend)
     system.galerkin = operator

@@ -175,6 +175,10 @@ class MaxwellSystem(FaceExchangeSystem):
             dt = term.limit_time_step(dt, cfl)
         return loss_time_step(dt, cfl, self.loss_fit)  # a conductor's decay rate (loss.py)
 
+    def cfl_bound_factor(self) -> float:
+        """The Galerkin form's step factor (its spectral radius is larger, galerkin.py), else 1."""
+        return galerkin.step_factor(self.order) if self.galerkin is not None else 1.0
+
     def check_integrator(self, integrator: str, where: str = "case") -> None:
         """Terms with auxiliary fields need a 2N-storage scheme (their fields step with it)."""
         stateful = [t.name for t in self.terms if t.aux_count]

@@ -149,7 +149,7 @@ _cache: dict = {}
 def term_kernels(system) -> TermKernels | None:
     """The compiled term kernels for this system, or None (module docstring)."""
     backend = system.backend
-    if backend.name != "cpu" or array_terms_asked():
+    if backend.name != "cpu" or not backend.uses_tuned or array_terms_asked():  # (the NumPy oracle: array code)
         return None
     key = (system.order, backend.precision)
     if key not in _cache:
