@@ -112,6 +112,13 @@ def test_unsupported_combinations_are_input_errors(tmp_path):
         Simulation(case_from_dict(data, name="acoustics"), backend="cpu", output_dir=str(tmp_path / "a"), comm=None)
     with pytest.raises(InputError, match="volume_form"):
         simulation(tmp_path, BOX, 2, extra={"source": {"j": {"type": "current", "Jz": "sin(pi*x)*sin(t)"}}})
+    with pytest.raises(InputError, match=r"does not take \[pml\] yet"):  # the case's tables, not internal names
+        simulation(tmp_path, {"elements": [3, 3, 3], "boundary": "absorbing"}, 2,
+                   extra={"pml": {"sides": "all", "elements": 1}})
+    with pytest.raises(InputError, match=r"equations = 'acoustics'"):
+        data = {"mesh": {**BOX, "boundary": "wall"}, "discretization": {"order": 2, "volume_form": "galerkin"},
+                "physics": {"equations": "acoustics"}, "time": {"t_end": 0.1}, "output": {"formats": []}}
+        Simulation(case_from_dict(data, name="acoustics"), backend="cpu", output_dir=str(tmp_path / "b"), comm=None)
 
 
 def test_float32_follows_float64(tmp_path):

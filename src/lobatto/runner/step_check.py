@@ -111,12 +111,14 @@ def box_elements(geometry, comm) -> bool:
 def check_step(case, system, scheme, comm, dt: float, min_spacing: float, rank: int = 0) -> tuple[float, dict | None]:
     """Collective: (dt, record) with dt shortened where dt rho is over THRESHOLD of the
     integrator's reach (module docstring); InputError for a [time] dt over it. record (summary.json's step_check)
-    is None where nothing was checked: cfl_check = false, a system without
+    is {"skipped": ...} with cfl_check = false, and None where nothing was checked: a system without
     homogeneous_operator(), a scheme without a stability polynomial in STABILITY_RADII, and
     meshes of axis-aligned box elements only: the cfl bounds were calibrated on cubes, and a
     box of other sides has a smaller spectral radius than the cube of its shortest side (the
     estimate would cost about 10 steps' time for nothing)."""
-    if (not case.time.cfl_check or scheme.name not in STABILITY_RADII
+    if not case.time.cfl_check:
+        return dt, ({"skipped": "[time] cfl_check = false"} if system.homogeneous_operator() is not None else None)
+    if (scheme.name not in STABILITY_RADII
             or system.homogeneous_operator() is None or box_elements(system.geometry, comm)):
         return dt, None
     start = time.perf_counter()

@@ -253,11 +253,18 @@ def check_supported(system, where: str = "case") -> None:
     face traces."""
     from lobatto.errors import InputError
 
-    parts = ([t.name for t in system.terms if t.name != "sources"]
+    parts = ([_table_of(t.name) for t in system.terms if t.name != "sources"]
              + (["[source] tables"] if system.sources is not None else []))
     if parts:
         raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
                          'yet; use volume_form = "split"')
+
+
+def _table_of(term: str) -> str:
+    """The case-file table a stage term comes from (its name: "pml", "plane_wave.<name>", "dispersion.<name>")."""
+    kind, _, name = term.partition(".")
+    return {"pml": "[pml]", "plane_wave": f"[source.{name}] (plane_wave)",
+            "dispersion": f"[material.{name}] (dispersive)"}.get(kind, term)
 
 
 def energy(system, u) -> float:
