@@ -547,13 +547,29 @@ int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *m
             mi[i][l] = R(mit[l])[i] = inverse_mass_1d[i * NP + l];
         }
     const idx_t fs = E * NP3;
-    double total[6] = {0, 0, 0, 0, 0, 0};
+    /* one row of sums per thread, added in thread order after the loop: the same bits on every
+       call with a given thread count (a shared sum under a critical section adds in the order
+       the threads arrive) */
+#ifdef _OPENMP
+    const int nthreads = omp_get_max_threads();
+#else
+    const int nthreads = 1;
+#endif
+    double *partial = calloc((size_t)nthreads * 6, sizeof(double));
+    if (!partial) {
+        free(m);
+        return 1;
+    }
     int failed = 0;
 #ifdef _OPENMP
-#pragma omp parallel
+#pragma omp parallel num_threads(nthreads)
 #endif
     {
-        double local[6] = {0, 0, 0, 0, 0, 0};
+#ifdef _OPENMP
+        double *local = partial + 6 * omp_get_thread_num();
+#else
+        double *local = partial;
+#endif
         scratch_t *s = NULL;
         if (posix_memalign((void **)&s, 64, sizeof(scratch_t)) != 0) s = NULL;
         if (!s) {
@@ -611,13 +627,12 @@ int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *m
                 local[c] += dot(y, z);
             }
         }
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-        for (int c = 0; c < 6; ++c) total[c] += local[c];
         free(s);
     }
     free(m);
-    for (int c = 0; c < 6; ++c) parts[c] = total[c];
+    for (int c = 0; c < 6; ++c) parts[c] = 0;
+    for (int t = 0; t < nthreads; ++t)
+        for (int c = 0; c < 6; ++c) parts[c] += partial[6 * t + c];
+    free(partial);
     return failed;
 }
