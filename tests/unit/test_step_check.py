@@ -114,13 +114,17 @@ def test_galerkin_step_factors_are_within_the_reach(tmp_path):
         assert record is not None and not record["shortened"], record
 
 
-def test_restart_takes_the_shortened_step(tmp_path):
+def test_restart_takes_the_shortened_step(tmp_path, capsys):
     first = simulation(tmp_path, "a", t_end=1.0, cfl=0.63)
     assert first.step_check["shortened"]
     first.advance(3)
     path = first.checkpoint()
+    capsys.readouterr()
     second = simulation(tmp_path, "b", t_end=1.0, cfl=0.63).restart(path)
     assert second.dt == first.dt and second.steps == first.steps
+    # the set-up's note spoke of the cfl step; the restart says which step goes on
+    assert f"goes on with the checkpoint's dt = {first.dt:.4g}" in capsys.readouterr().out
+    assert second.step_check["kept_from_checkpoint"] and not second.step_check["shortened"]
 
 
 def test_restart_with_a_faster_wave_refuses_the_kept_step(tmp_path):
