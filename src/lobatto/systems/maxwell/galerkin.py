@@ -244,7 +244,6 @@ def attach(system) -> None:
         operator.energy_products = energy_products  # the same products in C
     system.traces_kernel, system.rhs_kernel = traces, compiled or rhs
     system.stage_kernel = stage if operator.cuda is not None else None  # otherwise: the rhs, then the update
-    system.fused_with_terms = False  # no fused CUDA stage: it computes the collocated forms
 
 
 def check_supported(system, where: str = "case") -> None:

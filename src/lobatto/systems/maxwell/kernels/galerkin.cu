@@ -95,6 +95,44 @@ __device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* o
 // inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
 // MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks); KP: Gauss
 // planes per pass (Q % KP == 0): KP = 2 halves the barriers and doubles each pass's work items.
+// KP Gauss planes' values from plane k0 (r3 [kk][a][j][i]) taken back to the nodes by the
+// transpose of a Q x P matrix M (V for the load, WT = V M^-1 for the mass's last factor): along r
+// into r4, along s into r5, then along t added into acc, the values of the nodes this thread owns
+// (q = t + m NT). Every thread of the block calls it (it holds barriers); r5 is rewritten only
+// after the next pass's barriers.
+template <int P, int Q, int KP, int NT, int PER, typename T>
+__device__ __forceinline__ void galerkin_back_to_nodes(const T* M, const T* r3, T* r4, T* r5, int k0, int t,
+                                                       T (&acc)[PER][3]) {
+    using L = GalerkinLayout<P, Q, KP>;
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S3 = L::S3, S4 = L::S4, S5 = L::S5;
+    // r4 [kk][a][j][i']: M^T along r
+    for (int qk = t; qk < KP * QP; qk += NT) {
+        const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
+        galerkin_contract3<Q, P, Q2, 1, QP>(M + i, r3 + kk * S3 + j * Q, r4 + kk * S4 + q);
+    }
+    __syncthreads();
+    // r5 [kk][a][j'][i']: M^T along s
+    for (int qk = t; qk < KP * P2; qk += NT) {
+        const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
+        galerkin_contract3<Q, P, QP, P, P2>(M + j, r4 + kk * S4 + i, r5 + kk * S5 + q);
+    }
+    __syncthreads();
+    // M^T along t into the registers
+#pragma unroll
+    for (int m = 0; m < PER; ++m) {
+        const int q = t + m * NT;
+        if (q < P3) {
+            const int kn = q / P2, ji = q - kn * P2;
+#pragma unroll
+            for (int kk = 0; kk < KP; ++kk) {
+                const T v = M[(k0 + kk) * P + kn];
+#pragma unroll
+                for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[kk * S5 + a * P2 + ji];
+            }
+        }
+    }
+}
+
 template <int P, int Q, typename T, int NT, int MINB, int KP>
 __global__ void __launch_bounds__(NT, MINB)
 galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
@@ -239,32 +277,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             out3[2 * Q2 + q] = scale * z;
         }
         __syncthreads();
-        // r4 [kk][a][j][i']: V^T along r
-        for (int qk = t; qk < KP * QP; qk += NT) {
-            const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, Q2, 1, QP>(sV + i, r3 + kk * S3 + j * Q, r4 + kk * S4 + q);
-        }
-        __syncthreads();
-        // r5 [kk][a][j'][i']: V^T along s
-        for (int qk = t; qk < KP * P2; qk += NT) {
-            const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, QP, P, P2>(sV + j, r4 + kk * S4 + i, r5 + kk * S5 + q);
-        }
-        __syncthreads();
-        // V^T along t into the registers (r5 is rewritten only after the next pass's barriers)
-#pragma unroll
-        for (int m = 0; m < PER; ++m) {
-            const int q = t + m * NT;
-            if (q < P3) {
-                const int kn = q / P2, ji = q - kn * P2;
-#pragma unroll
-                for (int kk = 0; kk < KP; ++kk) {
-                    const T v = sV[(k0 + kk) * P + kn];
-#pragma unroll
-                    for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[kk * S5 + a * P2 + ji];
-                }
-            }
-        }
+        galerkin_back_to_nodes<P, Q, KP, NT, PER>(sV, r3, r4, r5, k0, t, acc);  // V^T
     }
     __syncthreads();  // every thread is done reading the source triple
 #pragma unroll
@@ -388,32 +401,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + kk * S2 + j * P, r3 + kk * S3 + q, weight);
         }
         __syncthreads();
-        // r4 [kk][a][j][i']: W along r (WT[l][i] = W[i][l])
-        for (int qk = t; qk < KP * QP; qk += NT) {
-            const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, Q2, 1, QP>(sWT + i, r3 + kk * S3 + j * Q, r4 + kk * S4 + q);
-        }
-        __syncthreads();
-        // r5 [kk][a][j'][i']: W along s
-        for (int qk = t; qk < KP * P2; qk += NT) {
-            const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
-            galerkin_contract3<Q, P, QP, P, P2>(sWT + j, r4 + kk * S4 + i, r5 + kk * S5 + q);
-        }
-        __syncthreads();
-        // W along t into the registers
-#pragma unroll
-        for (int m = 0; m < PER; ++m) {
-            const int q = t + m * NT;
-            if (q < P3) {
-                const int kn = q / P2, ji = q - kn * P2;
-#pragma unroll
-                for (int kk = 0; kk < KP; ++kk) {
-                    const T v = sWT[(k0 + kk) * P + kn];
-#pragma unroll
-                    for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[kk * S5 + a * P2 + ji];
-                }
-            }
-        }
+        galerkin_back_to_nodes<P, Q, KP, NT, PER>(sWT, r3, r4, r5, k0, t, acc);  // W = (V M^-1)^T
     }
 #pragma unroll
     for (int m = 0; m < PER; ++m) {
