@@ -1015,6 +1015,8 @@ MAXWELL_TABLES = {
                          "waveform": "ricker", "frequency": 1.0, "t0": 1.0, "lower": [0, 0, 0], "upper": [1, 1, 1]}},
     "pml": {"sides": ["xmax"], "elements": 1},
     "dft": {"frequencies": [0.5, 1.0], "surfaces": ["xmin"], "fields": ["Ez"]},
+    "dft_planes": {"frequencies": [0.5], "planes": ["x = 0.5", "z = 0"],  # interior surfaces (monitors/planes.py)
+                   "boxes": [{"lower": [0.0, 0.0, 0.0], "upper": [1.0, 1.0, 0.5]}]},
     "decay": {"until_decayed": 1e-3, "decay_interval": 0.004, "decay_watch": "energy"},  # into [time]
 }
 #: the [time] keys of the decay stop, mutated as the Maxwell tables' numbers
@@ -1051,7 +1053,7 @@ def op_maxwell_table(rng, data):
         table = copy.deepcopy(MAXWELL_TABLES[kind])
         top = {"drude": "material", "lorentz": "material", "debye": "material", "dipole": "source",
                "magnetic": "source", "current": "source", "plane_wave": "source"}.get(kind, kind)
-        if kind == "dft":
+        if kind in ("dft", "dft_planes"):
             set_at(data, ("output", "dft"), table)
         elif kind == "decay":
             if not isinstance(data.get("time"), dict):

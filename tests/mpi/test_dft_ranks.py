@@ -1,6 +1,8 @@
 """``[output.dft]`` under ``mpiexec -n P lobatto run``: the same transforms, points and fluxes per
-frequency on 1, 2 and 3 ranks (to 1e-12), written once by rank 0; an unknown surface reported
-once, exit 2."""
+frequency on 1, 2 and 3 ranks (to 1e-12), written once by rank 0, also on interior planes and a
+box, where a rank may hold none of the faces (measured: on 2 ranks rank 1 holds none of y = 0.5
+nor of the box, on 3 ranks ranks 1 and 2 none of x = 1/3 and rank 0 none of the box); an unknown
+surface reported once, exit 2."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ frequencies = [0.7, 1.3]
 fields = ["Ez", "Hy"]
 regions = ["all"]
 surfaces = ["xmax", "zmin"]
+planes = ["x = 0.3333333333333333", "y = 0.5"]
+boxes = [{lower = [0.3333333333333333, 0.0, 0.0], upper = [1.0, 0.5, 1.0]}]
 """
 
 
@@ -56,6 +60,8 @@ def test_same_transforms_on_several_ranks(runs, nprocs):
     one, many = runs[1], runs[nprocs]
     assert sorted(one) == sorted(many)
     assert np.abs(one["surfaces/xmax/flux/poynting_flux"]).max() > 1e-3  # the absorbing side lets power out
+    assert one["surfaces/x = 0.333333/Ez"].shape == (2, 4, 4, 4) and one["surfaces/y = 0.5/Ez"].shape == (2, 6, 4, 4)
+    assert one["surfaces/box [0.333333, 0, 0] to [1, 0.5, 1]/Ez"].shape == (2, 2 + 2 + 4 + 4 + 2 + 2, 4, 4)
     for name, value in one.items():
         if value.dtype.kind in "iu":
             assert np.array_equal(value, many[name]), name
