@@ -121,3 +121,35 @@ def test_set_up_errors(tmp_path, dft, message):
 def test_bad_keys(dft, message):
     with pytest.raises(InputError, match=message):
         pulse(**dft)
+
+
+def test_planes_and_boxes_on_a_gmsh_mesh(tmp_path):
+    """examples/meshes/sphere_scatterer.msh (a ball in cubes of curved blocks, the box +-2.25):
+    the plane x = 0.75 is the whole cross section of the mesh and the cube +-0.75 a closed box
+    of element faces; a plane or box between its faces is refused naming the face planes."""
+    pytest.importorskip("gmsh")
+    from pathlib import Path
+
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import build_system
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "meshes" / "sphere_scatterer.msh"
+    case = case_from_dict({"mesh": {"generator": "gmsh", "file": str(path), "boundary": "absorbing"},
+                           "discretization": {"order": 2}, "time": {"t_end": 0.1}, "output": {"formats": []}})
+    system = build_system(case, get_backend("cpu"))
+
+    def areas(**where):
+        section = DftSection(frequencies=(1.0,), fields=("Ez",), surfaces=(), regions=(), flux=("poynting_flux",),
+                             **where)
+        out = {}
+        for _, name, _, _, _, normals, weights in DftMonitor(section, system).parts:
+            out[name] = out.get(name, 0.0) + float(weights.sum())
+        return out
+
+    found = areas(planes=((0, 0.75),), boxes=(((-0.75,) * 3, (0.75,) * 3),))
+    assert found["x = 0.75"] == pytest.approx(4.5**2, rel=1e-12)
+    assert found["box [-0.75, -0.75, -0.75] to [0.75, 0.75, 0.75]"] == pytest.approx(6 * 1.5**2, rel=1e-12)
+    with pytest.raises(InputError, match=r'"x = 0.5" lies on no element face.*"x = 0.15" and "x = 0.75"'):
+        areas(planes=((0, 0.5),))
+    with pytest.raises(InputError, match=r'cuts element .*x = -0.5 lies between the face planes "x = -0.75" and'):
+        areas(boxes=(((-0.5,) * 3, (0.5,) * 3),))
