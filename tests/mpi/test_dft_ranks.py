@@ -75,3 +75,45 @@ def test_unknown_surface_reported_once(tmp_path):
     result = run(3, ["-m", "lobatto", "run", str(tmp_path / "bad.toml"), "--output", str(tmp_path / "out"), "--quiet"])
     assert result.returncode == 2, describe(result)
     assert result.stderr.count("lobatto: error:") == 1 and "'lid' has no boundary faces" in result.stderr, describe(result)
+
+
+GMSH_CASE = """
+[mesh]
+generator = "gmsh"
+file = "{path}"
+boundary = "absorbing"
+[discretization]
+order = 1
+[initial]
+Ez = "exp(-8*((x-0.2)**2 + y**2 + (z+0.1)**2))"
+Hy = "exp(-8*(x**2 + (y-0.3)**2 + z**2))"
+[time]
+t_end = 0.05
+[output.dft]
+frequencies = [0.7, 1.3]
+fields = ["Ez"]
+surfaces = ["sphere_surface", "cube", "walls"]
+"""
+
+
+def test_named_interior_surfaces_on_several_ranks(tmp_path):
+    """examples/meshes/sphere_scatterer.msh's physical surfaces inside the mesh ("sphere_surface",
+    "cube": mesh/enclosed.py) give the same transforms and fluxes on 1, 2 and 3 ranks (measured:
+    on 3 ranks rank 0 holds none of their faces, on 2 ranks each holds some)."""
+    pytest.importorskip("gmsh")
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "meshes" / "sphere_scatterer.msh"
+    out = {}
+    for nprocs in (1, 2, 3):
+        run_case(tmp_path / f"g{nprocs}", GMSH_CASE.format(path=path), nprocs)
+        out[nprocs] = read(tmp_path / f"g{nprocs}" / "out" / "case_dft.h5")
+    one = out[1]
+    assert one["surfaces/sphere_surface/Ez"].shape[1] == 6 and one["surfaces/cube/Ez"].shape[1] == 6
+    assert np.abs(one["surfaces/sphere_surface/flux/poynting_flux"]).max() > 0
+    for nprocs in (2, 3):
+        for name, value in one.items():
+            if value.dtype.kind in "iu":
+                assert np.array_equal(value, out[nprocs][name]), (nprocs, name)
+            else:
+                assert np.abs(out[nprocs][name] - value).max() <= 1e-12 * max(np.abs(value).max(), 1e-30), (nprocs, name)

@@ -16,6 +16,7 @@ import lobatto
 from lobatto.api import case_from_dict
 from lobatto.config.dft import DftSection
 from lobatto.errors import InputError
+from lobatto.mesh.topology import face_slice
 from lobatto.monitors.dft import DftMonitor
 from lobatto.runner.simulation import Simulation
 
@@ -126,7 +127,8 @@ def test_bad_keys(dft, message):
 def test_planes_and_boxes_on_a_gmsh_mesh(tmp_path):
     """examples/meshes/sphere_scatterer.msh (a ball in cubes of curved blocks, the box +-2.25):
     the plane x = 0.75 is the whole cross section of the mesh and the cube +-0.75 a closed box
-    of element faces; a plane or box between its faces is refused naming the face planes."""
+    of element faces, as is the file's interior surface "cube"; its "sphere_surface" is seen
+    from inside the ball; a plane or box between faces is refused naming the face planes."""
     pytest.importorskip("gmsh")
     from pathlib import Path
 
@@ -149,7 +151,39 @@ def test_planes_and_boxes_on_a_gmsh_mesh(tmp_path):
     found = areas(planes=((0, 0.75),), boxes=(((-0.75,) * 3, (0.75,) * 3),))
     assert found["x = 0.75"] == pytest.approx(4.5**2, rel=1e-12)
     assert found["box [-0.75, -0.75, -0.75] to [0.75, 0.75, 0.75]"] == pytest.approx(6 * 1.5**2, rel=1e-12)
+    # the file's physical surfaces inside the mesh (mesh/enclosed.py): "cube" is the box's faces,
+    # seen from inside; "sphere_surface" the ball's shell with outward (radial) normals
+    section = DftSection(frequencies=(1.0,), fields=("Ez",), surfaces=("cube", "sphere_surface"), regions=(),
+                         flux=("poynting_flux",), boxes=(((-0.75,) * 3, (0.75,) * 3),))
+    faces, area = {}, 0.0
+    for _, name, face, chosen, _, normals, weights in DftMonitor(section, system).parts:
+        faces.setdefault(name, set()).update((int(e), face) for e in chosen)
+        if name == "sphere_surface":
+            x = system.geometry.coords[:, chosen][face_slice(face, system.order)]
+            assert np.min(np.sum(normals * x, axis=0) / np.linalg.norm(x, axis=0)) > 0.99  # outward
+            area += float(weights.sum())
+    assert faces["cube"] == faces["box [-0.75, -0.75, -0.75] to [0.75, 0.75, 0.75]"]
+    # 6 quadratic patches of the sphere r = 0.5 (area pi): measured 3.018 at N = 2 (3.088 at N = 4)
+    assert len(faces["sphere_surface"]) == 6 and area == pytest.approx(np.pi, rel=0.05)
     with pytest.raises(InputError, match=r'"x = 0.5" lies on no element face.*"x = 0.15" and "x = 0.75"'):
         areas(planes=((0, 0.5),))
     with pytest.raises(InputError, match=r'cuts element .*x = -0.5 lies between the face planes "x = -0.75" and'):
         areas(boxes=(((-0.5,) * 3, (0.5,) * 3),))
+
+
+def test_the_enclosed_side_of_an_interior_surface():
+    """mesh/enclosed.py on 3 x 3 x 3 elements: the six faces around the centre element, given
+    from outside, are seen from the centre element; an open sheet (the plane x = 1/3) has no
+    enclosed side, nor has a closed surface around a part that reaches the mesh's boundary."""
+    from lobatto.mesh import box_mesh
+    from lobatto.mesh.enclosed import enclosed_sides
+
+    mesh = box_mesh((3, 3, 3))
+    centre = 13  # ix + 3 iy + 9 iz = 1 + 3 + 9
+    outside = mesh.face_neighbour[centre]  # the six neighbours, and their faces towards the centre
+    rows = enclosed_sides(mesh.face_neighbour, mesh.neighbour_face, outside, mesh.neighbour_face[centre])
+    assert rows.tolist() == [[centre, f] for f in range(6)]
+    sheet = np.array([e for e in range(27) if e % 3 == 0])  # the elements below x = 1/3, face 1 (r = +1)
+    assert enclosed_sides(mesh.face_neighbour, mesh.neighbour_face, sheet, np.ones_like(sheet)) is None
+    # the interior faces around element 0, a corner element: both parts touch the boundary
+    assert enclosed_sides(mesh.face_neighbour, mesh.neighbour_face, np.zeros(3, int), np.array([1, 3, 5])) is None

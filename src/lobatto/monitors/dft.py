@@ -123,11 +123,16 @@ class DftMonitor(Monitor):
                                  f"{', '.join(dict.fromkeys((WHOLE_MESH,) + tuple(region_names)))})")
             self.parts.append(("region", region, None, chosen, xp.asarray(chosen), None, None))
         group_of, group_names = surface_index(mesh)
+        interior = getattr(mesh, "interior_group", None)  # a closed surface inside the mesh, from inside
         for name in section.surfaces:
-            on = (mesh.face_neighbour < 0) & (group_of == group_names.index(name)) if name in group_names else None
+            on = None
+            if name in group_names:
+                g = group_names.index(name)
+                on = ((mesh.face_neighbour < 0) & (group_of == g)) | (interior == g if interior is not None else False)
             if allreduce(comm, int(on.sum()) if on is not None else 0) == 0:
-                raise InputError(f"[output.dft] surfaces: '{name}' has no boundary faces in the mesh "
-                                 f"(surfaces: {', '.join(group_names) or 'none'})")
+                raise InputError(f"[output.dft] surfaces: '{name}' has no boundary faces in the mesh, nor faces "
+                                 f"around an enclosed part of it (surfaces: {', '.join(group_names) or 'none'}; an "
+                                 "open surface inside the mesh: planes)")
             self.add_surface(name, on)
         for axis, value in getattr(section, "planes", ()):  # interior surfaces (monitors/planes.py)
             self.add_surface(plane_name(axis, value), *plane_faces(system, axis, value, comm))
