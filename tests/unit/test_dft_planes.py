@@ -36,7 +36,7 @@ def test_a_plane_waves_flux_through_interior_planes_is_the_analytic_one(system):
     amplitude, phase, f = generator.uniform(0.5, 2.0), generator.uniform(-np.pi, np.pi), 1.0
     box = ((0.0, 0.0, 0.0), (0.5, 1.5, 0.8))
     section = DftSection(frequencies=(f,), fields=("Ey",), surfaces=("xmax",), regions=(), flux=("poynting_flux",),
-                         planes=((0, 0.5), (0, 0.0), (0, 1.0), (1, 0.5)), boxes=(box,))
+                         planes=((0, 0.5), (0, 0.0), (0, 1.0), (1, 0.5), (1, 0.0)), boxes=(box,))
     monitor = DftMonitor(section, system)
     x, names = system.geometry.coords[0], system.field_names
     duration, steps = 6 / f, 240
@@ -52,6 +52,8 @@ def test_a_plane_waves_flux_through_interior_planes_is_the_analytic_one(system):
     for name in ("x = 0.5", "x = 0", "x = 1", "xmax"):  # along +x, also on the mesh's own sides
         assert flux[name] == pytest.approx(expected, rel=1e-12), (seed, name)
     assert abs(flux["y = 0.5"]) < 1e-12 * expected and abs(flux["box [0, 0, 0] to [0.5, 1.5, 0.8]"]) < 1e-12 * expected
+    seam = results[("surface", "y = 0")]  # on the periodic axis: the faces of the elements above it
+    assert abs(flux["y = 0"]) < 1e-12 * expected and len(seam["ids"]) == 4 and np.allclose(seam["coordinates"][1], 0)
     plane = results[("surface", "x = 0.5")]
     assert len(plane["ids"]) == 6 and np.allclose(plane["coordinates"][0], 0.5)  # each face once
     assert len(results[("surface", "box [0, 0, 0] to [0.5, 1.5, 0.8]")]["ids"]) == 6 + 6 + 4 + 6

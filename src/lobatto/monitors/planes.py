@@ -8,8 +8,9 @@ size): planes are not interpolated through elements, so a plane between element 
 refused, naming the nearest face planes (an interpolated plane would need the fields inside
 elements at points of no element face, and its flux would be an interpolant's, not the
 solution's trace). Each face of an interior surface has two sides; the trace is taken from one
-side, consistently: for a plane, from the element below it (its outward normal along +a), or on
-the mesh's own boundary from the only element there (the normal then turned to +a); for a box,
+side, consistently: for a plane, from the element below it (its outward normal along +a), or
+where there is none (the mesh's own boundary, the seam of a periodic axis) from the element
+above (the normal then turned to +a); for a box,
 from the element inside (outward normals). So each face is counted once, on the rank that
 owns that element, whatever the partition. Nothing here knows a system.
 """
@@ -89,8 +90,11 @@ def plane_faces(system, axis: int, value: float, comm=None) -> tuple[np.ndarray,
     points, tol = _face_points(system), _scale(system, comm)
     on = _on_plane(points, axis, value, tol)
     along = system.geometry.normals[axis].mean(axis=(-2, -1))  # (E, 6): the normal's +axis part
-    boundary = system.mesh.face_neighbour < 0
-    chosen = on & ((along > 0.5) | (boundary & (along < -0.5)))  # below the plane, or the only side
+    below, above = on & (along > 0.5), on & (along < -0.5)  # the faces of the elements below / above
+    if allreduce(comm, int(below.sum())) == 0:  # the mesh's lower side, or a periodic seam: no element below
+        chosen = above
+    else:  # below the plane, or the only side where the plane meets the mesh's boundary
+        chosen = below | (above & (system.mesh.face_neighbour < 0))
     if allreduce(comm, int(chosen.sum())) == 0:
         near = nearest_planes(system, axis, value, comm)
         raise InputError(f'[output.dft] planes: "{plane_name(axis, value)}" lies on no element face (planes are '
