@@ -298,11 +298,19 @@ def shrink(rng: random.Random, data: dict) -> dict:
     mesh["elements"] = [rng.choice((1, 2, 2, 2, 3)) for _ in range(3)]
     data.setdefault("discretization", {})["order"] = rng.randint(1, 4)
     data.setdefault("time", {})["t_end"] = rng.choice((0.01, 0.02, 0.05))
+    shorten_decay(data["time"])
     shrink_flow(rng, data)
     output = data.setdefault("output", {})
     output["every"] = rng.choice((0, 0, 1, 2))
     output["formats"] = rng.choice((["hdf5"], ["nek"], ["vtk"], ["hdf5", "nek", "vtk"], []))
     return data
+
+
+def shorten_decay(time: dict) -> None:
+    """An example's [time] decay_interval (drude_slab) to a quarter of the shortened t_end (it
+    may be at most half of it), so that the case still runs."""
+    if "decay_interval" in time:
+        time["decay_interval"] = time["t_end"] / 4
 
 
 def shrink_flow(rng: random.Random, data: dict) -> None:
@@ -845,7 +853,10 @@ _COMMON = {("output", "every"): "count", ("output", "log_every"): "count",
            ("output", "derived"): "derived", ("output", "vtk", "derived"): "derived",
            ("output", "nek", "derived"): "derived", ("output", "hdf5", "derived"): "derived",
            # a name given twice in a list is refused, not merged (config/toolkit.py refuse_repeats)
-           ("output", "formats"): "formats", ("output", "integrals", "surfaces"): "surfaces"}
+           ("output", "formats"): "formats", ("output", "integrals", "surfaces"): "surfaces",
+           # the decay stop (runner/decay_stop.py): the latter two are refused without until_decayed
+           ("time", "until_decayed"): "fraction", ("time", "decay_interval"): "number",
+           ("time", "decay_watch"): ("probes", "energy")}
 #: system -> {path: kind}; kind: number, fraction (0 < v < 1), count, expression, points,
 #: names, orders, bool, or a tuple of the valid choices
 FLOW_KEYS = {
@@ -1004,7 +1015,12 @@ MAXWELL_TABLES = {
                          "waveform": "ricker", "frequency": 1.0, "t0": 1.0, "lower": [0, 0, 0], "upper": [1, 1, 1]}},
     "pml": {"sides": ["xmax"], "elements": 1},
     "dft": {"frequencies": [0.5, 1.0], "surfaces": ["xmin"], "fields": ["Ez"]},
+    "dft_planes": {"frequencies": [0.5], "planes": ["x = 0.5", "z = 0"],  # interior surfaces (monitors/planes.py)
+                   "boxes": [{"lower": [0.0, 0.0, 0.0], "upper": [1.0, 1.0, 0.5]}]},
+    "decay": {"until_decayed": 1e-3, "decay_interval": 0.004, "decay_watch": "energy"},  # into [time]
 }
+#: the [time] keys of the decay stop, mutated as the Maxwell tables' numbers
+DECAY_KEYS = ("until_decayed", "decay_interval", "decay_watch")
 MAXWELL_TOPS = ("material", "source", "pml")
 
 
@@ -1018,6 +1034,9 @@ def _maxwell_slots(data: dict) -> list:
     for sub in ("dft", "far_field"):
         if isinstance(output, dict) and isinstance(output.get(sub), dict):
             out.extend(("output", sub) + p for p in paths(output[sub], items=True))
+    time = data.get("time")
+    if isinstance(time, dict):
+        out.extend(("time", key) for key in DECAY_KEYS if key in time)
     physics = data.get("physics")
     if isinstance(physics, dict) and "sigma" in physics:
         out.append(("physics", "sigma"))
@@ -1034,8 +1053,12 @@ def op_maxwell_table(rng, data):
         table = copy.deepcopy(MAXWELL_TABLES[kind])
         top = {"drude": "material", "lorentz": "material", "debye": "material", "dipole": "source",
                "magnetic": "source", "current": "source", "plane_wave": "source"}.get(kind, kind)
-        if kind == "dft":
+        if kind in ("dft", "dft_planes"):
             set_at(data, ("output", "dft"), table)
+        elif kind == "decay":
+            if not isinstance(data.get("time"), dict):
+                data["time"] = {"t_end": 0.02}
+            data["time"].update(table)
         elif top == "pml":
             data["pml"] = table
         else:

@@ -57,6 +57,7 @@ def make_case(seed: int, index: int, seeds: dict) -> fz.FuzzCase:
     data = copy.deepcopy(seeds[base])
     data.setdefault("discretization", {})["order"] = rng.randint(1, 3)
     data.setdefault("time", {})["t_end"] = rng.choice((0.01, 0.02, 0.05))
+    fz.shorten_decay(data["time"])
     if "dt" in data["time"]:
         data["time"]["dt"] = rng.choice((0.01, 0.005))
     output = data.setdefault("output", {})

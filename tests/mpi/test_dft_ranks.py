@@ -1,6 +1,8 @@
 """``[output.dft]`` under ``mpiexec -n P lobatto run``: the same transforms, points and fluxes per
-frequency on 1, 2 and 3 ranks (to 1e-12), written once by rank 0; an unknown surface reported
-once, exit 2."""
+frequency on 1, 2 and 3 ranks (to 1e-12), written once by rank 0, also on interior planes and a
+box, where a rank may hold none of the faces (measured: on 2 ranks rank 1 holds none of y = 0.5
+nor of the box, on 3 ranks ranks 1 and 2 none of x = 1/3 and rank 0 none of the box); an unknown
+surface reported once, exit 2."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ frequencies = [0.7, 1.3]
 fields = ["Ez", "Hy"]
 regions = ["all"]
 surfaces = ["xmax", "zmin"]
+planes = ["x = 0.3333333333333333", "y = 0.5"]
+boxes = [{lower = [0.3333333333333333, 0.0, 0.0], upper = [1.0, 0.5, 1.0]}]
 """
 
 
@@ -56,6 +60,8 @@ def test_same_transforms_on_several_ranks(runs, nprocs):
     one, many = runs[1], runs[nprocs]
     assert sorted(one) == sorted(many)
     assert np.abs(one["surfaces/xmax/flux/poynting_flux"]).max() > 1e-3  # the absorbing side lets power out
+    assert one["surfaces/x = 0.333333/Ez"].shape == (2, 4, 4, 4) and one["surfaces/y = 0.5/Ez"].shape == (2, 6, 4, 4)
+    assert one["surfaces/box [0.333333, 0, 0] to [1, 0.5, 1]/Ez"].shape == (2, 2 + 2 + 4 + 4 + 2 + 2, 4, 4)
     for name, value in one.items():
         if value.dtype.kind in "iu":
             assert np.array_equal(value, many[name]), name
@@ -69,3 +75,45 @@ def test_unknown_surface_reported_once(tmp_path):
     result = run(3, ["-m", "lobatto", "run", str(tmp_path / "bad.toml"), "--output", str(tmp_path / "out"), "--quiet"])
     assert result.returncode == 2, describe(result)
     assert result.stderr.count("lobatto: error:") == 1 and "'lid' has no boundary faces" in result.stderr, describe(result)
+
+
+GMSH_CASE = """
+[mesh]
+generator = "gmsh"
+file = "{path}"
+boundary = "absorbing"
+[discretization]
+order = 1
+[initial]
+Ez = "exp(-8*((x-0.2)**2 + y**2 + (z+0.1)**2))"
+Hy = "exp(-8*(x**2 + (y-0.3)**2 + z**2))"
+[time]
+t_end = 0.05
+[output.dft]
+frequencies = [0.7, 1.3]
+fields = ["Ez"]
+surfaces = ["sphere_surface", "cube", "walls"]
+"""
+
+
+def test_named_interior_surfaces_on_several_ranks(tmp_path):
+    """examples/meshes/sphere_scatterer.msh's physical surfaces inside the mesh ("sphere_surface",
+    "cube": mesh/enclosed.py) give the same transforms and fluxes on 1, 2 and 3 ranks (measured:
+    on 3 ranks rank 0 holds none of their faces, on 2 ranks each holds some)."""
+    pytest.importorskip("gmsh")
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "meshes" / "sphere_scatterer.msh"
+    out = {}
+    for nprocs in (1, 2, 3):
+        run_case(tmp_path / f"g{nprocs}", GMSH_CASE.format(path=path), nprocs)
+        out[nprocs] = read(tmp_path / f"g{nprocs}" / "out" / "case_dft.h5")
+    one = out[1]
+    assert one["surfaces/sphere_surface/Ez"].shape[1] == 6 and one["surfaces/cube/Ez"].shape[1] == 6
+    assert np.abs(one["surfaces/sphere_surface/flux/poynting_flux"]).max() > 0
+    for nprocs in (2, 3):
+        for name, value in one.items():
+            if value.dtype.kind in "iu":
+                assert np.array_equal(value, out[nprocs][name]), (nprocs, name)
+            else:
+                assert np.abs(out[nprocs][name] - value).max() <= 1e-12 * max(np.abs(value).max(), 1e-30), (nprocs, name)

@@ -90,7 +90,7 @@ DIPOLE_WAVE = {"frequency": 1.0, "t0": 1.0, "width": 0.25}
 FREQUENCIES = [0.7, 0.85, 1.0, 1.15, 1.3]
 
 
-def dipole_case(order=4, t_end=4.0, **far_field):
+def dipole_case(order=4, t_end=4.0, dft=None, **far_field):
     """A z-directed dipole at the centre of the middle element of 5^3 (h = 0.5), the Huygens box
     one element away from the source's element (whose polynomial delta is not a field), first-
     order Silver-Mueller walls 0.5 beyond it (their echoes come from outside the surface, which the
@@ -103,11 +103,16 @@ def dipole_case(order=4, t_end=4.0, **far_field):
                          "waveform": "modulated_gaussian", **DIPOLE_WAVE}},
         "output": {"formats": [], "name": "dip",
                    "far_field": {"frequencies": FREQUENCIES, "lower": [-0.75] * 3, "upper": [0.75] * 3,
-                                 "theta": [10, 30, 60, 90, 120, 150], "phi": [0, 45, 90], **far_field}}})
+                                 "theta": [10, 30, 60, 90, 120, 150], "phi": [0, 45, 90], **far_field},
+                   **({"dft": dft} if dft else {})}})
 
 
 def test_dipole_run_against_the_analytic_power_and_pattern(tmp_path):
-    result = run(dipole_case(), output_dir=tmp_path)
+    # [output.dft] boxes: the same closed surface of faces (monitors/planes.py) gives the same flux
+    box = {"lower": [-0.75] * 3, "upper": [0.75] * 3}
+    result = run(dipole_case(dft={"frequencies": FREQUENCIES, "boxes": [box], "fields": ["Ez"]}), output_dir=tmp_path)
+    with h5py.File(tmp_path / "dip_dft.h5") as f:
+        box_flux = f["surfaces/box [-0.75, -0.75, -0.75] to [0.75, 0.75, 0.75]/flux/poynting_flux"][:]
     entry = result.summary["time_series"]["far_field"]
     assert entry["file"] == "dip_farfield.h5" and entry["surface_faces"] == {"scattering": 6 * 9}
     with h5py.File(tmp_path / "dip_farfield.h5") as f:
@@ -124,6 +129,7 @@ def test_dipole_run_against_the_analytic_power_and_pattern(tmp_path):
         analytic = k**2 * abs(moment) ** 2 / (12 * np.pi)
         # N = 4, measured: 0.4% to 1.8% (far field), 0.2% to 1.6% (flux); N = 5 (t_end 5): 0.03% to 0.3%
         assert abs(power[i] / analytic - 1) < 0.03 and abs(flux[i] / analytic - 1) < 0.03
+        assert box_flux[i] == pytest.approx(flux[i], rel=1e-12)  # the DFT's box: the same faces and trace
         pattern = np.abs(e_theta[i]) / (k * abs(moment) / (4 * np.pi) * np.sin(theta))[:, None]
         assert np.max(np.abs(pattern - 1)) < 0.04  # measured 1.9% to 2.3%
         assert np.max(np.abs(e_phi[i])) < 1e-12 * np.max(np.abs(e_theta[i]))  # the source's symmetry

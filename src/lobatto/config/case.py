@@ -95,6 +95,9 @@ class TimeSection:
     substeps: int = 0  # RK4 sub-steps of the advection term per step (navier_stokes); 0: extrapolated
     steady_tolerance: float | None = None  # stop once the relative change per unit time is below (runner/steady_stop.py)
     steady_every: int = 10  # steps between the steady_tolerance checks
+    until_decayed: float | None = None  # stop once the watched field fell below this fraction (runner/decay_stop.py)
+    decay_interval: float | None = None  # the time over which the watched maximum is taken, between checks
+    decay_watch: str | None = None  # "probes" (|fields|^2 at [output.probes]) or "energy"
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,9 @@ class Case:
             if self.time.steady_tolerance is not None:
                 time["steady_tolerance"] = self.time.steady_tolerance
                 time["steady_every"] = self.time.steady_every
+            if self.time.until_decayed is not None:
+                for key in ("until_decayed", "decay_interval", "decay_watch"):
+                    time[key] = getattr(self.time, key)
             if self.time.target_cfl is not None:  # cfl does not apply (and may not be given with it)
                 del time["cfl"]
             out["time"] = time

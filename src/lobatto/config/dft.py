@@ -5,11 +5,13 @@ checked against the mesh when the run is set up (probes.py)."""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lobatto.config.physics import Key, PhysicsSpec
-from lobatto.config.ranges import LARGE, Range, check_number
+from lobatto.config.ranges import COORDINATES, LARGE, Range, check_number, check_vector
 from lobatto.config.toolkit import Context, Table, name_list, read_table
 
 
@@ -20,10 +22,32 @@ class DftSection:
     surfaces: tuple  # named boundary surfaces
     regions: tuple  # region names ("all": the whole mesh)
     flux: tuple  # surface integrands given per frequency on every surface
+    planes: tuple = ()  # (axis 0-2, value): the planes x_axis = value through the mesh (monitors/planes.py)
+    boxes: tuple = ()  # (lower, upper): closed surfaces of boxes of element faces
 
     def to_dict(self) -> dict:
-        return {"frequencies": list(self.frequencies), "fields": list(self.fields), "surfaces": list(self.surfaces),
-                "regions": list(self.regions), "flux": list(self.flux)}
+        out = {"frequencies": list(self.frequencies), "fields": list(self.fields), "surfaces": list(self.surfaces),
+               "regions": list(self.regions), "flux": list(self.flux)}
+        if self.planes:
+            out["planes"] = [plane_name(axis, value) for axis, value in self.planes]
+        if self.boxes:
+            out["boxes"] = [{"lower": list(lower), "upper": list(upper)} for lower, upper in self.boxes]
+        return out
+
+
+AXES = ("x", "y", "z")
+#: "x = 0.5", "y=-1e-3": a plane's text in a case
+PLANE_TEXT = re.compile(r"^\s*([xyz])\s*=\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)\s*$")
+
+
+def plane_name(axis: int, value: float) -> str:
+    """The text of the plane x_axis = value: its name in NAME_dft.h5 (surfaces/<name>)."""
+    return f"{AXES[axis]} = {value:g}"
+
+
+def box_name(lower, upper) -> str:
+    """The name of a box's closed surface in NAME_dft.h5."""
+    return "box [" + ", ".join(f"{v:g}" for v in lower) + "] to [" + ", ".join(f"{v:g}" for v in upper) + "]"
 
 
 #: a transform's frequency (cycles per unit time): the phase 2 pi f t is computed at every step
@@ -35,6 +59,10 @@ DFT = Table("output.dft", (
         range=FREQUENCY),
     Key("fields", "list", None, "the fields transformed (default: all the system's)"),
     Key("surfaces", "list", [], "named boundary surfaces"),
+    Key("planes", "list", [], 'planes through the mesh on element faces, "x = 0.5" (flux along +x)',
+        range=COORDINATES),
+    Key("boxes", "list", [], "closed surfaces of boxes on element faces, {lower = [...], upper = [...]} "
+        "(outward flux)", range=COORDINATES),
     Key("regions", "list", [], "region names (all: the whole mesh)"),
     Key("flux", "list", None, "surface integrands given per frequency (default: all the system's)"),
 ))
@@ -64,8 +92,48 @@ def parse_dft(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> Dft
                      list(surface_names), other=(spec.integrand_names("volume"), "volume"))
     surfaces = name_list(ctx, where, table, "surfaces", None, "surface", DFT["surfaces"].default)
     regions = name_list(ctx, where, table, "regions", None, "region", DFT["regions"].default)
-    if not surfaces and not regions:
-        raise ctx.error(f"[{where}] has nowhere to transform: give surfaces (named boundary surfaces) or regions")
+    planes, boxes = parse_planes(ctx, where, table), parse_boxes(ctx, where, table)
+    if not surfaces and not regions and not planes and not boxes:
+        raise ctx.error(f"[{where}] has nowhere to transform: give surfaces (named boundary surfaces), planes, "
+                        "boxes or regions")
     return DftSection(frequencies=tuple(float(f) for f in frequencies),
                       fields=tuple(f for f in spec.fields if f in fields), surfaces=tuple(surfaces),
-                      regions=tuple(regions), flux=tuple(flux))
+                      regions=tuple(regions), flux=tuple(flux), planes=planes, boxes=boxes)
+
+
+def parse_planes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
+    """``planes``: a list of "x = c" (y, z) texts, c a coordinate, none twice."""
+    given = table.get("planes", [])
+    if not isinstance(given, list):
+        raise ctx.bad(where, "planes", 'a list of planes such as ["x = 0.5"]', given)
+    out = []
+    for i, text in enumerate(given):
+        match = PLANE_TEXT.match(text) if isinstance(text, str) else None
+        if match is None:
+            raise ctx.bad(where, f"planes[{i}]", 'a plane "x = c", "y = c" or "z = c" (c a number)', text)
+        value = check_number(ctx, where, f"planes[{i}]", float(match.group(2)), COORDINATES)
+        plane = (AXES.index(match.group(1)), float(value))
+        if plane in out:
+            raise ctx.error(f"[{where}] planes: \"{plane_name(*plane)}\" is given twice")
+        out.append(plane)
+    return tuple(out)
+
+
+def parse_boxes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
+    """``boxes``: a list of {lower = [3 numbers], upper = [3 numbers]}, lower < upper."""
+    given = table.get("boxes", [])
+    expected = "a list of boxes such as [{lower = [0.2, 0.2, 0.2], upper = [0.8, 0.8, 0.8]}]"
+    if not isinstance(given, list):
+        raise ctx.bad(where, "boxes", expected, given)
+    out = []
+    for i, box in enumerate(given):
+        if not isinstance(box, Mapping) or sorted(box) != ["lower", "upper"]:
+            raise ctx.bad(where, f"boxes[{i}]", "a table {lower = [x, y, z], upper = [x, y, z]} (those two keys)", box)
+        corners = [check_vector(ctx, where, f"boxes[{i}].{key}", box[key], COORDINATES) for key in ("lower", "upper")]
+        lower, upper = corners
+        if not all(lo < up and math.isfinite(up - lo) for lo, up in zip(lower, upper)):
+            raise ctx.bad(where, f"boxes[{i}]", "lower < upper along every axis", box)
+        if (lower, upper) in out:
+            raise ctx.error(f"[{where}] boxes: {box_name(lower, upper)} is given twice")
+        out.append((lower, upper))
+    return tuple(out)

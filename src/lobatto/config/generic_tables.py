@@ -104,6 +104,12 @@ TIME = Table("time", (
         "time is below this (a steady state)", range=section_range("time", "steady_tolerance")),
     Key("steady_every", "count", 10, "steps between the steady_tolerance checks (the change is measured over "
         "them)", range=section_range("time", "steady_every")),
+    Key("until_decayed", "positive", None, "stop before t_end once the watched field's maximum over the last "
+        "decay_interval is below this fraction of its maximum so far", range=section_range("time", "until_decayed")),
+    Key("decay_interval", "positive", None, "the time over which the watched maximum is taken, between the "
+        "until_decayed checks (required with it)", range=section_range("time", "decay_interval")),
+    Key("decay_watch", "choice", None, "what until_decayed watches: the [output.probes] points' sum of squares of "
+        "their fields, or the energy (default: probes when the case has them)", choices=("probes", "energy")),
 ))
 
 OUTPUT = Table("output", (

@@ -122,6 +122,9 @@ SECTION_RANGES = {
                                         low_open=True),
     ("time", "steady_every"): Range(1, 10**6, "steps between checks (each costs a copy of the state and one "
                                     "reduction): from every step to a million"),
+    ("time", "until_decayed"): Range(0.0, 1.0, "a fraction of the watched maximum: 1 or more would stop at the "
+                                     "first check, and 0 is never reached", low_open=True, high_open=True),
+    ("time", "decay_interval"): Range(SMALLEST, LARGEST, MAGNITUDE_REASON),
     ("time", "substeps"): Range(0, 100, "RK4 sub-steps per step: each costs 4 convective evaluations per lagged "
                                 "field, and 100 carry a step's CFL number to its range's end (100) at a sub-step "
                                 "CFL of 1"),

@@ -33,8 +33,9 @@ from lobatto.config.generic_tables import (AXES, BACKENDS, DEFAULT_CFL, DEFAULT_
                                            MAX_ELEMENTS, MAX_ORDER, MESH_GENERATORS, METHODS, MULTISTEP_INTEGRATORS,
                                            OUTPUT_FORMATS, PARTITIONERS, PRECISIONS, SIDES, VOLUME_FORMS, schema_keys)
 from lobatto.config.physics import PhysicsSpec
-from lobatto.config.sections import (physics_values, read_backend, read_checkpoint, read_discretization, read_fields,
-                                     read_mesh, read_output, read_parallel, read_time)
+from lobatto.config.sections import (decay_watch_for, physics_values, read_backend, read_checkpoint,
+                                     read_discretization, read_fields, read_mesh, read_output, read_parallel,
+                                     read_time)
 from lobatto.config.system_tables import parse_system_tables
 from lobatto.config.toml_text import to_toml
 from lobatto.config.declared import monitor_keys
@@ -112,6 +113,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     initial_sec, exact_sec = read_fields(ctx, data, tuple(spec.fields))
     time_sec = read_time(ctx, spec, data, disc_sec.flux)
     out_sec = read_output(ctx, spec, data, name, monitors)
+    time_sec = decay_watch_for(ctx, time_sec, out_sec)  # [time] decay_watch: the probes when there are some
     return Case(
         name=name,
         source=source,

@@ -8,6 +8,7 @@ Each reads one table through the toolkit (config/toolkit.py) against its declare
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import os
@@ -281,13 +282,16 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
     substeps = read_substeps(ctx, spec, time)
     return TimeSection(
         integrator=integrator,
-        t_end=positive(ctx, "time", time, "t_end", REQUIRED, " (the final time, for example t_end = 1.0)"),
+        t_end=positive(ctx, "time", time, "t_end", REQUIRED, " (the latest time the run may reach, for example "
+                       "t_end = 20.0: until_decayed stops before it, never after)" if "until_decayed" in time else
+                       " (the final time, for example t_end = 1.0)"),
         cfl=positive(ctx, "time", time, "cfl", spec.default_cfl(flux, integrator, DEFAULT_CFL[integrator])),
         dt=positive(ctx, "time", time, "dt", None),
         cfl_check=boolean(ctx, "time", time, "cfl_check", TIME["cfl_check"].default),
         **variable_dt(ctx, time, integrator, substeps, spec.substeps),
         substeps=substeps,
         **read_steady(ctx, time),
+        **read_decay(ctx, time),
     )
 
 
@@ -299,6 +303,41 @@ def read_steady(ctx: Context, time: Mapping[str, Any]) -> dict:
         raise ctx.error("[time] steady_every applies with steady_tolerance only (the checks it spaces): give "
                         "steady_tolerance or remove steady_every")
     return {"steady_tolerance": tolerance, "steady_every": every}
+
+
+def read_decay(ctx: Context, time: Mapping[str, Any]) -> dict:
+    """[time] until_decayed (None: run to t_end), decay_interval (required with it) and
+    decay_watch (resolved against [output.probes] by decay_watch_for); the latter two only with
+    until_decayed."""
+    fraction = positive(ctx, "time", time, "until_decayed", None)
+    if fraction is None:
+        for key in ("decay_interval", "decay_watch"):
+            if key in time:
+                raise ctx.error(f"[time] {key} applies with until_decayed only (the decay stop): give until_decayed "
+                                f"(for example until_decayed = 1e-6) or remove {key}")
+        return {}
+    interval = positive(ctx, "time", time, "decay_interval", REQUIRED,
+                        " with until_decayed: the time over which the watched field's maximum is taken between "
+                        "checks, at least the longest period of interest (Meep's dt), for example decay_interval = 2.0")
+    t_end = time["t_end"]  # read (and checked) before
+    if interval > 0.5 * t_end:
+        raise ctx.bad("time", "decay_interval", f"at most t_end / 2 = {0.5 * t_end:g} (the first check only sets the "
+                      "maximum, so a stop needs two checks before t_end)", time["decay_interval"])
+    watch = choice(ctx, "time", time, "decay_watch", TIME["decay_watch"].choices, "probes") if "decay_watch" in time \
+        else None
+    return {"until_decayed": fraction, "decay_interval": interval, "decay_watch": watch}
+
+
+def decay_watch_for(ctx: Context, time: TimeSection | None, output: OutputSection) -> TimeSection | None:
+    """The [time] section with decay_watch resolved: probes when [output.probes] is there (its
+    points and fields), else energy; "probes" without [output.probes] is refused."""
+    if time is None or time.until_decayed is None:
+        return time
+    if time.decay_watch == "probes" and output.probes is None:
+        raise ctx.error('[time] decay_watch = "probes" needs [output.probes] (the points and fields watched): add '
+                        'the table, or watch the energy (decay_watch = "energy")')
+    watch = time.decay_watch or ("probes" if output.probes is not None else "energy")
+    return dataclasses.replace(time, decay_watch=watch)
 
 
 def read_output(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], name: str,

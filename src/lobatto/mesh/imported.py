@@ -14,6 +14,7 @@ import numpy as np
 from lobatto.errors import InputError
 from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.connectivity import connectivity_from_vertices
+from lobatto.mesh.enclosed import enclosed_sides
 from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
 from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, NUM_ORIENTATIONS, reorient
 
@@ -118,7 +119,8 @@ def hex_mesh_from_imported(imported: ImportedMesh, boundary_kinds: dict | None =
         raise InputError(f"{source}: {error}") from None
     if imported.periodic_faces is not None and len(imported.periodic_faces):
         join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_orientation)
-    face_group, boundary_kind, boundary_names = _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind)
+    face_group, boundary_kind, boundary_names, interior_group = _boundary_tags(imported, face_neighbour, neighbour_face,
+                                                                               boundary_kinds, default_kind)
     regions = np.asarray(imported.regions, dtype=np.int64).reshape(-1)
     if regions.shape != (imported.num_elements,) or np.any((regions < 0) | (regions >= len(imported.region_names))):
         raise InputError(f"{source}: region indices must be one per element, in 0..{len(imported.region_names) - 1}")
@@ -134,6 +136,7 @@ def hex_mesh_from_imported(imported: ImportedMesh, boundary_kinds: dict | None =
         regions=regions,
         region_names=tuple(imported.region_names),
         face_group=face_group,
+        interior_group=interior_group,
         group_names=tuple(imported.boundary_faces),
         source=source,
         element_numbers=imported.info.get("element_numbers"),
@@ -270,8 +273,9 @@ def join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_
             face_neighbour[e, f], neighbour_face[e, f], face_orientation[e, f] = pe, pf, code
 
 
-def _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind):
-    """(face_group, boundary_kind, boundary_names) from the file's groups and the case's map."""
+def _boundary_tags(imported, face_neighbour, neighbour_face, boundary_kinds, default_kind):
+    """(face_group, boundary_kind, boundary_names, interior_group) from the file's groups and the
+    case's map."""
     source = imported.source
     groups = tuple(imported.boundary_faces)
     unknown = [name for name in boundary_kinds if name not in groups]
@@ -281,6 +285,7 @@ def _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind):
                          f"have (its surface groups: {listed})")
     num_elements = imported.num_elements
     face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    interior_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
     kinds = sorted(set(boundary_kinds.values()) | {default_kind})
     kind_index = {kind: i for i, kind in enumerate(kinds)}
     explicit = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
@@ -295,6 +300,11 @@ def _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind):
             raise InputError(f"{source}: [mesh.boundaries] {name} = \"{boundary_kinds[name]}\": the group lies "
                              f"inside the mesh ({imported.describe_element(int(e[i]))} face {int(f[i])} has a "
                              "neighbour across it); only faces on the mesh's boundary take a boundary kind")
+        if interior.any():  # seen from the enclosed side where there is one (mesh/enclosed.py)
+            inside = enclosed_sides(face_neighbour, neighbour_face, e[interior], f[interior])
+            if inside is not None:
+                free = interior_group[inside[:, 0], inside[:, 1]] < 0
+                interior_group[inside[free, 0], inside[free, 1]] = g
         e, f = e[~interior], f[~interior]
         unset = face_group[e, f] < 0
         face_group[e[unset], f[unset]] = g
@@ -322,4 +332,4 @@ def _boundary_tags(imported, face_neighbour, boundary_kinds, default_kind):
     remap = np.full(len(kinds), -1, dtype=np.int64)
     remap[used] = np.arange(len(used))
     boundary_kind = np.where(boundary, remap[chosen], INTERIOR)
-    return face_group, boundary_kind, names
+    return face_group, boundary_kind, names, interior_group

@@ -38,6 +38,9 @@ class HexMesh:
                         the named surface a boundary face belongs to (a box's sides xmin..zmax).
                         boundary_kind says what the system does there; face_group where it is.
     group_names:        names of the boundary surfaces.
+    interior_group:     (E, 6) index into group_names on the enclosed side of a named surface's
+                        faces inside the mesh (mesh/enclosed.py), -1 elsewhere: where monitors
+                        see a closed interior surface (a sphere's shell) from inside.
     source:             the mesh file, or None for a generated mesh.
     element_numbers:    optional (E,) each element's number in the mesh file, for messages.
     """
@@ -60,6 +63,7 @@ class HexMesh:
     group_names: tuple = ()
     source: str | None = None
     element_numbers: np.ndarray | None = None
+    interior_group: np.ndarray | None = None
 
     def __post_init__(self):
         num_elements = self.element_vertices.shape[0]
@@ -71,6 +75,8 @@ class HexMesh:
             self.regions = np.zeros(num_elements, dtype=np.int64)
         if self.face_group is None:
             self.face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+        if self.interior_group is None:
+            self.interior_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
 
     @property
     def num_elements(self) -> int:
@@ -140,6 +146,7 @@ class HexMesh:
             curved_nodes=rows_of(self.curved_nodes),
             regions=self.regions[rows],
             face_group=self.face_group[rows],
+            interior_group=self.interior_group[rows],
         )
 
     def halo_last(self) -> HexMesh:
@@ -180,6 +187,8 @@ class HexMesh:
             raise ValueError(f"a boundary kind index is outside boundary_names {self.boundary_names}")
         if np.any(self.face_group[~boundary] >= 0) or np.any(self.face_group >= len(self.group_names)):
             raise ValueError(f"face_group must be -1 on interior faces and index group_names {self.group_names}")
+        if np.any(self.interior_group[boundary] >= 0) or np.any(self.interior_group >= len(self.group_names)):
+            raise ValueError(f"interior_group must be -1 on boundary faces and index group_names {self.group_names}")
         if np.any((self.regions < 0) | (self.regions >= len(self.region_names))):
             raise ValueError(f"a region index is outside region_names {self.region_names}")
         if self.curved_nodes is not None:

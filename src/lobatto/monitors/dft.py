@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lobatto.config.dft import box_name, plane_name
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.topology import NUM_FACES, face_slice
@@ -22,6 +23,7 @@ from lobatto.machine.parallel import allreduce, collective_errors, launched_loca
 from lobatto.machine.memory_items import check_allocation
 from lobatto.machine.resources import available_host_memory
 from lobatto.monitors.base import Monitor
+from lobatto.monitors.planes import box_faces, plane_faces
 from lobatto.monitors.regions import WHOLE_MESH, region_index, surface_index
 
 SUFFIX = "_dft"
@@ -98,6 +100,10 @@ class DftMonitor(Monitor):
             items.append(transform_item(f"[output.dft] surface '{name}':", count, layout.fields,
                                         (layout.elements if faces is None else faces) * n * n, layout,
                                         known=faces is not None))
+        for name in ([plane_name(*p) for p in getattr(section, "planes", ())]
+                     + [box_name(*b) for b in getattr(section, "boxes", ())]):  # known once found
+            items.append(transform_item(f"[output.dft] surface '{name}':", count, layout.fields,
+                                        layout.elements * n * n, layout, known=False))
         return items
 
     def __init__(self, section, system, comm=None):
@@ -117,24 +123,40 @@ class DftMonitor(Monitor):
                                  f"{', '.join(dict.fromkeys((WHOLE_MESH,) + tuple(region_names)))})")
             self.parts.append(("region", region, None, chosen, xp.asarray(chosen), None, None))
         group_of, group_names = surface_index(mesh)
-        w = gll_weights(system.order)
+        interior = getattr(mesh, "interior_group", None)  # a closed surface inside the mesh, from inside
         for name in section.surfaces:
-            on = (mesh.face_neighbour < 0) & (group_of == group_names.index(name)) if name in group_names else None
+            on = None
+            if name in group_names:
+                g = group_names.index(name)
+                on = ((mesh.face_neighbour < 0) & (group_of == g)) | (interior == g if interior is not None else False)
             if allreduce(comm, int(on.sum()) if on is not None else 0) == 0:
-                raise InputError(f"[output.dft] surfaces: '{name}' has no boundary faces in the mesh "
-                                 f"(surfaces: {', '.join(group_names) or 'none'})")
-            for face in range(NUM_FACES):
-                chosen = np.nonzero(on[:, face])[0]
-                if chosen.size:
-                    self.parts.append(("surface", name, face, chosen, xp.asarray(chosen),
-                                       system.geometry.normals[:, chosen, face],
-                                       system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
+                raise InputError(f"[output.dft] surfaces: '{name}' has no boundary faces in the mesh, nor faces "
+                                 f"around an enclosed part of it (surfaces: {', '.join(group_names) or 'none'}; an "
+                                 "open surface inside the mesh: planes)")
+            self.add_surface(name, on)
+        for axis, value in getattr(section, "planes", ()):  # interior surfaces (monitors/planes.py)
+            self.add_surface(plane_name(axis, value), *plane_faces(system, axis, value, comm))
+        for lower, upper in getattr(section, "boxes", ()):
+            self.add_surface(box_name(lower, upper), *box_faces(system, lower, upper, comm))
         check_parts_memory(self.parts, len(self.omega), len(self.region_fields), len(system.field_names), system,
                            "[output.dft]", comm)
         self.sums = [None] * len(self.parts)
         self.previous = None  # (t, [values of each part]) of the last sample
         self.first_time = self.last_time = None
         self.samples = 0
+
+    def add_surface(self, name: str, on, sign=None) -> None:
+        """The parts of surface ``name``: this rank's faces ``on`` (E, 6), a part per face
+        direction, with the normals times ``sign`` (E, 6) (None: the faces' outward ones)."""
+        system, w = self.system, gll_weights(self.system.order)
+        for face in range(NUM_FACES):
+            chosen = np.nonzero(on[:, face])[0]
+            if chosen.size:
+                normals = system.geometry.normals[:, chosen, face]
+                if sign is not None:
+                    normals = normals * sign[chosen, face][None, :, None, None]
+                self.parts.append(("surface", name, face, chosen, system.backend.xp.asarray(chosen), normals,
+                                   system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
 
     def after_step(self, u, step: int, t: float, last: int) -> None:
         """Every step: queued on the device like a step (accumulate)."""

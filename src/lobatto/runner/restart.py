@@ -30,10 +30,11 @@ from lobatto.runner.schedule import MAX_STEPS
 __all__ = ["check_compatible", "memory_estimate", "resume", "save"]
 
 #: attributes of a Simulation holding outputs that carry state from one write to the next (the
-#: probes' time series; the steady-state test's reference, steady_stop.py): when one has
+#: probes' time series; the steady-state test's reference, steady_stop.py; the decay test's
+#: maxima, decay_stop.py): when one has
 #: ``checkpoint_state() -> dict`` (JSON-able), the dict is saved, and handed back to its
 #: ``restore_checkpoint_state(state)`` on restart
-STATEFUL_OUTPUTS = ("series", "steady")
+STATEFUL_OUTPUTS = ("series", "steady", "decay")
 #: the continued run's step count: t_end / dt, rounded up, after taking off this relative slack
 #: (t_end / (t_end / steps) is steps only to a few ulps)
 STEP_SLACK = 1e-9
@@ -246,6 +247,8 @@ def _restore_outputs(sim, checkpoint: Checkpoint, extra: dict, outputs: dict | N
     interpolated = "interpolated" in extra
     if getattr(sim, "steady", None) is not None:  # what an earlier run of this Simulation kept is not the checkpoint's
         sim.steady.reset()
+    if getattr(sim, "decay", None) is not None:
+        sim.decay.reset()
     afresh = []
     for name, saved in (attrs.get("outputs_state") or {}).items():
         restore = getattr(getattr(sim, name, None), "restore_checkpoint_state", None)

@@ -31,6 +31,7 @@ from lobatto.machine.power import EnergyMeter
 from lobatto.monitors import MonitorSet
 from lobatto.runner import schedule, step_check, summary
 from lobatto.runner.build import build_system, case_named
+from lobatto.runner.decay_stop import DecayStop
 from lobatto.runner.restart import resume, save
 from lobatto.runner.snapshots import SnapshotWriter
 from lobatto.runner.steady import run_steady
@@ -124,6 +125,8 @@ class Simulation:
         with collective_errors(comm), case_named(case):  # the case's monitors (monitors/run_set.py)
             self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
         self.steady = SteadyStop(self) if case.time.steady_tolerance is not None else None  # checkpointed
+        with collective_errors(comm), case_named(case):  # [time] until_decayed (decay_stop.py): checkpointed
+            self.decay = DecayStop(self) if case.time.until_decayed is not None else None
         self.restarts: list[dict] = []  # the checkpoints this run continued from (restart.py)
         self.advance_one = self.record_step()
         self.setup_seconds = time.perf_counter() - created  # mesh, geometry, kernels built so far
@@ -347,12 +350,15 @@ class Simulation:
         rate_start, rate_first = loop_start, first
         warmup_end = first - 1 + WARMUP_STEPS
         checkpoints = schedule.CheckpointSchedule(self) if case.checkpoint.enabled else None
-        if self.steady is not None:
-            self.steady.start()
+        for stop in (self.steady, self.decay):
+            if stop is not None:
+                stop.start()
         while not self.finished:
             self._step()
             if self.steady is not None and self.steady.after_step(self.step_count):
                 self.steps = self.step_count  # steady: this step is the last, with the final outputs
+            if self.decay is not None and self.decay.after_step(self.step_count):
+                self.steps = self.step_count  # decayed: as steady
             step, steps = self.step_count, self.steps
             if step == warmup_end and steps > warmup_end:
                 # the state check's kernels are compiled on first use too (seconds on a machine

@@ -70,6 +70,10 @@ def make_summary(sim, compute_seconds, seconds_per_step, rate_steps) -> dict:
     if getattr(sim, "steady", None) is not None:  # [time] steady_tolerance (steady_stop.py)
         summary["stopped"] = "steady" if sim.steady.reached else "t_end"
         summary["steady"] = sim.steady.describe()
+    if getattr(sim, "decay", None) is not None:  # [time] until_decayed (decay_stop.py)
+        if not summary.get("stopped") == "steady":
+            summary["stopped"] = "decayed" if sim.decay.reached else "t_end"
+        summary["decay"] = sim.decay.describe()
     summary["config"] = sim.case.to_dict()
     errors = sim.errors()
     if errors is not None:

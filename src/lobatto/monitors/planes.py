@@ -1,0 +1,137 @@
+"""Surfaces of element faces chosen by position, for monitors that transform or integrate on
+surfaces anywhere in the mesh, not only on its named boundary surfaces: a plane ``x = c``
+through the whole mesh, and the closed surface of a box [lower, upper] (docs/electromagnetics.md,
+"Frequency-domain monitors").
+
+A face belongs to the plane x_a = c when all its GLL points lie on it (to TOL of the mesh's
+size): planes are not interpolated through elements, so a plane between element faces is
+refused, naming the nearest face planes (an interpolated plane would need the fields inside
+elements at points of no element face, and its flux would be an interpolant's, not the
+solution's trace). Each face of an interior surface has two sides; the trace is taken from one
+side, consistently: for a plane, from the element below it (its outward normal along +a), or
+where there is none (the mesh's own boundary, the seam of a periodic axis) from the element
+above (the normal then turned to +a); for a box,
+from the element inside (outward normals). So each face is counted once, on the rank that
+owns that element, whatever the partition. Nothing here knows a system.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lobatto.config.dft import box_name, plane_name
+from lobatto.discretization import gll_weights
+from lobatto.errors import InputError
+from lobatto.machine.parallel import allreduce
+from lobatto.mesh.topology import NUM_FACES, face_slice
+
+#: a face lies on a plane when its points are within this fraction of the mesh's size of it
+TOL = 1e-9
+AXES = ("x", "y", "z")
+#: no element (larger than every global element number): the neutral value of a min-reduction
+NONE = np.iinfo(np.int64).max
+
+
+def _face_points(system) -> np.ndarray:
+    """(3, E, 6, n, n) coordinates of every face's points."""
+    coords, order = system.geometry.coords, system.order
+    return np.stack([coords[face_slice(face, order)] for face in range(NUM_FACES)], axis=2)
+
+
+def _scale(system, comm) -> float:
+    coords = system.geometry.coords
+    local = float(np.abs(coords).max()) if coords.size else 0.0
+    return TOL * max(1.0, allreduce(comm, local, "max"))
+
+
+def _on_plane(points, axis: int, value: float, tol: float) -> np.ndarray:
+    """(E, 6) faces all of whose points lie on x_axis = value."""
+    return np.all(np.abs(points[axis] - value) <= tol, axis=(-2, -1))
+
+
+def face_planes(system, axis: int, comm=None) -> np.ndarray:
+    """Collective: the sorted values c of every plane x_axis = c that some element face lies on
+    (over all ranks): the planes a case may name."""
+    points, tol = _face_points(system), _scale(system, comm)
+    along = points[axis]
+    flat = np.ptp(along, axis=(-2, -1)) <= tol
+    values = np.unique(np.round(along[..., 0, 0][flat] / tol) * tol) if flat.any() else np.zeros(0)
+    gathered = [values] if comm is None or comm.Get_size() == 1 else comm.allgather(values)
+    return np.unique(np.concatenate(gathered)) if gathered else np.zeros(0)
+
+
+def nearest_planes(system, axis: int, value: float, comm=None) -> str:
+    """Collective: the face planes next to x_axis = value, as text for a message."""
+    planes = face_planes(system, axis, comm)
+    below, above = planes[planes < value], planes[planes > value]
+    near = ([plane_name(axis, below.max())] if below.size else []) + ([plane_name(axis, above.min())] if above.size else [])
+    return " and ".join(f'"{n}"' for n in near) or "none"
+
+
+def off_planes(system, lower, upper, tol: float, comm=None) -> str:
+    """Collective: the box's sides that lie on no face plane, each with the face planes next to
+    it, as text for a message."""
+    out = []
+    for axis in range(3):
+        planes = face_planes(system, axis, comm)
+        for value in (lower[axis], upper[axis]):
+            if not np.any(np.abs(planes - value) <= tol):
+                below, above = planes[planes < value], planes[planes > value]
+                near = [plane_name(axis, v.max()) for v in (below,) if v.size] + \
+                       [plane_name(axis, v.min()) for v in (above,) if v.size]
+                out.append(f"{plane_name(axis, value)} lies between the face planes "
+                           + " and ".join(f'"{n}"' for n in near) if near else f"{plane_name(axis, value)} is off the mesh")
+    return "; ".join(out) or "every side lies on a face plane"
+
+
+def plane_faces(system, axis: int, value: float, comm=None) -> tuple[np.ndarray, np.ndarray]:
+    """Collective: ((E, 6) faces of this rank on the plane x_axis = value, (E, 6) sign +-1 that
+    turns each face's outward normal to +axis). InputError when no face lies there."""
+    points, tol = _face_points(system), _scale(system, comm)
+    on = _on_plane(points, axis, value, tol)
+    along = system.geometry.normals[axis].mean(axis=(-2, -1))  # (E, 6): the normal's +axis part
+    below, above = on & (along > 0.5), on & (along < -0.5)  # the faces of the elements below / above
+    if allreduce(comm, int(below.sum())) == 0:  # the mesh's lower side, or a periodic seam: no element below
+        chosen = above
+    else:  # below the plane, or the only side where the plane meets the mesh's boundary
+        chosen = below | (above & (system.mesh.face_neighbour < 0))
+    if allreduce(comm, int(chosen.sum())) == 0:
+        near = nearest_planes(system, axis, value, comm)
+        raise InputError(f'[output.dft] planes: "{plane_name(axis, value)}" lies on no element face (planes are '
+                         f"taken on element faces, not interpolated through elements); the nearest face planes: {near}")
+    return chosen, np.where(along < 0, -1.0, 1.0)
+
+
+def box_faces(system, lower, upper, comm=None) -> tuple[np.ndarray, np.ndarray]:
+    """Collective: ((E, 6) faces of this rank on the closed surface of the box, (E, 6) sign +1:
+    the faces of the elements inside, whose outward normals point out of the box). InputError
+    when a side does not lie on element faces (its faces' area is not the side's)."""
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    points, tol = _face_points(system), _scale(system, comm)
+    x = system.geometry.coords.reshape(3, system.num_elements, -1)
+    inside = np.all((x >= lower[:, None, None] - tol) & (x <= upper[:, None, None] + tol), axis=(0, 2))
+    strictly = np.all((x > lower[:, None, None] + tol) & (x < upper[:, None, None] - tol), axis=0).any(axis=1)
+    cut = system.mesh.element_ids[strictly & ~inside]
+    cut = int(allreduce(comm, np.array([cut.min() if cut.size else NONE]), "min")[0])
+    if cut != NONE:
+        raise InputError(f"[output.dft] boxes: {box_name(lower, upper)} cuts element {cut}: its sides must lie on "
+                         f"element faces ({off_planes(system, lower, upper, tol, comm)})")
+    within = np.all((points >= lower[:, None, None, None, None] - tol)
+                    & (points <= upper[:, None, None, None, None] + tol), axis=(0, -2, -1))
+    w = np.outer(gll_weights(system.order), gll_weights(system.order))
+    area = system.geometry.surface_jacobian * w  # (E, 6, n, n)
+    chosen = np.zeros(system.mesh.face_neighbour.shape, dtype=bool)
+    for axis in range(3):
+        along = system.geometry.normals[axis].mean(axis=(-2, -1))
+        for value, outward in ((lower[axis], along < -0.5), (upper[axis], along > 0.5)):
+            side = _on_plane(points, axis, value, tol) & within & inside[:, None] & outward
+            others = [a for a in range(3) if a != axis]
+            expected = float(np.prod(upper[others] - lower[others]))
+            found = allreduce(comm, float(area[side].sum()))
+            if abs(found - expected) > 1e-8 * expected:
+                near = nearest_planes(system, axis, value, comm)
+                raise InputError(f"[output.dft] boxes: the side {plane_name(axis, value)} of {box_name(lower, upper)} "
+                                 f"is not made of element faces (their area {found:.6g}, the side's {expected:.6g}): "
+                                 f"each side must lie on element faces and cut none (face planes near it: {near})")
+            chosen |= side
+    return chosen, np.ones(chosen.shape)
