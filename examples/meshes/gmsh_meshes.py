@@ -1,7 +1,7 @@
 """All-hexahedral meshes made with the gmsh Python API, for lobatto (docs/meshes.md).
 
     python examples/meshes/gmsh_meshes.py          # writes examples/meshes/sphere_in_box.msh
-                                                   # and sphere_scatterer_q4.msh, sphere_scatterer_n2.msh
+                                                   # and sphere_scatterer{,_q4,_n2}.msh
 
 Each mesh is block-structured: the domain is cut into six-sided blocks (hexahedra whose edges
 may be lines or circle arcs and whose faces may be planes, sphere patches or Coons patches),
@@ -405,6 +405,8 @@ if __name__ == "__main__":
     gmsh.initialize(readConfigFiles=False, interruptible=False)
     print("wrote", sphere_in_box(out, radius=0.5, half_width=1.0, divisions=2, order=2))
     if len(sys.argv) == 1:  # examples/sphere_scattering.toml's mesh
+        print("wrote", sphere_scatterer(HERE / "sphere_scatterer.msh", radius=0.5, half_width=0.75, divisions=1,
+                                        layers=(0.5, 0.5, 0.5), order=2, binary=True))  # the tests' (small)
         print("wrote", sphere_scatterer(HERE / "sphere_scatterer_q4.msh", radius=0.5, half_width=0.75, divisions=2,
                                         layers=(0.375, 0.375, 0.375), order=4, binary=True))  # the example's
         print("wrote", sphere_scatterer(HERE / "sphere_scatterer_n2.msh", radius=0.5, half_width=0.75, divisions=2,
