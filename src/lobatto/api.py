@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import schema
+from lobatto.runner import normalization
 from lobatto.runner.simulation import Simulation, run_case
 from lobatto.monitors.registry import monitor_tables
 from lobatto.systems.registry import SYSTEMS, physics_specs
@@ -99,7 +100,8 @@ def run(case, backend: str | None = None, output_dir=None, comm=None, progress=N
 
         simulation = SteadyRun(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
     else:
-        simulation = Simulation(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
+        # with [output.dft] normalize, the run without [material] tables comes first
+        simulation = normalization.simulation(case, backend, output_dir, comm, progress, Simulation)
     summary = simulation.run()
     return Result(summary=summary, fields=simulation.fields(), coordinates=simulation.coordinates(),
                   output_dir=simulation.output_dir, simulation=simulation)

@@ -1015,6 +1015,8 @@ MAXWELL_TABLES = {
                          "waveform": "ricker", "frequency": 1.0, "t0": 1.0, "lower": [0, 0, 0], "upper": [1, 1, 1]}},
     "pml": {"sides": ["xmax"], "elements": 1},
     "dft": {"frequencies": [0.5, 1.0], "surfaces": ["xmin"], "fields": ["Ez"]},
+    # runner/normalization.py: the run without [material] tables first (an error without them)
+    "dft_normalized": {"frequencies": [0.5], "surfaces": ["xmin", "xmax"], "normalize": "xmax"},
     "dft_planes": {"frequencies": [0.5], "planes": ["x = 0.5", "z = 0"],  # interior surfaces (monitors/planes.py)
                    "boxes": [{"lower": [0.0, 0.0, 0.0], "upper": [1.0, 1.0, 0.5]}]},
     "decay": {"until_decayed": 1e-3, "decay_interval": 0.004, "decay_watch": "energy"},  # into [time]
@@ -1053,7 +1055,7 @@ def op_maxwell_table(rng, data):
         table = copy.deepcopy(MAXWELL_TABLES[kind])
         top = {"drude": "material", "lorentz": "material", "debye": "material", "dipole": "source",
                "magnetic": "source", "current": "source", "plane_wave": "source"}.get(kind, kind)
-        if kind in ("dft", "dft_planes"):
+        if kind in ("dft", "dft_planes", "dft_normalized"):
             set_at(data, ("output", "dft"), table)
         elif kind == "decay":
             if not isinstance(data.get("time"), dict):

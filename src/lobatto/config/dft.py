@@ -24,15 +24,23 @@ class DftSection:
     flux: tuple  # surface integrands given per frequency on every surface
     planes: tuple = ()  # (axis 0-2, value): the planes x_axis = value through the mesh (monitors/planes.py)
     boxes: tuple = ()  # (lower, upper): closed surfaces of boxes of element faces
+    normalize: str | None = None  # a surface of this table: its flux in the run without [material] tables
 
     def to_dict(self) -> dict:
         out = {"frequencies": list(self.frequencies), "fields": list(self.fields), "surfaces": list(self.surfaces),
                "regions": list(self.regions), "flux": list(self.flux)}
         if self.planes:
-            out["planes"] = [plane_name(axis, value) for axis, value in self.planes]
+            out["planes"] = [f"{AXES[axis]} = {value!r}" for axis, value in self.planes]  # exact: read again
         if self.boxes:
             out["boxes"] = [{"lower": list(lower), "upper": list(upper)} for lower, upper in self.boxes]
+        if self.normalize is not None:
+            out["normalize"] = self.normalize
         return out
+
+    def surface_names(self) -> tuple:
+        """Every surface of the table by its name in NAME_dft.h5: named ones, planes, boxes."""
+        return (tuple(self.surfaces) + tuple(plane_name(*p) for p in self.planes)
+                + tuple(box_name(*b) for b in self.boxes))
 
 
 AXES = ("x", "y", "z")
@@ -65,6 +73,8 @@ DFT = Table("output.dft", (
         "(outward flux)", range=COORDINATES),
     Key("regions", "list", [], "region names (all: the whole mesh)"),
     Key("flux", "list", None, "surface integrands given per frequency (default: all the system's)"),
+    Key("normalize", "string", None, "a surface, plane or box of this table (its name in NAME_dft.h5): the run "
+        "first runs the case without its [material] tables and divides every flux by that one's flux there"),
 ))
 
 
@@ -96,9 +106,19 @@ def parse_dft(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> Dft
     if not surfaces and not regions and not planes and not boxes:
         raise ctx.error(f"[{where}] has nowhere to transform: give surfaces (named boundary surfaces), planes, "
                         "boxes or regions")
-    return DftSection(frequencies=tuple(float(f) for f in frequencies),
-                      fields=tuple(f for f in spec.fields if f in fields), surfaces=tuple(surfaces),
-                      regions=tuple(regions), flux=tuple(flux), planes=planes, boxes=boxes)
+    section = DftSection(frequencies=tuple(float(f) for f in frequencies),
+                         fields=tuple(f for f in spec.fields if f in fields), surfaces=tuple(surfaces),
+                         regions=tuple(regions), flux=tuple(flux), planes=planes, boxes=boxes)
+    normalize = table.get("normalize")
+    if normalize is not None:
+        names = section.surface_names()
+        if not isinstance(normalize, str) or normalize not in names:
+            raise ctx.bad(where, "normalize", "the name of one of this table's surfaces, planes or boxes ("
+                          + (", ".join(f'"{n}"' for n in names) or "it has none") + ")", normalize)
+        if not flux:
+            raise ctx.error(f"[{where}] normalize divides fluxes: give at least one flux integrand")
+        section = DftSection(**{**section.__dict__, "normalize": normalize})
+    return section
 
 
 def parse_planes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:

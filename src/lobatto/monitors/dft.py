@@ -33,6 +33,12 @@ RUNNING_COPIES = 4
 #: host copies on rank 0 at the end, of every rank's parts: gathered, concatenated, reordered
 GATHERED_COPIES = 3
 ADVICE = "use fewer [output.dft] frequencies or fields, or smaller regions and surfaces"
+#: the fluxes of a surface: of the run's fields, and with ``normalize`` of the incident run's
+#: fields and of the difference (the scattered field), each per integrand and frequency
+FLUX_KINDS = ("flux", "flux_incident", "flux_scattered")
+#: a normalised flux is NaN where the reference's incident flux is below this share of its
+#: largest magnitude (a frequency the source hardly excites: the ratio would be noise)
+NORMALIZE_FLOOR = 1e-10
 
 
 def file_name(name: str) -> str:
@@ -141,6 +147,7 @@ class DftMonitor(Monitor):
         check_parts_memory(self.parts, len(self.omega), len(self.region_fields), len(system.field_names), system,
                            "[output.dft]", comm)
         self.sums = [None] * len(self.parts)
+        self.incident = None  # with normalize: the incident run's sums, part by part (set_incident)
         self.previous = None  # (t, [values of each part]) of the last sample
         self.first_time = self.last_time = None
         self.samples = 0
@@ -158,6 +165,15 @@ class DftMonitor(Monitor):
                 self.parts.append(("surface", name, face, chosen, system.backend.xp.asarray(chosen), normals,
                                    system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
 
+    def set_incident(self, parts: list, sums: list) -> None:
+        """The parts and transforms of the same table in the run without [material] tables
+        (runner/normalization.py): the same mesh and partition, so the same parts on every rank."""
+        same = len(parts) == len(self.parts) and all(
+            a[:3] == b[:3] and np.array_equal(a[3], b[3]) for a, b in zip(self.parts, parts))
+        if not same:
+            raise RuntimeError("[output.dft] normalize: the incident run's surfaces differ from this run's")
+        self.incident = sums
+
     def after_step(self, u, step: int, t: float, last: int) -> None:
         """Every step: queued on the device like a step (accumulate)."""
         self.accumulate(u, t)
@@ -166,8 +182,11 @@ class DftMonitor(Monitor):
         self.write(output_dir, attrs["name"], attrs)
 
     def describe(self) -> dict:
-        return {"dft": {"file": file_name(self.output_name), "frequencies": list(self.settings.frequencies),
-                        "steps": self.samples}}
+        out = {"file": file_name(self.output_name), "frequencies": list(self.settings.frequencies),
+               "steps": self.samples}
+        if self.incident is not None:  # runner/normalization.py
+            out.update(normalized_by=self.settings.normalize, incident_run="normalization")
+        return {"dft": out}
 
     def _values(self, u) -> list:
         order, out = self.system.order, []
@@ -208,7 +227,7 @@ class DftMonitor(Monitor):
         system, backend = self.system, self.system.backend
         order, count = system.order, len(self.omega)
         mine: dict = {}
-        for (kind, name, face, chosen, _, normals, weights), total in zip(self.parts, self.sums):
+        for i, ((kind, name, face, chosen, _, normals, weights), total) in enumerate(zip(self.parts, self.sums)):
             fields = len(self.region_fields) if kind == "region" else len(system.field_names)
             coords = system.geometry.coords[:, chosen]
             if total is None:  # fewer than two samples: nothing accumulated
@@ -216,17 +235,26 @@ class DftMonitor(Monitor):
                 total = np.zeros(shape, dtype=np.complex128)
             transform = np.asarray(backend.to_host(total)).astype(np.complex128)
             entry = mine.setdefault((kind, name), {"ids": [], "faces": [], "transform": [], "coordinates": [],
-                                                   "flux": {}})
+                                                   **{what: {} for what in FLUX_KINDS}})
             entry["ids"].append(system.mesh.element_ids[chosen])
             entry["faces"].append(np.full(chosen.size, -1 if face is None else face))
             entry["transform"].append(np.moveaxis(transform, 2, 0))  # element first, to concatenate
             entry["coordinates"].append(np.moveaxis(coords if face is None else coords[face_slice(face, order)], 1, 0))
-            for quantity in self.settings.flux if kind == "surface" else ():
+            if kind != "surface":
+                continue
+            spectra = {"flux": transform}
+            if self.incident is not None:
+                incident = self.incident[i]
+                incident = np.zeros_like(transform) if incident is None else \
+                    np.asarray(backend.to_host(incident)).astype(np.complex128)
+                spectra.update(flux_incident=incident, flux_scattered=transform - incident)
+            for quantity in self.settings.flux:
                 density = system.spec.integrands[quantity].density
-                flux = np.array([0.5 * float(np.sum(weights * (density(system, transform[f].real, normals)
-                                                                + density(system, transform[f].imag, normals))))
-                                 for f in range(count)])
-                entry["flux"][quantity] = entry["flux"].get(quantity, 0.0) + flux
+                for what, values in spectra.items():
+                    flux = np.array([0.5 * float(np.sum(weights * (density(system, values[f].real, normals)
+                                                                    + density(system, values[f].imag, normals))))
+                                     for f in range(count)])
+                    entry[what][quantity] = entry[what].get(quantity, 0.0) + flux
         rank, size = rank_and_size(self.comm)
         gathered = [mine] if self.comm is None or size == 1 else self.comm.gather(mine, root=0)
         if rank != 0:
@@ -234,21 +262,43 @@ class DftMonitor(Monitor):
         out = {}
         for part in gathered:
             for key, entry in part.items():
-                into = out.setdefault(key, {"ids": [], "faces": [], "transform": [], "coordinates": [], "flux": {}})
+                into = out.setdefault(key, {"ids": [], "faces": [], "transform": [], "coordinates": [],
+                                            **{what: {} for what in FLUX_KINDS}})
                 for item in ("ids", "faces", "transform", "coordinates"):
                     into[item] += entry[item]
-                for quantity, flux in entry["flux"].items():
-                    into["flux"][quantity] = into["flux"].get(quantity, 0.0) + flux
+                for what in FLUX_KINDS:
+                    for quantity, flux in entry[what].items():
+                        into[what][quantity] = into[what].get(quantity, 0.0) + flux
         for key, entry in out.items():
             ids, faces = np.concatenate(entry["ids"]), np.concatenate(entry["faces"])
             order_ = np.lexsort((faces, ids))
             entry["ids"], entry["faces"] = ids[order_], faces[order_]
             entry["transform"] = np.moveaxis(np.concatenate(entry["transform"])[order_], 0, 2)
             entry["coordinates"] = np.moveaxis(np.concatenate(entry["coordinates"])[order_], 0, 1)
+        kinds = FLUX_KINDS if self.incident is not None else FLUX_KINDS[:1]
         for kind, name in dict.fromkeys((kind, name) for kind, name, *_ in self.parts):  # a rank may hold none
-            out.setdefault((kind, name), {"flux": {}})
-            for quantity in self.settings.flux if kind == "surface" else ():
-                out[(kind, name)]["flux"].setdefault(quantity, np.zeros(count))
+            entry = out.setdefault((kind, name), {})
+            for what in kinds:
+                for quantity in self.settings.flux if kind == "surface" else ():
+                    entry.setdefault(what, {}).setdefault(quantity, np.zeros(count))
+        return out
+
+    def normalized(self, results: dict) -> dict:
+        """{surface: {"normalized" | "normalized_scattered": {integrand: (F,)}}}: each flux and
+        scattered flux over the incident flux through the ``normalize`` surface, NaN where that
+        is below NORMALIZE_FLOOR of its largest magnitude."""
+        reference = results[("surface", self.settings.normalize)]["flux_incident"]
+        out = {}
+        for (kind, name), entry in results.items():
+            if kind != "surface":
+                continue
+            for quantity, incident in reference.items():
+                incident = np.asarray(incident, dtype=np.float64)
+                small = np.abs(incident) <= NORMALIZE_FLOOR * max(float(np.max(np.abs(incident))), np.finfo(float).tiny)
+                safe = np.where(small, 1.0, incident)
+                for what, source in (("normalized", "flux"), ("normalized_scattered", "flux_scattered")):
+                    ratio = np.asarray(entry[source][quantity], dtype=np.float64) / safe
+                    out.setdefault(name, {}).setdefault(what, {})[quantity] = np.where(small, np.nan, ratio)
         return out
 
     def write(self, directory, name: str, attrs: dict) -> Path | None:
@@ -274,6 +324,13 @@ class DftMonitor(Monitor):
                     group["coordinates"] = entry["coordinates"]
                     for c, field in enumerate(fields):
                         group[field] = entry["transform"][:, c]
-                for quantity, flux in entry["flux"].items():
-                    group[f"flux/{quantity}"] = np.asarray(flux, dtype=np.float64)
+                for what in FLUX_KINDS:
+                    for quantity, flux in entry.get(what, {}).items():
+                        group[f"{what}/{quantity}"] = np.asarray(flux, dtype=np.float64)
+            if self.incident is not None:
+                f.attrs["normalized_by"] = self.settings.normalize
+                for where, ratios in self.normalized(results).items():
+                    for what, by_quantity in ratios.items():
+                        for quantity, ratio in by_quantity.items():
+                            f[f"surfaces/{where}/{what}/{quantity}"] = ratio
         return path
