@@ -24,7 +24,12 @@ weights 1) over the pulse's energy, and 20 log10 of its largest |value| over the
 with Silver-Mueller at x = 1.5 in the medium instead of the layer, and the same in vacuum (where
 Silver-Mueller absorbs a normal plane wave exactly).
 
+Eigenvalues (``--eigenvalues``): the semi-discrete operator of the ``1d`` layout (E, H, the
+layer's and the poles' auxiliary fields), built as a matrix by applying the rates to unit
+vectors (the array code): its largest real part, with and without the stretch, at N = 1 (and 2 for two media).
+
     PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --small
+    PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --small --eigenvalues --unstretched
     PYTHONPATH=src python3 benchmarks/drude_pml_stability.py          # 1,000 crossings, 1d and 2d
 """
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -113,6 +119,57 @@ def stability(medium: str, layout: str, order: int, crossings: float, stretched:
             "history": [[float(t), float(e)] for t, e in zip(times[::thin], energies[::thin])]}
 
 
+def operator_matrix(sim) -> np.ndarray:
+    """du/dt and dq/dt of every unit vector of (u, the terms' auxiliary fields), as columns."""
+    system, terms = sim.system, sim.system.terms
+    sizes = [sim.u.size] + [0 if t.aux is None else t.aux.size for t in terms]
+    offsets = np.cumsum([0] + sizes)
+    matrix = np.zeros((offsets[-1], offsets[-1]))
+    for j in range(offsets[-1]):
+        x = np.zeros(offsets[-1])
+        x[j] = 1.0
+        u = x[:offsets[1]].reshape(sim.u.shape).copy()
+        for i, t in enumerate(terms):
+            if t.aux is not None:
+                t.aux[...] = x[offsets[i + 1]:offsets[i + 2]].reshape(t.aux.shape)
+        out = system.core_rhs(u, 0.0, np.zeros_like(u))
+        for t in terms:  # the layer hands Lambda E - E to the poles first (as in its prepare)
+            if hasattr(t, "hand_over_stretch"):
+                t.hand_over_stretch()
+        columns = []
+        for t in terms:
+            s, r = np.zeros_like(t.rate), None if t.aux is None else np.zeros_like(t.aux)
+            t.rates(u, 0.0, s, r)
+            out[:, t.index] += s
+            columns.append(np.zeros(0) if r is None else r.ravel())
+        matrix[:, j] = np.concatenate([out.ravel()] + columns)
+    return matrix
+
+
+def eigenvalues(medium: str, order: int, stretched: bool = True, alpha=None) -> dict:
+    """The largest real part of the semi-discrete operator's eigenvalues (1d layout)."""
+    data = {"mesh": {"elements": [6, 1, 1], "upper": [1.5, H, H], "periodic": [False, True, True], "boundary": "pec"},
+            "discretization": {"order": order}, "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0},
+            "pml": {"sides": ["xmin", "xmax"], "elements": 2}, "output": {"formats": []}}
+    if alpha is not None:
+        data["pml"]["alpha"] = alpha
+    if medium != "vacuum":
+        data["material"] = medium_table(medium)
+    os.environ["LOBATTO_ARRAY_TERMS"] = "1"  # the array code: its rates are the reference
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            sim = Simulation(case_from_dict(data, name="eig"), backend="cpu", output_dir=out, comm=None)
+            if not stretched:
+                unstretch(sim)
+            values = np.linalg.eigvals(operator_matrix(sim))
+    finally:
+        del os.environ["LOBATTO_ARRAY_TERMS"]
+    top = values[np.argmax(values.real)]
+    return {"medium": medium, "order": order, "stretched": stretched, "alpha": alpha, "size": int(values.size),
+            "largest_real_part": float(top.real), "its_imaginary_part": float(abs(top.imag)),
+            "largest_modulus": float(np.abs(values).max())}
+
+
 def reflection(medium: str, order: int, t_end: float = 4.0, stretched: bool = True) -> dict:
     pulse = "exp(-((x-0.4)/0.1)**2)"
     base = {"discretization": {"order": order}, "physics": {"equations": "maxwell"},
@@ -162,8 +219,23 @@ def main():
     parser.add_argument("--small", action="store_true", help="1d layout only, N = 2 (minutes on a CPU)")
     parser.add_argument("--crossings", type=float, default=1000.0)
     parser.add_argument("--unstretched", action="store_true", help="also the former formulation (it grows)")
+    parser.add_argument("--eigenvalues", action="store_true", help="only the operator's eigenvalues (N = 1, 2)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
+    if args.eigenvalues:
+        rows = []
+        print(f"{'medium':14} {'N':>2} {'form':11} {'size':>5} | {'max Re':>10} {'its |Im|':>9}")
+        runs = [(m, 1) for m in ("vacuum", "drude", "drude_lossy", "lorentz", "debye")] + [("drude", 2), ("lorentz", 2)]
+        for medium, order in runs:
+            for stretched in ((True, False) if args.unstretched and medium != "vacuum" else (True,)):
+                e = eigenvalues(medium, order, stretched)
+                rows.append(e)
+                print(f"{medium:14} {order:>2} {'stretched' if stretched else 'unstretched':11} {e['size']:5d} | "
+                      f"{e['largest_real_part']:10.3g} {e['its_imaginary_part']:9.3g}", flush=True)
+        out = Path(args.output) if args.output else Path(__file__).parent / "results" / (
+            f"drude_pml_eigenvalues_{datetime.date.today()}.json")
+        write_json(out, {"eigenvalues": rows}, indent=1, default=None, say="wrote")
+        return
     stable_runs = [(m, "1d", 2) for m in MEDIA] + ([] if args.small else [("drude", "2d", 2), ("lorentz", "2d", 2),
                                                                           ("drude", "1d", 4)])
     rows = []

@@ -135,8 +135,10 @@ class DispersiveTerm(StageTerm):
     def take_stretch(self, layer_aux) -> None:
         """stretch = q_1 + q_2 + q_3 of E (the layer's auxiliary fields 0-2, 6-8, 12-14: pml.py)."""
         mine, theirs = self._stretch_at
-        q = layer_aux[:, theirs]
-        self.stretch[:, mine] = q[0:3] + q[6:9] + q[12:15]
+        s = layer_aux[0:3, theirs]
+        s += layer_aux[6:9, theirs]
+        s += layer_aux[12:15, theirs]
+        self.stretch[:, mine] = s
 
     def _compiled(self, u, residual, fold, a, b, dt) -> None:
         self.compiled.dispersive(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate, self.weight,
