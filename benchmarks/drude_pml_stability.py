@@ -31,6 +31,7 @@ vectors (the array code): its largest real part, with and without the stretch, a
     PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --small
     PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --small --eigenvalues --unstretched
     PYTHONPATH=src python3 benchmarks/drude_pml_stability.py          # 1,000 crossings, 1d and 2d
+    PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --extra   # what --small leaves out
 """
 
 from __future__ import annotations
@@ -217,6 +218,7 @@ def reflection(medium: str, order: int, t_end: float = 4.0, stretched: bool = Tr
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", action="store_true", help="1d layout only, N = 2 (minutes on a CPU)")
+    parser.add_argument("--extra", action="store_true", help="only what --small leaves out (2d, N = 4, 5)")
     parser.add_argument("--crossings", type=float, default=1000.0)
     parser.add_argument("--unstretched", action="store_true", help="also the former formulation (it grows)")
     parser.add_argument("--eigenvalues", action="store_true", help="only the operator's eigenvalues (N = 1, 2)")
@@ -236,8 +238,8 @@ def main():
             f"drude_pml_eigenvalues_{datetime.date.today()}.json")
         write_json(out, {"eigenvalues": rows}, indent=1, default=None, say="wrote")
         return
-    stable_runs = [(m, "1d", 2) for m in MEDIA] + ([] if args.small else [("drude", "2d", 2), ("lorentz", "2d", 2),
-                                                                          ("drude", "1d", 4)])
+    small_runs, more = [(m, "1d", 2) for m in MEDIA], [("drude", "2d", 2), ("lorentz", "2d", 2), ("drude", "1d", 4)]
+    stable_runs = small_runs if args.small else more if args.extra else small_runs + more
     rows = []
     print(f"{'medium':14} {'layout':6} {'N':>2} {'form':11} {'crossings':>9} {'steps':>7} {'dt*rate':>7} | "
           f"{'max E/E0':>9} {'final':>9} {'late growth':>11} {'late rate':>10} {'s':>6}")
@@ -253,14 +255,14 @@ def main():
     refl = []
     print(f"\n{'medium':14} {'N':>2} {'form':11} | {'PML dB (E / amp)':>18} | {'Silver-Mueller dB (E / amp)':>27}")
     for medium in ("vacuum", "drude", "lorentz", "drude_lorentz"):
-        for order in ((3,) if args.small else (3, 5)):
+        for order in ((3,) if args.small else (5,) if args.extra else (3, 5)):
             r = reflection(medium, order)
             refl.append(r)
             print(f"{medium:14} {order:>2} {'stretched':11} | {r['pml']['energy_db']:8.1f} / "
                   f"{r['pml']['amplitude_db']:7.1f} | {r['silver_mueller']['energy_db']:15.1f} / "
                   f"{r['silver_mueller']['amplitude_db']:9.1f}", flush=True)
     out = Path(args.output) if args.output else Path(__file__).parent / "results" / (
-        f"drude_pml_stability{'_small' if args.small else ''}_{datetime.date.today()}.json")
+        f"drude_pml_stability{'_small' if args.small else '_extra' if args.extra else ''}_{datetime.date.today()}.json")
     write_json(out, {"small": args.small, "crossings": args.crossings, "stability": rows, "reflection": refl},
                indent=1, default=None, say="wrote")
 

@@ -98,6 +98,7 @@ def test_poles_in_the_layer_are_the_same_on_1_2_and_3_ranks(tmp_path):
     for size in SIZES[1:]:
         sp, idsp, up = read_final(tmp_path / f"run{size}")
         assert sp["ranks"] == size and sp["steps"] == s1["steps"] and np.array_equal(ids1, idsp)
+        assert sp["dispersion.metal"]["elements_in_layer"] == s1["dispersion.metal"]["elements_in_layer"] == 4
         assert np.max(np.abs(up - u1)) <= 1e-13 * scale, size
         auxp = np.load(tmp_path / f"aux{size}.npz")
         for name in aux1.files:

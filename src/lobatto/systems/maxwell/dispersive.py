@@ -240,6 +240,8 @@ class DispersiveTerm(StageTerm):
         out = super().describe(comm)
         out.update(self.dispersion.describe())
         out["fastest_rate"] = self.fastest_rate  # |eigenvalue| of the poles' ODE, angular
+        # elements where a PML stretches the drive (stretch_with)
+        out["elements_in_layer"] = int(allreduce(comm, 0 if self.stretch is None else int(self._stretch_at[0].size)))
         if self.last_dt is not None:
             out["dt_times_fastest_rate"] = self.last_dt * self.fastest_rate
         return out
