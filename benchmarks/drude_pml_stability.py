@@ -84,9 +84,11 @@ def stability(medium: str, layout: str, order: int, crossings: float, stretched:
         mesh = {"elements": [6, 6, 1], "upper": [1.5, 1.5, H], "periodic": [False, False, True], "boundary": "pec"}
         pml = {"sides": ["xmin", "xmax", "ymin", "ymax"], "elements": 1}
     t_end = crossings * 1.5
-    case = case_from_dict({"mesh": mesh, "discretization": {"order": order}, "physics": {"equations": "maxwell"},
-                           "time": {"t_end": t_end}, "pml": pml, "material": medium_table(medium),
-                           "output": {"formats": []}}, name="stability")
+    data = {"mesh": mesh, "discretization": {"order": order}, "physics": {"equations": "maxwell"},
+            "time": {"t_end": t_end}, "pml": pml, "output": {"formats": []}}
+    if medium != "vacuum":
+        data["material"] = medium_table(medium)
+    case = case_from_dict(data, name="stability")
     with tempfile.TemporaryDirectory() as out:
         sim = Simulation(case, backend="cpu", output_dir=out, comm=None)
         if not stretched:
@@ -147,11 +149,18 @@ def operator_matrix(sim) -> np.ndarray:
     return matrix
 
 
-def eigenvalues(medium: str, order: int, stretched: bool = True, alpha=None) -> dict:
-    """The largest real part of the semi-discrete operator's eigenvalues (1d layout)."""
-    data = {"mesh": {"elements": [6, 1, 1], "upper": [1.5, H, H], "periodic": [False, True, True], "boundary": "pec"},
-            "discretization": {"order": order}, "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0},
-            "pml": {"sides": ["xmin", "xmax"], "elements": 2}, "output": {"formats": []}}
+def eigenvalues(medium: str, order: int, stretched: bool = True, alpha=None, layout: str = "1d") -> dict:
+    """The largest real part of the semi-discrete operator A's eigenvalues, and the dimensions
+    of the null spaces of A and A^2 (equal: no Jordan block at 0, so no secular growth). The
+    ``1d`` layout, or ``2d``: 4 x 4 x 1 elements of 0.25, one layer element on four sides."""
+    if layout == "1d":
+        mesh = {"elements": [6, 1, 1], "upper": [1.5, H, H], "periodic": [False, True, True], "boundary": "pec"}
+        pml = {"sides": ["xmin", "xmax"], "elements": 2}
+    else:
+        mesh = {"elements": [4, 4, 1], "upper": [1.0, 1.0, H], "periodic": [False, False, True], "boundary": "pec"}
+        pml = {"sides": ["xmin", "xmax", "ymin", "ymax"], "elements": 1}
+    data = {"mesh": mesh, "discretization": {"order": order}, "physics": {"equations": "maxwell"},
+            "time": {"t_end": 1.0}, "pml": pml, "output": {"formats": []}}
     if alpha is not None:
         data["pml"]["alpha"] = alpha
     if medium != "vacuum":
@@ -162,13 +171,18 @@ def eigenvalues(medium: str, order: int, stretched: bool = True, alpha=None) -> 
             sim = Simulation(case_from_dict(data, name="eig"), backend="cpu", output_dir=out, comm=None)
             if not stretched:
                 unstretch(sim)
-            values = np.linalg.eigvals(operator_matrix(sim))
+            matrix = operator_matrix(sim)
     finally:
         del os.environ["LOBATTO_ARRAY_TERMS"]
+    values = np.linalg.eigvals(matrix)
     top = values[np.argmax(values.real)]
-    return {"medium": medium, "order": order, "stretched": stretched, "alpha": alpha, "size": int(values.size),
-            "largest_real_part": float(top.real), "its_imaginary_part": float(abs(top.imag)),
-            "largest_modulus": float(np.abs(values).max())}
+    # (thresholds between round-off, 1e-12 of the largest singular value of A^2, and the slowest
+    # decaying modes, |lambda|^2 ~ 1e-7 of it on these meshes)
+    s1, s2 = np.linalg.svd(matrix, compute_uv=False), np.linalg.svd(matrix @ matrix, compute_uv=False)
+    return {"medium": medium, "order": order, "layout": layout, "stretched": stretched, "alpha": alpha,
+            "size": int(values.size), "largest_real_part": float(top.real), "its_imaginary_part": float(abs(top.imag)),
+            "largest_modulus": float(np.abs(values).max()), "nullity": int(np.sum(s1 < 1e-11 * s1[0])),
+            "nullity_of_square": int(np.sum(s2 < 1e-13 * s2[0]))}
 
 
 def reflection(medium: str, order: int, t_end: float = 4.0, stretched: bool = True) -> dict:
@@ -226,14 +240,17 @@ def main():
     args = parser.parse_args()
     if args.eigenvalues:
         rows = []
-        print(f"{'medium':14} {'N':>2} {'form':11} {'size':>5} | {'max Re':>10} {'its |Im|':>9}")
-        runs = [(m, 1) for m in ("vacuum", "drude", "drude_lossy", "lorentz", "debye")] + [("drude", 2), ("lorentz", 2)]
-        for medium, order in runs:
+        print(f"{'medium':14} {'layout':6} {'N':>2} {'form':11} {'size':>5} | {'max Re':>10} {'its |Im|':>9} "
+              f"{'null A, A^2':>11}")
+        runs = ([(m, 1, "1d") for m in ("vacuum", "drude", "drude_lossy", "lorentz", "debye")]
+                + [("drude", 2, "1d"), ("lorentz", 2, "1d"), ("vacuum", 1, "2d"), ("drude", 1, "2d"), ("lorentz", 1, "2d")])
+        for medium, order, layout in runs:
             for stretched in ((True, False) if args.unstretched and medium != "vacuum" else (True,)):
-                e = eigenvalues(medium, order, stretched)
+                e = eigenvalues(medium, order, stretched, layout=layout)
                 rows.append(e)
-                print(f"{medium:14} {order:>2} {'stretched' if stretched else 'unstretched':11} {e['size']:5d} | "
-                      f"{e['largest_real_part']:10.3g} {e['its_imaginary_part']:9.3g}", flush=True)
+                print(f"{medium:14} {layout:6} {order:>2} {'stretched' if stretched else 'unstretched':11} "
+                      f"{e['size']:5d} | {e['largest_real_part']:10.3g} {e['its_imaginary_part']:9.3g} "
+                      f"{e['nullity']:5d}, {e['nullity_of_square']:d}", flush=True)
         out = Path(args.output) if args.output else Path(__file__).parent / "results" / (
             f"drude_pml_eigenvalues_{datetime.date.today()}.json")
         write_json(out, {"eigenvalues": rows}, indent=1, default=None, say="wrote")
