@@ -62,7 +62,8 @@ def main(out: Path) -> None:
                     "film": terms["dispersion.film"].count,
                     "stretched": sum(t.stretch is not None for t in terms.values() if hasattr(t, "stretch"))}
             ids = sim.system.mesh.element_ids
-            aux = {name: terms[name].history()[f"{name}/aux"] for name in ("dispersion.metal", "dispersion.film", "pml")}
+            aux = {name: terms[name].history()[f"{name}/aux"]
+                   for name in ("dispersion.metal", "dispersion.film", "pml")}
             parts = comm.gather((held, ids, aux), root=0)
             if comm.rank == 0:
                 order = np.argsort(np.concatenate([p[1] for p in parts]))

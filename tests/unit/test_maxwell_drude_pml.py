@@ -126,7 +126,8 @@ def half_space(length, pml, dt=None, order=3, t_end=3.0):
     data = {"mesh": {"elements": [round(length / H), 1, 1], "upper": [length, H, H], "periodic": [False, True, True],
                      "boundary": "absorbing"},
             "discretization": {"order": order}, "physics": {"equations": "maxwell"},
-            "initial": {"Ey": pulse, "Hz": pulse}, "time": {"t_end": t_end} if dt is None else {"t_end": t_end, "dt": dt},
+            "initial": {"Ey": pulse, "Hz": pulse},
+            "time": {"t_end": t_end} if dt is None else {"t_end": t_end, "dt": dt},
             "material": {"m": {"where": "x - 0.75", "sampling": "element", "poles": [DRUDE]}},
             "output": {"formats": []}}
     if pml:

@@ -155,8 +155,8 @@ class DispersiveTerm(StageTerm):
         if self.compiled is not None:
             return self._compiled(u, residual, True, a, b, dt)
         self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
-                      None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt, fold=True,
-                      stretch=self.stretch)
+                      None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt,
+                      fold=True, stretch=self.stretch)
 
     def rates(self, u, t, s_out, r_out) -> None:
         e = u[0:3, self.index]

@@ -97,8 +97,8 @@ class DispersiveStep(PointUpdate):
     """The poles' whole stage (dispersive.py's rates and finish) in one kernel, after the
     stage kernel or folded into the residual before it, as PmlFinish. ``poles``: (model,
     offset, angular parameters); ``weight``: per point or None; ``minus_inv_epsilon``: a number
-    or per point; ``stretched``: the drive is w (E + stretch), stretch (3, m, n, n, n) = Lambda E - E
-    inside a PML (dispersive.py's stretch_with)."""
+    or per point; ``stretched``: the drive is w (E + stretch), stretch (3, m, n, n, n) =
+    Lambda E - E inside a PML (dispersive.py's stretch_with)."""
 
     def __init__(self, backend, order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
                  minus_inv_epsilon: float = 0.0, stretched: bool = False):
@@ -127,5 +127,5 @@ class DispersiveStep(PointUpdate):
         stretch = self.unused if stretch is None else stretch
         self.kernels[fold](
             weight.reshape(-1), epsilon_term.reshape(-1), stretch.reshape(-1), elements, self.point_faces, normals,
-            np.int64(u.shape[1]), np.int64(m), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1), aux.reshape(-1),
-            aux_residual.reshape(-1), traces, size=m * self.n3)
+            np.int64(u.shape[1]), np.int64(m), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1),
+            aux.reshape(-1), aux_residual.reshape(-1), traces, size=m * self.n3)

@@ -121,7 +121,8 @@ class TermKernels:
             raise ValueError("dispersive_stage: fold needs a != 0")
         self.lib.dispersive_stage(
             _ptr(u), _ptr(residual), _ptr(rate), _ptr(aux), _ptr(aux_residual), _ptr(aux_rate), _ptr_or_none(weight),
-            _ptr_or_none(stretch), _ptr(minus_inv_eps) if per_point else None, 0.0 if per_point else float(minus_inv_eps), _ptr(model),
+            _ptr_or_none(stretch), _ptr(minus_inv_eps) if per_point else None,
+            0.0 if per_point else float(minus_inv_eps), _ptr(model),
             _ptr(offset), _ptr(c0), _ptr(c1), _ptr(c2), int(P), _ptr(elements), m, E, int(bool(fold)), float(a),
             float(b), float(dt))
 
