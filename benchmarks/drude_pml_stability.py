@@ -32,6 +32,7 @@ vectors (the array code): its largest real part, with and without the stretch, a
     PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --small --eigenvalues --unstretched
     PYTHONPATH=src python3 benchmarks/drude_pml_stability.py          # 1,000 crossings, 1d and 2d
     PYTHONPATH=src OMP_NUM_THREADS=1 python3 benchmarks/drude_pml_stability.py --extra   # what --small leaves out
+    PYTHONPATH=src python3 benchmarks/drude_pml_stability.py --backend cuda --small --unstretched   # on a GPU
 """
 
 from __future__ import annotations
@@ -72,11 +73,14 @@ def unstretch(sim) -> None:
     for term in sim.system.terms:
         for other in getattr(term, "stretched", []):
             other.stretch = None
+            if other.one_pass is not None:  # CUDA: the kernel without the stretch
+                other.one_pass = type(other.one_pass)(*other.one_pass._given)
         if hasattr(term, "stretched"):
             term.stretched.clear()
 
 
-def stability(medium: str, layout: str, order: int, crossings: float, stretched: bool = True, seed: int = 3) -> dict:
+def stability(medium: str, layout: str, order: int, crossings: float, stretched: bool = True, seed: int = 3,
+              backend: str = "cpu") -> dict:
     if layout == "1d":
         mesh = {"elements": [6, 1, 1], "upper": [1.5, H, H], "periodic": [False, True, True], "boundary": "pec"}
         pml = {"sides": ["xmin", "xmax"], "elements": 2}
@@ -90,10 +94,10 @@ def stability(medium: str, layout: str, order: int, crossings: float, stretched:
         data["material"] = medium_table(medium)
     case = case_from_dict(data, name="stability")
     with tempfile.TemporaryDirectory() as out:
-        sim = Simulation(case, backend="cpu", output_dir=out, comm=None)
+        sim = Simulation(case, backend=backend, output_dir=out, comm=None)
         if not stretched:
             unstretch(sim)
-        sim.u[...] = np.random.default_rng(seed).standard_normal(sim.u.shape)
+        sim.u[...] = sim.backend.asarray(np.random.default_rng(seed).standard_normal(sim.u.shape))
         start = sim.system.energy(sim.u)
         steps = round(t_end / sim.dt)
         every = max(1, min(steps // 200, 20))
@@ -185,7 +189,7 @@ def eigenvalues(medium: str, order: int, stretched: bool = True, alpha=None, lay
             "nullity_of_square": int(np.sum(s2 < 1e-13 * s2[0]))}
 
 
-def reflection(medium: str, order: int, t_end: float = 4.0, stretched: bool = True) -> dict:
+def reflection(medium: str, order: int, t_end: float = 4.0, stretched: bool = True, backend: str = "cpu") -> dict:
     pulse = "exp(-((x-0.4)/0.1)**2)"
     base = {"discretization": {"order": order}, "physics": {"equations": "maxwell"},
             "initial": {"Ey": pulse, "Hz": pulse}, "output": {"formats": []}}
@@ -205,22 +209,23 @@ def reflection(medium: str, order: int, t_end: float = 4.0, stretched: bool = Tr
             data = dict(runs[name])
             if name != "pml":  # the layer's dt, so the interior steps alike
                 data["time"] = {"t_end": t_end, "dt": sims["pml"].dt}
-            sims[name] = Simulation(case_from_dict(data, name=name), backend="cpu", output_dir=Path(out) / name,
+            sims[name] = Simulation(case_from_dict(data, name=name), backend=backend, output_dir=Path(out) / name,
                                     comm=None)
         if not stretched:
             unstretch(sims["pml"])
-        mass = sims["reference"].system.geometry.mass[:interior]
+        mass = np.asarray(sims["reference"].system.geometry.mass[:interior])
         energy = lambda v: 0.5 * float(np.sum(mass * np.sum(v ** 2, axis=0)))  # noqa: E731 (weights eps = mu = 1)
-        u0 = np.asarray(sims["reference"].u)[:, :interior]
+        host = lambda s: s.backend.to_host(s.u)[:, :interior]  # noqa: E731
+        u0 = host(sims["reference"])
         pulse_energy, pulse_max = energy(u0), float(np.abs(u0).max())
         worst = {"pml": [0.0, 0.0], "silver_mueller": [0.0, 0.0]}
         steps = round(t_end / sims["pml"].dt)
         for _ in range(steps):
             for s in sims.values():
                 s.advance(1)
-            ref = np.asarray(sims["reference"].u)[:, :interior]
+            ref = host(sims["reference"])
             for name in worst:
-                d = np.asarray(sims[name].u)[:, :interior] - ref
+                d = host(sims[name]) - ref
                 worst[name][0] = max(worst[name][0], energy(d))
                 worst[name][1] = max(worst[name][1], float(np.abs(d).max()))
     db = lambda x, p: p * math.log10(max(x, 1e-300))  # noqa: E731
@@ -236,6 +241,7 @@ def main():
     parser.add_argument("--crossings", type=float, default=1000.0)
     parser.add_argument("--unstretched", action="store_true", help="also the former formulation (it grows)")
     parser.add_argument("--eigenvalues", action="store_true", help="only the operator's eigenvalues (N = 1, 2)")
+    parser.add_argument("--backend", default="cpu", help="cpu or cuda (the stability and reflection runs)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     if args.eigenvalues:
@@ -264,7 +270,8 @@ def main():
     forms = (True, False) if args.unstretched else (True,)
     for medium, layout, order in stable_runs:
         for stretched in forms:  # (the former formulation grows within a few crossings)
-            s = stability(medium, layout, order, args.crossings if stretched else min(args.crossings, 10.0), stretched)
+            s = stability(medium, layout, order, args.crossings if stretched else min(args.crossings, 10.0), stretched,
+                          backend=args.backend)
             rows.append(s)
             print(f"{medium:14} {layout:6} {order:>2} {'stretched' if stretched else 'unstretched':11} "
                   f"{s['t_reached'] / 1.5:9.1f} {s['steps']:7d} {s['dt_times_rate']:7.2f} | "
@@ -274,14 +281,16 @@ def main():
     print(f"\n{'medium':14} {'N':>2} {'form':11} | {'PML dB (E / amp)':>18} | {'Silver-Mueller dB (E / amp)':>27}")
     for medium in ("vacuum", "drude", "lorentz", "drude_lorentz"):
         for order in ((3,) if args.small else (5,) if args.extra else (3, 5)):
-            r = reflection(medium, order)
+            r = reflection(medium, order, backend=args.backend)
             refl.append(r)
             print(f"{medium:14} {order:>2} {'stretched':11} | {r['pml']['energy_db']:8.1f} / "
                   f"{r['pml']['amplitude_db']:7.1f} | {r['silver_mueller']['energy_db']:15.1f} / "
                   f"{r['silver_mueller']['amplitude_db']:9.1f}", flush=True)
     out = Path(args.output) if args.output else Path(__file__).parent / "results" / (
-        f"drude_pml_stability{'_small' if args.small else '_extra' if args.extra else ''}_{datetime.date.today()}.json")
-    write_json(out, {"small": args.small, "crossings": args.crossings, "stability": rows, "reflection": refl},
+        f"drude_pml_stability_{args.backend}{'_small' if args.small else '_extra' if args.extra else ''}_"
+        f"{datetime.date.today()}.json")
+    write_json(out, {"backend": args.backend, "small": args.small, "crossings": args.crossings, "stability": rows,
+                     "reflection": refl},
                indent=1, default=None, say="wrote")
 
 
