@@ -4,7 +4,8 @@ every layer point (the transfer function of the local rates); a Drude and a Lore
 filling a box lined with the layer stay bounded over 20 crossing times, where the former
 drive by E (not stretched) grows by orders of magnitude within 3; a pulse leaving a Drude
 half-space through the layer reflects far less than through Silver-Mueller, measured against a
-run on a larger domain. benchmarks/drude_pml_stability.py runs 1,000 crossing times."""
+run on a larger domain; a restart continues bitwise. benchmarks/drude_pml_stability.py runs
+1,000 crossing times."""
 
 from __future__ import annotations
 
@@ -159,3 +160,26 @@ def test_a_pulse_leaves_a_drude_half_space_through_the_layer(tmp_path):
     print(f"reflected energy: layer {reflected:.3g} ({10 * math.log10(reflected):.1f} dB), Silver-Mueller "
           f"{silver_mueller:.3g}")
     assert reflected < 1e-4 and reflected < 1e-2 * silver_mueller
+
+
+def test_restart_with_poles_in_the_layer_is_bitwise(tmp_path):
+    """The stretch is read from the layer's fields each stage (nothing of it is stored): a run
+    continued from a checkpoint equals the uninterrupted one bitwise, poles and layer included."""
+    data = filled_box(LORENTZ).to_dict()
+    data["time"] = {"t_end": 0.3}
+    data["initial"] = {"Ey": "exp(-((x-0.75)/0.15)**2)", "Hz": "exp(-((x-0.75)/0.15)**2)"}
+    case = case_from_dict(data, name="run")
+    full = Simulation(case, backend="cpu", output_dir=tmp_path / "full", comm=None)
+    full.run()
+    first = Simulation(case, backend="cpu", output_dir=tmp_path / "part", comm=None)
+    first.advance(5)
+    path = first.checkpoint()
+    first.close()
+    rest = Simulation(case, backend="cpu", output_dir=tmp_path / "part", comm=None).restart(path)
+    rest.run()
+    assert rest.step_count == full.step_count > 5
+    assert np.array_equal(rest.u, full.u)
+    for got, want in zip(rest.system.terms, full.system.terms):
+        assert got.name == want.name and np.array_equal(got.aux, want.aux), got.name
+    poles = next(t for t in full.system.terms if t.name.startswith("dispersion."))
+    assert np.abs(poles.aux[:, poles._stretch_at[0]]).max() > 1e-4  # the poles in the layer were driven
