@@ -368,6 +368,10 @@ def build_pml(case, system, comm=None) -> list:
     spec = case.tables.get("pml")
     if spec is None:
         return []
+    # the poles link to a layer built before them and step after it in each stage, reading the
+    # stretch it hands over (dispersive.py's stretch_with): the order of system.TERM_BUILDERS
+    if any(hasattr(t, "stretch_with") for t in system.terms):
+        raise RuntimeError("the [pml] layer must be built before the dispersive poles (system.TERM_BUILDERS)")
     where = getattr(case, "source", "case")
     elements, sigma, described, alpha = layer_profile(system, spec, comm, where)
     with collective_errors(comm):  # the layer found: its arrays fit (a file mesh's is known only now)
