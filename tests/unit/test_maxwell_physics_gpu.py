@@ -3,8 +3,9 @@ on all sides, a TF/SF plane wave, a Drude region, and all three together, on the
 whole-step path (where the terms' kernels fold into the residual before the stage kernel or
 finish after it, and rewrite the traces they change), and a region of Drude, Lorentz and
 Debye poles sampled per point (with its own eps_inf, a medium given per point, and with the
-background's). The auxiliary fields agree too. Skipped, with the reason, without CuPy and a
-GPU."""
+background's), and those poles reaching into the layer, where they are driven by Lambda E
+(dispersive.py's stretch_with). The auxiliary fields agree too. Skipped, with the reason,
+without CuPy and a GPU."""
 
 from __future__ import annotations
 
@@ -46,12 +47,14 @@ def case(pml, wave, drude):
         data["material"] = DRUDE if drude is True else MIXED
         if drude == "poles":  # the same poles, eps_inf that of the background: the fused path
             data["material"] = {"glass": {k: v for k, v in MIXED["glass"].items() if k != "epsilon"}}
+        if drude == "layer":  # the poles from the interior into the layer at xmin, cutting elements
+            data["material"] = {"glass": dict(MIXED["glass"], where="1.7 - x + 0.3*sin(2*y)")}
     return case_from_dict(data, name="physics")
 
 
 @pytest.mark.parametrize("pml, wave, drude", [(True, False, False), (False, True, False), (False, False, True),
                                               (True, True, True), (False, False, "mixed"), (True, True, "mixed"),
-                                              (True, True, "poles")])
+                                              (True, True, "poles"), (True, False, "layer")])
 def test_cuda_equals_cpu_with_physics_terms(pml, wave, drude, tmp_path):
     results, aux = {}, {}
     for backend in ("cpu", "cuda"):
@@ -61,6 +64,8 @@ def test_cuda_equals_cpu_with_physics_terms(pml, wave, drude, tmp_path):
         aux[backend] = {name: np.asarray(value) for name, value in sim.system.history().items()}
         if backend == "cuda":
             assert sim.stepper.path == "whole-step"
+        if pml and drude in (True, "layer"):  # the poles reach into the layer: driven by Lambda E there
+            assert all(t.stretch is not None for t in sim.system.terms if t.name.startswith("dispersion."))
     cpu, cuda = results["cpu"], results["cuda"]
     scale = max(float(np.abs(cpu[name]).max()) for name in cpu)
     for name in cpu:

@@ -22,7 +22,8 @@ POLES = [{"model": "drude", "plasma_frequency": 0.6, "collision_frequency": 0.1}
 def case_dict(media: bool) -> dict:
     """A K^3 box with a PML one element deep on all sides, a TF/SF box whose wave is at its
     surface from the start; with ``media``: a lossy dielectric ball and a ball ("slab") with
-    three poles inside the TF/SF box, sampled per point (they cut elements: a partial weight)."""
+    three poles inside the TF/SF box, sampled per point (they cut elements: a partial weight),
+    and a ball of two poles ("shell") inside the layer at xmax, whose drive is Lambda E there."""
     data = {"mesh": {"elements": [K] * 3, "upper": [float(K)] * 3, "boundary": "absorbing"},
             "discretization": {"order": 3}, "physics": {"equations": "maxwell"},
             "initial": {"Ey": "exp(-((x-2.5)**2+(y-2.3)**2+(z-2.6)**2)/2)", "Hz": "0.3*sin(x)*cos(z)"},
@@ -36,7 +37,8 @@ def case_dict(media: bool) -> dict:
                                     "waveform": "gaussian", "t0": 0.1, "width": 0.1}
         data["material"] = {
             "ball": {"where": "0.5 - (x-2)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 2.0, "sigma": 0.3},
-            "slab": {"where": "0.5 - (x-3)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 1.5, "poles": POLES}}
+            "slab": {"where": "0.5 - (x-3)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 1.5, "poles": POLES},
+            "shell": {"where": "0.6 - (x-4.4)**2 - (y-2.5)**2 - (z-2.5)**2", "poles": POLES[:2]}}
     return data
 
 
@@ -58,7 +60,7 @@ def compiled(tmp_path_factory):
 def test_the_terms_and_the_medium_take_the_compiled_path(compiled):
     system = compiled.system
     names = sorted(t.name for t in system.terms)
-    assert names == ["dispersion.slab", "plane_wave.wave", "pml", "sources"]
+    assert names == ["dispersion.shell", "dispersion.slab", "plane_wave.wave", "pml", "sources"]
     for term in system.terms:  # the dipole's term adds its point values after the stage (source_term.py)
         if term.name != "sources":
             assert term.compiled is not None and term.folds_in_stage, term.name
@@ -66,11 +68,13 @@ def test_the_terms_and_the_medium_take_the_compiled_path(compiled):
     assert slab.weight is not None and 0 < float(np.mean(slab.weight)) < 1  # the ball cuts elements
     assert not isinstance(slab.minus_inv_epsilon, float)  # eps_inf per point
     assert system.medium.stage_kernel is not None and system.medium.arrays["sigma_over_epsilon"] is not None
+    shell = next(t for t in system.terms if t.name == "dispersion.shell")  # reaches from the interior into the layer
+    assert slab.stretch is None and shell.stretch is not None and 0 < shell._stretch_at[0].size < shell.count
 
 
 # (a, b) of lsrk45's first and second stages: a = 0 takes prepare and finish, a != 0 the fold
 @pytest.mark.parametrize("a, b", [(0.0, 0.1496590219993), (-0.4178904744998, 0.3792103129999)])
-@pytest.mark.parametrize("name", ["pml", "plane_wave.wave", "dispersion.slab"])
+@pytest.mark.parametrize("name", ["pml", "plane_wave.wave", "dispersion.slab", "dispersion.shell"])
 def test_one_stage_of_a_term_equals_its_array_code_on_random_data(compiled, name, a, b):
     system = compiled.system
     term = next(t for t in system.terms if t.name == name)
@@ -83,6 +87,8 @@ def test_one_stage_of_a_term_equals_its_array_code_on_random_data(compiled, name
         inactive = pml_inactive(term)
         assert inactive.any() and not inactive.all()
         aux0[inactive], aux_residual0[inactive] = 0.0, 0.0
+    if name == "dispersion.shell":  # Lambda E - E from the layer, on the elements in it (zero elsewhere)
+        term.stretch[:, term._stretch_at[0]] = rng.standard_normal((3, term._stretch_at[0].size) + shape[2:])
     dt, t = 0.037, 0.41
     results, kernels = [], term.compiled
     try:

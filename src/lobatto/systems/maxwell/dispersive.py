@@ -38,6 +38,7 @@ from lobatto.systems.maxwell.dispersion_fit import AUX_PER_POLE
 from lobatto.systems.maxwell.dispersion_tables import Dispersion, parse_dispersion
 from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
 from lobatto.systems.maxwell.materials import table_mask
+from lobatto.systems.maxwell.pml import PerfectlyMatchedLayer
 from lobatto.systems.maxwell.terms import StageTerm
 from lobatto.systems.maxwell.terms_cpu import MODEL_CODES, term_kernels
 
@@ -95,6 +96,7 @@ class DispersiveTerm(StageTerm):
         rates = np.concatenate([local_rates(self.poles, e) for e in (low, high) if math.isfinite(e)] or [np.zeros(0)])
         self.fastest_rate = float(np.max(np.abs(rates))) if rates.size else 0.0
         self.last_dt = None
+        self.stretch = None  # Lambda E - E where the poles share elements with a PML (stretch_with)
         # on CUDA the whole stage of the poles is one kernel (dispersive_cuda.py); the array
         # operations here are the reference
         self.one_pass = self.compiled = None
@@ -112,9 +114,35 @@ class DispersiveTerm(StageTerm):
             self._poles = compiled_poles(self.poles, self.offsets)
             self.folds_in_stage = True
 
+    def stretch_with(self, layer) -> None:
+        """Inside a PML (pml.py) the medium is the stretched one, i omega eps(omega) Lambda E =
+        curl H: the poles are driven by Lambda E = w_3 = E + q_1 + q_2 + q_3 (the layer's chain),
+        not by E. On the elements both hold, the layer hands over q_1 + q_2 + q_3 of E at each
+        stage's input (take_stretch, called from its prepare and fold before its own fields
+        step). Called once, after both terms are built; a rank where they share no element
+        keeps no buffer."""
+        mine = np.nonzero(np.isin(self.elements, layer.elements))[0]
+        if not mine.size:
+            return
+        theirs = np.searchsorted(layer.elements, self.elements[mine])
+        xp = self.backend.xp
+        self.stretch = self.backend.zeros((3,) + self.rate.shape[1:])
+        self._stretch_at = (xp.asarray(mine), xp.asarray(theirs))
+        layer.stretched.append(self)
+        if self.one_pass is not None:  # the kernel with the stretch read in
+            self.one_pass = self.one_pass.stretched()
+
+    def take_stretch(self, layer_aux) -> None:
+        """stretch = q_1 + q_2 + q_3 of E (the layer's auxiliary fields 0-2, 6-8, 12-14: pml.py)."""
+        mine, theirs = self._stretch_at
+        s = layer_aux[0:3, theirs]
+        s += layer_aux[6:9, theirs]
+        s += layer_aux[12:15, theirs]
+        self.stretch[:, mine] = s
+
     def _compiled(self, u, residual, fold, a, b, dt) -> None:
         self.compiled.dispersive(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate, self.weight,
-                                 self.minus_inv_epsilon, self._poles, self.elements, fold, a, b, dt)
+                                 self.minus_inv_epsilon, self._poles, self.elements, fold, a, b, dt, self.stretch)
 
     def prepare(self, u, t) -> None:
         if self.compiled is not None:
@@ -127,10 +155,13 @@ class DispersiveTerm(StageTerm):
         if self.compiled is not None:
             return self._compiled(u, residual, True, a, b, dt)
         self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
-                      None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt, fold=True)
+                      None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt,
+                      fold=True, stretch=self.stretch)
 
     def rates(self, u, t, s_out, r_out) -> None:
         e = u[0:3, self.index]
+        if self.stretch is not None:
+            e = e + self.stretch
         drive = e if self.weight is None else e * self.weight
         s = s_out[0:3]
         for i, (pole, k) in enumerate(zip(self.poles, self.offsets)):
@@ -173,7 +204,8 @@ class DispersiveTerm(StageTerm):
         if self.one_pass is not None:
             self.one_pass(u, residual, self.aux, self.aux_residual, self.device_elements, self.weight,
                           None if isinstance(self.minus_inv_epsilon, float) else self.minus_inv_epsilon, a, b, dt,
-                          traces, self.system.device_geometry["normals"] if traces is not None else None)
+                          traces, self.system.device_geometry["normals"] if traces is not None else None,
+                          stretch=self.stretch)
             return
         s = self.rate[0:3]
         s *= dt
@@ -208,6 +240,8 @@ class DispersiveTerm(StageTerm):
         out = super().describe(comm)
         out.update(self.dispersion.describe())
         out["fastest_rate"] = self.fastest_rate  # |eigenvalue| of the poles' ODE, angular
+        # elements where a PML stretches the drive (stretch_with)
+        out["elements_in_layer"] = int(allreduce(comm, 0 if self.stretch is None else int(self._stretch_at[0].size)))
         if self.last_dt is not None:
             out["dt_times_fastest_rate"] = self.last_dt * self.fastest_rate
         return out
@@ -256,6 +290,9 @@ def dispersive_terms(case, system, comm=None) -> list:
         eps = system.epsilon if epsilon is None else epsilon[elements]
         terms.append(DispersiveTerm(system, elements, t.dispersion, None if np.all(weight == 1.0) else weight, eps,
                                     t.name, comm))
+        for layer in system.terms:  # a PML built before (system.TERM_BUILDERS): its poles see Lambda E
+            if isinstance(layer, PerfectlyMatchedLayer) and layer.count and terms[-1].count:
+                terms[-1].stretch_with(layer)
         _warn_outside_band(case, t, comm)
     return terms
 

@@ -30,7 +30,7 @@ for (int k = 0; k < AUX; ++k) {
 }
 const T wgt = WEIGHT;
 #pragma unroll
-for (int c = 0; c < 3; ++c) drive[c] = (FOLD ? uu[c] : uu[c] - b * res[c]) * wgt;  // the stage's input E
+for (int c = 0; c < 3; ++c) drive[c] = ((FOLD ? uu[c] : uu[c] - b * res[c]) STRETCH) * wgt;  // the stage's input E
 T current[3] = {0, 0, 0};
 POLES
 const T minus_inv_eps = MINUS_INV_EPS;
@@ -74,32 +74,49 @@ def _pole_block(model: str, offset: int, a: dict) -> str:
     raise ValueError(f"unknown pole model {model!r}")
 
 
+#: the kernel's arguments (CuPy ElementwiseKernel: inputs, outputs)
+PARAMS = ("raw T weight, raw T epsilon_term, raw T stretch, raw int64 elements, raw int64 point_faces, raw T normals, "
+          "int64 E, int64 M, T a, T b, T dt, T scale, int32 write_traces")
+OUTPUTS = "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces"
+
+
+def poles_source(order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
+                 minus_inv_epsilon: float = 0.0, stretched: bool = False) -> str:
+    """The kernel's text (FOLD still to be set: PointUpdate.compile_both); the arguments as
+    DispersiveStep's (tests/unit/test_maxwell_poles_cuda_emulated.py runs it on the CPU)."""
+    n = order + 1
+    body = "\n".join(_pole_block(model, offset, a) for model, offset, a in poles)
+    return (_DISPERSIVE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("POLES", body)
+            .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
+            .replace("STRETCH", "+ stretch[c * ms + at]" if stretched else "")
+            .replace("MINUS_INV_EPS", "epsilon_term[at]" if per_point_epsilon else f"({float(minus_inv_epsilon)!r})")
+            .replace("AUX", str(int(aux_count))).replace("N3", str(n**3)).replace("N2", str(n * n)))
+
+
 class DispersiveStep(PointUpdate):
     """The poles' whole stage (dispersive.py's rates and finish) in one kernel, after the
     stage kernel or folded into the residual before it, as PmlFinish. ``poles``: (model,
     offset, angular parameters); ``weight``: per point or None; ``minus_inv_epsilon``: a number
-    or per point."""
+    or per point; ``stretched``: the drive is w (E + stretch), stretch (3, m, n, n, n) =
+    Lambda E - E inside a PML (dispersive.py's stretch_with)."""
 
     def __init__(self, backend, order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
-                 minus_inv_epsilon: float = 0.0):
+                 minus_inv_epsilon: float = 0.0, stretched: bool = False):
         import hashlib
 
-        n = order + 1
-        self.n3 = n**3
+        self._given = (backend, order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon)
+        self.n3 = (order + 1) ** 3
         self.setup_points(backend, order)
-        body = "\n".join(_pole_block(model, offset, a) for model, offset, a in poles)
-        source = (_DISPERSIVE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("POLES", body)
-                  .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
-                  .replace("MINUS_INV_EPS", "epsilon_term[at]" if per_point_epsilon else f"({float(minus_inv_epsilon)!r})")
-                  .replace("AUX", str(int(aux_count))).replace("N3", str(n**3)).replace("N2", str(n * n)))
+        source = poles_source(order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon, stretched)
         tag = hashlib.sha1(source.encode()).hexdigest()[:12]
-        self.kernels = self.compile_both(
-            backend.xp, "raw T weight, raw T epsilon_term, raw int64 elements, raw int64 point_faces, raw T normals, "
-            "int64 E, int64 M, T a, T b, T dt, T scale, int32 write_traces",
-            "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces", source, f"lobatto_poles_{order}_{tag}")
+        self.kernels = self.compile_both(backend.xp, PARAMS, OUTPUTS, source, f"lobatto_poles_{order}_{tag}")
+
+    def stretched(self) -> "DispersiveStep":
+        """The same poles with the drive w (E + stretch)."""
+        return DispersiveStep(*self._given, stretched=True)
 
     def __call__(self, u, residual, aux, aux_residual, elements, weight, epsilon_term, a, b, dt, traces=None,
-                 normals=None, fold=False):
+                 normals=None, fold=False, stretch=None):
         m = int(elements.size)
         if not m:
             return
@@ -107,7 +124,8 @@ class DispersiveStep(PointUpdate):
         write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         weight = self.unused if weight is None else weight
         epsilon_term = self.unused if epsilon_term is None else epsilon_term
+        stretch = self.unused if stretch is None else stretch
         self.kernels[fold](
-            weight.reshape(-1), epsilon_term.reshape(-1), elements, self.point_faces, normals, np.int64(u.shape[1]),
-            np.int64(m), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1), aux.reshape(-1),
-            aux_residual.reshape(-1), traces, size=m * self.n3)
+            weight.reshape(-1), epsilon_term.reshape(-1), stretch.reshape(-1), elements, self.point_faces, normals,
+            np.int64(u.shape[1]), np.int64(m), t(a), t(b), t(dt), t(scale), write, u.reshape(-1), residual.reshape(-1),
+            aux.reshape(-1), aux_residual.reshape(-1), traces, size=m * self.n3)

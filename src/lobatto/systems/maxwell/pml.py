@@ -240,6 +240,7 @@ class PerfectlyMatchedLayer(StageTerm):
         self.alpha, self.described, self.grading_order = float(alpha), described or {}, grading_order
         self.one_pass = self.compiled = None
         self.step_fit = None  # (largest rate, cfl bound) when the step is fitted to the layer
+        self.stretched = []  # dispersive terms driven by Lambda E on shared elements (DispersiveTerm.stretch_with)
         if not self.count:
             return
         to_dev = system.backend.asarray
@@ -263,7 +264,14 @@ class PerfectlyMatchedLayer(StageTerm):
             self._active = pml_active(self._sigma)  # the directions with sigma != 0, per element
             self.folds_in_stage = True
 
+    def hand_over_stretch(self) -> None:
+        """Before this layer's fields step: the poles on its elements read Lambda E - E from
+        the stage's input (dispersive.py)."""
+        for term in self.stretched:
+            term.take_stretch(self.aux)
+
     def prepare(self, u, t) -> None:
+        self.hand_over_stretch()
         if self.compiled is not None and self.count:
             self.compiled.pml(u, u, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma, self._active,
                               self.elements, self.alpha, False, 0.0, 0.0, 0.0)
@@ -280,6 +288,7 @@ class PerfectlyMatchedLayer(StageTerm):
                       traces, self.system.device_geometry["normals"] if traces is not None else None)
 
     def fold(self, u, residual, t, a, b, dt) -> None:
+        self.hand_over_stretch()
         if self.compiled is not None and self.count:
             self.compiled.pml(u, residual, self.rate, self.aux, self.aux_residual, self.aux_rate, self._sigma,
                               self._active, self.elements, self.alpha, True, a, b, dt)
@@ -359,6 +368,10 @@ def build_pml(case, system, comm=None) -> list:
     spec = case.tables.get("pml")
     if spec is None:
         return []
+    # the poles link to a layer built before them and step after it in each stage, reading the
+    # stretch it hands over (dispersive.py's stretch_with): the order of system.TERM_BUILDERS
+    if any(hasattr(t, "stretch_with") for t in system.terms):
+        raise RuntimeError("the [pml] layer must be built before the dispersive poles (system.TERM_BUILDERS)")
     where = getattr(case, "source", "case")
     elements, sigma, described, alpha = layer_profile(system, spec, comm, where)
     with collective_errors(comm):  # the layer found: its arrays fit (a file mesh's is known only now)

@@ -155,12 +155,14 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
  *   drude    (omega_p^2, gamma, -)           R_J = c0 d - c1 J,                current J
  *   lorentz  (delta omega0^2, omega0^2, gamma)  R_P = J, R_J = c0 d - c1 P - c2 J,  current J
  *   debye    (delta, 1 / tau, -)             R_P = (c0 d - P) c1,              current R_P
- * with d = w E (weight (m, NQ3) or NULL: 1); S_E = minus_inv_eps * sum of the currents
- * (minus_inv_eps_points (m, NQ3) where given, else the number). fold as pml_stage. */
+ * with d = w E (weight (m, NQ3) or NULL: 1), or d = w (E + stretch) where stretch (3, m, NQ3)
+ * is given (Lambda E - E inside a PML: dispersive.py); S_E = minus_inv_eps * sum of the
+ * currents (minus_inv_eps_points (m, NQ3) where given, else the number). fold as pml_stage. */
 void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_residual,
-                      REAL *aux_rate, const REAL *weight, const REAL *minus_inv_eps_points, double minus_inv_eps,
-                      const int *model, const int *offset, const double *c0, const double *c1, const double *c2,
-                      int P, const idx_t *elements, idx_t m, idx_t E, int fold, double a, double b, double dt)
+                      REAL *aux_rate, const REAL *weight, const REAL *stretch, const REAL *minus_inv_eps_points,
+                      double minus_inv_eps, const int *model, const int *offset, const double *c0, const double *c1,
+                      const double *c2, int P, const idx_t *elements, idx_t m, idx_t E, int fold, double a, double b,
+                      double dt)
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const REAL over_a = fold ? (REAL)(dt / a) : (REAL)0;
@@ -171,8 +173,10 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
         for (int c = 0; c < 3; ++c) {
             REAL s[NQ3], d[NQ3];
             const REAL *e = u + c * fs + g;
+            const REAL *st = stretch ? stretch + c * ms + o : NULL;
             for (int p = 0; p < NQ3; ++p) {
-                d[p] = weight ? e[p] * weight[o + p] : e[p];
+                const REAL x = st ? e[p] + st[p] : e[p];
+                d[p] = weight ? x * weight[o + p] : x;
                 s[p] = 0;
             }
             for (int j = 0; j < P; ++j) {
