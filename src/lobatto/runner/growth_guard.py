@@ -19,7 +19,8 @@ reductions per check). It trips at check n where, for some earlier check a:
    running peak's logarithmic rate in the window's second half is at least STEADY times the
    first half's. An instability's rate is steady or rising; polynomial growth t^p has a rate
    p/t that falls by more over any window in which it grows RISE-fold. A growth over JUMP =
-   RISE^2 trips without this test (an instability faster than RISE per check).
+   RISE^2 within MIN_CHECKS checks trips without this test (an instability faster than RISE
+   per check).
 
 Why ratios of the sources' integrals and not the absolute bound: the bound's spatial norms are
 loose by mesh-dependent factors (a dipole's discrete delta has a norm growing like h^-3/2,
@@ -63,9 +64,9 @@ MIN_CHECKS = 4
 #: the second half of the window's growth rate, as a fraction of the first half's, above which
 #: the growth counts as exponential (t^2 over a window that grows 1e4-fold: 0.17)
 STEADY = 0.5
-#: a growth this many times over the scale (and the sources' allowance) stops the run at once,
-#: without the rate test: an instability faster than RISE per check (a step far too long)
-#: would otherwise run two more checks, to 1e100 and beyond
+#: a growth this many times over the scale (and the sources' allowance) within MIN_CHECKS
+#: checks stops the run at once, without the rate test: an instability faster than RISE per
+#: check (a step far too long) would otherwise run two more checks, to 1e100 and beyond
 JUMP = RISE * RISE
 #: checks kept at full resolution (older ones thinned, above)
 KEEP = 128
@@ -150,7 +151,7 @@ class GrowthGuard:
         s = max(0, min(a, n - MIN_CHECKS))
         while history[s][3] <= 0:
             s += 1
-        if rises[a] >= JUMP or (n - s >= 2 and self._steady(s, n)):
+        if rises[max(0, n - MIN_CHECKS):].max() >= JUMP or (n - s >= 2 and self._steady(s, n)):
             return first, s, n
         return None
 
