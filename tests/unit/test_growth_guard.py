@@ -63,7 +63,7 @@ def test_drude_medium_reaching_into_the_layer_never_grows_silently(tmp_path):
     """Issue 33's case, small: a Drude medium that reaches into the [pml] layer grew to 1e159
     and exited 0. Now it stops at the first check past RISE times its scale, or (once the
     medium is stable in the layer) runs to t_end without growing."""
-    data = dict(LINE, material=drude("x - 1.0", 3.0, 0.1), pml=LAYERS, time={"t_end": 6.0},
+    data = dict(LINE, material=drude("x - 1.0", 5.0, 0.1), pml=LAYERS, time={"t_end": 6.0},
                 discretization={"order": 2})
     sim, error, energies = simulate(data, tmp_path)
     if error is None:  # the stable medium in the layer (its own tests measure how stable)
@@ -153,25 +153,25 @@ formats = []
 # It does not trip -----------------------------------------------------------------------
 @pytest.mark.parametrize("ramp", [0.0, 2.0])
 def test_a_continuous_wave_on_a_resonance_grows_like_t_squared(tmp_path, ramp):
-    """The dipole drives the TE101 mode: W grows like t^2 without bound (600 steps)."""
+    """The dipole drives the TE101 mode: W grows like t^2 without bound (400 steps)."""
     data = dict(CAVITY, source=dipole(waveform="continuous", frequency=RESONANCE, ramp=ramp))
-    sim, error, energies = simulate(data, tmp_path, steps=600)
-    assert error is None and sim.step_count == 600
+    sim, error, energies = simulate(data, tmp_path, steps=400)
+    assert error is None and sim.step_count == 400
     late = energies[len(energies) // 3:]
     times = np.arange(len(energies))[len(energies) // 3:] * 20 * sim.dt
     power = np.polyfit(np.log(times), np.log(late), 1)[0]
     assert 1.5 < power < 2.5  # W ~ t^2: the resonance
-    assert energies[-1] > 50 * energies[3] and sim.guard.closest < 10
+    assert energies[-1] > 20 * energies[3] and sim.guard.closest < 10
 
 
 @pytest.mark.parametrize("waveform", [
-    {"waveform": "gaussian", "width": 2.0, "t0": 10.0},  # t0 = 5 widths: W rises from 1e-11 of its peak
-    {"waveform": "modulated_gaussian", "width": 2.0, "t0": 10.0, "frequency": RESONANCE},
-    {"waveform": "ricker", "frequency": 0.1, "t0": 15.0}])
+    {"waveform": "gaussian", "width": 1.2, "t0": 6.0},  # t0 = 5 widths: W rises from 1e-11 of its peak
+    {"waveform": "modulated_gaussian", "width": 1.2, "t0": 6.0, "frequency": RESONANCE},
+    {"waveform": "ricker", "frequency": 0.15, "t0": 10.0}])
 def test_delayed_pulses_do_not_trip(tmp_path, waveform):
     """Pulses that rise over several checks (20 steps = 1.4 time units here) at a steady
     exponential rate, from far below their peak."""
-    sim, error, energies = simulate(dict(CAVITY, source=dipole(amplitude=3.0, **waveform)), tmp_path, steps=300)
+    sim, error, energies = simulate(dict(CAVITY, source=dipole(amplitude=3.0, **waveform)), tmp_path, steps=160)
     assert error is None and energies.max() > 1e6 * energies[1] and sim.guard.closest < 10
 
 
@@ -179,13 +179,13 @@ def test_a_plane_wave_in_a_periodic_box_with_layers(tmp_path):
     """TF/SF: a continuous plane wave switched on over one period, then a Gaussian one."""
     wave = {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0], "waveform": "continuous",
             "frequency": 1.0, "ramp": 1.0, "lower": [0.5, 0.0, 0.0], "upper": [1.0, 0.25, 0.25]}
-    data = dict(LINE, initial={}, pml=LAYERS, source={"inc": wave}, time={"t_end": 8.0})
+    data = dict(LINE, initial={}, pml=LAYERS, source={"inc": wave}, time={"t_end": 3.0})
     sim, error, energies = simulate(data, tmp_path / "cw")
     assert error is None and sim.finished and energies[-1] > 0.1 * energies.max() and sim.guard.closest < 10
-    gaussian = dict(wave, waveform="gaussian", t0=1.5, width=0.2)
+    gaussian = dict(wave, waveform="gaussian", t0=1.0, width=0.15)
     del gaussian["frequency"], gaussian["ramp"]
-    sim, error, energies = simulate(dict(data, source={"inc": gaussian}), tmp_path / "pulse", steps=200)
-    assert error is None and energies[-1] < 1e-4 * energies.max() and sim.guard.closest < 10
+    sim, error, energies = simulate(dict(data, source={"inc": gaussian}), tmp_path / "pulse", steps=160)
+    assert error is None and energies[-1] < 1e-2 * energies.max() and sim.guard.closest < 10
 
 
 def test_currents_sampled_at_the_checks_frequency(tmp_path):
