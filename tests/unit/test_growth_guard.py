@@ -270,3 +270,18 @@ def test_the_rules_on_given_series():
     # a jump past JUMP in one check stops at once
     t, _ = first_trip(lambda t: 1.0 if t < 50 else 2 * JUMP, times)
     assert t == times[np.searchsorted(times, 50)]
+
+
+def test_the_key_round_trips_and_a_restart_starts_a_new_history(tmp_path):
+    data = dict(LINE, pml=LAYERS, time={"t_end": 1.0, "growth_check": False})
+    case = case_from_dict(data)
+    assert case.to_dict()["time"]["growth_check"] is False and not case_from_dict(case.to_dict()).time.growth_check
+    assert "growth_check" not in case_from_dict(dict(data, time={"t_end": 1.0})).to_dict()["time"]
+    first = Simulation(case_from_dict(dict(data, time={"t_end": 1.0})), backend="cpu", output_dir=tmp_path / "a",
+                       comm=None)
+    first.advance(40)
+    saved = first.checkpoint(tmp_path / "checkpoint")
+    second = Simulation(case_from_dict(dict(data, time={"t_end": 1.0})), backend="cpu", output_dir=tmp_path / "b",
+                        comm=None).restart(saved)
+    step, t, energy = second.guard.history[0][:3]
+    assert len(second.guard.history) == 1 and step == 40 and t == first.t and energy == first.system.energy(first.u)

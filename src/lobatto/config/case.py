@@ -220,7 +220,8 @@ class Case:
             if self.time.dt is not None:
                 time["dt"] = self.time.dt
             time["cfl_check"] = self.time.cfl_check
-            time["growth_check"] = self.time.growth_check
+            if not self.time.growth_check:  # (only when off: older effective configurations stay equal)
+                time["growth_check"] = False
             for key in ("target_cfl", "initial_dt", "max_cfl"):
                 if getattr(self.time, key) is not None:
                     time[key] = getattr(self.time, key)
