@@ -16,7 +16,10 @@ measurement to t of the norm at the latest (low) and earliest (high) retarded ti
 divides high at the later check by low at the earlier one, so that the growth it lets pass is
 never under the sources' own. Between checks |w| is integrated by the trapezoid rule at
 SAMPLES_PER_PERIOD points per period and per width of the waveform (|w| is smooth apart from
-the kinks at its zeros); the currents at CURRENT_SAMPLES points per interval between checks.
+the kinks at its zeros); the currents at CURRENT_SAMPLES points per interval between checks (a
+current pulse shorter than a third of that interval can fall between them unseen, and the
+energy it brings in would count against the run; such a pulse is not resolved in time by the
+step either).
 """
 
 from __future__ import annotations
