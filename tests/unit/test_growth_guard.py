@@ -285,3 +285,15 @@ def test_the_key_round_trips_and_a_restart_starts_a_new_history(tmp_path):
                         comm=None).restart(saved)
     step, t, energy = second.guard.history[0][:3]
     assert len(second.guard.history) == 1 and step == 40 and t == first.t and energy == first.system.energy(first.u)
+
+
+def test_summary_json_holds_the_guards_record(tmp_path):
+    import json
+
+    data = dict(LINE, pml=LAYERS, time={"t_end": 0.5}, source=dict(dipole(waveform="ricker", frequency=2.0, t0=0.3),
+                                                                   j={"type": "current", "Jy": "sin(3*t)"}))
+    data["source"]["a"]["position"] = [0.7, 0.1, 0.1]
+    Simulation(case_from_dict(data), backend="cpu", output_dir=tmp_path, comm=None).run()
+    record = json.loads((tmp_path / "summary.json").read_text())["growth_check"]
+    assert record["checks"] >= 3 and 0 < record["closest"] < 10 and record["rise"] == RISE
+    assert record["sources"] == ["source.a", "currents"] and record["largest_energy"] > 0

@@ -86,6 +86,13 @@ class GrowthGuard:
         #: the largest W_n / (P_a G(a, n)) seen (how close the run came to RISE): summary.json
         self.closest = 0.0
 
+    def record(self) -> dict:
+        """summary.json's growth_check: the checks watched, the largest energy, ``closest``
+        (the largest W_n / (P_a G(a, n)), RISE stopping the run) and the sources followed."""
+        return {"checks": len(self.history), "largest_energy": max((h[3] for h in self.history), default=0.0),
+                "closest": self.closest, "rise": RISE,
+                "sources": list(getattr(self.injection, "labels", ()))}
+
     def start(self, step: int, t: float, energy: float) -> None:
         """Collective: a new history from this check (the run's start or a restart)."""
         self.history = []
