@@ -1,4 +1,4 @@
-"""The growth guard (runner/growth_guard.py) on unstable and stable Maxwell runs, CPU.
+"""The growth guard (runner/growth_guard.py) on unstable and stable Maxwell runs (CPU, or CUDA).
 
 For each case: whether the guard stopped it, at which step and time, the energy there over
 the run's scale (the initial energy, or the largest before the growth), and ``closest``, the
@@ -10,7 +10,8 @@ delayed pulses, TF/SF plane waves with layers, a current, the examples with laye
 poles (short runs). Prints a table and writes JSON (docs/electromagnetics.md, "When a run goes
 unstable", quotes it).
 
-    PYTHONPATH=src python3 benchmarks/growth_guard_cases.py            # about 2 minutes on one core
+    PYTHONPATH=src python3 benchmarks/growth_guard_cases.py                  # about 30 s on one core
+    PYTHONPATH=src python3 benchmarks/growth_guard_cases.py --backend cuda   # the same on a GPU
 """
 
 from __future__ import annotations
@@ -55,9 +56,12 @@ def dipole(**waveform):
 SCRATCH = tempfile.TemporaryDirectory()
 
 
+BACKEND = ["cpu"]
+
+
 def step_of(data) -> float:
     with contextlib.redirect_stdout(io.StringIO()):
-        return Simulation(case_from_dict(data), backend="cpu", output_dir=tempfile.mkdtemp(dir=SCRATCH.name),
+        return Simulation(case_from_dict(data), backend=BACKEND[0], output_dir=tempfile.mkdtemp(dir=SCRATCH.name),
                           comm=None).dt
 
 
@@ -101,7 +105,7 @@ def run_one(data, steps):
     else:
         case = case_from_dict(data)
     with contextlib.redirect_stdout(io.StringIO()):
-        sim = Simulation(case, backend="cpu", output_dir=tempfile.mkdtemp(dir=SCRATCH.name), comm=None)
+        sim = Simulation(case, backend=BACKEND[0], output_dir=tempfile.mkdtemp(dir=SCRATCH.name), comm=None)
     start, stopped = time.perf_counter(), None
     try:
         while not sim.finished and (steps is None or sim.step_count < steps):
@@ -117,8 +121,12 @@ def run_one(data, steps):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", default=str(ROOT / "benchmarks" / "growth_guard_cases.json"))
+    parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--json", default=None, help="default: benchmarks/growth_guard_cases[_cuda].json")
     args = parser.parse_args()
+    BACKEND[0] = args.backend
+    suffix = "" if args.backend == "cpu" else f"_{args.backend}"
+    args.json = args.json or str(ROOT / "benchmarks" / f"growth_guard_cases{suffix}.json")
     results = {}
     print(f"{'case':48s} {'stopped':>7s} {'step':>6s} {'t':>7s} {'W/W0':>9s} {'closest':>9s} {'s':>6s}")
     all_cases = list(cases()) + [(f"example {name} (t_end 1)", name, None)
