@@ -1,8 +1,8 @@
 """Run under mpiexec -n 3 by test_growth_guard_ranks.py: an unstable case (a [pml] layer on
 xmin only and a dipole near it, stepped 1.9 x too long with cfl_check = false) on 3 ranks, on
 2 of them (a sub-communicator) and on 1 (rank 0 alone), in one launch. The mesh is a line of 6
-elements split along x, so on 3 ranks the last owns no layer element and no source. Every rank
-prints, per rank count, where the growth guard stopped the run, as JSON lines."""
+elements split along x, so on 3 ranks the last owns no layer element and no source. Rank 0
+prints, for every rank and rank count, where the growth guard stopped the run, as JSON lines."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ def main() -> int:
         found[2] = stopped(pair, f"{root}/two", dt)
     if world.rank == 0:
         found[1] = stopped(None, f"{root}/one", dt)
-    world.Barrier()
-    print(json.dumps({"rank": world.rank, "found": found}), flush=True)
-    world.Barrier()
+    everyone = world.gather({"rank": world.rank, "found": found})
     if world.rank == 0:
+        for line in everyone:
+            print(json.dumps(line), flush=True)
         scratch.cleanup()
     return 0
 
