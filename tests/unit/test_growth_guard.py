@@ -297,3 +297,16 @@ def test_summary_json_holds_the_guards_record(tmp_path):
     record = json.loads((tmp_path / "summary.json").read_text())["growth_check"]
     assert record["checks"] >= 3 and 0 < record["closest"] < 10 and record["rise"] == RISE
     assert record["sources"] == ["source.a", "currents"] and record["largest_energy"] > 0
+
+
+def test_a_rank_that_did_not_trip_stops_with_the_others():
+    """The verdict is reduced: where rounding lets one rank trip and not another, both stop."""
+
+    class Tripped:  # a communicator on which another rank found the growth
+        def allreduce(self, value, op=None):
+            return 1
+
+    guard = GrowthGuard(Series(), comm=Tripped())
+    guard.start(0, 0.0, 1.0)
+    message = guard.observe(20, 1.0, 2.0)
+    assert message is not None and "at step 20 (t = 1)" in message

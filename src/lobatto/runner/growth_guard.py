@@ -80,8 +80,6 @@ class GrowthGuard:
         self.comm = comm
         make = getattr(system, "injection_measure", None)
         self.injection = make(comm) if callable(make) else None  # collective
-        hints = getattr(system, "growth_hints", None)
-        self.hints = hints() if callable(hints) else []
         self.history: list[tuple] = []  # (step, t, energy, peak, low, high)
         #: the largest W_n / (P_a G(a, n)) seen (how close the run came to RISE): summary.json
         self.closest = 0.0
@@ -115,7 +113,7 @@ class GrowthGuard:
         self._thin()
         found = self._growth()
         if self.comm is not None:  # every rank alike, even where their rounding differs
-            if allreduce(self.comm, int(found is not None), "max") and found is None:
+            if allreduce(self.comm, int(found is not None), "max") and found is None and len(self.history) > 1:
                 found = self._latest()  # another rank tripped on rounding: report from here alike
         return None if found is None else self._message(*found)
 
@@ -136,7 +134,7 @@ class GrowthGuard:
         """(a, s, n) of the window ending now, for the message where another rank tripped."""
         n = len(self.history) - 1
         peaks = np.array([h[3] for h in self.history])
-        a = int(np.argmax(peaks > 0)) if peaks.any() else 0
+        a = min(int(np.argmax(peaks > 0)), n - 1)
         return a, a, n
 
     def _growth(self):
@@ -178,7 +176,7 @@ class GrowthGuard:
     def _message(self, a: int, s: int, n: int) -> str:
         history = self.history
         base, now = history[a], history[n]
-        rate = math.log(now[2] / max(history[s][3], 1e-300)) / (now[1] - history[s][1])
+        rate = math.log(now[2] / max(history[s][3], 1e-300)) / max(now[1] - history[s][1], 1e-300)
         shown = history[max(0, min(s, n - 7)):n + 1]
         series = ", ".join(f"{t:.4g}: {w:.3g}" for _, t, w, *_ in shown)
         allowance = float(self._allowances(np.array([base[4]]) if base[4] is not None else np.zeros((1, 0)),
@@ -186,5 +184,5 @@ class GrowthGuard:
         sources = "" if base[4] is None else (
             f" (the sources explain a factor {allowance:.3g} at most)" if math.isfinite(allowance) else "")
         return (f"the discrete energy grew exponentially to {now[2]:.4g} at step {now[0]} (t = {now[1]:.6g}), "
-                f"{now[2] / base[3]:.3g} times the largest it had been up to step {base[0]} (t = {base[1]:.6g}): "
+                f"{now[2] / max(base[3], 1e-300):.3g} times the largest it had been up to step {base[0]} (t = {base[1]:.6g}): "
                 f"{base[3]:.4g}, at {rate:.3g} per unit time{sources}. Energy by time: {series}")
