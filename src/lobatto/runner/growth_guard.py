@@ -83,6 +83,7 @@ class GrowthGuard:
         self.history: list[tuple] = []  # (step, t, energy, peak, low, high)
         #: the largest W_n / (P_a G(a, n)) seen (how close the run came to RISE): summary.json
         self.closest = 0.0
+        self._arrays()
 
     def record(self) -> dict:
         """summary.json's growth_check: the checks watched, the largest energy, ``closest``
@@ -94,9 +95,18 @@ class GrowthGuard:
     def start(self, step: int, t: float, energy: float) -> None:
         """Collective: a new history from this check (the run's start or a restart)."""
         self.history = []
+        self._arrays()
         if self.injection is not None:
             self.injection.start(t)
         self.observe(step, t, energy)
+
+    def _arrays(self) -> None:
+        """The history's peaks and the sources' low integrals as arrays (kept alongside the
+        list: rebuilding them at every check would cost more than the rest of the test)."""
+        self.peaks = np.array([h[3] for h in self.history], dtype=float)
+        width = len(self.history[0][4]) if self.history and self.history[0][4] is not None else 0
+        self.lows = (np.array([h[4] for h in self.history], dtype=float) if width else np.zeros((0, 0))).reshape(
+            len(self.history), width)
 
     def _measure(self, t: float):
         if self.injection is None or not len(self.injection):
@@ -110,17 +120,19 @@ class GrowthGuard:
             return None  # the same check again (an output at a check step)
         peak = max(energy, self.history[-1][3]) if self.history else energy
         self.history.append((step, t, energy, peak, low, high))
-        self._thin()
+        if len(self.history) > 2 * KEEP:  # thin the older half: windows as long as the run stay visible
+            older, recent = self.history[:-KEEP], self.history[-KEEP:]
+            self.history = older[::2] + recent
+            self._arrays()
+        else:
+            self.peaks = np.append(self.peaks, peak)
+            if low is not None:
+                self.lows = np.concatenate((self.lows.reshape(-1, len(low)), low[None, :]))
         found = self._growth()
         if self.comm is not None:  # every rank alike, even where their rounding differs
             if allreduce(self.comm, int(found is not None), "max") and found is None and len(self.history) > 1:
                 found = self._latest()  # another rank tripped on rounding: report from here alike
         return None if found is None else self._message(*found)
-
-    def _thin(self) -> None:
-        if len(self.history) > 2 * KEEP:
-            older, recent = self.history[:-KEEP], self.history[-KEEP:]
-            self.history = older[::2] + recent
 
     def _allowances(self, lows: np.ndarray, high) -> np.ndarray:
         """G(a, n) for every earlier check a: the growth of W the sources can explain since."""
@@ -144,8 +156,8 @@ class GrowthGuard:
         now = history[n]
         if n < 1 or not (math.isfinite(now[2]) and now[2] > 0):
             return None
-        peaks = np.array([h[3] for h in history[:n]])
-        lows = np.array([h[4] for h in history[:n]]) if now[4] is not None else np.zeros((n, 0))
+        peaks = self.peaks[:n]
+        lows = self.lows[:n] if now[4] is not None else np.zeros((n, 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             rises = np.where(peaks > 0, now[2] / (peaks * self._allowances(lows, now[5])), 0.0)
         self.closest = max(self.closest, float(np.max(rises)))
