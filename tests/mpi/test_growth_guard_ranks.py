@@ -21,6 +21,7 @@ def test_same_stop_on_every_rank_and_rank_count():
     assert sorted(line["rank"] for line in lines) == [0, 1, 2], describe(result)
     serial = next(line for line in lines if line["rank"] == 0)["found"]["1"]
     assert serial["collective"] and serial["message"].startswith(f"stopped at step {serial['step']},")
+    assert serial["overlap"]  # the medium's overlap with the layer, counted over ranks, in every message
     seen = []
     for line in lines:
         for ranks, found in line["found"].items():

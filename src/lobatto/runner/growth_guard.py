@@ -80,6 +80,9 @@ class GrowthGuard:
         self.comm = comm
         make = getattr(system, "injection_measure", None)
         self.injection = make(comm) if callable(make) else None  # collective
+        hints = getattr(system, "growth_hints", None)
+        #: lines for the message (the terms present, what to try), asked now: collective
+        self.hints = list(hints(comm)) if callable(hints) else []
         self.history: list[tuple] = []  # (step, t, energy, peak, low, high)
         #: the largest W_n / (P_a G(a, n)) seen (how close the run came to RISE): summary.json
         self.closest = 0.0

@@ -278,7 +278,7 @@ class Simulation:
                       f"{system.name} without sources cannot gain energy: {self.unstable_hint()}")
         growth = self.guard.observe(self.step_count, self.t, energy) if self.guard is not None else None
         if growth is not None:
-            hints = "; ".join(system.growth_hints() + [self.unstable_hint()])
+            hints = "; ".join(self.guard.hints + [self.unstable_hint()])
             self.fail(f"stopped {where}: {growth}. {hints}; [time] growth_check = false runs on regardless")
 
     def unstable_hint(self) -> str:

@@ -169,8 +169,9 @@ class System:
         (runner/growth_guard.py; systems/maxwell/injection.py is one). None: no sources."""
         return None
 
-    def growth_hints(self) -> list:
-        """Lines for the growth guard's message: the terms present and what to try."""
+    def growth_hints(self, comm=None) -> list:
+        """Collective: lines for the growth guard's message (the terms present and what to
+        try), asked once at set-up."""
         return []
 
     def homogeneous_operator(self):

@@ -142,7 +142,17 @@ class SourceInjection:
         return np.sqrt(np.maximum(allreduce(self.comm, squares), 0.0))
 
 
-def growth_hints(system) -> list[str]:
-    """What to try, one line per kind of term present (HINTS)."""
+def growth_hints(system, comm=None) -> list[str]:
+    """Collective: what to try, one line per kind of term present (HINTS), and first the
+    dispersive regions that reach into a [pml] layer, with their element counts there."""
     present = [term.name for term in system.terms]
-    return [hint for prefix, hint in HINTS.items() if any(name.startswith(prefix) for name in present)]
+    layers = [term for term in system.terms if term.name == "pml"]
+    overlaps = []
+    for term in system.terms:
+        if term.name.startswith("dispersion.") and layers:
+            shared = sum(int(np.intersect1d(term.elements, layer.elements).size) for layer in layers)
+            shared = int(allreduce(comm, shared))
+            if shared:
+                overlaps.append(f"[material.{term.name.split('.', 1)[1]}] (dispersive) reaches into the [pml] layer "
+                                f"on {shared} element{'s' if shared > 1 else ''}")
+    return overlaps + [hint for prefix, hint in HINTS.items() if any(name.startswith(prefix) for name in present)]

@@ -324,9 +324,9 @@ class MaxwellSystem(FaceExchangeSystem):
             return None
         return SourceInjection(self, comm)
 
-    def growth_hints(self) -> list:
+    def growth_hints(self, comm=None) -> list:
         names = [term.name for term in self.terms]
-        return ([f"terms present: {', '.join(names)}"] if names else []) + growth_hints(self)
+        return ([f"terms present: {', '.join(names)}"] if names else []) + growth_hints(self, comm)
 
     def flops_per_step(self, stages: int = 5) -> float:
         return flops_per_step(self.order, self.points, stages)
