@@ -12,6 +12,7 @@ unstable", quotes it).
 
     PYTHONPATH=src python3 benchmarks/growth_guard_cases.py                  # about 30 s on one core
     PYTHONPATH=src python3 benchmarks/growth_guard_cases.py --backend cuda   # the same on a GPU
+    PYTHONPATH=src python3 benchmarks/growth_guard_cases.py --long           # and two runs to t = 100
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ SCRATCH = tempfile.TemporaryDirectory()
 
 
 BACKEND = ["cpu"]
+LONG = [False]
 
 
 def step_of(data) -> float:
@@ -97,6 +99,11 @@ def cases():
                                                time={"t_end": 20.0}), None)
     current = {"type": "current", "Jy": "sin(2*pi*0.7071*t)*sin(pi*x)*sin(pi*z)"}
     yield "current on resonance", dict(CAVITY, source={"j": current}), 600
+    if LONG[0]:  # 100 time units (about 40 crossings of the line), thinning the history
+        yield ("long: TF/SF CW with PML, t = 100", dict(LINE, initial={}, pml=LAYERS, source={"inc": wave},
+                                                          time={"t_end": 100.0}), None)
+        yield ("long: Drude inside, PML, t = 100", dict(LINE, pml=LAYERS, time={"t_end": 100.0},
+                                                         material=drude("(x-0.4)*(1.1-x)", 2.0, 0.5)), None)
 
 
 def run_one(data, steps):
@@ -122,10 +129,11 @@ def run_one(data, steps):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--long", action="store_true", help="also two runs to t = 100 (a few minutes)")
     parser.add_argument("--json", default=None, help="default: benchmarks/growth_guard_cases[_cuda].json")
     args = parser.parse_args()
-    BACKEND[0] = args.backend
-    suffix = "" if args.backend == "cpu" else f"_{args.backend}"
+    BACKEND[0], LONG[0] = args.backend, args.long
+    suffix = ("" if args.backend == "cpu" else f"_{args.backend}") + ("_long" if args.long else "")
     args.json = args.json or str(ROOT / "benchmarks" / f"growth_guard_cases{suffix}.json")
     results = {}
     print(f"{'case':48s} {'stopped':>7s} {'step':>6s} {'t':>7s} {'W/W0':>9s} {'closest':>9s} {'s':>6s}")
