@@ -696,8 +696,10 @@ def op_box(rng, data):
 
 
 def op_time(rng, data):
-    key = rng.choice(("t_end", "cfl", "dt", "dt", "integrator"))
-    if key == "integrator":
+    key = rng.choice(("t_end", "cfl", "dt", "dt", "integrator", "growth_check"))
+    if key == "growth_check":  # a bool: anything else is refused
+        value = rng.choice((True, False, "false", 1, 0.5, []))
+    elif key == "integrator":
         value = rng.choice(("euler", "RK4", "", "lsrk45 ", "rk45", "ssprk3"))
     elif key == "dt":
         value = rng.choice((1e-300, 1e-12, 1e-6, 0.005, 0.02, 10.0, 1e300, 0, -0.01, math.nan, math.inf))
@@ -873,7 +875,7 @@ FLOW_KEYS = {
         ("time", "dt"): "number", ("time", "t_end"): "number", ("time", "max_cfl"): "number",
         ("time", "target_cfl"): "number", ("time", "initial_dt"): "number",
         ("time", "integrator"): ("bdf1", "bdf2", "bdf3"), ("time", "substeps"): "substeps",
-        ("time", "steady_tolerance"): "number", ("time", "steady_every"): "count",
+        ("time", "steady_tolerance"): "number", ("time", "steady_every"): "count", ("time", "growth_check"): "bool",
         ("initial", "ux"): "expression", ("boundary", "ymin", "ux"): "expression",
         ("output", "statistics", "start"): "number", ("output", "statistics", "every"): "count",
         ("output", "statistics", "average"): "directions", ("output", "statistics", "fields"): "names",
@@ -894,7 +896,8 @@ FLOW_KEYS = {
     "acoustics": {("physics", "density"): "number", ("physics", "sound_speed"): "number",
                   ("time", "cfl"): "number", ("time", "dt"): "number", ("initial", "p"): "expression",
                   ("time", "substeps"): "substeps",  # refused: acoustics has no sub-stepping
-                  ("time", "steady_tolerance"): "number", ("time", "steady_every"): "count"},
+                  ("time", "steady_tolerance"): "number", ("time", "steady_every"): "count",
+                  ("time", "growth_check"): "bool"},
 }
 FLOW_NUMBERS = (0, 0.0, -0.0, -1, -1e-3, 1e-3, 0.5, 2.0, 1e100, 1e101, 1e-100, 1e-101, 1e160, 1e300, 1e308,
                 1.7976931348623157e308, -1e308, 1e-300, 5e-324, 1e-320, math.nan, math.inf, -math.inf)

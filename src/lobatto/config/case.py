@@ -89,6 +89,7 @@ class TimeSection:
     cfl: float
     dt: float | None  # None: computed from cfl
     cfl_check: bool = True  # refuse a cfl above the integrator's stability bound
+    growth_check: bool = True  # stop a run whose energy grows exponentially (runner/growth_guard.py)
     target_cfl: float | None = None  # variable dt aiming at this CFL number (not with dt or cfl)
     initial_dt: float | None = None  # the first step with target_cfl (None: from the initial state)
     max_cfl: float | None = None  # a step over this CFL number stops the run (None: not checked)
@@ -222,6 +223,8 @@ class Case:
             if self.time.dt is not None:
                 time["dt"] = self.time.dt
             time["cfl_check"] = self.time.cfl_check
+            if not self.time.growth_check:  # (only when off: older effective configurations stay equal)
+                time["growth_check"] = False
             for key in ("target_cfl", "initial_dt", "max_cfl"):
                 if getattr(self.time, key) is not None:
                     time[key] = getattr(self.time, key)

@@ -93,6 +93,7 @@ TIME = Table("time", (
         range=section_range("time", "cfl")),
     Key("dt", "positive", None, "fixed step size", range=section_range("time", "dt")),
     Key("cfl_check", "bool", True, "refuse a cfl above the stability bound"),
+    Key("growth_check", "bool", True, "stop a run whose energy grows exponentially beyond what its sources inject"),
     Key("target_cfl", "positive", None, "variable dt aiming at this CFL number",
         range=section_range("time", "target_cfl")),
     Key("initial_dt", "positive", None, "the first step with target_cfl", range=section_range("time", "initial_dt")),

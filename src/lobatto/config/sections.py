@@ -288,6 +288,7 @@ def read_time(ctx: Context, spec: PhysicsSpec, data: Mapping[str, Any], flux: st
         cfl=positive(ctx, "time", time, "cfl", spec.default_cfl(flux, integrator, DEFAULT_CFL[integrator])),
         dt=positive(ctx, "time", time, "dt", None),
         cfl_check=boolean(ctx, "time", time, "cfl_check", TIME["cfl_check"].default),
+        growth_check=boolean(ctx, "time", time, "growth_check", TIME["growth_check"].default),
         **variable_dt(ctx, time, integrator, substeps, spec.substeps),
         substeps=substeps,
         **read_steady(ctx, time),

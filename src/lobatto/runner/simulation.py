@@ -32,6 +32,7 @@ from lobatto.monitors import MonitorSet
 from lobatto.runner import normalization, schedule, step_check, summary
 from lobatto.runner.build import build_system, case_named
 from lobatto.runner.decay_stop import DecayStop
+from lobatto.runner.growth_guard import GrowthGuard
 from lobatto.runner.restart import resume, save
 from lobatto.runner.snapshots import SnapshotWriter
 from lobatto.runner.steady import run_steady
@@ -121,6 +122,12 @@ class Simulation:
         if self.advective:
             self.plan_from_courant()
         self.energy_initial = allreduce(comm, system.energy(self.u))
+        # a linear system that may gain energy: the growth guard instead of the 2x stop (growth_guard.py)
+        self.guard = None
+        if (case.time.growth_check and system.growth_guarded
+                and not allreduce(comm, int(system.energy_bounded), "min")):
+            self.guard = GrowthGuard(system, comm)
+            self.guard.start(0, 0.0, self.energy_initial)
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
         with collective_errors(comm), case_named(case):  # the case's monitors (monitors/run_set.py)
             self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
@@ -232,6 +239,8 @@ class Simulation:
         integrator. ``run()`` then goes on to [time] t_end with the checkpoint's dt.
         interpolate: the case may have another order or mesh (runner/restart_onto.py)."""
         resume(self, path, interpolate)
+        if self.guard is not None:  # a new history from the checkpoint's step
+            self.guard.start(self.step_count, self.t, allreduce(self.comm, self.system.energy(self.u)))
         return self
 
     # Checks -------------------------------------------------------------------------------
@@ -270,6 +279,10 @@ class Simulation:
         if system.energy_bounded and energy > ENERGY_GROWTH_LIMIT * self.energy_initial:
             self.fail(f"the discrete energy grew from {self.energy_initial:.4g} to {energy:.4g} {where}, though "
                       f"{system.name} without sources cannot gain energy: {self.unstable_hint()}")
+        growth = self.guard.observe(self.step_count, self.t, energy) if self.guard is not None else None
+        if growth is not None:
+            hints = "; ".join(self.guard.hints + [self.unstable_hint()])
+            self.fail(f"stopped {where}: {growth}. {hints}; [time] growth_check = false runs on regardless")
 
     def unstable_hint(self) -> str:
         hint = f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] "

@@ -51,6 +51,8 @@ def make_summary(sim, compute_seconds, seconds_per_step, rate_steps) -> dict:
         summary["gflops"] = allreduce(comm, flops) / seconds_per_step / 1e9
     if getattr(sim, "step_check", None) is not None:  # dt against the operator's spectral radius
         summary["step_check"] = sim.step_check
+    if getattr(sim, "guard", None) is not None:  # how close the run came to the growth guard's stop
+        summary["growth_check"] = sim.guard.record()
     if sim.variable_dt and sim.dt_range is not None:
         summary["dt_range"] = list(sim.dt_range)  # the smallest and largest step taken
     if sim.last_cfl is not None:

@@ -44,6 +44,10 @@ class System:
     #: True when the discrete energy cannot grow (no sources, passive boundaries and fluxes):
     #: the driver then stops a run whose energy grows (an unstable step)
     energy_bounded = False
+    #: a linear system without active media, in which any exponential growth of the energy is
+    #: an instability of the discretisation (runner/growth_guard.py); False where the equations
+    #: have physical instabilities (convection, transition in navier_stokes)
+    growth_guarded = False
     trace_components = 0  # face values exchanged per face point (DG systems)
     #: Nek5000 file slots: (three velocity fields or None, pressure field or None, scalars),
     #: and optionally a fourth entry, the field in the temperature slot T
@@ -158,6 +162,17 @@ class System:
 
     def energy(self, u) -> float:
         raise NotImplementedError
+
+    def injection_measure(self, comm=None):
+        """Collective: None, or an object whose ``start(t)`` and ``measure(t)`` (collective)
+        give per source the integral of a bound of its rate up to t, for the growth guard
+        (runner/growth_guard.py; systems/maxwell/injection.py is one). None: no sources."""
+        return None
+
+    def growth_hints(self, comm=None) -> list:
+        """Collective: lines for the growth guard's message (the terms present and what to
+        try), asked once at set-up."""
+        return []
 
     def homogeneous_operator(self):
         """(apply(u, out), energy(u)): the operator without sources or forcing (collective) and

@@ -113,6 +113,7 @@ def make_rhs(backend, order):
 class AcousticsSystem(FaceExchangeSystem):
     spec = SPEC
     energy_bounded = True  # no sources; PEC/PMC/walls and the fluxes are passive
+    growth_guarded = True  # linear: exponential growth is an instability (runner/growth_guard.py)
     trace_components = 2
     boundary_factors = BOUNDARY_FACTORS
     output_layout = (FIELD_NAMES[1:4], "p", ())  # Nek5000 velocity and pressure

@@ -27,6 +27,7 @@ from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
+from lobatto.systems.maxwell.injection import SourceInjection, growth_hints
 from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
 from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMedium, medium_from_case,
                                               parse_material_tables)
@@ -108,6 +109,7 @@ def flops_per_step(order: int, points: int, stages: int = 5) -> float:
 class MaxwellSystem(FaceExchangeSystem):
     spec = SPEC
     energy_bounded = True  # no sources; PEC/PMC/walls and the fluxes are passive
+    growth_guarded = True  # linear: exponential growth is an instability (runner/growth_guard.py)
     trace_components = 6
     boundary_factors = BOUNDARY_FACTORS
     volume_forms = ("split", "chain", "galerkin")
@@ -315,6 +317,16 @@ class MaxwellSystem(FaceExchangeSystem):
             return out
 
         return apply, self.field_energy
+
+    def injection_measure(self, comm=None):
+        """The sources' and plane waves' injection bound (injection.py), None without them."""
+        if self.sources is None and not any(getattr(term, "wave", None) is not None for term in self.terms):
+            return None
+        return SourceInjection(self, comm)
+
+    def growth_hints(self, comm=None) -> list:
+        names = [term.name for term in self.terms]
+        return ([f"terms present: {', '.join(names)}"] if names else []) + growth_hints(self, comm)
 
     def flops_per_step(self, stages: int = 5) -> float:
         return flops_per_step(self.order, self.points, stages)
