@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import math
 import tempfile
@@ -140,6 +141,9 @@ def main() -> int:
     all_cases = list(cases()) + [(f"example {name} (t_end 1)", name, None)
                                  for name in ("dipole_pml", "drude_slab", "sphere_scattering")]
     for name, data, steps in all_cases:
+        if data == "sphere_scattering" and importlib.util.find_spec("gmsh") is None:
+            print(f"{name:48s} skipped: its gmsh mesh needs the gmsh SDK", flush=True)  # (the GPU machine)
+            continue
         row = run_one(data, steps)
         results[name] = row
         ratio = "-" if row["over_initial"] is None else f"{row['over_initial']:.3g}"
