@@ -58,7 +58,7 @@ PROPERTY_RANGES = {
                    "E in single precision too"),
 }
 SAMPLINGS = ("point", "element")
-DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit")  # dispersion_tables.py
+DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit", "material", "length_unit")  # dispersion_tables.py
 TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",) + DISPERSION_KEYS
 
 
@@ -86,7 +86,7 @@ class MaterialTables:
             entry = {} if t.where is None else {"where": t.where.text}
             fitted = t.dispersion is not None and t.dispersion.epsilon_infinity is not None
             entry.update({k: (v.text if hasattr(v, "text") else v) for k, v in t.values.items()
-                          if not (fitted and k == "epsilon")})  # a fitted eps_inf comes from the data again
+                          if not (fitted and k == "epsilon")})  # a fitted or library eps_inf comes again
             entry["sampling"] = t.sampling
             if t.dispersion is not None:
                 entry.update(t.dispersion.to_dict())
@@ -111,7 +111,8 @@ def parse_material_tables(ctx, value) -> MaterialTables:
                 raise ctx.error(f"unknown key '{where}.{key}'{hint}; expected one of {', '.join(TABLE_KEYS)}")
         dispersion = parse_dispersion(ctx, where, table)
         if not any(k in table for k in PROPERTIES) and dispersion is None:
-            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)} or a dispersion (model and poles, or data)")
+            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)} or a dispersion (model and poles, data, or "
+                            "material)")
         values = {k: _property(ctx, where, k, table[k]) for k in PROPERTIES if k in table}
         if dispersion is not None and dispersion.epsilon_infinity is not None:
             values["epsilon"] = dispersion.epsilon_infinity
