@@ -42,6 +42,7 @@ from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
+from lobatto.systems.maxwell import anisotropy
 from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
 from lobatto.systems.maxwell.reference import cross, curl
 from lobatto.systems.maxwell.terms_cpu import array_terms_asked
@@ -69,7 +70,7 @@ class MaterialTable:
 
     name: str
     where: Any  # Expression (applies where it is > 0) or None (the region called ``name``)
-    values: dict  # property -> float or Expression in x, y, z (only those given)
+    values: dict  # property -> float or Expression in x, y, z, or (eps, mu) a tuple of 3 (diagonal anisotropy)
     sampling: str = "point"  # "element": one value per element, at its centroid
     dispersion: Any = None  # dispersion_tables.Dispersion: poles where the table applies (eps is then eps_inf)
 
@@ -85,13 +86,19 @@ class MaterialTables:
         for t in self.tables:
             entry = {} if t.where is None else {"where": t.where.text}
             fitted = t.dispersion is not None and t.dispersion.epsilon_infinity is not None
-            entry.update({k: (v.text if hasattr(v, "text") else v) for k, v in t.values.items()
+            entry.update({k: _given(v) for k, v in t.values.items()
                           if not (fitted and k == "epsilon")})  # a fitted or library eps_inf comes again
             entry["sampling"] = t.sampling
             if t.dispersion is not None:
                 entry.update(t.dispersion.to_dict())
             out[t.name] = entry
         return out
+
+
+def _given(v):
+    if isinstance(v, tuple):
+        return [_given(c) for c in v]
+    return v.text if hasattr(v, "text") else v
 
 
 def parse_material_tables(ctx, value) -> MaterialTables:
@@ -125,15 +132,24 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
+    tensor = [t.name for t in tables if any(isinstance(v, tuple) for v in t.values.values())]
+    poles = [t.name for t in tables if t.dispersion is not None]
+    if tensor and poles:
+        raise ctx.error(f"[material.{tensor[0]}] an anisotropic epsilon or mu cannot yet go with dispersive poles "
+                        f"([material.{poles[0]}]); give one value or drop the poles")
     return MaterialTables(tuple(tables))
 
 
 def _property(ctx, where, key, value):
+    if isinstance(value, (list, tuple)) and key in ("epsilon", "mu"):
+        if len(value) != 3:
+            raise ctx.bad(where, key, "a number, an expression or a list of 3 (the diagonal: x, y, z)", value)
+        return tuple(_property(ctx, where, f"{key}[{i}]", v) for i, v in enumerate(value))
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ctx.bad(where, key, "a number or an expression in x, y, z", value)
     if isinstance(value, str):
         return compile_expression(value, ("x", "y", "z"), where=f"{ctx.source}: [{where}] {key}")
-    return check_number(ctx, where, key, value, PROPERTY_RANGES[key])
+    return check_number(ctx, where, key, value, PROPERTY_RANGES[key.split("[")[0]])
 
 
 # ====================================================================== per-point values
@@ -155,7 +171,11 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
         at = centroids if t.sampling == "element" else coords
         mask = table_mask(t, mesh, coords, centroids, shape, source)
         touched[i] = int(t.where is None or bool(np.any(mask)))
-        for k, (key, value) in enumerate(t.values.items()):
+        items = [(key if c is None else f"{key}[{c}]", part) for key, value in t.values.items()
+                 for c, part in (enumerate(value) if isinstance(value, tuple) else [(None, value)])]
+        components = {}  # key -> the components of a diagonal value so far
+        for k, (label, value) in enumerate(items):
+            key, component = (label, None) if "[" not in label else (label[:-3], int(label[-2]))
             v = value if isinstance(value, float) else np.broadcast_to(
                 np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
             allowed = PROPERTY_RANGES[key]
@@ -166,12 +186,18 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
                 first = float(np.broadcast_to(v, shape)[e][bad[e]][0])
                 # worded as config/schema.py's checks: a number (a constant) or an expression's values
                 element = mesh.describe_element(e)
+                name = key if component is None else label
                 found = (i, k, int(mesh.element_ids[e]),
-                         f"{source}: [material.{t.name}] {key} must be a number {allowed.describe()}, got "
+                         f"{source}: [material.{t.name}] {name} must be a number {allowed.describe()}, got "
                          f"{first:g} (in {element})" if isinstance(value, float) else
-                         f"{source}: [material.{t.name}] {key} = \"{value.text}\" is {show_value(first)} in "
+                         f"{source}: [material.{t.name}] {name} = \"{value.text}\" is {show_value(first)} in "
                          f"{element}; its values must be {allowed.describe()}")
                 break
+            if component is not None:
+                components.setdefault(key, []).append(np.broadcast_to(v, shape))
+                if component < 2:
+                    continue
+                v = np.stack(components.pop(key))  # (3,) + shape
             out[key] = np.where(mask, v, out[key])
         if found is not None:
             break
@@ -229,6 +255,10 @@ class HeterogeneousMedium:
     def __init__(self, system, fields: Mapping, comm=None):
         backend, order = system.backend, system.order
         shape = (system.num_elements,) + (order + 1,) * 3
+        self.anisotropic = anisotropy.is_anisotropic(fields)
+        if self.anisotropic:  # eps, mu (3,) + shape (anisotropy.py); sigma one value a point
+            self._anisotropic(system, fields, shape, comm)
+            return
         eps, mu, sigma = (np.ascontiguousarray(np.broadcast_to(np.asarray(fields[k], dtype=np.float64), shape))
                           for k in PROPERTIES)
         # (eps, mu, sigma are within PROPERTY_RANGES: material_fields checked them)
@@ -261,14 +291,46 @@ class HeterogeneousMedium:
             self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
         self._device = {}  # eps and mu on the device, for the energy (made when first asked)
 
+    def _anisotropic(self, system, fields, shape, comm) -> None:
+        """The arrays of a diagonal eps and mu (anisotropy.py): (3,) + shape per point and
+        (3, 4, E, 6, n, n) face coefficients, each component's pair impedances."""
+        backend, order = system.backend, system.order
+        eps, mu = (anisotropy.by_component(fields[k], shape) for k in ("epsilon", "mu"))
+        sigma = np.ascontiguousarray(np.broadcast_to(np.asarray(fields["sigma"], dtype=np.float64), shape))
+        self.epsilon, self.mu, self.sigma = eps, mu, sigma
+        self.wave_speed = float(allreduce(comm, anisotropy.wave_speed(eps, mu), "max"))
+        z_e, z_h = anisotropy.face_impedances(eps, mu, system.geometry.normals, order)
+        with collective_errors(comm):
+            other = self._neighbour_impedance(system, np.stack([z_e, z_h]))
+        coefficients = anisotropy.flux_coefficients(z_e, other[0], z_h, other[1])
+        to_dev = backend.asarray
+        self.arrays = {"inv_epsilon": to_dev(1.0 / eps), "inv_mu": to_dev(1.0 / mu),
+                       "sigma_over_epsilon": to_dev(sigma / eps) if np.any(sigma > 0) else None}
+        self.arrays.update({k: to_dev(np.ascontiguousarray(coefficients[:, j]))
+                            for j, k in enumerate(("flux_a", "flux_b", "flux_c", "flux_d"))})
+        if backend.name in ("cuda", "cpu"):
+            self.arrays["flux_coefficients"] = to_dev(coefficients)
+        self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+        self.stage_kernel = None
+        if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
+            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
+        self._device = {}
+
     @staticmethod
     def _neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
         """Z+ at every face point: one gather–scatter sum of Z (and of ones, the count of
-        sides); a boundary point's ghost lies in its own medium."""
+        sides); a boundary point's ghost lies in its own medium. ``z_own`` (..., E, 6, n, n):
+        several impedances per point travel in one sum."""
         backend = system.backend
-        data = backend.asarray(np.stack([z_own.reshape(-1), np.ones(z_own.size)]))
+        lead = z_own.shape[:-4]
+        rows = z_own.reshape((-1,) + z_own.shape[-4:])
+        data = backend.asarray(np.stack([r.reshape(-1) for r in rows] + [np.ones(rows[0].size)]))
         system.exchange.apply(data, "sum")
-        z_sum, count = (np.asarray(backend.to_host(data[i]), dtype=np.float64).reshape(z_own.shape) for i in range(2))
+        host = np.asarray(backend.to_host(data), dtype=np.float64)
+        count = host[-1].reshape(z_own.shape[-4:])
+        z_sum = host[:-1].reshape(z_own.shape)
+        if lead:
+            count = np.broadcast_to(count, z_own.shape)
         count = np.rint(count)
         if np.any(count > 2):
             raise InputError("[material]: heterogeneous materials need a conforming mesh (a face point with "
@@ -290,8 +352,12 @@ class HeterogeneousMedium:
         xp, mass = system.backend.xp, system.device_geometry["mass"]
         eps, mu = (self.device_property(system, k) for k in ("epsilon", "mu"))
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
-            e2 = xp.sum(mass * eps * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
-            h2 = xp.sum(mass * mu * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
+            if self.anisotropic:
+                e2 = xp.sum(mass * xp.sum(eps * u[0:3] ** 2, axis=0), dtype=np.float64)
+                h2 = xp.sum(mass * xp.sum(mu * u[3:6] ** 2, axis=0), dtype=np.float64)
+            else:
+                e2 = xp.sum(mass * eps * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
+                h2 = xp.sum(mass * mu * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
         return 0.5 * float(e2 + h2)
 
     def device_property(self, system, key):
@@ -311,7 +377,9 @@ def make_rhs_materials(backend, order):
         first, stop = element_bounds(elements, u.shape[1])
         if (first, stop) != (0, u.shape[1]):
             part = slice(first, stop)
-            sub = {k: (None if v is None else v[part]) for k, v in material.items() if k != "flux_coefficients"}
+            # (the anisotropic arrays have their component first: anisotropy.py)
+            sub = {k: (None if v is None else v[:, part] if v.ndim == u.ndim else v[part])
+                   for k, v in material.items() if k != "flux_coefficients"}
             rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], sub, alpha)
             return out
         curl_h = curl(xp, u[3:6], geometry)

@@ -55,19 +55,28 @@ def _coefficient(system, key, elements):
     values there (materials.py)."""
     if getattr(system, "medium", None) is None:
         return getattr(system, key)
-    return system.medium.device_property(system, key)[elements]
+    value = system.medium.device_property(system, key)
+    return value[:, elements] if value.ndim == 5 else value[elements]  # (3, E, ...): diagonal (anisotropy.py)
+
+
+def _weighted_square(system, key, v, elements):
+    """eps |E|^2 or mu |H|^2 per point: sum c_i v_i^2 with a diagonal c (anisotropy.py)."""
+    c = _coefficient(system, key, elements)
+    if getattr(c, "ndim", 0) == 5:
+        return c[0] * v[0] * v[0] + c[1] * v[1] * v[1] + c[2] * v[2] * v[2]
+    return c * _square(v)
 
 
 #: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
 INTEGRANDS = {
     "energy": Integrand("volume", "electromagnetic energy density (eps |E|^2 + mu |H|^2) / 2",
-                        lambda s, f, e: 0.5 * (_coefficient(s, "epsilon", e) * _square(f[0:3])
-                                               + _coefficient(s, "mu", e) * _square(f[3:6])), per_element=True),
+                        lambda s, f, e: 0.5 * (_weighted_square(s, "epsilon", f[0:3], e)
+                                               + _weighted_square(s, "mu", f[3:6], e)), per_element=True),
     "electric_energy": Integrand("volume", "electric energy density eps |E|^2 / 2",
-                                 lambda s, f, e: 0.5 * _coefficient(s, "epsilon", e) * _square(f[0:3]),
+                                 lambda s, f, e: 0.5 * _weighted_square(s, "epsilon", f[0:3], e),
                                  per_element=True),
     "magnetic_energy": Integrand("volume", "magnetic energy density mu |H|^2 / 2",
-                                 lambda s, f, e: 0.5 * _coefficient(s, "mu", e) * _square(f[3:6]), per_element=True),
+                                 lambda s, f, e: 0.5 * _weighted_square(s, "mu", f[3:6], e), per_element=True),
     "poynting_flux": Integrand("surface", "outward Poynting flux (E x H) . n, the power leaving",
                                lambda s, f, n: _poynting(f, n)),
 }
