@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import face_values
+from lobatto.systems.maxwell.terms_cpu import array_terms_asked
 
 ALIGNED = 1.0 - 1e-9  # n_d^2 above this: the face is normal to axis d
 
@@ -88,4 +90,29 @@ def flux_coefficients(z_e_own, z_e_other, z_h_own, z_h_other) -> np.ndarray:
     return np.stack([z_e_other / te, 1.0 / te, z_h_own / th, z_h_own * z_h_other / th], axis=1)
 
 
-__all__ = ["by_component", "face_impedances", "flux_coefficients", "is_anisotropic", "wave_speed"]
+def set_up(medium, system, fields, shape, comm) -> None:
+    """A HeterogeneousMedium's arrays for a diagonal eps and mu: (3,) + shape per point and
+    (3, 4, E, 6, n, n) face coefficients from each component's pair impedances."""
+    backend, order = system.backend, system.order
+    eps, mu = (by_component(fields[k], shape) for k in ("epsilon", "mu"))
+    sigma = np.ascontiguousarray(np.broadcast_to(np.asarray(fields["sigma"], dtype=np.float64), shape))
+    medium.epsilon, medium.mu, medium.sigma = eps, mu, sigma
+    medium.wave_speed = float(allreduce(comm, wave_speed(eps, mu), "max"))
+    z_e, z_h = face_impedances(eps, mu, system.geometry.normals, order)
+    with collective_errors(comm):  # a face point with more than two sides may be on one rank only
+        other = medium.neighbour_impedance(system, np.stack([z_e, z_h]))
+    coefficients = flux_coefficients(z_e, other[0], z_h, other[1])
+    to_dev = backend.asarray
+    medium.arrays = {"inv_epsilon": to_dev(1.0 / eps), "inv_mu": to_dev(1.0 / mu),
+                     "sigma_over_epsilon": to_dev(sigma / eps) if np.any(sigma > 0) else None}
+    medium.arrays.update({k: to_dev(np.ascontiguousarray(coefficients[:, j]))
+                          for j, k in enumerate(("flux_a", "flux_b", "flux_c", "flux_d"))})
+    if backend.name in ("cuda", "cpu"):  # the tuned kernels read the coefficients as one array
+        medium.arrays["flux_coefficients"] = to_dev(coefficients)
+    medium.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+    medium.stage_kernel = None
+    if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
+        medium.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
+
+
+__all__ = ["by_component", "face_impedances", "flux_coefficients", "is_anisotropic", "set_up", "wave_speed"]

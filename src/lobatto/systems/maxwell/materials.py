@@ -256,8 +256,9 @@ class HeterogeneousMedium:
         backend, order = system.backend, system.order
         shape = (system.num_elements,) + (order + 1,) * 3
         self.anisotropic = anisotropy.is_anisotropic(fields)
+        self._device = {}  # eps and mu on the device, for the energy (made when first asked)
         if self.anisotropic:  # eps, mu (3,) + shape (anisotropy.py); sigma one value a point
-            self._anisotropic(system, fields, shape, comm)
+            anisotropy.set_up(self, system, fields, shape, comm)
             return
         eps, mu, sigma = (np.ascontiguousarray(np.broadcast_to(np.asarray(fields[k], dtype=np.float64), shape))
                           for k in PROPERTIES)
@@ -267,7 +268,7 @@ class HeterogeneousMedium:
         self.wave_speed = float(allreduce(comm, speed, "max"))
         z_own = face_values(np, np.sqrt(mu / eps), order)  # (E, 6, n, n)
         with collective_errors(comm):  # a face point with more than two sides may be on one rank only
-            z_other = self._neighbour_impedance(system, z_own)
+            z_other = self.neighbour_impedance(system, z_own)
         total = z_own + z_other
         to_dev = backend.asarray
         self.arrays = {
@@ -289,35 +290,9 @@ class HeterogeneousMedium:
         self.stage_kernel = None
         if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
             self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
-        self._device = {}  # eps and mu on the device, for the energy (made when first asked)
-
-    def _anisotropic(self, system, fields, shape, comm) -> None:
-        """The arrays of a diagonal eps and mu (anisotropy.py): (3,) + shape per point and
-        (3, 4, E, 6, n, n) face coefficients, each component's pair impedances."""
-        backend, order = system.backend, system.order
-        eps, mu = (anisotropy.by_component(fields[k], shape) for k in ("epsilon", "mu"))
-        sigma = np.ascontiguousarray(np.broadcast_to(np.asarray(fields["sigma"], dtype=np.float64), shape))
-        self.epsilon, self.mu, self.sigma = eps, mu, sigma
-        self.wave_speed = float(allreduce(comm, anisotropy.wave_speed(eps, mu), "max"))
-        z_e, z_h = anisotropy.face_impedances(eps, mu, system.geometry.normals, order)
-        with collective_errors(comm):
-            other = self._neighbour_impedance(system, np.stack([z_e, z_h]))
-        coefficients = anisotropy.flux_coefficients(z_e, other[0], z_h, other[1])
-        to_dev = backend.asarray
-        self.arrays = {"inv_epsilon": to_dev(1.0 / eps), "inv_mu": to_dev(1.0 / mu),
-                       "sigma_over_epsilon": to_dev(sigma / eps) if np.any(sigma > 0) else None}
-        self.arrays.update({k: to_dev(np.ascontiguousarray(coefficients[:, j]))
-                            for j, k in enumerate(("flux_a", "flux_b", "flux_c", "flux_d"))})
-        if backend.name in ("cuda", "cpu"):
-            self.arrays["flux_coefficients"] = to_dev(coefficients)
-        self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
-        self.stage_kernel = None
-        if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
-            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
-        self._device = {}
 
     @staticmethod
-    def _neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
+    def neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
         """Z+ at every face point: one gather–scatter sum of Z (and of ones, the count of
         sides); a boundary point's ghost lies in its own medium. ``z_own`` (..., E, 6, n, n):
         several impedances per point travel in one sum."""
