@@ -26,6 +26,8 @@ BASE = {"mesh": {"elements": [5, 2, 1], "upper": [1.0, 0.4, 0.2], "periodic": [F
 CASES = {
     "library": {"gold": {"where": "x - 0.6", "sampling": "element", "material": "Au", "length_unit": 1e-7}},
     "anisotropic": {"crystal": {"where": "x - 0.6", "epsilon": [2.0, "3 + x*y", 1.5], "mu": [1.0, 1.2, 0.9]}},
+    "averaged": {"lens": {"where": "(x - 0.63)*(0.95 - x) + 0.01*y", "epsilon": "3 + z", "mu": 1.3,
+                          "sampling": "average"}},
 }
 
 

@@ -42,7 +42,7 @@ from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
-from lobatto.systems.maxwell import anisotropy
+from lobatto.systems.maxwell import anisotropy, subcell
 from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
 from lobatto.systems.maxwell.reference import cross, curl
 from lobatto.systems.maxwell.terms_cpu import array_terms_asked
@@ -58,7 +58,7 @@ PROPERTY_RANGES = {
     "sigma": Range(0.0, LARGE, reason="sigma/epsilon is a decay rate: the time step is fitted to it, and it multiplies "
                    "E in single precision too"),
 }
-SAMPLINGS = ("point", "element")
+SAMPLINGS = ("point", "element", "average")  # average: sub-cell averaging (subcell.py)
 DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit", "material", "length_unit")  # dispersion_tables.py
 TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",) + DISPERSION_KEYS
 
@@ -131,6 +131,9 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         sampling = table.get("sampling", "point")
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
+        if sampling == "average" and dispersion is not None:
+            raise ctx.error(f"[{where}] sampling = \"average\" is for epsilon, mu and sigma; a dispersive table "
+                            "takes \"point\" or \"element\"")
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
     tensor = [t.name for t in tables if any(isinstance(v, tuple) for v in t.values.values())]
     poles = [t.name for t in tables if t.dispersion is not None]
@@ -198,7 +201,16 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
                 if component < 2:
                     continue
                 v = np.stack(components.pop(key))  # (3,) + shape
-            out[key] = np.where(mask, v, out[key])
+            if t.sampling != "average":  # (averaged below, from the sub-points)
+                out[key] = np.where(mask, v, out[key])
+        if found is None and t.sampling == "average":
+            level = ((lambda x, y, z, part: t.where.evaluate(np, x=x, y=y, z=z) * np.ones_like(x)) if t.where else
+                     (lambda x, y, z, part: 2.0 * table_mask(t, mesh, None, None, x.shape, source, part) - 1.0))
+            out, problem = subcell.average(t, out, mesh, coords, shape[1] - 1, level, PROPERTY_RANGES)
+            if problem is not None:
+                found = (i, 0, problem[0], f"{source}: [material.{t.name}] {problem[1]} is {show_value(problem[2])} at "
+                         f"a sub-cell point of {mesh.describe_element(problem[3])} (sampling = \"average\"); its "
+                         f"values must be {PROPERTY_RANGES[problem[1]].describe()}")
         if found is not None:
             break
     if comm is not None:
@@ -223,9 +235,10 @@ def check_applies(tables, touched, source: str, comm=None) -> None:
             raise error
 
 
-def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
+def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", part=slice(None)) -> np.ndarray:
     """Where table ``t`` applies: (E, n, n, n) booleans (its region's elements, or where its
-    ``where`` is > 0 at the points or, with sampling = "element", at the elements' centroids)."""
+    ``where`` is > 0 at the points or, with sampling = "element", at the elements' centroids);
+    ``part``: of those elements only (``coords`` theirs)."""
     if t.where is None:
         names = tuple(mesh.region_names)
         if t.name not in names:
@@ -233,18 +246,9 @@ def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise InputError(f"{source}: [material.{t.name}]: no region '{t.name}' in the mesh{hint}; its regions "
                              f"are {', '.join(names)} (or give the table a 'where' expression)")
-        return np.broadcast_to((np.asarray(mesh.regions) == names.index(t.name))[:, None, None, None], shape)
+        return np.broadcast_to((np.asarray(mesh.regions)[part] == names.index(t.name))[:, None, None, None], shape)
     at = centroids if t.sampling == "element" else coords
     return np.broadcast_to(np.asarray(t.where.evaluate(np, x=at[0], y=at[1], z=at[2])) > 0, shape)
-
-
-def is_uniform(fields: Mapping, comm=None) -> bool:
-    """True when eps and mu are one value everywhere (on every rank) and sigma is 0."""
-    eps, mu, sigma = (np.asarray(fields[k]) for k in PROPERTIES)
-    lo = allreduce(comm, np.array([eps.min(initial=np.inf), mu.min(initial=np.inf)]), "min")
-    hi = allreduce(comm, np.array([eps.max(initial=-np.inf), mu.max(initial=-np.inf), sigma.max(initial=0.0)]),
-                   "max")
-    return bool(lo[0] == hi[0] and lo[1] == hi[1] and hi[2] == 0.0)
 
 
 # ============================================================================= operator
@@ -376,24 +380,4 @@ def make_rhs_materials(backend, order):
     return rhs
 
 
-__all__ = ["HeterogeneousMedium", "MaterialTables", "material_fields", "parse_material_tables", "is_uniform"]
-
-
-def medium_from_case(case, mesh, geometry, comm=None) -> tuple:
-    """(epsilon, mu, fields): the scalar path's eps and mu, and the per-point fields when the
-    medium is not uniform or conducts (else None: the tuned scalar path runs)."""
-    physics = case.physics
-    background = {"epsilon": physics.epsilon, "mu": physics.mu, "sigma": physics.values.get("sigma", 0.0)}
-    tables = case.tables.get("material")
-    if tables is None and background["sigma"] == 0:
-        return physics.epsilon, physics.mu, None
-    if geometry is None:
-        from lobatto.mesh import compute_geometry
-
-        geometry = compute_geometry(mesh, case.discretization.order)
-    fields = material_fields(tables, background, mesh, geometry.coords, source=case.source, comm=comm)
-    if is_uniform(fields, comm):
-        if fields["epsilon"].size:
-            return float(fields["epsilon"].flat[0]), float(fields["mu"].flat[0]), None
-        return physics.epsilon, physics.mu, None  # (a rank without elements)
-    return physics.epsilon, physics.mu, fields
+__all__ = ["HeterogeneousMedium", "MaterialTables", "material_fields", "parse_material_tables"]

@@ -28,8 +28,8 @@ from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
-from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMedium, medium_from_case,
-                                              parse_material_tables)
+from lobatto.systems.maxwell.materials import PROPERTY_RANGES, HeterogeneousMedium, parse_material_tables
+from lobatto.systems.maxwell.media import medium_from_case
 from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
 from lobatto.systems.maxwell.pml_memory import memory_estimate as pml_memory
