@@ -1,4 +1,5 @@
-"""A diagonal anisotropic medium (anisotropy.py) on the CUDA backend equals the CPU backend:
+"""A diagonal anisotropic medium (anisotropy.py; with a sub-cell averaged ball, subcell.py) on
+the CUDA backend equals the CPU backend:
 lsrk45 (the fused whole step, maxwell_stage_pairs_medium_kernel with component strides) and
 rk4 (stage by stage, maxwell_rhs_medium_kernel), on curved elements with a conductor; and the
 tuned kernel equals the reference (array operations on CuPy) on random fields, sums and media
@@ -22,6 +23,7 @@ MATERIALS = {
     "crystal": {"where": "x - 0.3", "epsilon": [2.0, "3 + x*y", 1.5], "mu": [1.0, 1.2, 0.9], "sampling": "element"},
     "lens": {"where": "0.04 - (x-0.6)**2 - (y-0.5)**2 - (z-0.5)**2", "epsilon": "3 + x*y", "mu": 1.5},
     "lossy": {"where": "y - 0.5", "sigma": "2*z"},
+    "averaged": {"where": "0.05 - (x-0.3)**2 - (y-0.6)**2 - (z-0.4)**2", "epsilon": 4.0, "sampling": "average"},
 }
 
 

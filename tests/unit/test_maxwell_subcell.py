@@ -103,3 +103,23 @@ def test_mass_weighted_integrals_are_exact_with_averaging():
     assert abs(np.sum(mass * eps[1]) - 2.1) < 1e-12 and abs(np.sum(mass * eps[2]) - 2.1) < 1e-12
     assert abs(np.sum(mass / eps[0]) - 0.4125) < 1e-12
     assert abs(np.sum(mass * pointwise.medium.epsilon) - 2.1) > 1e-2
+
+
+def test_averaged_table_over_an_anisotropic_one():
+    """An averaged plane (eps = 4 beyond x = 0.6) over a diagonal medium (x < 0.9): the cut
+    points average against the tensor's components; points not cut keep their values."""
+    case = case_from_dict({
+        "mesh": {"elements": [3, 2, 1], "upper": [1.5, 1.0, 0.5], "periodic": [False, True, True]},
+        "discretization": {"order": 3}, "physics": {"equations": "maxwell"},
+        "material": {"crystal": {"where": "0.9 - x", "epsilon": [2.0, 3.0, 1.5], "sampling": "element"},
+                     "slab": {"where": "x - 0.6", "epsilon": 4.0, "sampling": "average"}},
+        "time": {"t_end": 0.1}, "output": {"formats": []}})
+    with tempfile.TemporaryDirectory() as out:
+        system = Simulation(case, backend="cpu", output_dir=out, comm=None).system
+    eps, x = system.medium.epsilon, system.geometry.coords[0]
+    inside_crystal = (x.mean(axis=(1, 2, 3)) < 0.5)[:, None, None, None] & (x < 0.55)
+    for c, value in enumerate((2.0, 3.0, 1.5)):
+        assert np.all(eps[c][inside_crystal] == value)
+    assert np.all(eps[:, x > 0.7] == 4.0)
+    cut = (x > 0.55) & (x < 0.65)
+    assert np.all((eps[1][cut] > 3.0) & (eps[1][cut] < 4.0))  # between the crystal's e_y and 4

@@ -46,11 +46,11 @@ def is_anisotropic(fields) -> bool:
 
 
 def by_component(value, shape) -> np.ndarray:
-    """(3,) + shape: a per-point array given with or without its component axis."""
+    """(3,) + shape, a new array: a per-point array given with or without its component axis."""
     value = np.asarray(value, dtype=np.float64)
     if value.ndim == len(shape) + 1:
-        return np.ascontiguousarray(np.broadcast_to(value, (3,) + shape))
-    return np.ascontiguousarray(np.broadcast_to(value, shape)[None].repeat(3, axis=0))
+        return np.array(np.broadcast_to(value, (3,) + shape))  # a copy (writable)
+    return np.broadcast_to(value, shape)[None].repeat(3, axis=0)
 
 
 def wave_speed(eps, mu) -> float:
