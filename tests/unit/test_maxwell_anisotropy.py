@@ -231,3 +231,15 @@ def test_bad_tensor_values_are_one_line_errors(table, message, tmp_path, capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert message in lines[0], lines[0]
+
+
+def test_tensor_and_averaged_tables_round_trip_through_toml():
+    import tomllib
+
+    case = case_from_dict({
+        "mesh": {"elements": [2, 1, 1]}, "physics": {"equations": "maxwell"}, "time": {"t_end": 0.1},
+        "material": {"a": {"where": "x - 0.5", "epsilon": [1.0, "2 + x", 3.0], "mu": [1.0, 1.0, 2.0]},
+                     "b": {"where": "x - 0.7", "epsilon": 2.0, "sampling": "average"}}})
+    table = case.to_dict()["material"]
+    assert table["a"]["epsilon"] == [1.0, "2 + x", 3.0] and table["b"]["sampling"] == "average"
+    assert case_from_dict(tomllib.loads(case.to_toml())).to_dict()["material"] == table
