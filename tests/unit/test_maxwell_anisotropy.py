@@ -219,6 +219,9 @@ def test_compiled_kernels_equal_the_reference_with_a_diagonal_medium(conducting,
     ('where = "x - 0.5"\nmu = [1.0, "1 - 2*x", 1.0]', "[material.all] mu[1] = \"1 - 2*x\" is"),
     ('epsilon = [1.0, 2.0, 3.0]\nmodel = "drude"\npoles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]',
      "an anisotropic epsilon or mu cannot yet go with dispersive poles"),
+    ('epsilon = [1.0, 2.0, 3.0]\n[source.d]\ntype = "electric_dipole"\nposition = [0.3, 0.5, 0.5]\n'
+     'direction = [0, 0, 1]\nwaveform = "gaussian"\nt0 = 0.01\nwidth = 0.01',
+     "[source.d] cannot yet go with a diagonal (anisotropic) medium"),
 ])
 def test_bad_tensor_values_are_one_line_errors(table, message, tmp_path, capsys):
     from lobatto import cli
@@ -243,3 +246,25 @@ def test_tensor_and_averaged_tables_round_trip_through_toml():
     table = case.to_dict()["material"]
     assert table["a"]["epsilon"] == [1.0, "2 + x", 3.0] and table["b"]["sampling"] == "average"
     assert case_from_dict(tomllib.loads(case.to_toml())).to_dict()["material"] == table
+
+
+@pytest.mark.parametrize("where, crosses", [("x - 0.5", True), ("x - 1.2", False)])
+def test_plane_wave_surface_and_a_diagonal_medium(where, crosses, tmp_path):
+    """The TF/SF surface (x = +-1) must lie in the background: a tensor medium crossing it is the
+    one-line error, one outside it runs."""
+    from lobatto.errors import InputError
+
+    data = {"mesh": {"elements": [6, 2, 2], "lower": [-1.5, -0.5, -0.5], "upper": [1.5, 0.5, 0.5],
+                     "periodic": [False, True, True], "boundary": "absorbing"},
+            "discretization": {"order": 2}, "physics": {"equations": "maxwell"}, "time": {"t_end": 0.1},
+            "output": {"formats": []}, "material": {"c": {"where": where, "epsilon": [2.0, 3.0, 1.5]}},
+            "source": {"p": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0],
+                             "waveform": "ricker", "frequency": 1.0, "t0": 1.0, "lower": [-1.0, -0.5, -0.5],
+                             "upper": [1.0, 0.5, 0.5]}}}
+    if crosses:
+        with pytest.raises(InputError, match="crosses a medium other than the background"):
+            Simulation(case_from_dict(data), backend="cpu", output_dir=tmp_path, comm=None)
+    else:
+        sim = Simulation(case_from_dict(data), backend="cpu", output_dir=tmp_path, comm=None)
+        sim.advance(2)
+        assert sim.system.medium.anisotropic
