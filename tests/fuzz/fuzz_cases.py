@@ -1009,6 +1009,9 @@ MAXWELL_TABLES = {
     "lorentz": {"m": {"where": "0.1 - y", "model": "lorentz",
                       "poles": [{"resonance_frequency": 1.0, "delta_epsilon": 1.0, "damping_frequency": 0.1}]}},
     "debye": {"m": {"where": "x - 0.7", "model": "debye", "poles": [{"delta_epsilon": 1.0, "relaxation_time": 0.5}]}},
+    "library": {"m": {"where": "x - 0.6", "material": "Au", "length_unit": 1e-7}},
+    "anisotropic": {"m": {"where": "x - 0.4", "epsilon": [2.0, 3.0, "1 + x"], "mu": [1.0, 1.5, 1.0]}},
+    "averaged": {"m": {"where": "x - 0.45", "epsilon": 3.0, "sigma": 0.2, "sampling": "average"}},
     "dipole": {"d": {"type": "electric_dipole", "position": [0.3, 0.4, 0.5], "direction": [0, 0, 1],
                      "waveform": "gaussian", "t0": 0.01, "width": 0.01}},
     "magnetic": {"d": {"type": "magnetic_dipole", "position": [0.3, 0.4, 0.5], "direction": [1, 1, 0],
@@ -1056,8 +1059,9 @@ def op_maxwell_table(rng, data):
     if not slots or rng.random() < 0.2:  # bring a table along (valid), then perhaps spoil it
         kind = rng.choice(sorted(MAXWELL_TABLES))
         table = copy.deepcopy(MAXWELL_TABLES[kind])
-        top = {"drude": "material", "lorentz": "material", "debye": "material", "dipole": "source",
-               "magnetic": "source", "current": "source", "plane_wave": "source"}.get(kind, kind)
+        top = {"drude": "material", "lorentz": "material", "debye": "material", "library": "material",
+               "anisotropic": "material", "averaged": "material", "dipole": "source", "magnetic": "source",
+               "current": "source", "plane_wave": "source"}.get(kind, kind)
         if kind in ("dft", "dft_planes", "dft_normalized"):
             set_at(data, ("output", "dft"), table)
         elif kind == "decay":

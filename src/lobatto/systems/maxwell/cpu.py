@@ -87,11 +87,11 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
     lib.maxwell_rhs.restype = None
     lib.maxwell_stage.argtypes = [_VP] * 10 + [_I64] * 3 + [_F64] * 6 + [_INT]
     lib.maxwell_stage.restype = _INT
-    lib.maxwell_rhs_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64] + [_INT]
+    lib.maxwell_rhs_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64] + [_INT] + [_I64]
     lib.maxwell_rhs_medium.restype = None
     c_traces, c_rhs, c_stage = lib.maxwell_traces, lib.maxwell_rhs, lib.maxwell_stage
     c_rhs_medium = lib.maxwell_rhs_medium
-    lib.maxwell_stage_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64] * 4 + [_INT]
+    lib.maxwell_stage_medium.argtypes = [_VP] * 14 + [_I64] * 3 + [_F64] * 4 + [_INT] + [_I64]
     lib.maxwell_stage_medium.restype = _INT
     c_stage_medium = lib.maxwell_stage_medium
     cache: list = [None]  # the last geometry seen (one system per kernel, in practice)
@@ -139,17 +139,18 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         _check(u, dtype, (6, E, n, n, n), "u")
         _check(sums, dtype, (6, E, 6, n, n), "sums")
         _check(out, dtype, (6, E, n, n, n), "out", writable=True)
+        cs, lead = _medium_layout(material, E)
         for key in ("inv_epsilon", "inv_mu"):
-            _check(material[key], dtype, (E, n, n, n), key)
-        _check(material["flux_coefficients"], dtype, (4, E, 6, n, n), "flux_coefficients")
+            _check(material[key], dtype, lead + (E, n, n, n), key)
+        _check(material["flux_coefficients"], dtype, lead + (4, E, 6, n, n), "flux_coefficients")
         sigma = material["sigma_over_epsilon"]
         if sigma is not None:
-            _check(sigma, dtype, (E, n, n, n), "sigma_over_epsilon")
+            _check(sigma, dtype, lead + (E, n, n, n), "sigma_over_epsilon")
         first, stop = element_bounds(elements, E)
         m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
         c_rhs_medium(_ptr(u), _ptr(sums), m, jac, nr, lf, ff, af, d, _ptr(out), _ptr(material["inv_epsilon"]),
                      _ptr(material["inv_mu"]), None if sigma is None else _ptr(sigma),
-                     _ptr(material["flux_coefficients"]), E, first, stop, float(alpha), split_flag(geometry))
+                     _ptr(material["flux_coefficients"]), E, first, stop, float(alpha), split_flag(geometry), cs)
         return out
 
     def stage_medium(u, residual, sums, geometry, material, alpha, a, b, dt, elements=None):
@@ -158,23 +159,31 @@ def maxwell_kernels(order: int, precision: str = "float64") -> dict | None:
         _check(u, dtype, (6, E, n, n, n), "u", writable=True)
         _check(residual, dtype, (6, E, n, n, n), "residual", writable=True)
         _check(sums, dtype, (6, E, 6, n, n), "sums")
+        cs, lead = _medium_layout(material, E)
         for key in ("inv_epsilon", "inv_mu"):
-            _check(material[key], dtype, (E, n, n, n), key)
-        _check(material["flux_coefficients"], dtype, (4, E, 6, n, n), "flux_coefficients")
+            _check(material[key], dtype, lead + (E, n, n, n), key)
+        _check(material["flux_coefficients"], dtype, lead + (4, E, 6, n, n), "flux_coefficients")
         sigma = material["sigma_over_epsilon"]
         if sigma is not None:
-            _check(sigma, dtype, (E, n, n, n), "sigma_over_epsilon")
+            _check(sigma, dtype, lead + (E, n, n, n), "sigma_over_epsilon")
         first, stop = element_bounds(elements, E)
         m, jac, nr, lf, ff, af, d = geometry_of(geometry, E).pointers
         status = c_stage_medium(_ptr(u), _ptr(residual), _ptr(sums), m, jac, nr, lf, ff, af, d,
                                 _ptr(material["inv_epsilon"]), _ptr(material["inv_mu"]),
                                 None if sigma is None else _ptr(sigma), _ptr(material["flux_coefficients"]), E, first,
-                                stop, float(alpha), float(a), float(b), float(dt), split_flag(geometry))
+                                stop, float(alpha), float(a), float(b), float(dt), split_flag(geometry), cs)
         if status:
             raise MemoryError("maxwell_stage_medium: could not allocate the per-thread element buffer")
 
     return {"maxwell_traces": traces, "maxwell_rhs": rhs, "maxwell_stage": stage, "maxwell_rhs_materials": rhs_medium,
             "maxwell_stage_materials": stage_medium}
+
+
+def _medium_layout(material, E) -> tuple:
+    """(component stride, leading shape) of HeterogeneousMedium.arrays: a diagonal eps, mu has
+    (3, ...) arrays (anisotropy.py), read with stride E n^3; one value a point has stride 0."""
+    anisotropic = material["inv_epsilon"].ndim == 5
+    return (int(material["inv_epsilon"][0].size) if anisotropic else 0), ((3,) if anisotropic else ())
 
 
 def reference_stage(backend, order):

@@ -282,8 +282,10 @@ def medium_arguments(mk, dtype, material) -> tuple:
     """The extra kernel arguments of a medium given per point (HeterogeneousMedium.arrays)."""
     sigma = material["sigma_over_epsilon"]
     has_sigma = sigma is not None
+    # a diagonal eps, mu (anisotropy.py): (3, E, n, n, n) arrays read with component stride E n^3
+    stride = int(material["inv_epsilon"][0].size) if material["inv_epsilon"].ndim == 5 else 0
     return (material["inv_epsilon"], material["inv_mu"], sigma if has_sigma else mk.dummy_array(dtype),
-            material["flux_coefficients"], np.int32(has_sigma))
+            material["flux_coefficients"], np.int32(has_sigma), np.int64(stride))
 
 
 @tuned_kernel("cuda", "maxwell_rhs_materials")

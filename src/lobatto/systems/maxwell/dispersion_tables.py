@@ -1,6 +1,7 @@
 """The case-file side of dispersive media: the poles of one ``[material.<name>]`` table, given
-(``model`` and ``poles``) or fitted to a data file (``data``, ``wavelength_unit``, ``fit``:
-dispersion_fit.py), checked with one-line errors naming the key.
+(``model`` and ``poles``), fitted to a data file (``data``, ``wavelength_unit``, ``fit``:
+dispersion_fit.py) or taken from the library (``material``, ``length_unit``:
+material_library.py), checked with one-line errors naming the key.
 
 materials.py parses the [material] tables with :func:`parse_dispersion`; dispersive.py steps
 the poles (its DispersiveTerm) on the elements where a table applies.
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 from lobatto.config.ranges import LARGE, SMALL, Range, check_number
 from lobatto.errors import InputError
 from lobatto.systems.maxwell.dispersion_fit import AUX_PER_POLE, POLE_KEYS, POSITIVE_KEYS, Fit, Pole, fit_nk_file
+from lobatto.systems.maxwell.material_library import LibraryMaterial, parse_library
 
 MODELS = tuple(POLE_KEYS)
 _RATE = "2 pi f (cycles per unit time) is a rate the step must resolve, squared in the pole's equation"
@@ -47,10 +49,13 @@ class Dispersion:
     poles: tuple
     data: dict | None = None  # {"data", "wavelength_unit", "fit": {...}} as given, when fitted
     fit: Fit | None = None
+    library: LibraryMaterial | None = None  # material = "Au" (material_library.py)
 
     @property
     def epsilon_infinity(self) -> float | None:
-        """The fitted eps_inf (the table's epsilon), or None when the poles were given."""
+        """The fitted or library eps_inf (the table's epsilon), or None when the poles were given."""
+        if self.library is not None:
+            return self.library.epsilon_infinity
         return None if self.fit is None else self.fit.epsilon_infinity
 
     @property
@@ -58,6 +63,8 @@ class Dispersion:
         return sum(AUX_PER_POLE[p.model] for p in self.poles)
 
     def to_dict(self) -> dict:
+        if self.library is not None:
+            return self.library.to_dict()
         if self.data is not None:
             return dict(self.data)
         return {"poles": [p.to_dict() for p in self.poles]}
@@ -68,13 +75,20 @@ class Dispersion:
             fitted = self.fit.describe()
             fitted.pop("poles")
             out["fit"] = {**self.data, **fitted}
+        if self.library is not None:
+            out["library"] = self.library.describe()
         return out
 
 
 def parse_dispersion(ctx, where: str, table: Mapping) -> Dispersion | None:
     """The dispersion of ``[where]`` (a [material.<name>] table), or None when it has none."""
-    if not any(k in table for k in ("model", "poles", "data", "wavelength_unit", "fit")):
+    if not any(k in table for k in ("model", "poles", "data", "wavelength_unit", "fit", "material", "length_unit")):
         return None
+    if "material" in table:
+        library, poles = parse_library(ctx, where, table)
+        return Dispersion(poles, library=library)
+    if "length_unit" in table:
+        raise ctx.error(f"[{where}] length_unit goes with material = \"Au\" (a library entry)")
     if "data" in table:
         for key in ("poles", "model", "epsilon"):
             if key in table:

@@ -42,6 +42,7 @@ from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
 from lobatto.systems.dg import add_to_faces, element_range, face_values
+from lobatto.systems.maxwell import anisotropy, subcell
 from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
 from lobatto.systems.maxwell.reference import cross, curl
 from lobatto.systems.maxwell.terms_cpu import array_terms_asked
@@ -57,8 +58,8 @@ PROPERTY_RANGES = {
     "sigma": Range(0.0, LARGE, reason="sigma/epsilon is a decay rate: the time step is fitted to it, and it multiplies "
                    "E in single precision too"),
 }
-SAMPLINGS = ("point", "element")
-DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit")  # dispersion_tables.py
+SAMPLINGS = ("point", "element", "average")  # average: sub-cell averaging (subcell.py)
+DISPERSION_KEYS = ("model", "poles", "data", "wavelength_unit", "fit", "material", "length_unit")  # dispersion_tables.py
 TABLE_KEYS = ("where",) + PROPERTIES + ("sampling",) + DISPERSION_KEYS
 
 
@@ -69,7 +70,7 @@ class MaterialTable:
 
     name: str
     where: Any  # Expression (applies where it is > 0) or None (the region called ``name``)
-    values: dict  # property -> float or Expression in x, y, z (only those given)
+    values: dict  # property -> float or Expression in x, y, z, or (eps, mu) a tuple of 3 (diagonal anisotropy)
     sampling: str = "point"  # "element": one value per element, at its centroid
     dispersion: Any = None  # dispersion_tables.Dispersion: poles where the table applies (eps is then eps_inf)
 
@@ -85,13 +86,19 @@ class MaterialTables:
         for t in self.tables:
             entry = {} if t.where is None else {"where": t.where.text}
             fitted = t.dispersion is not None and t.dispersion.epsilon_infinity is not None
-            entry.update({k: (v.text if hasattr(v, "text") else v) for k, v in t.values.items()
-                          if not (fitted and k == "epsilon")})  # a fitted eps_inf comes from the data again
+            entry.update({k: _given(v) for k, v in t.values.items()
+                          if not (fitted and k == "epsilon")})  # a fitted or library eps_inf comes again
             entry["sampling"] = t.sampling
             if t.dispersion is not None:
                 entry.update(t.dispersion.to_dict())
             out[t.name] = entry
         return out
+
+
+def _given(v):
+    if isinstance(v, tuple):
+        return [_given(c) for c in v]
+    return v.text if hasattr(v, "text") else v
 
 
 def parse_material_tables(ctx, value) -> MaterialTables:
@@ -111,7 +118,8 @@ def parse_material_tables(ctx, value) -> MaterialTables:
                 raise ctx.error(f"unknown key '{where}.{key}'{hint}; expected one of {', '.join(TABLE_KEYS)}")
         dispersion = parse_dispersion(ctx, where, table)
         if not any(k in table for k in PROPERTIES) and dispersion is None:
-            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)} or a dispersion (model and poles, or data)")
+            raise ctx.error(f"[{where}] sets none of {', '.join(PROPERTIES)} or a dispersion (model and poles, data, or "
+                            "material)")
         values = {k: _property(ctx, where, k, table[k]) for k in PROPERTIES if k in table}
         if dispersion is not None and dispersion.epsilon_infinity is not None:
             values["epsilon"] = dispersion.epsilon_infinity
@@ -123,16 +131,28 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         sampling = table.get("sampling", "point")
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
+        if sampling == "average" and dispersion is not None:
+            raise ctx.error(f"[{where}] sampling = \"average\" is for epsilon, mu and sigma; a dispersive table "
+                            "takes \"point\" or \"element\"")
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
+    tensor = [t.name for t in tables if any(isinstance(v, tuple) for v in t.values.values())]
+    poles = [t.name for t in tables if t.dispersion is not None]
+    if tensor and poles:
+        raise ctx.error(f"[material.{tensor[0]}] an anisotropic epsilon or mu cannot yet go with dispersive poles "
+                        f"([material.{poles[0]}]); give one value or drop the poles")
     return MaterialTables(tuple(tables))
 
 
 def _property(ctx, where, key, value):
+    if isinstance(value, (list, tuple)) and key in ("epsilon", "mu"):
+        if len(value) != 3:
+            raise ctx.bad(where, key, "a number, an expression or a list of 3 (the diagonal: x, y, z)", value)
+        return tuple(_property(ctx, where, f"{key}[{i}]", v) for i, v in enumerate(value))
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ctx.bad(where, key, "a number or an expression in x, y, z", value)
     if isinstance(value, str):
         return compile_expression(value, ("x", "y", "z"), where=f"{ctx.source}: [{where}] {key}")
-    return check_number(ctx, where, key, value, PROPERTY_RANGES[key])
+    return check_number(ctx, where, key, value, PROPERTY_RANGES[key.split("[")[0]])
 
 
 # ====================================================================== per-point values
@@ -154,7 +174,11 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
         at = centroids if t.sampling == "element" else coords
         mask = table_mask(t, mesh, coords, centroids, shape, source)
         touched[i] = int(t.where is None or bool(np.any(mask)))
-        for k, (key, value) in enumerate(t.values.items()):
+        items = [(key if c is None else f"{key}[{c}]", part) for key, value in t.values.items()
+                 for c, part in (enumerate(value) if isinstance(value, tuple) else [(None, value)])]
+        components = {}  # key -> the components of a diagonal value so far
+        for k, (label, value) in enumerate(items):
+            key, component = (label, None) if "[" not in label else (label[:-3], int(label[-2]))
             v = value if isinstance(value, float) else np.broadcast_to(
                 np.asarray(value.evaluate(np, x=at[0], y=at[1], z=at[2]), dtype=np.float64), shape)
             allowed = PROPERTY_RANGES[key]
@@ -165,13 +189,28 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
                 first = float(np.broadcast_to(v, shape)[e][bad[e]][0])
                 # worded as config/schema.py's checks: a number (a constant) or an expression's values
                 element = mesh.describe_element(e)
+                name = key if component is None else label
                 found = (i, k, int(mesh.element_ids[e]),
-                         f"{source}: [material.{t.name}] {key} must be a number {allowed.describe()}, got "
+                         f"{source}: [material.{t.name}] {name} must be a number {allowed.describe()}, got "
                          f"{first:g} (in {element})" if isinstance(value, float) else
-                         f"{source}: [material.{t.name}] {key} = \"{value.text}\" is {show_value(first)} in "
+                         f"{source}: [material.{t.name}] {name} = \"{value.text}\" is {show_value(first)} in "
                          f"{element}; its values must be {allowed.describe()}")
                 break
-            out[key] = np.where(mask, v, out[key])
+            if component is not None:
+                components.setdefault(key, []).append(np.broadcast_to(v, shape))
+                if component < 2:
+                    continue
+                v = np.stack(components.pop(key))  # (3,) + shape
+            if t.sampling != "average":  # (averaged below, from the sub-points)
+                out[key] = np.where(mask, v, out[key])
+        if found is None and t.sampling == "average":
+            level = ((lambda x, y, z, part: t.where.evaluate(np, x=x, y=y, z=z) * np.ones_like(x)) if t.where else
+                     (lambda x, y, z, part: 2.0 * table_mask(t, mesh, None, None, x.shape, source, part) - 1.0))
+            out, problem = subcell.average(t, out, mesh, coords, shape[1] - 1, level, PROPERTY_RANGES)
+            if problem is not None:
+                found = (i, 0, problem[0], f"{source}: [material.{t.name}] {problem[1]} is {show_value(problem[2])} at "
+                         f"a sub-cell point of {mesh.describe_element(problem[3])} (sampling = \"average\"); its "
+                         f"values must be {PROPERTY_RANGES[problem[1]].describe()}")
         if found is not None:
             break
     if comm is not None:
@@ -196,9 +235,10 @@ def check_applies(tables, touched, source: str, comm=None) -> None:
             raise error
 
 
-def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
+def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", part=slice(None)) -> np.ndarray:
     """Where table ``t`` applies: (E, n, n, n) booleans (its region's elements, or where its
-    ``where`` is > 0 at the points or, with sampling = "element", at the elements' centroids)."""
+    ``where`` is > 0 at the points or, with sampling = "element", at the elements' centroids);
+    ``part``: of those elements only (``coords`` theirs)."""
     if t.where is None:
         names = tuple(mesh.region_names)
         if t.name not in names:
@@ -206,18 +246,9 @@ def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise InputError(f"{source}: [material.{t.name}]: no region '{t.name}' in the mesh{hint}; its regions "
                              f"are {', '.join(names)} (or give the table a 'where' expression)")
-        return np.broadcast_to((np.asarray(mesh.regions) == names.index(t.name))[:, None, None, None], shape)
+        return np.broadcast_to((np.asarray(mesh.regions)[part] == names.index(t.name))[:, None, None, None], shape)
     at = centroids if t.sampling == "element" else coords
     return np.broadcast_to(np.asarray(t.where.evaluate(np, x=at[0], y=at[1], z=at[2])) > 0, shape)
-
-
-def is_uniform(fields: Mapping, comm=None) -> bool:
-    """True when eps and mu are one value everywhere (on every rank) and sigma is 0."""
-    eps, mu, sigma = (np.asarray(fields[k]) for k in PROPERTIES)
-    lo = allreduce(comm, np.array([eps.min(initial=np.inf), mu.min(initial=np.inf)]), "min")
-    hi = allreduce(comm, np.array([eps.max(initial=-np.inf), mu.max(initial=-np.inf), sigma.max(initial=0.0)]),
-                   "max")
-    return bool(lo[0] == hi[0] and lo[1] == hi[1] and hi[2] == 0.0)
 
 
 # ============================================================================= operator
@@ -228,6 +259,11 @@ class HeterogeneousMedium:
     def __init__(self, system, fields: Mapping, comm=None):
         backend, order = system.backend, system.order
         shape = (system.num_elements,) + (order + 1,) * 3
+        self.anisotropic = anisotropy.is_anisotropic(fields)
+        self._device = {}  # eps and mu on the device, for the energy (made when first asked)
+        if self.anisotropic:  # eps, mu (3,) + shape (anisotropy.py); sigma one value a point
+            anisotropy.set_up(self, system, fields, shape, comm)
+            return
         eps, mu, sigma = (np.ascontiguousarray(np.broadcast_to(np.asarray(fields[k], dtype=np.float64), shape))
                           for k in PROPERTIES)
         # (eps, mu, sigma are within PROPERTY_RANGES: material_fields checked them)
@@ -236,7 +272,7 @@ class HeterogeneousMedium:
         self.wave_speed = float(allreduce(comm, speed, "max"))
         z_own = face_values(np, np.sqrt(mu / eps), order)  # (E, 6, n, n)
         with collective_errors(comm):  # a face point with more than two sides may be on one rank only
-            z_other = self._neighbour_impedance(system, z_own)
+            z_other = self.neighbour_impedance(system, z_own)
         total = z_own + z_other
         to_dev = backend.asarray
         self.arrays = {
@@ -258,16 +294,22 @@ class HeterogeneousMedium:
         self.stage_kernel = None
         if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
             self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
-        self._device = {}  # eps and mu on the device, for the energy (made when first asked)
 
     @staticmethod
-    def _neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
+    def neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
         """Z+ at every face point: one gather–scatter sum of Z (and of ones, the count of
-        sides); a boundary point's ghost lies in its own medium."""
+        sides); a boundary point's ghost lies in its own medium. ``z_own`` (..., E, 6, n, n):
+        several impedances per point travel in one sum."""
         backend = system.backend
-        data = backend.asarray(np.stack([z_own.reshape(-1), np.ones(z_own.size)]))
+        lead = z_own.shape[:-4]
+        rows = z_own.reshape((-1,) + z_own.shape[-4:])
+        data = backend.asarray(np.stack([r.reshape(-1) for r in rows] + [np.ones(rows[0].size)]))
         system.exchange.apply(data, "sum")
-        z_sum, count = (np.asarray(backend.to_host(data[i]), dtype=np.float64).reshape(z_own.shape) for i in range(2))
+        host = np.asarray(backend.to_host(data), dtype=np.float64)
+        count = host[-1].reshape(z_own.shape[-4:])
+        z_sum = host[:-1].reshape(z_own.shape)
+        if lead:
+            count = np.broadcast_to(count, z_own.shape)
         count = np.rint(count)
         if np.any(count > 2):
             raise InputError("[material]: heterogeneous materials need a conforming mesh (a face point with "
@@ -289,8 +331,12 @@ class HeterogeneousMedium:
         xp, mass = system.backend.xp, system.device_geometry["mass"]
         eps, mu = (self.device_property(system, k) for k in ("epsilon", "mu"))
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
-            e2 = xp.sum(mass * eps * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
-            h2 = xp.sum(mass * mu * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
+            if self.anisotropic:
+                e2 = xp.sum(mass * xp.sum(eps * u[0:3] ** 2, axis=0), dtype=np.float64)
+                h2 = xp.sum(mass * xp.sum(mu * u[3:6] ** 2, axis=0), dtype=np.float64)
+            else:
+                e2 = xp.sum(mass * eps * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
+                h2 = xp.sum(mass * mu * xp.sum(u[3:6] ** 2, axis=0), dtype=np.float64)
         return 0.5 * float(e2 + h2)
 
     def device_property(self, system, key):
@@ -310,7 +356,9 @@ def make_rhs_materials(backend, order):
         first, stop = element_bounds(elements, u.shape[1])
         if (first, stop) != (0, u.shape[1]):
             part = slice(first, stop)
-            sub = {k: (None if v is None else v[part]) for k, v in material.items() if k != "flux_coefficients"}
+            # (the anisotropic arrays have their component first: anisotropy.py)
+            sub = {k: (None if v is None else v[:, part] if v.ndim == u.ndim else v[part])
+                   for k, v in material.items() if k != "flux_coefficients"}
             rhs(u[:, part], sums[:, part], element_range(geometry, part), out[:, part], sub, alpha)
             return out
         curl_h = curl(xp, u[3:6], geometry)
@@ -332,24 +380,4 @@ def make_rhs_materials(backend, order):
     return rhs
 
 
-__all__ = ["HeterogeneousMedium", "MaterialTables", "material_fields", "parse_material_tables", "is_uniform"]
-
-
-def medium_from_case(case, mesh, geometry, comm=None) -> tuple:
-    """(epsilon, mu, fields): the scalar path's eps and mu, and the per-point fields when the
-    medium is not uniform or conducts (else None: the tuned scalar path runs)."""
-    physics = case.physics
-    background = {"epsilon": physics.epsilon, "mu": physics.mu, "sigma": physics.values.get("sigma", 0.0)}
-    tables = case.tables.get("material")
-    if tables is None and background["sigma"] == 0:
-        return physics.epsilon, physics.mu, None
-    if geometry is None:
-        from lobatto.mesh import compute_geometry
-
-        geometry = compute_geometry(mesh, case.discretization.order)
-    fields = material_fields(tables, background, mesh, geometry.coords, source=case.source, comm=comm)
-    if is_uniform(fields, comm):
-        if fields["epsilon"].size:
-            return float(fields["epsilon"].flat[0]), float(fields["mu"].flat[0]), None
-        return physics.epsilon, physics.mu, None  # (a rank without elements)
-    return physics.epsilon, physics.mu, fields
+__all__ = ["HeterogeneousMedium", "MaterialTables", "material_fields", "parse_material_tables"]

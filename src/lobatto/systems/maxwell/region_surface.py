@@ -63,10 +63,14 @@ def check_background(system, elements, faces, what: str, where: str, comm=None) 
     medium = getattr(system, "medium", None)
     bad = NONE
     if medium is not None and len(elements):
-        eps, mu, sigma = (face_values(np, getattr(medium, k), system.order)[elements, faces]
+        # (a diagonal eps, mu has its components first: anisotropy.py; they go last here)
+        eps, mu, sigma = (np.moveaxis(face_values(np, getattr(medium, k), system.order)[..., elements, faces, :, :],
+                                      0, -1) if getattr(medium, k).ndim == 5 else
+                          face_values(np, getattr(medium, k), system.order)[elements, faces]
                           for k in ("epsilon", "mu", "sigma"))
-        wrong = ((np.abs(eps - system.epsilon) > 1e-12 * system.epsilon) | (np.abs(mu - system.mu) > 1e-12 * system.mu)
-                 | (sigma != 0)).reshape(len(elements), -1).any(axis=1)
+        off = [(np.abs(eps - system.epsilon) > 1e-12 * system.epsilon), (np.abs(mu - system.mu) > 1e-12 * system.mu),
+               (sigma != 0)]
+        wrong = np.any([w.reshape(len(elements), -1).any(axis=1) for w in off], axis=0)
         if wrong.any():
             bad = int(system.mesh.element_ids[np.asarray(elements)[wrong]].min())
     bad = int(allreduce(comm, np.array([bad]), "min")[0])

@@ -29,8 +29,9 @@ from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispers
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.injection import SourceInjection, growth_hints
 from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
-from lobatto.systems.maxwell.materials import (PROPERTY_RANGES, HeterogeneousMedium, medium_from_case,
-                                              parse_material_tables)
+from lobatto.systems.maxwell.materials import PROPERTY_RANGES, HeterogeneousMedium, parse_material_tables
+from lobatto.systems.maxwell.anisotropy import is_anisotropic
+from lobatto.systems.maxwell.media import medium_from_case
 from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
 from lobatto.systems.maxwell.pml_memory import memory_estimate as pml_memory
@@ -56,19 +57,28 @@ def _coefficient(system, key, elements):
     values there (materials.py)."""
     if getattr(system, "medium", None) is None:
         return getattr(system, key)
-    return system.medium.device_property(system, key)[elements]
+    value = system.medium.device_property(system, key)
+    return value[:, elements] if value.ndim == 5 else value[elements]  # (3, E, ...): diagonal (anisotropy.py)
+
+
+def _weighted_square(system, key, v, elements):
+    """eps |E|^2 or mu |H|^2 per point: sum c_i v_i^2 with a diagonal c (anisotropy.py)."""
+    c = _coefficient(system, key, elements)
+    if getattr(c, "ndim", 0) == 5:
+        return c[0] * v[0] * v[0] + c[1] * v[1] * v[1] + c[2] * v[2] * v[2]
+    return c * _square(v)
 
 
 #: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
 INTEGRANDS = {
     "energy": Integrand("volume", "electromagnetic energy density (eps |E|^2 + mu |H|^2) / 2",
-                        lambda s, f, e: 0.5 * (_coefficient(s, "epsilon", e) * _square(f[0:3])
-                                               + _coefficient(s, "mu", e) * _square(f[3:6])), per_element=True),
+                        lambda s, f, e: 0.5 * (_weighted_square(s, "epsilon", f[0:3], e)
+                                               + _weighted_square(s, "mu", f[3:6], e)), per_element=True),
     "electric_energy": Integrand("volume", "electric energy density eps |E|^2 / 2",
-                                 lambda s, f, e: 0.5 * _coefficient(s, "epsilon", e) * _square(f[0:3]),
+                                 lambda s, f, e: 0.5 * _weighted_square(s, "epsilon", f[0:3], e),
                                  per_element=True),
     "magnetic_energy": Integrand("volume", "magnetic energy density mu |H|^2 / 2",
-                                 lambda s, f, e: 0.5 * _coefficient(s, "mu", e) * _square(f[3:6]), per_element=True),
+                                 lambda s, f, e: 0.5 * _weighted_square(s, "mu", f[3:6], e), per_element=True),
     "poynting_flux": Integrand("surface", "outward Poynting flux (E x H) . n, the power leaving",
                                lambda s, f, n: _poynting(f, n)),
 }
@@ -191,11 +201,13 @@ class MaxwellSystem(FaceExchangeSystem):
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
+        sources = [s for s in case.tables.get("source", ()) if s.type != "plane_wave"]  # tfsf.py
+        if sources and material is not None and is_anisotropic(material):  # (the same on every rank)
+            raise InputError(f"{case.source}: [source.{sources[0].name}] cannot yet go with a diagonal (anisotropic) "
+                             "medium: [material] epsilon or mu given as a list, or sampling = \"average\"")
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
                      mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
-                     volume_form=case.discretization.volume_form,
-                     sources=[s for s in case.tables.get("source", ()) if s.type != "plane_wave"],  # tfsf.py
-                     source_file=case.source)
+                     volume_form=case.discretization.volume_form, sources=sources, source_file=case.source)
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)

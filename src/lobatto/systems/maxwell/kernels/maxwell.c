@@ -139,11 +139,13 @@ typedef struct {
     REAL D[NQ][NQ], Dt[NQ][NQ];
     REAL inv_eps, inv_mu, ae, ah, alpha;
     const REAL *medium_flux; /* a medium per point: its flux coefficients a, b, c, d, or NULL */
+    idx_t flux_cs;           /* their component stride: 0, or 4 E 6 n^2 for a diagonal eps, mu (anisotropy.py) */
     int split;               /* 1: the split curl on curved elements, 0: the chain rule alone */
 } ctx_t;
 
 /* The surface terms in a medium given per point (materials.py), before the point's 1/eps,
- * 1/mu: r += L (a S_H - alpha b n x S_E), r_H -= L (c S_E + alpha d n x S_H). */
+ * 1/mu: r += L (a S_H - alpha b n x S_E), r_H -= L (c S_E + alpha d n x S_H); with a diagonal
+ * eps, mu (flux_cs > 0) component i takes its own a, b (E_i) and c, d (H_i). */
 static inline void element_flux_medium(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
 {
     const idx_t E = c->E;
@@ -157,6 +159,7 @@ static inline void element_flux_medium(const ctx_t *restrict c, idx_t e, REAL *r
         const REAL *n0 = c->normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
         const REAL *lf = c->lift + fo;
         const REAL *ka = c->medium_flux + fo, *kb = ka + ts, *kc = kb + ts, *kd = kc + ts;
+        const idx_t cs = c->flux_cs;
         const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
         for (int a = 0; a < NQ; ++a) {
             for (int b = 0; b < NQ; ++b) {
@@ -165,13 +168,16 @@ static inline void element_flux_medium(const ctx_t *restrict c, idx_t e, REAL *r
                 const REAL x0 = n0[q], x1 = n1[q], x2 = n2[q], L = lf[q];
                 const REAL se0 = s[p] * fe, se1 = s[p + ts] * fe, se2 = s[p + 2 * ts] * fe;
                 const REAL sh0 = s[p + 3 * ts] * fh, sh1 = s[p + 4 * ts] * fh, sh2 = s[p + 5 * ts] * fh;
-                const REAL A = ka[p], B = alpha * kb[p], C = kc[p], Dd = alpha * kd[p];
-                r[v] += (A * sh0 - B * (x1 * se2 - x2 * se1)) * L;
-                r[v + rs] += (A * sh1 - B * (x2 * se0 - x0 * se2)) * L;
-                r[v + 2 * rs] += (A * sh2 - B * (x0 * se1 - x1 * se0)) * L;
-                r[v + 3 * rs] -= (C * se0 + Dd * (x1 * sh2 - x2 * sh1)) * L;
-                r[v + 4 * rs] -= (C * se1 + Dd * (x2 * sh0 - x0 * sh2)) * L;
-                r[v + 5 * rs] -= (C * se2 + Dd * (x0 * sh1 - x1 * sh0)) * L;
+                const REAL A0 = ka[p], B0 = alpha * kb[p], C0 = kc[p], D0 = alpha * kd[p];
+                const REAL A1 = ka[p + cs], B1 = alpha * kb[p + cs], C1 = kc[p + cs], D1 = alpha * kd[p + cs];
+                const REAL A2 = ka[p + 2 * cs], B2 = alpha * kb[p + 2 * cs], C2 = kc[p + 2 * cs];
+                const REAL D2 = alpha * kd[p + 2 * cs];
+                r[v] += (A0 * sh0 - B0 * (x1 * se2 - x2 * se1)) * L;
+                r[v + rs] += (A1 * sh1 - B1 * (x2 * se0 - x0 * se2)) * L;
+                r[v + 2 * rs] += (A2 * sh2 - B2 * (x0 * se1 - x1 * se0)) * L;
+                r[v + 3 * rs] -= (C0 * se0 + D0 * (x1 * sh2 - x2 * sh1)) * L;
+                r[v + 4 * rs] -= (C1 * se1 + D1 * (x2 * sh0 - x0 * sh2)) * L;
+                r[v + 5 * rs] -= (C2 * se2 + D2 * (x0 * sh1 - x1 * sh0)) * L;
             }
         }
     }
@@ -196,6 +202,7 @@ static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *met
     c->ah = (REAL)(alpha * z);
     c->alpha = (REAL)alpha;
     c->medium_flux = NULL;
+    c->flux_cs = 0;
     c->split = 1;
 }
 
@@ -388,17 +395,19 @@ void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REA
 /* ---- rhs in a medium given per point (materials.py) on elements [first, stop) -----------
  * out = (curl H + F_E) / eps - sigma / eps E, (-curl E + F_H) / mu, with 1/eps, 1/mu,
  * sigma/eps per point (sigma_eps may be NULL: no conductor) and the face coefficients
- * flux (4, E, 6, n, n). */
+ * flux (4, E, 6, n, n). A diagonal eps, mu (anisotropy.py): cs = E n^3 the component stride of
+ * inv_eps, inv_mu, sigma_eps (3, E, n, n, n) and flux (3, 4, E, 6, n, n); cs = 0 otherwise. */
 void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, const REAL *jacobian,
                         const REAL *normals,
                         const REAL *lift, const REAL *factors, const int8_t *affine, const REAL *D,
                         REAL *out, const REAL *inv_eps, const REAL *inv_mu, const REAL *sigma_eps,
-                        const REAL *flux, idx_t E, idx_t first, idx_t stop, double alpha, int split)
+                        const REAL *flux, idx_t E, idx_t first, idx_t stop, double alpha, int split, idx_t cs)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
     c.split = split;
     c.medium_flux = flux;
+    c.flux_cs = cs ? 4 * E * 6 * NQ2 : 0;
     const idx_t fs = E * NQ3;
     OMP_PARALLEL
     {
@@ -408,10 +417,11 @@ void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, co
             element_rhs(&c, e, r, fs);
             const idx_t o = e * NQ3;
             for (int p = 0; p < NQ3; ++p) {
-                const REAL ie = inv_eps[o + p], im = inv_mu[o + p];
-                const REAL se = sigma_eps ? sigma_eps[o + p] : (REAL)0;
-                for (int k = 0; k < 3; ++k) r[k * fs + p] = r[k * fs + p] * ie - se * u[k * fs + o + p];
-                for (int k = 3; k < 6; ++k) r[k * fs + p] *= im;
+                for (int k = 0; k < 3; ++k) {
+                    const REAL se = sigma_eps ? sigma_eps[k * cs + o + p] : (REAL)0;
+                    r[k * fs + p] = r[k * fs + p] * inv_eps[k * cs + o + p] - se * u[k * fs + o + p];
+                }
+                for (int k = 3; k < 6; ++k) r[k * fs + p] *= inv_mu[(k - 3) * cs + o + p];
             }
         }
     }
@@ -472,17 +482,19 @@ int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics
 
 /* ---- fused low-storage RK stage in a medium given per point (materials.py) --------------
  * maxwell_stage with maxwell_rhs_medium's L(u) (1/eps, 1/mu, sigma/eps per point; sigma_eps
- * may be NULL): residual = a * residual + dt * L(u); u += b * residual, element by element. */
+ * may be NULL): residual = a * residual + dt * L(u); u += b * residual, element by element.
+ * cs: as for maxwell_rhs_medium (a diagonal eps, mu). */
 int maxwell_stage_medium(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics,
                          const REAL *jacobian, const REAL *normals, const REAL *lift, const REAL *factors,
                          const int8_t *affine, const REAL *D, const REAL *inv_eps, const REAL *inv_mu,
                          const REAL *sigma_eps, const REAL *flux, idx_t E, idx_t first, idx_t stop,
-                         double alpha, double a, double b, double dt, int split)
+                         double alpha, double a, double b, double dt, int split, idx_t cs)
 {
     ctx_t c;
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
     c.split = split;
     c.medium_flux = flux;
+    c.flux_cs = cs ? 4 * E * 6 * NQ2 : 0;
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const idx_t fs = E * NQ3;
     int failed = 0;
@@ -503,8 +515,8 @@ int maxwell_stage_medium(REAL *u, REAL *residual, const REAL *sums, const REAL *
             const idx_t o = e * NQ3;
             for (int f = 0; f < 6; ++f) {
                 REAL *uf = u + f * fs + o, *rf = residual + f * fs + o;
-                const REAL *bf = buf + f * NQ3, *scale = (f < 3 ? inv_eps : inv_mu) + o;
-                const REAL *se = (f < 3 && sigma_eps) ? sigma_eps + o : NULL;
+                const REAL *bf = buf + f * NQ3, *scale = (f < 3 ? inv_eps : inv_mu) + (f % 3) * cs + o;
+                const REAL *se = (f < 3 && sigma_eps) ? sigma_eps + f * cs + o : NULL;
                 for (int p = 0; p < NQ3; ++p) {
                     const REAL du = se ? bf[p] * scale[p] - se[p] * uf[p] : bf[p] * scale[p];
                     const REAL res = (ra == 0 ? (REAL)0 : ra * rf[p]) + rdt * du;

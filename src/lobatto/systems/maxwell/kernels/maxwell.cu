@@ -101,7 +101,9 @@ __device__ __forceinline__ void add_face_flux(T (&rhs)[6], const T* LOBATTO_REST
 }
 
 // A medium given per point (materials.py): 1/eps, 1/mu, sigma/eps at the volume points and the
-// impedance-weighted flux coefficients a, b, c, d at the face points, (4, E, 6, n, n).
+// impedance-weighted flux coefficients a, b, c, d at the face points, (4, E, 6, n, n). A diagonal
+// eps, mu (anisotropy.py): the point arrays are (3, E, n, n, n) with component stride cs = E n^3
+// and the coefficients (3, 4, E, 6, n, n) with stride fcs = 4 E 6 n^2; both 0 otherwise.
 template <typename T>
 struct Medium {
     const T* inv_eps;
@@ -109,24 +111,28 @@ struct Medium {
     const T* sigma_eps;  // read only when has_sigma
     const T* flux;
     int has_sigma;
+    index_t cs;
+    index_t fcs;
 };
 
 // The lifted flux of a face point in a medium given per point, before the point's 1/eps, 1/mu
-// (se*, sh* the trace sums scaled by the face factors; coeff the a, b, c, d arrays, stride fs):
+// (se*, sh* the trace sums scaled by the face factors; coeff the a, b, c, d arrays, stride fs;
+// fcs the stride of component i's own a, b, c, d, 0 unless eps, mu are diagonal tensors):
 // F_E = (a S_H - alpha b n x S_E) L,  F_H = -(c S_E + alpha d n x S_H) L (materials.py).
 template <typename T>
 __device__ __forceinline__ void add_lifted_flux_medium(T (&rhs)[6], T se0, T se1, T se2, T sh0, T sh1, T sh2, T nx,
                                                        T ny, T nz, T L, const T* LOBATTO_RESTRICT coeff, index_t fs,
-                                                       index_t fp, T alpha) {
-    const T ka = coeff[fp], kb = alpha * coeff[fs + fp], kc = coeff[2 * fs + fp], kd = alpha * coeff[3 * fs + fp];
-    const T ce0 = ny * se2 - nz * se1, ce1 = nz * se0 - nx * se2, ce2 = nx * se1 - ny * se0;
-    const T ch0 = ny * sh2 - nz * sh1, ch1 = nz * sh0 - nx * sh2, ch2 = nx * sh1 - ny * sh0;
-    rhs[0] += (ka * sh0 - kb * ce0) * L;
-    rhs[1] += (ka * sh1 - kb * ce1) * L;
-    rhs[2] += (ka * sh2 - kb * ce2) * L;
-    rhs[3] -= (kc * se0 + kd * ch0) * L;
-    rhs[4] -= (kc * se1 + kd * ch1) * L;
-    rhs[5] -= (kc * se2 + kd * ch2) * L;
+                                                       index_t fp, T alpha, index_t fcs = 0) {
+    const T ce[3] = {ny * se2 - nz * se1, nz * se0 - nx * se2, nx * se1 - ny * se0};
+    const T ch[3] = {ny * sh2 - nz * sh1, nz * sh0 - nx * sh2, nx * sh1 - ny * sh0};
+    const T sev[3] = {se0, se1, se2}, shv[3] = {sh0, sh1, sh2};
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const T* k = coeff + i * fcs + fp;
+        const T ka = k[0], kb = alpha * k[fs], kc = k[2 * fs], kd = alpha * k[3 * fs];
+        rhs[i] += (ka * shv[i] - kb * ce[i]) * L;
+        rhs[3 + i] -= (kc * sev[i] + kd * ch[i]) * L;
+    }
 }
 
 // The flux of a face point in a medium given per point, with the sums read from `sums`.
@@ -136,7 +142,7 @@ __device__ __forceinline__ void add_face_flux_medium(T (&rhs)[6], const T* LOBAT
                                                      const T* LOBATTO_RESTRICT lift,
                                                      const T* LOBATTO_RESTRICT factors,
                                                      const T* LOBATTO_RESTRICT coeff, index_t E, index_t e, int f,
-                                                     int a, int b, T alpha) {
+                                                     int a, int b, T alpha, index_t fcs = 0) {
     constexpr int n = N + 1;
     const index_t fs = E * 6 * n * n;
     const index_t fp = ((e * 6 + f) * n + a) * n + b;
@@ -145,7 +151,7 @@ __device__ __forceinline__ void add_face_flux_medium(T (&rhs)[6], const T* LOBAT
     const T se0 = sums[fp] * fe, se1 = sums[fs + fp] * fe, se2 = sums[2 * fs + fp] * fe;
     const T sh0 = sums[3 * fs + fp] * fh, sh1 = sums[4 * fs + fp] * fh, sh2 = sums[5 * fs + fp] * fh;
     const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
-    add_lifted_flux_medium<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, lift[fp], coeff, fs, fp, alpha);
+    add_lifted_flux_medium<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, lift[fp], coeff, fs, fp, alpha, fcs);
 }
 
 // -(n x F) for the three components in v[0..2]
@@ -169,7 +175,7 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
                                                     const T* LOBATTO_RESTRICT lift,
                                                     const T* LOBATTO_RESTRICT factors, index_t E, index_t e, int f,
                                                     int a, int b, T inv_eps, T inv_mu, T ce, T ch,
-                                                    const T* LOBATTO_RESTRICT coeff = nullptr) {
+                                                    const T* LOBATTO_RESTRICT coeff = nullptr, index_t fcs = 0) {
     constexpr int n = N + 1;
     const index_t fs = E * 6 * n * n;
     const index_t fp = ((e * 6 + f) * n + a) * n + b;
@@ -202,7 +208,7 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
     sh0 *= fh; sh1 *= fh; sh2 *= fh;
     const T L = lift[fp];
     if (MAT) {
-        add_lifted_flux_medium<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, coeff, fs, fp, ce);
+        add_lifted_flux_medium<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, coeff, fs, fp, ce, fcs);
     } else {
         add_lifted_flux<T>(rhs, se0, se1, se2, sh0, sh1, sh2, nx, ny, nz, L, inv_eps, inv_mu, ce, ch);
     }
@@ -258,7 +264,7 @@ __device__ __forceinline__ void maxwell_operator_body(
     index_t E, index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt,
     const T* LOBATTO_RESTRICT trace_in, const T* LOBATTO_RESTRICT ghost,
     T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces,
-    Medium<T> med = Medium<T>{nullptr, nullptr, nullptr, nullptr, 0}) {
+    Medium<T> med = Medium<T>{nullptr, nullptr, nullptr, nullptr, 0, 0, 0}) {
     using Dm = Dims<N>;
     constexpr int n = Dm::n, n2 = Dm::n2, n3 = Dm::n3;
     constexpr int RS = Dm::RS, PS = Dm::PS, ES = Dm::ES;
@@ -312,9 +318,9 @@ __device__ __forceinline__ void maxwell_operator_body(
 #pragma unroll
                 for (int c = 0; c < 6; ++c) uo[c] = se[c * ES];
                 add_face_flux_pairs<N, T, MODE == 3, MAT>(flux, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f,
-                                               fa, fb, inv_eps, inv_mu, ce, ch, med.flux);
+                                               fa, fb, inv_eps, inv_mu, ce, ch, med.flux, med.fcs);
             } else if (MAT) {
-                add_face_flux_medium<N, T>(flux, sums, normals, lift, factors, med.flux, E, e, f, fa, fb, ce);
+                add_face_flux_medium<N, T>(flux, sums, normals, lift, factors, med.flux, E, e, f, fa, fb, ce, med.fcs);
             } else {
                 add_face_flux<N, T>(flux, sums, normals, lift, factors, E, e, f, fa, fb, inv_eps, inv_mu, ce, ch);
             }
@@ -455,7 +461,7 @@ __device__ __forceinline__ void maxwell_operator_body(
 #pragma unroll
             for (int c = 0; c < 6; ++c) uo[c] = se[c * ES + so];
 #define LOBATTO_PAIRS(f_, a_, b_) \
-    add_face_flux_pairs<N, T, MODE == 3, MAT>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch, med.flux)
+    add_face_flux_pairs<N, T, MODE == 3, MAT>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch, med.flux, med.fcs)
             if (i == 0) LOBATTO_PAIRS(0, k, j);
             if (i == N) LOBATTO_PAIRS(1, k, j);
             if (j == 0) LOBATTO_PAIRS(2, k, i);
@@ -464,12 +470,12 @@ __device__ __forceinline__ void maxwell_operator_body(
             if (k == N) LOBATTO_PAIRS(5, j, i);
 #undef LOBATTO_PAIRS
         } else if (MAT) {
-            if (i == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 0, k, j, ce);
-            if (i == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 1, k, j, ce);
-            if (j == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 2, k, i, ce);
-            if (j == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 3, k, i, ce);
-            if (k == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 4, j, i, ce);
-            if (k == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 5, j, i, ce);
+            if (i == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 0, k, j, ce, med.fcs);
+            if (i == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 1, k, j, ce, med.fcs);
+            if (j == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 2, k, i, ce, med.fcs);
+            if (j == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 3, k, i, ce, med.fcs);
+            if (k == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 4, j, i, ce, med.fcs);
+            if (k == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 5, j, i, ce, med.fcs);
         } else {
             if (i == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 0, k, j, inv_eps, inv_mu, ce, ch);
             if (i == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 1, k, j, inv_eps, inv_mu, ce, ch);
@@ -480,12 +486,13 @@ __device__ __forceinline__ void maxwell_operator_body(
         }
 
         if (MAT) {  // (curl H + F_E) / eps - sigma / eps E, (-curl E + F_H) / mu at this point
-            const T ie = med.inv_eps[g], im = med.inv_mu[g];
-            const T se_ = med.has_sigma ? med.sigma_eps[g] : T(0);
 #pragma unroll
-            for (int c = 0; c < 3; ++c) rhs[c] = rhs[c] * ie - se_ * se[c * ES + so];
+            for (int c = 0; c < 3; ++c) {
+                const T se_ = med.has_sigma ? med.sigma_eps[c * med.cs + g] : T(0);
+                rhs[c] = rhs[c] * med.inv_eps[c * med.cs + g] - se_ * se[c * ES + so];
+            }
 #pragma unroll
-            for (int c = 3; c < 6; ++c) rhs[c] *= im;
+            for (int c = 3; c < 6; ++c) rhs[c] *= med.inv_mu[(c - 3) * med.cs + g];
         }
         if (MODE == 0) {
 #pragma unroll
@@ -567,11 +574,13 @@ __global__ void maxwell_rhs_medium_kernel(const T* u, T* LOBATTO_RESTRICT out, c
                                           index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch,
                                           const T* LOBATTO_RESTRICT med_inv_eps, const T* LOBATTO_RESTRICT med_inv_mu,
                                           const T* LOBATTO_RESTRICT med_sigma_eps, const T* LOBATTO_RESTRICT med_flux,
-                                          int has_sigma) {
+                                          int has_sigma, index_t med_cs) {
+    constexpr int n = N + 1;
     maxwell_operator_body<N, T, 0, FP, true, SPLIT>(
         const_cast<T*>(u), out, sums, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E,
         first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0,
-        Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
+        Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma, med_cs,
+                  med_cs ? 4 * E * 6 * n * n : 0});
 }
 
 template <int N, typename T, bool FP, int SPLIT>
@@ -622,11 +631,14 @@ __global__ void maxwell_stage_pairs_medium_kernel(T* u, T* LOBATTO_RESTRICT resi
                                                   const T* LOBATTO_RESTRICT med_inv_eps,
                                                   const T* LOBATTO_RESTRICT med_inv_mu,
                                                   const T* LOBATTO_RESTRICT med_sigma_eps,
-                                                  const T* LOBATTO_RESTRICT med_flux, int has_sigma) {
+                                                  const T* LOBATTO_RESTRICT med_flux, int has_sigma,
+                                                  index_t med_cs) {
+    constexpr int n = N + 1;
     maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, true, SPLIT>(
         u, residual, nullptr, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E, first,
         stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces,
-        Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma});
+        Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma, med_cs,
+                  med_cs ? 4 * E * 6 * n * n : 0});
 }
 
 // traces[c, e, f, a, b] = -(n x E)_c (c < 3), -(n x H)_{c-3} (c >= 3) at every face point.
@@ -664,7 +676,7 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
     template __global__ void lobatto::maxwell_stage_pairs_medium_kernel<N, T, FP, G, C>(                       \
         T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const T*, const signed char*, int, \
         const T*, const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, \
-        T, T, T, T, T, const T*, const T*, const T*, const T*, int);
+        T, T, T, T, T, const T*, const T*, const T*, const T*, int, lobatto::index_t);
 
 #define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP, C)                                                            \
     template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP, C>(                                         \
@@ -673,7 +685,7 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
     template __global__ void lobatto::maxwell_rhs_medium_kernel<N, T, FP, C>(                                  \
         const T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*,    \
         const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, const T*,  \
-        const T*, const T*, const T*, int);                                                                    \
+        const T*, const T*, const T*, int, lobatto::index_t);                                                  \
     template __global__ void lobatto::maxwell_stage_kernel<N, T, FP, C>(                                       \
         T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, \
         const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);             \

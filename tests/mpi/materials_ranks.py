@@ -1,0 +1,74 @@
+"""Run under mpiexec -n 3 by test_maxwell_material_features_ranks.py: cases with a library
+material (material = "Au"), a diagonal anisotropic medium and a sub-cell averaged interface,
+each on 3 ranks, on 2 of them (a sub-communicator) and on 1 (rank 0 alone), in one launch;
+rank 0 prints, per case and rank count, the steps, energy and fields in global element order
+(as lists) as JSON. The features sit at x > 0.6 of a 5-element row, so a rank of 3 owns none."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import tempfile
+
+import numpy as np
+from mpi4py import MPI
+
+from lobatto.api import Simulation, case_from_dict
+
+BASE = {"mesh": {"elements": [5, 2, 1], "upper": [1.0, 0.4, 0.2], "periodic": [False, True, True],
+                 "boundary": "pec"},
+        "discretization": {"order": 2}, "physics": {"equations": "maxwell"},
+        "initial": {"Ex": "exp(-20*(x-0.4)**2)", "Ey": "exp(-20*(x-0.3)**2)*sin(5*pi*y)",
+                    "Hz": "exp(-20*(x-0.3)**2)"},
+        "time": {"t_end": 0.12}, "output": {"formats": []}}
+CASES = {
+    "library": {"gold": {"where": "x - 0.6", "sampling": "element", "material": "Au", "length_unit": 1e-7}},
+    "anisotropic": {"crystal": {"where": "x - 0.6", "epsilon": [2.0, "3 + x*y", 1.5], "mu": [1.0, 1.2, 0.9]}},
+    "averaged": {"lens": {"where": "(x - 0.63)*(0.95 - x) + 0.01*y", "epsilon": "3 + z", "mu": 1.3,
+                          "sampling": "average"}},
+}
+
+
+def fields(name, comm, directory):
+    data = dict(BASE, material=CASES[name])
+    with contextlib.redirect_stdout(io.StringIO()):
+        sim = Simulation(case_from_dict(data, name=name), backend="cpu", output_dir=directory, comm=comm)
+        summary = sim.run()
+    u = np.asarray(sim.backend.to_host(sim.u))
+    ids = np.asarray(sim.system.mesh.element_ids)
+    inside = int(np.sum(np.asarray(sim.system.geometry.coords[0]).max(axis=(1, 2, 3)) > 0.6))  # elements of x > 0.6
+    parts = comm.gather((ids, u, inside), root=0) if comm is not None else [(ids, u, inside)]
+    if parts is None:
+        return None
+    ids = np.concatenate([p[0] for p in parts])
+    u = np.concatenate([p[1] for p in parts], axis=1)[:, np.argsort(ids)]
+    counts = [int(p[0].size) for p in parts]
+    return {"steps": summary["steps"], "energy": summary["energy"]["final"], "u": u.tolist(), "counts": counts,
+            "inside": [p[2] for p in parts]}
+
+
+def main() -> int:
+    world = MPI.COMM_WORLD
+    pair = world.Split(0 if world.rank < 2 else 1, world.rank)
+    scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
+    root = world.bcast(scratch.name if scratch is not None else None)
+    out = {}
+    names = sys.argv[1:] or sorted(CASES)
+    for name in names:
+        found = {3: fields(name, world, f"{root}/{name}3")}
+        if world.rank < 2:
+            found[2] = fields(name, pair, f"{root}/{name}2")
+        if world.rank == 0:
+            found[1] = fields(name, None, f"{root}/{name}1")
+        out[name] = found
+    world.Barrier()
+    if world.rank == 0:
+        json.dump(out, sys.stdout)
+        scratch.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
