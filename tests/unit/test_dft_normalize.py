@@ -97,3 +97,14 @@ def test_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "normalize divides by a run without the [material.<name>] tables, but the case has none" in err
     assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_restart_is_refused_before_the_incident_run(tmp_path):
+    """[output.dft] cannot continue from a checkpoint: refused before the incident run starts
+    (no normalization/ directory is written)."""
+    from lobatto.runner.simulation import run_case
+
+    case = lobatto.case_from_dict(CASE)
+    with pytest.raises(InputError, match=r"\[output.dft\] cannot continue from a checkpoint"):
+        run_case(case, backend="cpu", output_dir=tmp_path / "run", comm=None, restart=tmp_path / "nowhere")
+    assert not (tmp_path / "run" / "normalization").exists()

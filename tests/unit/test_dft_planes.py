@@ -115,6 +115,9 @@ def test_set_up_errors(tmp_path, dft, message):
     ({"planes": [0.5]}, r"planes\[0\] must be a plane"),
     ({"planes": ["x = 1e999"]}, r"planes\[0\] must be a number"),
     ({"planes": ["x = 0.5", "x=0.5"]}, r'"x = 0.5" is given twice'),
+    ({"planes": ["x = 0.1234561", "x = 0.1234562"]}, r'"x = 0.123456" is given twice \(planes are named'),
+    ({"boxes": [{"lower": [0, 0, 0], "upper": [1, 1, 0.1234561]}, {"lower": [0, 0, 0], "upper": [1, 1, 0.1234562]}]},
+     r"is given twice \(boxes are named"),
     ({"boxes": [{"lower": [0, 0, 0]}]}, r"boxes\[0\] must be a table"),
     ({"boxes": [[0, 0, 0, 1, 1, 1]]}, r"boxes\[0\] must be a table"),
     ({"boxes": [{"lower": [0, 0], "upper": [1, 1, 1]}]}, r"boxes\[0\].lower must be a list of 3"),
@@ -189,3 +192,19 @@ def test_the_enclosed_side_of_an_interior_surface():
     assert enclosed_sides(mesh.face_neighbour, mesh.neighbour_face, sheet, np.ones_like(sheet)) is None
     # the interior faces around element 0, a corner element: both parts touch the boundary
     assert enclosed_sides(mesh.face_neighbour, mesh.neighbour_face, np.zeros(3, int), np.array([1, 3, 5])) is None
+
+
+def test_planes_on_a_mesh_in_nanometres(tmp_path):
+    """The tolerance is relative to the mesh: on [0, 4e-9] (elements of 1e-9) the plane
+    x = 2e-9 takes the faces at 2e-9 only, not those at 1e-9 or 3e-9 (an absolute 1e-9 did)."""
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import build_system
+
+    case = case_from_dict({"mesh": {"elements": [4, 1, 1], "upper": [4e-9, 1e-9, 1e-9], "boundary": "absorbing"},
+                           "discretization": {"order": 2}, "time": {"t_end": 1e-12}, "output": {"formats": []}})
+    system = build_system(case, get_backend("cpu"))
+    section = DftSection(frequencies=(1.0,), fields=("Ez",), surfaces=(), regions=(), flux=("poynting_flux",),
+                         planes=((0, 2e-9),))
+    parts = DftMonitor(section, system).parts
+    assert sum(part[3].size for part in parts) == 1  # one face: of element 1, below the plane
+    assert sum(float(part[6].sum()) for part in parts) == pytest.approx(1e-18, rel=1e-9)

@@ -133,8 +133,9 @@ def parse_planes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
             raise ctx.bad(where, f"planes[{i}]", 'a plane "x = c", "y = c" or "z = c" (c a number)', text)
         value = check_number(ctx, where, f"planes[{i}]", float(match.group(2)), COORDINATES)
         plane = (AXES.index(match.group(1)), float(value))
-        if plane in out:
-            raise ctx.error(f"[{where}] planes: \"{plane_name(*plane)}\" is given twice")
+        if plane_name(*plane) in (plane_name(*p) for p in out):  # the file's group names (6 digits) must differ
+            raise ctx.error(f"[{where}] planes: \"{plane_name(*plane)}\" is given twice (planes are named "
+                            "to 6 significant digits in NAME_dft.h5)")
         out.append(plane)
     return tuple(out)
 
@@ -153,7 +154,8 @@ def parse_boxes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
         lower, upper = corners
         if not all(lo < up and math.isfinite(up - lo) for lo, up in zip(lower, upper)):
             raise ctx.bad(where, f"boxes[{i}]", "lower < upper along every axis", box)
-        if (lower, upper) in out:
-            raise ctx.error(f"[{where}] boxes: {box_name(lower, upper)} is given twice")
+        if box_name(lower, upper) in (box_name(*b) for b in out):  # the file's group names must differ
+            raise ctx.error(f"[{where}] boxes: {box_name(lower, upper)} is given twice (boxes are named to 6 "
+                            "significant digits in NAME_dft.h5)")
         out.append((lower, upper))
     return tuple(out)

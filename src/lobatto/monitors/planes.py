@@ -41,7 +41,8 @@ def _face_points(system) -> np.ndarray:
 def _scale(system, comm) -> float:
     coords = system.geometry.coords
     local = float(np.abs(coords).max()) if coords.size else 0.0
-    return TOL * max(1.0, allreduce(comm, local, "max"))
+    # relative to the mesh's own size (a mesh in metres at the nanometre scale included)
+    return TOL * max(allreduce(comm, local, "max"), np.finfo(np.float64).tiny)
 
 
 def _on_plane(points, axis: int, value: float, tol: float) -> np.ndarray:

@@ -53,7 +53,7 @@ class ProbeSquares:
         if self.elements is None:
             return
         xp, (hr, hs, ht) = self.xp, self.weights
-        held = u[self.fields][:, self.elements].astype(np.float64)  # (fields, m, n, n, n)
+        held = u[self.fields[:, None], self.elements].astype(np.float64)  # (fields, m, n, n, n): the probes' only
         values = xp.einsum("fmkji,mk,mj,mi->fm", held, ht, hs, hr)
         squares = xp.sum(values * values, axis=0)
         self.running = squares if self.running is None else xp.maximum(self.running, squares)

@@ -6,8 +6,8 @@ background medium of ``[physics]`` everywhere: the same sources, PML, mesh, part
 monitors) into ``<output>/normalization/``. Its DFT monitor's transforms then go to the run's
 monitor (monitors/dft.py ``set_incident``), which writes beside each surface's flux the
 incident flux, the flux of the scattered field (the run's minus the incident one) and both
-divided by the incident flux through the ``normalize`` surface. The incident run is repeated on
-a restart (it is not checkpointed; it is deterministic).
+divided by the incident flux through the ``normalize`` surface. A run with [output.dft] cannot
+continue from a checkpoint (its transforms are not saved there): refused before the incident run.
 """
 
 from __future__ import annotations
@@ -48,11 +48,16 @@ def dft_monitor(simulation) -> DftMonitor:
     return next(m for m in simulation.series.monitors if isinstance(m, DftMonitor))
 
 
-def simulation(case, backend, output_dir, comm, progress, simulation_class):
+def simulation(case, backend, output_dir, comm, progress, simulation_class, restart=None):
     """Collective: the run's Simulation (``simulation_class``, passed in: simulation.py imports
-    this module); with ``normalize``, after the incident run, that run's transforms attached."""
+    this module); with ``normalize``, after the incident run, that run's transforms attached.
+    ``restart``: a checkpoint the run is to continue from, refused before the incident run (the
+    DFT monitor refuses one anyway: its transforms are not in checkpoints)."""
     if not wanted(case):
         return simulation_class(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
+    if restart is not None:
+        raise InputError(f"{case.source}: [output.dft] cannot continue from a checkpoint: the transforms are not "
+                         "saved in it (run from the start)")
     where = Path(output_dir if output_dir is not None else f"{case.name}_out") / DIRECTORY
     incident = simulation_class(incident_case(case), backend=backend, output_dir=where, comm=comm, progress=progress)
     incident.run()

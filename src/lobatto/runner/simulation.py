@@ -441,7 +441,7 @@ def run_case(case, backend: str | None = None, output_dir: Path | str | None = N
     if get_system(case.physics.equations).spec.steady:  # one solve, no time steps: steady.py
         return run_steady(case, backend, output_dir, progress, comm, restart, before_writing)
     # with [output.dft] normalize, the run without [material] tables comes first (normalization.py)
-    simulation = normalization.simulation(case, backend, output_dir, comm, progress, Simulation)
+    simulation = normalization.simulation(case, backend, output_dir, comm, progress, Simulation, restart)
     if restart is not None:
         simulation.restart(restart, interpolate)
     if before_writing is not None:

@@ -140,6 +140,10 @@ def parse_material_tables(ctx, value) -> MaterialTables:
     if tensor and poles:
         raise ctx.error(f"[material.{tensor[0]}] an anisotropic epsilon or mu cannot yet go with dispersive poles "
                         f"([material.{poles[0]}]); give one value or drop the poles")
+    averaged = [t.name for t in tables if t.sampling == "average"]
+    if averaged and poles:  # the averaged medium is a diagonal tensor (subcell.py): the same limit
+        raise ctx.error(f"[material.{averaged[0]}] sampling = \"average\" cannot yet go with dispersive poles "
+                        f"([material.{poles[0]}]); use sampling = \"point\" or \"element\", or drop the poles")
     return MaterialTables(tuple(tables))
 
 
