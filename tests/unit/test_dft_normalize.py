@@ -89,6 +89,8 @@ def test_errors(tmp_path, capsys):
     bad = {**CASE, "output": {**CASE["output"], "dft": {**CASE["output"]["dft"], "normalize": "ymin"}}}
     with pytest.raises(InputError, match=r'normalize must be the name of one of this table.s surfaces.*"x = 0.25"'):
         lobatto.case_from_dict(bad)
+    spelled = {**CASE, "output": {**CASE["output"], "dft": {**CASE["output"]["dft"], "normalize": "x=0.250"}}}
+    assert lobatto.case_from_dict(spelled).output.dft.normalize == "x = 0.25"  # as planes accepts it
     no_flux = {**CASE, "output": {**CASE["output"], "dft": {**CASE["output"]["dft"], "flux": []}}}
     with pytest.raises(InputError, match="normalize divides fluxes"):
         lobatto.case_from_dict(no_flux)
@@ -108,3 +110,18 @@ def test_a_restart_is_refused_before_the_incident_run(tmp_path):
     with pytest.raises(InputError, match=r"\[output.dft\] cannot continue from a checkpoint"):
         run_case(case, backend="cpu", output_dir=tmp_path / "run", comm=None, restart=tmp_path / "nowhere")
     assert not (tmp_path / "run" / "normalization").exists()
+
+
+def test_the_incident_run_with_a_decay_stop_watches_the_energy(tmp_path):
+    """With [time] until_decayed, a probe on the reflection side sees next to nothing in the
+    incident run (no slab): it would stop that run on the numerical tail before the pulse has
+    crossed xmax. The incident run watches the energy instead (to the threshold squared), and
+    its flux through xmax equals a fixed-length run's."""
+    case = dict(CASE, time={"t_end": 3.0, "cfl": 0.5, "until_decayed": 1e-6, "decay_interval": 0.1},
+                output={**CASE["output"], "probes": {"points": [[0.05, 0.125, 0.125]], "fields": ["Ey"]}})
+    lobatto.run(case, backend="cpu", output_dir=tmp_path / "decay")
+    lobatto.run(CASE, backend="cpu", output_dir=tmp_path / "fixed")
+    decayed, _ = read(tmp_path / "decay" / "normalization" / "case_dft.h5")
+    fixed, _ = read(tmp_path / "fixed" / "normalization" / "case_dft.h5")
+    reference = fixed["surfaces/xmax/flux/poynting_flux"]
+    assert np.allclose(decayed["surfaces/xmax/flux/poynting_flux"], reference, rtol=1e-5), (decayed, reference)

@@ -400,3 +400,27 @@ def test_bad_dispersion_through_the_command_line(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert "[material.all] poles[0].plasma_frequency must be a number from 1e-30 to 1e+30" in lines[0]
+
+
+def test_a_later_table_with_epsilon_takes_the_poles_away():
+    """A dielectric hole listed after a Drude block has no poles (the poles are part of the
+    permittivity: the last table giving epsilon wins, as Meep's last object); a later table
+    with only sigma keeps them."""
+    from lobatto.api import case_from_dict
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import build_system
+
+    def poles_at(hole):
+        case = case_from_dict({
+            "mesh": {"elements": [4, 1, 1], "upper": [1.0, 0.25, 0.25], "periodic": [False, True, True]},
+            "discretization": {"order": 2}, "physics": {"equations": "maxwell"}, "time": {"t_end": 0.01},
+            "material": {"block": {"where": "1", "epsilon": 2.0, "model": "drude",
+                                   "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.1}]},
+                         "hole": dict(hole, where="(x - 0.5)*(0.75 - x)", sampling="element")},
+            "output": {"formats": []}})
+        system = build_system(case, get_backend("cpu"))
+        (term,) = [t for t in system.terms if t.name == "dispersion.block"]
+        return set(int(e) for e in term.elements)
+
+    assert poles_at({"epsilon": 1.0}) == {0, 1, 3}  # element 2 is the hole: no Drude current there
+    assert poles_at({"sigma": 0.5}) == {0, 1, 2, 3}

@@ -140,6 +140,7 @@ t_end = 0.01
     ('material = "Au"', ["[material.all] length_unit is required with material"]),
     ('material = "gold"\nlength_unit = 1e-6', ["[material.all] material must be one of", '"Au"']),
     ('material = "AU"\nlength_unit = 1e-6', ["did you mean 'Au'?"]),
+    ('material = "au"\nlength_unit = 1e-6', ["did you mean 'Au'?"]),  # not Cu
     ('material = "Au"\nlength_unit = -1.0', ["[material.all] length_unit must be a number from 1e-15 to 1000"]),
     ('material = "Au"\nlength_unit = 1e-6\nepsilon = 2.0', ["epsilon cannot go with material"]),
     ('material = "Ag"\nlength_unit = 1e-6\nmodel = "drude"', ["model cannot go with material"]),

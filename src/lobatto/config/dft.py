@@ -110,6 +110,9 @@ def parse_dft(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> Dft
                          fields=tuple(f for f in spec.fields if f in fields), surfaces=tuple(surfaces),
                          regions=tuple(regions), flux=tuple(flux), planes=planes, boxes=boxes)
     normalize = table.get("normalize")
+    if isinstance(normalize, str) and PLANE_TEXT.match(normalize):  # "x=1.75" as planes accepts it
+        match = PLANE_TEXT.match(normalize)
+        normalize = plane_name(AXES.index(match.group(1)), float(match.group(2)))
     if normalize is not None:
         names = section.surface_names()
         if not isinstance(normalize, str) or normalize not in names:

@@ -41,6 +41,11 @@ def incident_case(case):
     output.pop("far_field", None)
     output["dft"] = {k: v for k, v in output["dft"].items() if k != "normalize"}
     data.pop("checkpoint", None)
+    time = data.get("time", {})
+    if time.get("until_decayed") is not None:
+        # its probes may see no field at all (a reflection-side probe without the scatterer) and
+        # stop the run on a numerical tail: watch the energy, to the square of the threshold
+        time.update(decay_watch="energy", until_decayed=float(time["until_decayed"]) ** 2)
     return parse_case(data, source=case.source, name=case.name, systems=physics_specs(), monitors=monitor_tables())
 
 

@@ -265,19 +265,24 @@ def compiled_poles(poles, offsets) -> tuple:
 
 # ============================================================================== builder
 def dispersive_terms(case, system, comm=None) -> list:
-    """One DispersiveTerm per [material] table with a dispersion (system.TERM_BUILDERS). A point
-    belongs to the last such table that applies there, as for epsilon; an element holds a term
-    when any of its points does (w masks the others)."""
+    """One DispersiveTerm per [material] table with a dispersion (system.TERM_BUILDERS). The
+    poles are part of the permittivity: a point takes those of the last table that gives its
+    epsilon there (a later table with epsilon and no poles, a dielectric hole in a metal, has
+    none; one that gives only mu or sigma keeps them); an element holds a term when any of its
+    points does (w masks the others)."""
     tables = case.tables.get("material")
-    dispersive = [t for t in (tables.tables if tables is not None else ()) if t.dispersion is not None]
+    listed = tables.tables if tables is not None else ()
+    dispersive = [t for t in listed if t.dispersion is not None]
     if not dispersive:
         return []
     coords = system.geometry.coords
     shape = coords.shape[1:]
     centroids = coords.mean(axis=(2, 3, 4))[:, :, None, None, None] * np.ones_like(coords)
     owner = np.full(shape, -1)
-    for i, t in enumerate(dispersive):
-        owner[table_mask(t, system.mesh, coords, centroids, shape, case.source)] = i
+    for t in listed:
+        if t.dispersion is not None or "epsilon" in t.values:
+            owner[table_mask(t, system.mesh, coords, centroids, shape, case.source)] = (
+                dispersive.index(t) if t.dispersion is not None else -1)
     epsilon = system.medium.epsilon if system.medium is not None else None
     with collective_errors(comm):  # the rank that holds most of a material may fail alone
         check_aux_memory(case, system, dispersive, [np.count_nonzero((owner == i).any(axis=(1, 2, 3)))

@@ -112,7 +112,8 @@ def check_pole_rates(case, system, comm=None) -> None:
             error = InputError(
                 f"{case.source}: [material.{term.label}] poles: their fastest rate {term.fastest_rate:.4g} (angular, "
                 f"with epsilon) times the step dt = {dt:.4g} is {dt * term.fastest_rate:.3g}, beyond the {time.integrator} "
-                f"scheme's reach {reach}: lower the pole frequencies (or [time] dt / cfl below {reach / term.fastest_rate:.4g})")
+                f"scheme's reach {reach}: lower the pole frequencies, or the step below dt = {reach / term.fastest_rate:.4g} "
+                f"([time] dt, or a [time] cfl {reach / (dt * term.fastest_rate):.3g} times the present one's)")
             error.collective = comm is not None
             raise error
 

@@ -113,7 +113,8 @@ def parse_library(ctx, where: str, table) -> tuple:
                             f"{'epsilon (eps_inf)' if key == 'epsilon' else 'the poles'})")
     name = table["material"]
     if name not in ENTRIES:
-        close = difflib.get_close_matches(str(name), list(ENTRIES), n=1, cutoff=0.5)
+        same_letters = [k for k in ENTRIES if k.lower() == str(name).lower()]  # "au": Au, not Cu
+        close = same_letters or difflib.get_close_matches(str(name), list(ENTRIES), n=1, cutoff=0.5)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise ctx.bad(where, "material", "one of " + ", ".join(f'"{k}"' for k in ENTRIES) + hint, name)
     if "length_unit" not in table:
