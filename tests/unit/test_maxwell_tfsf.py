@@ -227,12 +227,12 @@ def periodic_y_case(lower, upper, direction):
     # closed in y, spanning z, and oblique in z
     ([0.5, 0.25, 0.0], [1.0, 0.75, 0.25], [1, 0, 0.2], True),
 ])
-def test_oblique_wave_across_a_periodic_wrap_is_refused(lower, upper, direction, refused):
+def test_oblique_wave_across_a_periodic_wrap_is_refused(lower, upper, direction, refused, tmp_path):
     case = periodic_y_case(lower, upper, direction)
     if refused:
         axis = "y" if direction[1] else "z"
         with pytest.raises(InputError, match=rf"\[source.inc\] type = \"plane_wave\" with direction = .* crosses the "
                                              rf"periodic {axis} axis .*Bloch-periodic boundaries"):
-            Simulation(case, backend="cpu", output_dir=None, comm=None)
+            Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
     else:
-        Simulation(case, backend="cpu", output_dir=None, comm=None).run()
+        Simulation(case, backend="cpu", output_dir=tmp_path, comm=None).run()

@@ -1,0 +1,202 @@
+"""Bloch-periodic boundaries ([physics] bloch_k; systems/maxwell/bloch.py).
+
+- The pair's energy rate sum M (eps E . dE/dt + mu H . dH/dt) over both parts is zero to
+  round-off with the central flux and negative with upwind, on a deformed mesh periodic in x
+  and y with random fields and k (C and pure-array backends).
+- k = 0: each part is the plain periodic operator of that part, to round-off.
+- A Bloch plane wave e^{i(q . x - omega t)}, q = k + G, on a box periodic in x and y (PEC z):
+  the run matches it to the discretisation error, falling with N; plain periodic cannot hold it.
+- The eigenfrequencies of an empty periodic box at a k: omega = c |k + G| from a pulse's probe
+  series through lobatto.analysis.resonances.
+- The case file: the fields Ex_im .. Hz_im, k across a non-periodic axis, terms, bad values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lobatto.api import Simulation, case_from_dict
+from lobatto.config.schema import to_toml, tomllib
+from lobatto.backends import get_backend
+from lobatto.backends.numpy_backend import NumpyBackend
+from lobatto.errors import InputError
+from lobatto.mesh import box_mesh
+from lobatto.systems.maxwell.system import MaxwellSystem
+
+from analytic import bump
+
+
+def pair_system(backend, flux, k, epsilon=2.0, mu=1.5):
+    mesh = box_mesh((3, 2, 2), periodic=(True, True, False), boundary="pec", deform=bump)
+    return MaxwellSystem(mesh, 3, NumpyBackend() if backend == "numpy" else get_backend(backend), epsilon=epsilon,
+                         mu=mu, flux=flux, bloch_k=k)
+
+
+def rhs(system, u):
+    be = system.backend
+    return be.to_host(system.core_rhs(be.asarray(u), 0.0, be.asarray(np.zeros_like(u))))
+
+
+def energy_rate(system, u, du):
+    weights = [system.epsilon] * 3 + [system.mu] * 3
+    return sum(float(np.sum(system.geometry.mass * weights[c % 6] * u[c] * du[c])) for c in range(u.shape[0]))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "numpy"])
+def test_energy_conserved_with_central_and_not_growing_with_upwind(backend):
+    rng = np.random.default_rng()
+    k = (rng.uniform(-4, 4), rng.uniform(-4, 4), 0.0)
+    for flux in ("central", "upwind"):
+        system = pair_system(backend, flux, k)
+        assert system.field_names[6:] == ("Ex_im", "Ey_im", "Ez_im", "Hx_im", "Hy_im", "Hz_im")
+        u = rng.standard_normal(system.allocate_state().shape)
+        assert u.shape[0] == 12
+        du = rhs(system, u)
+        scale = math.sqrt(energy_rate(system, u, u) * energy_rate(system, du, du))
+        rate = energy_rate(system, u, du)
+        if flux == "central":
+            assert abs(rate) < 1e-13 * scale
+        else:
+            assert rate < -1e-3 * scale
+        assert system.bloch.wrap_points == 2 * 16 * (2 * 2 + 3 * 2)  # x and y wraps, both sides, 16 per face
+    # the phase matters: another k gives another operator
+    other = pair_system(backend, "upwind", (k[0] + 1.0, k[1], 0.0))
+    assert np.abs(rhs(other, u) - du).max() > 1e-2 * np.abs(du).max()
+
+
+def test_zero_k_is_the_periodic_operator_on_each_part():
+    rng = np.random.default_rng()
+    pair = pair_system("cpu", "upwind", (0.0, 0.0, 0.0))
+    plain = MaxwellSystem(pair.mesh, 3, get_backend("cpu"), epsilon=2.0, mu=1.5, flux="upwind")
+    u = rng.standard_normal(pair.allocate_state().shape)
+    du = rhs(pair, u)
+    for part in (slice(0, 6), slice(6, 12)):
+        want = rhs(plain, np.ascontiguousarray(u[part]))
+        assert np.abs(du[part] - want).max() < 1e-13 * np.abs(want).max()
+    assert abs(pair.energy(u) - plain.energy(u[:6]) - plain.energy(u[6:])) < 1e-13 * pair.energy(u)
+
+
+#: the eigenfrequency test's run length and the error it reaches (measured: see the test)
+T_END, ERROR = 12.0, 1e-6
+K = (2.0, 0.5, 0.0)  # radians per unit length: phases of 2 and 0.5 across the unit periods
+
+
+def wave_case(order, bloch=True, G=(0.0, 0.0), t_end=0.5, flux="upwind", backend="cpu"):
+    """E = z e^{i(q . x - omega t)}, q = k + G, H = q x E / (omega mu): periodic in x, y; PEC z."""
+    qx, qy = K[0] + G[0], K[1] + G[1]
+    omega = math.hypot(qx, qy)  # eps = mu = 1
+    phase = f"({qx!r}*x + {qy!r}*y - {omega!r}*t)"
+    fields = {"Ez": f"cos{phase}", "Hx": f"{qy / omega!r}*cos{phase}", "Hy": f"{-qx / omega!r}*cos{phase}"}
+    if bloch:
+        fields.update({"Ez_im": f"sin{phase}", "Hx_im": f"{qy / omega!r}*sin{phase}",
+                       "Hy_im": f"{-qx / omega!r}*sin{phase}"})
+    at_zero = {name: text.replace("*t)", "*0)") for name, text in fields.items()}
+    physics = {"equations": "maxwell", **({"bloch_k": list(K)} if bloch else {})}
+    return case_from_dict({
+        "mesh": {"elements": [2, 2, 1], "periodic": [True, True, False], "upper": [1.0, 1.0, 0.5], "boundary": "pec"},
+        "discretization": {"order": order, "flux": flux}, "physics": physics,
+        "initial": at_zero, "exact": fields, "time": {"t_end": t_end}, "output": {"formats": []}}), backend
+
+
+def wave_error(order, directory, **keys):
+    case, backend = wave_case(order, **keys)
+    sim = Simulation(case, backend=backend, output_dir=directory / f"wave{order}{len(keys)}", comm=None)
+    sim.run()
+    u = np.asarray(sim.system.backend.to_host(sim.u))
+    exact = sim.system.evaluate_fields(case.exact.fields, sim.t)
+    return np.abs(u - exact).max(), sim
+
+
+def test_a_bloch_plane_wave_is_exact_to_the_discretisation_error(tmp_path):
+    coarse, sim = wave_error(3, tmp_path)
+    fine, _ = wave_error(5, tmp_path)
+    # measured (t = 0.5, upwind): 2.6e-3, 1.5e-4, 6.7e-6, 2.4e-7 at N = 3, 4, 5, 6
+    assert fine < 2e-5 and fine < 0.01 * coarse
+    assert sim.system.summary(sim.stepper, None)["bloch"]["k"] == list(K)
+    # q = k + G: the same k, a higher band (|q| = 7.3 on two elements a period: 9.0e-3 at N = 5)
+    with_g, _ = wave_error(5, tmp_path, G=(-2 * math.pi, 2 * math.pi))
+    assert with_g < 0.02
+    # without the phase the same initial field is not periodic: the error is of order one (1.55)
+    plain, _ = wave_error(5, tmp_path, bloch=False)
+    assert plain > 0.1
+
+
+def test_eigenfrequencies_of_an_empty_periodic_box(tmp_path):
+    import lobatto
+    from lobatto.analysis import resonances
+    from lobatto.analysis.resonance_table import probe_series, uniform_step
+
+    k = np.array([1.1, 0.0, 0.0])
+    data = {"mesh": {"elements": [2, 1, 1], "periodic": [True, True, True], "upper": [1.0, 0.5, 0.5]},
+            "discretization": {"order": 7, "flux": "central"},
+            "physics": {"equations": "maxwell", "bloch_k": k.tolist()},
+            # a smooth pulse (not Bloch-periodic itself: it excites every mode at this k)
+            "initial": {"Ez": "exp(-30*((x-0.4)**2 + (y-0.25)**2))", "Ey_im": "exp(-30*((x-0.6)**2 + (z-0.2)**2))"},
+            "time": {"t_end": T_END, "dt": 0.01}, "output": {"every": 0, "formats": [], "probes": {
+                "every": 5, "points": [[0.31, 0.43, 0.27]], "fields": ["Ez", "Ey"]}}}
+    out = tmp_path / "bloch"
+    lobatto.run(lobatto.case_from_dict(data, name="bloch"), output_dir=out, backend="cpu")
+    got = probe_series(out, "p0", "Ez")
+    kept, dt = uniform_step(got["time"], got["path"])
+    modes = resonances(got["values"][kept], dt)
+    # omega = |k + G|, G = 2 pi (l, 2m, 2n) on the 1 x 0.5 x 0.5 box
+    bands = sorted({float(np.linalg.norm(k + 2 * np.pi * np.array([l, 2 * m, 2 * n])))
+                    for l in range(-2, 3) for m in range(-1, 2) for n in range(-1, 2)})
+    strong = [w for w in modes.omega if w > 0.5][:3]  # the strongest (sorted by amplitude)
+    errors = [min(abs(w - b) for b in bands) / w for w in strong]
+    # measured: |k| = 1.1, |k - 2 pi| = 5.18, |k + 2 pi| = 7.38 to 5e-11, 2.4e-8, 1.4e-7
+    assert len(strong) == 3 and max(errors) < ERROR, (strong, errors)
+    assert sorted(np.argmin([abs(w - b) for b in bands]) for w in strong) == [0, 1, 2]
+
+
+def bloch_case(**changes):
+    data = {"mesh": {"elements": [2, 2, 1], "periodic": [True, True, False], "upper": [1.0, 1.0, 0.5],
+                     "boundary": "pec"},
+            "discretization": {"order": 2, "flux": "central"}, "physics": {"equations": "maxwell", "bloch_k": [1.5, -2.0, 0]},
+            "initial": {"Ez": "sin(3*x)*cos(2*y)", "Hx_im": "cos(x + z)"}, "time": {"t_end": 0.2},
+            "output": {"formats": []}}
+    for key, value in changes.items():
+        data[key] = {**data.get(key, {}), **value}
+    return data
+
+
+def test_with_a_medium_the_pair_conserves_energy(tmp_path):
+    rng = np.random.default_rng()
+    case = case_from_dict(bloch_case(material={"slab": {"where": "0.3 - abs(x - 0.5)", "epsilon": 4.0, "mu": 1.3}}))
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+    system = sim.system
+    u = rng.standard_normal(system.allocate_state().shape)
+    du = rhs(system, u)
+    eps, mu = system.medium.epsilon, system.medium.mu  # per point
+    rate = sum(float(np.sum(system.geometry.mass * (eps if c % 6 < 3 else mu) * u[c] * du[c])) for c in range(12))
+    scale = float(np.sum(system.geometry.mass * (np.sum(u**2, axis=0)))) * np.abs(du).max()
+    assert abs(rate) < 1e-13 * scale
+    sim.run()
+    assert list(case.to_dict()["physics"]["bloch_k"]) == [1.5, -2.0, 0.0]
+    again = case_from_dict(tomllib.loads(to_toml(case.to_dict())))  # the effective configuration reads back
+    assert again.physics.bloch_k == case.physics.bloch_k and again.initial.fields.keys() == case.initial.fields.keys()
+    assert sim.system.summary(sim.stepper, None)["bloch"]["axes"] == ["x", "y"]
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"physics": {"bloch_k": [1.0, 0.0]}}, r"\[physics\] bloch_k must be a list of 3 finite numbers"),
+    ({"physics": {"bloch_k": [1.0, "a", 0.0]}}, r"\[physics\] bloch_k must be a list of 3 finite numbers"),
+    ({"initial": {"Ez_imag": "1"}}, r"Ez_im"),
+])
+def test_case_file_errors(change, message):
+    with pytest.raises(InputError, match=message):
+        case_from_dict(bloch_case(**change))
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"physics": {"bloch_k": [1.0, 0.0, 0.5]}}, r"bloch_k = \[1.0, 0.0, 0.5\] has a component along the z axis, "
+                                                 "across which the mesh does not wrap"),
+    ({"source": {"j": {"type": "current", "Jz": "t*exp(-x)"}}}, r"bloch_k: Bloch-periodic boundaries do not yet take"),
+    ({"discretization": {"volume_form": "galerkin"}}, r"bloch_k: .* not yet tested with \[discretization\] volume_form"),
+])
+def test_set_up_errors(change, message, tmp_path):
+    with pytest.raises(InputError, match=message):
+        Simulation(case_from_dict(bloch_case(**change)), backend="cpu", output_dir=tmp_path, comm=None)
