@@ -1,7 +1,8 @@
 """Run under mpiexec -n 3 by test_maxwell_bloch_ranks.py: Bloch-periodic runs on 3 ranks, on 2
 of them (a sub-communicator) and on 1 (rank 0 alone), in one launch: a deformed box periodic in x
 and y with a [material] slab and bloch_k along x and y (cut along z: every rank owns wraps), and
-a box periodic in x only cut across x (on 3 ranks the middle one owns no wrap point). Rank 0
+a box periodic in x only cut across x (on 3 ranks the middle one owns no wrap point); and an
+oblique plane wave across a periodic wrap, refused on every rank of 3. Rank 0
 prints, per case and rank count, the fields by global element id, the energy, the steps and
 each rank's wrap points as JSON."""
 
@@ -17,6 +18,7 @@ import numpy as np
 from mpi4py import MPI
 
 from lobatto.api import Simulation, case_from_dict
+from lobatto.errors import InputError
 
 CASE = {
     # periodic in x and y; PEC at z: the partitioner cuts along z, so every rank owns wraps of x and y
@@ -54,6 +56,27 @@ def run(data, comm, directory):
     return {"fields": fields.tolist(), "energy": energy, "wraps": [p[2] for p in parts], "steps": sim.steps}
 
 
+#: an oblique plane wave whose total-field box spans the periodic y axis (plane_waves.py refuses
+#: it), on 3 ranks (the box is one layer of six elements along x)
+OBLIQUE = {"mesh": {"elements": [6, 4, 1], "periodic": [False, True, True], "upper": [1.5, 1.0, 0.25],
+                    "boundary": "absorbing"},
+           "discretization": {"order": 2}, "physics": {"equations": "maxwell"}, "time": {"t_end": 0.1},
+           "output": {"formats": []},
+           "source": {"inc": {"type": "plane_wave", "direction": [1, 0.5, 0], "polarization": [0, 0, 1],
+                              "waveform": "modulated_gaussian", "frequency": 1.0, "t0": 0.6, "width": 0.2,
+                              "lower": [0.0, 0.0, 0.0], "upper": [0.25, 1.0, 0.25]}}}
+
+
+def refusal(comm, directory) -> str:
+    """The message every rank gets for OBLIQUE (collective: no rank may hang)."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            Simulation(case_from_dict(OBLIQUE, name="oblique"), backend="cpu", output_dir=directory, comm=comm)
+    except InputError as error:
+        return str(error)
+    return "accepted"
+
+
 def main() -> int:
     world = MPI.COMM_WORLD
     pair = world.Split(0 if world.rank < 2 else 1, world.rank)
@@ -67,6 +90,9 @@ def main() -> int:
         if world.rank == 0:
             found[1] = run(data, None, f"{root}/{name}1")
         out[name] = found
+    messages = world.gather(refusal(world, f"{root}/oblique"))
+    if world.rank == 0:
+        out["refusals"] = messages
     world.Barrier()
     if world.rank == 0:
         json.dump(out, sys.stdout)

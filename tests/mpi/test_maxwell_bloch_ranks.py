@@ -1,6 +1,7 @@
 """Bloch-periodic boundaries on 1, 2 and 3 ranks in one mpiexec launch (bloch_ranks.py): the
 wraps' partners found and their traces rotated across ranks give the serial fields and energy;
-on the mesh cut across its only wrap, the middle of 3 ranks owns no wrap point."""
+on the mesh cut across its only wrap, the middle of 3 ranks owns no wrap point; an oblique plane
+wave across a periodic wrap is refused on all 3 ranks alike."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def test_ranks_give_the_serial_fields():
     result = run(3, [str(Path(__file__).with_name("bloch_ranks.py"))], timeout=300)
     assert result.returncode == 0, describe(result)
     out = json.loads(result.stdout)
+    refusals = out.pop("refusals")
+    assert len(refusals) == 3 and all("crosses the periodic y axis" in m for m in refusals), refusals
     for name, found in out.items():
         serial = np.array(found["1"]["fields"])
         assert serial.shape[0] == 12 and np.abs(serial[6:]).max() > 1e-2  # the imaginary part moved

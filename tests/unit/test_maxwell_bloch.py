@@ -7,7 +7,8 @@
 - A Bloch plane wave e^{i(q . x - omega t)}, q = k + G, on a box periodic in x and y (PEC z):
   the run matches it to the discretisation error, falling with N; plain periodic cannot hold it.
 - The eigenfrequencies of an empty periodic box at a k: omega = c |k + G| from a pulse's probe
-  series through lobatto.analysis.resonances.
+  series through lobatto.analysis.resonances; the band edges of a 1-D photonic crystal (a
+  two-layer stack, [material]) at the zone edge against its analytic dispersion relation.
 - The case file: the fields Ex_im .. Hz_im, k across a non-periodic axis, terms, bad values.
 """
 
@@ -81,6 +82,8 @@ def test_zero_k_is_the_periodic_operator_on_each_part():
 
 #: the eigenfrequency test's run length and the error it reaches (measured: see the test)
 T_END, ERROR = 12.0, 1e-6
+#: the photonic crystal's band edges at N = 5 (measured: see the test)
+CRYSTAL_ERROR = 1e-7
 K = (2.0, 0.5, 0.0)  # radians per unit length: phases of 2 and 0.5 across the unit periods
 
 
@@ -200,3 +203,62 @@ def test_case_file_errors(change, message):
 def test_set_up_errors(change, message, tmp_path):
     with pytest.raises(InputError, match=message):
         Simulation(case_from_dict(bloch_case(**change)), backend="cpu", output_dir=tmp_path, comm=None)
+
+
+def crystal_relation(w, k, n1=2.0, d1=0.5, n2=1.0, d2=0.5):
+    """cos(n1 w d1) cos(n2 w d2) - (n1/n2 + n2/n1)/2 sin sin - cos(k a): zero on the bands of the
+    two-layer stack at normal incidence (c = 1)."""
+    return (np.cos(n1 * w * d1) * np.cos(n2 * w * d2)
+            - 0.5 * (n1 / n2 + n2 / n1) * np.sin(n1 * w * d1) * np.sin(n2 * w * d2) - np.cos(k * (d1 + d2)))
+
+
+def test_band_edges_of_a_one_dimensional_photonic_crystal(tmp_path):
+    import lobatto
+    from lobatto.analysis import resonances
+    from lobatto.analysis.resonance_table import probe_series, uniform_step
+
+    k = math.pi  # the zone edge: the first gap's edges are the first two modes
+    grid = np.linspace(0.1, 4.0, 4001)
+    values = crystal_relation(grid, k)
+    edges = []
+    for i in np.nonzero(np.sign(values[:-1]) != np.sign(values[1:]))[0]:  # bisection to round-off
+        lo, hi = grid[i], grid[i + 1]
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if np.sign(crystal_relation(mid, k)) == np.sign(values[i]) else (lo, mid)
+        edges.append(0.5 * (lo + hi))
+    assert len(edges) == 2 and abs(edges[0] - 1.68213) < 1e-4  # 1.6821320, 2.4619241
+    data = {"mesh": {"elements": [4, 1, 1], "periodic": [True, True, True], "upper": [1.0, 0.25, 0.25]},
+            "discretization": {"order": 5, "flux": "central"}, "physics": {"equations": "maxwell", "bloch_k": [k, 0, 0]},
+            "material": {"layer": {"where": "0.5 - x", "epsilon": 4.0, "sampling": "element"}},
+            "initial": {"Ez": "exp(-30*(x-0.3)**2)", "Ez_im": "x*exp(-30*(x-0.6)**2)"},
+            "time": {"t_end": 10.0, "dt": 0.01}, "output": {"every": 0, "formats": [], "probes": {
+                "every": 5, "points": [[0.31, 0.1, 0.1]], "fields": ["Ez"]}}}
+    out = tmp_path / "crystal"
+    lobatto.run(lobatto.case_from_dict(data, name="crystal"), output_dir=out, backend="cpu")
+    got = probe_series(out, "p0", "Ez")
+    kept, dt = uniform_step(got["time"], got["path"])
+    modes = resonances(got["values"][kept], dt, band=(0.1 / (2 * math.pi), 3.0 / (2 * math.pi)))
+    found = sorted(modes.omega)
+    assert len(found) == 2, found
+    errors = [abs(w - e) / e for w, e in zip(found, edges)]
+    # measured: 1.68213734 and 2.46191883 to 2.7e-10 and 1.8e-9 (t_end 10 or 20 alike)
+    assert max(errors) < CRYSTAL_ERROR, (found, edges, errors)
+
+
+def test_snapshots_name_both_parts_and_a_restart_continues_bitwise(tmp_path):
+    import h5py
+
+    case = case_from_dict(bloch_case(time={"t_end": 0.8}, checkpoint={"every": 2, "keep": 5},
+                                     output={"formats": ["hdf5"], "every": 4}))
+    whole = Simulation(case, backend="cpu", output_dir=tmp_path / "whole", comm=None)
+    whole.run()
+    with h5py.File(sorted((tmp_path / "whole").glob("*.h5"))[-1]) as f:
+        names = [str(n) for n in f.attrs["field_names"]]
+        assert names[6:] == ["Ex_im", "Ey_im", "Ez_im", "Hx_im", "Hy_im", "Hz_im"]
+        assert np.array_equal(f["fields/Hx_im"][:], whole.fields()["Hx_im"])
+    first = sorted((tmp_path / "whole" / "checkpoints").iterdir())[0]
+    again = Simulation(case, backend="cpu", output_dir=tmp_path / "again", comm=None).restart(first)
+    assert again.step_count < whole.step_count
+    again.run()
+    assert again.step_count == whole.step_count and np.array_equal(again.backend.to_host(again.u), whole.backend.to_host(whole.u))
