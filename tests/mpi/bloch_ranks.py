@@ -37,6 +37,17 @@ ACROSS = {**CASE, "mesh": {"elements": [6, 1, 1], "periodic": [True, False, Fals
           "material": {}, "initial": {"Ey": "exp(-4*(x-1)**2)", "Hz_im": "exp(-4*(x-2)**2)"}}
 
 
+#: a phased current sheet radiating into a [pml] at both z ends, cut along z: every rank holds
+#: layer, sheet or neither
+SHEET = {"mesh": {"elements": [1, 1, 12], "periodic": [True, True, False], "upper": [0.25, 0.25, 3.0],
+                  "boundary": "pec"},
+         "discretization": {"order": 3}, "physics": {"equations": "maxwell", "bloch_k": [3.1, 0.0, 0.0]},
+         "pml": {"sides": ["zmin", "zmax"], "elements": 2},
+         "source": {"sheet": {"type": "current", "Jy": "exp(-((t-0.6)/0.3)**2)*exp(-200*(z-1.1)**2)",
+                              "Jx": "exp(-((t-0.5)/0.3)**2)*exp(-200*(z-1.6)**2)"}},
+         "time": {"t_end": 1.5}, "output": {"formats": []}}
+
+
 def run(data, comm, directory):
     with contextlib.redirect_stdout(io.StringIO()):
         sim = Simulation(case_from_dict({k: v for k, v in data.items() if v}, name="bloch"), backend="cpu",
@@ -83,7 +94,7 @@ def main() -> int:
     scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
     root = world.bcast(scratch.name if scratch is not None else None)
     out = {}
-    for name, data in (("case", CASE), ("across", ACROSS)):
+    for name, data in (("case", CASE), ("across", ACROSS), ("sheet", SHEET)):
         found = {3: run(data, world, f"{root}/{name}3")}
         if world.rank < 2:
             found[2] = run(data, pair, f"{root}/{name}2")

@@ -31,4 +31,5 @@ def test_ranks_give_the_serial_fields():
             assert abs(found[ranks]["energy"] - found["1"]["energy"]) <= 1e-12 * found["1"]["energy"]
             assert found[ranks]["steps"] == found["1"]["steps"]
     assert sum(out["across"]["3"]["wraps"]) == sum(out["across"]["1"]["wraps"]) == 2 * 16
+    assert np.abs(np.array(out["sheet"]["1"]["fields"])).max() > 1e-3  # the sheet radiated
     assert 0 in out["across"]["3"]["wraps"]  # a rank with no wrap point

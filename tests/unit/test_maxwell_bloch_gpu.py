@@ -65,3 +65,26 @@ def test_run_cuda_equals_cpu(integrator, tmp_path):
     assert np.allclose(energies["cuda"], energies["cpu"], rtol=1e-12, atol=0)
     start, end = energies["cuda"]
     assert end <= start  # central flux: only the time step's dissipation (3.5e-6 of it on the CPU)
+
+
+def test_phased_sheet_and_pml_cuda_equals_cpu(tmp_path):
+    """Sources times cos / sin(k . x) and one [pml] per part (the CUDA PML kernel on each part)."""
+    results = {}
+    for backend in ("cpu", "cuda"):
+        case = case_from_dict({
+            "mesh": {"elements": [2, 1, 12], "periodic": [True, True, False], "upper": [0.5, 0.25, 3.0],
+                     "boundary": "pec"},
+            "discretization": {"order": 5}, "physics": {"equations": "maxwell", "bloch_k": [3.1, 0.0, 0.0]},
+            "pml": {"sides": ["zmin", "zmax"], "elements": 2},
+            "source": {"sheet": {"type": "current", "Jy": "exp(-((t-0.6)/0.3)**2)*exp(-200*(z-1.1)**2)"},
+                       "dip": {"type": "electric_dipole", "position": [0.2, 0.1, 1.7], "direction": [1, 0, 1],
+                               "waveform": "ricker", "frequency": 1.5, "t0": 0.5}},
+            "time": {"t_end": 1.0}, "output": {"formats": []}})
+        sim = Simulation(case, backend=backend, output_dir=tmp_path / backend, comm=None)
+        sim.advance(30)
+        results[backend] = sim.fields()
+    cpu, cuda = results["cpu"], results["cuda"]
+    scale = max(float(np.abs(cpu[name]).max()) for name in cpu)
+    assert scale > 1e-3
+    for name in cpu:
+        assert np.abs(cuda[name] - cpu[name]).max() <= 1e-12 * scale, name

@@ -33,6 +33,8 @@ from lobatto.systems.maxwell.periodic_faces import AXES, periodic_translations, 
 
 #: what a Bloch run adds to the fields: the imaginary parts, named after the real ones
 IMAGINARY_SUFFIX = "_im"
+#: the stage terms Bloch-periodic boundaries take (one instance per part): sources and the PML
+TAKEN = ("sources", "sources_im", "pml", "pml_im")
 
 
 def with_bloch(spec, physics: dict, error=None):
@@ -66,6 +68,9 @@ class BlochWrap:
         self.buffer = backend.zeros((2 * parts,) + system.trace_buffer.shape[1:])
         #: the corrected sums of the part being computed, for the system's with_exchange
         self.ready = None
+        self.parts = parts
+        #: the terms of the imaginary part (sources times sin(k . x), its [pml])
+        self.imaginary = []
 
     def sums(self, system, u):
         """(12, E, 6, n, n): both parts' traces summed with their neighbours' (collective)."""
@@ -93,17 +98,57 @@ class BlochWrap:
             self.ready = None
         return out
 
-    def stage(self, system, u, residual, a, b, dt, part_stage):
+    def stage(self, system, u, residual, t, a, b, dt):
         """A 2N-storage stage of the pair: both parts' sums from the state before the stage,
-        then ``part_stage(u_part, residual_part, a, b, dt)`` on each (the system's tuned
-        stage kernel where it has one)."""
+        then on each part its terms' ``prepare``, the system's ``part_stage`` (its tuned
+        stage kernel where it has one) and the terms' ``finish``."""
         sums, parts = self.sums(system, u), system.trace_components
         try:
             for part in (slice(0, parts), slice(parts, 2 * parts)):
+                terms = [term for term in system.terms if self.part(term) == part]
                 self.ready = sums[part]
-                part_stage(u[part], residual[part], a, b, dt)
+                for term in terms:
+                    term.prepare(u[part], t)
+                system.part_stage(u[part], residual[part], a, b, dt)
+                for term in terms:
+                    term.finish(u[part], residual[part], a, b, dt)
         finally:
             self.ready = None
+
+    # terms: sources and the [pml], one instance per part --------------------------------
+    def part(self, term) -> slice:
+        """The part of the state a term acts on: the imaginary part's own instances, else the real."""
+        parts = self.parts
+        return slice(parts, 2 * parts) if any(term is t for t in self.imaginary) else slice(0, parts)
+
+    def imaginary_term(self, term):
+        """Mark ``term`` as the imaginary part's (its name gets "_im": summaries, checkpoints)."""
+        term.name = f"{term.name}{IMAGINARY_SUFFIX}"
+        self.imaginary.append(term)
+        return term
+
+    def phase_sources(self, system, sources, part: int):
+        """The sources of one part: a current J(x, t) and a dipole at x0 drive the complex field
+        with J e^{i k . x}: the real part takes J cos(k . x), the imaginary part J sin(k . x)
+        (Meep's amplitude function for a k_point); J itself is the periodic envelope."""
+        backend, wave = system.backend, (np.cos, np.sin)[part]
+        for i, (expressions, x, scale, slot) in enumerate(sources.currents):
+            phase = backend.asarray(wave(np.tensordot(self.k, np.asarray(backend.to_host(x)), axes=1)))
+            sources.currents[i] = (expressions, x, phase * scale, slot)
+        sources.dipoles = [(values, field, slot, profile * float(wave(self.k @ np.asarray(values["position"]))))
+                           for values, field, slot, profile in sources.dipoles]
+        return sources
+
+    def check_case(self, system, where: str = "case") -> None:
+        """Only sources and the [pml] run with Bloch-periodic boundaries (for now)."""
+        others = [t.name for t in system.terms if t.name.split(".")[0] not in TAKEN]
+        if system.galerkin is not None:
+            raise InputError(f"{where}: [physics] bloch_k: Bloch-periodic boundaries are not yet tested with "
+                             "[discretization] volume_form = \"galerkin\"; use \"split\" or \"chain\"")
+        if others:
+            raise InputError(f"{where}: [physics] bloch_k: Bloch-periodic boundaries do not yet take "
+                             f"{', '.join(others)} (only [source.*] currents and dipoles and [pml]); remove them or "
+                             "bloch_k")
 
     def describe(self, comm=None) -> dict:
         return {"k": self.k.tolist(), "axes": [AXES[a] for a in self.axes],

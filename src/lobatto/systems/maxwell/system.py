@@ -162,7 +162,12 @@ class MaxwellSystem(FaceExchangeSystem):
         # first term, so that S is added where sources.py added it before the other terms
         self.sources = MaxwellSources(sources, self, comm, source_file) if sources else None
         if self.sources is not None:
+            if self.bloch is not None:  # the real part's: times cos(k . x) (bloch.py)
+                self.bloch.phase_sources(self, self.sources, 0)
             self.add_term(SourceTerm(self.sources, self))
+        if self.sources is not None and self.bloch is not None:  # the imaginary part's: sin(k . x)
+            imaginary = self.bloch.phase_sources(self, MaxwellSources(sources, self, comm, source_file), 1)
+            self.add_term(self.bloch.imaginary_term(SourceTerm(imaginary, self)))
         #: False keeps the stage path on CUDA with terms (tests compare the two paths)
         self.fused_with_terms = True
         self._listed_traces = None
@@ -208,12 +213,10 @@ class MaxwellSystem(FaceExchangeSystem):
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)
-        if system.bloch is not None and system.galerkin is not None:
-            raise InputError(f"{case.source}: [physics] bloch_k: Bloch-periodic boundaries are not yet tested with "
-                             "[discretization] volume_form = \"galerkin\"; use \"split\" or \"chain\"")
-        if system.bloch is not None and system.terms:
-            raise InputError(f"{case.source}: [physics] bloch_k: Bloch-periodic boundaries do not yet take "
-                             f"{', '.join(t.name for t in system.terms)}; remove them or bloch_k")
+        if system.bloch is not None:  # the terms it takes, the imaginary part's [pml] (bloch.py)
+            system.bloch.check_case(system, case.source)
+            for term in (build_pml(case, system, comm) if case.tables.get("pml") is not None else ()):
+                system.add_term(system.bloch.imaginary_term(term))
         if system.galerkin is not None:
             galerkin.check_supported(system, case.source)
         system.check_integrator(case.time.integrator, case.source)
@@ -234,7 +237,8 @@ class MaxwellSystem(FaceExchangeSystem):
             if term.aux_count:
                 raise InputError(f"{term.name} has auxiliary fields, which only a 2N-storage integrator "
                                  "(lsrk45) steps")
-            term.add_to_rhs(u, t, out)
+            part = slice(None) if self.bloch is None else self.bloch.part(term)  # a Bloch pair's part
+            term.add_to_rhs(u[part], t, out[part])
         return out
 
     def core_rhs(self, u, t, out):
@@ -267,6 +271,8 @@ class MaxwellSystem(FaceExchangeSystem):
         return out
 
     def stage(self, u, residual, t, a, b, dt):
+        if self.bloch is not None:  # each part with its terms and rotated sums (bloch.py)
+            return self.bloch.stage(self, u, residual, t, a, b, dt)
         # terms with compiled CPU kernels fold S into the residual before the kernel where
         # a != 0 (terms_cpu.py): one pass over their elements, nothing after the kernel
         folded = [a != 0 and getattr(term, "folds_in_stage", False) for term in self.terms]
@@ -275,10 +281,7 @@ class MaxwellSystem(FaceExchangeSystem):
                 term.fold(u, residual, t, a, b, dt)
             else:
                 term.prepare(u, t)
-        if self.bloch is not None:  # each part's stage with its rotated sums (bloch.py; no terms)
-            self.bloch.stage(self, u, residual, a, b, dt, self.part_stage)
-        else:
-            self.part_stage(u, residual, a, b, dt)
+        self.part_stage(u, residual, a, b, dt)
         for term, fold in zip(self.terms, folded):
             if not fold:
                 term.finish(u, residual, a, b, dt)
