@@ -73,6 +73,6 @@ def check_plane_wave_periodicity(system, spec, direction, inside, translations, 
             f"{where}: [source.{spec.name}] type = \"plane_wave\" with direction = {list(spec.values['direction'])} "
             f"crosses the periodic {names} {'axis' if len(axes) == 1 else 'axes'} inside its total-field region: "
             "the incident wave is not periodic there, so the field would be silently wrong; use a direction "
-            f"perpendicular to the {names} axis or a total-field box that stops short of the periodic faces (oblique "
-            "incidence on a periodic structure needs Bloch-periodic boundaries with a planar source, which do not "
-            "take sources yet: docs/electromagnetics.md, \"Bloch-periodic boundaries\")")
+            f"perpendicular to the {names} axis or a total-field box that stops short of the periodic faces; for "
+            "oblique incidence on a periodic structure use Bloch-periodic boundaries ([physics] bloch_k) with a "
+            "current sheet (docs/electromagnetics.md, \"Bloch-periodic boundaries\")")
