@@ -244,7 +244,7 @@ class MaxwellSystem(FaceExchangeSystem):
     def core_rhs(self, u, t, out):
         """L(u) alone: no terms (the sources are one); a stage adds those itself."""
         if self.bloch is not None:  # each part on its own, the wraps' sums rotated (bloch.py)
-            return self.bloch.rhs(self, u, out, lambda part, part_out: self.part_rhs(part, part_out))
+            return self.bloch.rhs(self, u, out, self.part_rhs)
         return self.part_rhs(u, out)
 
     def part_rhs(self, u, out):
