@@ -11,8 +11,11 @@
   two-layer stack, [material]) at the zone edge against its analytic dispersion relation.
 - An imported mesh with periodic faces (elements in random order, axes turned): L(u) of a Bloch
   plane wave is its time derivative.
-- The case file: the fields Ex_im .. Hz_im, k across a non-periodic axis, terms, bad values;
-  snapshots name both parts and a restart continues bitwise.
+- Sources and the PML: a current sheet with the phase e^{i k x} radiates a Bloch wave into a
+  [pml] at both ends; R and T of a dielectric slab at 30 degrees (p) from such a sheet against
+  the Airy formula (the small version of benchmarks/bloch_slab.py).
+- The case file: the fields Ex_im .. Hz_im, k across a non-periodic axis, terms it does not take,
+  bad values; snapshots name both parts and a restart continues bitwise.
 """
 
 from __future__ import annotations
