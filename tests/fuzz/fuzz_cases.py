@@ -1048,6 +1048,8 @@ def _maxwell_slots(data: dict) -> list:
     physics = data.get("physics")
     if isinstance(physics, dict) and "sigma" in physics:
         out.append(("physics", "sigma"))
+    if isinstance(physics, dict) and "bloch_k" in physics:  # Bloch-periodic boundaries (bloch.py)
+        out.extend(("physics",) + p for p in paths({"bloch_k": physics["bloch_k"]}, items=True))
     return out
 
 
@@ -1055,6 +1057,10 @@ def op_maxwell_table(rng, data):
     """A value of a Maxwell-physics table (or a whole table of one) made hostile."""
     if equations_of(data) != "maxwell":
         raise _Skip
+    if rng.random() < 0.05:  # Bloch-periodic boundaries, often across an axis that does not wrap
+        value = rng.choice(([1.0, 0.0, 0.0], [0.0, 2.5, 0.0], [0.5, 0.5, 0.5], [0.0, 0.0, 0.0]))
+        set_at(data, ("physics", "bloch_k"), value)
+        return f"maxwell: physics.bloch_k = {show(value)}"
     slots = _maxwell_slots(data)
     if not slots or rng.random() < 0.2:  # bring a table along (valid), then perhaps spoil it
         kind = rng.choice(sorted(MAXWELL_TABLES))

@@ -196,8 +196,13 @@ def test_key_value_by_kind(ctx):
     assert expression.text == "2*x"
     refused(lambda: key_value(ctx, "solver", {"order": "1e200"}, Key("order", "expression", "0", "x")),
             '[solver] order = "1e200" is 1e+200; its values must be')
+    # a vector: 3 numbers within the range, None when absent without a default ([physics] bloch_k)
+    assert key_value(ctx, "solver", {}, Key("order", "vector", None, "x")) is None
+    assert key_value(ctx, "solver", {"order": [1, 2, 3.5]}, Key("order", "vector", None, "x")) == (1.0, 2.0, 3.5)
+    refused(lambda: key_value(ctx, "solver", {"order": [1, 2]}, Key("order", "vector", None, "x")),
+            "[solver] order must be a list of 3 finite numbers")
     with pytest.raises(ValueError, match="its table's own reader"):
-        key_value(ctx, "solver", {}, Key("order", "vector", None, "x"))
+        key_value(ctx, "solver", {}, Key("order", "list", None, "x"))
 
 
 # ------------------------------------------------------------------- docs/case-file.md

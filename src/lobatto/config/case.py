@@ -209,7 +209,7 @@ class Case:
                 "volume_form": self.discretization.volume_form,
             },
             "physics": {"equations": self.physics.equations,
-                        **{k: getattr(v, "text", v) for k, v in self.physics.values.items()}},
+                        **{k: getattr(v, "text", v) for k, v in self.physics.values.items() if v is not None}},
             "initial": {n: e.text for n, e in self.initial.fields.items()},
         }
         if self.exact.fields is not None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from lobatto.config.expressions import compile_expression
 from lobatto.config.physics import KEY_KINDS, Key
-from lobatto.config.ranges import is_number, section_range, show_value
+from lobatto.config.ranges import MAGNITUDE, check_vector, is_number, section_range, show_value
 from lobatto.config.toml_text import toml_value
 from lobatto.errors import InputError
 
@@ -313,6 +313,9 @@ def key_value(ctx: Context, section: str, table: Mapping[str, Any], key: Key, va
     """The checked value of the declared ``key`` in ``[section]`` (its default when absent):
     of its kind, and within its range (``Key.valid_range``; a constant expression's value too).
     ``variables``: names an expression key may use besides x, y, z (and t) (``Key.variables_from``)."""
+    if key.kind == "vector":  # a list of 3 numbers, each within the range (None: absent, no default)
+        value = get_value(ctx, section, table, key.name, key.default)
+        return None if value is None else check_vector(ctx, section, key.name, value, key.valid_range or MAGNITUDE)
     value = _kind_value(ctx, section, table, key, tuple(variables))
     valid = key.valid_range
     if valid is None or value is None:

@@ -1,7 +1,8 @@
 """The plane-wave sources' term builder (system.TERM_BUILDERS): for each ``[source.<name>]
 type = "plane_wave"`` the total-field/scattered-field correction with the analytic incident
 wave (tfsf.py) or the discrete one stepped alongside (tfsf_discrete.py), after checking that
-the waveform stays finite over the run's delays.
+the waveform stays finite over the run's delays and that no periodic wrap crosses the
+total-field region at an angle to the wave (periodic_faces.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import numpy as np
 
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
+from lobatto.systems.maxwell.periodic_faces import check_plane_wave_periodicity, periodic_translations
 from lobatto.systems.maxwell.tfsf import PlaneWave, TotalFieldScatteredField, total_field_elements
 from lobatto.systems.maxwell.tfsf_discrete import DiscreteIncidentTFSF
 from lobatto.systems.maxwell.waveforms import check_waveform
@@ -17,12 +19,15 @@ from lobatto.systems.maxwell.waveforms import check_waveform
 
 def build_plane_waves(case, system, comm=None) -> list:
     """TERM_BUILDERS entry: one TF/SF term per ``[source.<name>] type = "plane_wave"``."""
-    terms = []
+    terms, translations = [], None
     for spec in case.tables.get("source", ()):
         if spec.type == "plane_wave":
             wave = PlaneWave.from_spec(spec, system.epsilon, system.mu)
             check_run_delays(case, system, wave, spec, comm)
             inside = total_field_elements(system, spec, comm, case.source)
+            if translations is None:  # where the mesh wraps (collective, once)
+                translations = periodic_translations(system, comm, case.source)
+            check_plane_wave_periodicity(system, spec, wave.direction, inside, translations, comm, case.source)
             if spec.values.get("incident_field", "analytic") == "discrete":
                 terms.append(DiscreteIncidentTFSF(system, wave, inside, comm, case.source))
             else:

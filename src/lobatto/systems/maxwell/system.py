@@ -9,7 +9,8 @@ gather–scatter sum of -n x E and -n x H over face-point ids (systems/dg.py, fl
 boundaries.py). Kernels: reference.py (any backend), cpu.py (C), cuda.py (CUDA) and the
 whole-step path with the exchange fused into the stage kernel (fused.py). Sources (-J/eps,
 -M/mu: currents, dipoles; [source.<name>]) are a stage term (sources.py, source_term.py). Per-point
-eps, mu and conductivity ([material.<name>], [physics] sigma): materials.py.
+eps, mu and conductivity ([material.<name>], [physics] sigma): materials.py. Bloch-periodic
+boundaries ([physics] bloch_k: the state carries real and imaginary parts): bloch.py.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import math
 import numpy as np
 
 from lobatto.config import Integrand, Key, PhysicsSpec
+from lobatto.config.ranges import MAGNITUDE
 from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, far_field, reference  # noqa: F401  (register the kernels, [output.far_field])
 from lobatto.systems.maxwell import galerkin
+from lobatto.systems.maxwell.bloch import BlochWrap, with_bloch
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
@@ -94,7 +97,11 @@ SPEC = PhysicsSpec(
         Key("mu", "positive", 1.0, "permeability", range=PROPERTY_RANGES["mu"]),
         Key("sigma", "nonnegative", 0.0, "electric conductivity (uniform; per region: [material.<name>])",
             range=PROPERTY_RANGES["sigma"]),
+        Key("bloch_k", "vector", None, "Bloch wave vector [kx, ky, kz] (radians per unit length, along periodic "
+            "axes only): u(x + d) = exp(i k . d) u(x) across each periodic wrap d; the fields gain their "
+            "imaginary parts Ex_im .. Hz_im (bloch.py). Absent: plain periodic", range=MAGNITUDE),
     ),
+    extend=with_bloch,  # bloch_k: the imaginary parts' fields
     fluxes=tuple(FLUX_ALPHA),
     # largest stable cfl, every order 1-16 and boxes of PEC/PMC/absorbing/periodic sides, affine
     # and curved, and the Bloch modes of larger periodic meshes, rounded down (benchmarks/notes-stability.md)
@@ -134,7 +141,7 @@ class MaxwellSystem(FaceExchangeSystem):
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
                  exchange_method="auto", exchange="auto", overlap="auto", sources=(), source_file="case",
-                 material=None, volume_form="split"):
+                 material=None, volume_form="split", bloch_k=None):
         if flux not in FLUX_ALPHA:
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
@@ -155,6 +162,10 @@ class MaxwellSystem(FaceExchangeSystem):
         self.galerkin = None  # the over-integrated weak form's operator (galerkin.py), when chosen
         if volume_form == "galerkin":
             galerkin.attach(self)
+        #: the Bloch wraps' phases and the pair's exchange (bloch.py); None: plain periodic
+        self.bloch = None if bloch_k is None else BlochWrap(self, bloch_k, comm, source_file)
+        if self.bloch is not None:  # the state: real parts, then imaginary parts
+            self.spec = with_bloch(SPEC, {"bloch_k": bloch_k})
         #: terms on some elements around the stage kernel (terms.py): sources, dispersion, PML, TF/SF
         self.terms = []
         #: the fused path's device array holding the stage's time while the terms run (fused.py)
@@ -163,7 +174,12 @@ class MaxwellSystem(FaceExchangeSystem):
         # first term, so that S is added where sources.py added it before the other terms
         self.sources = MaxwellSources(sources, self, comm, source_file) if sources else None
         if self.sources is not None:
+            if self.bloch is not None:  # the real part's: times cos(k . x) (bloch.py)
+                self.bloch.phase_sources(self, self.sources, 0)
             self.add_term(SourceTerm(self.sources, self))
+        if self.sources is not None and self.bloch is not None:  # the imaginary part's: sin(k . x)
+            imaginary = self.bloch.phase_sources(self, MaxwellSources(sources, self, comm, source_file), 1)
+            self.add_term(self.bloch.imaginary_term(SourceTerm(imaginary, self)))
         #: False keeps the stage path on CUDA with terms (tests compare the two paths)
         self.fused_with_terms = True
         self._listed_traces = None
@@ -207,10 +223,15 @@ class MaxwellSystem(FaceExchangeSystem):
                              "medium: [material] epsilon or mu given as a list, or sampling = \"average\"")
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
                      mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
-                     volume_form=case.discretization.volume_form, sources=sources, source_file=case.source)
+                     volume_form=case.discretization.volume_form, sources=sources, source_file=case.source,
+                     bloch_k=case.physics.values.get("bloch_k"))
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)
+        if system.bloch is not None:  # the terms it takes, the imaginary part's [pml] (bloch.py)
+            system.bloch.check_case(system, case.source)
+            for term in (build_pml(case, system, comm) if case.tables.get("pml") is not None else ()):
+                system.add_term(system.bloch.imaginary_term(term))
         if system.galerkin is not None:
             galerkin.check_supported(system, case.source)
         system.check_integrator(case.time.integrator, case.source)
@@ -231,16 +252,30 @@ class MaxwellSystem(FaceExchangeSystem):
             if term.aux_count:
                 raise InputError(f"{term.name} has auxiliary fields, which only a 2N-storage integrator "
                                  "(lsrk45) steps")
-            term.add_to_rhs(u, t, out)
+            part = slice(None) if self.bloch is None else self.bloch.part(term)  # a Bloch pair's part
+            term.add_to_rhs(u[part], t, out[part])
         return out
 
     def core_rhs(self, u, t, out):
         """L(u) alone: no terms (the sources are one); a stage adds those itself."""
+        if self.bloch is not None:  # each part on its own, the wraps' sums rotated (bloch.py)
+            return self.bloch.rhs(self, u, out, self.part_rhs)
+        return self.part_rhs(u, out)
+
+    def part_rhs(self, u, out):
+        """L(u) of a 6-field state (of one part of a Bloch pair)."""
         if self.medium is not None:
             self.medium.rhs(self, u, out)
         else:
             self.background_rhs(u, out)
         return out
+
+    def with_exchange(self, u, update):
+        """The face exchange (dg.py); for one part of a Bloch pair, its sums already rotated."""
+        ready = None if self.bloch is None else self.bloch.ready
+        if ready is None:
+            return super().with_exchange(u, update)
+        update(None, ready)
 
     def background_rhs(self, u, out):
         """L(u) in the uniform background (the [physics] eps, mu; no medium, sources or terms),
@@ -251,6 +286,8 @@ class MaxwellSystem(FaceExchangeSystem):
         return out
 
     def stage(self, u, residual, t, a, b, dt):
+        if self.bloch is not None:  # each part with its terms and rotated sums (bloch.py)
+            return self.bloch.stage(self, u, residual, t, a, b, dt)
         # terms with compiled CPU kernels fold S into the residual before the kernel where
         # a != 0 (terms_cpu.py): one pass over their elements, nothing after the kernel
         folded = [a != 0 and getattr(term, "folds_in_stage", False) for term in self.terms]
@@ -259,19 +296,23 @@ class MaxwellSystem(FaceExchangeSystem):
                 term.fold(u, residual, t, a, b, dt)
             else:
                 term.prepare(u, t)
+        self.part_stage(u, residual, a, b, dt)
+        for term, fold in zip(self.terms, folded):
+            if not fold:
+                term.finish(u, residual, a, b, dt)
+
+    def part_stage(self, u, residual, a, b, dt) -> None:
+        """The stage of a 6-field state without the terms (of one part of a Bloch pair)."""
         if self.stage_kernel is None and self.galerkin is None and getattr(self.medium, "stage_kernel", None):
             self.medium.stage(self, u, residual, a, b, dt)  # compiled on the CPU (cpu.py); sources: a term
         elif self.stage_kernel is None:
-            du = self.core_rhs(u, t, self._scratch(u))
+            du = self.part_rhs(u, self._scratch(u))
             residual *= a
             residual += dt * du
             u += b * residual
         else:
             self.with_exchange(u, lambda elements, sums: self.stage_kernel(
                 u, residual, sums, self.device_geometry, self.epsilon, self.mu, self.alpha, a, b, dt, elements))
-        for term, fold in zip(self.terms, folded):
-            if not fold:
-                term.finish(u, residual, a, b, dt)
 
     def refresh_traces(self, u, traces) -> None:
         """Rewrite, in place, the traces of the elements a term changed after the fused stage
@@ -291,8 +332,8 @@ class MaxwellSystem(FaceExchangeSystem):
         points' traces travel. Needs a conforming mesh (every face point has at most one
         partner); otherwise None on every rank alike, and the stages run."""
         if (self.backend.name != "cuda" or not hasattr(stepper.scheme, "A") or not self.fused_with_terms
-                or self.galerkin is not None):
-            return None  # (the fused stage computes the collocated forms, not the Galerkin one)
+                or self.galerkin is not None or self.bloch is not None):
+            return None  # (the fused stage computes the collocated forms, not the Galerkin one, nor Bloch wraps)
         from lobatto.systems.maxwell.fused import FusedExchangeStepper
 
         try:
@@ -307,7 +348,9 @@ class MaxwellSystem(FaceExchangeSystem):
         return self.field_energy(u) + sum(term.energy() for term in self.terms)
 
     def field_energy(self, u) -> float:
-        """The fields' part of energy(u)."""
+        """The fields' part of energy(u) (of a Bloch pair: the sum of both parts')."""
+        if self.bloch is not None and u.shape[0] == 2 * self.trace_components:
+            return self.field_energy(u[:self.trace_components]) + self.field_energy(u[self.trace_components:])
         if self.medium is not None:
             return self.medium.energy(self, u)
         if self.galerkin is not None:  # its own (weight-adjusted) mass matrix
@@ -322,11 +365,7 @@ class MaxwellSystem(FaceExchangeSystem):
         """curl terms, fluxes and conductivity, no sources and no stage terms (a PML's, the
         poles' rates limit the step themselves: StageTerm.limit_time_step); the fields' energy."""
         def apply(u, out):
-            if self.medium is not None:
-                self.medium.rhs(self, u, out)
-            else:
-                self.background_rhs(u, out)
-            return out
+            return self.core_rhs(u, 0.0, out)
 
         return apply, self.field_energy
 
@@ -350,6 +389,8 @@ class MaxwellSystem(FaceExchangeSystem):
                 out[term.name] = term.describe(comm)
         if self.sources is not None:
             out["sources"] = self.sources.describe(comm, stepper.path)
+        if self.bloch is not None:
+            out["bloch"] = self.bloch.describe(comm)
         return out
 
     def history(self) -> dict:
