@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 
+import h5py
 import numpy as np
 import pytest
 
+import lobatto
 from lobatto.api import Simulation, case_from_dict
 from lobatto.config.schema import to_toml, tomllib
 from lobatto.backends import get_backend
@@ -341,25 +343,29 @@ def slab_reflectance(omega, k_par, polarization, epsilon=2.25, thickness=0.5):
 @pytest.mark.parametrize("polarization", ["p"])  # s: benchmarks/bloch_slab.py (this test's cost: 2 runs)
 def test_oblique_reflection_and_transmission_of_a_slab(polarization, tmp_path):
     """The small version of benchmarks/bloch_slab.py: a phased current sheet at z = 0.75, the slab
-    1.25 <= z <= 1.75 (eps = 2.25) and a run without it; R and T from the transforms of E_re + i E_im
-    at a probe between sheet and slab and one behind, against Airy at theta(omega) (30 degrees at
-    f = 1)."""
+    1.25 <= z <= 1.75 (eps = 2.25); `[output.dft] normalize` runs it without the slab first
+    (runner/normalization.py). R and T, against Airy at theta(omega) (30 degrees at f = 1), from
+    the transforms of E_re + i E_im at a probe between sheet and slab and one behind, and from
+    the flux spectra of the complex field through the planes z = 1 and z = 2 (MaxwellSystem.
+    flux_spectrum)."""
     from lobatto.analysis.resonance_table import probe_series
 
     k = math.pi
     omegas = 2 * math.pi * np.array([0.9, 1.0, 1.1])
+    data = sheet_case(k, mesh={"elements": [1, 1, 11], "upper": [0.25, 0.25, 2.75]},
+                      discretization={"order": 4}, time={"t_end": 10.0})
+    current = "Jy" if polarization == "s" else "Jx"
+    data["source"] = {"sheet": {"type": "current", current: "exp(-((t-3.6)/1.2)**2)*cos(2*pi*(t-3.6))*exp(-((z-0.75)/0.05)**2)"}}
+    data["output"]["probes"] = {"every": 3, "points": [[0.1, 0.1, 1.0], [0.1, 0.1, 2.0]],
+                                "fields": ["Ex", "Ey", "Ez", "Ex_im", "Ey_im", "Ez_im"]}
+    data["output"]["dft"] = {"frequencies": list(omegas / (2 * math.pi)), "planes": ["z = 1", "z = 2"],
+                             "fields": ["Ex"], "normalize": "z = 2"}
+    data["material"] = {"slab": {"where": "0.25 - abs(z - 1.5)", "epsilon": 2.25, "sampling": "element"}}
+    with pytest.raises(InputError, match="normalize needs the run without the"):  # a bare Simulation
+        Simulation(case_from_dict(data, name="slab"), backend="cpu", output_dir=tmp_path / "bare", comm=None).run()
+    lobatto.run(case_from_dict(data, name="slab"), backend="cpu", output_dir=tmp_path)
     spectra = {}
-    for slab in (False, True):
-        data = sheet_case(k, mesh={"elements": [1, 1, 11], "upper": [0.25, 0.25, 2.75]},
-                          discretization={"order": 4}, time={"t_end": 10.0})
-        current = "Jy" if polarization == "s" else "Jx"
-        data["source"] = {"sheet": {"type": "current", current: "exp(-((t-3.6)/1.2)**2)*cos(2*pi*(t-3.6))*exp(-((z-0.75)/0.05)**2)"}}
-        data["output"]["probes"] = {"every": 3, "points": [[0.1, 0.1, 1.0], [0.1, 0.1, 2.0]],
-                                    "fields": ["Ex", "Ey", "Ez", "Ex_im", "Ey_im", "Ez_im"]}
-        if slab:
-            data["material"] = {"slab": {"where": "0.25 - abs(z - 1.5)", "epsilon": 2.25, "sampling": "element"}}
-        out = tmp_path / f"slab{int(slab)}"
-        Simulation(case_from_dict(data, name="slab"), backend="cpu", output_dir=out, comm=None).run()
+    for slab, out in ((True, tmp_path), (False, tmp_path / "normalization")):
         for probe in ("p0", "p1"):
             parts = [probe_series(out, probe, f) for f in ("Ex", "Ey", "Ez", "Ex_im", "Ey_im", "Ez_im")]
             t = parts[0]["time"]
@@ -373,3 +379,7 @@ def test_oblique_reflection_and_transmission_of_a_slab(polarization, tmp_path):
     # measured at N = 4: R within 5.4e-4, T within 3.8e-4 of Airy (the benchmark at N = 5 on a
     # longer cell: 1.8e-5 and 1.4e-5); R of s and p differ by 0.085 to 0.105 here
     assert np.abs(R - want).max() < 2e-3 and np.abs(T - (1 - want)).max() < 2e-3, (R, T, want)
+    with h5py.File(tmp_path / "slab_dft.h5", "r") as f:  # the flux spectra of the complex field
+        flux_R = -f["surfaces/z = 1/normalized_scattered/poynting_flux"][()]  # the reflection runs to -z
+        flux_T = f["surfaces/z = 2/normalized/poynting_flux"][()]
+    assert np.abs(flux_R - want).max() < 2e-3 and np.abs(flux_T - (1 - want)).max() < 2e-3, (flux_R, flux_T, want)

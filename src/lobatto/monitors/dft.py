@@ -242,12 +242,13 @@ class DftMonitor(Monitor):
             entry["coordinates"].append(np.moveaxis(coords if face is None else coords[face_slice(face, order)], 1, 0))
             if kind != "surface":
                 continue
-            spectra = {"flux": transform}
+            spectra = {"flux": system.flux_spectrum(transform)}  # (a Bloch pair: the complex field's)
             if self.incident is not None:
                 incident = self.incident[i]
                 incident = np.zeros_like(transform) if incident is None else \
                     np.asarray(backend.to_host(incident)).astype(np.complex128)
-                spectra.update(flux_incident=incident, flux_scattered=transform - incident)
+                spectra.update(flux_incident=system.flux_spectrum(incident),
+                               flux_scattered=system.flux_spectrum(transform - incident))
             for quantity in self.settings.flux:
                 density = system.spec.integrands[quantity].density
                 for what, values in spectra.items():

@@ -72,3 +72,12 @@ def simulation(case, backend, output_dir, comm, progress, simulation_class, rest
     run = simulation_class(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
     dft_monitor(run).set_incident(*kept)
     return run
+
+
+def check_attached(simulation) -> None:
+    """A Simulation built directly (not through run_case, lobatto.run or `lobatto run`) has no
+    incident run: refuse rather than write the fluxes without their normalisation."""
+    if wanted(simulation.case) and dft_monitor(simulation).incident is None:
+        raise InputError(f"{simulation.case.source}: [output.dft] normalize needs the run without the [material] "
+                         "tables first: run the case with lobatto.run(case) or `lobatto run` (a Simulation built "
+                         "directly does not make it)")

@@ -346,6 +346,7 @@ class Simulation:
         from lobatto.io.summary import write_summary
 
         case, backend = self.case, self.backend
+        normalization.check_attached(self)  # [output.dft] normalize needs its incident run first
         steps, first = self.steps, self.step_count + 1  # steps: the last step (an estimate while dt varies)
         every = case.output.every
         # Steps are queued without waiting on the device; the loop is timed as a whole and the

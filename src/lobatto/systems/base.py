@@ -163,6 +163,12 @@ class System:
     def energy(self, u) -> float:
         raise NotImplementedError
 
+    def flux_spectrum(self, transform):
+        """The transforms whose surface densities give the flux spectra (monitors/dft.py), from
+        those of the state's fields (frequencies, fields, ...): the same, unless the state
+        carries a complex field as two real parts (Maxwell's Bloch pair)."""
+        return transform
+
     def injection_measure(self, comm=None):
         """Collective: None, or an object whose ``start(t)`` and ``measure(t)`` (collective)
         give per source the integral of a bound of its rate up to t, for the growth guard

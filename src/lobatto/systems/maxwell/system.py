@@ -369,6 +369,14 @@ class MaxwellSystem(FaceExchangeSystem):
 
         return apply, self.field_energy
 
+    def flux_spectrum(self, transform):
+        """With bloch_k the physical field is E + i E_im (bloch.py): its transform is the real
+        part's plus i the imaginary part's, and the flux 1/2 Re(E x H*) . n is that field's."""
+        if self.bloch is None:
+            return transform
+        half = len(self.field_names) // 2
+        return transform[:, :half] + 1j * transform[:, half:]
+
     def injection_measure(self, comm=None):
         """The sources' and plane waves' injection bound (injection.py), None without them."""
         if self.sources is None and not any(getattr(term, "wave", None) is not None for term in self.terms):
