@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from lobatto.machine.parallel import allreduce
+from lobatto.systems.maxwell.plane_waves import bounding_box_corners
 from lobatto.systems.maxwell.waveforms import waveform_array
 
 #: trapezoid points per period (1/frequency) and per width of a waveform: |w| to a few per
@@ -86,10 +87,7 @@ class SourceInjection:
                 self.waves.append((f"source.{spec.name}", v["waveform"], v, abs(v["amplitude"]), 0.0, 0.0))
         planes = [term.wave for term in system.terms if getattr(term, "wave", None) is not None]
         if planes:
-            flat = system.geometry.coords.reshape(3, -1)
-            low = allreduce(comm, flat.min(axis=1) if flat.size else np.full(3, np.inf), "min")
-            high = allreduce(comm, flat.max(axis=1) if flat.size else np.full(3, -np.inf), "max")
-            corners = np.array([[(high if (i >> a) & 1 else low)[a] for a in range(3)] for i in range(8)]).T
+            corners = bounding_box_corners(system.geometry.coords, comm)
             for wave in planes:
                 delays = wave.delay(corners)
                 self.waves.append((f"source.{wave.name}", wave.waveform, wave.params, abs(wave.amplitude),

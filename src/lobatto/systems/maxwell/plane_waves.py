@@ -35,14 +35,20 @@ def build_plane_waves(case, system, comm=None) -> list:
     return terms
 
 
+def bounding_box_corners(coords, comm=None) -> np.ndarray:
+    """Collective: (3, 8) the corners of the mesh's bounding box over all ranks (a rank may hold
+    no points)."""
+    flat = coords.reshape(3, -1)
+    low = allreduce(comm, flat.min(axis=1) if flat.size else np.full(3, np.inf), "min")
+    high = allreduce(comm, flat.max(axis=1) if flat.size else np.full(3, -np.inf), "max")
+    return np.array([[(high if (i >> a) & 1 else low)[a] for a in range(3)] for i in range(8)]).T
+
+
 def check_run_delays(case, system, wave: PlaneWave, spec, comm=None) -> None:
     """The wave's waveform must be finite at every tau = t - delay of the run: t from 0 to
     t_end, the delay k . (x - origin) / c over the mesh (extreme at its bounding box's
     corners, the delay being linear in x). Collective."""
-    flat = system.geometry.coords.reshape(3, -1)
-    low = allreduce(comm, flat.min(axis=1) if flat.size else np.full(3, np.inf), "min")
-    high = allreduce(comm, flat.max(axis=1) if flat.size else np.full(3, -np.inf), "max")
-    corners = np.array([[(high if (i >> a) & 1 else low)[a] for a in range(3)] for i in range(8)]).T
+    corners = bounding_box_corners(system.geometry.coords, comm)
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         delays = wave.delay(corners)
     if not np.all(np.isfinite(delays)):
