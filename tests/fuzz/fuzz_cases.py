@@ -1025,6 +1025,8 @@ MAXWELL_TABLES = {
     "dft_normalized": {"frequencies": [0.5], "surfaces": ["xmin", "xmax"], "normalize": "xmax"},
     "dft_planes": {"frequencies": [0.5], "planes": ["x = 0.5", "z = 0"],  # interior surfaces (monitors/planes.py)
                    "boxes": [{"lower": [0.0, 0.0, 0.0], "upper": [1.0, 1.0, 0.5]}]},
+    # monitors/dft.py taper_weight: refused with the decay stop below (the record's end unknown)
+    "dft_tapered": {"frequencies": [0.5, 1.0], "surfaces": ["xmax"], "taper": 0.3},
     "decay": {"until_decayed": 1e-3, "decay_interval": 0.004, "decay_watch": "energy"},  # into [time]
 }
 #: the [time] keys of the decay stop, mutated as the Maxwell tables' numbers
@@ -1068,7 +1070,7 @@ def op_maxwell_table(rng, data):
         top = {"drude": "material", "lorentz": "material", "debye": "material", "library": "material",
                "anisotropic": "material", "averaged": "material", "dipole": "source", "magnetic": "source",
                "current": "source", "plane_wave": "source"}.get(kind, kind)
-        if kind in ("dft", "dft_planes", "dft_normalized"):
+        if kind in ("dft", "dft_planes", "dft_normalized", "dft_tapered"):
             set_at(data, ("output", "dft"), table)
         elif kind == "decay":
             if not isinstance(data.get("time"), dict):

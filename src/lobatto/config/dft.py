@@ -25,6 +25,7 @@ class DftSection:
     planes: tuple = ()  # (axis 0-2, value): the planes x_axis = value through the mesh (monitors/planes.py)
     boxes: tuple = ()  # (lower, upper): closed surfaces of boxes of element faces
     normalize: str | None = None  # a surface of this table: its flux in the run without [material] tables
+    taper: float = 0.0  # the share of the record at its end over which the transform's weight falls to 0
 
     def to_dict(self) -> dict:
         out = {"frequencies": list(self.frequencies), "fields": list(self.fields), "surfaces": list(self.surfaces),
@@ -35,6 +36,8 @@ class DftSection:
             out["boxes"] = [{"lower": list(lower), "upper": list(upper)} for lower, upper in self.boxes]
         if self.normalize is not None:
             out["normalize"] = self.normalize
+        if self.taper:  # (only when on: older effective configurations stay equal)
+            out["taper"] = self.taper
         return out
 
     def surface_names(self) -> tuple:
@@ -61,6 +64,11 @@ def box_name(lower, upper) -> str:
 #: a transform's frequency (cycles per unit time): the phase 2 pi f t is computed at every step
 FREQUENCY = Range(0.0, LARGE, reason="cycles per unit time; the phase 2 pi f t must stay finite")
 
+#: the share of the record tapered: 1 would leave no sample at full weight (the window starts at
+#: t_start); below 0 means nothing
+TAPER = Range(0.0, 1.0, high_open=True, reason="a share of the record [t_start, t_end]: at 1 no sample would keep "
+              "its full weight")
+
 #: the keys of [output.dft] (docs/electromagnetics.md, "Frequency-domain monitors")
 DFT = Table("output.dft", (
     Key("frequencies", "list", None, "the frequencies transformed, cycles per unit time", required=True,
@@ -75,6 +83,8 @@ DFT = Table("output.dft", (
     Key("flux", "list", None, "surface integrands given per frequency (default: all the system's)"),
     Key("normalize", "string", None, "a surface, plane or box of this table (its name in NAME_dft.h5): the run "
         "first runs the case without its [material] tables and divides every flux by that one's flux there"),
+    Key("taper", "nonnegative", 0.0, "the share of the record, at its end, over which the transform's weight "
+        "falls from 1 to 0 by a half cosine (0: none); needs a known end, [time] t_end", range=TAPER),
 ))
 
 
@@ -109,6 +119,8 @@ def parse_dft(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> Dft
     section = DftSection(frequencies=tuple(float(f) for f in frequencies),
                          fields=tuple(f for f in spec.fields if f in fields), surfaces=tuple(surfaces),
                          regions=tuple(regions), flux=tuple(flux), planes=planes, boxes=boxes)
+    if "taper" in table:
+        section = DftSection(**{**section.__dict__, "taper": check_number(ctx, where, "taper", table["taper"], TAPER)})
     normalize = table.get("normalize")
     if isinstance(normalize, str) and PLANE_TEXT.match(normalize):  # "x=1.75" as planes accepts it
         match = PLANE_TEXT.match(normalize)
@@ -122,6 +134,19 @@ def parse_dft(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> Dft
             raise ctx.error(f"[{where}] normalize divides fluxes: give at least one flux integrand")
         section = DftSection(**{**section.__dict__, "normalize": normalize})
     return section
+
+
+def check_taper_end(ctx: Context, time, dft: DftSection | None) -> None:
+    """[output.dft] taper needs the record's end when the run starts: [time] t_end, reached
+    (refused with until_decayed or steady_tolerance, which stop at a time not known before)."""
+    if dft is None or not dft.taper:
+        return
+    early = [] if time is None else [key for key in ("until_decayed", "steady_tolerance")
+                                      if getattr(time, key, None) is not None]
+    if time is None or early:
+        why = f"[time] {early[0]} stops the run at a time not known when it starts" if early else "the case has no [time]"
+        raise ctx.error(f"[output.dft] taper = {dft.taper:g} tapers the record up to its end, [time] t_end, which must "
+                        f"be known when the run starts: {why}; remove taper or {early[0] if early else 'the table'}")
 
 
 def parse_planes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:

@@ -39,6 +39,7 @@ from lobatto.config.sections import (decay_watch_for, physics_values, read_backe
 from lobatto.config.system_tables import parse_system_tables
 from lobatto.config.toml_text import to_toml
 from lobatto.config.declared import monitor_keys
+from lobatto.config.dft import check_taper_end
 from lobatto.config.toolkit import Context, Table, check_keys, choice, read_table, show
 from lobatto.errors import InputError
 
@@ -114,6 +115,7 @@ def parse_case(data: Mapping[str, Any], source: str = "<case>", name: str | None
     time_sec = read_time(ctx, spec, data, disc_sec.flux)
     out_sec = read_output(ctx, spec, data, name, monitors)
     time_sec = decay_watch_for(ctx, time_sec, out_sec)  # [time] decay_watch: the probes when there are some
+    check_taper_end(ctx, time_sec, out_sec.dft)  # [output.dft] taper: the record's end known at the start
     return Case(
         name=name,
         source=source,

@@ -3,7 +3,9 @@
 
 At every step the fields on the named surfaces (all fields: the fluxes need them) and regions
 (the chosen fields) are added into F(f) = integral of u(t) e^(-2 pi i f t) dt by the trapezoidal
-rule over the steps taken, on the backend's arrays (CuPy on the GPU). At the end rank 0 writes
+rule over the steps taken, on the backend's arrays (CuPy on the GPU); with ``taper`` the weight
+u(t) w(t) of a window w that falls from 1 to 0 by a half cosine over the record's last share
+(taper_weight). At the end rank 0 writes
 ``NAME_dft.h5``: the transforms with their points, and per frequency the flux of each surface
 integrand, 1/2 Re of the integrand's bilinear form of (F, conj F): for a density q(u) quadratic
 in the fields (E x H . n, p u . n) that is 1/2 [q(Re F) + q(Im F)]. Nothing here knows a system.
@@ -39,6 +41,21 @@ FLUX_KINDS = ("flux", "flux_incident", "flux_scattered")
 #: a normalised flux is NaN where the reference's incident flux is below this share of its
 #: largest magnitude (a frequency the source hardly excites: the ratio would be noise)
 NORMALIZE_FLOOR = 1e-10
+
+
+def taper_weight(t: float, t_start: float, t_end: float, taper: float) -> float:
+    """The window w(t) of ``taper``: 1 up to t1 = t_end - taper (t_end - t_start), then
+    (1 + cos(pi (t - t1) / (t_end - t1))) / 2, 0 from t_end on. A record cut at t_end while
+    a wave near a cutoff still rings leaks into the band with its step at the cut; the window
+    makes the cut smooth (benchmarks/bloch_slab.py --taper did it after the run)."""
+    if taper <= 0.0:
+        return 1.0
+    t1 = t_end - taper * (t_end - t_start)
+    if t <= t1:
+        return 1.0
+    if t >= t_end:
+        return 0.0
+    return 0.5 * (1.0 + float(np.cos(np.pi * (t - t1) / (t_end - t1))))
 
 
 def file_name(name: str) -> str:
@@ -112,8 +129,19 @@ class DftMonitor(Monitor):
                                         layout.elements * n * n, layout, known=False))
         return items
 
-    def __init__(self, section, system, comm=None):
+    @classmethod
+    def from_case(cls, case, section, system, comm=None) -> DftMonitor:
+        """Collective: as Monitor.from_case, with the record's end [time] t_end (the taper's)."""
+        monitor = cls(section, system, comm, t_end=None if case.time is None else case.time.t_end)
+        monitor.output_name = case.output.name
+        return monitor
+
+    def __init__(self, section, system, comm=None, t_end: float | None = None):
         self.settings, self.system, self.comm = section, system, comm
+        #: the taper's share of the record and the record's end (config/dft.py check_taper_end)
+        self.taper, self.t_end = float(getattr(section, "taper", 0.0)), t_end
+        if self.taper and t_end is None:
+            raise InputError(f"[output.dft] taper = {self.taper:g} needs the record's end: give the monitor t_end")
         mesh, xp = system.mesh, system.backend.xp
         self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
         self.region_fields = [system.field_names.index(f) for f in section.fields]
@@ -202,8 +230,11 @@ class DftMonitor(Monitor):
         previous state is kept already multiplied by its phases, so each state is multiplied once."""
         xp = self.system.backend.xp
         phased = []
+        if self.previous is None:
+            self.first_time = t  # the record's start (the taper's t_start)
+        weight = taper_weight(t, self.first_time, self.t_end, self.taper) if self.taper else 1.0
         for values in self._values(u):
-            phase = xp.asarray(np.exp(-1j * self.omega * t)).reshape((-1,) + (1,) * values.ndim)
+            phase = xp.asarray(weight * np.exp(-1j * self.omega * t)).reshape((-1,) + (1,) * values.ndim)
             phased.append(phase * values[None].astype(np.float64))
         if self.previous is not None:
             t0, before = self.previous
@@ -215,8 +246,6 @@ class DftMonitor(Monitor):
                     self.sums[i] = term
                 else:
                     self.sums[i] += term
-        else:
-            self.first_time = t
         self.previous = (t, phased)
         self.last_time = t
         self.samples += 1
@@ -315,6 +344,9 @@ class DftMonitor(Monitor):
             f.attrs["t_first"] = float(self.first_time if self.first_time is not None else 0.0)
             f.attrs["t_last"] = float(self.last_time if self.last_time is not None else 0.0)
             f.attrs["samples"] = self.samples
+            f.attrs["taper"] = self.taper  # the window (taper_weight) from t_first to t_end
+            if self.taper:
+                f.attrs["t_end"] = float(self.t_end)
             for (kind, where), entry in results.items():
                 group = f.create_group(f"{'regions' if kind == 'region' else 'surfaces'}/{where}")
                 fields = self.settings.fields if kind == "region" else self.system.field_names
