@@ -124,10 +124,13 @@ class Simulation:
         self.energy_initial = allreduce(comm, system.energy(self.u))
         # a linear system that may gain energy: the growth guard instead of the 2x stop (growth_guard.py)
         self.guard = None
-        if (case.time.growth_check and system.growth_guarded
-                and not allreduce(comm, int(system.energy_bounded), "min")):
-            self.guard = GrowthGuard(system, comm)
-            self.guard.start(0, 0.0, self.energy_initial)
+        if system.growth_guarded and not allreduce(comm, int(system.energy_bounded), "min"):
+            if case.time.growth_check:
+                self.guard = GrowthGuard(system, comm)
+                self.guard.start(0, 0.0, self.energy_initial)
+            elif self.rank == 0:  # switched off, the run would exit 0 after any growth short of overflow
+                print("lobatto: warning: [time] growth_check = false: a growing energy does not stop this run; only "
+                      "non-finite fields (NaN/inf, or too large to square) stop it, with exit 1", flush=True)
         self.writer = SnapshotWriter(case, system, self.output_dir, comm)
         with collective_errors(comm), case_named(case):  # the case's monitors (monitors/run_set.py)
             self.series = MonitorSet.from_case(case, system, self.output_dir, comm)
