@@ -102,21 +102,43 @@ t_end = 0.05
 frequencies = [0.7, 1.3]
 fields = ["Ez"]
 surfaces = ["sphere_surface", "cube", "walls"]
+planes = ["x = 0.15", "x = 0.75"]
 """
 
 
 def test_named_interior_surfaces_on_several_ranks(tmp_path):
     """examples/meshes/sphere_scatterer.msh's physical surfaces inside the mesh ("sphere_surface",
     "cube": mesh/enclosed.py) give the same transforms and fluxes on 1, 2 and 3 ranks (measured:
-    on 3 ranks rank 0 holds none of their faces, on 2 ranks each holds some)."""
+    on 3 ranks rank 0 holds none of their faces, on 2 ranks each holds some). The plane x = 0.15,
+    one face of the ball's inner block (so on 2 and 3 ranks some rank holds none of it), is
+    warned about once, with the same faces and area in the file on every rank count; x = 0.75,
+    the whole section, is not (monitors/planes.py plane_coverage)."""
     pytest.importorskip("gmsh")
+    import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "examples" / "meshes" / "sphere_scatterer.msh"
-    out = {}
+    out, coverage = {}, {}
     for nprocs in (1, 2, 3):
-        run_case(tmp_path / f"g{nprocs}", GMSH_CASE.format(path=path), nprocs)
-        out[nprocs] = read(tmp_path / f"g{nprocs}" / "out" / "case_dft.h5")
+        directory = tmp_path / f"g{nprocs}"
+        directory.mkdir()
+        (directory / "case.toml").write_text(GMSH_CASE.format(path=path))
+        result = run(nprocs, ["-m", "lobatto", "run", str(directory / "case.toml"), "--output", str(directory / "out"),
+                              "--quiet"])
+        assert result.returncode == 0, describe(result)
+        assert result.stdout.count("warning: [output.dft] plane") == 1, describe(result)
+        assert '"x = 0.15" is 1 element face of area 0.09' in result.stdout, describe(result)
+        out[nprocs] = read(directory / "out" / "case_dft.h5")
+        with h5py.File(directory / "out" / "case_dft.h5", "r") as f:
+            coverage[nprocs] = {name: dict(f[f"surfaces/{name}"].attrs) for name in ("x = 0.15", "x = 0.75")}
+        summary = json.loads((directory / "out" / "summary.json").read_text())["time_series"]["dft"]["planes"]
+        assert summary["x = 0.15"]["partial"] and not summary["x = 0.75"]["partial"]
+    assert coverage[1]["x = 0.15"]["faces"] == 1 and coverage[1]["x = 0.75"]["faces"] == 49
+    for nprocs in (2, 3):
+        for name, attrs in coverage[1].items():
+            assert attrs.keys() == coverage[nprocs][name].keys()
+            for key, value in attrs.items():
+                assert coverage[nprocs][name][key] == pytest.approx(value, rel=1e-12), (nprocs, name, key)
     one = out[1]
     assert one["surfaces/sphere_surface/Ez"].shape[1] == 6 and one["surfaces/cube/Ez"].shape[1] == 6
     assert np.abs(one["surfaces/sphere_surface/flux/poynting_flux"]).max() > 0

@@ -25,7 +25,7 @@ from lobatto.machine.parallel import allreduce, collective_errors, launched_loca
 from lobatto.machine.memory_items import check_allocation
 from lobatto.machine.resources import available_host_memory
 from lobatto.monitors.base import Monitor
-from lobatto.monitors.planes import box_faces, plane_faces
+from lobatto.monitors.planes import box_faces, plane_coverage, plane_faces
 from lobatto.monitors.regions import WHOLE_MESH, region_index, surface_index
 
 SUFFIX = "_dft"
@@ -109,6 +109,11 @@ class DftMonitor(Monitor):
 
     section = "dft"
     not_in_checkpoint = "the transforms are not saved in it"
+    #: no window, no plane reports: what a subclass that sets its own parts up (without this
+    #: class's __init__) keeps
+    taper: float = 0.0
+    t_end: float | None = None
+    coverage: dict | None = None
 
     @classmethod
     def memory_estimate(cls, section, layout) -> list:
@@ -168,8 +173,13 @@ class DftMonitor(Monitor):
                                  f"around an enclosed part of it (surfaces: {', '.join(group_names) or 'none'}; an "
                                  "open surface inside the mesh: planes)")
             self.add_surface(name, on)
+        #: per plane: its faces and area against the mesh's section (planes.py plane_coverage)
+        self.coverage = {}
         for axis, value in getattr(section, "planes", ()):  # interior surfaces (monitors/planes.py)
-            self.add_surface(plane_name(axis, value), *plane_faces(system, axis, value, comm))
+            on, sign = plane_faces(system, axis, value, comm)
+            self.coverage[plane_name(axis, value)] = plane_coverage(system, axis, value, on, comm)
+            self.add_surface(plane_name(axis, value), on, sign)
+        self.warn_partial_planes()
         for lower, upper in getattr(section, "boxes", ()):
             self.add_surface(box_name(lower, upper), *box_faces(system, lower, upper, comm))
         check_parts_memory(self.parts, len(self.omega), len(self.region_fields), len(system.field_names), system,
@@ -179,6 +189,19 @@ class DftMonitor(Monitor):
         self.previous = None  # (t, [values of each part]) of the last sample
         self.first_time = self.last_time = None
         self.samples = 0
+
+    def warn_partial_planes(self) -> None:
+        """A line on rank 0 for each plane that misses part of the mesh's cross-section (a file
+        mesh's plane is the faces that happen to lie there): its flux is not the section's."""
+        if rank_and_size(self.comm)[0] != 0:
+            return
+        for name, c in self.coverage.items():
+            if c["partial"]:
+                print(f'lobatto: warning: [output.dft] plane "{name}" is {c["faces"]} element '
+                      f'face{"" if c["faces"] == 1 else "s"} of area '
+                      f'{c["area"]:.6g}, less than the mesh\'s section there ({c["section_area"]:.6g}, its bounding '
+                      f'box\'s), and the plane cuts {c["cut_elements"]} elements: it misses part of the '
+                      "cross-section, and its flux is through its faces only", flush=True)
 
     def add_surface(self, name: str, on, sign=None) -> None:
         """The parts of surface ``name``: this rank's faces ``on`` (E, 6), a part per face
@@ -212,6 +235,9 @@ class DftMonitor(Monitor):
     def describe(self) -> dict:
         out = {"file": file_name(self.output_name), "frequencies": list(self.settings.frequencies),
                "steps": self.samples}
+        if self.coverage:  # each plane's faces and area (planes.py plane_coverage)
+            out["planes"] = {name: {"faces": c["faces"], "area": c["area"], "section_area": c["section_area"],
+                                    "partial": c["partial"]} for name, c in self.coverage.items()}
         if self.incident is not None:  # runner/normalization.py
             out.update(normalized_by=self.settings.normalize, incident_run="normalization")
         return {"dft": out}
@@ -350,6 +376,8 @@ class DftMonitor(Monitor):
             for (kind, where), entry in results.items():
                 group = f.create_group(f"{'regions' if kind == 'region' else 'surfaces'}/{where}")
                 fields = self.settings.fields if kind == "region" else self.system.field_names
+                for key, value in (self.coverage or {}).get(where, {}).items() if kind == "surface" else ():
+                    group.attrs[key] = value  # a plane's faces, area, the mesh's section there
                 if "ids" in entry:
                     group["element_ids"] = entry["ids"].astype(np.int64)
                     if kind == "surface":

@@ -28,6 +28,9 @@ from lobatto.mesh.topology import NUM_FACES, face_slice
 #: a face lies on a plane when its points are within this fraction of the mesh's size of it
 TOL = 1e-9
 AXES = ("x", "y", "z")
+#: a plane whose faces' area falls short of the mesh's section there by more than this share (and
+#: that cuts elements) misses part of the cross-section (plane_coverage)
+PARTIAL = 1e-6
 #: no element (larger than every global element number): the neutral value of a min-reduction
 NONE = np.iinfo(np.int64).max
 
@@ -101,6 +104,30 @@ def plane_faces(system, axis: int, value: float, comm=None) -> tuple[np.ndarray,
         raise InputError(f'[output.dft] planes: "{plane_name(axis, value)}" lies on no element face (planes are '
                          f"taken on element faces, not interpolated through elements); the nearest face planes: {near}")
     return chosen, np.where(along < 0, -1.0, 1.0)
+
+
+def plane_coverage(system, axis: int, value: float, chosen, comm=None) -> dict:
+    """Collective: what the plane x_axis = value holds against the mesh's cross-section there:
+    {"faces": the faces ``chosen`` (plane_faces) over all ranks, "area": their area,
+    "section_area": the mesh's bounding box's section at the plane, "cut_elements": elements
+    with points strictly on both sides of it, "partial": whether the plane misses part of the
+    cross-section (its area below the box's section by more than PARTIAL and some element cut:
+    on a file mesh a plane is only the faces that happen to lie there)}. A mesh that is not a
+    box has a smaller section than its bounding box's, so the area alone does not tell: an
+    element cut by the plane does (a plane of faces across the whole section cuts none)."""
+    w = np.outer(gll_weights(system.order), gll_weights(system.order))
+    area = allreduce(comm, float((system.geometry.surface_jacobian * w)[chosen].sum()))
+    faces = int(allreduce(comm, int(chosen.sum())))
+    x, tol = system.geometry.coords.reshape(3, system.num_elements, -1), _scale(system, comm)
+    big = np.finfo(np.float64).max
+    low = allreduce(comm, x.min(axis=(1, 2)) if x.size else np.full(3, big), "min")
+    high = allreduce(comm, x.max(axis=(1, 2)) if x.size else np.full(3, -big), "max")
+    others = [a for a in range(3) if a != axis]
+    section = float(np.prod(high[others] - low[others]))
+    along = x[axis]
+    cut = int(allreduce(comm, int(np.sum(np.any(along < value - tol, axis=1) & np.any(along > value + tol, axis=1)))))
+    return {"faces": faces, "area": area, "section_area": section, "cut_elements": cut,
+            "partial": bool(area < (1.0 - PARTIAL) * section and cut > 0)}
 
 
 def box_faces(system, lower, upper, comm=None) -> tuple[np.ndarray, np.ndarray]:
