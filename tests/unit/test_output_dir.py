@@ -436,13 +436,14 @@ def _populate(directory: Path, rng) -> dict[str, list[str]]:
     order, coords, fields = random_state(rng)
     (directory / "parts").mkdir(parents=True, exist_ok=True)
     ours = ["cavity_000005.h5", "cavity_1234567.h5", "cavity0.f00001", "cavity3.f00002", "cavity.nek5000",
-            "summary.json", "parts/cavity_000005.r00000.h5", "parts/cavity_000005.r00001.h5"]
+            "summary.json", "parts/cavity_000005.r00000.h5", "parts/cavity_000005.r00001.h5", "cavity_dft.h5"]
     ours_tmp = ["cavity_000010.h5.tmp-4194303", "cavity0.f00002.tmp-1", "cavity.nek5000.tmp-77",
                 "summary.json.tmp-31337", "parts/cavity_000010.r00003.h5.tmp-999",
-                f"cavity_000015.h5.tmp-{os.getpid()}"]
+                f"cavity_000015.h5.tmp-{os.getpid()}", "cavity_dft.h5.tmp-42"]
     others = ["cavity1_000005.h5", "cavity00.f00001", "cavity_000005.h5.bak", "cavity_5.h5", "notes.txt",
               "cavity.toml", "xcavity.nek5000", "parts/cavity1_000005.r00000.h5", "cavity_000005.h5.tmp-x",
-              "cavity_extra_000005.h5.tmp-12", "other.nek5000.tmp-5"]
+              "cavity_extra_000005.h5.tmp-12", "other.nek5000.tmp-5", "cavity1_dft.h5", "cavity_dft.h5.bak",
+              "cavity_dft.csv"]
     for rel in ours + ours_tmp + others:
         (directory / rel).write_bytes(rng.bytes(int(rng.integers(1, 300))))
     # cavity10.f00001 is rank 10 of 'cavity' or rank 0 of 'cavity1': the header tells
@@ -458,7 +459,7 @@ def test_find_outputs_and_temporaries(tmp_path, rng):
     rel = lambda paths: sorted(p.relative_to(tmp_path).as_posix() for p in paths)  # noqa: E731
     assert rel(find_outputs(tmp_path, "cavity")) == files["outputs"]
     assert rel(find_temporaries(tmp_path, "cavity")) == files["temporaries"]
-    assert rel(find_outputs(tmp_path, "cavity1")) == ["cavity10.f00002", "cavity1_000005.h5",
+    assert rel(find_outputs(tmp_path, "cavity1")) == ["cavity10.f00002", "cavity1_000005.h5", "cavity1_dft.h5",
                                                        "parts/cavity1_000005.r00000.h5", "summary.json"]
     assert find_outputs(tmp_path / "absent", "cavity") == []
 
@@ -519,6 +520,17 @@ def test_summary_alone_refuses(tmp_path, rng):
     (tmp_path / "summary.json").write_bytes(rng.bytes(40))
     with pytest.raises(InputError, match=r"\(summary.json\); use --overwrite"):
         prepare_output_dir(tmp_path, "anything")
+
+
+def test_a_dft_file_alone_refuses_and_is_overwritten(tmp_path, rng):
+    """NAME_dft.h5 ([output.dft]) is the run's: refused without --overwrite, deleted with it;
+    another name's stays."""
+    for rel in ("cavity_dft.h5", "other_dft.h5"):
+        (tmp_path / rel).write_bytes(rng.bytes(40))
+    with pytest.raises(InputError, match=r"cavity_dft\.h5.*use --overwrite"):
+        prepare_output_dir(tmp_path, "cavity")
+    assert prepare_output_dir(tmp_path, "cavity", overwrite=True)["removed_outputs"] == ["cavity_dft.h5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other_dft.h5"]
 
 
 def test_other_names_outputs_do_not_refuse(tmp_path, rng):

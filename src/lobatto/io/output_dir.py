@@ -18,7 +18,7 @@ The files that belong to output name ``cavity`` (docs/output.md) are ``cavity_<s
 ``parts/cavity_<step>.r<rank>.h5``, ``cavity<rank>.f<number>``, ``cavity.nek5000``,
 ``cavity_<step>.vtu``, ``cavity_<step>_p<rank>.vtu``, ``cavity_<step>.pvtu``, ``cavity.pvd``,
 ``cavity_probes.csv``, ``cavity_probes.h5`` (time series) and ``cavity_probes.png`` (lobatto plot), the
-same of ``cavity_forces`` (forces on named surfaces), their
+same of ``cavity_forces`` (forces on named surfaces), ``cavity_dft.h5`` ([output.dft]), their
 temporaries, and the directory's ``summary.json`` (one per directory). Nothing else is
 ever removed: other output names' files and unrelated files stay.
 
@@ -91,7 +91,7 @@ def _patterns(name: str) -> tuple[re.Pattern, re.Pattern]:
     n = re.escape(name)
     top = re.compile(rf"(?:{n}_\d{{6,}}\.h5|{n}(?P<rank>0|[1-9]\d*)\.f\d{{5}}|{n}\.nek5000"
                      rf"|{n}_\d{{6,}}(?:_p\d+)?\.vtu|{n}_\d{{6,}}\.pvtu|{n}\.pvd"
-                     rf"|{n}_(?:probes|forces)\.(?:csv|h5|png))")
+                     rf"|{n}_(?:probes|forces)\.(?:csv|h5|png)|{n}_dft\.h5)")
     part = re.compile(rf"{n}_\d{{6,}}\.r\d{{5,}}\.h5")
     return top, part
 
