@@ -165,9 +165,16 @@ def test_the_end_must_be_known_and_normalize_uses_the_same_window(tmp_path, caps
     assert err.count("\n") == 1 and "taper = 0.25" in err and "until_decayed stops the run" in err, err
 
 
-def test_the_file_records_the_taper(tmp_path):
-    result = lobatto.run(lobatto.case_from_dict(CASE, name="tp"), output_dir=tmp_path, backend="cpu")
-    with h5py.File(tmp_path / "tp_dft.h5", "r") as f:
-        assert f.attrs["taper"] == 0.25 and f.attrs["t_end"] == 0.5 and f.attrs["t_last"] == pytest.approx(0.5)
-        assert "taper = 0.25" in f.attrs["config"]
+def test_the_file_records_the_taper_and_the_incident_run_has_it(tmp_path):
+    """With normalize: the incident run's own file has the same window, and its flux is the
+    run's flux_incident (so both transforms were tapered alike)."""
+    data = dict(CASE, material={"slab": {"where": "x - 0.75", "epsilon": 2.0}},
+                output=dict(CASE["output"], dft=dict(CASE["output"]["dft"], normalize="x = 0.5")))
+    result = lobatto.run(lobatto.case_from_dict(data, name="tp"), output_dir=tmp_path, backend="cpu")
     assert result.simulation.t == pytest.approx(0.5)
+    with h5py.File(tmp_path / "tp_dft.h5", "r") as f, h5py.File(tmp_path / "normalization" / "tp_dft.h5", "r") as g:
+        for file in (f, g):
+            assert file.attrs["taper"] == 0.25 and file.attrs["t_end"] == 0.5
+            assert file.attrs["t_last"] == pytest.approx(0.5) and "taper = 0.25" in file.attrs["config"]
+        incident, own = f["surfaces/x = 0.5/flux_incident/poynting_flux"][()], g["surfaces/x = 0.5/flux/poynting_flux"][()]
+        assert np.abs(own).max() > 0 and np.array_equal(incident, own)
