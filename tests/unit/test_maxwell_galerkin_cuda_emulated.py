@@ -24,6 +24,7 @@ import pytest
 
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.dg import face_values
+from lobatto.systems.maxwell.galerkin import quadrature_points
 from lobatto.systems.maxwell.galerkin_cuda import SOURCE, default_threads, matrices, shared_values
 
 from cylwave import cylinder_rea
@@ -33,9 +34,9 @@ CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
 
 ORDERS = (1, 2, 3, 5, 7, 11)
-# besides each order's default launch (two Gauss planes per pass): one plane per pass, and at N = 5
-# with several points per thread in every phase as well
-EXTRA = ((2, 64, 1), (5, 64, 1), (7, 224, 1))
+# besides each order's default launch (two Gauss planes per pass where Q is even, else one): one
+# plane per pass, and at N = 5 with several points per thread in every phase as well
+EXTRA = ((1, 64, 1), (5, 64, 1), (7, 224, 1))
 
 SHIM = """
 #include <barrier>
@@ -82,8 +83,8 @@ static void launch(const T* u, const T* sums, const T* factors, const T* cof, co
 def launches():
     out = []
     for n in ORDERS:
-        q = max(2 * n, 2)
-        out.append((n, q, default_threads(q), 2))
+        q = quadrature_points(n)
+        out.append((n, q, default_threads(q), 2 if q % 2 == 0 else 1))
         out += [(n, q, threads, planes) for order, threads, planes in EXTRA if order == n]
     return out
 
@@ -108,7 +109,7 @@ extern "C" void update_f64(double* u, double* r, const double* du, double a, dou
 def dispatch() -> str:
     lines = ['extern "C" int layout_size(int order, int planes) {']
     for n in ORDERS + (14, 15):
-        q = max(2 * n, 2)
+        q = quadrature_points(n)
         for kp in (1, 2):
             lines.append(f"    if (order == {n} && planes == {kp}) "
                          f"return lobatto::GalerkinLayout<{n + 1}, {q}, {kp}>::SIZE;")
@@ -215,7 +216,7 @@ def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
     for n in ORDERS + (14, 15):
         for planes in (1, 2):
-            assert emulated.layout_size(n, planes) == shared_values(n + 1, max(2 * n, 2), planes), (n, planes)
+            assert emulated.layout_size(n, planes) == shared_values(n + 1, quadrature_points(n), planes), (n, planes)
 
 
 class _EmulatedFunction:
@@ -254,12 +255,12 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     backend = types.SimpleNamespace(name="cuda", xp=np, dtype=np.dtype(np.float64), max_shared_per_block=227 * 1024,
                                     asarray=lambda a, dtype=None: np.asarray(a, dtype=dtype or np.float64))
     rng = np.random.default_rng()
-    order = 2  # P = 3: odd rows, padded
+    order = 2  # P = 3: odd rows, padded; Q = 3: one plane per pass
     sim = simulation(tmp_path, BOX, order)
     operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel is not None and kernel.threads == default_threads(operator.points)
-    assert kernel.launch(np.float64)[1] == 2  # two planes per pass
+    assert kernel.launch(np.float64)[1] == 1  # Q odd: one plane per pass
     e, n = sim.u.shape[1], order + 1
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))

@@ -7,10 +7,11 @@ low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
 transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). One block of ``threads`` threads per
 (element, field triple), two Gauss planes per pass where that costs no resident block
-(default_planes); the shared memory is ``shared_values(P, Q, planes)`` values (float64: 56 KiB
-at N = 7 and 145 KiB at N = 11 with two planes, 174 KiB at N = 14 with one). Where one plane
-does not fit the device (float64 from N = 16 on an H100: 238 KiB against 227) ``kernel_for``
-returns None and the array code runs. Nothing allocates once compiled and nothing waits for the
+(default_planes; an odd Q, as at N = 3, 7, 9, 11, takes one); the shared memory is
+``shared_values(P, Q, planes)`` values (float64, one plane, Q = galerkin.quadrature_points(N):
+32 KiB at N = 7, 86 KiB at N = 11, 151 KiB at N = 14). Where one plane does not fit the device
+(float64 from N = 17 on an H100: 241 KiB against 227) ``kernel_for`` returns None and the
+array code runs. Nothing allocates once compiled and nothing waits for the
 host, so a step can be recorded as a CUDA graph.
 """
 
