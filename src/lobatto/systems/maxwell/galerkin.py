@@ -40,10 +40,12 @@ from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, fac
 
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
 #: the time step's factor against the collocated forms': the operator's spectral radius (power
-#: iteration, upwind, N = 3, 6, 9) was 1.59, 1.43, 1.34x the split form's on the O-grid cylinder
-#: and 1.66, 1.33, 1.22x on a flat box (benchmarks/notes-curved-maxwell.md); on a flat 2^3 box
-#: 2.80x at N = 1 and 2.00x at N = 2 (eigenvalues, upwind). Each factor is below 1 / ratio
-#: with a margin of about 8 % or more.
+#: iteration, upwind) against the split form's, re-measured for Q = max(ceil(3N/2), N + 1) and
+#: the invariant curl-form cofactors (benchmarks/galerkin_step_factor.py, notes section 9): at
+#: N = 1, 2, 3, 6, 9 on the deformed 2^3 box 2.05, 1.50, 1.44, 1.17, 1.09x, on the O-grid
+#: cylinder 2.68, 1.30, 1.57, 1.43, 1.34x, on a flat 2^3 box (where the operator did not change)
+#: 2.80, 1.99, 1.67, 1.33, 1.22x; the earlier operator within 0.5 % of these but for the
+#: cylinder at N = 2 (1.38x). Each factor is below 1 / ratio with a margin of about 8 % or more.
 STEP_FACTORS = {1: 0.33, 2: 0.46}
 STEP_FACTOR = 0.55  # N >= 3
 
