@@ -51,6 +51,7 @@ from lobatto.bench.report import processor, write_json  # noqa: E402
 from lobatto.discretization import derivative_matrix  # noqa: E402
 from lobatto.discretization.tensor import chain_rule_curl, derivative_r, derivative_s, derivative_t  # noqa: E402
 from lobatto.mesh.geometry import curl_form_factors  # noqa: E402
+from lobatto.systems.maxwell import galerkin  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "tests"))  # cylwave.py, nek_mesh_writer.py
 from cylwave import cylinder_rea, tm01  # noqa: E402  (the test's own cylinder waveguide)
@@ -74,9 +75,17 @@ def tm110(coords, t: float):
 
 
 def simulation(mesh: dict, order: int, form: str, flux: str, t_end: float, workdir: str):
-    data = {"mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": form},
+    """``form``: a volume_form, or "galerkin:COFACTORS[:Q]" for a variant of the Galerkin operator
+    (galerkin.attach's cofactors "curl" or "exact", Q a number or "2N"; no case key chooses them)."""
+    volume_form, *variant = form.split(":")
+    data = {"mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": volume_form},
             "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "cfl": 0.3}, "output": {"formats": []}}
-    return Simulation(case_from_dict(data, name="accuracy"), backend="cpu", output_dir=workdir, comm=None)
+    sim = Simulation(case_from_dict(data, name="accuracy"), backend="cpu", output_dir=workdir, comm=None)
+    if variant:
+        points = variant[1] if len(variant) > 1 else None
+        points = 2 * order if points == "2N" else (None if points is None else int(points))
+        galerkin.attach(sim.system, points=points, cofactors=variant[0])
+    return sim
 
 
 def norms(geometry, error, scale) -> dict:
@@ -116,20 +125,22 @@ def energy_rate(sim, rng) -> float:
     return float(rate / (2 * np.sqrt(system.energy(u) * system.energy(lu))))
 
 
-def measure(mesh: dict, exact, order: int, t_end: float, workdir: str) -> dict:
+def measure(mesh: dict, exact, order: int, t_end: float, workdir: str, forms=FORMS) -> dict:
     row = {"order": order}
     rng = np.random.default_rng(order)
-    for form in FORMS:
+    for form in forms:
         start = time.perf_counter()
         sim = simulation(mesh, order, form, "upwind", t_end, workdir)
         g = sim.system.geometry
         u, du = exact(g.coords, 0.3)
         residual = sim.system.rhs(u, 0.3, np.empty_like(u)) - du
         row[f"{form}_residual"] = norms(g, residual, du)
+        row["elements"] = int(g.jacobian.shape[0])
+        row["curved"] = int((~g.affine).sum())
         if form == "chain":
             row["volume"] = volume_errors(g, u, du)
-            row["elements"] = int(g.jacobian.shape[0])
-            row["curved"] = int((~g.affine).sum())
+        if sim.system.galerkin is not None:
+            row[f"{form}_points"] = sim.system.galerkin.points
         row[f"{form}_rate_upwind"] = energy_rate(sim, rng)
         sim.u[...] = exact(g.coords, 0.0)[0]
         sim.energy_initial = sim.system.energy(sim.u)  # the initial state was set after setup
@@ -144,11 +155,42 @@ def measure(mesh: dict, exact, order: int, t_end: float, workdir: str) -> dict:
     return row
 
 
+def short_table(name, mesh, exact, orders, forms, args, tmp) -> dict:
+    """Only ``forms``: each one's time-stepped error (relative L2), its ratio to the chain rule's
+    (from --chain-from's JSON where given, with that run's "galerkin" error) and its energy rates."""
+    chain, before = {}, {}
+    if args.chain_from:
+        import json
+
+        rows = json.loads(Path(args.chain_from).read_text())["meshes"][name]["rows"]
+        chain = {r["order"]: r["chain_error"]["l2"] for r in rows}
+        before = {r["order"]: r["galerkin_error"]["l2"] for r in rows if "galerkin_error" in r}
+    print(f"\n{name}: relative L2 error at t = {args.t_end} (upwind), its ratio to the chain rule's, "
+          "energy rate of random data (central, upwind)")
+    print(f"{'N':>2} {'chain':>9} {'galerkin':>9} | " + " | ".join(f"{f:>22}: Q  error  /chain  central  upwind" for f in forms))
+    rows = []
+    for order in orders:
+        row = measure(mesh, exact, order, args.t_end, tmp + "/run", forms)
+        rows.append(row)
+        c = chain.get(order, float("nan"))
+        print(f"{order:>2} {c:>9.2e} {before.get(order, float('nan')):>9.2e} | " + " | ".join(
+            f"{row.get(f + '_points', 0):>25} {row[f + '_error']['l2']:>9.3e} {row[f + '_error']['l2'] / c:>5.2f} "
+            f"{row[f + '_rate_central']:>8.1e} {row[f + '_rate_upwind']:>8.2e}" for f in forms), flush=True)
+    return {"elements": rows[0]["elements"], "curved_elements": rows[0]["curved"], "rows": rows,
+            "chain_error_from": args.chain_from, "chain_error": {str(k): v for k, v in chain.items()},
+            "galerkin_error_before": {str(k): v for k, v in before.items()}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--orders", default="3,4,5,6,7,8,9,10,11")
     ap.add_argument("--meshes", default="cylinder,box", help="cylinder and/or box")
     ap.add_argument("--t-end", type=float, default=0.2)
+    ap.add_argument("--forms", default=",".join(FORMS),
+                    help="volume forms to measure, and Galerkin variants galerkin:curl|exact[:Q|2N] (a short table "
+                         "then: error and energy rates, the chain rule's and the earlier galerkin error read from "
+                         "--chain-from)")
+    ap.add_argument("--chain-from", metavar="JSON", help="a full run's JSON: the chain rule's errors for the ratios")
     ap.add_argument("--rings", type=int, default=1, help="m: the cylinder's O-grid has m x m + 4m elements per layer")
     ap.add_argument("--json", metavar="PATH",
                     default=str(HERE / "results" / f"curved_accuracy_cpu_{datetime.date.today()}.json"))
@@ -160,8 +202,12 @@ def main() -> int:
         cylinder_rea(rea, m=args.rings)
         cases = {"cylinder": ({"generator": "nek", "file": str(rea), "boundaries": {"PEC": "pec"}}, tm01),
                  "box": ({"elements": [2, 2, 2], "boundary": "pec", "deform": DEFORM}, tm110)}
+        forms = tuple(args.forms.split(","))
         for name in args.meshes.split(","):
             mesh, exact = cases[name]
+            if forms != FORMS:
+                results[name] = short_table(name, mesh, exact, orders, forms, args, tmp)
+                continue
             print(f"\n{name}: relative L2 (max) of the residual rhs(u) - du/dt, of the volume curls alone, "
                   f"and of the solution at t = {args.t_end} (upwind); energy rate of random data")
             print(f"{'N':>2} | " + " ".join(f"{'residual ' + f:>19}" for f in FORMS)
@@ -188,7 +234,7 @@ def main() -> int:
               "cylinder": f"radius 1, length 4, O-grid m = {args.rings}, 2 layers, TM01 (beta = pi/2), PEC wall, periodic z",
               "box": "unit PEC cube, 2^3 elements, deformed inside (DEFORM), TM110", "t_end": args.t_end,
               "cfl": 0.3, "machine": processor(), "python": sys.version.split()[0],
-              "date": str(datetime.date.today()), "command": " ".join(["python"] + sys.argv), "meshes": results}
+              "forms": list(forms), "date": str(datetime.date.today()), "command": " ".join(["python"] + sys.argv), "meshes": results}
     write_json(args.json, result, indent=1, default=None, end="\n", say="wrote")
     return 0
 

@@ -9,9 +9,10 @@ wall-clock time as well in the JSON) of
 - ``split``, ``chain``: the collocated forms' C kernels (kernels/maxwell.c, the fused stage);
 - ``galerkin_array``: volume_form = "galerkin" as array code (WeightAdjustedOperator.rhs,
   NumPy, the reference);
-- ``galerkin_c``: the same operator through the compiled kernel (kernels/galerkin.c);
-- ``galerkin_c_q3``: the compiled kernel with the smaller Gauss rule Q = ceil(3 (N + 1) / 2)
-  instead of 2N (a measured option only; the notes say why it is not the default);
+- ``galerkin_c``: the same operator through the compiled kernel (kernels/galerkin.c): the
+  invariant curl-form cofactors and Q = max(ceil(3N / 2), N + 1) Gauss points (galerkin.py);
+- ``galerkin_c_2n``: the compiled kernel with the earlier operator, the exact cofactors and
+  Q = 2N (WeightAdjustedOperator(points=2N, cofactors="exact"));
 
 and ``energy_c``, ``energy_array``: one call of the Galerkin energy (conjugate gradients on
 M_{1/J}; galerkin_energy in C, which attach() installs, and the array code), which a run makes
@@ -56,18 +57,14 @@ from lobatto.bench.report import cpu_model, rows_table, run_meta, write_json  # 
 from lobatto.jit import c as cbuild  # noqa: E402
 from lobatto.systems.dg import face_values  # noqa: E402
 from lobatto.systems.maxwell import galerkin_cpu  # noqa: E402
-from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator  # noqa: E402
+from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator, quadrature_points  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "tests"))  # cylwave.py, nek_mesh_writer.py
 from cylwave import cylinder_rea  # noqa: E402
 
 DEFORM = {"x": "0.15*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.12*sin(pi*x)*sin(pi*y)*sin(pi*z)",
           "z": "0.1*sin(pi*x)*sin(pi*y)*sin(pi*z)"}
-VARIANTS = ("split", "chain", "galerkin_array", "galerkin_c", "galerkin_c_q3")
-
-
-def small_rule(order: int) -> int:
-    return math.ceil(3 * (order + 1) / 2)
+VARIANTS = ("split", "chain", "galerkin_array", "galerkin_c", "galerkin_c_2n")
 
 
 def simulation(mesh: dict, order: int, form: str, workdir: str):
@@ -117,16 +114,16 @@ def time_steps(sim, steps: int, repeats: int) -> tuple[float, float]:
     return best_of(lambda n: sim.stepper.step(sim.u, n * sim.dt, sim.dt), repeats, steps)
 
 
-def measure(mesh: dict, order: int, steps: int, repeats: int, workdir: str) -> dict:
+def measure(mesh: dict, order: int, steps: int, repeats: int, workdir: str, variants=VARIANTS) -> dict:
     row = {}
-    for variant in VARIANTS:
+    for variant in variants:
         form = variant.split("_")[0]
         sim = simulation(mesh, order, form, workdir)
         if variant == "galerkin_array":
             use_operator(sim.system, WeightAdjustedOperator(sim.system.geometry), compiled=False)
-        elif variant == "galerkin_c_q3":
-            use_operator(sim.system, WeightAdjustedOperator(sim.system.geometry, points=small_rule(order)),
-                         compiled=True)
+        elif variant == "galerkin_c_2n":
+            use_operator(sim.system, WeightAdjustedOperator(sim.system.geometry, points=max(2 * order, 2),
+                                                            cofactors="exact"), compiled=True)
         elif variant == "galerkin_c":
             assert sim.system.rhs_kernel.__module__ == galerkin_cpu.__name__  # attach() chose the C kernel
         wall, cpu = time_steps(sim, steps, repeats)
@@ -149,16 +146,20 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="whole sweeps; each number is the least over them")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="a subset of " + ", ".join(VARIANTS))
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     cbuild.set_num_threads(1)
     orders = [int(x) for x in args.orders.split(",")]
+    variants = tuple(v for v in VARIANTS if v in args.variants.split(","))
     command = " ".join(["python", "benchmarks/galerkin_cpu_speed.py", *sys.argv[1:]])
     results = {"meta": {**run_meta(), "command": command, "cpu": cpu_model(), "threads": 1, "steps": args.steps,
                         "repeats": args.repeats, "rounds": args.rounds, "integrator": "lsrk45", "flux": "upwind", "cfl": 0.3},
                "rows": []}
-    header = ["mesh", "N", "E", "split", "chain", "galerkin array", "galerkin C", "C, Q=ceil(3(N+1)/2)",
-              "array / C", "C / split", "energy C", "energy array"]
+    header = (["mesh", "N", "E"] + list(variants)
+              + [h for h, need in (("array / C", ("galerkin_array", "galerkin_c")), ("C / split", ("split", "galerkin_c")),
+                                   ("C / C 2N", ("galerkin_c", "galerkin_c_2n")), ("energy C", ("galerkin_c",)),
+                                   ("energy array", ("galerkin_c",))) if all(v in variants for v in need)])
     lines = []
     with tempfile.TemporaryDirectory() as workdir:
         path = Path(workdir) / "cylwave.rea"
@@ -169,19 +170,21 @@ def main() -> int:
         rows = {}
         for sweep in range(args.rounds):  # whole sweeps: a slow spell of the machine spoils one only
             for name, order in cases:
-                row = measure(meshes[name], order, args.steps, args.repeats, workdir)
+                row = measure(meshes[name], order, args.steps, args.repeats, workdir, variants)
                 best = rows.setdefault((name, order), row)
                 for key, value in row.items():
                     best[key] = min(best[key], value)
-                print(f"  round {sweep + 1}, {name} N={order}: " + ", ".join(f"{v} {row[v]:.2f}" for v in VARIANTS),
+                print(f"  round {sweep + 1}, {name} N={order}: " + ", ".join(f"{v} {row[v]:.2f}" for v in variants),
                       flush=True)
         for (name, order), row in rows.items():
-            row.update(mesh=name, order=order, q=2 * order, q_small=small_rule(order))
+            row.update(mesh=name, order=order, q=quadrature_points(order), q_2n=max(2 * order, 2))
             results["rows"].append(row)
-            lines.append([name, order, row["elements"]] + [f"{row[v]:.2f}" for v in VARIANTS]
-                         + [f"{row['galerkin_array'] / row['galerkin_c']:.1f}",
-                            f"{row['galerkin_c'] / row['split']:.2f}", f"{row['energy_c']:.2f}",
-                            f"{row['energy_array']:.2f}"])
+            ratios = {"array / C": ("galerkin_array", "galerkin_c", "{:.1f}"), "C / split": ("galerkin_c", "split", "{:.2f}"),
+                      "C / C 2N": ("galerkin_c", "galerkin_c_2n", "{:.2f}"), "energy C": ("energy_c", None, "{:.2f}"),
+                      "energy array": ("energy_array", None, "{:.2f}")}
+            lines.append([name, order, row["elements"]] + [f"{row[v]:.2f}" for v in variants]
+                         + [f.format(row[a] / row[b] if b else row[a])
+                            for h, (a, b, f) in ratios.items() if h in header])
     print("CPU ms per step (one thread; energy: ms per call); wall-clock times in the JSON (*_wall)")
     print("\n".join(rows_table(header, lines)))
     default = HERE / "results" / f"galerkin_cpu_speed_{datetime.date.today().isoformat()}.json"

@@ -10,19 +10,21 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks:
                         its rhs kernel and the one-pass stage update)
     galerkin (kernel, threads T, blocks per SM B, planes K)   other launches of the kernel (--launches)
+    galerkin (kernel, earlier: exact cofactors, Q = 2N)   the earlier operator (galerkin.attach(system,
+                        points=2N, cofactors="exact")) through the same kernel, default launch
+                        (--no-earlier skips it)
 
 plus, per Galerkin kernel row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
 below, its GB/s by `bytes_per_element`, and the largest difference of one rhs between the kernel and the array code on random
 data (relative to the largest value: a check that the device agrees with the CPU-emulated test).
 Work model of one rhs per element (FMAs counted 2 flops; both field groups): galerkin_cuda's
-passes, see `work_per_element`. With --small-rule (float64 only), also the rhs kernel alone with
-the smaller Gauss rule Q = ceil(3(N+1)/2) (benchmarks/notes-curved-maxwell.md: it kept the energy
-identity to round-off where tried, which the degree count does not guarantee), against Q = 2N.
+passes, see `work_per_element`. The operator as built has Q = max(ceil(3N/2), N + 1) Gauss
+points (N = 7: 11, N = 11: 17); the earlier one Q = 2N (14, 22): both in one call.
 
     PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py        # 7:16 and 11:8, float64 and float32
     PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py --cases 7:16 --precisions float64 --launches ""
 
-Expected run time on an H100: about 3 minutes, most of it building the operators on the host and
+Expected run time on an H100: about 4 minutes, most of it building the operators on the host and
 compiling (--precisions float64 about half; --no-array skips the array rows).
 """
 
@@ -40,9 +42,12 @@ from lobatto.bench.report import Timer, write_json
 from lobatto.integrators import Stepper, get_scheme
 from lobatto.mesh import box_mesh
 from lobatto.systems.dg import face_values
-from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator
+from lobatto.systems.maxwell import galerkin
 from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, default_threads
 from lobatto.systems.maxwell.system import MaxwellSystem
+
+
+EARLIER = "galerkin (kernel, earlier: exact cofactors, Q = 2N)"
 
 
 def work_per_element(p: int, q: int) -> float:
@@ -74,7 +79,7 @@ def launches_of(order: int, spec: str) -> list:
     """(threads, blocks per SM, planes per pass) launches beside the default: --launches
     "T:B:K,..." (B, K 0: the default for that launch)."""
     if spec == "auto":  # one plane per pass; 2 blocks per SM (fewer registers at N = 7, more at N = 11)
-        t = default_threads(2 * order)
+        t = default_threads(galerkin.quadrature_points(order))
         return [(t, 0, 1), (t, 2, 0)]
     return [tuple(int(x) for x in (item + ":0:0").split(":")[:3]) for item in spec.split(",") if item]
 
@@ -105,11 +110,11 @@ def main():
     parser.add_argument("--launches", default="auto",
                         help='other kernel launches "THREADS:BLOCKS_PER_SM:PLANES,..." (0: default); "" none')
     parser.add_argument("--no-array", action="store_true", help="skip the galerkin (array) rows")
-    parser.add_argument("--small-rule", action="store_true",
-                        help="also time the rhs kernel with Q = ceil(3(N+1)/2) Gauss points (float64)")
+    parser.add_argument("--no-earlier", action="store_true",
+                        help="skip the earlier operator's row (exact cofactors, Q = 2N)")
     parser.add_argument("--json", default="galerkin_cuda_speed.json")
     args = parser.parse_args()
-    rows, rules = [], []
+    rows = []
     for precision in args.precisions:
         backend = get_backend("cuda", precision=precision)
         for case in args.cases:
@@ -132,7 +137,13 @@ def main():
                         seen.add(key)
                         variants.append((f"galerkin (kernel, threads {key[0]}, blocks per SM {key[1]}, "
                                          f"planes {key[2]})", other))
+                    if not args.no_earlier:
+                        variants.append((EARLIER, "earlier"))
                 for label, kernel in variants:
+                    if isinstance(kernel, str):  # "earlier": the same mesh and stepper, the earlier operator
+                        galerkin.attach(system, points=max(2 * order, 2), cofactors="exact")
+                        stage, kernel = system.stage_kernel, system.galerkin.cuda
+                        assert kernel is not None, "the earlier operator's kernel does not fit this device"
                     if form == "galerkin":
                         system.galerkin.cuda = kernel
                         system.stage_kernel = stage if kernel is not None else None
@@ -151,7 +162,8 @@ def main():
                         p, q = order + 1, system.galerkin.points
                         err, seconds = rhs_check(backend, system, kernel)
                         blocks, planes = kernel.launch(u.dtype)
-                        row.update(threads=kernel.threads, blocks_per_sm=blocks, planes=planes,
+                        row.update(gauss_points=q, cofactors=system.galerkin.cofactors, threads=kernel.threads,
+                                   blocks_per_sm=blocks, planes=planes,
                                    shared_bytes=kernel.shared_bytes(u.dtype), rhs_ms=1e3 * seconds,
                                    rhs_gflops=work_per_element(p, q) * system.num_elements / seconds / 1e9,
                                    rhs_gbytes_per_s=bytes_per_element(p, q, u.dtype.itemsize) * system.num_elements
@@ -163,33 +175,20 @@ def main():
                              f"{row['rhs_relative_difference']:.1e}" if kernel is not None else "")
                     print(f"N = {order:2d} {side}^3 {precision}  {label:<48s} {1e3 * t:9.3f} ms/step  "
                           f"{row['point_stage_updates_per_s']:.3e} point-stage/s{extra}", flush=True)
-                if form == "galerkin" and args.small_rule and precision == "float64":
-                    q = -(-3 * (order + 1) // 2)
-                    small = WeightAdjustedOperator(system.geometry, points=q).to(backend)
-                    small.cuda = GalerkinCuda(backend, small)
-                    err, seconds = rhs_check(backend, system, small.cuda, small)
-                    full = next(r for r in rows if r["order"] == order and r["precision"] == precision
-                                and r["variant"] == "galerkin (kernel)")
-                    rules.append({"order": order, "elements": side**3, "points_small": q,
-                                  "points": system.galerkin.points, "rhs_ms": full["rhs_ms"], "rhs_ms_small": 1e3 * seconds,
-                                  "rhs_relative_difference_small": err})
-                    print(f"N = {order:2d} rhs kernel with Q = {q}: {1e3 * seconds:.3f} ms against {full['rhs_ms']:.3f} "
-                          f"ms with Q = {system.galerkin.points} (vs array code of its rule {err:.1e})", flush=True)
-                    del small
                 del system, stepper, u
                 if backend.name == "cuda":
                     backend.xp.get_default_memory_pool().free_all_blocks()
     out = {"benchmark": "galerkin_cuda_speed", "date": datetime.date.today().isoformat(), "host": platform.node(),
-           "backend": backend.describe(), "rows": rows, "small_rule": rules}
+           "backend": backend.describe(), "rows": rows}
     write_json(args.json, out, indent=1, default=None, say=None)
-    print("\n| N | elements | precision | variant | ms/step | point-stage/s | vs split |")
-    print("|---:|---:|---|---|---:|---:|---:|")
+    print("\n| N | elements | precision | variant | ms/step | point-stage/s | vs split | rhs ms |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|")
     for r in rows:
         split = next((c for c in rows if c["order"] == r["order"] and c["precision"] == r["precision"]
                       and c["variant"] == "split"), None)
         ratio = f"{split['ms_per_step'] / r['ms_per_step']:.3f}" if split else ""
         print(f"| {r['order']} | {r['elements']} | {r['precision']} | {r['variant']} | {r['ms_per_step']:.3f} | "
-              f"{r['point_stage_updates_per_s']:.3e} | {ratio} |")
+              f"{r['point_stage_updates_per_s']:.3e} | {ratio} | {r.get('rhs_ms', float('nan')):.3f} |")
     print(f"wrote {args.json}")
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import lobatto
 from lobatto.jit.nvrtc import source_text
+from lobatto.systems.maxwell.galerkin import quadrature_points
 from lobatto.systems.maxwell.galerkin_cuda import default_threads
 
 NVCC = shutil.which("nvcc")
@@ -47,12 +48,13 @@ INSTANTIATIONS = {
     ],
     # (M = order + 3, the Schwarz smoother's ext element, dtype)
     "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES],
-    # (order + 1, Gauss points Q = 2N, dtype, threads per block as systems/maxwell/galerkin_cuda.py picks them,
-    # blocks per SM, Gauss planes per pass)
+    # (order + 1, Gauss points Q = galerkin.quadrature_points(N), dtype, threads per block as
+    # systems/maxwell/galerkin_cuda.py picks them, blocks per SM, Gauss planes per pass: 2 only for even Q)
     "galerkin.cu": [
         f"LOBATTO_GALERKIN_INSTANTIATE({n + 1}, {q}, {t}, {default_threads(q)}, {b}, {b})"
-        for n in ORDERS for q in (max(2 * n, 2),) for t in DTYPES for b in (1, 2)
-    ] + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
+        for n in ORDERS for q in (quadrature_points(n),) for t in DTYPES for b in ((1, 2) if q % 2 == 0 else (1,))
+    ] + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
+    + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)
     "differential.cu": [

@@ -1,6 +1,7 @@
 """The Galerkin form's CUDA kernel (galerkin_cuda.py, kernels/galerkin.cu) on a GPU: equal to the
 array code (WeightAdjustedOperator.rhs through CuPy) on fresh random data, on the deformed PEC
-and periodic boxes and the O-grid cylinder of tests/cylwave.py, N = 1, 2, 3, 5, 7, 11, float64
+and periodic boxes, the O-grid cylinder of tests/cylwave.py (2 of its 10 elements affine) and a
+sheared box (every element affine: the closed-form kernel alone), N = 1, 2, 3, 5, 7, 11, float64
 (1e-12 of the largest value) and float32; and a Simulation stepping through it (graph replay
 included) follows the CPU's array code. Skipped without CuPy and a GPU
 (test_maxwell_galerkin_cuda_emulated.py runs the kernel's source on the CPU)."""
@@ -19,6 +20,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy an
 
 from cylwave import cylinder_rea  # noqa: E402
 from test_maxwell_galerkin import BOX, PERIODIC  # noqa: E402
+from test_maxwell_galerkin_cuda_emulated import SHEARED  # noqa: E402
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
 from lobatto.backends import get_backend  # noqa: E402
@@ -45,7 +47,7 @@ def simulation(tmp_path, mesh, order, backend, precision="float64", flux="upwind
 @pytest.mark.parametrize("order", [1, 2, 3, 5, 7, 11])
 def test_kernel_equals_the_array_code(tmp_path, cylinder, order):
     rng = np.random.default_rng()
-    meshes = {"box": BOX, "periodic": PERIODIC, "cylinder": cylinder}
+    meshes = {"box": BOX, "periodic": PERIODIC, "cylinder": cylinder, "sheared": SHEARED}
     for label, mesh in meshes.items():
         host = simulation(tmp_path / label, mesh, order, "cpu")
         geometry, factors = host.system.geometry, np.asarray(host.system.device_geometry["face_factors"])
@@ -60,6 +62,7 @@ def test_kernel_equals_the_array_code(tmp_path, cylinder, order):
             operator = WeightAdjustedOperator(geometry).to(backend)
             kernel = GalerkinCuda(backend, operator)
             assert kernel.fits(backend.dtype)
+            assert kernel.affine_elements == {"cylinder": 2, "sheared": e}.get(label, 0)  # the closed form's
             u, sums, f = backend.asarray(u0), backend.asarray(sums0), backend.asarray(factors)
             expected = operator.rhs(xp, u, (face_values(xp, u, order), sums), f, xp.empty_like(u), epsilon, mu, alpha)
             out = kernel(u, sums, f, xp.full_like(u, np.nan), epsilon, mu, alpha)

@@ -24,6 +24,7 @@ import pytest
 
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.dg import face_values
+from lobatto.systems.maxwell.galerkin import quadrature_points
 from lobatto.systems.maxwell.galerkin_cuda import SOURCE, default_threads, matrices, shared_values
 
 from cylwave import cylinder_rea
@@ -33,9 +34,9 @@ CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
 
 ORDERS = (1, 2, 3, 5, 7, 11)
-# besides each order's default launch (two Gauss planes per pass): one plane per pass, and at N = 5
-# with several points per thread in every phase as well
-EXTRA = ((2, 64, 1), (5, 64, 1), (7, 224, 1))
+# besides each order's default launch (two Gauss planes per pass where Q is even, else one): one
+# plane per pass, and at N = 5 with several points per thread in every phase as well
+EXTRA = ((1, 64, 1), (5, 64, 1), (7, 224, 1))
 
 SHIM = """
 #include <barrier>
@@ -57,9 +58,9 @@ static unsigned char* lobatto_block_shared;
 
 LAUNCH = """
 template <int P, int Q, typename T, int NT, int KP>
-static void launch(const T* u, const T* sums, const T* factors, const T* cof, const T* wj, const T* normals,
-                   const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch, long long E,
-                   const long long* blocks, int nblocks) {
+static void launch(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof,
+                   const T* wj, const T* normals, const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch,
+                   long long E, const long long* blocks, int nblocks) {
     std::vector<unsigned char> shared(sizeof(T) * lobatto::GalerkinLayout<P, Q, KP>::SIZE);
     for (int n = 0; n < nblocks; ++n) {
         std::memset(shared.data(), 0xff, shared.size());  // NaN in every value
@@ -70,8 +71,8 @@ static void launch(const T* u, const T* sums, const T* factors, const T* cof, co
         for (int x = 0; x < NT; ++x)
             threads.emplace_back([=] {
                 threadIdx.x = x; blockIdx.x = (int)blocks[n];
-                lobatto::galerkin_rhs_kernel<P, Q, T, NT, 1, KP>(u, sums, factors, cof, wj, normals, fw, mats, out,
-                                                          ie, im, ce, ch, E);
+                lobatto::galerkin_rhs_kernel<P, Q, T, NT, 1, KP>(u, sums, factors, elements, cof, wj, normals, fw,
+                                                                  mats, out, ie, im, ce, ch, E);
             });
         for (auto& t : threads) t.join();
     }
@@ -82,8 +83,8 @@ static void launch(const T* u, const T* sums, const T* factors, const T* cof, co
 def launches():
     out = []
     for n in ORDERS:
-        q = max(2 * n, 2)
-        out.append((n, q, default_threads(q), 2))
+        q = quadrature_points(n)
+        out.append((n, q, default_threads(q), 2 if q % 2 == 0 else 1))
         out += [(n, q, threads, planes) for order, threads, planes in EXTRA if order == n]
     return out
 
@@ -102,27 +103,46 @@ static void update(T* u, T* residual, const T* du, T a, T b, T dt, long long n) 
 extern "C" void update_f64(double* u, double* r, const double* du, double a, double b, double dt, long long n) {
     update<double>(u, r, du, a, b, dt, n);
 }
+template <int P, typename T>
+static void affine(const T* u, const T* sums, const T* factors, const long long* elements, long long count,
+                   const T* constants, const T* am, T* out, T ie, T im, T ce, T ch, long long E) {
+    std::vector<std::thread> threads;
+    for (int x = 0; x < 8; ++x)  // one block of 8 threads: the grid-stride loop
+        threads.emplace_back([=] {
+            threadIdx.x = x; blockIdx.x = 0; blockDim.x = 8; gridDim.x = 1;
+            lobatto::galerkin_affine_kernel<P, T>(u, sums, factors, elements, count, constants, am, out, ie, im, ce,
+                                                  ch, E);
+        });
+    for (auto& t : threads) t.join();
+}
 """
 
 
 def dispatch() -> str:
     lines = ['extern "C" int layout_size(int order, int planes) {']
     for n in ORDERS + (14, 15):
-        q = max(2 * n, 2)
+        q = quadrature_points(n)
         for kp in (1, 2):
             lines.append(f"    if (order == {n} && planes == {kp}) "
                          f"return lobatto::GalerkinLayout<{n + 1}, {q}, {kp}>::SIZE;")
     lines.append("    return -1;\n}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
-        lines.append(f'extern "C" void run_{name}(int order, int threads, int planes, {p}, {ctype}* out, '
-                     f'{ctype} ie, {ctype} im, {ctype} ce, {ctype} ch, long long E, const long long* blocks, '
-                     'int nblocks) {')
+        lines.append(f'extern "C" void run_{name}(int order, int threads, int planes, const long long* elements, {p}, '
+                     f'{ctype}* out, {ctype} ie, {ctype} im, {ctype} ce, {ctype} ch, long long E, '
+                     'const long long* blocks, int nblocks) {')
         for n, q, nt, kp in launches():
             lines.append(f"    if (order == {n} && threads == {nt} && planes == {kp}) "
                          f"launch<{n + 1}, {q}, {ctype}, {nt}, {kp}>"
-                         "(a0, a1, a2, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
+                         "(a0, a1, a2, elements, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
         lines.append("}")
+    lines.append('extern "C" void affine_f64(int order, const double* u, const double* sums, const double* factors, '
+                 "const long long* elements, long long count, const double* constants, const double* am, double* out, "
+                 "double ie, double im, double ce, double ch, long long E) {")
+    for n in ORDERS:
+        lines.append(f"    if (order == {n}) affine<{n + 1}, double>(u, sums, factors, elements, count, constants, am, "
+                     "out, ie, im, ce, ch, E);")
+    lines.append("}")
     return "\n".join(lines)
 
 
@@ -139,9 +159,11 @@ def emulated(tmp_path_factory):
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
     lib = ctypes.CDLL(str(library))
     for name in ("run_f64", "run_f32"):
-        getattr(lib, name).argtypes = ([ctypes.c_int] * 3 + [ctypes.c_void_p] * 9
+        getattr(lib, name).argtypes = ([ctypes.c_int] * 3 + [ctypes.c_void_p] * 10
                                        + [ctypes.c_double if name == "run_f64" else ctypes.c_float] * 4
                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
+    lib.affine_f64.argtypes = ([ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_longlong] + [ctypes.c_void_p] * 3
+                               + [ctypes.c_double] * 4 + [ctypes.c_longlong])
     lib.update_f64.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double] * 3 + [ctypes.c_longlong]
     return lib
 
@@ -162,8 +184,9 @@ def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements
     blocks = np.array([2 * e + g for e in elements for g in (0, 1)], dtype=np.int64)
     z = (mu / epsilon) ** 0.5
     run = lib.run_f64 if dtype == np.float64 else lib.run_f32
-    run(operator.order, threads, planes, *(a.ctypes.data for a in cast), out.ctypes.data, 1 / epsilon, 1 / mu,
-        alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
+    every = np.arange(u.shape[1], dtype=np.int64)  # block pair m computes element m
+    run(operator.order, threads, planes, every.ctypes.data, *(a.ctypes.data for a in cast), out.ctypes.data,
+        1 / epsilon, 1 / mu, alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
     return out
 
 
@@ -215,7 +238,7 @@ def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
     for n in ORDERS + (14, 15):
         for planes in (1, 2):
-            assert emulated.layout_size(n, planes) == shared_values(n + 1, max(2 * n, 2), planes), (n, planes)
+            assert emulated.layout_size(n, planes) == shared_values(n + 1, quadrature_points(n), planes), (n, planes)
 
 
 class _EmulatedFunction:
@@ -229,18 +252,25 @@ class _EmulatedFunction:
 
     def __call__(self, grid, block, args, shared_mem=0):
         pointer = [a.ctypes.data if isinstance(a, np.ndarray) else a for a in args]
+        if "affine" in self.name:
+            p = int(self.name.split("<")[1].split(",")[0])
+            count, e = int(args[4]), int(args[-1])
+            assert args[3].dtype == np.int64 and args[3].shape == (count,) and block == (256,)
+            assert grid[0] * block[0] >= min(count * p**3, 65536 * 256)
+            self.lib.affine_f64(p - 1, *pointer[:4], count, *pointer[5:8], *(float(x) for x in args[8:12]), e)
+            return
         if "update" in self.name:
             assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
             self.lib.update_f64(*pointer[:3], *(float(x) for x in args[3:6]), int(args[6]))
             return
         p, q, ctype, nt, _, kp = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
-        e = int(args[-1])
-        assert ctype == "double" and grid == (2 * e,) and block == (int(nt),)
+        e, elements = int(args[-1]), args[3]
+        assert ctype == "double" and grid == (2 * elements.size,) and block == (int(nt),) and elements.dtype == np.int64
         assert shared_mem == shared_values(int(p), int(q), int(kp)) * 8
-        assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:9])
-        blocks = np.arange(2 * e, dtype=np.int64)
-        self.lib.run_f64(int(p) - 1, int(nt), int(kp), *pointer[:9], *(float(x) for x in args[9:13]), e,
-                         blocks.ctypes.data, len(blocks))
+        assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3] + args[4:10])
+        blocks = np.arange(2 * elements.size, dtype=np.int64)
+        self.lib.run_f64(int(p) - 1, int(nt), int(kp), pointer[3], *pointer[:3], *pointer[4:10],
+                         *(float(x) for x in args[10:14]), e, blocks.ctypes.data, len(blocks))
 
 
 def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
@@ -254,16 +284,54 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     backend = types.SimpleNamespace(name="cuda", xp=np, dtype=np.dtype(np.float64), max_shared_per_block=227 * 1024,
                                     asarray=lambda a, dtype=None: np.asarray(a, dtype=dtype or np.float64))
     rng = np.random.default_rng()
-    order = 2  # P = 3: odd rows, padded
+    order = 2  # P = 3: odd rows, padded; Q = 3: one plane per pass
     sim = simulation(tmp_path, BOX, order)
     operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel is not None and kernel.threads == default_threads(operator.points)
-    assert kernel.launch(np.float64)[1] == 2  # two planes per pass
+    assert kernel.launch(np.float64)[1] == 1  # Q odd: one plane per pass
     e, n = sim.u.shape[1], order + 1
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))
     epsilon, mu, alpha, a, b, dt = 1.3, 0.8, 1.0, -0.6, 0.4, 0.01
+    expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
+    out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
+    assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
+    expected_residual = a * residual + dt * expected
+    expected_u = u + b * expected_residual
+    kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
+    assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
+    assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
+    sim.close()
+
+
+SHEARED = {"elements": [2, 1, 2], "boundary": "pec",  # parallelepipeds: every element affine
+           "deform": {"x": "0.2*y + 0.1*z", "y": "0.1*x", "z": "-0.15*y"}}
+
+
+@pytest.mark.parametrize("mesh_name", ["cylinder", "sheared"])
+def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, cylinder, mesh_name):
+    """Affine elements (the cylinder's two straight ones; every element of a sheared box) take
+    galerkin_affine_kernel, the others the block kernel (over the list of curved elements; none on
+    the sheared box): together the array code's rhs on fresh random data, and the stage."""
+    import types
+
+    from lobatto.systems.maxwell import galerkin_cuda
+
+    module = types.SimpleNamespace(get_function=lambda name: _EmulatedFunction(emulated, name))
+    monkeypatch.setattr(galerkin_cuda, "get_module", lambda source, names, options=(): module)
+    backend = types.SimpleNamespace(name="cuda", xp=np, dtype=np.dtype(np.float64), max_shared_per_block=227 * 1024,
+                                    asarray=lambda a, dtype=None: np.asarray(a, dtype=dtype or np.float64))
+    rng = np.random.default_rng()
+    order = 3
+    sim = simulation(tmp_path, cylinder if mesh_name == "cylinder" else SHEARED, order)
+    operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
+    e, n = sim.u.shape[1], order + 1
+    kernel = galerkin_cuda.kernel_for(backend, operator)
+    assert kernel.affine_elements == {"cylinder": 2, "sheared": e}[mesh_name]
+    u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
+    sums = rng.standard_normal((6, e, 6, n, n))
+    epsilon, mu, alpha, a, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), rng.uniform(0.2, 1.0), -0.6, 0.4, 0.01
     expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
     out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
     assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()

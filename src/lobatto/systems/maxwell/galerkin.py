@@ -8,20 +8,25 @@ than the chain rule (benchmarks/notes-curved-maxwell.md). Here instead, per elem
     M_W dE/dt = B(., H) + S_E,   M_W dH/dt = -B(., E) + S_H,
     B(phi, f) = sum_q w_q phi . sum_b (J a^b)_q x (d_b f)_q,
 
-every product at the points of a Q-point Gauss rule (Q = 2N: the rule is exact for the
-polynomial integrands, the cofactors J a^b of the degree-N map taken exactly there), the face
-terms likewise with Q x Q Gauss points per face and sJ n = +-J a^b, and M_W the weight-adjusted
-mass (Chan, Hewett, Warburton 2017) M_W^-1 = M^-1 M_{1/J} M^-1 (M the exact reference mass,
-a Kronecker product of 1D ones; M_{1/J} the Gauss-integrated 1/J mass): symmetric positive
-definite. Since the rule integrates the divergence sum_b d_b (J a^b . (H x E)) exactly (the
-exact cofactors meet the metric identities), B(E, H) - B(H, E) equals the face integrals that
-the central flux cancels: the energy 1/2 (eps E.M_W E + mu H.M_W H) is conserved with the
-central flux and decays with the upwind one, on any curved element, while the operator is the
-Galerkin projection of the exact curl (its truncation error is the chain rule's).
+every product at the points of a Q-point Gauss rule, Q = max(ceil(3N / 2), N + 1)
+(quadrature_points), the face terms likewise with Q x Q Gauss points per face and
+sJ n = +-J a^b, and M_W the weight-adjusted mass (Chan, Hewett, Warburton 2017)
+M_W^-1 = M^-1 M_{1/J} M^-1 (M the exact reference mass, a Kronecker product of 1D ones;
+M_{1/J} the Gauss-integrated 1/J mass, J exact): symmetric positive definite. The cofactors
+J a^b are Kopriva's invariant curl form at the GLL points (curl_form_cofactors), polynomials of
+degree N that meet the metric identities sum_b d_b (J a^b) = 0 exactly and whose face values
+depend on the face's nodes only; the face terms take the same J a^b's trace. Then
+B(E, H) - B(H, E) equals the face integrals that the central flux cancels, with the rule exact
+only where the degree count of quadrature_points needs it: the energy
+1/2 (eps E.M_W E + mu H.M_W H) is conserved with the central flux and decays with the upwind
+one, on any curved element, while the operator is a Galerkin projection of the curl (as
+accurate as the chain rule or more: notes section 9). The earlier operator (the map's exact
+cofactors, degree 2N, with Q = 2N) stays reachable as WeightAdjustedOperator(..., points=2N,
+cofactors="exact") for comparisons.
 
 The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs and the
 energy's products are galerkin_cpu's C kernels (kernels/galerkin.c), on the CUDA backend the rhs
-and the stage are galerkin_cuda's kernel (kernels/galerkin.cu).
+and the stage are galerkin_cuda's kernel (kernels/galerkin.cu); both take any Q.
 Uniform eps, mu only (no per-point medium).
 """
 
@@ -35,10 +40,12 @@ from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, fac
 
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
 #: the time step's factor against the collocated forms': the operator's spectral radius (power
-#: iteration, upwind, N = 3, 6, 9) was 1.59, 1.43, 1.34x the split form's on the O-grid cylinder
-#: and 1.66, 1.33, 1.22x on a flat box (benchmarks/notes-curved-maxwell.md); on a flat 2^3 box
-#: 2.80x at N = 1 and 2.00x at N = 2 (eigenvalues, upwind). Each factor is below 1 / ratio
-#: with a margin of about 8 % or more.
+#: iteration, upwind) against the split form's, re-measured for Q = max(ceil(3N/2), N + 1) and
+#: the invariant curl-form cofactors (benchmarks/galerkin_step_factor.py, notes section 9): at
+#: N = 1, 2, 3, 6, 9 on the deformed 2^3 box 2.05, 1.50, 1.44, 1.17, 1.09x, on the O-grid
+#: cylinder 2.68, 1.30, 1.57, 1.43, 1.34x, on a flat 2^3 box (where the operator did not change)
+#: 2.80, 1.99, 1.67, 1.33, 1.22x; the earlier operator within 0.5 % of these but for the
+#: cylinder at N = 2 (1.38x). Each factor is below 1 / ratio with a margin of about 8 % or more.
 STEP_FACTORS = {1: 0.33, 2: 0.46}
 STEP_FACTOR = 0.55  # N >= 3
 
@@ -67,16 +74,65 @@ def along2(xp, a, u):
     return along(xp, along(xp, u, a, 1), a, m).reshape(u.shape[:-2] + (m, m))
 
 
+#: the cofactors J a^b: "invariant" (the default) Kopriva's invariant curl form, "curl" his
+#: plain curl form (both of degree N), "exact" those of the degree-N map (degree 2N along their
+#: own axis: the energy identity then needs Q = 2N). The other two are kept for comparisons in
+#: benchmarks/ (notes-curved-maxwell.md section 9); no case key chooses them.
+COFACTORS = ("invariant", "curl", "exact")
+
+
 def quadrature_points(order: int) -> int:
-    """Q = 2N Gauss points per direction: exact for the energy identity's integrands (degree
-    <= 4N - 1 per direction for a degree-N map), so the energy statement holds to round-off."""
-    return max(2 * int(order), 2)
+    """Q = max(ceil(3N / 2), N + 1) Gauss points per direction: the fewest for which the energy
+    identity holds exactly with the curl-form cofactors (benchmarks/notes-curved-maxwell.md
+    section 9). Per point the volume integrand E . (J a^b x d_b H) - H . (J a^b x d_b E) equals
+    sum_b d_b F_b, F_b = J a^b . (H x E) (product rule; the metric identities sum_b d_b J a^b = 0
+    hold exactly). Along r_b, F_b has degree 3N (the curl forms' J a^b, E and H have degree N),
+    so the rule along b integrates d_b F_b (degree 3N - 1 <= 2Q - 1) exactly: what is left is
+    the sum of F_b at r_b = +-1 over the face rule's points with the faces' own sJ n, which the
+    neighbours' face terms cancel point by point. No other direction needs exactness. N + 1
+    keeps M_W positive definite (N = 1, 2). The exact cofactors have degree 2N along b: they need
+    Q = 2N (with fewer the identity broke on general maps, measured)."""
+    n = int(order)
+    return max((3 * n + 1) // 2, n + 1)
+
+
+def curl_form_cofactors(geometry, invariant: bool = True) -> np.ndarray:
+    """(3, 3, E, n, n, n) J a^b [b, a] at the GLL points: on curved elements Kopriva's curl form
+    (J a^b)_a = -(curl_r I^N(v))_b with v = x_l grad_r x_m, (a, m, l) cyclic (the plain form of
+    mesh/geometry.py curl_form_factors), or with ``invariant`` his invariant form
+    v = (x_l grad_r x_m - x_m grad_r x_l) / 2 (as accurate as the exact cofactors in the Galerkin
+    form; the plain one lost up to 2x at even N); of x less the element's mean so that round-off
+    scales with the element's size, not its distance from the origin (the curl of c grad x_m is
+    zero); on affine elements the (constant) cofactors. Each is the curl of a degree-N
+    polynomial: degree <= N per direction, so interpolation to any points is exact;
+    sum_b d_b (J a^b) = 0 exactly; on a face r_b = +-1, J a^b involves only tangential
+    derivatives of the face's nodes, which both elements sharing it see alike."""
+    order = geometry.order
+    cof = geometry.metrics * geometry.jacobian  # cofactors: metrics[b, a] = (J a^b)_a / J
+    curved = np.flatnonzero(~np.asarray(geometry.affine, dtype=bool))
+    if not curved.size:
+        return cof
+    d = derivative_matrix(order)
+    x = geometry.coords[:, curved]
+    x = x - x.mean(axis=(2, 3, 4), keepdims=True)
+    dx = [[f(np, x[a], d) for f in _DERIVATIVES] for a in range(3)]  # dx[a][c] = d x_a / d r_c
+    for a in range(3):
+        m, l = (a + 1) % 3, (a + 2) % 3
+        v = [x[l] * dx[m][c] for c in range(3)]  # x_l grad_r x_m at the nodes: I^N of the product
+        if invariant:
+            v = [0.5 * (v[c] - x[m] * dx[l][c]) for c in range(3)]
+        for b in range(3):
+            b1, b2 = (b + 1) % 3, (b + 2) % 3
+            cof[b, a][curved] = _DERIVATIVES[b2](np, v[b1], d) - _DERIVATIVES[b1](np, v[b2], d)
+    return cof
 
 
 class WeightAdjustedOperator:
     """Host-built factors of one mesh's Galerkin curl (arrays moved to the backend by ``to``)."""
 
-    def __init__(self, geometry, points: int | None = None):
+    def __init__(self, geometry, points: int | None = None, cofactors: str = "invariant"):
+        if cofactors not in COFACTORS:
+            raise ValueError(f"cofactors must be one of {COFACTORS}, not {cofactors!r}")
         order = geometry.order
         q = quadrature_points(order) if points is None else int(points)
         xg, wg = np.polynomial.legendre.leggauss(q)
@@ -85,17 +141,24 @@ class WeightAdjustedOperator:
         x = geometry.coords
         # d x / d r_c at the Gauss points: exact (the map is a degree-N polynomial)
         columns = [along3(np, v, _DERIVATIVES[c](np, x, d)) for c in range(3)]
-        cof = np.stack([cross(np, columns[(b + 1) % 3], columns[(b + 2) % 3]) for b in range(3)])  # J a^b
-        jac = np.einsum("a...,a...->...", columns[0], cof[0])
+        jac = cross(np, columns[1], columns[2])
+        jac = np.einsum("a...,a...->...", columns[0], jac)  # J exact: M_W's norm
+        if cofactors == "exact":  # J a^b of the map (degree 2N along b, 2N - 1 along the others)
+            cof = np.stack([cross(np, columns[(b + 1) % 3], columns[(b + 2) % 3]) for b in range(3)])
+        else:  # a curl form (degree N): its GLL values interpolate exactly
+            nodal = curl_form_cofactors(geometry, invariant=cofactors == "invariant")
+            cof = np.stack([along3(np, v, nodal[b]) for b in range(3)])
+        del columns
         w3 = wg[:, None, None] * wg[None, :, None] * wg[None, None, :]
-        self.order, self.points = order, q
+        self.order, self.points, self.cofactors = order, q, cofactors
         self.v, self.weighted_cofactors = v, cof * w3  # (3, 3, E, Q, Q, Q): w_q (J a^b)_a
         self.inverse_jacobian_weights = w3 / jac  # M_{1/J} at the Gauss points
         mass_1d = v.T @ (wg[:, None] * v)  # exact 1D mass of the GLL Lagrange basis
         self.mass_1d, self.inverse_mass_1d = mass_1d, np.linalg.inv(mass_1d)
         self.root_jacobian = np.sqrt(geometry.jacobian)
         self.derivative = d
-        # faces: unit normals, w sJ at the Q x Q Gauss points (sJ n = +-J a^b of the face's axis)
+        # faces: unit normals, w sJ at the Q x Q Gauss points from sJ n = +-J a^b of the face's
+        # axis, the same J a^b as the volume's (its trace), so the divergence theorem holds
         e = x.shape[1]
         self.normals = np.empty((3, e, NUM_FACES, q, q))
         self.face_weights = np.empty((e, NUM_FACES, q, q))
@@ -103,8 +166,11 @@ class WeightAdjustedOperator:
         for face in range(NUM_FACES):
             sl = face_slice(face, order)
             b = FACE_REFERENCE_AXIS[face]
-            tangent = [along2(np, v, _DERIVATIVES[c](np, x, d)[sl]) for c in range(3)]
-            area = FACE_SIGN[face] * cross(np, tangent[(b + 1) % 3], tangent[(b + 2) % 3])
+            if cofactors == "exact":
+                tangent = [along2(np, v, _DERIVATIVES[c](np, x, d)[sl]) for c in range(3)]
+                area = FACE_SIGN[face] * cross(np, tangent[(b + 1) % 3], tangent[(b + 2) % 3])
+            else:
+                area = FACE_SIGN[face] * along2(np, v, nodal[b][sl])
             norm = np.sqrt(np.sum(area**2, axis=0))
             self.normals[:, :, face] = area / norm
             self.face_weights[:, face] = w2 * norm
@@ -206,11 +272,12 @@ class WeightAdjustedOperator:
         return out
 
 
-def attach(system) -> None:
+def attach(system, points: int | None = None, cofactors: str = "invariant") -> None:
     """Make ``system`` (a MaxwellSystem) step with this operator: the exchange carries the raw
     face values of u (whose sums give the neighbours'), the rhs and the energy are this
     module's, and no fused stage runs (on the CUDA backend the rhs and the stage are
-    galerkin_cuda's kernel)."""
+    galerkin_cuda's kernel). ``points`` and ``cofactors`` (WeightAdjustedOperator's) are for
+    benchmarks and tests only, called again on a built system; no case key chooses them."""
     from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
     from lobatto.systems.maxwell import galerkin_cpu
@@ -220,7 +287,7 @@ def attach(system) -> None:
         raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
                          "only (no [material] regions, no sigma yet); use volume_form = \"split\"")
     xp, order = system.backend.xp, system.order
-    operator = WeightAdjustedOperator(system.geometry).to(system.backend)
+    operator = WeightAdjustedOperator(system.geometry, points, cofactors).to(system.backend)
     system.galerkin = operator
     operator.cuda = kernel_for(system.backend, operator)  # the CUDA kernel (None: this array code)
     system.overlap = False  # one exchange, then the whole rhs (the operator is not split by elements)
@@ -274,15 +341,16 @@ def energy(system, u) -> float:
 
 def memory_estimate(case, layout) -> list:
     """memory_items.MemoryItem of the Galerkin operator for ``[discretization] volume_form =
-    "galerkin"``: per element, with Q = 2N Gauss points per direction, about 10 Q^3 + 24 Q^2
-    values kept and 12 Q^3 of temporaries where the state lives, and a host peak of 29 Q^3
-    float64 values while the operator is built (measured with tracemalloc at N = 7: 64, 82 + 100
-    and 179 values per GLL point)."""
+    "galerkin"``: per element, with Q = quadrature_points(N) Gauss points per direction, about
+    10 Q^3 + 24 Q^2 values kept and 12 Q^3 of temporaries where the state lives, and a host peak
+    of 34 Q^3 float64 values while the operator is built (tracemalloc on a deformed 2^3 box:
+    kept exactly 10 Q^3 + 24 Q^2, i.e. 29, 32 and 32 values per GLL point at N = 3, 7, 11 (the
+    earlier Q = 2N: 47, 63, 68); peak 33.3, 31.5, 31.2 Q^3)."""
     if case.discretization.volume_form != "galerkin":
         return []
-    q = 2 * layout.order
+    q = quadrature_points(layout.order)
     kept = (10 * q ** 3 + 24 * q ** 2 + 12 * q ** 3) * layout.elements * layout.value_bytes
     return [layout.backend_item(f"[discretization] volume_form = \"galerkin\" (Gauss rules of {q} points: "
                                 f"{22 * q ** 3 + 24 * q ** 2:,} values per element)", kept,
-                                host=29.0 * q ** 3 * layout.elements * 8,
+                                host=34.0 * q ** 3 * layout.elements * 8,
                                 advice="use volume_form = \"split\", a lower order or more ranks")]

@@ -5,24 +5,28 @@ arguments.
 ``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), and ``.stage(...)`` a whole
 low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
-transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). One block of ``threads`` threads per
-(element, field triple), two Gauss planes per pass where that costs no resident block
-(default_planes); the shared memory is ``shared_values(P, Q, planes)`` values (float64: 56 KiB
-at N = 7 and 145 KiB at N = 11 with two planes, 174 KiB at N = 14 with one). Where one plane
-does not fit the device (float64 from N = 16 on an H100: 238 KiB against 227) ``kernel_for``
-returns None and the array code runs. Nothing allocates once compiled and nothing waits for the
+transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). Affine elements (galerkin_cpu.
+affine_constants, as the C kernel) take galerkin_affine_kernel's closed form, one thread per
+node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes per pass where that costs no resident block
+(default_planes; an odd Q, as at N = 3, 7, 9, 11, takes one); the shared memory is
+``shared_values(P, Q, planes)`` values (float64, one plane, Q = galerkin.quadrature_points(N):
+32 KiB at N = 7, 86 KiB at N = 11, 151 KiB at N = 14). Where one plane does not fit the device
+(float64 from N = 17 on an H100: 241 KiB against 227) ``kernel_for`` returns None and the
+array code runs. Nothing allocates once compiled and nothing waits for the
 host, so a step can be recorded as a CUDA graph.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from lobatto.backends.base import check_kernel_arrays
 from lobatto.discretization import derivative_matrix, interpolation_matrix
 from lobatto.jit.nvrtc import ctype, get_module, run_into
+from lobatto.systems.maxwell.galerkin_cpu import affine_constants
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "galerkin.cu"
 
@@ -72,6 +76,18 @@ def matrices(order: int, points: int) -> np.ndarray:
     return np.concatenate([m.ravel() for m in (v, vd, np.stack([v.T, vd.T], axis=-1), wt, wt.T)])
 
 
+def affine_matrices(order: int, points: int) -> np.ndarray:
+    """D (P x P), then the columns 0 and P - 1 of M^-1 (M the exact 1D mass): galerkin_affine_kernel's."""
+    xg, wg = np.polynomial.legendre.leggauss(points)
+    v = interpolation_matrix(order, xg)
+    inverse = np.linalg.inv(v.T @ (wg[:, None] * v))
+    return np.concatenate([derivative_matrix(order).ravel(), inverse[:, 0], inverse[:, -1]])
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
 class GalerkinCuda:
     """The compiled rhs of one operator, per dtype (compiled on first use)."""
 
@@ -83,7 +99,17 @@ class GalerkinCuda:
         self.min_blocks = min_blocks  # None: default_min_blocks per dtype
         self.planes = planes  # None: default_planes per dtype
         self._host_matrices = matrices(operator.order, operator.points)
+        self._host_affine = affine_matrices(operator.order, operator.points)
+        # the elements of the block kernel (curved) and of the closed form (affine), and the latter's constants
+        flat, constants = affine_constants(SimpleNamespace(points=operator.points, **{
+            name: _host(getattr(operator, name))
+            for name in ("weighted_cofactors", "inverse_jacobian_weights", "normals", "face_weights")}))
+        self.affine_elements = int(flat.sum())
+        self._curved = backend.asarray(np.flatnonzero(flat == 0).astype(np.int64), dtype=np.int64)
+        self._affine = backend.asarray(np.flatnonzero(flat).astype(np.int64), dtype=np.int64)
+        self._host_constants = constants
         self._compiled: dict = {}
+        self._affine_compiled: dict = {}
         self._update: dict = {}  # dtype name -> the stage update kernel
         self._stage_buffer: dict = {}  # (shape, dtype) -> du of stage()
 
@@ -117,6 +143,18 @@ class GalerkinCuda:
             entry = self._compiled[dtype.name] = (fn, smem, mats)
         return entry
 
+    def affine_function(self, dtype):
+        """(the closed form's kernel, its 1D matrices, the elements' constants) in this dtype."""
+        dtype = np.dtype(dtype)
+        entry = self._affine_compiled.get(dtype.name)
+        if entry is None:
+            name = f"lobatto::galerkin_affine_kernel<{self.p}, {ctype(dtype)}>"
+            fn = get_module(SOURCE, (name,)).get_function(name)
+            entry = self._affine_compiled[dtype.name] = (
+                fn, self.backend.asarray(self._host_affine, dtype=dtype),
+                self.backend.asarray(self._host_constants, dtype=dtype))
+        return entry
+
     def __call__(self, u, sums, factors, out, epsilon, mu, alpha):
         op, p, q = self.operator, self.p, self.q
         xp, dtype, e = self.backend.xp, u.dtype, u.shape[1]
@@ -134,10 +172,18 @@ class GalerkinCuda:
         scalars = (real(1.0 / float(epsilon)), real(1.0 / float(mu)), real(float(alpha) / impedance),
                    real(float(alpha) * impedance))
 
+        curved, affine = int(self._curved.size), int(self._affine.size)
+
         def launch(target):
-            fn((2 * e,), (self.threads,), (u, sums, factors, op.weighted_cofactors, op.inverse_jacobian_weights,
-                                           op.normals, op.face_weights, mats, target, *scalars, np.int64(e)),
-               shared_mem=smem)
+            if curved:
+                fn((2 * curved,), (self.threads,), (u, sums, factors, self._curved, op.weighted_cofactors,
+                                                    op.inverse_jacobian_weights, op.normals, op.face_weights, mats,
+                                                    target, *scalars, np.int64(e)), shared_mem=smem)
+            if affine:
+                afn, amats, constants = self.affine_function(dtype)
+                n = affine * p ** 3
+                afn((min(-(-n // 256), 65536),), (256,), (u, sums, factors, self._affine, np.int64(affine), constants,
+                                                         amats, target, *scalars, np.int64(e)))
 
         return run_into(xp, out, launch)
 

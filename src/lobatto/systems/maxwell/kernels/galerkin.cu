@@ -90,7 +90,8 @@ __device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* o
 }
 
 // u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
-// cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
+// elements: the element of each block pair (blocks 2 m and 2 m + 1 compute elements[m]: the
+// curved ones where affine elements take galerkin_affine_kernel); cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
 // face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VTD, WT, W (6 Q P values).
 // inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
 // MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks); KP: Gauss
@@ -136,7 +137,7 @@ __device__ __forceinline__ void galerkin_back_to_nodes(const T* M, const T* r3, 
 template <int P, int Q, typename T, int NT, int MINB, int KP>
 __global__ void __launch_bounds__(NT, MINB)
 galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
-                    const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
+                    const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
                     const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
                     const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
                     index_t E) {
@@ -161,7 +162,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     T* r5 = s + L::R5;
 
     const int t = threadIdx.x;
-    const index_t e = (index_t)blockIdx.x >> 1;
+    const index_t e = elements[blockIdx.x >> 1];
     const int g = blockIdx.x & 1;
     const int target = 3 * g, source = 3 - target;
     const T scale = g == 0 ? inv_eps : -inv_mu;
@@ -413,6 +414,88 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     }
 }
 
+// An affine element's rhs in closed form (kernels/galerkin.c affine_rhs, galerkin_cpu.affine_constants):
+// with J a^b, J, n and sJ constant every Gauss rule is exact, so M_W^-1 = M^-1 / J, the volume
+// part is the collocated chain rule (1/J) sum_b J a^b x D_b f and a face's part
+// (1/J) M^-1 e_end (x) sJ flux at its GLL points. One thread per (listed element, node), both
+// field triples: the node's volume part and, per face, the flux at its projection onto the face
+// times the inverse mass's column entry at its distance along the normal (the face's flux is
+// recomputed by the P nodes of its normal line: no shared memory, no barrier).
+// elements: the count affine elements; constants (E, 34): J a^b [b][a] (9), 1/J, n per face (18),
+// sJ per face (6); am: D (P x P), then the columns 0 and P - 1 of M^-1 (P each).
+template <int P, typename T>
+__global__ void galerkin_affine_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
+                                       const T* LOBATTO_RESTRICT factors, const index_t* LOBATTO_RESTRICT elements,
+                                       index_t count, const T* LOBATTO_RESTRICT constants,
+                                       const T* LOBATTO_RESTRICT am, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu,
+                                       T ce, T ch, index_t E) {
+    constexpr int P2 = P * P, P3 = P2 * P;
+    const index_t field = E * P3, n = count * P3;
+    const index_t stride = (index_t)gridDim.x * blockDim.x;
+    for (index_t q = (index_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += stride) {
+        const index_t e = elements[q / P3];
+        const int p = (int)(q % P3), k = p / P2, j = (p / P) % P, i = p % P;
+        const T* kc = constants + e * 34;
+        const T* ue = u + e * P3;
+        T g[6][3];  // g[c][b] = d_b u_c
+#pragma unroll
+        for (int c = 0; c < 6; ++c) {
+            const T* uc = ue + c * field;
+            T gr = T(0), gs = T(0), gt = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) {
+                gr += am[i * P + l] * uc[(k * P + j) * P + l];
+                gs += am[j * P + l] * uc[(k * P + l) * P + i];
+                gt += am[k * P + l] * uc[(l * P + j) * P + i];
+            }
+            g[c][0] = gr, g[c][1] = gs, g[c][2] = gt;
+        }
+        T o[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
+#pragma unroll
+        for (int b = 0; b < 3; ++b) {
+            const T w0 = kc[b * 3], w1 = kc[b * 3 + 1], w2 = kc[b * 3 + 2];
+            o[0] += w1 * g[5][b] - w2 * g[4][b];
+            o[1] += w2 * g[3][b] - w0 * g[5][b];
+            o[2] += w0 * g[4][b] - w1 * g[3][b];
+            o[3] += w1 * g[2][b] - w2 * g[1][b];
+            o[4] += w2 * g[0][b] - w0 * g[2][b];
+            o[5] += w0 * g[1][b] - w1 * g[0][b];
+        }
+        const T ie = inv_eps * kc[9], im = inv_mu * kc[9];
+#pragma unroll
+        for (int a = 0; a < 3; ++a) o[a] *= ie, o[3 + a] *= -im;
+#pragma unroll 1
+        for (int f = 0; f < 6; ++f) {
+            const int axis = f >> 1;
+            const int l = axis == 0 ? i : axis == 1 ? j : k;  // the node's place along the face's normal
+            const int x = axis == 2 ? j : k, y = axis == 0 ? j : i;  // its projection's face point
+            const int node = galerkin_face_node<P>(f, x, y);
+            const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+            const bool interior = fe == T(1) && fh == T(1);
+            T jmp[6];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) {
+                const T own = ue[c * field + node];
+                jmp[c] = interior ? T(2) * own - sums[((c * E + e) * 6 + f) * P2 + x * P + y] : (c < 3 ? fe : fh) * own;
+            }
+            const T n0 = kc[10 + 3 * f], n1 = kc[11 + 3 * f], n2 = kc[12 + 3 * f];
+            const T column = am[P2 + ((f & 1) ? P : 0) + l];
+            const T he = T(0.5) * inv_eps * kc[28 + f] * kc[9] * column;
+            const T hm = T(0.5) * inv_mu * kc[28 + f] * kc[9] * column;
+            const T se0 = n2 * jmp[1] - n1 * jmp[2], se1 = n0 * jmp[2] - n2 * jmp[0], se2 = n1 * jmp[0] - n0 * jmp[1];
+            const T sh0 = n2 * jmp[4] - n1 * jmp[5], sh1 = n0 * jmp[5] - n2 * jmp[3], sh2 = n1 * jmp[3] - n0 * jmp[4];
+            o[0] += he * (sh0 - ce * (n1 * se2 - n2 * se1));
+            o[1] += he * (sh1 - ce * (n2 * se0 - n0 * se2));
+            o[2] += he * (sh2 - ce * (n0 * se1 - n1 * se0));
+            o[3] -= hm * (se0 + ch * (n1 * sh2 - n2 * sh1));
+            o[4] -= hm * (se1 + ch * (n2 * sh0 - n0 * sh2));
+            o[5] -= hm * (se2 + ch * (n0 * sh1 - n1 * sh0));
+        }
+#pragma unroll
+        for (int c = 0; c < 6; ++c) out[c * field + e * P3 + p] = o[c];
+    }
+}
+
 // The low-storage Runge-Kutta stage update from a stage's rhs du (n values):
 // residual = a residual + dt du (a = 0 discards the residual, which may be uninitialised),
 // u += b residual. One pass instead of the array code's five.
@@ -433,7 +516,11 @@ __global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_R
 // galerkin_cuda.py names
 #define LOBATTO_GALERKIN_INSTANTIATE(P, Q, T, NT, MINB, KP)                                                    \
     template __global__ void lobatto::galerkin_rhs_kernel<P, Q, T, NT, MINB, KP>(                              \
-        const T*, const T*, const T*, const T*, const T*, const T*, const T*, const T*, T*, T, T, T, T, \
+        const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
+        T*, T, T, T, T, lobatto::index_t);
+#define LOBATTO_GALERKIN_AFFINE_INSTANTIATE(P, T)                                                              \
+    template __global__ void lobatto::galerkin_affine_kernel<P, T>(                                            \
+        const T*, const T*, const T*, const lobatto::index_t*, lobatto::index_t, const T*, const T*, T*, T, T, T, T, \
         lobatto::index_t);
 #define LOBATTO_GALERKIN_UPDATE_INSTANTIATE(T) \
     template __global__ void lobatto::galerkin_stage_update_kernel<T>(T*, T*, const T*, T, T, T, lobatto::index_t);
