@@ -49,7 +49,7 @@ def waves(results: dict, plane, port, frequencies, epsilon: float, mu: float):
 
 def scattering(columns: dict, names: list, count: int) -> np.ndarray:
     """S (F, P, P) from {driven j: {port i: (a, b, Z)}}; NaN where undefined."""
-    s = np.full((count, len(names), len(names)), np.nan + 0j)
+    s = np.full((count, len(names), len(names)), complex(np.nan, np.nan))
     for j, column in columns.items():
         a_j, _, z_j = column[j]
         for i, name in enumerate(names):
