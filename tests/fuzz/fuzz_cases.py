@@ -1026,10 +1026,14 @@ MAXWELL_TABLES = {
     "dft_planes": {"frequencies": [0.5], "planes": ["x = 0.5", "z = 0"],  # interior surfaces (monitors/planes.py)
                    "boxes": [{"lower": [0.0, 0.0, 0.0], "upper": [1.0, 1.0, 0.5]}]},
     "decay": {"until_decayed": 1e-3, "decay_interval": 0.004, "decay_watch": "energy"},  # into [time]
+    # waveguide ports (systems/maxwell/ports.py): one run per driven port, then the S-parameters
+    "port": {"in": {"plane": "x = 0.5", "source": "x = 0.25", "direction": "+", "mode": "TE01"},
+             "out": {"plane": "x = 0.75", "direction": "-", "mode": "TE01", "shape": "rectangle"}},
+    "ports": {"frequencies": [0.8, 1.2], "drive": "all"},
 }
 #: the [time] keys of the decay stop, mutated as the Maxwell tables' numbers
 DECAY_KEYS = ("until_decayed", "decay_interval", "decay_watch")
-MAXWELL_TOPS = ("material", "source", "pml")
+MAXWELL_TOPS = ("material", "source", "pml", "port", "ports")
 
 
 def _maxwell_slots(data: dict) -> list:

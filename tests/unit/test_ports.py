@@ -179,6 +179,8 @@ SETUP_ERRORS = [
     ({"port__in__shape": "circle"}, r"not available in this build"),
     ({"material": {"lens": {"where": "2.25 - z", "epsilon": 2.0}}}, r"\[port.in\].*background"),
     ({"port__out__plane": "z = 2"}, r"also \[port.in\] plane"),
+    ({"mesh__periodic": [True, False, False]}, r"side xmin is periodic"),
+    ({"mesh__boundary": "pmc"}, r"side xmin is pmc"),
 ]
 
 

@@ -198,13 +198,27 @@ def launch(system, port, k_c_plane: float, params: dict, comm, where: str) -> To
     inside = total_field_side(system, port, comm, where)
     sign = surface_signs(system, inside)
     element, face = np.nonzero(sign)
-    off = element.size and np.any(np.abs(face_values(np, system.geometry.coords, system.order)[port.axis, element, face]
-                                         - port.source) > _scale(system, comm) * 1e3)
-    if allreduce(comm, int(bool(off))):
+    tol = 1e3 * _scale(system, comm)  # (collective: before any rank-local branch)
+    points = face_values(np, system.geometry.coords, system.order)[port.axis, element, face]
+    if allreduce(comm, int(np.any(np.abs(points - port.source) > tol))):
         raise InputError(f"{where}: [port.{port.name}] the device side of source \"{plane_name(port.axis, port.source)}"
                          "\" meets the rest of the mesh elsewhere than on that plane: the source must cut the whole "
                          "mesh across the guide")
     return TotalFieldScatteredField(system, ModeWave(system, port, k_c, coords, e_t, params), inside, comm, where)
+
+
+def check_walls(case, port) -> None:
+    """A box mesh's sides along the guide must be PEC walls for the analytic modes of a
+    rectangular guide (not periodic, absorbing or PMC)."""
+    mesh = case.mesh
+    if port.shape != "rectangle" or mesh.from_file:
+        return
+    for axis in (a for a in range(3) if a != port.axis):
+        for side in (f"{'xyz'[axis]}min", f"{'xyz'[axis]}max"):
+            kind = mesh.boundaries.get(side)
+            if kind != "pec":
+                raise InputError(f"{case.source}: [port.{port.name}] shape = \"rectangle\" is a guide with PEC walls, "
+                                 f"but the mesh's side {side} is {kind}: make the sides along the guide pec")
 
 
 def build_ports(case, system, comm=None) -> list:
@@ -217,6 +231,7 @@ def build_ports(case, system, comm=None) -> list:
     where = case.source
     system.port_planes = {}
     for port in ports:
+        check_walls(case, port)
         plane = port_plane(system, port, comm, where)
         cutoff = cutoff_frequency(plane.k_c, system.epsilon, system.mu)
         if not max(spec.frequencies) > cutoff:
