@@ -31,7 +31,7 @@ GUIDE = {
     "mesh": {"elements": [2, 1, 10], "upper": [1.0, 0.5, 5.0]},
     "discretization": {"order": 3},
     "physics": {"equations": "maxwell"},
-    "time": {"t_end": 30.0},
+    "time": {"t_end": 60.0, "until_decayed": 1e-6, "decay_interval": 2.0},  # stops near t = 34
     "pml": {"sides": ["zmin", "zmax"], "elements": 2},
     "port": {"in": {"plane": "z = 2", "source": "z = 1.5", "direction": "+", "mode": "TE10"},
              "out": {"plane": "z = 3", "source": "z = 3.5", "direction": "-", "mode": "TE10"}},
@@ -124,7 +124,7 @@ def test_empty_guide_s_parameters(guide):
     f, s = network.f, network.s
     beta = np.sqrt((2 * np.pi * f) ** 2 - np.pi**2)
     exact = np.exp(-1j * beta * 1.0)
-    assert np.abs(s[:, 1, 0] - exact).max() < 1e-2 and np.abs(s[:, 0, 0]).max() < 1e-2
+    assert np.abs(s[:, 1, 0] - exact).max() < 2e-2 and np.abs(s[:, 0, 0]).max() < 1e-2  # N = 3: 8.6e-3, 7.2e-3
     assert np.all(np.isnan(s[:, :, 1]))  # port "out" not driven: its column is undefined
     with h5py.File(out / "guide_sparams.h5", "r") as h5:
         assert np.array_equal(h5["S"][()], s, equal_nan=True) and np.array_equal(h5["frequencies"][()], f)
@@ -133,6 +133,7 @@ def test_empty_guide_s_parameters(guide):
         assert "[port.in]" in h5.attrs["config"] and list(h5["driven"][()]) == [True, False]
     assert (out / "port_in" / "guide_dft.h5").is_file() and not (out / "port_out").exists()
     assert set(result.summary["ports"]["runs"]) == {"in"}
+    assert result.summary["ports"]["runs"]["in"]["stopped"] == "decayed"  # [time] until_decayed
 
 
 def _with(**changes):
