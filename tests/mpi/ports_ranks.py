@@ -25,6 +25,7 @@ from test_ports import GUIDE  # noqa: E402
 
 CASE = copy.deepcopy(GUIDE)
 CASE["ports"]["drive"] = "all"
+CASE["time"] = {"t_end": 34.0}  # a fixed end: the decay stop's energy sum may differ in its last bits between rank counts
 
 
 def run(comm, directory):

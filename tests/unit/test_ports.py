@@ -16,6 +16,7 @@ import lobatto
 from lobatto.api import case_from_dict
 from lobatto.discretization import gll_points
 from lobatto.errors import InputError
+from lobatto.io.summary import format_summary_table
 from lobatto.io.touchstone import write_touchstone
 from lobatto.runner.simulation import Simulation
 from lobatto.systems.maxwell.port_launch import PortPlane
@@ -134,6 +135,14 @@ def test_empty_guide_s_parameters(guide):
     assert (out / "port_in" / "guide_dft.h5").is_file() and not (out / "port_out").exists()
     assert set(result.summary["ports"]["runs"]) == {"in"}
     assert result.summary["ports"]["runs"]["in"]["stopped"] == "decayed"  # [time] until_decayed
+    table = format_summary_table(result.summary)
+    assert "S-parameters: guide.s2p, guide_sparams.h5 (4 frequencies)" in table and "TE10 at z = 3, into -" in table
+
+
+def test_dft_and_ports_refused(tmp_path):
+    data = _with(output__dft={"frequencies": [0.7], "planes": ["z = 2.5"]})
+    with pytest.raises(InputError, match=r"\[output.dft\] cannot go with \[port\] tables"):
+        lobatto.run(data, output_dir=tmp_path)
 
 
 def _with(**changes):
