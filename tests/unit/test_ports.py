@@ -7,6 +7,7 @@ HDF5 by h5py), and the one-line errors."""
 from __future__ import annotations
 
 import copy
+import json
 
 import h5py
 import numpy as np
@@ -135,6 +136,7 @@ def test_empty_guide_s_parameters(guide):
     assert (out / "port_in" / "guide_dft.h5").is_file() and not (out / "port_out").exists()
     assert set(result.summary["ports"]["runs"]) == {"in"}
     assert result.summary["ports"]["runs"]["in"]["stopped"] == "decayed"  # [time] until_decayed
+    assert json.loads((out / "summary.json").read_text())["ports"]["files"]["touchstone"] == "guide.s2p"
     table = format_summary_table(result.summary)
     assert "S-parameters: guide.s2p, guide_sparams.h5 (4 frequencies)" in table and "TE10 at z = 3, into -" in table
 

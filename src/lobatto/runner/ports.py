@@ -28,9 +28,9 @@ def wanted(case) -> bool:
 
 def run(case, backend, output_dir, comm, progress, simulation_class, restart=None, before_writing=None,
         keep: list | None = None) -> dict:
-    """Collective: one run per driven port, then the S-matrix written by rank 0. Returns the
-    last run's summary with ``ports`` (the ports, the runs, the files); ``keep``: a list the
-    last run's Simulation is appended to (lobatto.run's Result)."""
+    """Collective: one run per driven port, then the S-matrix and ``<output>/summary.json``
+    written by rank 0. Returns the last run's summary with ``ports`` (the ports, the runs, the
+    files); ``keep``: a list the last run's Simulation is appended to (lobatto.run's Result)."""
     runs_of = getattr(get_system(case.physics.equations), "port_runs", None)
     if runs_of is None:
         raise InputError(f"{case.source}: [port] tables do not apply to {case.physics.equations}")
@@ -61,8 +61,11 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
         if keep is not None and k == len(names) - 1:
             keep.append(sim)
         del sim, monitor, results
-    if rank == 0:
-        runs_of.write(base, case, columns)
     out = dict(summary)
     out["ports"] = {**runs_of.describe(case), "runs": runs, "files": runs_of.files(case)}
+    if rank == 0:  # the S-parameters, and <output>/summary.json: the last run's with the ports
+        from lobatto.io.summary import write_summary
+
+        runs_of.write(base, case, columns)
+        write_summary(base / "summary.json", out)
     return out
