@@ -165,7 +165,7 @@ class ModeWave:
         return self.amplitude * waveform_array(xp, self.waveform, self.params, tau)
 
     def describe(self) -> dict:
-        return {"plane": self.port.plane_name, "source": plane_name(self.port.axis, self.port.source),
+        return {"type": "port mode (total-field/scattered-field plane)", "plane": self.port.plane_name, "source": plane_name(self.port.axis, self.port.source),
                 "direction": self.port.direction, "shape": self.port.shape, "mode": self.port.mode,
                 "cutoff_wavenumber": self.k_c, "impedance_at_f0": self.impedance_f0, "waveform": self.waveform,
                 **self.params}
