@@ -203,3 +203,20 @@ def test_setup_errors(tmp_path, changes, message):
         data["material"] = changes["material"]
     with pytest.raises(InputError, match=message):
         Simulation(case_from_dict(data), backend="cpu", output_dir=tmp_path, comm=None)
+
+
+def test_tm11_along_x_driven_into_minus_x(tmp_path):
+    """Another axis, a TM mode (Z = beta / (omega eps)), the driven port's direction "-" and a
+    port only measured: S21 = exp(-i beta L) with beta^2 = omega^2 - 2 pi^2 (N = 3: within 1e-2)."""
+    data = {"mesh": {"elements": [11, 2, 2], "upper": [5.5, 1.0, 1.0]}, "discretization": {"order": 3},
+            "physics": {"equations": "maxwell"}, "time": {"t_end": 40.0},
+            "pml": {"sides": ["xmin", "xmax"], "thickness": 1.0, "reflection": 1e-8},
+            "port": {"a": {"plane": "x = 3.5", "source": "x = 4", "direction": "-", "mode": "TM11"},
+                     "b": {"plane": "x = 2", "direction": "+", "mode": "TM11"}},
+            "ports": {"frequencies": [0.8, 0.9, 1.0]}, "output": {"formats": [], "name": "tm"}}
+    lobatto.run(data, output_dir=tmp_path)
+    network = skrf.Network(str(tmp_path / "tm.s2p"))
+    beta = np.sqrt((2 * np.pi * network.f) ** 2 - 2 * np.pi**2)
+    s = network.s
+    assert np.abs(s[:, 1, 0] - np.exp(-1.5j * beta)).max() < 1.5e-2 and np.abs(s[:, 0, 0]).max() < 1.5e-2
+    assert np.all(np.isnan(s[:, :, 1]))  # b has no source: not driven
