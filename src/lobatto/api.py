@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import schema
-from lobatto.runner import normalization
+from lobatto.runner import normalization, ports
 from lobatto.runner.simulation import Simulation, run_case
 from lobatto.monitors.registry import monitor_tables
 from lobatto.systems.registry import SYSTEMS, physics_specs
@@ -99,6 +99,13 @@ def run(case, backend: str | None = None, output_dir=None, comm=None, progress=N
         from lobatto.runner.steady import SteadyRun
 
         simulation = SteadyRun(case, backend=backend, output_dir=output_dir, comm=comm, progress=progress)
+    elif ports.wanted(case):  # one run per driven port, then the S-parameters; the Result: the last run's
+        kept: list = []
+        summary = ports.run(case, backend, output_dir, comm, progress, Simulation, keep=kept)
+        simulation = kept[0]
+        return Result(summary=summary, fields=simulation.fields(), coordinates=simulation.coordinates(),
+                      output_dir=Path(output_dir if output_dir is not None else f"{case.name}_out"),
+                      simulation=simulation)
     else:
         # with [output.dft] normalize, the run without [material] tables comes first
         simulation = normalization.simulation(case, backend, output_dir, comm, progress, Simulation)

@@ -1028,10 +1028,14 @@ MAXWELL_TABLES = {
     # monitors/dft.py taper_weight: refused with the decay stop below (the record's end unknown)
     "dft_tapered": {"frequencies": [0.5, 1.0], "surfaces": ["xmax"], "taper": 0.3},
     "decay": {"until_decayed": 1e-3, "decay_interval": 0.004, "decay_watch": "energy"},  # into [time]
+    # waveguide ports (systems/maxwell/ports.py): one run per driven port, then the S-parameters
+    "port": {"in": {"plane": "x = 0.5", "source": "x = 0.25", "direction": "+", "mode": "TE01"},
+             "out": {"plane": "x = 0.75", "direction": "-", "mode": "TE01", "shape": "rectangle"}},
+    "ports": {"frequencies": [0.8, 1.2], "drive": "all"},
 }
 #: the [time] keys of the decay stop, mutated as the Maxwell tables' numbers
 DECAY_KEYS = ("until_decayed", "decay_interval", "decay_watch")
-MAXWELL_TOPS = ("material", "source", "pml")
+MAXWELL_TOPS = ("material", "source", "pml", "port", "ports")
 
 
 def _maxwell_slots(data: dict) -> list:

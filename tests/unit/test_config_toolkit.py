@@ -23,6 +23,7 @@ from lobatto.errors import InputError
 from lobatto.monitors import monitor_tables
 from lobatto.systems.maxwell.far_field_table import FAR_FIELD
 from lobatto.systems.maxwell.pml import PML
+from lobatto.systems.maxwell.ports import PORT, PORTS
 from lobatto.systems.maxwell.sources import CURRENT, DIPOLE
 from lobatto.systems.maxwell.tfsf import PLANE_WAVE
 from lobatto.systems.navier_stokes.statistics_table import STATISTICS
@@ -230,6 +231,8 @@ DOCUMENTED = [(table, f"[{table.name}]", None, None) for table in GENERIC_TABLES
     (DIPOLE, "[physics]", "Maxwell sources are", "A key that the waveform does not take"),
     (PLANE_WAVE, "[physics]", "A plane wave is", "Dispersive media"),
     (PML, "[pml]", None, None),
+    (PORT, "[port.<name>]", None, None),  # waveguide ports (systems/maxwell/ports.py)
+    (PORTS, "[ports]", None, None),
     (FAR_FIELD, "[output.far_field]", None, None),  # the far-field monitor's own table
     (STATISTICS, "[output.statistics]", None, None),  # Navier-Stokes' statistics monitor
     (FORCES, "[output.forces.<name>]", None, None),  # the Navier-Stokes forces' table, one per named group

@@ -236,4 +236,18 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
             if isinstance(entry, Mapping) and entry.get("file"):
                 count = len(entry.get("frequencies") or [])
                 lines.append(f"  {label}: {entry['file']} ({count} frequenc{'ies' if count != 1 else 'y'})")
+    ports = s.get("ports")  # [port.<name>]: the ports, their runs and the S-parameter files (runner/ports.py)
+    if isinstance(ports, Mapping) and isinstance(ports.get("ports"), Mapping):
+        runs = ports.get("runs") or {}
+        lines.append("")
+        lines.append(f"  ports ({len(ports['ports'])}; the table above: the last run's)")
+        for name, port in ports["ports"].items():
+            run = runs.get(name)
+            how = (f"driven: {run.get('steps')} steps to t = {_num(run.get('t_final'), '.6g')} ({run.get('stopped')})"
+                   if isinstance(run, Mapping) else "measured")
+            lines.append(f"    {str(name):<10}{port.get('mode')} at {port.get('plane')}, into {port.get('direction')}; {how}")
+        files = ports.get("files") or {}
+        if files:
+            lines.append(f"  S-parameters: {', '.join(str(v) for v in files.values())} "
+                         f"({ports.get('frequencies')} frequencies)")
     return "\n".join(lines)

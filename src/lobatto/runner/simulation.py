@@ -29,7 +29,7 @@ from lobatto.io.run_lock import claim_output_dir, release_claim
 from lobatto.machine.parallel import allreduce, collective_errors, node_local_rank, rank_and_size, world_comm
 from lobatto.machine.power import EnergyMeter
 from lobatto.monitors import MonitorSet
-from lobatto.runner import normalization, schedule, step_check, summary
+from lobatto.runner import normalization, ports, schedule, step_check, summary
 from lobatto.runner.build import build_system, case_named
 from lobatto.runner.decay_stop import DecayStop
 from lobatto.runner.growth_guard import GrowthGuard
@@ -444,6 +444,8 @@ def run_case(case, backend: str | None = None, output_dir: Path | str | None = N
     ``interpolate``: the restart may be onto another order or mesh (--interpolate)."""
     if get_system(case.physics.equations).spec.steady:  # one solve, no time steps: steady.py
         return run_steady(case, backend, output_dir, progress, comm, restart, before_writing)
+    if ports.wanted(case):  # [port.<name>]: one run per driven port, then the S-parameters (ports.py)
+        return ports.run(case, backend, output_dir, comm, progress, Simulation, restart, before_writing)
     # with [output.dft] normalize, the run without [material] tables comes first (normalization.py)
     simulation = normalization.simulation(case, backend, output_dir, comm, progress, Simulation, restart)
     if restart is not None:

@@ -90,7 +90,7 @@ class SourceInjection:
             corners = bounding_box_corners(system.geometry.coords, comm)
             for wave in planes:
                 delays = wave.delay(corners)
-                self.waves.append((f"source.{wave.name}", wave.waveform, wave.params, abs(wave.amplitude),
+                self.waves.append((f"{wave.table}", wave.waveform, wave.params, abs(wave.amplitude),
                                    float(delays.min()), float(delays.max())))
         self.sources = sources if sources is not None and any(s.type == "current" for s in sources.specs) else None
         self.mass = None

@@ -38,6 +38,9 @@ from lobatto.systems.maxwell.media import medium_from_case
 from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
 from lobatto.systems.maxwell.pml_memory import memory_estimate as pml_memory
+from lobatto.systems.maxwell.port_launch import build_ports
+from lobatto.systems.maxwell.port_results import PortRuns
+from lobatto.systems.maxwell.ports import parse_port_tables, parse_ports
 from lobatto.systems.maxwell.source_term import SourceTerm
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
 
@@ -110,12 +113,13 @@ SPEC = PhysicsSpec(
     integrands=INTEGRANDS,
     named_tables={"source": parse_sources,  # [source.<name>]: sources.py
                   "material": parse_material_tables,  # [material.<name>]: materials.py
-                  "pml": parse_pml},  # [pml]: pml.py
+                  "pml": parse_pml,  # [pml]: pml.py
+                  "port": parse_port_tables, "ports": parse_ports},  # [port.<name>], [ports]: ports.py
 )
 
 
 #: functions (case, system, comm) -> StageTerms (terms.py) built from the case's tables
-TERM_BUILDERS: tuple = (build_pml, build_plane_waves, dispersive_terms)
+TERM_BUILDERS: tuple = (build_pml, build_plane_waves, dispersive_terms, build_ports)
 
 
 def flops_per_step(order: int, points: int, stages: int = 5) -> float:
@@ -127,6 +131,7 @@ class MaxwellSystem(FaceExchangeSystem):
     spec = SPEC
     energy_bounded = True  # no sources; PEC/PMC/walls and the fluxes are passive
     growth_guarded = True  # linear: exponential growth is an instability (runner/growth_guard.py)
+    port_runs = PortRuns  # [port.<name>]: the runs' cases, the decomposition, the S-parameters (runner/ports.py)
     trace_components = 6
     boundary_factors = BOUNDARY_FACTORS
     volume_forms = ("split", "chain", "galerkin")

@@ -155,6 +155,22 @@ class PlaneWave:
         return math.sqrt(self.mu / self.epsilon)
 
     @property
+    def table(self) -> str:
+        """The case table it comes from, for messages."""
+        return f"source.{self.name}"
+
+    @property
+    def term_name(self) -> str:
+        return f"plane_wave.{self.name}"
+
+    def face_fields(self, normals: np.ndarray, element: np.ndarray, face: np.ndarray):
+        """(E_inc, H_inc) per unit amplitude w at the surface's face points (3, K, n, n):
+        the wave's polarisation and k x p / Z, the same at every point."""
+        p = self.polarization[:, None, None, None] + 0 * normals
+        h = self.magnetic_direction[:, None, None, None] / self.impedance + 0 * normals
+        return p, h
+
+    @property
     def magnetic_direction(self) -> np.ndarray:
         """H_inc = magnetic_direction * amplitude * w / Z."""
         return np.cross(self.direction, self.polarization)
@@ -192,20 +208,22 @@ def total_field_elements(system, spec, comm=None, where: str = "case") -> np.nda
 
 
 class TotalFieldScatteredField(StageTerm):
-    """The flux correction of one plane wave on the elements that touch its surface."""
+    """The flux correction of one plane wave on the elements that touch its surface. The wave
+    may be any incident field of the same interface (``face_fields``, ``delay``, ``profile``,
+    ``waveform``/``params``/``amplitude``): a port's mode (port_launch.py)."""
 
     time_dependent = True
     energy_bounded = False  # it brings the incident wave's energy in
 
     def __init__(self, system, wave: PlaneWave, inside: np.ndarray, comm=None, where: str = "case"):
-        self.wave, self.name = wave, f"plane_wave.{wave.name}"
+        self.wave, self.name = wave, wave.term_name
         sign = surface_signs(system, inside)
         if allreduce(comm, int(np.count_nonzero(sign))) == 0:
-            raise InputError(f"{where}: [source.{wave.name}] the total-field region has no face with the "
+            raise InputError(f"{where}: [{wave.table}] the total-field region has no face with the "
                              "scattered-field region (it holds no element, or every element)")
         element, face = np.nonzero(sign)
         self.surface_faces = (element, face)  # (K,) each: the surface's faces on this rank
-        check_background(system, element, face, f"[source.{wave.name}] the total-field surface", where, comm)
+        check_background(system, element, face, f"[{wave.table}] the total-field surface", where, comm)
         self.setup_storage(system, np.unique(element))
         self.faces_here = int(element.size)
         self.total_field_elements = int(np.count_nonzero(inside))
@@ -217,9 +235,9 @@ class TotalFieldScatteredField(StageTerm):
         position = np.searchsorted(self.elements, element)
         normals = system.face_normals[:, element, face]  # (3, K, n, n), as the fluxes have them
         # F_E = s/2 (n x H_inc - (alpha/Z) n x (n x E_inc)) lift/eps, F_H = s/2 (-n x E_inc - alpha Z n x (n x H_inc)) lift/mu
-        z, alpha = wave.impedance, system.alpha
-        p = wave.polarization[:, None, None, None] + 0 * normals
-        h = wave.magnetic_direction[:, None, None, None] / z + 0 * normals
+        # (Z of the upwind flux: the background medium's, which the surface lies in)
+        z, alpha = math.sqrt(system.mu / system.epsilon), system.alpha
+        p, h = wave.face_fields(normals, element, face)
         n_p, n_h = np.cross(normals, p, axis=0), np.cross(normals, h, axis=0)
         scale = 0.5 * sign[element, face][:, None, None] * system.face_lift[element, face]
         self._gain_e = xp.asarray((n_h - (alpha / z) * np.cross(normals, n_p, axis=0)) * (scale / system.epsilon))

@@ -1,0 +1,71 @@
+"""Port runs and S-parameters (docs/electromagnetics.md, "Ports and S-parameters").
+
+A case with ``[port.<name>]`` tables runs once per driven port into ``<output>/port_<name>/``
+(that port's mode launched by the system's term), each run with an ``[output.dft]`` on every
+port's plane (monitors/dft.py); after each run the system decomposes the transforms into its
+ports' incoming and outgoing waves, and after the last it writes the S-matrix (rank 0). What
+is physics (the cases, the decomposition, the files) is the system's ``port_runs``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lobatto.config.schema import parse_case
+from lobatto.errors import InputError
+from lobatto.machine.parallel import rank_and_size
+from lobatto.monitors.dft import DftMonitor
+from lobatto.monitors.registry import monitor_tables
+from lobatto.systems.registry import get_system, physics_specs
+
+#: a driven port's run goes to <output>/port_<name>/
+PREFIX = "port_"
+
+
+def wanted(case) -> bool:
+    return bool(case.tables.get("port")) or case.tables.get("ports") is not None
+
+
+def run(case, backend, output_dir, comm, progress, simulation_class, restart=None, before_writing=None,
+        keep: list | None = None) -> dict:
+    """Collective: one run per driven port, then the S-matrix and ``<output>/summary.json``
+    written by rank 0. Returns the last run's summary with ``ports`` (the ports, the runs, the
+    files); ``keep``: a list the last run's Simulation is appended to (lobatto.run's Result)."""
+    runs_of = getattr(get_system(case.physics.equations), "port_runs", None)
+    if runs_of is None:
+        raise InputError(f"{case.source}: [port] tables do not apply to {case.physics.equations}")
+    runs_of.check(case)
+    if getattr(case.output, "dft", None) is not None:
+        raise InputError(f"{case.source}: [output.dft] cannot go with [port] tables yet (each port's run transforms "
+                         "the fields on the port planes itself): remove one of them")
+    if restart is not None:
+        raise InputError(f"{case.source}: a case with [port] tables cannot continue from a checkpoint (each port's "
+                         "run transforms the fields from its start): run it from the start")
+    base = Path(output_dir if output_dir is not None else f"{case.name}_out")
+    names = runs_of.driven(case)
+    columns, runs, summary, rank = {}, {}, {}, 0
+    for k, name in enumerate(names):
+        sub = parse_case(runs_of.case_data(case, name), source=case.source, name=case.name, systems=physics_specs(),
+                         monitors=monitor_tables())
+        sim = simulation_class(sub, backend=backend, output_dir=base / f"{PREFIX}{name}", comm=comm, progress=progress)
+        if k == 0 and before_writing is not None:
+            before_writing()
+        summary = sim.run()
+        monitor = next(m for m in sim.series.monitors if isinstance(m, DftMonitor))
+        results = monitor.results()  # collective; rank 0 holds them
+        rank = rank_and_size(sim.comm)[0]
+        if results is not None:
+            columns[name] = runs_of.measure(case, sim.system, results)
+        runs[name] = {"directory": str(base / f"{PREFIX}{name}"), "t_final": summary.get("t_final"),
+                      "steps": summary.get("steps"), "stopped": summary.get("stopped", "t_end")}
+        if keep is not None and k == len(names) - 1:
+            keep.append(sim)
+        del sim, monitor, results
+    out = dict(summary)
+    out["ports"] = {**runs_of.describe(case), "runs": runs, "files": runs_of.files(case)}
+    if rank == 0:  # the S-parameters, and <output>/summary.json: the last run's with the ports
+        from lobatto.io.summary import write_summary
+
+        runs_of.write(base, case, columns)
+        write_summary(base / "summary.json", out)
+    return out
