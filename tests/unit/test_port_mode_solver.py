@@ -166,3 +166,38 @@ def test_sparse_shift_invert_equals_dense(rectangle, monkeypatch):
     for (k1, e1), (k2, e2) in zip(dense, sparse):
         assert k1 == pytest.approx(k2, rel=1e-10)
         assert np.abs(e1 - e2).max() < 1e-7
+
+
+def test_face_order_and_orientation_do_not_matter(disc):
+    """Ranks gather the faces in another order, faces come in either orientation: the same modes
+    on the same points (the rank-count independence the ports need)."""
+    faces = disc[4]
+    rng = np.random.default_rng(3)
+    order = rng.permutation(faces.shape[1])
+    shuffled = faces[:, order].copy()
+    shuffled[:, ::2] = np.swapaxes(shuffled[:, ::2], -1, -2)  # every other face transposed
+    for kind, count in (("TE", 4), ("TM", 3)):
+        a, b = solved_modes(faces, 2, kind, count), solved_modes(shuffled, 2, kind, count)
+        for (ka, ea), (kb, eb) in zip(a, b):
+            eb = eb.copy()
+            eb[:, ::2] = np.swapaxes(eb[:, ::2], -1, -2)
+            back = np.empty_like(eb)
+            back[:, order] = eb
+            assert ka == pytest.approx(kb, rel=1e-11) and np.abs(ea - back).max() < 1e-9
+
+
+def test_shapes_for_the_ports_registry(disc, rectangle):
+    """circle_shape / any_shape have the ports' registry signature and name the port in errors."""
+    from lobatto.systems.maxwell.port_mode_solver import any_shape, circle_shape
+    kc, e = circle_shape("TM01", disc[4], 2, "case.toml: [port.in]")
+    assert kc == pytest.approx(jn_zeros(0, 1)[0])
+    third = solved_modes(rectangle, 0, "TE", 3)[2]
+    kc, e = any_shape("TE3", rectangle, 0, "case.toml: [port.in]")
+    assert kc == third[0] and np.array_equal(e, third[1])
+    for name in ("TE0", "TEM", "TE10x", 3):
+        with pytest.raises(InputError, match=r"case.toml: \[port.in\]: mode"):
+            any_shape(name, rectangle, 0, "case.toml: [port.in]")
+    with pytest.raises(InputError, match=r"^case.toml: \[port.in\]: mode = 'TE11': the cross-section is not a disc"):
+        circle_shape("TE11", rectangle, 0, "case.toml: [port.in]")
+    with pytest.raises(InputError, match=r"^case.toml: \[port.in\]: mode = 'TM40': too few faces"):
+        any_shape("TM40", rectangle[:, :1], 0, "case.toml: [port.in]")

@@ -14,10 +14,13 @@ modal decomposition with the same quadrature sees exactly unit norm.
 Conventions (the ports' modal decomposition relies on them): the in-plane axes (u, v) are the
 two axes other than ``axis`` in increasing order (z: x, y; x: y, z; y: x, z). In a degenerate
 pair (a square's TE10/TE01, a circle's TE11) the second mode has no mean e_t along u, so the
-first has all of the pair's (its mean is along u, the second's along v). The sign: the
-component c with the largest integral of e_c^2 (the first of equal ones) gets a positive mean, or,
-where its mean vanishes (TE20: odd about the centre), a positive first moment along u, then v,
-then uv, else a positive largest value.
+first has all of the pair's (its mean is along u, the second's along v); where the means vanish
+(a circle's TM11) the same with the next of the test functions below. The sign: the component c
+with the largest integral of e_c^2 (the first of equal ones) gets a positive mean, or, where its
+mean vanishes (TE20: odd about the centre), a positive integral against the first test function
+that gives a nonzero one: a bump 1 - r^2/r_max^2 about the plane's centroid, the first moments
+u, v (plain and times the bump), then uv and u^2 - v^2; else a positive largest value. The rules
+use integrals only, so they do not depend on the faces' order or orientation (the rank count).
 """
 
 from __future__ import annotations
@@ -132,17 +135,33 @@ class _PlaneMesh:
         out[self.u_axis], out[self.v_axis] = gu, gv
         return out
 
+    def weights(self) -> list[np.ndarray]:
+        """The test functions of the sign and pair rules, in order: 1, a bump peaked at the
+        centroid, then first and second moments about it (with and without the bump). Integrals
+        against them do not depend on the faces' order or orientation."""
+        if not hasattr(self, "_weights"):
+            du = self.u - np.sum(self.mass * self.u) / self.area
+            dv = self.v - np.sum(self.mass * self.v) / self.area
+            r2 = du * du + dv * dv
+            bump = 1.0 - r2 / r2.max()
+            quad = du * du - dv * dv
+            self._weights = [np.ones_like(du), bump, du, dv, du * bump, dv * bump, du * dv, du * dv * bump,
+                             quad, quad * bump]
+        return self._weights
+
+    def moment(self, f: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+        """(int f w dA, the Cauchy-Schwarz bound sqrt(int f^2 dA int w^2 dA))."""
+        return float(np.sum(self.mass * f * w)), float(np.sqrt(np.sum(self.mass * f * f) * np.sum(self.mass * w * w)))
+
     def normalised(self, e: np.ndarray) -> np.ndarray:
         """e_t scaled to unit face quadrature of |e_t|^2, with the sign rule (module docstring)."""
         e = e / np.sqrt(np.sum(self.mass * np.sum(e * e, axis=0)))
         power = np.array([np.sum(self.mass * e[c] ** 2) for c in range(3)])
         comp = int(np.flatnonzero(power >= (1 - 1e-6) * power.max())[0])  # ties (TM21 of a 2:1 guide): the first
-        du, dv = self.u - np.sum(self.mass * self.u) / self.area, self.v - np.sum(self.mass * self.v) / self.area
-        for weight in (np.ones_like(du), du, dv, du * dv):
-            scale = np.sqrt(np.sum(self.mass * weight ** 2) * np.sum(self.mass * e[comp] ** 2))
-            moment = np.sum(self.mass * weight * e[comp])
-            if abs(moment) > 1e-6 * scale:
-                return e if moment > 0 else -e
+        for weight in self.weights():
+            value, bound = self.moment(e[comp], weight)
+            if abs(value) > 1e-6 * bound:
+                return e if value > 0 else -e
         return e if e[comp].ravel()[np.argmax(np.abs(e[comp]).ravel())] > 0 else -e
 
     def mean(self, e: np.ndarray) -> np.ndarray:
@@ -197,13 +216,13 @@ def _eigenpairs(plane: _PlaneMesh, kind: str, wanted: int, what: str) -> tuple[n
     return values, potentials[:, plane.ids]
 
 
-def solved_modes(coords, axis, kind, count) -> list[tuple[float, np.ndarray]]:
+def solved_modes(coords, axis, kind, count, *, where: str = "port mode solver") -> list[tuple[float, np.ndarray]]:
     """coords (3, K, n, n): GLL points of ALL the port plane's faces (gathered from every rank,
     faces in a fixed order), lying on x_axis = c. The `count` lowest modes of `kind` ("TE" or
     "TM"), each (cutoff wavenumber k_c, e_t (3, K, n, n) with e_t[axis] = 0), normalised so that
     the face quadrature (GLL weights x surface Jacobian) of |e_t|^2 is 1; sign and degenerate
-    pairs as the module docstring says."""
-    what = "port mode solver"
+    pairs as the module docstring says. `where` starts the error messages."""
+    what = where
     _check_kind(kind, count, what)
     plane = _PlaneMesh(coords, axis, what)
     values, potentials = _eigenpairs(plane, kind, int(count), what)
@@ -222,32 +241,33 @@ def solved_modes(coords, axis, kind, count) -> list[tuple[float, np.ndarray]]:
 
 
 def _pair_basis(plane: _PlaneMesh, e1: np.ndarray, e2: np.ndarray) -> list[np.ndarray]:
-    """A degenerate pair rotated so that the second has no mean e_t along u: the first then
-    carries all of the pair's mean along u (a square's TE10/TE01, a circle's TE11: the first's
-    mean is along u, the second's along v). Where neither has a mean along u, the same with v;
-    unchanged where both means vanish (nothing picks a direction)."""
-    m1, m2 = plane.mean(e1), plane.mean(e2)
-    small = 1e-8 * np.sqrt(plane.area)
-    for c in (0, 1):
-        if max(abs(m1[c]), abs(m2[c])) > small:
-            theta = np.arctan2(m2[c], m1[c])
-            first = np.cos(theta) * e1 + np.sin(theta) * e2
-            second = -np.sin(theta) * e1 + np.cos(theta) * e2
-            return [plane.normalised(first), plane.normalised(second)]
+    """A degenerate pair rotated so that the second has none of the first nonzero functional
+    in the list (the mean of e_u, of e_v, then their integrals against the plane's other test
+    functions): a square's TE10/TE01 and a circle's TE11 have their means along u (first) and v
+    (second); a circle's TM11 (no mean: E_z = 0 on the wall) its centre-weighted mean. Unchanged
+    where every functional vanishes (nothing picks a direction)."""
+    for weight in plane.weights():
+        for c in (plane.u_axis, plane.v_axis):
+            (m1, b1), (m2, b2) = plane.moment(e1[c], weight), plane.moment(e2[c], weight)
+            if max(abs(m1), abs(m2)) > 1e-6 * max(b1, b2):
+                theta = np.arctan2(m2, m1)
+                first = np.cos(theta) * e1 + np.sin(theta) * e2
+                second = -np.sin(theta) * e1 + np.cos(theta) * e2
+                return [plane.normalised(first), plane.normalised(second)]
     return [e1, e2]
 
 
 MODE_NAME = re.compile(r"^(TE|TM)([0-9])([1-9])$")
 
 
-def circular_mode(name, coords, axis) -> tuple[float, np.ndarray]:
+def circular_mode(name, coords, axis, *, where: str | None = None) -> tuple[float, np.ndarray]:
     """An analytic mode ("TE11", "TM01", ...: TE<n><m> / TM<n><m>, n the azimuthal and m the
     radial index, one digit each) of a circular guide whose cross-section is the faces' (centre
     and radius from the points); same normalisation and layout as solved_modes. Polarisation:
     TE_nm has H_z ~ J_n(k_c rho) sin(n phi) (J_0 for n = 0), TM_nm has E_z ~ J_n(k_c rho) cos(n phi),
     phi measured from u towards v: for n = 1 the field at the centre lies along u, as
-    solved_modes's first of a degenerate pair."""
-    what = f"circular port mode {name!r}"
+    solved_modes's first of a degenerate pair. `where` starts the error messages."""
+    what = f"{where}: mode = {name!r}" if where else f"circular port mode {name!r}"
     match = MODE_NAME.match(name) if isinstance(name, str) else None
     if match is None:
         raise InputError(f"{what}: unknown mode name (expected TE<n><m> or TM<n><m>, n = 0-9, m = 1-9: TE11, TM01)")
@@ -294,3 +314,22 @@ def _disc(plane: _PlaneMesh, what: str) -> tuple[np.ndarray, float]:
         raise InputError(f"{what}: the cross-section is not a disc (wall points {off:.2g} off the mean radius "
                          f"{radius:.4g}, area {area:.2g} off pi R^2; tolerance {ROUND:g})")
     return centre, radius
+
+
+ANY_MODE = re.compile(r"^(TE|TM)([1-9][0-9]*)$")
+
+
+def circle_shape(name: str, coords, axis: int, where: str) -> tuple[float, np.ndarray]:
+    """The ports' shape "circle" (port_modes.register_shape's signature): circular_mode."""
+    return circular_mode(name, coords, axis, where=where)
+
+
+def any_shape(name: str, coords, axis: int, where: str) -> tuple[float, np.ndarray]:
+    """The ports' shape "any": mode "TE<k>" / "TM<k>" is the k-th lowest of its kind from the
+    eigen-solve on the plane's own faces (k >= 1)."""
+    match = ANY_MODE.match(name) if isinstance(name, str) else None
+    if match is None:
+        raise InputError(f'{where}: mode = {name!r}: shape "any" takes TE<k> or TM<k>, the k-th lowest mode of a '
+                         'kind ("TE1", "TM2")')
+    k = int(match.group(2))
+    return solved_modes(coords, axis, match.group(1), k, where=f"{where}: mode = {name!r}")[k - 1]
