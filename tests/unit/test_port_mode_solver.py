@@ -152,6 +152,8 @@ def test_errors(rectangle, disc):
         solved_modes(tilted, 0, "TE", 1)
     with pytest.raises(InputError, match="not a disc"):
         circular_mode("TE11", rectangle, 0)
+    with pytest.raises(InputError, match="same face twice"):
+        solved_modes(np.concatenate([rectangle, rectangle[:, :1]], axis=1), 0, "TE", 1)
     for name in ("TE00", "TEM", "HE11", "TE1", 11):
         with pytest.raises(InputError, match="unknown mode name"):
             circular_mode(name, disc[3], 2)

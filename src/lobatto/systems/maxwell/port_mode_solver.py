@@ -85,10 +85,12 @@ class _PlaneMesh:
             raise InputError(f"{what}: face {bad} of the port plane is degenerate (zero area Jacobian)")
         self.mass = w[:, None] * w[None, :] * np.abs(self.jac)  # (K, n, n) face quadrature
         self.area = float(self.mass.sum())
-        self._number()
+        self._number(what)
+        self._weights = self._test_functions()
 
-    def _number(self) -> None:
-        """Global point numbers (coincident points merged) and the wall: edges of one face only."""
+    def _number(self, what: str) -> None:
+        """Global point numbers (coincident points merged) and the wall: edges of one face only
+        (the faces must be conforming: a hanging edge would be taken for wall)."""
         spacing = np.hypot(np.diff(self.u, axis=1), np.diff(self.v, axis=1)).min()
         spacing = min(spacing, np.hypot(np.diff(self.u, axis=2), np.diff(self.v, axis=2)).min())
         points = np.stack([self.u.ravel(), self.v.ravel()], axis=1)
@@ -97,6 +99,8 @@ class _PlaneMesh:
         graph = scipy.sparse.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(total, total))
         self.count, labels = scipy.sparse.csgraph.connected_components(graph, directed=False)
         self.ids = labels.reshape(self.faces, self.n, self.n)
+        if len({frozenset(face.ravel().tolist()) for face in self.ids}) < self.faces:
+            raise InputError(f"{what}: the port plane has the same face twice (both sides of an interior face?)")
         edges: dict = {}
         for k in range(self.faces):
             g = self.ids[k]
@@ -135,18 +139,18 @@ class _PlaneMesh:
         out[self.u_axis], out[self.v_axis] = gu, gv
         return out
 
+    def _test_functions(self) -> list[np.ndarray]:
+        du = self.u - np.sum(self.mass * self.u) / self.area
+        dv = self.v - np.sum(self.mass * self.v) / self.area
+        r2 = du * du + dv * dv
+        bump = 1.0 - r2 / r2.max()
+        quad = du * du - dv * dv
+        return [np.ones_like(du), bump, du, dv, du * bump, dv * bump, du * dv, du * dv * bump, quad, quad * bump]
+
     def weights(self) -> list[np.ndarray]:
         """The test functions of the sign and pair rules, in order: 1, a bump peaked at the
         centroid, then first and second moments about it (with and without the bump). Integrals
         against them do not depend on the faces' order or orientation."""
-        if not hasattr(self, "_weights"):
-            du = self.u - np.sum(self.mass * self.u) / self.area
-            dv = self.v - np.sum(self.mass * self.v) / self.area
-            r2 = du * du + dv * dv
-            bump = 1.0 - r2 / r2.max()
-            quad = du * du - dv * dv
-            self._weights = [np.ones_like(du), bump, du, dv, du * bump, dv * bump, du * dv, du * dv * bump,
-                             quad, quad * bump]
         return self._weights
 
     def moment(self, f: np.ndarray, w: np.ndarray) -> tuple[float, float]:
