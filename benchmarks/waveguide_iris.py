@@ -8,7 +8,8 @@ moved to the port planes, 1.25 before and behind the diaphragm. Also printed: pa
 |S11|^2 + |S21|^2 - 1 and reciprocity |S21 - S12| of lobatto's S.
 
     python benchmarks/waveguide_iris.py --reference-only          # the reference at the planes (no run)
-    python benchmarks/waveguide_iris.py --orders 4 5 6            # CPU: minutes per order
+    python benchmarks/waveguide_iris.py --orders 4 5 6            # CPU: 8 and 16 minutes at N = 4, 5
+    python benchmarks/waveguide_iris.py --orders 4 --refine 2     # elements halved in x and z
     python benchmarks/waveguide_iris.py --backend cuda --orders 4 5 6 7 --json benchmarks/waveguide_iris_cuda.json
 """
 
@@ -39,10 +40,11 @@ BEFORE, AFTER = 1.25, 1.25
 MODES = 160
 
 
-def case(order: int, t_end: float, until: float | None) -> dict:
-    """The example as a dict, with its mesh path made absolute and the run's order and length."""
+def case(order: int, t_end: float, until: float | None, mesh: Path | None = None) -> dict:
+    """The example as a dict, with its mesh path made absolute (or `mesh`) and the run's order
+    and length."""
     data = tomllib.loads(CASE.read_text())
-    data["mesh"]["file"] = str((CASE.parent / data["mesh"]["file"]).resolve())
+    data["mesh"]["file"] = str(mesh or (CASE.parent / data["mesh"]["file"]).resolve())
     data["discretization"]["order"] = order
     data["time"]["t_end"] = t_end
     if until:
@@ -74,6 +76,8 @@ def main(argv=None) -> int:
     parser.add_argument("--orders", type=int, nargs="+", default=[5])
     parser.add_argument("--t-end", type=float, default=60.0)
     parser.add_argument("--until-decayed", type=float, default=None, help="stop on the energy's decay (e.g. 1e-8)")
+    parser.add_argument("--refine", type=int, default=1,
+                        help="element sizes divided by this (a mesh made by examples/meshes/waveguide_iris.py)")
     parser.add_argument("--reference-only", action="store_true", help="print mode matching at the planes; no run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -92,16 +96,27 @@ def main(argv=None) -> int:
     rows = []
     print(f"\n{'N':>3}{'f':>7}{'|S11|':>9}{'|dS11|':>10}{'|dS21|':>10}{'|dS12|':>10}{'|dS22|':>10}"
           f"{'passivity':>11}{'recipr.':>10}{'seconds':>9}")
+    mesh_dir = tempfile.TemporaryDirectory()
+    mesh = None
+    if args.refine > 1:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("waveguide_iris_mesh", ROOT / "examples" / "meshes" / "waveguide_iris.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        mesh = Path(mesh_dir.name) / "iris.msh"
+        print(f"mesh refined {args.refine}x: {module.build(mesh, 0.125 / args.refine, 0.125 / args.refine, 1, 0.25 / args.refine)} "
+              "hexahedra")
     for order in args.orders:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            lobatto.run(case(order, args.t_end, args.until_decayed), backend=args.backend, output_dir=tmp)
+            lobatto.run(case(order, args.t_end, args.until_decayed, mesh), backend=args.backend, output_dir=tmp)
             seconds = time.perf_counter() - start
             f, s = read_s(Path(tmp), "iris")
         exact = reference(f)
         for k in range(len(f)):
             d = np.abs(s[k] - exact[k])
-            row = {"order": order, "frequency": float(f[k]),
+            row = {"order": order, "refine": args.refine, "frequency": float(f[k]),
                    "S11": [float(s[k, 0, 0].real), float(s[k, 0, 0].imag)],
                    "S21": [float(s[k, 1, 0].real), float(s[k, 1, 0].imag)],
                    "error_s11": float(d[0, 0]), "error_s21": float(d[1, 0]),
