@@ -23,10 +23,11 @@ J01 = 2.404825557695773  # first zero of J0
 
 
 def cylinder_rea(path, m: int = 1, layers: int = 2, radius: float = 1.0, length: float = 4.0,
-                 square: float = 0.45) -> int:
+                 square: float = 0.45, ends: str = "P") -> int:
     """Write the O-grid cylinder (axis z, 0 <= z <= length) as a .rea; returns the element count.
     Per layer: m x m elements in the square of half width square * radius, 4m elements between it
-    and the wall, whose wall edges (Nek edges 2 and 6) are circle arcs of the cylinder's radius."""
+    and the wall, whose wall edges (Nek edges 2 and 6) are circle arcs of the cylinder's radius.
+    The ends z = 0 and length are periodic (``ends = "P"``) or faces of that boundary code."""
     a = square * radius
     g = np.linspace(-a, a, m + 1)
     quads = [([(g[i], g[j]), (g[i + 1], g[j]), (g[i + 1], g[j + 1]), (g[i], g[j + 1])], False)
@@ -47,10 +48,11 @@ def cylinder_rea(path, m: int = 1, layers: int = 2, radius: float = 1.0, length:
             if wall:
                 curves += [(e, 2, [radius, 0, 0, 0, 0], "C"), (e, 6, [radius, 0, 0, 0, 0], "C")]
                 bcs.append((e, 2, "PEC", np.zeros(5)))
+            periodic = ends == "P"
             if layer == 0:
-                bcs.append((e, 5, "P", [(layers - 1) * nq + q + 1, 6, 0, 0, 0]))
+                bcs.append((e, 5, ends, [(layers - 1) * nq + q + 1, 6, 0, 0, 0] if periodic else np.zeros(5)))
             if layer == layers - 1:
-                bcs.append((e, 6, "P", [q + 1, 5, 0, 0, 0]))
+                bcs.append((e, 6, ends, [q + 1, 5, 0, 0, 0] if periodic else np.zeros(5)))
     write_rea(path, np.array(corners), curves=curves, bcs=bcs)
     return len(corners)
 
