@@ -9,8 +9,8 @@ of |e_t|^2 equal to 1; sign: the integral of its largest component positive. Wit
 h_t = d x e_t (d the unit vector into the device), and a wave travelling along d is
 E_t = a e_t, H_t = a h_t / Z, Z the wave impedance (TE: omega mu / beta, TM: beta / (omega eps)).
 
-``MODES[shape](name, coords, axis, where) -> (k_c, e_t)``; "circle" and "any" are added where
-their solver is (port_mode_solver.py): ``register_shape``.
+``MODES[shape](name, coords, axis, where) -> (k_c, e_t)``; "circle" and "any" come from
+port_mode_solver.py; ``register_shape`` adds others.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from lobatto.discretization import gll_weights
 from lobatto.discretization.gll import derivative_matrix
 from lobatto.errors import InputError
+from lobatto.systems.maxwell.port_mode_solver import any_shape, circle_shape
 
 #: "TE10", "TM11": a rectangle's modes; "TE1", "TM2": the n-th lowest of a kind (shape "any")
 MODE_TEXT = re.compile(r"^(TE|TM)(\d+)$")
@@ -108,8 +109,10 @@ def parse_rectangle_mode(name: str, where: str = "case") -> tuple[str, int, int]
     return kind, m, n
 
 
-#: shape -> (name, coords, axis, where) -> (k_c, e_t); the kind of a mode is its name's prefix
-MODES = {"rectangle": rectangular_mode}
+#: shape -> (name, coords, axis, where) -> (k_c, e_t); the kind of a mode is its name's prefix:
+#: the analytic rectangle here, the analytic circle and the 2-D eigen-solve of any cross-section
+#: in port_mode_solver.py
+MODES = {"rectangle": rectangular_mode, "circle": circle_shape, "any": any_shape}
 
 
 def register_shape(shape: str, function) -> None:

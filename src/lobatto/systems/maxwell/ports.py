@@ -22,7 +22,7 @@ from lobatto.errors import InputError
 from lobatto.systems.maxwell.port_modes import MODE_TEXT, MODES
 
 DIRECTIONS = ("+", "-")
-#: the analytic shapes here; "circle" and "any" come with their mode solver (port_modes.register_shape)
+#: the cross-sections with modes: analytic rectangle and circle, and any (a 2-D eigen-solve on the plane)
 SHAPES = ("rectangle", "circle", "any")
 #: at most this many frequencies (each is a running transform on every port plane, every step)
 MOST_FREQUENCIES = 100_000
