@@ -78,6 +78,20 @@ def exact(f: np.ndarray, slab: bool):
     return s11 * np.exp(-2j * beta1 * l1), s21 * np.exp(-1j * beta1 * (l1 + l2))
 
 
+def read_s(directory: Path):
+    """(f, S) of the run: the .s2p as scikit-rf reads it, or the HDF5 file where scikit-rf is not
+    installed (the GPU machine)."""
+    try:
+        import skrf
+    except ImportError:
+        import h5py
+
+        with h5py.File(directory / "guide_sparams.h5", "r") as file:
+            return file["frequencies"][()], file["S"][()]
+    network = skrf.Network(str(directory / "guide.s2p"))
+    return network.f, network.s
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", default="cpu")
@@ -89,8 +103,6 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", nargs="+", default=["empty", "slab"], choices=["empty", "slab"])
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    import skrf
-
     rows = []
     print(f"{'case':<6}{'N':>3}{'f':>7}{'|dS11|':>11}{'|dS21|':>11}{'passivity':>11}{'recipr.':>11}{'seconds':>9}")
     for name in args.cases:
@@ -100,8 +112,7 @@ def main(argv=None) -> int:
                 lobatto.run(case(order, args.dz, args.t_end, name == "slab", args.layer, args.until_decayed),
                             backend=args.backend, output_dir=tmp)
                 seconds = time.perf_counter() - start
-                network = skrf.Network(str(Path(tmp) / "guide.s2p"))
-            f, s = network.f, network.s
+                f, s = read_s(Path(tmp))
             s11, s21 = exact(f, name == "slab")
             for k in range(len(f)):
                 row = {"case": name, "order": order, "frequency": float(f[k]),
