@@ -31,7 +31,7 @@ def read_touchstone(path):
     """The file as scikit-rf reads it (the test extra has it; skipped where it is missing, as on
     the GPU machine, which runs test_ports_gpu.py importing this module)."""
     skrf = pytest.importorskip("skrf")
-    return read_touchstone(path)
+    return skrf.Network(str(path))
 
 #: a 1 x 0.5 guide along z, [pml] at both ends (2 elements); TE10 (cutoff 0.5) over 0.6 - 0.9;
 #: port "in" driven (one run; both: benchmarks/ports_waveguide.py, tests/mpi/ports_ranks.py)
