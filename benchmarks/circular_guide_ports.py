@@ -1,5 +1,5 @@
 """An empty circular waveguide through the ports with the solved and the analytic circular modes
-(docs/ports-modes.md): S11 = 0 and S21 = exp(-i beta L) for TE11, shape = "circle" (circular_mode)
+(docs/electromagnetics.md, "Port modes of any cross-section"): S11 = 0 and S21 = exp(-i beta L) for TE11, shape = "circle" (circular_mode)
 and shape = "any" (mode "TE1" from solved_modes), and the two against each other.
 
 The O-grid cylinder of tests/cylwave.py (radius 0.5, m = 1: 5 elements per layer, circle-arc

@@ -1,5 +1,5 @@
 """Convergence of the port mode solver (systems/maxwell/port_mode_solver.py) on a disc and a
-rectangle (docs/ports-modes.md).
+rectangle (docs/electromagnetics.md, "Port modes of any cross-section").
 
 Disc: the z = 0 faces of the O-grid cylinder of tests/cylwave.py (radius 1; m = 1: 5 faces,
 m = 2: 12 faces, circle-arc walls), read by lobatto's Nek reader at order N; the solver's TE11

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The iris two-port (examples/waveguide_iris.toml) on the GPU against mode matching
-# (docs/ports-modes.md), once the ports are merged: S11, S21, S12, S22 errors, passivity and
+# (docs/electromagnetics.md, "Port modes of any cross-section"), once the ports are merged: S11, S21, S12, S22 errors, passivity and
 # reciprocity at N = 4 ... 7 (two runs, one per driven port, per order). Expected: 10-20 minutes
 # on an H100, an estimate (284 elements, then 1136; on the 2-core CPU N = 4 took 466 s, N = 5 988 s).
 #

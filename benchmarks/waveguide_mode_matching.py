@@ -1,5 +1,5 @@
 """Reference S-parameters of a symmetric inductive iris in a rectangular guide by mode matching,
-for the ports' validation (docs/ports-modes.md).
+for the ports' validation (docs/electromagnetics.md, "Port modes of any cross-section").
 
 The guide a x b (x across, y the height, z along it, c = eps = mu = 1) carries TE10 below
 f = 1/a; a PEC diaphragm of thickness t across it leaves a centred window of width w in x and

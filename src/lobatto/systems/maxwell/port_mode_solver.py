@@ -1,7 +1,7 @@
 """Waveguide port modes of any cross-section: a 2-D spectral-element eigen-solve on the port
 plane's own faces (``solved_modes``), and the analytic modes of a circular guide
 (``circular_mode``), both as (cutoff wavenumber k_c, transverse E profile e_t on the faces' GLL
-points) in the layout of the rectangular modes (docs/ports-modes.md).
+points) in the layout of the rectangular modes (docs/electromagnetics.md, "Port modes of any cross-section").
 
 The plane's faces are a 2-D spectral-element mesh: coincident points of neighbouring faces are
 merged by position, each face's stiffness and GLL-lumped mass come from its own 2-D map (faces
