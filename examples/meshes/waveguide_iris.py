@@ -1,5 +1,5 @@
 """A rectangular waveguide with a symmetric inductive iris: the structured hexahedral gmsh mesh of
-examples/waveguide_iris.toml (the ports' two-port validation, docs/ports-modes.md).
+examples/waveguide_iris.toml (the ports' two-port validation, docs/electromagnetics.md, "Validation case: the iris two-port").
 
     python examples/meshes/waveguide_iris.py            # writes examples/meshes/waveguide_iris.msh
     python examples/meshes/waveguide_iris.py OUT.msh --hx 0.0625 --hz 0.0625 --ny 2
