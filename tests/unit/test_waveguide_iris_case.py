@@ -86,3 +86,23 @@ def test_plain_run_with_planes_at_the_ports(tmp_path):
         for name in planes:
             c = f["surfaces"][name]["coordinates"][()]
             assert c.shape[1] == 8 and np.ptp(c[0]) == pytest.approx(1.0) and np.ptp(c[1]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("kind", ["absorbing", "pmc"])
+def test_ports_refuse_a_file_mesh_whose_walls_are_not_pec(tmp_path, kind):
+    """The modes of every shape are a PEC guide's: a file mesh's wall of another kind at a port
+    plane is refused when the run is set up (a box mesh's sides are checked from the case)."""
+    from lobatto.errors import InputError
+
+    data = tomllib.loads(CASE.read_text())
+    data["mesh"]["file"] = str(MESH)
+    data["mesh"]["boundaries"] = {"walls": kind}
+    data["discretization"]["order"] = 1
+    for port in data["port"].values():
+        port["shape"] = "any"
+        port["mode"] = "TE1"
+    with pytest.raises(InputError, match=rf"\[port.in\] plane \"z = 1.5\": the guide's wall at element \d+ is {kind}, "
+                                         "not pec"):
+        Simulation(case_from_dict(data, name="iris"), backend="cpu", output_dir=str(tmp_path), comm=None)
+    data["mesh"]["boundaries"] = {"walls": "pec"}
+    Simulation(case_from_dict(data, name="iris"), backend="cpu", output_dir=str(tmp_path / "pec"), comm=None).close()

@@ -79,7 +79,26 @@ def locate(system, port, what: str, value: float, comm, where: str) -> np.ndarra
                          "lies across the guide between the layers (is it across the guide's axis?)")
     element, face = np.nonzero(chosen)
     check_background(system, element, face, f"{table} \"{plane_name(port.axis, value)}\"", where, comm)
+    check_wall_kinds(system, port, touching, f"{table} \"{plane_name(port.axis, value)}\"", where, comm)
     return chosen
+
+
+def check_wall_kinds(system, port, touching: np.ndarray, what: str, where: str, comm) -> None:
+    """Collective: the guide's walls at a port plane are PEC, as every mode here assumes (the
+    rectangle's sides are checked from the case; this sees a file mesh's walls too): each
+    boundary face of an element touching the plane whose normal is mostly across the axis."""
+    kinds = system.boundary_kind_of(system.mesh)
+    normal = np.abs(system.face_normals[port.axis].mean(axis=(-2, -1)))  # (E, 6)
+    wall = touching[:, None] & (system.mesh.boundary_kind >= 0) & (normal < 0.5)
+    pec = kinds.index("pec") if "pec" in kinds else -2
+    rows, faces = np.nonzero(wall & (system.mesh.boundary_kind != pec))
+    # the lowest element id with such a face and its kind, the same on every rank: id * 64 + kind
+    code = system.mesh.element_ids[rows].astype(np.int64) * 64 + system.mesh.boundary_kind[rows, faces]
+    none = np.iinfo(np.int64).max
+    first = int(allreduce(comm, np.array([code.min() if code.size else none]), "min")[0])
+    if first != none:
+        raise InputError(f"{where}: {what}: the guide's wall at element {first // 64} is {kinds[first % 64]}, not pec: "
+                         "port modes are those of a guide with PEC walls")
 
 
 def gathered(system, chosen: np.ndarray, comm) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -208,17 +227,17 @@ def launch(system, port, k_c_plane: float, params: dict, comm, where: str) -> To
 
 
 def check_walls(case, port) -> None:
-    """A box mesh's sides along the guide must be PEC walls for the analytic modes of a
-    rectangular guide (not periodic, absorbing or PMC)."""
+    """A box mesh's sides along the guide must be PEC walls (not periodic, absorbing or PMC):
+    every shape's modes are those of a guide with PEC walls."""
     mesh = case.mesh
-    if port.shape != "rectangle" or mesh.from_file:
+    if mesh.from_file:  # (check_wall_kinds sees a file mesh's walls when the run is set up)
         return
     for axis in (a for a in range(3) if a != port.axis):
         for side in (f"{'xyz'[axis]}min", f"{'xyz'[axis]}max"):
             kind = mesh.boundaries.get(side)
             if kind != "pec":
-                raise InputError(f"{case.source}: [port.{port.name}] shape = \"rectangle\" is a guide with PEC walls, "
-                                 f"but the mesh's side {side} is {kind}: make the sides along the guide pec")
+                raise InputError(f"{case.source}: [port.{port.name}] shape = \"{port.shape}\" is a guide with PEC "
+                                 f"walls, but the mesh's side {side} is {kind}: make the sides along the guide pec")
 
 
 def build_ports(case, system, comm=None) -> list:
