@@ -191,12 +191,20 @@ SETUP_ERRORS = [
     ({"ports__drive": ["sideways"]}, r"drive names \"sideways\", which is no port"),
     ({"port__out__source": None, "ports__drive": ["out"]}, r"has no source"),
     ({"port__in__plane": "z = 2.25"}, r"lies on no element face.*\"z = 2\" and \"z = 2.5\""),
-    ({"port__in__plane": "x = 0.5", "port__in__source": "x = 0"}, r"touches the \[pml\] layer"),
+    ({"port__in__plane": "x = 0.5", "port__in__source": "x = 0"}, r"needs a \[pml\] on side xmin behind it"),
+    ({"pml__sides": ["zmax"]}, r"\[port.in\] direction = \"\+\" needs a \[pml\] on side zmin"),
+    ({"port__out__direction": "+", "port__out__source": "z = 2.5"}, r"\[port.in\] plane \"z = 2\" lies behind "
+                                                                   r"\[port.out\]"),
+    ({"time": {"t_end": 3.0}}, r"t_end = 3 ends before the ports' pulse has been launched"),
     ({"port__in__source": "z = 1"}, r"touches the \[pml\] layer"),
     ({"ports__fmin": 0.2, "ports__fmax": 0.45}, r"below its cutoff 0.5 at every"),
     ({"port__in__shape": "circle", "port__in__mode": "TE11"}, r"the cross-section is not a disc"),
     ({"port__in__shape": "circle"}, r"mode = 'TE10': unknown mode name"),
     ({"material": {"lens": {"where": "2.25 - z", "epsilon": 2.0}}}, r"\[port.in\].*background"),
+    # a dispersive filling whose eps_inf is the background's: not the background either
+    ({"material": {"fill": {"where": "1", "epsilon": 1.0, "poles": [{"model": "debye", "delta_epsilon": 0.5,
+                                                                     "relaxation_time": 0.3}]}}},
+     r"\[port.in\].*other than the background.*no poles"),
     ({"port__out__plane": "z = 2"}, r"also \[port.in\] plane"),
     ({"mesh__periodic": [True, False, False]}, r"side xmin is periodic"),
     ({"mesh__boundary": "pmc"}, r"side xmin is pmc"),
@@ -227,3 +235,18 @@ def test_tm11_along_x_driven_into_minus_x(tmp_path):
     s = network.s
     assert np.abs(s[:, 1, 0] - np.exp(-1.5j * beta)).max() < 1.5e-2 and np.abs(s[:, 0, 0]).max() < 1.5e-2
     assert np.all(np.isnan(s[:, :, 1]))  # b has no source: not driven
+
+
+def test_a_band_above_the_next_cutoff_is_warned(tmp_path, capsys):
+    """TE20 and TE01 cut on at f = 1 in the 1 x 0.5 guide: a band up to 1.3 is warned about
+    (once per port), one up to 0.95 is not."""
+    from lobatto.api import Simulation
+
+    for fmax, warned in ((1.3, True), (0.95, False)):
+        data = _with(ports__fmax=fmax)
+        Simulation(case_from_dict(data, name="g"), backend="cpu", output_dir=str(tmp_path / str(fmax)), comm=None).close()
+        lines = [line for line in capsys.readouterr().out.splitlines() if "a second mode propagates" in line]
+        assert len(lines) == (2 if warned else 0), lines
+        if warned:
+            f_next = float(lines[0].split("above f = ")[1].split()[0])
+            assert abs(f_next - 1.0) < 0.02  # the coarse plane's mode solve

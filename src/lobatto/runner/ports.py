@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lobatto.config.schema import parse_case
 from lobatto.errors import InputError
-from lobatto.machine.parallel import rank_and_size
+from lobatto.machine.parallel import collective_errors, rank_and_size
 from lobatto.monitors.dft import DftMonitor
 from lobatto.monitors.registry import monitor_tables
 from lobatto.systems.registry import get_system, physics_specs
@@ -54,8 +54,9 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
         monitor = next(m for m in sim.series.monitors if isinstance(m, DftMonitor))
         results = monitor.results()  # collective; rank 0 holds them
         rank = rank_and_size(sim.comm)[0]
-        if results is not None:
-            columns[name] = runs_of.measure(case, sim.system, results)
+        with collective_errors(sim.comm):  # rank 0 decomposes: an error there reaches every rank
+            if results is not None:
+                columns[name] = runs_of.measure(case, sim.system, results)
         runs[name] = {"directory": str(base / f"{PREFIX}{name}"), "t_final": summary.get("t_final"),
                       "steps": summary.get("steps"), "stopped": summary.get("stopped", "t_end")}
         if keep is not None and k == len(names) - 1:
@@ -63,9 +64,10 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
         del sim, monitor, results
     out = dict(summary)
     out["ports"] = {**runs_of.describe(case), "runs": runs, "files": runs_of.files(case)}
-    if rank == 0:  # the S-parameters, and <output>/summary.json: the last run's with the ports
-        from lobatto.io.summary import write_summary
+    with collective_errors(comm):
+        if rank == 0:  # the S-parameters, and <output>/summary.json: the last run's with the ports
+            from lobatto.io.summary import write_summary
 
-        runs_of.write(base, case, columns)
-        write_summary(base / "summary.json", out)
+            runs_of.write(base, case, columns)
+            write_summary(base / "summary.json", out)
     return out

@@ -22,9 +22,10 @@ import numpy as np
 
 from lobatto.config.dft import plane_name
 from lobatto.errors import InputError
-from lobatto.machine.parallel import allreduce
+from lobatto.machine.parallel import allreduce, rank_and_size
 from lobatto.monitors.planes import face_planes, nearest_planes, plane_faces
 from lobatto.systems.dg import face_values
+from lobatto.systems.maxwell.port_mode_solver import solved_modes
 from lobatto.systems.maxwell.port_modes import MODES, cutoff_frequency, face_weights, impedance, mode_kind
 from lobatto.systems.maxwell.ports import check_ports, driven, ports_of, pulse
 from lobatto.systems.maxwell.region_surface import check_background, surface_signs
@@ -240,6 +241,33 @@ def check_walls(case, port) -> None:
                                  f"walls, but the mesh's side {side} is {kind}: make the sides along the guide pec")
 
 
+def next_cutoff(plane: PortPlane, axis: int) -> float | None:
+    """The lowest cutoff wavenumber above the port mode's among the plane's TE and TM modes (the
+    2-D eigen-solve on its faces: any shape), None where the plane holds too few points."""
+    cutoffs = []
+    for kind, count in (("TE", 4), ("TM", 2)):
+        try:
+            cutoffs += [k for k, _ in solved_modes(plane.coords, axis, kind, count)]
+        except InputError:  # fewer points than modes asked: a coarse plane; the port's own checks stand
+            pass
+    above = [k for k in cutoffs if k > plane.k_c * (1 + 1e-6)]
+    return min(above) if above else None
+
+
+def warn_multimode(port, plane: PortPlane, spec, system, comm) -> None:
+    """One line on rank 0 where the band reaches a second mode's cutoff: power into that mode
+    is not in S (it shows as loss), which a user would otherwise not be told."""
+    k_next = next_cutoff(plane, port.axis)  # (every rank alike: the gathered plane)
+    if k_next is None or rank_and_size(comm)[0] != 0:
+        return
+    f_next = cutoff_frequency(k_next, system.epsilon, system.mu)
+    if max(spec.frequencies) > f_next:
+        print(f"lobatto: warning: [port.{port.name}] a second mode propagates above f = {f_next:.4g} (the plane's "
+              f"mode solve), inside the "
+              f"[ports] band (up to {max(spec.frequencies):.6g}): S holds the {port.mode} waves only, so power "
+              "converted into that mode shows as loss", flush=True)
+
+
 def build_ports(case, system, comm=None) -> list:
     """TERM_BUILDERS entry: every port's plane and mode (``system.port_planes``) and a launch
     term for each driven port (one per run: runner/ports.py drives them in turn)."""
@@ -257,8 +285,16 @@ def build_ports(case, system, comm=None) -> list:
             raise InputError(f"{where}: [port.{port.name}] mode {port.mode} is below its cutoff {cutoff:.6g} at every "
                              f"[ports] frequency (the highest: {max(spec.frequencies):.6g}): it does not propagate")
         system.port_planes[port.name] = plane
+        warn_multimode(port, plane, spec, system, comm)
     names = driven(case)
     cutoffs = [cutoff_frequency(system.port_planes[n].k_c, system.epsilon, system.mu) for n in names]
     params = pulse(spec.frequencies, cutoffs)
+    # the pulse mostly launched (its envelope at e^-4.5 ~ 1 % after its centre): a shorter run's
+    # transforms hold a part of the incident spectrum only, and its S-parameters nothing sound
+    launched = params["t0"] + 3.0 * params["width"]
+    if not case.time.t_end > launched:
+        raise InputError(f"{where}: [time] t_end = {case.time.t_end:g} ends before the ports' pulse has been launched "
+                         f"(it is centred at t = {params['t0']:.4g} with width {params['width']:.4g} for the band of "
+                         f"[ports]): run well past t = {launched:.4g}, or use [time] until_decayed with a long t_end")
     return [launch(system, next(p for p in ports if p.name == n), system.port_planes[n].k_c, params, comm, where)
             for n in names]

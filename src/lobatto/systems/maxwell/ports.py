@@ -168,6 +168,9 @@ def parse_ports(ctx, table) -> PortsSpec:
             raise ctx.bad(where, "frequencies", "a list of positive frequencies", table["frequencies"])
         if len(frequencies) > MOST_FREQUENCIES:
             raise ctx.bad(where, "frequencies", f"at most {MOST_FREQUENCIES} frequencies", f"{len(frequencies)} of them")
+        if any(b <= a for a, b in zip(frequencies, frequencies[1:])):
+            raise ctx.bad(where, "frequencies", "increasing, distinct frequencies (Touchstone lists them so)",
+                          table["frequencies"])
     elif len(given) == 3:
         fmin, fmax = (check_number(ctx, where, k, table[k], FREQUENCY) for k in ("fmin", "fmax"))
         count = integer(ctx, where, table, "count", None, 1, MOST_FREQUENCIES)
@@ -231,6 +234,26 @@ def check_ports(case) -> None:
             planes[text] = f"[port.{p.name}] {what}"
     if case.physics.values.get("bloch_k") is not None:
         raise InputError(f"{where}: [port] tables cannot go with [physics] bloch_k")
+    check_layout(case, ports)
+
+
+def check_layout(case, ports) -> None:
+    """Each port needs a [pml] side behind it (the waves leaving the device through it, and a
+    driven source's backward share, must leave the mesh: a reflecting end makes S nonsense),
+    and the ports on one axis face each other (the device lies on every port's device side)."""
+    where, pml = case.source, case.tables.get("pml")
+    sides = set(pml.sides) if pml is not None else set()
+    for p in ports:
+        behind = f"{AXES[p.axis]}{'min' if p.direction == '+' else 'max'}"
+        if behind not in sides:
+            raise InputError(f"{where}: [port.{p.name}] direction = \"{p.direction}\" needs a [pml] on side {behind} "
+                             f"behind it (the waves leaving the device through the port must leave the mesh): add "
+                             f"\"{behind}\" to [pml] sides")
+        for q in ports:
+            if q is not p and q.axis == p.axis and not (q.plane - p.plane) * (1.0 if p.direction == "+" else -1.0) > 0:
+                raise InputError(f"{where}: [port.{q.name}] plane \"{plane_name(q.axis, q.plane)}\" lies behind "
+                                 f"[port.{p.name}] (direction = \"{p.direction}\" points into the device, which must "
+                                 "lie between the ports on one axis): check the ports' directions")
 
 
 def pulse(frequencies, cutoffs) -> dict:

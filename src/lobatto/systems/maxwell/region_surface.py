@@ -73,8 +73,14 @@ def check_background(system, elements, faces, what: str, where: str, comm=None) 
         wrong = np.any([w.reshape(len(elements), -1).any(axis=1) for w in off], axis=0)
         if wrong.any():
             bad = int(system.mesh.element_ids[np.asarray(elements)[wrong]].min())
+    # a dispersive medium (poles) is not the background even where its eps_inf is
+    poles = [t.elements for t in getattr(system, "terms", ()) if t.name.startswith("dispersion.") and t.count]
+    if poles and len(elements):
+        wrong = np.isin(np.asarray(elements), np.concatenate(poles))
+        if wrong.any():
+            bad = min(bad, int(system.mesh.element_ids[np.asarray(elements)[wrong]].min()))
     bad = int(allreduce(comm, np.array([bad]), "min")[0])
     if bad != NONE:
         raise InputError(f"{where}: {what} crosses a medium other than the background (epsilon = {system.epsilon:g}, "
-                         f"mu = {system.mu:g}, sigma = 0 of [physics]) at element {bad}; put it where the medium "
-                         "is uniform")
+                         f"mu = {system.mu:g}, sigma = 0 of [physics], no poles) at element {bad}; put it where the "
+                         "medium is uniform")

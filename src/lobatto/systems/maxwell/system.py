@@ -119,7 +119,7 @@ SPEC = PhysicsSpec(
 
 
 #: functions (case, system, comm) -> StageTerms (terms.py) built from the case's tables
-TERM_BUILDERS: tuple = (build_pml, build_plane_waves, dispersive_terms, build_ports)
+TERM_BUILDERS: tuple = (build_pml, dispersive_terms, build_plane_waves, build_ports)  # poles before the surfaces that check the medium
 
 
 def flops_per_step(order: int, points: int, stages: int = 5) -> float:
