@@ -41,14 +41,15 @@ def _face_points(system) -> np.ndarray:
     return np.stack([coords[face_slice(face, order)] for face in range(NUM_FACES)], axis=2)
 
 
-def _scale(system, comm) -> float:
+def plane_tolerance(system, comm) -> float:
+    """Collective: how far a point may lie off a plane and be on it (TOL of the mesh's size)."""
     coords = system.geometry.coords
     local = float(np.abs(coords).max()) if coords.size else 0.0
     # relative to the mesh's own size (a mesh in metres at the nanometre scale included)
     return TOL * max(allreduce(comm, local, "max"), np.finfo(np.float64).tiny)
 
 
-def _on_plane(points, axis: int, value: float, tol: float) -> np.ndarray:
+def on_plane(points, axis: int, value: float, tol: float) -> np.ndarray:
     """(E, 6) faces all of whose points lie on x_axis = value."""
     return np.all(np.abs(points[axis] - value) <= tol, axis=(-2, -1))
 
@@ -56,7 +57,7 @@ def _on_plane(points, axis: int, value: float, tol: float) -> np.ndarray:
 def face_planes(system, axis: int, comm=None) -> np.ndarray:
     """Collective: the sorted values c of every plane x_axis = c that some element face lies on
     (over all ranks): the planes a case may name."""
-    points, tol = _face_points(system), _scale(system, comm)
+    points, tol = _face_points(system), plane_tolerance(system, comm)
     along = points[axis]
     flat = np.ptp(along, axis=(-2, -1)) <= tol
     values = np.unique(np.round(along[..., 0, 0][flat] / tol) * tol) if flat.any() else np.zeros(0)
@@ -91,8 +92,8 @@ def off_planes(system, lower, upper, tol: float, comm=None) -> str:
 def plane_faces(system, axis: int, value: float, comm=None) -> tuple[np.ndarray, np.ndarray]:
     """Collective: ((E, 6) faces of this rank on the plane x_axis = value, (E, 6) sign +-1 that
     turns each face's outward normal to +axis). InputError when no face lies there."""
-    points, tol = _face_points(system), _scale(system, comm)
-    on = _on_plane(points, axis, value, tol)
+    points, tol = _face_points(system), plane_tolerance(system, comm)
+    on = on_plane(points, axis, value, tol)
     along = system.geometry.normals[axis].mean(axis=(-2, -1))  # (E, 6): the normal's +axis part
     below, above = on & (along > 0.5), on & (along < -0.5)  # the faces of the elements below / above
     if allreduce(comm, int(below.sum())) == 0:  # the mesh's lower side, or a periodic seam: no element below
@@ -118,7 +119,7 @@ def plane_coverage(system, axis: int, value: float, chosen, comm=None) -> dict:
     w = np.outer(gll_weights(system.order), gll_weights(system.order))
     area = allreduce(comm, float((system.geometry.surface_jacobian * w)[chosen].sum()))
     faces = int(allreduce(comm, int(chosen.sum())))
-    x, tol = system.geometry.coords.reshape(3, system.num_elements, -1), _scale(system, comm)
+    x, tol = system.geometry.coords.reshape(3, system.num_elements, -1), plane_tolerance(system, comm)
     big = np.finfo(np.float64).max
     low = allreduce(comm, x.min(axis=(1, 2)) if x.size else np.full(3, big), "min")
     high = allreduce(comm, x.max(axis=(1, 2)) if x.size else np.full(3, -big), "max")
@@ -135,7 +136,7 @@ def box_faces(system, lower, upper, comm=None) -> tuple[np.ndarray, np.ndarray]:
     the faces of the elements inside, whose outward normals point out of the box). InputError
     when a side does not lie on element faces (its faces' area is not the side's)."""
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
-    points, tol = _face_points(system), _scale(system, comm)
+    points, tol = _face_points(system), plane_tolerance(system, comm)
     x = system.geometry.coords.reshape(3, system.num_elements, -1)
     inside = np.all((x >= lower[:, None, None] - tol) & (x <= upper[:, None, None] + tol), axis=(0, 2))
     strictly = np.all((x > lower[:, None, None] + tol) & (x < upper[:, None, None] - tol), axis=0).any(axis=1)
@@ -152,7 +153,7 @@ def box_faces(system, lower, upper, comm=None) -> tuple[np.ndarray, np.ndarray]:
     for axis in range(3):
         along = system.geometry.normals[axis].mean(axis=(-2, -1))
         for value, outward in ((lower[axis], along < -0.5), (upper[axis], along > 0.5)):
-            side = _on_plane(points, axis, value, tol) & within & inside[:, None] & outward
+            side = on_plane(points, axis, value, tol) & within & inside[:, None] & outward
             others = [a for a in range(3) if a != axis]
             expected = float(np.prod(upper[others] - lower[others]))
             found = allreduce(comm, float(area[side].sum()))

@@ -23,18 +23,15 @@ import numpy as np
 from lobatto.config.dft import plane_name
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, rank_and_size
-from lobatto.monitors.planes import face_planes, nearest_planes, plane_faces
+from lobatto.monitors.planes import face_planes, nearest_planes, on_plane, plane_faces, plane_tolerance
 from lobatto.systems.dg import face_values
 from lobatto.systems.maxwell.port_mode_solver import solved_modes
-from lobatto.systems.maxwell.port_modes import MODES, cutoff_frequency, face_weights, impedance, mode_kind
+from lobatto.systems.maxwell.port_modes import (MODES, cutoff_frequency, face_weights, impedance, mode_kind,
+                                                transverse_h)
 from lobatto.systems.maxwell.ports import check_ports, driven, ports_of, pulse
 from lobatto.systems.maxwell.region_surface import check_background, surface_signs
 from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField
 from lobatto.systems.maxwell.waveforms import waveform_array
-
-#: points closer than this share of the mesh's size are the same point
-TOL = 1e-9
-
 
 @dataclass
 class PortPlane:
@@ -50,29 +47,17 @@ class PortPlane:
     e_t: np.ndarray
 
 
-def _scale(system, comm) -> float:
-    coords = system.geometry.coords
-    local = float(np.abs(coords).max()) if coords.size else 0.0
-    return TOL * max(allreduce(comm, local, "max"), np.finfo(np.float64).tiny)
-
-
-def _on_plane_elements(system, axis: int, value: float, tol: float) -> np.ndarray:
-    """(E,) this rank's elements with a face on x_axis = value."""
-    points = face_values(np, system.geometry.coords, system.order)[axis]  # (E, 6, n, n)
-    return np.all(np.abs(points - value) <= tol, axis=(-2, -1)).any(axis=1)
-
-
 def locate(system, port, what: str, value: float, comm, where: str) -> np.ndarray:
     """Collective: (E, 6) this rank's faces of the port's plane ``what`` (one side each), after
     checking that it lies on element faces, outside any [pml] layer, in the background medium."""
     table = f"[port.{port.name}] {what}"
-    planes, tol = face_planes(system, port.axis, comm), _scale(system, comm)
+    planes, tol = face_planes(system, port.axis, comm), plane_tolerance(system, comm)
     if not np.any(np.abs(planes - value) <= tol):
         raise InputError(f"{where}: {table} \"{plane_name(port.axis, value)}\" lies on no element face (port planes "
                          f"are element faces across the guide); the nearest face planes: "
                          f"{nearest_planes(system, port.axis, value, comm)}")
     chosen, _ = plane_faces(system, port.axis, value, comm)
-    touching = _on_plane_elements(system, port.axis, value, tol)
+    touching = on_plane(face_values(np, system.geometry.coords, system.order), port.axis, value, tol).any(axis=1)
     layers = [term for term in system.terms if term.name == "pml"]
     inside = sum(int(np.count_nonzero(touching[term.elements])) for term in layers if term.count)
     if allreduce(comm, inside):
@@ -173,9 +158,7 @@ class ModeWave:
         """(e_t, d x e_t / Z(f0)) / amplitude at the surface's face points."""
         points = face_values(np, self._system.geometry.coords, self._system.order)[:, element, face]
         e = values_at(points, self._coords, self._e) / self.amplitude
-        d = np.zeros(3)
-        d[self.port.axis] = self.port.sign
-        h = np.cross(d[:, None, None, None] + 0 * e, e, axis=0) / self.impedance_f0
+        h = transverse_h(e, self.port.axis, self.port.sign) / self.impedance_f0
         return e, h
 
     def delay(self, x) -> np.ndarray:
@@ -195,7 +178,7 @@ def total_field_side(system, port, comm, where: str) -> np.ndarray:
     """Collective: (E,) True on this rank's elements on the device side of the port's source
     plane; an element the plane cuts is an error naming it."""
     x = system.geometry.coords[port.axis].reshape(system.num_elements, -1)
-    tol = _scale(system, comm)
+    tol = plane_tolerance(system, comm)
     ahead = np.all((x - port.source) * port.sign >= -tol, axis=1)
     behind = np.all((x - port.source) * port.sign <= tol, axis=1)
     cut = system.mesh.element_ids[~ahead & ~behind]
@@ -218,7 +201,7 @@ def launch(system, port, k_c_plane: float, params: dict, comm, where: str) -> To
     inside = total_field_side(system, port, comm, where)
     sign = surface_signs(system, inside)
     element, face = np.nonzero(sign)
-    tol = 1e3 * _scale(system, comm)  # (collective: before any rank-local branch)
+    tol = 1e3 * plane_tolerance(system, comm)  # (collective: before any rank-local branch)
     points = face_values(np, system.geometry.coords, system.order)[port.axis, element, face]
     if allreduce(comm, int(np.any(np.abs(points - port.source) > tol))):
         raise InputError(f"{where}: [port.{port.name}] the device side of source \"{plane_name(port.axis, port.source)}"

@@ -120,6 +120,13 @@ def register_shape(shape: str, function) -> None:
     MODES[shape] = function
 
 
+def transverse_h(e_t: np.ndarray, axis: int, sign: float) -> np.ndarray:
+    """h_t = d x e_t for a mode's e_t (3, ...), d the unit vector sign * e_axis (into the device)."""
+    d = np.zeros(3)
+    d[axis] = sign
+    return np.cross(d.reshape((3,) + (1,) * (e_t.ndim - 1)) + 0 * e_t, e_t, axis=0)
+
+
 def mode_kind(name: str) -> str:
     return name[:2]
 

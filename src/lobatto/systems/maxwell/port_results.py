@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.systems.maxwell.port_modes import impedance, mode_kind
+from lobatto.errors import LobattoError
+from lobatto.systems.maxwell.port_modes import impedance, mode_kind, transverse_h
 from lobatto.systems.maxwell.ports import check_ports, driven, ports_of
 
 SUFFIX = "_sparams.h5"
@@ -34,12 +35,10 @@ def waves(results: dict, plane, port, frequencies, epsilon: float, mu: float):
     scale = 1e-9 * float(np.abs(plane.coords).max())
     if entry["coordinates"].shape != plane.coords.shape or not np.allclose(entry["coordinates"], plane.coords,
                                                                             rtol=0, atol=scale):
-        raise RuntimeError(f"[port.{port.name}] the plane's transforms and its mode are on different points")
+        raise LobattoError(f"[port.{port.name}] the plane's transforms and its mode are on different points")
     transform = entry["transform"]  # (F, fields, K, n, n)
-    d = np.zeros(3)
-    d[port.axis] = port.sign
     e = plane.e_t
-    h = np.cross(d[:, None, None, None] + 0 * e, e, axis=0)
+    h = transverse_h(e, port.axis, port.sign)
     w = plane.weights
     voltage = np.einsum("fckij,ckij,kij->f", transform[:, 0:3], e, w)
     current = np.einsum("fckij,ckij,kij->f", transform[:, 3:6], h, w)
