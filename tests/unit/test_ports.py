@@ -250,3 +250,12 @@ def test_a_band_above_the_next_cutoff_is_warned(tmp_path, capsys):
         if warned:
             f_next = float(lines[0].split("above f = ")[1].split()[0])
             assert abs(f_next - 1.0) < 0.02  # the coarse plane's mode solve
+
+
+def test_checkpoints_are_refused_with_ports(tmp_path):
+    """A port's run cannot continue from a checkpoint, so writing one would promise a restart
+    that `--restart` then refuses: [checkpoint] is refused before any run."""
+    data = _with(checkpoint={"every": 10})
+    with pytest.raises(InputError, match=r"\[checkpoint\] cannot go with \[port\] tables"):
+        lobatto.run(case_from_dict(data, name="g"), output_dir=tmp_path)
+    assert not any(tmp_path.iterdir())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lobatto.config.schema import parse_case
 from lobatto.errors import InputError
-from lobatto.machine.parallel import collective_errors, rank_and_size
+from lobatto.machine.parallel import collective_errors, rank_and_size, world_comm
 from lobatto.monitors.dft import DftMonitor
 from lobatto.monitors.registry import monitor_tables
 from lobatto.systems.registry import get_system, physics_specs
@@ -34,10 +34,14 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
     runs_of = getattr(get_system(case.physics.equations), "port_runs", None)
     if runs_of is None:
         raise InputError(f"{case.source}: [port] tables do not apply to {case.physics.equations}")
+    comm = world_comm() if comm == "world" else comm  # (run_case's default) one communicator for every run
     runs_of.check(case)
     if getattr(case.output, "dft", None) is not None:
         raise InputError(f"{case.source}: [output.dft] cannot go with [port] tables yet (each port's run transforms "
                          "the fields on the port planes itself): remove one of them")
+    if case.checkpoint.enabled:
+        raise InputError(f"{case.source}: [checkpoint] cannot go with [port] tables (a port's run cannot continue from "
+                         "a checkpoint: each transforms the fields from its start): remove [checkpoint]")
     if restart is not None:
         raise InputError(f"{case.source}: a case with [port] tables cannot continue from a checkpoint (each port's "
                          "run transforms the fields from its start): run it from the start")
@@ -45,6 +49,9 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
     names = runs_of.driven(case)
     columns, runs, summary, rank = {}, {}, {}, 0
     for k, name in enumerate(names):
+        if progress is not None and rank_and_size(comm)[0] == 0:
+            print(f"lobatto: port run {k + 1} of {len(names)}: [port.{name}] driven, into {base / f'{PREFIX}{name}'}",
+                  flush=True)
         sub = parse_case(runs_of.case_data(case, name), source=case.source, name=case.name, systems=physics_specs(),
                          monitors=monitor_tables())
         sim = simulation_class(sub, backend=backend, output_dir=base / f"{PREFIX}{name}", comm=comm, progress=progress)
