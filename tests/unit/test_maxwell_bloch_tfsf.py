@@ -81,7 +81,8 @@ def test_no_scatterer_leaves_no_scattered_field(polarization, tmp_path):
 
 def test_the_quarter_period_taken_the_other_way_leaks(tmp_path, monkeypatch):
     def behind(wave):
-        return dataclasses.replace(wave, origin=wave.origin - wave.speed / (4 * wave.params["frequency"]) * wave.direction)
+        shift = wave.speed / (4 * wave.params["frequency"])
+        return dataclasses.replace(wave, origin=wave.origin - shift * wave.direction)
 
     monkeypatch.setattr(plane_waves, "quarter_period_ahead", behind)
     u, exact, inside = run_from_incident(oblique_case("s"), tmp_path)

@@ -3,8 +3,8 @@ translation between the two, found by the face exchange itself (a gather–scatt
 points' coordinates), so box meshes and imported meshes with periodic faces are treated alike
 and on any partition.
 
-Two users: the plane waves (plane_waves.py) refuse a total-field region that a periodic
-wrap crosses at an angle to the wave (the incident wave is not periodic there), and the
+Two users: the plane waves (plane_waves.py) refuse, without bloch_k, a total-field region that
+a periodic wrap crosses at an angle to the wave (the incident wave is not periodic there), and the
 Bloch-periodic boundaries (bloch.py) rotate the partner's trace by e^{i k . d} there.
 """
 
@@ -76,7 +76,8 @@ def check_plane_wave_periodicity(system, spec, direction, inside, translations, 
             f"crosses the periodic {names} {'axis' if len(axes) == 1 else 'axes'} inside its total-field region: "
             "the incident wave is not periodic there, so the field would be silently wrong; use a direction "
             f"perpendicular to the {names} axis or a total-field box that stops short of the periodic faces; for "
-            f"oblique incidence on a periodic structure use Bloch-periodic boundaries: {bloch_hint(wave_vector, periodic)} "
+            "oblique incidence on a periodic structure use Bloch-periodic boundaries: "
+            f"{bloch_hint(wave_vector, periodic)} "
             "(docs/electromagnetics.md, \"Bloch-periodic boundaries\")")
 
 
