@@ -9,7 +9,7 @@
 set -e
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-python -m pytest tests/unit/test_maxwell_bloch_gpu.py tests/unit/test_maxwell_bloch.py tests/unit/test_maxwell_bloch_tfsf.py -q
+python -m pytest tests/unit/test_maxwell_bloch_gpu.py tests/unit/test_maxwell_bloch.py -q
 python benchmarks/bloch_periodic.py --backend cuda --elements 16 --order 7 --steps 20 --skip-bands \
     --json benchmarks/bloch_periodic_cuda.json
 python benchmarks/bloch_tfsf_slab.py --backend cuda --json benchmarks/bloch_tfsf_slab_cuda.json
