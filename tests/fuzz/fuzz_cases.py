@@ -1019,6 +1019,11 @@ MAXWELL_TABLES = {
     "current": {"c": {"type": "current", "Jz": "sin(pi*x)*exp(-t)", "lower": [0.2, 0.2, 0.2], "upper": [0.8, 0.8, 0.8]}},
     "plane_wave": {"p": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 0, 1],
                          "waveform": "ricker", "frequency": 1.0, "t0": 1.0, "lower": [0, 0, 0], "upper": [1, 1, 1]}},
+    # oblique and continuous: with [physics] bloch_k = [1, 0, 0] on a mesh periodic in x it is taken
+    # (plane_waves.py: k_w = 2 pi f k_hat = [1, 0, 0.75] along x), else refused naming the bloch_k
+    "plane_wave_cw": {"q": {"type": "plane_wave", "direction": [0.8, 0, 0.6], "polarization": [0, 1, 0],
+                            "waveform": "continuous", "frequency": 1.25 / (2 * math.pi), "ramp": 0.1,
+                            "lower": [0, 0, 0.25], "upper": [1, 1, 0.75]}},
     "pml": {"sides": ["xmax"], "elements": 1},
     "dft": {"frequencies": [0.5, 1.0], "surfaces": ["xmin"], "fields": ["Ez"]},
     # runner/normalization.py: the run without [material] tables first (an error without them)
@@ -1073,7 +1078,7 @@ def op_maxwell_table(rng, data):
         table = copy.deepcopy(MAXWELL_TABLES[kind])
         top = {"drude": "material", "lorentz": "material", "debye": "material", "library": "material",
                "anisotropic": "material", "averaged": "material", "dipole": "source", "magnetic": "source",
-               "current": "source", "plane_wave": "source"}.get(kind, kind)
+               "current": "source", "plane_wave": "source", "plane_wave_cw": "source"}.get(kind, kind)
         if kind in ("dft", "dft_planes", "dft_normalized", "dft_tapered"):
             set_at(data, ("output", "dft"), table)
         elif kind == "decay":

@@ -1,7 +1,8 @@
 """Run under mpiexec -n 3 by test_maxwell_bloch_ranks.py: Bloch-periodic runs on 3 ranks, on 2
 of them (a sub-communicator) and on 1 (rank 0 alone), in one launch: a deformed box periodic in x
 and y with a [material] slab and bloch_k along x and y (cut along z: every rank owns wraps), and
-a box periodic in x only cut across x (on 3 ranks the middle one owns no wrap point); and an
+a box periodic in x only cut across x (on 3 ranks the middle one owns no wrap point), a phased
+current sheet, an oblique TF/SF plane wave (only the middle of 3 ranks owns its surface); and an
 oblique plane wave across a periodic wrap, refused on every rank of 3. Rank 0
 prints, per case and rank count, the fields by global element id, the energy, the steps and
 each rank's wrap points as JSON."""
@@ -46,6 +47,15 @@ SHEET = {"mesh": {"elements": [1, 1, 12], "periodic": [True, True, False], "uppe
          "source": {"sheet": {"type": "current", "Jy": "exp(-((t-0.6)/0.3)**2)*exp(-200*(z-1.1)**2)",
                               "Jx": "exp(-((t-0.5)/0.3)**2)*exp(-200*(z-1.6)**2)"}},
          "time": {"t_end": 1.5}, "output": {"formats": []}}
+
+
+#: an oblique continuous plane wave (TF/SF) at 30 degrees with bloch_k = its k along x, its
+#: total-field box 1.25 <= z <= 1.75 inside the middle third of the mesh (on 3 ranks the others
+#: own no surface face: checked, 0, 4 and 0 faces per part)
+WAVE = {**SHEET, "source": {"inc": {"type": "plane_wave", "direction": [0.5, 0.0, 0.75**0.5], "polarization": [0, 1, 0],
+                                    "waveform": "continuous", "frequency": 1.0, "ramp": 0.3,
+                                    "lower": [0.0, 0.0, 1.25], "upper": [0.25, 0.25, 1.75]}},
+        "physics": {"equations": "maxwell", "bloch_k": [3.141592653589793, 0.0, 0.0]}, "time": {"t_end": 1.0}}
 
 
 def run(data, comm, directory):
@@ -94,7 +104,7 @@ def main() -> int:
     scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
     root = world.bcast(scratch.name if scratch is not None else None)
     out = {}
-    for name, data in (("case", CASE), ("across", ACROSS), ("sheet", SHEET)):
+    for name, data in (("case", CASE), ("across", ACROSS), ("sheet", SHEET), ("wave", WAVE)):
         found = {3: run(data, world, f"{root}/{name}3")}
         if world.rank < 2:
             found[2] = run(data, pair, f"{root}/{name}2")

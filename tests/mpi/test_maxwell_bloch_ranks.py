@@ -1,7 +1,8 @@
 """Bloch-periodic boundaries on 1, 2 and 3 ranks in one mpiexec launch (bloch_ranks.py): the
 wraps' partners found and their traces rotated across ranks give the serial fields and energy;
-on the mesh cut across its only wrap, the middle of 3 ranks owns no wrap point; an oblique plane
-wave across a periodic wrap is refused on all 3 ranks alike."""
+on the mesh cut across its only wrap, the middle of 3 ranks owns no wrap point; an oblique TF/SF
+plane wave with bloch_k, its surface on one rank of 3; an oblique plane wave across a periodic
+wrap without bloch_k is refused on all 3 ranks alike."""
 
 from __future__ import annotations
 
@@ -32,4 +33,5 @@ def test_ranks_give_the_serial_fields():
             assert found[ranks]["steps"] == found["1"]["steps"]
     assert sum(out["across"]["3"]["wraps"]) == sum(out["across"]["1"]["wraps"]) == 2 * 16
     assert np.abs(np.array(out["sheet"]["1"]["fields"])).max() > 1e-3  # the sheet radiated
+    assert np.abs(np.array(out["wave"]["1"]["fields"])).max() > 0.5  # the plane wave came in
     assert 0 in out["across"]["3"]["wraps"]  # a rank with no wrap point

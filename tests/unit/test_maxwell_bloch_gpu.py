@@ -1,7 +1,8 @@
 """Bloch-periodic boundaries on the CUDA backend equal the CPU backend: the pair's operator on
 random fields (the wraps' rotation in CuPy array code around the CUDA trace and rhs kernels) and
 a run with a [material] slab on the stage path (lsrk45; the fused whole step is not taken with
-Bloch) and the rhs path (rk4); its energy the CPU's, not growing. Skipped, with the
+Bloch) and the rhs path (rk4); its energy the CPU's, not growing; an oblique continuous TF/SF plane
+wave (both parts' surface terms) with a [pml] and a slab. Skipped, with the
 reason, without CuPy and a GPU."""
 
 from __future__ import annotations
@@ -86,5 +87,32 @@ def test_phased_sheet_and_pml_cuda_equals_cpu(tmp_path):
     cpu, cuda = results["cpu"], results["cuda"]
     scale = max(float(np.abs(cpu[name]).max()) for name in cpu)
     assert scale > 1e-3
+    for name in cpu:
+        assert np.abs(cuda[name] - cpu[name]).max() <= 1e-12 * scale, name
+
+
+def test_oblique_plane_wave_cuda_equals_cpu(tmp_path):
+    """A continuous TF/SF plane wave at 30 degrees with bloch_k (plane_waves.py): the real part's
+    and the imaginary part's surface terms (the CUDA SurfaceAdd kernel on each part) and a [pml]."""
+    results = {}
+    for backend in ("cpu", "cuda"):
+        case = case_from_dict({
+            "mesh": {"elements": [1, 1, 12], "periodic": [True, True, False], "upper": [0.25, 0.25, 3.0],
+                     "boundary": "pec"},
+            "discretization": {"order": 5}, "physics": {"equations": "maxwell", "bloch_k": [3.141592653589793, 0, 0]},
+            "pml": {"sides": ["zmin", "zmax"], "elements": 2},
+            "material": {"slab": {"where": "0.25 - abs(z - 1.5)", "epsilon": 2.25, "sampling": "element"}},
+            "source": {"inc": {"type": "plane_wave", "direction": [0.5, 0.0, 0.75**0.5],
+                               "polarization": [0.75**0.5, 0.0, -0.5], "waveform": "continuous", "frequency": 1.0,
+                               "ramp": 0.1, "origin": [0.0, 0.0, 1.0], "lower": [0.0, 0.0, 1.0],
+                               "upper": [0.25, 0.25, 2.25]}},
+            "time": {"t_end": 1.0}, "output": {"formats": []}})
+        sim = Simulation(case, backend=backend, output_dir=tmp_path / backend, comm=None)
+        assert {"plane_wave.inc", "plane_wave.inc_im", "pml_im"} <= {t.name for t in sim.system.terms}
+        sim.advance(30)
+        results[backend] = sim.fields()
+    cpu, cuda = results["cpu"], results["cuda"]
+    scale = max(float(np.abs(cpu[name]).max()) for name in cpu)
+    assert scale > 0.1 and float(np.abs(cpu["Ex_im"]).max()) > 0.05
     for name in cpu:
         assert np.abs(cuda[name] - cpu[name]).max() <= 1e-12 * scale, name

@@ -33,8 +33,9 @@ from lobatto.systems.maxwell.periodic_faces import AXES, periodic_translations, 
 
 #: what a Bloch run adds to the fields: the imaginary parts, named after the real ones
 IMAGINARY_SUFFIX = "_im"
-#: the stage terms Bloch-periodic boundaries take (one instance per part): sources and the PML
-TAKEN = ("sources", "sources_im", "pml", "pml_im")
+#: the stage terms Bloch-periodic boundaries take (one instance per part): sources, the PML and
+#: continuous TF/SF plane waves (plane_waves.py checks the wave against k and builds both parts')
+TAKEN = ("sources", "sources_im", "pml", "pml_im", "plane_wave")
 
 
 def with_bloch(spec, physics: dict, error=None):
@@ -140,15 +141,16 @@ class BlochWrap:
         return sources
 
     def check_case(self, system, where: str = "case") -> None:
-        """Only sources and the [pml] run with Bloch-periodic boundaries (for now)."""
+        """Only sources, continuous plane waves and the [pml] run with Bloch-periodic boundaries
+        (for now)."""
         others = [t.name for t in system.terms if t.name.split(".")[0] not in TAKEN]
         if system.galerkin is not None:
             raise InputError(f"{where}: [physics] bloch_k: Bloch-periodic boundaries are not yet tested with "
                              "[discretization] volume_form = \"galerkin\"; use \"split\" or \"chain\"")
         if others:
             raise InputError(f"{where}: [physics] bloch_k: Bloch-periodic boundaries do not yet take "
-                             f"{', '.join(others)} (only [source.*] currents and dipoles and [pml]); remove them or "
-                             "bloch_k")
+                             f"{', '.join(others)} (only [source.*] currents, dipoles and continuous plane "
+                             "waves, and [pml]); remove them or bloch_k")
 
     def describe(self, comm=None) -> dict:
         return {"k": self.k.tolist(), "axes": [AXES[a] for a in self.axes],

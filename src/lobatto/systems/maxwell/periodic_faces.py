@@ -3,8 +3,8 @@ translation between the two, found by the face exchange itself (a gather–scatt
 points' coordinates), so box meshes and imported meshes with periodic faces are treated alike
 and on any partition.
 
-Two users: the plane waves (plane_waves.py) refuse a total-field region that a periodic
-wrap crosses at an angle to the wave (the incident wave is not periodic there), and the
+Two users: the plane waves (plane_waves.py) refuse, without bloch_k, a total-field region that
+a periodic wrap crosses at an angle to the wave (the incident wave is not periodic there), and the
 Bloch-periodic boundaries (bloch.py) rotate the partner's trace by e^{i k . d} there.
 """
 
@@ -55,18 +55,20 @@ def wrapped_axes(translations, mask=None, comm=None) -> tuple:
 
 
 def check_plane_wave_periodicity(system, spec, direction, inside, translations, comm=None,
-                                 where: str = "case") -> None:
+                                 where: str = "case", wave_vector=None) -> None:
     """InputError, on every rank alike, when a periodic wrap touches the plane wave's
     total-field region (the surface is open there or passes through the wrap) and the wave
     travels with a component across the wrap (k . d != 0): its incident field is not periodic,
     so the TF/SF correction there is wrong (a user measured 9 % of the amplitude leaking
-    upstream and 41 % downstream). Normal incidence (k . d = 0) is exact (collective)."""
+    upstream and 41 % downstream). Normal incidence (k . d = 0) is exact (collective).
+    ``wave_vector``: (2 pi f / c) k of a wave with a frequency, for the bloch_k the message gives."""
     k = np.asarray(direction, dtype=np.float64)
     along = np.tensordot(k, translations, axes=1)  # k . d per face point
     length = np.sqrt(np.sum(translations**2, axis=0))
     oblique = np.abs(along) > 1e-9 * length
     mask = oblique & np.asarray(inside, dtype=bool)[:, None, None, None]
     axes = wrapped_axes(translations, mask[None], comm)
+    periodic = wrapped_axes(translations, comm=comm)
     if axes:
         names = " and ".join(AXES[a] for a in axes)
         raise InputError(
@@ -74,5 +76,16 @@ def check_plane_wave_periodicity(system, spec, direction, inside, translations, 
             f"crosses the periodic {names} {'axis' if len(axes) == 1 else 'axes'} inside its total-field region: "
             "the incident wave is not periodic there, so the field would be silently wrong; use a direction "
             f"perpendicular to the {names} axis or a total-field box that stops short of the periodic faces; for "
-            "oblique incidence on a periodic structure use Bloch-periodic boundaries ([physics] bloch_k) with a "
-            "current sheet (docs/electromagnetics.md, \"Bloch-periodic boundaries\")")
+            "oblique incidence on a periodic structure use Bloch-periodic boundaries: "
+            f"{bloch_hint(wave_vector, periodic)} "
+            "(docs/electromagnetics.md, \"Bloch-periodic boundaries\")")
+
+
+def bloch_hint(wave_vector, periodic) -> str:
+    """What the refusal proposes: bloch_k for a continuous wave (k along the periodic axes)."""
+    if wave_vector is None:
+        k = "(2 pi frequency / c) times direction along the periodic axes"
+    else:
+        k = str([float(wave_vector[a]) if a in periodic else 0.0 for a in range(3)])
+    return (f"for a continuous wave (waveform = \"continuous\") give [physics] bloch_k = {k}; for a pulse use "
+            "bloch_k with a phased current sheet")

@@ -3,9 +3,20 @@ type = "plane_wave"`` the total-field/scattered-field correction with the analyt
 wave (tfsf.py) or the discrete one stepped alongside (tfsf_discrete.py), after checking that
 the waveform stays finite over the run's delays and that no periodic wrap crosses the
 total-field region at an angle to the wave (periodic_faces.py).
+
+With Bloch-periodic boundaries ([physics] bloch_k, bloch.py) a continuous wave with the
+analytic incident field is taken: its complex field U = sin(phi) + i cos(phi), phi = omega t -
+k_w . x, k_w = (omega / c) k_hat, is i e^{-i omega t} e^{i k_w . x}, Bloch-periodic with k =
+k_w's components along the periodic axes (checked against bloch_k). The real part's term is the
+wave itself, the imaginary part's the same wave a quarter period ahead (cos(phi) = sin(phi +
+pi/2): its origin moved by c / (4 f) along k_hat). The ramp's transient is not Bloch-periodic
+(on(tau) differs across a wrap): it leaves as scattered field into the [pml].
 """
 
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import numpy as np
 
@@ -14,7 +25,7 @@ from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.periodic_faces import check_plane_wave_periodicity, periodic_translations
 from lobatto.systems.maxwell.tfsf import PlaneWave, TotalFieldScatteredField, total_field_elements
 from lobatto.systems.maxwell.tfsf_discrete import DiscreteIncidentTFSF
-from lobatto.systems.maxwell.waveforms import check_waveform
+from lobatto.systems.maxwell.waveforms import WAVEFORMS, check_waveform
 
 
 def build_plane_waves(case, system, comm=None) -> list:
@@ -25,9 +36,16 @@ def build_plane_waves(case, system, comm=None) -> list:
             wave = PlaneWave.from_spec(spec, system.epsilon, system.mu)
             check_run_delays(case, system, wave, spec, comm)
             inside = total_field_elements(system, spec, comm, case.source)
+            if system.bloch is not None:  # the pair's two terms (the module's docstring)
+                check_bloch_wave(system, spec, wave, case.source)
+                terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
+                ahead = TotalFieldScatteredField(system, quarter_period_ahead(wave), inside, comm, case.source)
+                terms.append(system.bloch.imaginary_term(ahead))
+                continue
             if translations is None:  # where the mesh wraps (collective, once)
                 translations = periodic_translations(system, comm, case.source)
-            check_plane_wave_periodicity(system, spec, wave.direction, inside, translations, comm, case.source)
+            check_plane_wave_periodicity(system, spec, wave.direction, inside, translations, comm, case.source,
+                                         bloch_wave_vector(wave))
             if spec.values.get("incident_field", "analytic") == "discrete":
                 terms.append(DiscreteIncidentTFSF(system, wave, inside, comm, case.source))
             else:
@@ -56,3 +74,38 @@ def check_run_delays(case, system, wave: PlaneWave, spec, comm=None) -> None:
                          "the mesh: the wave's delay k . (x - origin) / c overflows")
     times = [t - d for t in (0.0, case.time.t_end) for d in (float(delays.min()), float(delays.max()))]
     check_waveform(spec, times, case.source)
+
+
+def bloch_wave_vector(wave: PlaneWave):
+    """(3,) (2 pi f / c) k_hat of a wave with a frequency (a continuous wave's k_w), else None."""
+    if "frequency" not in WAVEFORMS[wave.waveform]:
+        return None
+    return (2 * math.pi * float(wave.params["frequency"]) / wave.speed) * wave.direction
+
+
+def check_bloch_wave(system, spec, wave: PlaneWave, where: str = "case") -> None:
+    """InputError unless the plane wave is exact with the Bloch pair: a continuous wave, the
+    analytic incident field, and bloch_k = k_w along every periodic axis (relative 1e-9)."""
+    what = f"{where}: [source.{spec.name}] type = \"plane_wave\" with [physics] bloch_k"
+    if spec.values.get("incident_field", "analytic") != "analytic":
+        raise InputError(f"{what}: incident_field = \"discrete\" is not taken (its wave is stepped without the "
+                         "Bloch wraps); use incident_field = \"analytic\"")
+    if wave.waveform != "continuous":
+        raise InputError(f"{what}: only waveform = \"continuous\" is taken (a pulse has no single wave vector "
+                         "along the periodic axes); for a pulse at oblique incidence use a phased current sheet "
+                         "(docs/electromagnetics.md, \"Bloch-periodic boundaries\")")
+    k_w, axes = bloch_wave_vector(wave), system.bloch.axes
+    expected = [float(k_w[a]) if a in axes else 0.0 for a in range(3)]
+    scale = float(np.linalg.norm(k_w))
+    if any(abs(system.bloch.k[a] - expected[a]) > 1e-9 * scale for a in axes):
+        raise InputError(f"{what} = {system.bloch.k.tolist()}: the wave (frequency {wave.params['frequency']:g}, "
+                         f"direction {list(spec.values['direction'])}) is Bloch-periodic with k = (2 pi f / c) "
+                         f"k_hat along the periodic axes: give bloch_k = {expected}")
+
+
+def quarter_period_ahead(wave: PlaneWave) -> PlaneWave:
+    """The imaginary part's wave: cos(omega tau) = sin(omega (tau + 1 / (4 f))), i.e. the delay
+    k_hat . (x - origin) / c less 1 / (4 f): the origin moved by c / (4 f) along k_hat (the sign
+    that makes U Bloch-periodic with +k_w: tests/unit/test_maxwell_bloch_tfsf.py)."""
+    shift = wave.speed / (4 * float(wave.params["frequency"]))
+    return dataclasses.replace(wave, origin=wave.origin + shift * wave.direction)
