@@ -42,7 +42,9 @@ def case(pml, wave, drude):
     if pml:
         data["pml"] = PML
     if wave:
-        data["source"] = WAVE
+        data["source"] = {"wave": dict(WAVE["wave"])}
+        if drude is True:  # the metal fills x < 2.5: the total-field box starts beyond it (a TF/SF surface
+            data["source"]["wave"]["lower"] = [3.0, 1.0, 1.0]  # must lie in the background medium)
     if drude:
         data["material"] = DRUDE if drude is True else MIXED
         if drude == "poles":  # the same poles, eps_inf that of the background: the fused path

@@ -73,12 +73,21 @@ def check_background(system, elements, faces, what: str, where: str, comm=None) 
         wrong = np.any([w.reshape(len(elements), -1).any(axis=1) for w in off], axis=0)
         if wrong.any():
             bad = int(system.mesh.element_ids[np.asarray(elements)[wrong]].min())
-    # a dispersive medium (poles) is not the background even where its eps_inf is
-    poles = [t.elements for t in getattr(system, "terms", ()) if t.name.startswith("dispersion.") and t.count]
-    if poles and len(elements):
-        wrong = np.isin(np.asarray(elements), np.concatenate(poles))
+    # a dispersive medium (poles) is not the background even where its eps_inf is: a surface
+    # point where a table's poles have weight
+    for term in (t for t in getattr(system, "terms", ()) if t.name.startswith("dispersion.") and t.count):
+        elements, faces = np.asarray(elements), np.asarray(faces)
+        held = np.isin(elements, term.elements)
+        if not held.any():
+            continue
+        at = np.searchsorted(term.elements, elements[held])
+        if term.weight is None:  # the table covers its elements whole
+            wrong = np.ones(at.size, dtype=bool)
+        else:
+            weight = face_values(np, np.asarray(system.backend.to_host(term.weight)), system.order)
+            wrong = (weight[at, faces[held]] > 0).reshape(at.size, -1).any(axis=1)
         if wrong.any():
-            bad = min(bad, int(system.mesh.element_ids[np.asarray(elements)[wrong]].min()))
+            bad = min(bad, int(system.mesh.element_ids[elements[held][wrong]].min()))
     bad = int(allreduce(comm, np.array([bad]), "min")[0])
     if bad != NONE:
         raise InputError(f"{where}: {what} crosses a medium other than the background (epsilon = {system.epsilon:g}, "
