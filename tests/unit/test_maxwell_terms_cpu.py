@@ -23,22 +23,24 @@ def case_dict(media: bool) -> dict:
     """A K^3 box with a PML one element deep on all sides, a TF/SF box whose wave is at its
     surface from the start; with ``media``: a lossy dielectric ball and a ball ("slab") with
     three poles inside the TF/SF box, sampled per point (they cut elements: a partial weight),
-    and a ball of two poles ("shell") inside the layer at xmax, whose drive is Lambda E there."""
+    and a ball of two poles ("shell") from the scattered-field region into the layer at xmax,
+    whose drive is Lambda E there (no medium but the background touches the TF/SF surface,
+    which the incident wave assumes: checked when the run is set up)."""
     data = {"mesh": {"elements": [K] * 3, "upper": [float(K)] * 3, "boundary": "absorbing"},
             "discretization": {"order": 3}, "physics": {"equations": "maxwell"},
             "initial": {"Ey": "exp(-((x-2.5)**2+(y-2.3)**2+(z-2.6)**2)/2)", "Hz": "0.3*sin(x)*cos(z)"},
             "time": {"t_end": 100.0}, "output": {"formats": [], "every": 0},
             "pml": {"sides": "all", "elements": 1},
             "source": {"wave": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0],
-                                "lower": [1.0] * 3, "upper": [4.0] * 3, "origin": [1.0, 0, 0],
+                                "lower": [1.0] * 3, "upper": [3.0, 4.0, 4.0], "origin": [1.0, 0, 0],
                                 "waveform": "gaussian", "t0": 0.3, "width": 0.5}}}
     if media:  # a dipole too: its stage term adds it after the medium's compiled stage (source_term.py)
         data["source"]["dipole"] = {"type": "electric_dipole", "position": [2.1, 2.4, 2.6], "direction": [0, 1, 1],
                                     "waveform": "gaussian", "t0": 0.1, "width": 0.1}
         data["material"] = {
-            "ball": {"where": "0.5 - (x-2)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 2.0, "sigma": 0.3},
-            "slab": {"where": "0.5 - (x-3)**2 - (y-2.5)**2 - (z-2.5)**2", "epsilon": 1.5, "poles": POLES},
-            "shell": {"where": "0.6 - (x-4.4)**2 - (y-2.5)**2 - (z-2.5)**2", "poles": POLES[:2]}}
+            "ball": {"where": "0.5 - (x-2)**2 - (y-3.25)**2 - (z-2.5)**2", "epsilon": 2.0, "sigma": 0.3},
+            "slab": {"where": "0.5 - (x-2.2)**2 - (y-1.75)**2 - (z-2.5)**2", "epsilon": 1.5, "poles": POLES},
+            "shell": {"where": "0.6 - (x-4.1)**2 - (y-2.5)**2 - (z-2.5)**2", "poles": POLES[:2]}}
     return data
 
 
