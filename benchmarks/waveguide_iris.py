@@ -11,6 +11,7 @@ moved to the port planes, 1.25 before and behind the diaphragm. Also printed: pa
     python benchmarks/waveguide_iris.py --orders 4 5 6            # CPU: 8 and 16 minutes at N = 4, 5
     python benchmarks/waveguide_iris.py --orders 4 --refine 2     # elements halved in x and z
     python benchmarks/waveguide_iris.py --backend cuda --orders 4 5 6 7 --json benchmarks/waveguide_iris_cuda.json
+    python benchmarks/waveguide_iris.py --mesh-file iris.re2 ...   # the mesh as a Nek file (no gmsh SDK needed)
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def case(order: int, t_end: float, until: float | None, mesh: Path | None = None
     and length."""
     data = tomllib.loads(CASE.read_text())
     data["mesh"]["file"] = str(mesh or (CASE.parent / data["mesh"]["file"]).resolve())
+    if mesh is not None and Path(mesh).suffix in (".re2", ".rea"):
+        # the same hexahedra as a Nek file (all boundary faces "PEC"): machines without the gmsh SDK
+        data["mesh"].update(generator="nek", boundaries={"PEC": "pec"})
+        data["mesh"].pop("boundary", None)
     data["discretization"]["order"] = order
     data["time"]["t_end"] = t_end
     if until:
@@ -78,6 +83,8 @@ def main(argv=None) -> int:
     parser.add_argument("--until-decayed", type=float, default=None, help="stop on the energy's decay (e.g. 1e-8)")
     parser.add_argument("--refine", type=int, default=1,
                         help="element sizes divided by this (a mesh made by examples/meshes/waveguide_iris.py)")
+    parser.add_argument("--mesh-file", default=None,
+                        help="a mesh of the example's geometry to use instead (.msh, or .re2 with PEC boundary codes)")
     parser.add_argument("--reference-only", action="store_true", help="print mode matching at the planes; no run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -97,8 +104,8 @@ def main(argv=None) -> int:
     print(f"\n{'N':>3}{'f':>7}{'|S11|':>9}{'|dS11|':>10}{'|dS21|':>10}{'|dS12|':>10}{'|dS22|':>10}"
           f"{'passivity':>11}{'recipr.':>10}{'seconds':>9}")
     mesh_dir = tempfile.TemporaryDirectory()
-    mesh = None
-    if args.refine > 1:
+    mesh = Path(args.mesh_file).resolve() if args.mesh_file else None
+    if args.refine > 1 and mesh is None:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location("waveguide_iris_mesh", ROOT / "examples" / "meshes" / "waveguide_iris.py")
