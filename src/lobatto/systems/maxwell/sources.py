@@ -11,6 +11,10 @@
   among those that do, as for probes): nodal values phi_p(x0) / M_p, so that
   sum_p M_p delta_p g_p = g(x0) for every nodal g.
 
+Both are divided by the local eps (J) or mu (M); in a diagonal medium (anisotropy.py) each
+component c by its own eps_c or mu_c: the dipole's profile and the current's scale are then
+(3, ...) arrays.
+
 Every stage adds the source term S(t) on the affected elements only, after the rhs or the
 stage kernel (a 2N-storage stage is linear in L: residual += dt S, u += b dt S). The sources
 are a StageTerm (source_term.py), so on CUDA they ride on the fused whole-step path, folded
