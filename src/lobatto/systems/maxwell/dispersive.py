@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors, rank_and_size
 from lobatto.systems.maxwell.dispersion_fit import AUX_PER_POLE
 from lobatto.systems.maxwell.dispersion_tables import Dispersion, parse_dispersion
@@ -296,6 +297,8 @@ def dispersive_terms(case, system, comm=None) -> list:
     terms = []
     for i, t in enumerate(dispersive):
         mine = owner == i
+        if t.sampling == "average":  # (collective: every rank has the same tables)
+            _check_poles_somewhere(t, int(allreduce(comm, int(np.count_nonzero(mine)))), case.source, comm)
         elements = np.nonzero(mine.any(axis=(1, 2, 3)))[0]
         weight = mine[elements].astype(np.float64)  # (w E = E where w = 1: the same bits either way)
         eps = system.epsilon if epsilon is None else epsilon[:, elements] if epsilon.ndim == 5 else epsilon[elements]
@@ -306,6 +309,20 @@ def dispersive_terms(case, system, comm=None) -> list:
                 terms[-1].stretch_with(layer)
         _warn_outside_band(case, t, comm)
     return terms
+
+
+def _check_poles_somewhere(table, points: int, source: str, comm=None) -> None:
+    """An averaged dispersive table whose poles act at no point (no control volume is more than
+    half inside it, or later tables cover it) would keep only its averaged eps_inf: refused on
+    every rank alike, naming the table."""
+    if points:
+        return
+    error = InputError(f"{source}: [material.{table.name}] sampling = \"average\": its poles act at no point of the "
+                       "mesh (they act where more than half of a point's control volume is inside the table, and "
+                       "where no later table gives epsilon); use sampling = \"point\", refine the mesh, or widen "
+                       "the material")
+    error.collective = comm is not None
+    raise error
 
 
 def _warn_outside_band(case, table, comm) -> None:
