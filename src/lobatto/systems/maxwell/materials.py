@@ -238,11 +238,11 @@ def table_level(t: MaterialTable, mesh, source: str = "case"):
 
 
 def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
-    """Where table ``t``'s poles (or, for a table without poles, its epsilon) take over the
-    poles: ``table_mask``; with sampling = "average" (whose eps_inf, mu, sigma are averaged)
-    the points whose control volume lies more than half inside the table (subcell.shares), so
-    that an interface on element faces gives the element-wise poles, and the poles stay per
-    point (not averaged: Meep's rule, docs/electromagnetics.md)."""
+    """Where table ``t`` sets the poles (its own, or none where it gives epsilon without poles):
+    ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
+    control volume is more than half inside the table (subcell.shares): the poles stay per
+    point, not averaged (Meep's rule, docs/electromagnetics.md), and an interface on element
+    faces gives the element-wise poles."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
     return subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0.5

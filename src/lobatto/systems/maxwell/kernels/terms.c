@@ -161,9 +161,9 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
  * m NQ3, (3, m, NQ3): component c's at c eps_stride, a diagonal eps_inf). fold as pml_stage. */
 void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_residual,
                       REAL *aux_rate, const REAL *weight, const REAL *stretch, const REAL *minus_inv_eps_points,
-                      idx_t eps_stride, double minus_inv_eps, const int *model, const int *offset, const double *c0, const double *c1,
-                      const double *c2, int P, const idx_t *elements, idx_t m, idx_t E, int fold, double a, double b,
-                      double dt)
+                      idx_t eps_stride, double minus_inv_eps, const int *model, const int *offset, const double *c0,
+                      const double *c1, const double *c2, int P, const idx_t *elements, idx_t m, idx_t E, int fold,
+                      double a, double b, double dt)
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const REAL over_a = fold ? (REAL)(dt / a) : (REAL)0;
