@@ -1012,6 +1012,9 @@ MAXWELL_TABLES = {
     "library": {"m": {"where": "x - 0.6", "material": "Au", "length_unit": 1e-7}},
     "anisotropic": {"m": {"where": "x - 0.4", "epsilon": [2.0, 3.0, "1 + x"], "mu": [1.0, 1.5, 1.0]}},
     "averaged": {"m": {"where": "x - 0.45", "epsilon": 3.0, "sigma": 0.2, "sampling": "average"}},
+    # poles with a diagonal eps_inf, averaged (dispersive.py, materials.pole_mask)
+    "averaged_poles": {"m": {"where": "x - 0.45", "epsilon": [2.0, 3.0, "1 + x"], "sampling": "average",
+                             "model": "drude", "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.5}]}},
     "dipole": {"d": {"type": "electric_dipole", "position": [0.3, 0.4, 0.5], "direction": [0, 0, 1],
                      "waveform": "gaussian", "t0": 0.01, "width": 0.01}},
     "magnetic": {"d": {"type": "magnetic_dipole", "position": [0.3, 0.4, 0.5], "direction": [1, 1, 0],
@@ -1077,7 +1080,8 @@ def op_maxwell_table(rng, data):
         kind = rng.choice(sorted(MAXWELL_TABLES))
         table = copy.deepcopy(MAXWELL_TABLES[kind])
         top = {"drude": "material", "lorentz": "material", "debye": "material", "library": "material",
-               "anisotropic": "material", "averaged": "material", "dipole": "source", "magnetic": "source",
+               "anisotropic": "material", "averaged": "material", "averaged_poles": "material",
+               "dipole": "source", "magnetic": "source",
                "current": "source", "plane_wave": "source", "plane_wave_cw": "source"}.get(kind, kind)
         if kind in ("dft", "dft_planes", "dft_normalized", "dft_tapered"):
             set_at(data, ("output", "dft"), table)

@@ -1,5 +1,6 @@
-"""The materials library, diagonal anisotropy and sub-cell averaging give the serial fields on
-2 and 3 ranks (one rank of 3 owns none of the material): one mpiexec launch of
+"""The materials library, diagonal anisotropy (also with poles, a dipole and a current) and
+sub-cell averaging (also of a dispersive table) give the serial fields on 2 and 3 ranks (one
+rank of 3 owns none of the material, nor a source point): one mpiexec launch of
 materials_ranks.py."""
 
 from __future__ import annotations

@@ -78,3 +78,47 @@ def test_tuned_rhs_with_a_diagonal_medium_equals_reference(order, tmp_path):
         scale = float(cupy.abs(out_reference).max())
         assert scale > 1.0
         assert float(cupy.abs(out_tuned - out_reference).max()) <= 1e-12 * scale
+
+
+# dipoles, a current and poles in the diagonal medium (sources.py divides each component by its
+# eps_c or mu_c; dispersive.py's E update by eps_inf,c: the poles' kernel reads (3, m, ...) arrays)
+SOURCES = {"d": {"type": "electric_dipole", "position": [0.62, 0.45, 0.5], "direction": [1, 2, 3],
+                 "waveform": "gaussian", "t0": 0.05, "width": 0.03},
+           "m": {"type": "magnetic_dipole", "position": [0.8, 0.3, 0.4], "direction": [0, 1, -1],
+                 "waveform": "ricker", "frequency": 2.0, "t0": 0.1},
+           "j": {"type": "current", "Jx": "sin(3*x)*t", "Jz": "1 + y", "lower": [0.5, 0.2, 0.2],
+                 "upper": [0.9, 0.7, 0.6]}}
+POLE_MATERIALS = {
+    "crystal": {"where": "x - 0.3", "epsilon": [2.0, "3 + x*y", 1.5], "mu": [1.0, 1.2, 0.9], "model": "drude",
+                "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.2}]},
+    "averaged": {"where": "0.05 - (x-0.3)**2 - (y-0.6)**2 - (z-0.4)**2", "epsilon": 4.0, "sampling": "average",
+                 "model": "lorentz", "poles": [{"resonance_frequency": 1.5, "delta_epsilon": 1.2,
+                                                "damping_frequency": 0.3}]},
+}
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["whole-step", "stages"])
+def test_cuda_equals_cpu_with_sources_and_poles_in_a_diagonal_medium(fused, tmp_path):
+    from lobatto.integrators import Stepper, get_scheme
+
+    data = case().to_dict()
+    data.update(material=POLE_MATERIALS, source=SOURCES)
+    results = {}
+    for backend in ("cpu", "cuda"):
+        sim = Simulation(case_from_dict(data), backend=backend, output_dir=tmp_path / backend, comm=None)
+        system = sim.system
+        assert system.medium.anisotropic and sorted(t.name for t in system.terms) == [
+            "dispersion.averaged", "dispersion.crystal", "sources"]
+        assert all(t.per_component for t in system.terms if t.name.startswith("dispersion."))
+        if backend == "cuda" and not fused:
+            system.fused_with_terms = False
+        stepper = Stepper(system, get_scheme("lsrk45"))
+        if backend == "cuda":
+            assert stepper.path == ("whole-step" if fused else "stages")
+        for n in range(8):
+            stepper.step(sim.u, n * sim.dt, sim.dt)
+        results[backend] = np.asarray(sim.backend.to_host(sim.u))
+    cpu, cuda = results["cpu"], results["cuda"]
+    scale = float(np.abs(cpu).max())
+    assert scale > 1e-2
+    assert np.abs(cuda - cpu).max() <= 1e-11 * scale

@@ -1,6 +1,7 @@
 """The dispersive poles' CUDA kernel (systems/maxwell/dispersive_cuda.py, a CuPy ElementwiseKernel)
 run on the CPU against dispersive.py's array code, on fresh random data: Drude, Lorentz and Debye
-poles on a non-contiguous element list, a partial weight, eps_inf per point, and the drive
+poles on a non-contiguous element list, a partial weight, eps_inf per point (and per component:
+a diagonal medium), and the drive
 w (E + stretch) that a PML hands over (Lambda E - E, dispersive.py's stretch_with); the fold
 before the stage kernel (a != 0) and the finish after it (a = 0, the stage's input E read back
 as u - b residual).
@@ -53,8 +54,8 @@ def signature(pointer_const: bool = True) -> str:
 
 def kernel_text(fold: bool, stretched: bool, term) -> str:
     poles = [(p.model, k, p.angular()) for p, k in zip(term.poles, term.offsets)]
-    return poles_source(term.system.order, poles, term.aux_count, True, True, stretched=stretched).replace(
-        "FOLD", "true" if fold else "false")
+    return poles_source(term.system.order, poles, term.aux_count, True, True, stretched=stretched,
+                        per_component=term.per_component).replace("FOLD", "true" if fold else "false")
 
 
 def compile_cpu(text: str, tmp_path, name: str):
@@ -67,16 +68,18 @@ def compile_cpu(text: str, tmp_path, name: str):
     return ctypes.CDLL(str(library)).run_kernel
 
 
-@pytest.fixture(scope="module")
-def term():
+@pytest.fixture(scope="module", params=[False, True], ids=["isotropic", "diagonal"])
+def term(request):
+    """eps_inf per point, or per component and point (a diagonal medium: (3, m, n, n, n))."""
     system = MaxwellSystem(box_mesh((4, 1, 1), upper=(1.0, 0.25, 0.25)), 2, get_backend("cpu"))
     rng = np.random.default_rng(11)
     elements = np.array([0, 2, 3])  # not contiguous: the kernel's element list is read
     shape = (3,) + (system.order + 1,) * 3
     weight = (rng.random(shape) < 0.7).astype(np.float64)
-    epsilon = 1.0 + rng.random(shape)
+    epsilon = 1.0 + rng.random(((3,) if request.param else ()) + shape)
     t = DispersiveTerm(system, elements, Dispersion(POLES), weight, epsilon, "emulated")
     assert t.one_pass is None and t.weight is not None and not isinstance(t.minus_inv_epsilon, float)
+    assert t.per_component == request.param
     return t
 
 

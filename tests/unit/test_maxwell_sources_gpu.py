@@ -2,8 +2,8 @@
 magnetic dipoles, on the fused whole-step path (lsrk45: the sources are a stage term folded into
 the residual before the stage kernel or added after it, source_term.py), whose steps are
 recorded as a CUDA graph and replayed with the stage times read from a device clock, and on the
-rhs path (rk4); dipoles alone, currents alone, and a dipole with a PML and a TF/SF plane wave
-(the issue's case). Skipped, with the reason, without CuPy and a GPU."""
+rhs path (rk4); dipoles alone, currents alone, a dipole with a PML and a TF/SF plane wave
+(the issue's case), and dipoles and a current in a diagonal medium with Drude poles. Skipped, with the reason, without CuPy and a GPU."""
 
 from __future__ import annotations
 
@@ -65,10 +65,17 @@ CURRENT = {"type": "current", "Jz": "sin(3*t)*exp(-((x-3)**2+(y-3)**2))", "lower
            "upper": [4.0, 4.0, 4.0]}
 
 
+#: a diagonal medium with poles around the sources (sources.py: each component over its own
+#: eps_c or mu_c; dispersive.py: eps_inf per component)
+CRYSTAL = {"crystal": {"where": "x - 2.5", "epsilon": [2.0, 3.0, 1.5], "mu": [1.0, 1.2, 0.9], "model": "drude",
+                       "poles": [{"plasma_frequency": 0.5, "collision_frequency": 0.1}]}}
+
+
 @pytest.mark.parametrize("label, sources, pml", [
     ("dipoles", {"antenna": DIPOLE, "loop": MAGNETIC}, False),
     ("current", {"sheet": CURRENT}, False),
-    ("pml+tfsf+dipole", {"wave": WAVE, "antenna": DIPOLE}, True)])
+    ("pml+tfsf+dipole", {"wave": WAVE, "antenna": DIPOLE}, True),
+    ("diagonal+poles", {"antenna": DIPOLE, "loop": MAGNETIC, "sheet": CURRENT}, False)])
 def test_fused_graph_step_with_sources_equals_cpu(label, sources, pml, tmp_path):
     """Each step replays the recorded graph (from the third on) at its own stage times: 10
     steps through the pulses' rise against the CPU's stage-by-stage steps."""
@@ -80,6 +87,8 @@ def test_fused_graph_step_with_sources_equals_cpu(label, sources, pml, tmp_path)
                 "time": {"t_end": 100.0}, "output": {"formats": []}, "source": sources}
         if pml:
             data["pml"] = PML
+        if label == "diagonal+poles":
+            data["material"] = CRYSTAL
         sim = Simulation(case_from_dict(data, name=label), backend=backend, output_dir=tmp_path / backend, comm=None)
         sim.advance(10)
         if backend == "cuda":

@@ -77,11 +77,11 @@ def test_uncut_points_keep_the_point_values_and_oblique_planes_lean_on_two_axes(
 @pytest.mark.parametrize("table, message", [
     ('where = "x - 0.6"\nepsilon = "x - 0.62"\nsampling = "average"',
      'epsilon is -0.0'),
-    ('sampling = "average"\nmodel = "drude"\npoles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]',
-     'sampling = "average" is for epsilon, mu and sigma'),
-    ('epsilon = 2.0\nsampling = "average"\n[material.metal]\nwhere = "x - 1.0"\nmodel = "drude"\n'
-     'poles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]',
-     'sampling = "average" cannot yet go with dispersive poles ([material.metal])'),
+    ('where = "x - 0.6"\nepsilon = "x - 0.62"\nsampling = "average"\nmodel = "drude"\n'
+     'poles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]', 'epsilon is -0.0'),  # (eps_inf, with poles)
+    # a film through the face points x = 0.5 but under half of any control volume: no poles anywhere
+    ('where = "min(x - 0.49, 0.51 - x)"\nepsilon = 2.0\nsampling = "average"\nmodel = "drude"\n'
+     'poles = [{plasma_frequency = 1.0, collision_frequency = 0.1}]', 'its poles act at no point of the mesh'),
 ])
 def test_bad_averaged_tables_are_one_line_errors(table, message, tmp_path, capsys):
     case = tmp_path / "case.toml"

@@ -3,8 +3,10 @@ inside the Runge-Kutta stages as a StageTerm (terms.py) on the dispersive elemen
 
     eps_inf dE/dt = curl H - sigma E - sum_p J_p + (face terms)
 
-eps_inf is the element's epsilon (the [material] value at each point, or [physics] epsilon);
-per pole, with a mask w (1 where the pole's table applies, 0 elsewhere in the element):
+eps_inf is the element's epsilon (the [material] value at each point, or [physics] epsilon; in a
+diagonal medium (anisotropy.py, or sub-cell averaging) eps_inf,c per component c: the poles'
+susceptibility is isotropic, only E_c's update divides by its own eps_inf,c); per pole, with a
+mask w (1 where the pole's table applies, 0 elsewhere in the element):
 
     drude    dJ/dt = -gamma J + omega_p^2 w E                      aux: J       (3 per pole)
     lorentz  dP/dt = J,  dJ/dt = -gamma J - omega_0^2 P + delta_eps omega_0^2 w E
@@ -33,11 +35,12 @@ import warnings
 
 import numpy as np
 
+from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors, rank_and_size
 from lobatto.systems.maxwell.dispersion_fit import AUX_PER_POLE
 from lobatto.systems.maxwell.dispersion_tables import Dispersion, parse_dispersion
 from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
-from lobatto.systems.maxwell.materials import table_mask
+from lobatto.systems.maxwell.materials import pole_mask
 from lobatto.systems.maxwell.pml import PerfectlyMatchedLayer
 from lobatto.systems.maxwell.terms import StageTerm
 from lobatto.systems.maxwell.terms_cpu import MODEL_CODES, term_kernels
@@ -84,11 +87,13 @@ class DispersiveTerm(StageTerm):
         self.setup_storage(system, elements)
         backend, m = system.backend, self.count
         shape = (m,) + (system.order + 1,) * 3
-        # w: None where the table covers the whole element (all of them); eps_inf: number or per point
+        # w: None where the table covers the whole element (all of them); eps_inf: number, per
+        # point (m, n, n, n) or per component and point (3, m, n, n, n): a diagonal medium
         self.weight = None if weight is None else backend.asarray(np.ascontiguousarray(weight, dtype=np.float64))
         epsilon = np.asarray(epsilon, dtype=np.float64)
+        self.per_component = epsilon.ndim == len(shape) + 1
         self.minus_inv_epsilon = float(-1.0 / epsilon) if epsilon.ndim == 0 else backend.asarray(
-            np.ascontiguousarray(np.broadcast_to(-1.0 / epsilon, shape)))
+            np.ascontiguousarray(np.broadcast_to(-1.0 / epsilon, ((3,) if self.per_component else ()) + shape)))
         self.mass = backend.asarray(np.ascontiguousarray(system.geometry.mass[self.elements])) if m else None
         self.offsets = np.cumsum([0] + [AUX_PER_POLE[p.model] for p in self.poles])[:-1].tolist()
         eps_range = (float(epsilon.min()) if m else math.inf, float(epsilon.max()) if m else -math.inf)
@@ -106,7 +111,8 @@ class DispersiveTerm(StageTerm):
             per_point = not isinstance(self.minus_inv_epsilon, float)
             self.one_pass = DispersiveStep(
                 backend, system.order, [(p.model, k, p.angular()) for p, k in zip(self.poles, self.offsets)],
-                self.aux_count, self.weight is not None, per_point, 0.0 if per_point else self.minus_inv_epsilon)
+                self.aux_count, self.weight is not None, per_point, 0.0 if per_point else self.minus_inv_epsilon,
+                per_component=self.per_component)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
         # on the CPU: one compiled pass over the poles' elements per stage (terms_cpu.py)
         self.compiled = term_kernels(system) if m else None
@@ -268,8 +274,9 @@ def dispersive_terms(case, system, comm=None) -> list:
     """One DispersiveTerm per [material] table with a dispersion (system.TERM_BUILDERS). The
     poles are part of the permittivity: a point takes those of the last table that gives its
     epsilon there (a later table with epsilon and no poles, a dielectric hole in a metal, has
-    none; one that gives only mu or sigma keeps them); an element holds a term when any of its
-    points does (w masks the others)."""
+    none; one that gives only mu or sigma keeps them; an averaged table gives it where more than
+    half of the point's control volume is inside: materials.pole_mask); an element holds a term
+    when any of its points does (w masks the others)."""
     tables = case.tables.get("material")
     listed = tables.tables if tables is not None else ()
     dispersive = [t for t in listed if t.dispersion is not None]
@@ -281,7 +288,7 @@ def dispersive_terms(case, system, comm=None) -> list:
     owner = np.full(shape, -1)
     for t in listed:
         if t.dispersion is not None or "epsilon" in t.values:
-            owner[table_mask(t, system.mesh, coords, centroids, shape, case.source)] = (
+            owner[pole_mask(t, system.mesh, coords, centroids, shape, case.source)] = (
                 dispersive.index(t) if t.dispersion is not None else -1)
     epsilon = system.medium.epsilon if system.medium is not None else None
     with collective_errors(comm):  # the rank that holds most of a material may fail alone
@@ -290,9 +297,11 @@ def dispersive_terms(case, system, comm=None) -> list:
     terms = []
     for i, t in enumerate(dispersive):
         mine = owner == i
+        if t.sampling == "average":  # (collective: every rank has the same tables)
+            _check_poles_somewhere(t, int(allreduce(comm, int(np.count_nonzero(mine)))), case.source, comm)
         elements = np.nonzero(mine.any(axis=(1, 2, 3)))[0]
         weight = mine[elements].astype(np.float64)  # (w E = E where w = 1: the same bits either way)
-        eps = system.epsilon if epsilon is None else epsilon[elements]
+        eps = system.epsilon if epsilon is None else epsilon[:, elements] if epsilon.ndim == 5 else epsilon[elements]
         terms.append(DispersiveTerm(system, elements, t.dispersion, None if np.all(weight == 1.0) else weight, eps,
                                     t.name, comm))
         for layer in system.terms:  # a PML built before (system.TERM_BUILDERS): its poles see Lambda E
@@ -300,6 +309,20 @@ def dispersive_terms(case, system, comm=None) -> list:
                 terms[-1].stretch_with(layer)
         _warn_outside_band(case, t, comm)
     return terms
+
+
+def _check_poles_somewhere(table, points: int, source: str, comm=None) -> None:
+    """An averaged dispersive table whose poles act at no point (no control volume is more than
+    half inside it, or later tables cover it) would keep only its averaged eps_inf: refused on
+    every rank alike, naming the table."""
+    if points:
+        return
+    error = InputError(f"{source}: [material.{table.name}] sampling = \"average\": its poles act at no point of the "
+                       "mesh (they act where more than half of a point's control volume is inside the table, and "
+                       "where no later table gives epsilon); use sampling = \"point\", refine the mesh, or widen "
+                       "the material")
+    error.collective = comm is not None
+    raise error
 
 
 def _warn_outside_band(case, table, comm) -> None:

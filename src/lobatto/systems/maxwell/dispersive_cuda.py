@@ -33,10 +33,9 @@ const T wgt = WEIGHT;
 for (int c = 0; c < 3; ++c) drive[c] = ((FOLD ? uu[c] : uu[c] - b * res[c]) STRETCH) * wgt;  // the stage's input E
 T current[3] = {0, 0, 0};
 POLES
-const T minus_inv_eps = MINUS_INV_EPS;
 #pragma unroll
 for (int c = 0; c < 3; ++c) {
-    const T s = current[c] * minus_inv_eps;
+    const T s = current[c] * (MINUS_INV_EPS);
     residual[c * fs + g] = res[c] + scale * s;
     if (!FOLD) {
         uu[c] += (b * dt) * s;
@@ -81,15 +80,17 @@ OUTPUTS = "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces"
 
 
 def poles_source(order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
-                 minus_inv_epsilon: float = 0.0, stretched: bool = False) -> str:
+                 minus_inv_epsilon: float = 0.0, stretched: bool = False, per_component: bool = False) -> str:
     """The kernel's text (FOLD still to be set: PointUpdate.compile_both); the arguments as
     DispersiveStep's (tests/unit/test_maxwell_poles_cuda_emulated.py runs it on the CPU)."""
     n = order + 1
+    epsilon = ("epsilon_term[c * ms + at]" if per_component else "epsilon_term[at]") if per_point_epsilon else (
+        f"({float(minus_inv_epsilon)!r})")
     body = "\n".join(_pole_block(model, offset, a) for model, offset, a in poles)
     return (_DISPERSIVE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("POLES", body)
             .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
             .replace("STRETCH", "+ stretch[c * ms + at]" if stretched else "")
-            .replace("MINUS_INV_EPS", "epsilon_term[at]" if per_point_epsilon else f"({float(minus_inv_epsilon)!r})")
+            .replace("MINUS_INV_EPS", epsilon)
             .replace("AUX", str(int(aux_count))).replace("N3", str(n**3)).replace("N2", str(n * n)))
 
 
@@ -97,23 +98,26 @@ class DispersiveStep(PointUpdate):
     """The poles' whole stage (dispersive.py's rates and finish) in one kernel, after the
     stage kernel or folded into the residual before it, as PmlFinish. ``poles``: (model,
     offset, angular parameters); ``weight``: per point or None; ``minus_inv_epsilon``: a number
-    or per point; ``stretched``: the drive is w (E + stretch), stretch (3, m, n, n, n) =
-    Lambda E - E inside a PML (dispersive.py's stretch_with)."""
+    or per point (``per_component``: (3, m, n, n, n), a diagonal eps_inf); ``stretched``: the
+    drive is w (E + stretch), stretch (3, m, n, n, n) = Lambda E - E inside a PML
+    (dispersive.py's stretch_with)."""
 
     def __init__(self, backend, order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
-                 minus_inv_epsilon: float = 0.0, stretched: bool = False):
+                 minus_inv_epsilon: float = 0.0, stretched: bool = False, per_component: bool = False):
         import hashlib
 
         self._given = (backend, order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon)
+        self._per_component = per_component
         self.n3 = (order + 1) ** 3
         self.setup_points(backend, order)
-        source = poles_source(order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon, stretched)
+        source = poles_source(order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon, stretched,
+                              per_component)
         tag = hashlib.sha1(source.encode()).hexdigest()[:12]
         self.kernels = self.compile_both(backend.xp, PARAMS, OUTPUTS, source, f"lobatto_poles_{order}_{tag}")
 
     def stretched(self) -> "DispersiveStep":
         """The same poles with the drive w (E + stretch)."""
-        return DispersiveStep(*self._given, stretched=True)
+        return DispersiveStep(*self._given, stretched=True, per_component=self._per_component)
 
     def __call__(self, u, residual, aux, aux_residual, elements, weight, epsilon_term, a, b, dt, traces=None,
                  normals=None, fold=False, stretch=None):

@@ -131,19 +131,10 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         sampling = table.get("sampling", "point")
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
-        if sampling == "average" and dispersion is not None:
-            raise ctx.error(f"[{where}] sampling = \"average\" is for epsilon, mu and sigma; a dispersive table "
-                            "takes \"point\" or \"element\"")
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
-    tensor = [t.name for t in tables if any(isinstance(v, tuple) for v in t.values.values())]
-    poles = [t.name for t in tables if t.dispersion is not None]
-    if tensor and poles:
-        raise ctx.error(f"[material.{tensor[0]}] an anisotropic epsilon or mu cannot yet go with dispersive poles "
-                        f"([material.{poles[0]}]); give one value or drop the poles")
-    averaged = [t.name for t in tables if t.sampling == "average"]
-    if averaged and poles:  # the averaged medium is a diagonal tensor (subcell.py): the same limit
-        raise ctx.error(f"[material.{averaged[0]}] sampling = \"average\" cannot yet go with dispersive poles "
-                        f"([material.{poles[0]}]); use sampling = \"point\" or \"element\", or drop the poles")
+    # (a diagonal eps or mu, and averaging, go with poles: the poles' E update divides by each
+    # component's eps_inf (dispersive.py); an averaged dispersive table averages eps_inf, mu and
+    # sigma and keeps its poles per point, as Meep does (docs/electromagnetics.md))
     return MaterialTables(tuple(tables))
 
 
@@ -208,9 +199,8 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
             if t.sampling != "average":  # (averaged below, from the sub-points)
                 out[key] = np.where(mask, v, out[key])
         if found is None and t.sampling == "average":
-            level = ((lambda x, y, z, part: t.where.evaluate(np, x=x, y=y, z=z) * np.ones_like(x)) if t.where else
-                     (lambda x, y, z, part: 2.0 * table_mask(t, mesh, None, None, x.shape, source, part) - 1.0))
-            out, problem = subcell.average(t, out, mesh, coords, shape[1] - 1, level, PROPERTY_RANGES)
+            out, problem = subcell.average(t, out, mesh, coords, shape[1] - 1, table_level(t, mesh, source),
+                                           PROPERTY_RANGES)
             if problem is not None:
                 found = (i, 0, problem[0], f"{source}: [material.{t.name}] {problem[1]} is {show_value(problem[2])} at "
                          f"a sub-cell point of {mesh.describe_element(problem[3])} (sampling = \"average\"); its "
@@ -237,6 +227,25 @@ def check_applies(tables, touched, source: str, comm=None) -> None:
                                "mesh, so the table applies nowhere; check the expression (or remove the table)")
             error.collective = comm is not None
             raise error
+
+
+def table_level(t: MaterialTable, mesh, source: str = "case"):
+    """level(x, y, z, elements): > 0 inside table ``t`` at sub-cell points of those elements (its
+    ``where``, or +-1 for a region): what subcell.py averages over."""
+    if t.where is not None:
+        return lambda x, y, z, part: t.where.evaluate(np, x=x, y=y, z=z) * np.ones_like(x)
+    return lambda x, y, z, part: 2.0 * table_mask(t, mesh, None, None, x.shape, source, part) - 1.0
+
+
+def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
+    """Where table ``t`` sets the poles (its own, or none where it gives epsilon without poles):
+    ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
+    control volume is more than half inside the table (subcell.shares): the poles stay per
+    point, not averaged (Meep's rule, docs/electromagnetics.md), and an interface on element
+    faces gives the element-wise poles."""
+    if t.sampling != "average":
+        return table_mask(t, mesh, coords, centroids, shape, source)
+    return subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0.5
 
 
 def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", part=slice(None)) -> np.ndarray:

@@ -11,6 +11,10 @@
   among those that do, as for probes): nodal values phi_p(x0) / M_p, so that
   sum_p M_p delta_p g_p = g(x0) for every nodal g.
 
+Both are divided by the local eps (J) or mu (M); in a diagonal medium (anisotropy.py) each
+component c by its own eps_c or mu_c: the dipole's profile and the current's scale are then
+(3, ...) arrays.
+
 Every stage adds the source term S(t) on the affected elements only, after the rhs or the
 stage kernel (a 2N-storage stage is linear in L: residual += dt S, u += b dt S). The sources
 are a StageTerm (source_term.py), so on CUDA they ride on the fused whole-step path, folded
@@ -191,10 +195,16 @@ class MaxwellSources:
         medium = getattr(system, "medium", None)
 
         def inverse(name, elements):
-            return 1.0 / (getattr(system, name) if medium is None else getattr(medium, name)[elements])
+            """1/eps or 1/mu on ``elements``: a number, per point, or (3, ...) per component
+            (a diagonal medium, anisotropy.py: J_c enters dE_c/dt = (curl H - J)_c / eps_c)."""
+            if medium is None:
+                return 1.0 / getattr(system, name)
+            value = getattr(medium, name)
+            return 1.0 / (value[:, elements] if value.ndim == 5 else value[elements])
 
         # current: (expressions, coordinates of its elements, 1/eps times the box's mask there
-        # (a number where both are uniform), where they sit in the buffer)
+        # (a number where both are uniform; (3, ...) per component in a diagonal medium), where
+        # they sit in the buffer)
         self.currents, self.current_names = [], []
         for spec, on in currents:
             x = geometry.coords[:, on]
@@ -216,6 +226,7 @@ class MaxwellSources:
             d = np.array(unit_vector(v["direction"]))
             electric = spec.type == "electric_dipole"
             with np.errstate(over="ignore", invalid="ignore"):  # checked below, on every rank
+                # (n, n, n), or (3, n, n, n) in a diagonal medium: each component over its eps_c
                 delta = delta * v["amplitude"] * inverse("epsilon" if electric else "mu", element)
             field = (0 if electric else 3) - self.components.start
             self.dipoles.append((spec, field, position[element], delta, d))
@@ -313,7 +324,7 @@ class MaxwellSources:
                 if e.is_constant and float(e.evaluate(np)) == 0.0:
                     continue
                 value = e.evaluate(xp, x=x, y=y, z=z, t=t)
-                value *= scale
+                value = value * (scale[c] if getattr(scale, "ndim", 0) == 5 else scale)
                 buffer[c, slot] -= value
         for v, field, slot, profile in self.dipoles if dipoles else ():
             buffer[field:field + 3, slot] -= waveform_value(v["waveform"], v, t) * profile

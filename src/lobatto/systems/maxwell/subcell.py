@@ -27,6 +27,10 @@ direction of the level set's gradient fitted over the point's sub-points. mu is 
 way; sigma takes the plain mean. Where the volume is not cut the point gets the plain mean
 (isotropic). A table with sampling = "average" makes eps and mu diagonal tensors everywhere
 (the anisotropic path), on every rank alike.
+
+A dispersive table's eps_inf (and mu, sigma) is averaged so; its poles are not: they act at the
+points whose control volume lies more than half inside the table (``shares``; materials.py's
+pole_mask), as Meep averages only the instantaneous part of eps and mu.
 """
 
 from __future__ import annotations
@@ -91,6 +95,21 @@ def membership(phi, xs, n, s) -> tuple:
     return _from_point(m, n, s), np.moveaxis(g, -1, 0)
 
 
+def shares(mesh, coords: np.ndarray, order: int, level) -> np.ndarray:
+    """(E, n, n, n): each GLL point's share of its control volume inside ``level`` > 0 (as
+    ``average`` finds it; ``level`` as there)."""
+    n, s = order + 1, SUBSAMPLES
+    matrix = sub_points(order, s)[1]
+    out = np.zeros(coords.shape[1:])
+    step = max(1, CHUNK_POINTS // (n * s) ** 3)
+    for a in range(0, out.shape[0], step):
+        part = slice(a, min(a + step, out.shape[0]))
+        xs = np.einsum("ia,jb,kc,deabc->deijk", matrix, matrix, matrix, coords[:, part])
+        mask = membership(np.asarray(level(xs[0], xs[1], xs[2], part), dtype=np.float64), xs, n, s)[0]
+        out[part] = _blocks(mask, n, s)
+    return out
+
+
 def average(table, out: dict, mesh, coords: np.ndarray, order: int, level, ranges) -> tuple:
     """(out with the table's keys averaged, None or (global element id, key, value, local
     element) of a value out of ``ranges`` at a sub-point inside the table). ``level(x, y, z,
@@ -139,4 +158,4 @@ def average(table, out: dict, mesh, coords: np.ndarray, order: int, level, range
     return out, problem
 
 
-__all__ = ["SUBSAMPLES", "average", "sub_points"]
+__all__ = ["SUBSAMPLES", "average", "shares", "sub_points"]

@@ -33,7 +33,6 @@ from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.injection import SourceInjection, growth_hints
 from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
 from lobatto.systems.maxwell.materials import PROPERTY_RANGES, HeterogeneousMedium, parse_material_tables
-from lobatto.systems.maxwell.anisotropy import is_anisotropic
 from lobatto.systems.maxwell.media import medium_from_case
 from lobatto.systems.maxwell.plane_waves import build_plane_waves
 from lobatto.systems.maxwell.pml import build_pml, parse_pml
@@ -223,9 +222,6 @@ class MaxwellSystem(FaceExchangeSystem):
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         sources = [s for s in case.tables.get("source", ()) if s.type != "plane_wave"]  # tfsf.py
-        if sources and material is not None and is_anisotropic(material):  # (the same on every rank)
-            raise InputError(f"{case.source}: [source.{sources[0].name}] cannot yet go with a diagonal (anisotropic) "
-                             "medium: [material] epsilon or mu given as a list, or sampling = \"average\"")
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
                      mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
                      volume_form=case.discretization.volume_form, sources=sources, source_file=case.source,

@@ -49,8 +49,8 @@ class TermKernels:
         self.lib, self.n, self.dtype = lib, order + 1, np.dtype(dtype)
         lib.term_finish.argtypes = [_VP] * 7 + [_I64, _I64, _INT, _INT, _F64, _F64, _F64]
         lib.pml_stage.argtypes = [_VP] * 9 + [_I64, _I64, _F64, _INT, _F64, _F64, _F64]
-        lib.dispersive_stage.argtypes = [_VP] * 9 + [_F64] + [_VP] * 5 + [_INT, _VP, _I64, _I64, _INT, _F64, _F64,
-                                                                         _F64]
+        lib.dispersive_stage.argtypes = [_VP] * 9 + [_I64, _F64] + [_VP] * 5 + [_INT, _VP, _I64, _I64, _INT, _F64,
+                                                                               _F64, _F64]
         lib.surface_add.argtypes = [_VP] * 6 + [_I64, _I64, _F64, _F64]
         for name in ("term_finish", "pml_stage", "dispersive_stage", "surface_add"):
             getattr(lib, name).restype = None
@@ -96,7 +96,8 @@ class TermKernels:
     def dispersive(self, u, residual, rate, aux, aux_residual, aux_rate, weight, minus_inv_eps, poles, elements,
                    fold, a, b, dt, stretch=None):
         """poles: (model codes, first aux field, c0, c1, c2) as arrays (int32, int32, float64 x 3);
-        stretch: None, or (3, m, n, n, n) added to E in the poles' drive (dispersive.py)."""
+        stretch: None, or (3, m, n, n, n) added to E in the poles' drive (dispersive.py);
+        minus_inv_eps: a number, (m, n, n, n) or (3, m, n, n, n) (a diagonal eps_inf)."""
         E, m, pts = self._volume("dispersive_stage", u, residual, elements)
         count = aux.shape[0]
         arrays = [(rate, (6, m) + pts, "rate"), (aux, (count, m) + pts, "aux"),
@@ -106,8 +107,9 @@ class TermKernels:
         if stretch is not None:
             arrays.append((stretch, (3, m) + pts, "stretch"))
         per_point = not isinstance(minus_inv_eps, float)
+        per_component = per_point and minus_inv_eps.ndim == 5
         if per_point:
-            arrays.append((minus_inv_eps, (m,) + pts, "minus_inv_epsilon"))
+            arrays.append((minus_inv_eps, ((3,) if per_component else ()) + (m,) + pts, "minus_inv_epsilon"))
         check_kernel_arrays("dispersive_stage", self.dtype, arrays)
         model, offset, c0, c1, c2 = poles
         P = model.size
@@ -121,7 +123,7 @@ class TermKernels:
             raise ValueError("dispersive_stage: fold needs a != 0")
         self.lib.dispersive_stage(
             _ptr(u), _ptr(residual), _ptr(rate), _ptr(aux), _ptr(aux_residual), _ptr(aux_rate), _ptr_or_none(weight),
-            _ptr_or_none(stretch), _ptr(minus_inv_eps) if per_point else None,
+            _ptr_or_none(stretch), _ptr(minus_inv_eps) if per_point else None, m * self.n**3 if per_component else 0,
             0.0 if per_point else float(minus_inv_eps), _ptr(model),
             _ptr(offset), _ptr(c0), _ptr(c1), _ptr(c2), int(P), _ptr(elements), m, E, int(bool(fold)), float(a),
             float(b), float(dt))

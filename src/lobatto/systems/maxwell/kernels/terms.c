@@ -157,12 +157,13 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
  *   debye    (delta, 1 / tau, -)             R_P = (c0 d - P) c1,              current R_P
  * with d = w E (weight (m, NQ3) or NULL: 1), or d = w (E + stretch) where stretch (3, m, NQ3)
  * is given (Lambda E - E inside a PML: dispersive.py); S_E = minus_inv_eps * sum of the
- * currents (minus_inv_eps_points (m, NQ3) where given, else the number). fold as pml_stage. */
+ * currents (minus_inv_eps_points (m, NQ3) where given, else the number; with eps_stride
+ * m NQ3, (3, m, NQ3): component c's at c eps_stride, a diagonal eps_inf). fold as pml_stage. */
 void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_residual,
                       REAL *aux_rate, const REAL *weight, const REAL *stretch, const REAL *minus_inv_eps_points,
-                      double minus_inv_eps, const int *model, const int *offset, const double *c0, const double *c1,
-                      const double *c2, int P, const idx_t *elements, idx_t m, idx_t E, int fold, double a, double b,
-                      double dt)
+                      idx_t eps_stride, double minus_inv_eps, const int *model, const int *offset, const double *c0,
+                      const double *c1, const double *c2, int P, const idx_t *elements, idx_t m, idx_t E, int fold,
+                      double a, double b, double dt)
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const REAL over_a = fold ? (REAL)(dt / a) : (REAL)0;
@@ -216,7 +217,7 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
                     }
                 }
             }
-            const REAL *mie = minus_inv_eps_points ? minus_inv_eps_points + o : NULL;
+            const REAL *mie = minus_inv_eps_points ? minus_inv_eps_points + c * eps_stride + o : NULL;
             const REAL scalar = (REAL)minus_inv_eps;
             if (fold) {
                 REAL *rf = residual + c * fs + g;
