@@ -1,0 +1,278 @@
+"""Ports on named boundary surfaces (systems/maxwell/port_surface.py) and the extrusion behind them
+(mesh/extrude.py): the grown elements against a longer box and an O-grid's translated curved
+nodes, their connectivity, boundary groups and volume; the S-matrix of a device-only mesh with
+``surface`` ports equal to that of the long mesh with explicit planes, source planes and [pml]
+(a box, and gmsh files); a circular guide's TE11 two-port through curved extensions; the errors."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import lobatto
+from lobatto.api import case_from_dict
+from lobatto.errors import InputError
+from lobatto.mesh import box_mesh, compute_geometry
+from lobatto.mesh.extrude import extrude_surface, surface_plane
+from lobatto.mesh.readers import mesh_from_file
+from lobatto.mesh.topology import FACE_CORNERS, face_slice
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cylwave import cylinder_rea  # noqa: E402
+
+#: a 1 x 0.5 guide along z, TE10 over 0.6 - 0.9, both ports driven; the long mesh (z = -1 .. 1.5,
+#: elements 0.25 deep) with explicit planes and [pml], as the device-only mesh z = 0 .. 0.5 with
+#: surface ports grows it (2 PML layers and 2 more behind each surface)
+EXPLICIT = {
+    "mesh": {"elements": [2, 1, 10], "lower": [0.0, 0.0, -1.0], "upper": [1.0, 0.5, 1.5], "boundary": "pec"},
+    "discretization": {"order": 2},
+    "physics": {"equations": "maxwell"},
+    "time": {"t_end": 22.0},  # past the pulse (t0 + 3 widths = 20.5); the S are rough, but the same
+    "pml": {"sides": ["zmin", "zmax"], "elements": 2, "reflection": 1e-8},
+    "port": {"in": {"plane": "z = 0", "source": "z = -0.25", "direction": "+", "mode": "TE10"},
+             "out": {"plane": "z = 0.5", "source": "z = 0.75", "direction": "-", "mode": "TE10"}},
+    "ports": {"fmin": 0.6, "fmax": 0.9, "count": 3, "drive": ["in"]},
+    "output": {"formats": [], "name": "guide"},
+}
+SURFACE = {**copy.deepcopy(EXPLICIT),
+           "mesh": {"elements": [2, 1, 2], "lower": [0.0, 0.0, 0.0], "upper": [1.0, 0.5, 0.5], "boundary": "pec"},
+           "port": {"in": {"surface": "zmin", "mode": "TE10"}, "out": {"surface": "zmax", "mode": "TE10"}},
+           "ports": {"fmin": 0.6, "fmax": 0.9, "count": 3, "drive": ["in"], "pml_elements": 2}}
+del SURFACE["pml"]
+
+
+def s_matrix(directory) -> np.ndarray:
+    with h5py.File(Path(directory) / "guide_sparams.h5", "r") as h5:
+        return h5["S"][()]
+
+
+# ---------------------------------------------------------------------------------- extrusion
+def test_box_extrusion_is_the_longer_box():
+    mesh = box_mesh((2, 3, 2), (0.0, 0.0, 0.0), (1.0, 0.5, 2.0), boundary="pec")
+    out, plane = extrude_surface(mesh, "zmin", 3)
+    assert (plane.axis, plane.coordinate, plane.outward, plane.depth) == (2, 0.0, -1.0, 1.0)
+    out.check()
+    long = box_mesh((2, 3, 5), (0.0, 0.0, -3.0), (1.0, 0.5, 2.0), boundary="pec")
+
+    def centres(m):
+        c = compute_geometry(m, 2).coords.reshape(3, m.num_elements, -1).mean(axis=-1).T
+        return c[np.lexsort(c.T)]
+
+    assert np.abs(centres(out) - centres(long)).max() < 1e-14
+    geometry = compute_geometry(out, 2)
+    assert geometry.jacobian.min() > 0 and geometry.mass.sum() == pytest.approx(1.0 * 0.5 * 5.0, rel=1e-13)
+    # the old surface's faces are interior now, facing the first layer's elements
+    first = np.arange(mesh.num_elements, mesh.num_elements + len(plane.elements))
+    assert np.array_equal(out.face_neighbour[plane.elements, plane.faces], first)
+    assert np.all(out.face_neighbour[first, 4] == plane.elements)
+    # every boundary face of the grown elements lies on the side its group names (xmin..zmax)
+    x = compute_geometry(out, 1).coords
+    for e in range(mesh.num_elements, out.num_elements):
+        for f in range(6):
+            if out.face_neighbour[e, f] >= 0:
+                assert out.face_group[e, f] == -1
+                continue
+            name = out.group_names[out.face_group[e, f]]
+            axis = "xyz".index(name[0])
+            value = (0.0, 0.0, -3.0)[axis] if name.endswith("min") else (1.0, 0.5, 2.0)[axis]
+            assert np.allclose(x[axis][e][face_slice(f, 1)[1:]], value, atol=1e-14), (e, f, name)
+            assert out.boundary_names[out.boundary_kind[e, f]] == "pec"
+
+
+def _disc_mesh(tmp_path, ends=("I", "O"), order=3):
+    path = tmp_path / "cyl.rea"
+    cylinder_rea(path, m=1, layers=2, length=1.0, ends=ends)
+    return mesh_from_file("nek", path, order, {"PEC": "pec"}), path
+
+
+def test_curved_extrusion_translates_the_surface_nodes(tmp_path):
+    mesh, _ = _disc_mesh(tmp_path)
+    out, plane = extrude_surface(mesh, "O", 2, 0.3)
+    out.check()
+    q = mesh.geometry_order
+    for k, (e, f) in enumerate(zip(plane.elements, plane.faces)):
+        face = mesh.curved_nodes[e][face_slice(int(f), q)]  # (3, a, b) on z = 1
+        for layer in range(2):
+            new = out.curved_nodes[mesh.num_elements + layer * len(plane.elements) + k]  # (3, k, j, i)
+            for level, shift in ((0, 0.3 * layer), (q, 0.3 * (layer + 1))):
+                got = new[:, level].reshape(3, -1).T
+                want = (face + np.array([0, 0, shift])[:, None, None]).reshape(3, -1).T
+                got, want = got[np.lexsort(got.T)], want[np.lexsort(want.T)]
+                assert np.array_equal(got, want)  # exactly the surface's points, translated
+            assert np.array_equal(new[:2, 0], new[:2, q])  # x, y the same at every level
+    # the volume: the disc's (as the geometry order resolves it) times the grown length
+    geometry, old = compute_geometry(out, 3), compute_geometry(mesh, 3)
+    assert geometry.jacobian.min() > 0
+    assert geometry.mass.sum() == pytest.approx(old.mass.sum() * 1.6, rel=1e-12)
+    # the side faces continue the wall: pec on the curved rim, interior inside the O-grid
+    grown = slice(mesh.num_elements, out.num_elements)
+    walls = out.boundary_kind[grown, :4][out.face_neighbour[grown, :4] < 0]
+    assert walls.size == 2 * 4 and set(walls.tolist()) == {out.boundary_names.index("pec")}
+    assert set(out.face_group[grown, 5][out.face_neighbour[grown, 5] < 0].tolist()) == {out.group_names.index("O")}
+
+
+def test_surface_plane_errors(tmp_path):
+    mesh, _ = _disc_mesh(tmp_path, ends="O")
+    with pytest.raises(InputError, match=r"\"O\" is not a plane normal to x, y or z"):  # both ends
+        surface_plane(mesh, "O")
+    # a slit: the faces on either side of z = 0.5, cut apart and named one surface
+    box = box_mesh((1, 1, 2), boundary="pec")
+    cut = (np.array([0, 1]), np.array([5, 4]))
+    neighbour, kind, group = box.face_neighbour.copy(), box.boundary_kind.copy(), box.face_group.copy()
+    neighbour[cut], kind[cut], group[cut] = -1, 0, len(box.group_names)
+    slit = replace(box, face_neighbour=neighbour, boundary_kind=kind, face_group=group,
+                   group_names=box.group_names + ("slit",))
+    with pytest.raises(InputError, match=r"faces of both outward normals, \+z and -z"):
+        surface_plane(slit, "slit")
+    with pytest.raises(InputError, match=r"no boundary surface named \"port9\" in the mesh \(its surfaces: O, PEC\)"):
+        surface_plane(mesh, "port9")
+    with pytest.raises(InputError, match=r"\"PEC\" is not a plane normal to x, y or z"):
+        surface_plane(mesh, "PEC")
+    box = box_mesh((2, 2, 2), boundary="pec")
+    tilted = replace(box, vertices=box.vertices + np.outer(box.vertices[:, 0], [0, 0, 0.1]))
+    with pytest.raises(InputError, match=r"\"zmax\" is not a plane normal"):
+        surface_plane(tilted, "zmax")  # zmax tilts along x; xmax stays flat
+    assert surface_plane(tilted, "xmax").axis == 0
+
+
+# ------------------------------------------------------------------------------ equivalence
+def test_box_surface_ports_equal_explicit_ports(tmp_path):
+    explicit = lobatto.run(copy.deepcopy(EXPLICIT), output_dir=tmp_path / "explicit")
+    surface = lobatto.run(copy.deepcopy(SURFACE), output_dir=tmp_path / "surface")
+    a, b = s_matrix(tmp_path / "explicit"), s_matrix(tmp_path / "surface")
+    assert np.all(np.isfinite(a[:, :, 0])) and np.abs(a[:, :, 0] - b[:, :, 0]).max() < 1e-10
+    derived = surface.summary["ports"]["surfaces"]
+    assert derived["in"] == {"surface": "zmin", "plane": "z = 0.0", "source": "z = -0.25", "direction": "+",
+                             "pml_side": "zmin", "element_depth": 0.25, "layers": 4, "pml_layers": 2,
+                             "extension": 1.0}
+    assert derived["out"]["source"] == "z = 0.75" and derived["out"]["direction"] == "-"
+    # the effective configuration is the explicit one: planes, sources, [pml] and the longer box
+    with h5py.File(tmp_path / "surface" / "guide_sparams.h5", "r") as h5:
+        config = h5.attrs["config"]
+    assert 'source = "z = -0.25"' in config and "surface" not in config and "reflection = 1e-08" in config
+    assert "elements = [2, 1, 10]" in config and "lower = [0.0, 0.0, -1.0]" in config
+    del explicit
+
+
+gmsh = None
+
+
+def guide_msh(path, z0: float, z1: float, hz: float, names=("port1", "port2")):
+    """A 1 x 0.5 guide from z0 to z1 (2 x 1 elements across, hz along), surfaces names[0] at z0,
+    names[1] at z1 and "walls"; hexahedra, first order."""
+    global gmsh
+    gmsh = pytest.importorskip("gmsh")
+    gmsh.initialize()
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        gmsh.model.add("guide")
+        occ = gmsh.model.occ
+        box = occ.addBox(0.0, 0.0, z0, 1.0, 0.5, z1 - z0)
+        occ.synchronize()
+        for _, curve in gmsh.model.getEntities(1):
+            x0, _, c0, x1, _, c1 = gmsh.model.getBoundingBox(1, curve)
+            count = 2 if x1 - x0 > 1e-6 else round((c1 - c0) / hz) if c1 - c0 > 1e-6 else 1
+            gmsh.model.mesh.setTransfiniteCurve(curve, count + 1)
+        groups = {names[0]: [], names[1]: [], "walls": []}
+        for _, surface in gmsh.model.getEntities(2):
+            gmsh.model.mesh.setTransfiniteSurface(surface)
+            gmsh.model.mesh.setRecombine(2, surface)
+            _, _, c0, _, _, c1 = gmsh.model.getBoundingBox(2, surface)
+            key = names[0] if c1 - c0 < 1e-6 and abs(c0 - z0) < 1e-6 else (
+                names[1] if c1 - c0 < 1e-6 and abs(c0 - z1) < 1e-6 else "walls")
+            groups[key].append(surface)
+        gmsh.model.mesh.setTransfiniteVolume(box)
+        for name, surfaces in groups.items():
+            gmsh.model.addPhysicalGroup(2, surfaces, name=name)
+        gmsh.model.addPhysicalGroup(3, [box], name="guide")
+        gmsh.model.mesh.generate(3)
+        gmsh.write(str(path))
+    finally:
+        gmsh.finalize()
+    return path
+
+
+def test_gmsh_surface_ports_equal_explicit_ports(tmp_path):
+    long = guide_msh(tmp_path / "long.msh", -1.0, 1.5, 0.25, ("zmin", "zmax"))
+    short = guide_msh(tmp_path / "short.msh", 0.0, 0.5, 0.25)
+    explicit = {**copy.deepcopy(EXPLICIT), "mesh": {"generator": "gmsh", "file": str(long), "boundary": "pec"}}
+    surface = {**copy.deepcopy(SURFACE), "mesh": {"generator": "gmsh", "file": str(short), "boundary": "pec"},
+               "port": {"in": {"surface": "port1", "mode": "TE10"}, "out": {"surface": "port2", "mode": "TE10"}}}
+    lobatto.run(explicit, output_dir=tmp_path / "explicit")
+    result = lobatto.run(surface, output_dir=tmp_path / "surface")
+    a, b = s_matrix(tmp_path / "explicit"), s_matrix(tmp_path / "surface")
+    assert np.all(np.isfinite(a[:, :, 0])) and np.abs(a[:, :, 0] - b[:, :, 0]).max() < 1e-10
+    with h5py.File(tmp_path / "surface" / "guide_sparams.h5", "r") as h5:
+        config = h5.attrs["config"]
+    assert 'extrude = [{surface = "port1", layers = 4, thickness = 0.25}' in config
+    assert result.summary["ports"]["surfaces"]["out"]["plane"] == "z = 0.5"
+
+
+def test_gmsh_surface_errors(tmp_path):
+    short = guide_msh(tmp_path / "short.msh", 0.0, 0.5, 0.25)
+    base = {**copy.deepcopy(SURFACE), "mesh": {"generator": "gmsh", "file": str(short), "boundary": "pec"},
+            "port": {"in": {"surface": "port1", "mode": "TE10"}, "out": {"surface": "port2", "mode": "TE10"}}}
+    for change, message in (
+            ({"in": {"surface": "port3", "mode": "TE10"}}, r"\[port.in\] surface: no boundary surface named "
+                                                           r"\"port3\" in the mesh \(its surfaces: port1, port2, walls\)"),
+            ({"in": {"surface": "walls", "mode": "TE10"}}, r"\[port.in\] surface: the surface \"walls\" is not a plane"),
+            ({"out": {"surface": "port1", "mode": "TE10"}}, r"\[port.out\] surface = \"port1\" lies on side zmin, as "
+                                                            r"\[port.in\]")):
+        data = copy.deepcopy(base)
+        data["port"].update(change)
+        with pytest.raises(InputError, match=message):
+            lobatto.run(data, output_dir=tmp_path / "x")
+
+
+# ----------------------------------------------------------------------------------- errors
+SURFACE_ERRORS = [
+    ({"port": {"in": {"surface": "zmin", "plane": "z = 0", "mode": "TE10"}}},
+     r"\[port.in\] surface goes without plane"),
+    ({"port": {"in": {"surface": "zmin", "source": "z = 0", "direction": "+", "mode": "TE10"}}},
+     r"\[port.in\] surface goes without source, direction"),
+    ({"port": {"in": {"surface": 3, "mode": "TE10"}}}, r"\[port.in\] surface must be a boundary surface's name"),
+    ({"port": {"in": {"mode": "TE10"}}}, r"\[port.in\] needs surface .* or plane and direction"),
+    ({"ports": {"fmin": 0.6, "fmax": 0.9, "count": 3, "pml_elements": 0}}, r"\[ports\] pml_elements"),
+]
+
+
+@pytest.mark.parametrize("changes, message", SURFACE_ERRORS)
+def test_parse_errors(changes, message):
+    data = copy.deepcopy(SURFACE)
+    data.update(changes)
+    with pytest.raises(InputError, match=message):
+        case_from_dict(data)
+
+
+SETUP_ERRORS = [
+    ({"port": {"in": {"surface": "top", "mode": "TE10"}}}, r"surface = \"top\" is no surface of the box \(its "
+                                                            r"surfaces: xmin, xmax"),
+    ({"pml": {"sides": ["zmin"], "elements": 2}}, r"\[ports\] pml_elements is the layer grown"),
+    ({"pml": {"sides": ["zmin", "xmax"], "elements": 2}, "ports": {"fmin": 0.6, "fmax": 0.9, "count": 3}},
+     r"\[pml\] sides includes \"zmin\", where \[port.in\] surface = \"zmin\" grows its own layer"),
+    ({"pml": {"sides": ["xmax"], "thickness": 0.3}, "ports": {"fmin": 0.6, "fmax": 0.9, "count": 3}},
+     r"\[pml\] thickness = 0.3 is not a whole number of the elements \(0.25 deep\)"),
+    ({"mesh": {**SURFACE["mesh"], "periodic": [False, False, True]}}, r"the z axis is periodic"),
+    ({"mesh": {**SURFACE["mesh"], "deform": {"x": "0.01 * z"}}}, r"surface cannot go with \[mesh.deform\]"),
+]
+
+
+@pytest.mark.parametrize("changes, message", SETUP_ERRORS)
+def test_setup_errors(tmp_path, changes, message):
+    data = copy.deepcopy(SURFACE)
+    data.update(changes)
+    with pytest.raises(InputError, match=message):
+        lobatto.run(data, output_dir=tmp_path)
+
+
+def test_a_single_simulation_refuses_surface_ports(tmp_path):
+    from lobatto.runner.simulation import Simulation
+
+    with pytest.raises(InputError, match=r"surface = \"zmin\" is resolved by the port runs"):
+        Simulation(case_from_dict(copy.deepcopy(SURFACE)), backend="cpu", output_dir=tmp_path, comm=None)
