@@ -42,6 +42,9 @@ def resolve(case):
     if not found:
         return None
     where = case.source
+    if ports_of(case)[1] is None:
+        raise InputError(f"{where}: [port.{found[0].name}] needs a [ports] table with the frequencies "
+                         "(frequencies = [...] or fmin, fmax, count)")
     planes = _box_planes(case, found) if not case.mesh.from_file else _file_planes(case, found)
     pml = case.tables.get("pml")
     spec = ports_of(case)[1]
