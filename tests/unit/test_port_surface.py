@@ -304,3 +304,22 @@ def test_circular_guide_te11_through_curved_extensions(tmp_path):
     assert np.abs(s[:, 1, 0] - s[:, 0, 1]).max() < 3e-3  # measured 1.1e-3
     assert np.abs(s[:, 1, 0]).min() > 0.95
     assert result.summary["ports"]["surfaces"]["b"]["extension"] == pytest.approx(2.0)
+
+
+def test_lobatto_run_refuses_with_exit_2(tmp_path):
+    """The command line: exit 2, one line naming the file, table and key, no traceback."""
+    import os
+    import subprocess
+
+    from lobatto.config.toml_text import to_toml
+
+    data = copy.deepcopy(SURFACE)
+    data["port"]["in"]["surface"] = "top"
+    path = tmp_path / "case.toml"
+    path.write_text(to_toml(data))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-m", "lobatto", "run", str(path), "-o", str(tmp_path / "out"), "-q"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and "[port.in] surface = \"top\" is no surface of the box" in lines[0]
