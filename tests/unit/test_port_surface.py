@@ -159,6 +159,9 @@ def test_box_surface_ports_equal_explicit_ports(tmp_path, explicit_s):
                              "pml_side": "zmin", "element_depth": 0.5, "layers": 4, "pml_layers": 2,
                              "extension": 2.0}
     assert derived["out"]["source"] == "z = 1.5" and derived["out"]["direction"] == "-"
+    from lobatto.io.summary import format_summary_table
+
+    assert "surface zmin: source z = -0.5, 4 layers of 0.5 grown (2 [pml] zmin)" in format_summary_table(surface.summary)
     # the effective configuration is the explicit one: planes, sources, [pml] and the longer box
     with h5py.File(tmp_path / "surface" / "guide_sparams.h5", "r") as h5:
         config = h5.attrs["config"]
