@@ -326,3 +326,41 @@ def test_lobatto_run_refuses_with_exit_2(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and "[port.in] surface = \"top\" is no surface of the box" in lines[0]
+
+
+def test_a_recessed_surface_is_refused(tmp_path):
+    """A step: the guide 0 <= z <= 1 with a side block 0 <= z <= 0.5 beside it; the block's top
+    "step" (z = 0.5, outward +z) is no end of the mesh (z reaches 1), so the [pml] lining the
+    bounding box could not hold its layer."""
+    gmsh = pytest.importorskip("gmsh")
+    path = tmp_path / "step.msh"
+    gmsh.initialize()
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        occ = gmsh.model.occ
+        boxes = [occ.addBox(0, 0, 0, 1, 0.5, 0.5), occ.addBox(0, 0, 0.5, 1, 0.5, 0.5), occ.addBox(1, 0, 0, 0.5, 0.5, 0.5)]
+        occ.fragment([(3, b) for b in boxes], [])
+        occ.synchronize()
+        for _, curve in gmsh.model.getEntities(1):
+            gmsh.model.mesh.setTransfiniteCurve(curve, 2)
+        step, walls = [], []
+        for _, surface in gmsh.model.getEntities(2):
+            gmsh.model.mesh.setTransfiniteSurface(surface)
+            gmsh.model.mesh.setRecombine(2, surface)
+            up, _ = gmsh.model.getAdjacencies(2, surface)
+            x0, _, z0, x1, _, z1 = gmsh.model.getBoundingBox(2, surface)
+            if len(up) == 1:
+                (step if z1 - z0 < 1e-6 and abs(z0 - 0.5) < 1e-6 and x0 > 1 - 1e-6 else walls).append(surface)
+        for volume in gmsh.model.getEntities(3):
+            gmsh.model.mesh.setTransfiniteVolume(volume[1])
+        gmsh.model.addPhysicalGroup(2, step, name="step")
+        gmsh.model.addPhysicalGroup(2, walls, name="walls")
+        gmsh.model.addPhysicalGroup(3, [v for _, v in gmsh.model.getEntities(3)], name="guide")
+        gmsh.model.mesh.generate(3)
+        gmsh.write(str(path))
+    finally:
+        gmsh.finalize()
+    data = {**copy.deepcopy(SURFACE), "mesh": {"generator": "gmsh", "file": str(path), "boundary": "pec"},
+            "port": {"in": {"surface": "step", "mode": "TE10"}}}
+    with pytest.raises(InputError, match=r"\[port.in\] surface = \"step\" at z = 0.5 is not the mesh's zmax end"):
+        lobatto.run(data, output_dir=tmp_path / "out")
