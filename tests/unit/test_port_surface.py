@@ -364,3 +364,37 @@ def test_a_recessed_surface_is_refused(tmp_path):
             "port": {"in": {"surface": "step", "mode": "TE10"}}}
     with pytest.raises(InputError, match=r"\[port.in\] surface = \"step\" at z = 0.5 is not the mesh's zmax end"):
         lobatto.run(data, output_dir=tmp_path / "out")
+
+
+def test_a_pml_table_of_the_case_is_followed():
+    """With a [pml] on other sides, the grown layers take its elements and reflection, and its
+    sides gain the ports' (the case is only rewritten here: no run)."""
+    from lobatto.systems.maxwell.port_surface import resolve
+
+    data = copy.deepcopy(SURFACE)
+    data["ports"].pop("pml_elements")
+    data["pml"] = {"sides": ["xmin", "xmax"], "elements": 3, "reflection": 1e-6}
+    resolved, derived = resolve(case_from_dict(data))
+    assert resolved["pml"]["sides"] == ["xmin", "xmax", "zmin", "zmax"] and resolved["pml"]["elements"] == 3
+    assert resolved["pml"]["reflection"] == 1e-6 and derived["in"]["layers"] == 5
+    assert resolved["mesh"]["elements"] == [2, 1, 12] and resolved["mesh"]["upper"][2] == 3.5
+    assert resolved["port"]["out"] == {"plane": "z = 1.0", "source": "z = 1.5", "direction": "-",
+                                       "shape": "rectangle", "mode": "TE10"}
+    data["pml"] = {"sides": ["xmin"], "thickness": 1.0}  # two elements of 0.5 behind the surfaces
+    assert resolve(case_from_dict(data))[1]["in"]["pml_layers"] == 2
+
+
+@pytest.mark.parametrize("extrude, message", [
+    ("zmin", r"\[mesh\] extrude must be a list of tables"),
+    ([{"surface": "port1", "layers": 0, "thickness": 0.5}], r"layers = 0"),
+    ([{"surface": "port1", "layers": 2}], r"exactly surface, layers and thickness"),
+    ([{"surface": "port1", "layers": 2, "thickness": -1.0}], r"thickness = -1"),
+])
+def test_mesh_extrude_parse_errors(tmp_path, extrude, message):
+    path = tmp_path / "m.msh"
+    path.write_text("")  # parsed, not read
+    data = {**copy.deepcopy(EXPLICIT), "mesh": {"generator": "gmsh", "file": str(path), "extrude": extrude}}
+    with pytest.raises(InputError, match=message):
+        case_from_dict(data)
+    with pytest.raises(InputError, match=r"\[mesh\] extrude grows layers on a mesh file's surfaces"):
+        case_from_dict({**copy.deepcopy(EXPLICIT), "mesh": {**EXPLICIT["mesh"], "extrude": extrude}})
