@@ -231,9 +231,13 @@ def test_gmsh_surface_errors(tmp_path):
                                                            r"\"port3\" in the mesh \(its surfaces: port1, port2, walls\)"),
             ({"in": {"surface": "walls", "mode": "TE10"}}, r"\[port.in\] surface: the surface \"walls\" is not a plane"),
             ({"out": {"surface": "port1", "mode": "TE10"}}, r"\[port.out\] surface = \"port1\" lies on side zmin, as "
-                                                            r"\[port.in\]")):
+                                                            r"\[port.in\]"),
+            ({"deform": {"x": "0.01 * z"}}, r"\[port.in\] surface cannot go with \[mesh.deform\]")):
         data = copy.deepcopy(base)
-        data["port"].update(change)
+        if "deform" in change:
+            data["mesh"]["deform"] = change["deform"]
+        else:
+            data["port"].update(change)
         with pytest.raises(InputError, match=message):
             lobatto.run(data, output_dir=tmp_path / "x")
 

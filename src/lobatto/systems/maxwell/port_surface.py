@@ -110,6 +110,9 @@ def _file_planes(case, found) -> list:
     from lobatto.mesh.readers import mesh_from_file
 
     m = case.mesh
+    if m.deform:
+        raise InputError(f"{case.source}: [port.{found[0].name}] surface cannot go with [mesh.deform] (the grown "
+                         "layers would be deformed too): give plane, source and direction, and a [pml]")
     whole = mesh_from_file(m.generator, m.file, case.discretization.order, m.boundaries, m.boundary)
     whole = apply_extrusions(whole, m.extrude, f"{case.source}: [mesh] extrude") if m.extrude else whole
     out = []
