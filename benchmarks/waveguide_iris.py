@@ -12,6 +12,7 @@ moved to the port planes, 1.25 before and behind the diaphragm. Also printed: pa
     python benchmarks/waveguide_iris.py --orders 4 --refine 2     # elements halved in x and z
     python benchmarks/waveguide_iris.py --backend cuda --orders 4 5 6 7 --json benchmarks/waveguide_iris_cuda.json
     python benchmarks/waveguide_iris.py --mesh-file iris.re2 ...   # the mesh as a Nek file (no gmsh SDK needed)
+    python benchmarks/waveguide_iris.py --surface --orders 3      # examples/waveguide_iris_surface.toml
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ from waveguide_mode_matching import iris_sparameters  # noqa: E402
 from lobatto.bench.report import write_json  # noqa: E402
 
 CASE = ROOT / "examples" / "waveguide_iris.toml"
+#: the same two-port on the device-only mesh with ports on its end surfaces (the same planes)
+SURFACE_CASE = ROOT / "examples" / "waveguide_iris_surface.toml"
 #: the port planes' distances from the diaphragm's faces (z = 1.5 and 4.125; iris 2.75 - 2.875)
 BEFORE, AFTER = 1.25, 1.25
 MODES = 160
 
 
-def case(order: int, t_end: float, until: float | None, mesh: Path | None = None) -> dict:
-    """The example as a dict, with its mesh path made absolute (or `mesh`) and the run's order
-    and length."""
-    data = tomllib.loads(CASE.read_text())
+def case(order: int, t_end: float, until: float | None, mesh: Path | None = None, surface: bool = False) -> dict:
+    """The example (or its surface-port twin) as a dict, with its mesh path made absolute (or
+    `mesh`) and the run's order and length."""
+    data = tomllib.loads((SURFACE_CASE if surface else CASE).read_text())
     data["mesh"]["file"] = str(mesh or (CASE.parent / data["mesh"]["file"]).resolve())
     if mesh is not None and Path(mesh).suffix in (".re2", ".rea"):
         # the same hexahedra as a Nek file (all boundary faces "PEC"): machines without the gmsh SDK
@@ -86,6 +89,8 @@ def main(argv=None) -> int:
     parser.add_argument("--mesh-file", default=None,
                         help="a mesh of the example's geometry to use instead (.msh, or .re2 with PEC boundary codes)")
     parser.add_argument("--reference-only", action="store_true", help="print mode matching at the planes; no run")
+    parser.add_argument("--surface", action="store_true",
+                        help="run examples/waveguide_iris_surface.toml (ports on the device-only mesh's surfaces)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     data = tomllib.loads(CASE.read_text())["ports"]
@@ -112,12 +117,14 @@ def main(argv=None) -> int:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         mesh = Path(mesh_dir.name) / "iris.msh"
-        print(f"mesh refined {args.refine}x: {module.build(mesh, 0.125 / args.refine, 0.125 / args.refine, 1, 0.25 / args.refine)} "
-              "hexahedra")
+        count = module.build(mesh, 0.125 / args.refine, 0.125 / args.refine, 1, 0.25 / args.refine,
+                             device_only=args.surface)
+        print(f"mesh refined {args.refine}x: {count} hexahedra")
     for order in args.orders:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            lobatto.run(case(order, args.t_end, args.until_decayed, mesh), backend=args.backend, output_dir=tmp)
+            lobatto.run(case(order, args.t_end, args.until_decayed, mesh, args.surface), backend=args.backend,
+                        output_dir=tmp)
             seconds = time.perf_counter() - start
             f, s = read_s(Path(tmp), "iris")
         exact = reference(f)
@@ -133,7 +140,7 @@ def main(argv=None) -> int:
             rows.append(row)
             print(f"{order:>3}{f[k]:>7.3f}{abs(s[k, 0, 0]):>9.5f}{d[0, 0]:>10.2e}{d[1, 0]:>10.2e}{d[0, 1]:>10.2e}"
                   f"{d[1, 1]:>10.2e}{row['passivity']:>11.2e}{row['reciprocity']:>10.2e}{seconds:>9.1f}")
-    write_json(args.json, {"benchmark": "waveguide_iris", "device": device_name(args.backend),
+    write_json(args.json, {"benchmark": "waveguide_iris_surface" if args.surface else "waveguide_iris", "device": device_name(args.backend),
                            "backend": args.backend, "commit": commit(),
                            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                            "arguments": vars(args), "rows": rows})

@@ -27,7 +27,8 @@ def cylinder_rea(path, m: int = 1, layers: int = 2, radius: float = 1.0, length:
     """Write the O-grid cylinder (axis z, 0 <= z <= length) as a .rea; returns the element count.
     Per layer: m x m elements in the square of half width square * radius, 4m elements between it
     and the wall, whose wall edges (Nek edges 2 and 6) are circle arcs of the cylinder's radius.
-    The ends z = 0 and length are periodic (``ends = "P"``) or faces of that boundary code."""
+    The ends z = 0 and length are periodic (``ends = "P"``) or faces of that boundary code (a pair:
+    the codes at z = 0 and z = length)."""
     a = square * radius
     g = np.linspace(-a, a, m + 1)
     quads = [([(g[i], g[j]), (g[i + 1], g[j]), (g[i + 1], g[j + 1]), (g[i], g[j + 1])], False)
@@ -49,10 +50,11 @@ def cylinder_rea(path, m: int = 1, layers: int = 2, radius: float = 1.0, length:
                 curves += [(e, 2, [radius, 0, 0, 0, 0], "C"), (e, 6, [radius, 0, 0, 0, 0], "C")]
                 bcs.append((e, 2, "PEC", np.zeros(5)))
             periodic = ends == "P"
+            low, high = (ends, ends) if isinstance(ends, str) else ends
             if layer == 0:
-                bcs.append((e, 5, ends, [(layers - 1) * nq + q + 1, 6, 0, 0, 0] if periodic else np.zeros(5)))
+                bcs.append((e, 5, low, [(layers - 1) * nq + q + 1, 6, 0, 0, 0] if periodic else np.zeros(5)))
             if layer == layers - 1:
-                bcs.append((e, 6, ends, [q + 1, 5, 0, 0, 0] if periodic else np.zeros(5)))
+                bcs.append((e, 6, high, [q + 1, 5, 0, 0, 0] if periodic else np.zeros(5)))
     write_rea(path, np.array(corners), curves=curves, bcs=bcs)
     return len(corners)
 

@@ -3,6 +3,11 @@ examples/waveguide_iris.toml (the ports' two-port validation, docs/electromagnet
 
     python examples/meshes/waveguide_iris.py            # writes examples/meshes/waveguide_iris.msh
     python examples/meshes/waveguide_iris.py OUT.msh --hx 0.0625 --hz 0.0625 --ny 2
+    python examples/meshes/waveguide_iris.py --device-only   # examples/meshes/waveguide_iris_device.msh
+
+``--device-only`` writes the guide between the two reference planes only (z = 1.5 .. 4.125,
+surfaces "port1" and "port2" at its ends): examples/waveguide_iris_surface.toml names them as
+ports and lobatto grows the source planes and the layers behind them.
 
 The guide a x b = 1 x 0.5 (x across, y the height) runs along z from 0 to 5.5. A PEC
 diaphragm of thickness t = 0.125 at 2.75 <= z <= 2.875 leaves a centred window 0.25 <= x <= 0.75
@@ -40,9 +45,18 @@ LAYER = 1.0  # the [pml]'s depth at each end
 LENGTH = 5.5
 
 
-def build(path, hx: float = 0.125, hz: float = 0.125, ny: int = 1, hz_pml: float = 0.25) -> int:
+#: the device-only mesh's ends: the reference planes of examples/waveguide_iris.toml
+PLANES = (1.5, 4.125)
+
+
+def build(path, hx: float = 0.125, hz: float = 0.125, ny: int = 1, hz_pml: float = 0.25,
+          device_only: bool = False) -> int:
     """Write the mesh to `path`; returns its number of hexahedra."""
     xs, zs = (0.0, *WINDOW, A), (0.0, LAYER, *IRIS, LENGTH - LAYER, LENGTH)
+    ends = {"zmin": 0.0, "zmax": LENGTH}
+    if device_only:  # no end blocks: from the first reference plane to the second
+        zs, hz_pml, ends = (PLANES[0], PLANES[0], *IRIS, PLANES[1], PLANES[1]), hz, {"port1": PLANES[0],
+                                                                                    "port2": PLANES[1]}
     for values, h, name in ((xs, hx, "hx"), (zs[1:-1], hz, "hz"), ((0.0, LAYER), hz_pml, "hz_pml")):
         for lo, hi in zip(values[:-1], values[1:]):
             if abs((hi - lo) / h - round((hi - lo) / h)) > 1e-6:
@@ -57,6 +71,8 @@ def build(path, hx: float = 0.125, hz: float = 0.125, ny: int = 1, hz_pml: float
             for k in range(5):
                 if k == 2 and i != 1:  # the diaphragm: no elements
                     continue
+                if zs[k + 1] - zs[k] <= 0:  # (device only: no end blocks)
+                    continue
                 blocks.append(occ.addBox(xs[i], 0.0, zs[k], xs[i + 1] - xs[i], B, zs[k + 1] - zs[k]))
         occ.fragment([(3, b) for b in blocks], [])
         occ.synchronize()
@@ -65,7 +81,7 @@ def build(path, hx: float = 0.125, hz: float = 0.125, ny: int = 1, hz_pml: float
             if x1 - x0 > 1e-6:
                 count = round((x1 - x0) / hx)
             elif z1 - z0 > 1e-6:
-                in_layer = z1 <= LAYER + 1e-6 or z0 >= LENGTH - LAYER - 1e-6
+                in_layer = not device_only and (z1 <= LAYER + 1e-6 or z0 >= LENGTH - LAYER - 1e-6)
                 count = round((z1 - z0) / (hz_pml if in_layer else hz))
             else:
                 count = ny
@@ -76,17 +92,16 @@ def build(path, hx: float = 0.125, hz: float = 0.125, ny: int = 1, hz_pml: float
         volumes = [tag for _, tag in gmsh.model.getEntities(3)]
         for volume in volumes:
             gmsh.model.mesh.setTransfiniteVolume(volume)
-        groups = {"zmin": [], "zmax": [], "walls": [], "iris": []}
+        groups = {**{name: [] for name in ends}, "walls": [], "iris": []}
         for _, surface in gmsh.model.getEntities(2):
             up, _ = gmsh.model.getAdjacencies(2, surface)
             if len(up) != 1:  # inside the guide
                 continue
             x0, y0, z0, x1, y1, z1 = gmsh.model.getBoundingBox(2, surface)
             flat_x, flat_z = x1 - x0 < 1e-6, z1 - z0 < 1e-6  # OCC boxes are padded by ~1e-7
-            if flat_z and abs(z0) < 1e-6:
-                groups["zmin"].append(surface)
-            elif flat_z and abs(z0 - LENGTH) < 1e-6:
-                groups["zmax"].append(surface)
+            end = next((name for name, z in ends.items() if flat_z and abs(z0 - z) < 1e-6), None)
+            if end is not None:
+                groups[end].append(surface)
             elif flat_z or (flat_x and min(abs(x0 - w) for w in WINDOW) < 1e-6):
                 groups["iris"].append(surface)  # the diaphragm's two sides, the window's edges
             else:
@@ -108,13 +123,17 @@ def build(path, hx: float = 0.125, hz: float = 0.125, ny: int = 1, hz_pml: float
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", nargs="?", type=Path, default=HERE / "waveguide_iris.msh")
+    parser.add_argument("path", nargs="?", type=Path, default=None,
+                        help="default: waveguide_iris.msh (waveguide_iris_device.msh with --device-only) here")
     parser.add_argument("--hx", type=float, default=0.125, help="element size across (x); default 0.125")
     parser.add_argument("--hz", type=float, default=0.125, help="element size along (z); default 0.125")
     parser.add_argument("--ny", type=int, default=1, help="elements in y (the fields are uniform in y); default 1")
     parser.add_argument("--hz-pml", type=float, default=0.25, help="element size along z in the layers; default 0.25")
+    parser.add_argument("--device-only", action="store_true", help="the guide between the reference planes only")
     args = parser.parse_args(argv)
-    count = build(args.path, args.hx, args.hz, args.ny, args.hz_pml)
+    if args.path is None:
+        args.path = HERE / ("waveguide_iris_device.msh" if args.device_only else "waveguide_iris.msh")
+    count = build(args.path, args.hx, args.hz, args.ny, args.hz_pml, args.device_only)
     print(f"{args.path}: {count} hexahedra")
     return 0
 

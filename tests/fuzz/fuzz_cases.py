@@ -111,7 +111,7 @@ CHOICES = {
     ("parallel", "overlap"): (True, False, "auto"),
 }
 ALL_KEYS = {
-    "mesh": ("generator", "elements", "lower", "upper", "periodic", "boundary", "boundaries", "deform"),
+    "mesh": ("generator", "elements", "lower", "upper", "periodic", "boundary", "boundaries", "deform", "extrude"),
     "discretization": ("order", "flux"),
     "physics": ("equations", "epsilon", "mu", "density", "sound_speed"),
     "time": ("integrator", "t_end", "cfl", "dt"),
@@ -740,6 +740,9 @@ def op_add_key(rng, data):
     elif key == "deform":
         value = {a: rng.choice(("0.05*sin(pi*x)*sin(pi*y)*sin(pi*z)", "0.1*x", "0.3*sin(2*pi*y)"))
                  for a in rng.sample(("x", "y", "z"), rng.randint(1, 3))}
+    elif key == "extrude":  # mesh files only (a box refuses it); bad entries refused too
+        value = rng.choice(([{"surface": "xmin", "layers": 2, "thickness": 0.25}], [{"surface": "xmin"}],
+                            [{"surface": "", "layers": 0, "thickness": -1.0}], "xmin", [3]))
     elif key in ("periodic",):
         value = [rng.random() < 0.5 for _ in range(3)]
     elif key == "equations":
@@ -1040,6 +1043,9 @@ MAXWELL_TABLES = {
     "port": {"in": {"plane": "x = 0.5", "source": "x = 0.25", "direction": "+", "mode": "TE01"},
              "out": {"plane": "x = 0.75", "direction": "-", "mode": "TE01", "shape": "rectangle"}},
     "ports": {"frequencies": [0.8, 1.2], "drive": "all"},
+    # ports on named surfaces (port_surface.py): the box grows a source plane and a [pml] behind each
+    "port_surface": {"in": {"surface": "xmin", "mode": "TE01"}, "out": {"surface": "xmax", "mode": "TE01"}},
+    "ports_surface": {"frequencies": [0.8, 1.2], "pml_elements": 1},
 }
 #: the [time] keys of the decay stop, mutated as the Maxwell tables' numbers
 DECAY_KEYS = ("until_decayed", "decay_interval", "decay_watch")
@@ -1082,7 +1088,8 @@ def op_maxwell_table(rng, data):
         top = {"drude": "material", "lorentz": "material", "debye": "material", "library": "material",
                "anisotropic": "material", "averaged": "material", "averaged_poles": "material",
                "dipole": "source", "magnetic": "source",
-               "current": "source", "plane_wave": "source", "plane_wave_cw": "source"}.get(kind, kind)
+               "current": "source", "plane_wave": "source", "plane_wave_cw": "source", "port_surface": "port",
+               "ports_surface": "ports"}.get(kind, kind)
         if kind in ("dft", "dft_planes", "dft_normalized", "dft_tapered"):
             set_at(data, ("output", "dft"), table)
         elif kind == "decay":

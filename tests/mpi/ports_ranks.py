@@ -1,8 +1,12 @@
 """Run under mpiexec -n 3 by test_ports_ranks.py: the two-port guide of test_ports.py with both
 ports driven on 3 ranks, on 2 of them (a sub-communicator) and on 1 (rank 0 alone), in one
 launch. The mesh is cut along the guide, so on 3 ranks a rank holds none of a port plane's
-faces (the plane z = 2 has 2 faces, on at most 2 ranks). Rank 0 prints, per rank count, S and
-how many ranks held each plane's faces, as JSON."""
+faces (the plane z = 2 has 2 faces, on at most 2 ranks). Then the same for the device-only
+gmsh guide with ports on its named surfaces (test_port_surface.py; the box's sides where gmsh is
+missing): the extension grown on the whole mesh before partitioning, so that every rank count
+runs the same elements, and on 3 ranks a rank holds none of a surface. Rank 0 prints, per rank
+count, S and how many ranks held each plane's faces, as JSON ("1".."3"; "s1".."s3" the surface
+case)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from mpi4py import MPI
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 import lobatto  # noqa: E402
+from test_port_surface import SURFACE  # noqa: E402
 from test_ports import GUIDE  # noqa: E402
 
 CASE = copy.deepcopy(GUIDE)
@@ -28,9 +33,25 @@ CASE["ports"]["drive"] = "all"
 CASE["time"] = {"t_end": 34.0}  # a fixed end: the decay stop's energy sum may differ in its last bits between rank counts
 
 
-def run(comm, directory):
+def surface_case(root: str) -> dict:
+    """SURFACE on the gmsh guide z = 0 .. 1 (written by rank 0), or on the box without gmsh."""
+    try:
+        import gmsh  # noqa: F401
+    except ImportError:
+        return copy.deepcopy(SURFACE)
+    from test_port_surface import guide_msh
+
+    path = Path(root) / "short.msh"
+    if MPI.COMM_WORLD.rank == 0:
+        guide_msh(path, 0.0, 1.0, 0.5)
+    MPI.COMM_WORLD.Barrier()
+    return {**copy.deepcopy(SURFACE), "mesh": {"generator": "gmsh", "file": str(path), "boundary": "pec"},
+            "port": {"in": {"surface": "port1", "mode": "TE10"}, "out": {"surface": "port2", "mode": "TE10"}}}
+
+
+def run(comm, directory, case=CASE):
     with contextlib.redirect_stdout(io.StringIO()):
-        result = lobatto.run(copy.deepcopy(CASE), output_dir=directory, comm=comm)
+        result = lobatto.run(copy.deepcopy(case), output_dir=directory, comm=comm)
     system = result.simulation.system
     holders = {}
     for name in ("in", "out"):
@@ -54,6 +75,12 @@ def main() -> int:
         out[2] = run(pair, f"{root}/r2")
     if world.rank == 0:
         out[1] = run(None, f"{root}/r1")
+    surface = surface_case(root)
+    out["s3"] = run(world, f"{root}/s3", surface)
+    if world.rank < 2:
+        out["s2"] = run(pair, f"{root}/s2", surface)
+    if world.rank == 0:
+        out["s1"] = run(None, f"{root}/s1", surface)
     world.Barrier()
     if world.rank == 0:
         json.dump(out, sys.stdout)

@@ -1,5 +1,6 @@
 """Ports and S-parameters on 1, 2 and 3 ranks in one mpiexec launch (ports_ranks.py): the same
-S-matrix to 1e-12, with a rank that holds none of a port plane's faces on 3 ranks."""
+S-matrix to 1e-12, with a rank that holds none of a port plane's faces on 3 ranks; and the same
+for ports on named surfaces of a device-only mesh (the extension grown before partitioning)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,9 @@ def test_ranks_give_the_serial_s_matrix():
         s = np.array(out[ranks]["re"]) + 1j * np.array(out[ranks]["im"])
         assert np.abs(s - serial).max() <= 1e-12, ranks
     assert min(out["3"]["holders"].values()) < 3  # some rank holds none of a plane's faces
+    surface = np.array(out["s1"]["re"]) + 1j * np.array(out["s1"]["im"])
+    assert np.all(np.isfinite(surface[:, :, 0]))  # port "in" driven
+    for ranks in ("s2", "s3"):
+        s = np.array(out[ranks]["re"]) + 1j * np.array(out[ranks]["im"])
+        assert np.abs(s[:, :, 0] - surface[:, :, 0]).max() <= 1e-12, ranks
+    assert min(out["s3"]["holders"].values()) < 3  # some rank holds none of a surface's faces

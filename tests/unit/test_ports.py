@@ -168,7 +168,7 @@ def _with(**changes):
 
 
 PARSE_ERRORS = [
-    ({"port__in__plane": None}, r"\[port.in\] plane is required"),
+    ({"port__in__plane": None}, r"\[port.in\] needs surface .* or plane and direction \(plane is missing\)"),
     ({"port__in__direction": "up"}, r"\[port.in\] direction"),
     ({"port__in__source": "z = 2.0"}, r"upstream of plane"),
     ({"port__in__source": "x = 0.5"}, r"same axis"),

@@ -34,3 +34,28 @@ def test_cuda_s_matrix_equals_cpu(tmp_path):
     assert np.all(np.isfinite(s)) and np.abs(s[:, 1, 0] - s[:, 0, 1]).max() < 1e-4
     assert np.abs(out["cuda"][0] - s).max() <= 1e-9, np.abs(out["cuda"][0] - s).max()
     assert {k: v["steps"] for k, v in out["cuda"][1].items()} == {k: v["steps"] for k, v in runs.items()}
+
+
+def test_cuda_surface_ports_equal_cpu(tmp_path):
+    """Ports on the curved O-grid cylinder's end surfaces (test_port_surface.py): the grown
+    extension is host-side mesh work, so CUDA's S equals the CPU's on the extended mesh."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from cylwave import cylinder_rea
+
+    path = tmp_path / "cyl.rea"
+    cylinder_rea(path, m=1, layers=1, length=0.5, ends=("I", "O"))
+    case = {"mesh": {"generator": "nek", "file": str(path), "boundary": "pec", "boundaries": {"PEC": "pec"}},
+            "discretization": {"order": 3}, "physics": {"equations": "maxwell"}, "time": {"t_end": 14.0},
+            "port": {"a": {"surface": "I", "shape": "circle", "mode": "TE11"},
+                     "b": {"surface": "O", "shape": "circle", "mode": "TE11"}},
+            "ports": {"fmin": 0.5, "fmax": 1.0, "count": 3, "pml_elements": 2},
+            "output": {"formats": [], "name": "guide"}}
+    out = {}
+    for backend in ("cpu", "cuda"):
+        lobatto.run(copy.deepcopy(case), backend=backend, output_dir=tmp_path / backend)
+        with h5py.File(tmp_path / backend / "guide_sparams.h5", "r") as f:
+            out[backend] = f["S"][()]
+    assert np.all(np.isfinite(out["cpu"])) and np.abs(out["cuda"] - out["cpu"]).max() <= 1e-9

@@ -106,3 +106,33 @@ def test_ports_refuse_a_file_mesh_whose_walls_are_not_pec(tmp_path, kind):
         Simulation(case_from_dict(data, name="iris"), backend="cpu", output_dir=str(tmp_path), comm=None)
     data["mesh"]["boundaries"] = {"walls": "pec"}
     Simulation(case_from_dict(data, name="iris"), backend="cpu", output_dir=str(tmp_path / "pec"), comm=None).close()
+
+
+def test_the_surface_example_resolves_to_the_explicit_planes(tmp_path):
+    """examples/waveguide_iris_surface.toml: its device-only mesh is the generator's (164
+    hexahedra, surfaces port1 and port2 at z = 1.5 and 4.125), its ports resolve to the explicit
+    example's reference planes with sources one element (0.125) behind them and 8 + 2 layers
+    grown, and a run of the resolved case is set up (order 1; the S run is benchmarks/waveguide_iris.py
+    --surface)."""
+    from lobatto.api import load_case
+    from lobatto.systems.maxwell.port_surface import resolve
+
+    spec = importlib.util.spec_from_file_location("waveguide_iris_mesh", ROOT / "examples" / "meshes" / "waveguide_iris.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build(tmp_path / "device.msh", device_only=True) == 164
+    ours, committed = (mesh_from_file("gmsh", p, 1) for p in (tmp_path / "device.msh",
+                                                               ROOT / "examples" / "meshes" / "waveguide_iris_device.msh"))
+    a, b = centroids(ours), centroids(committed)
+    assert np.allclose(a[np.lexsort(a.T)], b[np.lexsort(b.T)], atol=1e-12)
+    assert set(committed.group_names) == {"port1", "port2", "walls", "iris"}
+    data, derived = resolve(load_case(ROOT / "examples" / "waveguide_iris_surface.toml"))
+    assert [data["port"][p]["plane"] for p in ("in", "out")] == ["z = 1.5", "z = 4.125"]
+    assert [data["port"][p]["source"] for p in ("in", "out")] == ["z = 1.375", "z = 4.25"]
+    assert derived["in"]["layers"] == 10 and derived["in"]["extension"] == pytest.approx(1.25)
+    assert data["pml"] == {"sides": ["zmin", "zmax"], "elements": 8, "reflection": 1e-8}
+    data["discretization"]["order"] = 1
+    data["ports"]["drive"] = ["in"]
+    sim = Simulation(case_from_dict(data, name="iris"), backend="cpu", output_dir=str(tmp_path / "run"), comm=None)
+    assert sim.system.mesh.num_elements == 164 + 2 * 10 * 8
+    sim.close()

@@ -26,6 +26,7 @@ class MeshSection:
     boundaries: dict  # box: side -> kind or "periodic", all six sides; file: group name -> kind, as given
     deform: dict  # axis -> Expression, only the axes given (may be empty)
     file: str | None = None  # the mesh file (absolute, or as given when the case has no file)
+    extrude: tuple = ()  # file meshes: ({"surface", "layers", "thickness"}, ...) in order (mesh/extrude.py)
 
     @property
     def from_file(self) -> bool:
@@ -201,6 +202,8 @@ class Case:
             mesh["boundaries"] = sides
         if m.deform:
             mesh["deform"] = {a: e.text for a, e in m.deform.items()}
+        if m.extrude:
+            mesh["extrude"] = [dict(e) for e in m.extrude]
         out: dict[str, Any] = {
             "mesh": mesh,
             "discretization": {

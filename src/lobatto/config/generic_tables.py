@@ -74,6 +74,8 @@ MESH = Table("mesh", (
     Key("boundary", "string", None, "the boundary kind of every side (default: the system's)"),
     Key("boundaries", "table", None, "boundary kinds by side or surface group"),
     Key("deform", "table", None, "expressions mapping the box's coordinates"),
+    Key("extrude", "list", None, "mesh files: layers grown outward from named planar surfaces, "
+        '[{surface = "port1", layers = 6, thickness = 0.25}] (written by [port] surface)'),
 ))
 MESH_BOUNDARIES = Table("mesh.boundaries", tuple(Key(s, "string", None, f"the boundary kind of {s}") for s in SIDES))
 MESH_DEFORM = Table("mesh.deform", tuple(Key(a, "expression", None, f"displacement added to the {a} coordinate")

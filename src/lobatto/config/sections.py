@@ -28,6 +28,7 @@ from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CF
                                            default_max_cfl)
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import parse_integrals, parse_probes
+from lobatto.config.extrude import read_extrude
 from lobatto.config.toolkit import (REQUIRED, Context, bool_or_auto, boolean, choice, get_value, integer, is_number,
                                     key_value, positive, read_table, refuse_repeats, show, vector)
 
@@ -185,11 +186,16 @@ def file_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict, gen: str) -> MeshSect
     deform_table = read_table(ctx, mesh, "mesh", "deform")
     deform = read_expressions(ctx, "mesh.deform", deform_table, AXES, AXES)
     return MeshSection(generator=gen, elements=None, lower=None, upper=None, periodic=(False, False, False),
-                       boundary=boundary, boundaries=boundaries, deform=deform, file=str(path))
+                       boundary=boundary, boundaries=boundaries, deform=deform, file=str(path),
+                       extrude=read_extrude(ctx, mesh.get("extrude")))
+
 
 
 def box_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict) -> MeshSection:
     """[mesh] of generator = \"box\"."""
+    if "extrude" in mesh:
+        raise ctx.error("[mesh] extrude grows layers on a mesh file's surfaces; a box is made longer by lower, upper "
+                        "and elements: remove extrude")
     if "file" in mesh:
         raise ctx.error(f"[mesh] file is read by the file generators ({', '.join(MESH_GENERATORS[1:])}); "
                         "generator = \"box\" makes its own mesh: remove file or set generator")

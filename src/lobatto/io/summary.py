@@ -246,6 +246,11 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
             how = (f"driven: {run.get('steps')} steps to t = {_num(run.get('t_final'), '.6g')} ({run.get('stopped')})"
                    if isinstance(run, Mapping) else "measured")
             lines.append(f"    {str(name):<10}{port.get('mode')} at {port.get('plane')}, into {port.get('direction')}; {how}")
+            grown = (ports.get("surfaces") or {}).get(name)
+            if isinstance(grown, Mapping):  # a surface port: what lobatto grew behind it
+                lines.append(f"    {'':<10}surface {grown.get('surface')}: source {grown.get('source')}, "
+                             f"{grown.get('layers')} layers of {_num(grown.get('element_depth'), '.6g')} grown "
+                             f"({grown.get('pml_layers')} [pml] {grown.get('pml_side')})")
         files = ports.get("files") or {}
         if files:
             lines.append(f"  S-parameters: {', '.join(str(v) for v in files.values())} "

@@ -42,11 +42,14 @@ def deformation_from_expressions(deform: dict):
 
 
 def read_mesh_file(case):
-    """The whole mesh of the case's mesh file (every rank reads all of it: docs/meshes.md)."""
+    """The whole mesh of the case's mesh file (every rank reads all of it: docs/meshes.md), with
+    its [mesh] extrude layers grown (before partitioning: every rank grows the same)."""
+    from lobatto.mesh.extrude import apply_extrusions
     from lobatto.mesh.readers import mesh_from_file
 
     m = case.mesh
-    return mesh_from_file(m.generator, m.file, case.discretization.order, m.boundaries, m.boundary)
+    whole = mesh_from_file(m.generator, m.file, case.discretization.order, m.boundaries, m.boundary)
+    return apply_extrusions(whole, m.extrude, "[mesh] extrude") if m.extrude else whole
 
 
 def build_mesh(case, comm=None, whole=None):

@@ -3,8 +3,10 @@
 A case with ``[port.<name>]`` tables runs once per driven port into ``<output>/port_<name>/``
 (that port's mode launched by the system's term), each run with an ``[output.dft]`` on every
 port's plane (monitors/dft.py); after each run the system decomposes the transforms into its
-ports' incoming and outgoing waves, and after the last it writes the S-matrix (rank 0). What
-is physics (the cases, the decomposition, the files) is the system's ``port_runs``.
+ports' incoming and outgoing waves, and after the last it writes the S-matrix (rank 0). Ports
+on named surfaces are first resolved into explicit planes, a [pml] and the mesh's extension
+(the system's ``resolve``). What is physics (the cases, the decomposition, the files) is the
+system's ``port_runs``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
     if runs_of is None:
         raise InputError(f"{case.source}: [port] tables do not apply to {case.physics.equations}")
     comm = world_comm() if comm == "world" else comm  # (run_case's default) one communicator for every run
+    # ports on named surfaces: the case with its planes, [pml] and mesh extension made explicit,
+    # found on the whole mesh by every rank alike (a rank's error is every rank's)
+    with collective_errors(comm):
+        resolved = runs_of.resolve(case)
+    surfaces = {}
+    if resolved is not None:
+        data, surfaces = resolved
+        case = parse_case(data, source=case.source, name=case.name, systems=physics_specs(), monitors=monitor_tables())
     runs_of.check(case)
     if getattr(case.output, "dft", None) is not None:
         raise InputError(f"{case.source}: [output.dft] cannot go with [port] tables yet (each port's run transforms "
@@ -71,6 +81,8 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
         del sim, monitor, results
     out = dict(summary)
     out["ports"] = {**runs_of.describe(case), "runs": runs, "files": runs_of.files(case)}
+    if surfaces:  # what each surface port became: reproducible with these planes, [pml] and mesh
+        out["ports"]["surfaces"] = surfaces
     with collective_errors(comm):
         if rank == 0:  # the S-parameters, and <output>/summary.json: the last run's with the ports
             from lobatto.io.summary import write_summary

@@ -23,6 +23,7 @@ import numpy as np
 
 from lobatto.errors import LobattoError
 from lobatto.systems.maxwell.port_modes import impedance, mode_kind, transverse_h
+from lobatto.systems.maxwell.port_surface import resolve as resolve_surfaces
 from lobatto.systems.maxwell.ports import check_ports, driven, ports_of
 
 SUFFIX = "_sparams.h5"
@@ -62,6 +63,7 @@ class PortRuns:
     """The system's side of runner/ports.py."""
 
     check = staticmethod(check_ports)
+    resolve = staticmethod(resolve_surfaces)
     driven = staticmethod(driven)
 
     @staticmethod

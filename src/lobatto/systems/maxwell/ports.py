@@ -32,12 +32,14 @@ EDGE_SHARE = 0.1
 DELAY_WIDTHS = 6.0
 
 PORT = Table("port.<name>", (
+    Key("surface", "string", None, 'a named planar boundary surface ("port1", a box side "zmin"): the reference '
+        "plane; lobatto grows the source plane and a PML behind it (instead of plane, source and direction)"),
     Key("plane", "string", None, 'the reference plane, "z = 0.75" (element faces across the guide): the '
-        "modal decomposition there, the S-parameters refer to it", required=True),
+        "modal decomposition there, the S-parameters refer to it"),
     Key("source", "string", None, 'where the mode is launched when this port is driven, "z = 0.5" (between '
         "the [pml] layer and plane); absent: the port is only measured"),
-    Key("direction", "choice", None, "along the plane's axis, the direction into the device", choices=DIRECTIONS,
-        required=True),
+    Key("direction", "choice", None, "along the plane's axis, the direction into the device (with plane)",
+        choices=DIRECTIONS),
     Key("shape", "choice", "rectangle", "the cross-section (rectangle: analytic modes)", choices=SHAPES),
     Key("mode", "string", None, 'rectangle: "TE<m><n>" or "TM<m><n>"; any: "TE1", "TM2" (n-th lowest of a kind)',
         required=True),
@@ -50,6 +52,9 @@ PORTS = Table("ports", (
     Key("count", "positive_integer", None, "frequencies from fmin to fmax, evenly spaced",
         range=Range(1, MOST_FREQUENCIES, reason="each is a running transform on every port plane at every step")),
     Key("drive", "list", "all", 'the ports driven, one run each: "all" (every port with a source) or a list of names'),
+    Key("pml_elements", "positive_integer", 4, "surface ports without a [pml] table: layers of PML elements "
+        "grown behind each surface", range=Range(1, 50, reason="a few absorb to the target reflection; every layer "
+                                                   "is as many elements as the surface has faces")),
 ))
 
 
@@ -64,6 +69,7 @@ class PortSpec:
     direction: str
     shape: str
     mode: str
+    surface: str | None = None  # a named boundary surface: axis, plane, source, direction not yet known
 
     @property
     def sign(self) -> float:
@@ -75,6 +81,8 @@ class PortSpec:
         return plane_name(self.axis, self.plane)
 
     def to_dict(self) -> dict:
+        if self.surface is not None:
+            return {"surface": self.surface, "shape": self.shape, "mode": self.mode}
         out = {"plane": f"{AXES[self.axis]} = {self.plane!r}", "direction": self.direction, "shape": self.shape,
                "mode": self.mode}
         if self.source is not None:
@@ -96,11 +104,14 @@ class PortsSpec:
     frequencies: tuple
     drive: Any
     band: tuple | None = None  # (fmin, fmax, count) when given so
+    pml_elements: int | None = None  # given: the layers grown behind surface ports without a [pml]
 
     def to_dict(self) -> dict:
         out = ({"fmin": self.band[0], "fmax": self.band[1], "count": self.band[2]} if self.band is not None
                else {"frequencies": list(self.frequencies)})
         out["drive"] = self.drive if isinstance(self.drive, str) else list(self.drive)
+        if self.pml_elements is not None:
+            out["pml_elements"] = self.pml_elements
         return out
 
 
@@ -126,6 +137,12 @@ def _parse_port(ctx, name: str, table) -> PortSpec:
     for key in PORT.keys:
         if key.required and key.name not in table:
             raise ctx.error(f"[{where}] {key.name} is required ({key.doc})")
+    if "surface" in table:
+        return _surface_port(ctx, name, where, table)
+    for key in ("plane", "direction"):
+        if key not in table:
+            raise ctx.error(f"[{where}] needs surface (a named boundary surface) or plane and direction ({key} is "
+                            "missing)")
     axis, plane = _plane(ctx, where, "plane", table["plane"])
     source = None
     if "source" in table:
@@ -138,6 +155,25 @@ def _parse_port(ctx, name: str, table) -> PortSpec:
         raise ctx.bad(where, "source", f"upstream of plane for direction = \"{direction}\" (the mode is launched at "
                       f"source and travels {direction}{AXES[axis]} through plane into the device: source "
                       f"{'<' if direction == '+' else '>'} {plane:g})", table["source"])
+    shape, mode = _shape_mode(ctx, where, table)
+    return PortSpec(name, axis, float(plane), None if source is None else float(source), direction, shape, mode)
+
+
+def _surface_port(ctx, name: str, where: str, table) -> PortSpec:
+    """A port on a named surface: its planes and direction are found on the mesh (port_surface.py)."""
+    given = [k for k in ("plane", "source", "direction") if k in table]
+    if given:
+        raise ctx.error(f"[{where}] surface goes without {', '.join(given)}: the surface is the reference plane, "
+                        "and the source plane and direction follow from it (or give plane, source and direction "
+                        "without surface)")
+    surface = table["surface"]
+    if not isinstance(surface, str) or not surface.strip():
+        raise ctx.bad(where, "surface", 'a boundary surface\'s name ("port1", or a box side "zmin")', surface)
+    shape, mode = _shape_mode(ctx, where, table)
+    return PortSpec(name, -1, math.nan, None, "+", shape, mode, surface=surface)
+
+
+def _shape_mode(ctx, where: str, table) -> tuple[str, str]:
     shape = choice(ctx, where, table, "shape", SHAPES, PORT["shape"].default)
     mode = table["mode"]
     if not isinstance(mode, str) or MODE_TEXT.match(mode) is None:
@@ -149,7 +185,7 @@ def _parse_port(ctx, name: str, table) -> PortSpec:
             parse_rectangle_mode(mode, f"[{where}]")
         except InputError as error:
             raise ctx.error(str(error)) from None
-    return PortSpec(name, axis, float(plane), None if source is None else float(source), direction, shape, mode)
+    return shape, mode
 
 
 def parse_ports(ctx, table) -> PortsSpec:
@@ -186,7 +222,8 @@ def parse_ports(ctx, table) -> PortsSpec:
                 or len(set(drive)) != len(drive)):
             raise ctx.bad(where, "drive", '"all" or a non-empty list of distinct port names', drive)
         drive = tuple(drive)
-    return PortsSpec(tuple(float(f) for f in frequencies), drive, band)
+    layers = integer(ctx, where, table, "pml_elements", None, 1, 50) if "pml_elements" in table else None
+    return PortsSpec(tuple(float(f) for f in frequencies), drive, band, layers)
 
 
 def ports_of(case) -> tuple[PortTables, PortsSpec | None]:
@@ -213,6 +250,10 @@ def check_ports(case) -> None:
         raise InputError(f"{where}: [port.{ports[0].name}] needs a [ports] table with the frequencies "
                          "(frequencies = [...] or fmin, fmax, count)")
     names = [p.name for p in ports]
+    surface = next((p for p in ports if p.surface is not None), None)
+    if surface is not None:  # the port runs (runner/ports.py) resolve surfaces first (port_surface.py)
+        raise InputError(f"{where}: [port.{surface.name}] surface = \"{surface.surface}\" is resolved by the port "
+                         "runs (lobatto run, lobatto.run): a single Simulation needs plane, source and direction")
     for name in (() if spec.drive == "all" else spec.drive):
         if name not in names:
             raise InputError(f"{where}: [ports] drive names \"{name}\", which is no port (ports: {', '.join(names)})")
