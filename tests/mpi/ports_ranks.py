@@ -12,7 +12,6 @@ import io
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import h5py
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 import lobatto  # noqa: E402
 from test_ports import GUIDE  # noqa: E402
+from quiet import quiet_barrier  # noqa: E402
 
 CASE = copy.deepcopy(GUIDE)
 CASE["ports"]["drive"] = "all"
@@ -55,11 +55,7 @@ def main() -> int:
         out[2] = run(pair, f"{root}/r2")
     if world.rank == 0:
         out[1] = run(None, f"{root}/r1")
-    # the ranks left out of the 2- and 1-rank runs wait asleep: in MPI_Barrier they would poll,
-    # and on the 2-core CI machine take the cores those runs need
-    done = world.Ibarrier()
-    while not done.Test():
-        time.sleep(0.005)
+    quiet_barrier(world)  # the ranks left out of the 2- and 1-rank runs wait asleep
     if world.rank == 0:
         json.dump(out, sys.stdout)
         scratch.cleanup()
