@@ -17,6 +17,7 @@ import tempfile
 
 import numpy as np
 from mpi4py import MPI
+from quiet import quiet_barrier
 
 from lobatto.api import Simulation, case_from_dict
 from lobatto.errors import InputError
@@ -111,10 +112,11 @@ def main() -> int:
         if world.rank == 0:
             found[1] = run(data, None, f"{root}/{name}1")
         out[name] = found
+        quiet_barrier(world)  # the ranks left out of the 2- and 1-rank runs wait asleep
     messages = world.gather(refusal(world, f"{root}/oblique"))
     if world.rank == 0:
         out["refusals"] = messages
-    world.Barrier()
+    quiet_barrier(world)
     if world.rank == 0:
         json.dump(out, sys.stdout)
         scratch.cleanup()

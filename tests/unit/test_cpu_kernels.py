@@ -41,16 +41,19 @@ TOL64 = 1e-13
 TOL32 = 2e-5
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def compiled():
     """Compile every library this module needs once, in parallel."""
     if not cbuild.available():
+        yield
         return
     specs = [maxwell_cpu.maxwell_spec(n, "float64") for n in ORDERS]
     specs += [maxwell_cpu.maxwell_spec(n, "float32") for n in ORDERS_F32]
     specs.append(("gs_local.c", {}))
     cbuild.prebuild(specs)
     cbuild.set_num_threads(2)  # exercise the OpenMP path (element split across threads)
+    yield
+    cbuild.set_num_threads(None)  # the next module in this worker runs on its share of the cores again
 
 
 def deform(x, y, z):

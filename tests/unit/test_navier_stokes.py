@@ -84,9 +84,11 @@ def test_beltrami_converges_spectrally_in_n(tmp_path):
 @pytest.mark.parametrize("integrator,order,steps", [("bdf1", 1, (1e-3, 5e-4, 2.5e-4)),
                                                     ("bdf2", 2, (4e-3, 2e-3, 1e-3)), ("bdf3", 3, (2e-3, 1e-3, 5e-4))])
 def test_beltrami_temporal_order(integrator, order, steps, tmp_path):
+    # BDF1's errors are large enough for N = 7: 9.2657e-5, 4.4309e-5, 2.1834e-5 (slopes 1.064,
+    # 1.021), N = 9 gives 9.2656e-5, 4.4308e-5, 2.1836e-5 (1.064, 1.021)
     found = []
     for dt in steps:
-        u, _, _ = errors(beltrami_case(order=10 if order == 3 else 9, dt=dt, t_end=0.02, integrator=integrator),
+        u, _, _ = errors(beltrami_case(order={1: 7, 2: 9, 3: 10}[order], dt=dt, t_end=0.02, integrator=integrator),
                          tmp_path / str(dt))
         found.append(u)
     slopes = [math.log2(a / b) for a, b in zip(found, found[1:])]
@@ -136,7 +138,9 @@ def test_poiseuille_held_by_the_flow_rate(tmp_path):
     sim = Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
     sim.advance(1)
     assert abs(sim.system.flow_rate.mean(sim.u[:3]) - 2.0 / 3.0) < 1e-12  # on target from the first step
-    sim.advance(800)  # t = 40: the disturbance (slowest decay rate nu (pi^2 + pi^2/4) = 0.62) is gone
+    # t = 20: the disturbance is gone; measured at t = 20 (40): |ux - exact| 3.5e-10 (2.9e-10),
+    # uy 3.2e-11 (3.2e-11), gradient - 2 nu 3.8e-11 (2.7e-11)
+    sim.advance(400)
     assert abs(sim.system.flow_rate.mean(sim.u[:3]) - 2.0 / 3.0) < 1e-12
     assert abs(sim.system.flow_rate.gradient - 2 * nu) < 1e-8
     errs = sim.errors()

@@ -146,3 +146,18 @@ def test_threads_from_cores_ranks_and_load(monkeypatch, cores, ranks, running, e
     threads.apply_thread_policy(environ)
     assert environ["OMP_NUM_THREADS"] == str(expected), environ
     assert (f"{ranks} ranks on the node" in environ["LOBATTO_THREADS_SET_BY"]) == (ranks > 1)
+
+
+def test_the_test_processes_themselves_follow_a_thread_policy():
+    """tests/conftest.py sets the variables in each pytest (xdist worker) process before NumPy
+    and the kernels load: idle workers sleep, and each worker takes cores // workers threads
+    unless the variables were set. Spinning default threads of two workers on the 2-core CI
+    machine had made CI's Maxwell tests 15 times slower. OpenBLAS must have seen the setting,
+    i.e. nothing loaded NumPy before the conftest ran (libgomp loads later, with the first
+    kernel library)."""
+    from lobatto.backends.blas import blas_threads
+
+    assert os.environ.get("OMP_WAIT_POLICY") or os.environ.get("GOMP_SPINCOUNT")
+    assert int(os.environ["OMP_NUM_THREADS"]) >= 1
+    if blas_threads() is not None:
+        assert blas_threads() == int(os.environ["OPENBLAS_NUM_THREADS"])
