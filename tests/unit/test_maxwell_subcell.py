@@ -14,6 +14,7 @@ import pytest
 from lobatto import cli
 from lobatto.api import Simulation, case_from_dict
 from lobatto.discretization.gll import gll_weights
+from lobatto.systems.maxwell import subcell
 
 
 def medium(where, order=3, elements=(3, 2, 1), epsilon=4.0, sampling="average"):
@@ -143,3 +144,51 @@ def test_averaging_halves_the_field_error_of_a_cut_slab():
     averaged = study.measured_reflection(0.5, 4, "average")[3]
     print(f"field error: point {point:.3g}, average {averaged:.3g}")
     assert averaged < 0.5 * point and averaged < 0.1
+
+
+DRUDE_KEYS = {"model": "drude", "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.1}]}
+
+
+def pole_points(where, order, elements=(3, 1, 1)):
+    """(system, the points where an averaged Drude table's poles act: its term's mask w)."""
+    case = case_from_dict({
+        "mesh": {"elements": list(elements), "upper": [1.5, 0.5, 0.5], "periodic": [False, True, True]},
+        "discretization": {"order": order}, "physics": {"equations": "maxwell"},
+        "material": {"slab": {"where": where, "epsilon": 2.0, "sampling": "average", **DRUDE_KEYS}},
+        "time": {"t_end": 0.1}, "output": {"formats": []}})
+    with tempfile.TemporaryDirectory() as out:
+        system = Simulation(case, backend="cpu", output_dir=out, comm=None).system
+    (term,) = [t for t in system.terms if t.name == "dispersion.slab"]
+    acting = np.zeros(system.geometry.coords.shape[1:], dtype=bool)
+    acting[term.elements] = True if term.weight is None else np.asarray(term.weight) == 1.0
+    return system, acting
+
+
+def test_averaged_poles_act_where_more_than_half_the_control_volume_is_inside():
+    """materials.pole_mask: a slab 0.6 < x < 1.1 whose faces cut control volumes (N = 3, shares
+    0.72 and 0.28): subcell.shares are the exact cut fractions, and the poles act exactly where
+    the share is over 1/2 (a rule that took any share, or the whole volume, would differ at the
+    cut points). A plane through
+    the centre points of an element (x = 0.75, N = 4 and 6) halves their volumes: no poles there,
+    for either side of the plane (the share is 1/2 up to rounding, which otherwise picks a side
+    by its last bit)."""
+    order = 3
+    system, acting = pole_points("min(x - 0.6, 1.1 - x)", order)
+    x = system.geometry.coords[0]
+    lower = np.floor(x.min(axis=(1, 2, 3)) / 0.5 + 1e-9) * 0.5
+    lo, hi = control_bounds(None, lower[:, None], lower[:, None] + 0.5, order)  # (E, n) along x
+    inside = np.clip((np.minimum(hi, 1.1) - np.maximum(lo, 0.6)) / (hi - lo), 0.0, 1.0)
+    exact = inside[:, None, None, :] * np.ones_like(x)
+    shares = subcell.shares(system.mesh, system.geometry.coords, order,
+                            lambda x, y, z, part: np.minimum(x - 0.6, 1.1 - x))
+    assert np.max(np.abs(shares - exact)) < 1e-12
+    assert np.any((exact > 0) & (exact <= 0.5)) and np.any((exact > 0.5) & (exact < 1))  # both kinds of cut
+    assert np.array_equal(acting, exact > 0.5)
+    for order in (4, 6):
+        for where in ("x - 0.75", "0.75 - x"):
+            system, acting = pole_points(where, order)
+            x = system.geometry.coords[0]
+            on_plane = np.isclose(x, 0.75, atol=1e-12)
+            assert on_plane.any() and not acting[on_plane].any(), (order, where)
+            inside = (x - 0.75) * (1 if where.startswith("x") else -1) > 1e-6
+            assert acting[inside].all() and not acting[~inside].any()

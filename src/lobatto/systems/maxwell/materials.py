@@ -242,10 +242,11 @@ def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "c
     ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
     control volume is more than half inside the table (subcell.shares): the poles stay per
     point, not averaged (Meep's rule, docs/electromagnetics.md), and an interface on element
-    faces gives the element-wise poles."""
+    faces gives the element-wise poles. A point the interface halves (share 1/2 up to rounding,
+    which would pick a side by its last bit) has none, as where = 0 has none with "point"."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
-    return subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0.5
+    return subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0.5 + 1e-9
 
 
 def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", part=slice(None)) -> np.ndarray:
