@@ -237,16 +237,18 @@ def table_level(t: MaterialTable, mesh, source: str = "case"):
     return lambda x, y, z, part: 2.0 * table_mask(t, mesh, None, None, x.shape, source, part) - 1.0
 
 
-def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
+def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", shares=None) -> np.ndarray:
     """Where table ``t`` sets the poles (its own, or none where it gives epsilon without poles):
     ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
     control volume is more than half inside the table (subcell.shares): the poles stay per
     point, not averaged (Meep's rule, docs/electromagnetics.md), and an interface on element
     faces gives the element-wise poles. A point the interface halves (share 1/2 up to rounding,
-    which would pick a side by its last bit) has none, as where = 0 has none with "point"."""
+    which would pick a side by its last bit) has none, as where = 0 has none with "point".
+    ``shares``: subcell.shares of the table, where known."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
-    return subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0.5 + 1e-9
+    shares = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) if shares is None else shares
+    return shares > 0.5 + 1e-9
 
 
 def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", part=slice(None)) -> np.ndarray:
