@@ -330,7 +330,7 @@ def _check_poles_somewhere(table, points: int, source: str, comm=None) -> None:
 
 
 def _check_poles_volume(table, system, shares, source: str, comm=None) -> None:
-    """Collective: warn (rank 0) where an averaged table's poles, which act on whole control
+    """Collective: warn (rank 0, a "lobatto: warning:" line) where an averaged table's poles, which act on whole control
     volumes more than half inside it, cover a volume off by over POLE_VOLUME_SLACK from the
     table's own (sum M share): a film or shell about as thin as the control volumes loses (or
     gains) that much of its dispersion silently otherwise. Later tables are not subtracted
@@ -339,9 +339,9 @@ def _check_poles_volume(table, system, shares, source: str, comm=None) -> None:
     acting = pole_mask(table, system.mesh, None, None, shares.shape, source, shares)
     inside, poles = (float(allreduce(comm, float(np.sum(mass * w)))) for w in (shares, acting))
     if abs(poles - inside) > POLE_VOLUME_SLACK * inside and rank_and_size(comm)[0] == 0:
-        warnings.warn(f"{source}: [material.{table.name}] sampling = \"average\": its poles act on a volume of "
-                      f"{poles:.4g} against the table's {inside:.4g} (on the points whose control volume is more than "
-                      "half inside it); refine the mesh across the table, or use sampling = \"point\"", stacklevel=2)
+        print(f"lobatto: warning: {source}: [material.{table.name}] sampling = \"average\": its poles act on a "
+              f"volume of {poles:.4g} against the table's {inside:.4g} (on the points whose control volume is more "
+              "than half inside it); refine the mesh across the table, or use sampling = \"point\"", flush=True)
 
 
 #: the relative difference between the volume an averaged table's poles act on and its own
