@@ -205,3 +205,21 @@ def test_averaged_poles_on_a_volume_far_from_the_tables_warn(capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if "warning" in line]
     assert len(lines) == 1 and lines[0].startswith("lobatto: warning: <case>: [material.slab] sampling = \"average\": "
                                                    "its poles act on a volume of 0.05208 against the table's 0.027"), lines
+
+
+def test_an_averaged_film_between_the_points_applies():
+    """A film 0.52 < x < 0.53 holds no GLL point (N = 3, h = 0.5: points at 0.5 and 0.638) but
+    0.24 of the control volume of the face point x = 0.5: averaged, it sets eps_y there to
+    1 + 3 f, f the sub-cell fit's share (0.25: both faces in one sub-box), where before it was
+    refused as applying nowhere (as point sampling refuses it); with poles it is refused by
+    their own check (they would act nowhere)."""
+    system = medium("min(x - 0.52, 0.53 - x)")
+    eps, x = system.medium.epsilon, system.geometry.coords[0]
+    share = 0.01 / (0.5 / 12)  # the face point's control interval: weight 1/6 of the half-width 0.25
+    at = np.isclose(x, 0.5) & (x.mean(axis=(1, 2, 3)) > 0.5)[:, None, None, None]
+    assert at.any() and np.all(np.abs(eps[1][at] - (1 + 3 * share)) < 3 * 0.02)
+    assert np.all(eps[1][~at] == 1.0)
+    with pytest.raises(Exception, match="its poles act at no point of the mesh"):
+        pole_points("min(x - 0.52, 0.53 - x)", 3)
+    with pytest.raises(Exception, match=r"is not > 0 at any point or sub-cell point \(sampling = \"average\"\)"):
+        medium("x - 1.6")  # (beyond the mesh: still nowhere)

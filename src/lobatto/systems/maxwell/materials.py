@@ -132,9 +132,8 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
-    # (a diagonal eps or mu, and averaging, go with poles: the poles' E update divides by each
-    # component's eps_inf (dispersive.py); an averaged dispersive table averages eps_inf, mu and
-    # sigma and keeps its poles per point, as Meep does (docs/electromagnetics.md))
+    # (a diagonal eps or mu, and averaging, go with poles: each E_c's update divides by its eps_inf,c
+    # (dispersive.py); averaging takes eps_inf, mu, sigma, the poles stay per point (as Meep))
     return MaterialTables(tuple(tables))
 
 
@@ -168,7 +167,8 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
     for i, t in enumerate(listed):
         at = centroids if t.sampling == "element" else coords
         mask = table_mask(t, mesh, coords, centroids, shape, source)
-        touched[i] = int(t.where is None or bool(np.any(mask)))
+        touched[i] = int(t.where is None or bool(np.any(mask)) or (t.sampling == "average" and bool(np.any(  # a film
+            subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0))))  # between points
         items = [(key if c is None else f"{key}[{c}]", part) for key, value in t.values.items()
                  for c, part in (enumerate(value) if isinstance(value, tuple) else [(None, value)])]
         components = {}  # key -> the components of a diagonal value so far
@@ -222,7 +222,8 @@ def check_applies(tables, touched, source: str, comm=None) -> None:
     ranks) sets nothing: an error on every rank alike, naming the first such table."""
     for t, anywhere in zip(tables, touched):
         if not anywhere:
-            at = "any element's centroid (sampling = \"element\")" if t.sampling == "element" else "any point"
+            at = {"element": "any element's centroid (sampling = \"element\")", "point": "any point"}.get(
+                t.sampling, "any point or sub-cell point (sampling = \"average\")")
             error = InputError(f"{source}: [material.{t.name}] where = {t.where.text!r} is not > 0 at {at} of the "
                                "mesh, so the table applies nowhere; check the expression (or remove the table)")
             error.collective = comm is not None
@@ -240,11 +241,10 @@ def table_level(t: MaterialTable, mesh, source: str = "case"):
 def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", shares=None) -> np.ndarray:
     """Where table ``t`` sets the poles (its own, or none where it gives epsilon without poles):
     ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
-    control volume is more than half inside the table (subcell.shares): the poles stay per
-    point, not averaged (Meep's rule, docs/electromagnetics.md), and an interface on element
-    faces gives the element-wise poles. A point the interface halves (share 1/2 up to rounding,
-    which would pick a side by its last bit) has none, as where = 0 has none with "point".
-    ``shares``: subcell.shares of the table, where known."""
+    control volume is more than half inside (``shares``, subcell.shares, given or found): the
+    poles are not averaged (Meep's rule, docs/electromagnetics.md); an interface on element faces
+    gives the element-wise poles; a point it halves (share 1/2 up to rounding, which would pick a
+    side by its last bit) has none, as where = 0 has none with "point"."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
     shares = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) if shares is None else shares
