@@ -132,8 +132,6 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
-    # (a diagonal eps or mu, and averaging, go with poles: each E_c's update divides by its eps_inf,c
-    # (dispersive.py); averaging takes eps_inf, mu, sigma, the poles stay per point (as Meep))
     return MaterialTables(tuple(tables))
 
 
@@ -167,8 +165,7 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
     for i, t in enumerate(listed):
         at = centroids if t.sampling == "element" else coords
         mask = table_mask(t, mesh, coords, centroids, shape, source)
-        touched[i] = int(t.where is None or bool(np.any(mask)) or (t.sampling == "average" and bool(np.any(  # a film
-            subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0))))  # between points
+        touched[i] = int(t.where is None or bool(np.any(mask)))
         items = [(key if c is None else f"{key}[{c}]", part) for key, value in t.values.items()
                  for c, part in (enumerate(value) if isinstance(value, tuple) else [(None, value)])]
         components = {}  # key -> the components of a diagonal value so far
@@ -213,13 +210,17 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
         error = InputError(found[3])
         error.collective = comm is not None  # every rank raises this one
         raise error
-    check_applies(listed, allreduce(comm, touched, "max") if listed else touched, source, comm)
+    touched = allreduce(comm, touched, "max") if listed else touched
+    for i, t in enumerate(listed):  # an averaged film between the points: its sub-cell shares (every rank alike)
+        if not touched[i] and t.sampling == "average":
+            share = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source))
+            touched[i] = allreduce(comm, int(share.any()), "max")
+    check_applies(listed, touched, source, comm)
     return out
 
 
 def check_applies(tables, touched, source: str, comm=None) -> None:
-    """A table whose ``where`` is > 0 at no point of any rank (``touched``: the max over the
-    ranks) sets nothing: an error on every rank alike, naming the first such table."""
+    """A table set nowhere on any rank (``touched``: max over the ranks): one error on every rank."""
     for t, anywhere in zip(tables, touched):
         if not anywhere:
             at = {"element": "any element's centroid (sampling = \"element\")", "point": "any point"}.get(
@@ -239,12 +240,11 @@ def table_level(t: MaterialTable, mesh, source: str = "case"):
 
 
 def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", shares=None) -> np.ndarray:
-    """Where table ``t`` sets the poles (its own, or none where it gives epsilon without poles):
-    ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
-    control volume is more than half inside (``shares``, subcell.shares, given or found): the
-    poles are not averaged (Meep's rule, docs/electromagnetics.md); an interface on element faces
-    gives the element-wise poles; a point it halves (share 1/2 up to rounding, which would pick a
-    side by its last bit) has none, as where = 0 has none with "point"."""
+    """Where table ``t`` sets the poles (or none: epsilon without poles): ``table_mask``; averaged,
+    the points whose control volume is more than half inside (``shares``: subcell.shares, given
+    or found), the poles not averaged (Meep's rule, docs/electromagnetics.md): element-wise for
+    faces on element faces; none where the interface halves a volume (share 1/2 up to rounding,
+    which would pick a side by its last bit), as where = 0 has none with "point"."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
     shares = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) if shares is None else shares
