@@ -330,11 +330,11 @@ def _check_poles_somewhere(table, points: int, source: str, comm=None) -> None:
 
 
 def _check_poles_volume(table, system, shares, source: str, comm=None) -> None:
-    """Collective: warn (rank 0, a "lobatto: warning:" line) where an averaged table's poles, which act on whole control
-    volumes more than half inside it, cover a volume off by over POLE_VOLUME_SLACK from the
-    table's own (sum M share): a film or shell about as thin as the control volumes loses (or
-    gains) that much of its dispersion silently otherwise. Later tables are not subtracted
-    (a hole is the user's choice)."""
+    """Collective: warn (rank 0, a "lobatto: warning:" line) where an averaged table's poles,
+    which act on whole control volumes more than half inside it, cover a volume off by over
+    POLE_VOLUME_SLACK from the table's own (sum M share): a film or shell about as thin as the
+    control volumes loses (or gains) that much of its dispersion silently otherwise. Later
+    tables are not subtracted (a hole is the user's choice)."""
     mass = system.geometry.mass
     acting = pole_mask(table, system.mesh, None, None, shares.shape, source, shares)
     inside, poles = (float(allreduce(comm, float(np.sum(mass * w)))) for w in (shares, acting))
