@@ -14,6 +14,7 @@ import pytest
 from lobatto import cli
 from lobatto.api import Simulation, case_from_dict
 from lobatto.discretization.gll import gll_weights
+from lobatto.systems.maxwell import subcell
 
 
 def medium(where, order=3, elements=(3, 2, 1), epsilon=4.0, sampling="average"):
@@ -143,3 +144,98 @@ def test_averaging_halves_the_field_error_of_a_cut_slab():
     averaged = study.measured_reflection(0.5, 4, "average")[3]
     print(f"field error: point {point:.3g}, average {averaged:.3g}")
     assert averaged < 0.5 * point and averaged < 0.1
+
+
+DRUDE_KEYS = {"model": "drude", "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.1}]}
+
+
+def pole_points(where, order, elements=(3, 1, 1)):
+    """(system, the points where an averaged Drude table's poles act: its term's mask w)."""
+    case = case_from_dict({
+        "mesh": {"elements": list(elements), "upper": [1.5, 0.5, 0.5], "periodic": [False, True, True]},
+        "discretization": {"order": order}, "physics": {"equations": "maxwell"},
+        "material": {"slab": {"where": where, "epsilon": 2.0, "sampling": "average", **DRUDE_KEYS}},
+        "time": {"t_end": 0.1}, "output": {"formats": []}})
+    with tempfile.TemporaryDirectory() as out:
+        system = Simulation(case, backend="cpu", output_dir=out, comm=None).system
+    (term,) = [t for t in system.terms if t.name == "dispersion.slab"]
+    acting = np.zeros(system.geometry.coords.shape[1:], dtype=bool)
+    acting[term.elements] = True if term.weight is None else np.asarray(term.weight) == 1.0
+    return system, acting
+
+
+def test_averaged_poles_act_where_more_than_half_the_control_volume_is_inside():
+    """materials.pole_mask: a slab 0.6 < x < 1.1 whose faces cut control volumes (N = 3, shares
+    0.72 and 0.28): subcell.shares are the exact cut fractions, and the poles act exactly where
+    the share is over 1/2 (a rule that took any share, or the whole volume, would differ at the
+    cut points). A plane through
+    the centre points of an element (x = 0.75, N = 6) halves their volumes: no poles there,
+    for either side of the plane (the share is 1/2 up to rounding, which otherwise picks a side
+    by its last bit)."""
+    order = 3
+    system, acting = pole_points("min(x - 0.6, 1.1 - x)", order)
+    x = system.geometry.coords[0]
+    lower = np.floor(x.min(axis=(1, 2, 3)) / 0.5 + 1e-9) * 0.5
+    lo, hi = control_bounds(None, lower[:, None], lower[:, None] + 0.5, order)  # (E, n) along x
+    inside = np.clip((np.minimum(hi, 1.1) - np.maximum(lo, 0.6)) / (hi - lo), 0.0, 1.0)
+    exact = inside[:, None, None, :] * np.ones_like(x)
+    shares = subcell.shares(system.mesh, system.geometry.coords, order,
+                            lambda x, y, z, part: np.minimum(x - 0.6, 1.1 - x))
+    assert np.max(np.abs(shares - exact)) < 1e-12
+    assert np.any((exact > 0) & (exact <= 0.5)) and np.any((exact > 0.5) & (exact < 1))  # both kinds of cut
+    assert np.array_equal(acting, exact > 0.5)
+    for order in (6,):  # (at N = 6 the share at x = 0.75 rounds to either side of 1/2)
+        for where in ("x - 0.75", "0.75 - x"):
+            system, acting = pole_points(where, order)
+            x = system.geometry.coords[0]
+            on_plane = np.isclose(x, 0.75, atol=1e-12)
+            assert on_plane.any() and not acting[on_plane].any(), (order, where)
+            inside = (x - 0.75) * (1 if where.startswith("x") else -1) > 1e-6
+            assert acting[inside].all() and not acting[~inside].any()
+
+
+def test_averaged_poles_on_a_volume_far_from_the_tables_warn(capsys):
+    """dispersive._check_poles_volume: a film 0.55 < x < 0.66 (N = 3, h = 0.5) fills about half
+    of one control volume (both faces in it: the sub-cell fit finds 0.109 of its 0.11), so its
+    poles act on 0.208 of x-width: a warning giving both volumes (times 0.25 of y-z area); the
+    slab 0.6 < x < 1.1 (poles on exactly its width, 0.5) gives none."""
+    pole_points("min(x - 0.6, 1.1 - x)", 3)
+    assert "warning" not in capsys.readouterr().out
+    pole_points("min(x - 0.55, 0.66 - x)", 3)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "warning" in line]
+    want = ("lobatto: warning: <case>: [material.slab] sampling = \"average\": its poles act on a volume of 0.05208 "
+            "against the table's 0.027")
+    assert len(lines) == 1 and lines[0].startswith(want), lines
+
+
+def test_an_averaged_film_between_the_points_applies():
+    """A film 0.52 < x < 0.53 holds no GLL point (N = 3, h = 0.5: points at 0.5 and 0.638) but
+    0.24 of the control volume of the face point x = 0.5: averaged, it sets eps_y there to
+    1 + 3 f, f the sub-cell fit's share (0.25: both faces in one sub-box), where before it was
+    refused as applying nowhere (as point sampling refuses it); with poles it is refused by
+    their own check (they would act nowhere)."""
+    system = medium("min(x - 0.52, 0.53 - x)")
+    eps, x = system.medium.epsilon, system.geometry.coords[0]
+    share = 0.01 / (0.5 / 12)  # the face point's control interval: weight 1/6 of the half-width 0.25
+    at = np.isclose(x, 0.5) & (x.mean(axis=(1, 2, 3)) > 0.5)[:, None, None, None]
+    assert at.any() and np.all(np.abs(eps[1][at] - (1 + 3 * share)) < 3 * 0.02)
+    assert np.all(eps[1][~at] == 1.0)
+    with pytest.raises(Exception, match="its poles act at no point of the mesh"):
+        pole_points("min(x - 0.52, 0.53 - x)", 3)
+    with pytest.raises(Exception, match=r"is not > 0 at any point or sub-cell point \(sampling = \"average\"\)"):
+        medium("x - 1.6")  # (beyond the mesh: still nowhere)
+
+
+def test_sub_coordinates_equal_the_whole_contraction_and_ignore_the_chunking():
+    """subcell.sub_coordinates (one axis at a time) equals the one-contraction interpolation to
+    round-off on random elements, and gives the same bits for an element alone or in a chunk
+    (the averaged medium is then the same on any number of ranks)."""
+    rng = np.random.default_rng(5)
+    for order in (2, 5):
+        matrix = subcell.sub_points(order)[1]
+        coords = rng.standard_normal((3, 9) + (order + 1,) * 3)
+        got = subcell.sub_coordinates(matrix, coords)
+        want = np.einsum("ia,jb,kc,deabc->deijk", matrix, matrix, matrix, coords)
+        assert np.max(np.abs(got - want)) < 1e-13 * np.max(np.abs(want))
+        alone = np.concatenate([subcell.sub_coordinates(matrix, coords[:, e:e + 1]) for e in range(9)], axis=1)
+        assert np.array_equal(got, alone)

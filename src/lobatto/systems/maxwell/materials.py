@@ -132,9 +132,6 @@ def parse_material_tables(ctx, value) -> MaterialTables:
         if sampling not in SAMPLINGS:
             raise ctx.bad(where, "sampling", f"one of {', '.join(repr(s) for s in SAMPLINGS)}", sampling)
         tables.append(MaterialTable(str(name), condition, values, sampling, dispersion))
-    # (a diagonal eps or mu, and averaging, go with poles: the poles' E update divides by each
-    # component's eps_inf (dispersive.py); an averaged dispersive table averages eps_inf, mu and
-    # sigma and keeps its poles per point, as Meep does (docs/electromagnetics.md))
     return MaterialTables(tuple(tables))
 
 
@@ -213,16 +210,21 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
         error = InputError(found[3])
         error.collective = comm is not None  # every rank raises this one
         raise error
-    check_applies(listed, allreduce(comm, touched, "max") if listed else touched, source, comm)
+    touched = allreduce(comm, touched, "max") if listed else touched
+    for i, t in enumerate(listed):  # an averaged film between the points: its sub-cell shares (every rank alike)
+        if not touched[i] and t.sampling == "average":
+            share = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source))
+            touched[i] = allreduce(comm, int(share.any()), "max")
+    check_applies(listed, touched, source, comm)
     return out
 
 
 def check_applies(tables, touched, source: str, comm=None) -> None:
-    """A table whose ``where`` is > 0 at no point of any rank (``touched``: the max over the
-    ranks) sets nothing: an error on every rank alike, naming the first such table."""
+    """A table set nowhere on any rank (``touched``: max over the ranks): one error on every rank."""
     for t, anywhere in zip(tables, touched):
         if not anywhere:
-            at = "any element's centroid (sampling = \"element\")" if t.sampling == "element" else "any point"
+            at = {"element": "any element's centroid (sampling = \"element\")", "point": "any point"}.get(
+                t.sampling, "any point or sub-cell point (sampling = \"average\")")
             error = InputError(f"{source}: [material.{t.name}] where = {t.where.text!r} is not > 0 at {at} of the "
                                "mesh, so the table applies nowhere; check the expression (or remove the table)")
             error.collective = comm is not None
@@ -237,15 +239,16 @@ def table_level(t: MaterialTable, mesh, source: str = "case"):
     return lambda x, y, z, part: 2.0 * table_mask(t, mesh, None, None, x.shape, source, part) - 1.0
 
 
-def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case") -> np.ndarray:
-    """Where table ``t`` sets the poles (its own, or none where it gives epsilon without poles):
-    ``table_mask``; with sampling = "average" (eps_inf, mu, sigma averaged) the points whose
-    control volume is more than half inside the table (subcell.shares): the poles stay per
-    point, not averaged (Meep's rule, docs/electromagnetics.md), and an interface on element
-    faces gives the element-wise poles."""
+def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", shares=None) -> np.ndarray:
+    """Where table ``t`` sets the poles (or none: epsilon without poles): ``table_mask``; averaged,
+    the points whose control volume is more than half inside (``shares``: subcell.shares, given
+    or found), the poles not averaged (Meep's rule, docs/electromagnetics.md): element-wise for
+    faces on element faces; none where the interface halves a volume (share 1/2 up to rounding,
+    which would pick a side by its last bit), as where = 0 has none with "point"."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
-    return subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) > 0.5
+    shares = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) if shares is None else shares
+    return shares > 0.5 + 1e-9
 
 
 def table_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "case", part=slice(None)) -> np.ndarray:
