@@ -31,7 +31,6 @@ materials.py.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -359,9 +358,10 @@ def _warn_outside_band(case, table, comm) -> None:
     low, high = fit.band
     outside = [f for f in dft.frequencies if f > 0 and not low * (1 - 1e-9) <= f <= high * (1 + 1e-9)]
     if outside and rank_and_size(comm)[0] == 0:
-        warnings.warn(f"{case.source}: [material.{table.name}] is fitted to f = {low:.4g} to {high:.4g}; the "
-                      f"[output.dft] frequencies {', '.join(f'{f:g}' for f in outside)} are outside it (the fitted "
-                      "poles are extrapolated there)", stacklevel=2)
+        # one line as the run's other warnings (a Python warning would print its source line)
+        print(f"lobatto: warning: {case.source}: [material.{table.name}] is fitted to f = {low:.4g} to {high:.4g}; "
+              f"the [output.dft] frequencies {', '.join(f'{f:g}' for f in outside)} are outside it (the fitted "
+              "poles are extrapolated there)", flush=True)
 
 
 __all__ = ["Dispersion", "DispersiveTerm", "dispersive_terms", "parse_dispersion"]
