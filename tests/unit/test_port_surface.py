@@ -402,3 +402,21 @@ def test_mesh_extrude_parse_errors(tmp_path, extrude, message):
         case_from_dict(data)
     with pytest.raises(InputError, match=r"\[mesh\] extrude grows layers on a mesh file's surfaces"):
         case_from_dict({**copy.deepcopy(EXPLICIT), "mesh": {**EXPLICIT["mesh"], "extrude": extrude}})
+
+
+def test_a_surface_beside_a_periodic_pair_is_refused_and_grown_elements_are_named():
+    """A periodic x axis: the grown side faces would need periodic links of their own (without
+    them they were closed walls of the surface's kind, in no group), so the surface is refused.
+    Messages name a grown element as grown, not by a number the file does not have."""
+    periodic = box_mesh((2, 1, 2), (0.0, 0.0, 0.0), (1.0, 0.5, 1.0), periodic=(True, False, False), boundary="pec")
+    with pytest.raises(InputError, match=r"case: the surface \"zmin\" borders a periodic side \(element 0 .*face 0 "
+                                         r"is joined periodically\)"):
+        extrude_surface(periodic, "zmin", 2, where="case")
+    out, _ = extrude_surface(box_mesh((2, 1, 2), boundary="pec"), "zmax", 1)
+    assert "box index 1,0,1" in out.describe_element(3) and "grown behind a surface" in out.describe_element(4)
+    numbered = replace(box_mesh((1, 1, 2), boundary="pec"), element_labels=None, source="guide.msh",
+                       element_numbers=np.array([7, 9]))
+    out, _ = extrude_surface(numbered, "zmin", 1)
+    assert list(out.element_numbers) == [7, 9, -1]
+    assert "(number 9 in guide.msh)" in out.describe_element(1)
+    assert "(grown behind a surface: not in guide.msh)" in out.describe_element(2)
