@@ -270,6 +270,9 @@ SETUP_ERRORS = [
      r"\[pml\] sides includes \"zmin\", where \[port.in\] surface = \"zmin\" grows its own layer"),
     ({"pml": {"sides": ["xmax"], "thickness": 0.3}, "ports": {"fmin": 0.6, "fmax": 1.4, "count": 3}},
      r"\[pml\] thickness = 0.3 is not a whole number of the elements \(0.5 deep\)"),
+    ({"pml": {"sides": ["xmax"], "thickness": 60.0}, "ports": {"fmin": 0.6, "fmax": 1.4, "count": 3}},
+     r"\[pml\] thickness = 60 makes 120 PML layers of the elements behind \[port.in\] surface = \"zmin\" \(0.5 deep\); "
+     r"surface ports grow at most 98"),
     ({"mesh": {**SURFACE["mesh"], "periodic": [False, False, True]}}, r"the z axis is periodic"),
     ({"mesh": {**SURFACE["mesh"], "deform": {"x": "0.01 * z"}}}, r"surface cannot go with \[mesh.deform\]"),
 ]
@@ -420,3 +423,15 @@ def test_a_surface_beside_a_periodic_pair_is_refused_and_grown_elements_are_name
     assert list(out.element_numbers) == [7, 9, -1]
     assert "(number 9 in guide.msh)" in out.describe_element(1)
     assert "(grown behind a surface: not in guide.msh)" in out.describe_element(2)
+
+
+def test_a_surface_curved_out_of_its_plane_is_refused():
+    """Corners on the plane z = 1 but a geometry node of the face bulging out of it."""
+    box = box_mesh((1, 1, 1), boundary="pec")
+    nodes = np.ascontiguousarray(np.moveaxis(compute_geometry(box, 2).coords, 1, 0))  # (E, 3, 3, 3, 3) [k, j, i]
+    flat = replace(box, element_labels=None, curved_nodes=nodes.copy())
+    assert surface_plane(flat, "zmax").coordinate == pytest.approx(1.0)
+    nodes[0, 2, 2, 1, 1] += 0.05  # z of the zmax face's middle node
+    with pytest.raises(InputError, match=r"where: the surface \"zmax\" is curved: its geometry nodes leave the plane "
+                                         r"z = 1"):
+        surface_plane(replace(flat, curved_nodes=nodes), "zmax", "where")
