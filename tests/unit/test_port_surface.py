@@ -273,6 +273,9 @@ SETUP_ERRORS = [
     ({"pml": {"sides": ["xmax"], "thickness": 60.0}, "ports": {"fmin": 0.6, "fmax": 1.4, "count": 3}},
      r"\[pml\] thickness = 60 makes 120 PML layers of the elements behind \[port.in\] surface = \"zmin\" \(0.5 deep\); "
      r"surface ports grow at most 98"),
+    ({"output": {"formats": [], "name": "guide", "integrals": {"every": 10, "surface": ["poynting_flux"],
+                                                               "surfaces": ["zmax"]}}},
+     r"\[output.integrals\] surfaces names \"zmax\", the surface of \[port.out\]"),
     ({"mesh": {**SURFACE["mesh"], "periodic": [False, False, True]}}, r"the z axis is periodic"),
     ({"mesh": {**SURFACE["mesh"], "deform": {"x": "0.01 * z"}}}, r"surface cannot go with \[mesh.deform\]"),
 ]

@@ -46,6 +46,12 @@ def resolve(case):
     if ports_of(case)[1] is None:
         raise InputError(f"{where}: [port.{found[0].name}] needs a [ports] table with the frequencies "
                          "(frequencies = [...] or fmin, fmax, count)")
+    integrals = getattr(case.output, "integrals", None)
+    for port in found:  # the surface's group moves to the grown layer's outer end, behind the [pml]
+        if integrals is not None and port.surface in integrals.surfaces:
+            raise InputError(f"{where}: [output.integrals] surfaces names \"{port.surface}\", the surface of "
+                             f"[port.{port.name}]: its layers are grown behind it, and the name then means their "
+                             "outer end behind the [pml]: give the port plane, source and direction instead")
     planes = _box_planes(case, found) if not case.mesh.from_file else _file_planes(case, found)
     pml = case.tables.get("pml")
     spec = ports_of(case)[1]
