@@ -438,3 +438,51 @@ def test_a_surface_curved_out_of_its_plane_is_refused():
     with pytest.raises(InputError, match=r"where: the surface \"zmax\" is curved: its geometry nodes leave the plane "
                                          r"z = 1"):
         surface_plane(replace(flat, curved_nodes=nodes), "zmax", "where")
+
+
+def test_extrusion_of_faces_of_mixed_local_numbering():
+    """A box whose second element is numbered with its axes turned (r, s, t) -> (t, r, s), so
+    the surface zmin is local face 4 of one element and face 0 of the other (as in a file whose
+    elements come in any orientation): the grown elements are right-handed, the longer box's,
+    and every interior face's points agree from both sides under the stored orientation."""
+    from lobatto.mesh.connectivity import connectivity_from_vertices
+    from lobatto.mesh.mesh import INTERIOR
+    from lobatto.mesh.topology import reorient
+
+    box = box_mesh((2, 1, 1), (0.0, 0.0, 0.0), (1.0, 0.5, 0.5), boundary="pec")
+    ev = box.element_vertices.copy()
+    ev[1] = [box.element_vertices[1][q + 2 * l + 4 * p] for l in (0, 1) for q in (0, 1) for p in (0, 1)]
+    neighbour, neighbour_face, orientation = connectivity_from_vertices(ev)
+    group = np.full((2, 6), -1)
+    for e in range(2):
+        for f in range(6):
+            if neighbour[e, f] < 0:
+                centre = box.vertices[ev[e][list(FACE_CORNERS[f])]].mean(axis=0)
+                side = next(2 * a + (centre[a] > 0.2) for a in range(3)
+                            if np.isclose(centre[a], (0.0, 0.0, 0.0)[a]) or np.isclose(centre[a], (1.0, 0.5, 0.5)[a]))
+                group[e, f] = side
+    mixed = replace(box, element_vertices=ev, face_neighbour=neighbour, neighbour_face=neighbour_face,
+                    face_orientation=orientation, face_group=group, element_labels=None,
+                    boundary_kind=np.where(neighbour < 0, 0, INTERIOR))
+    out, plane = extrude_surface(mixed, "zmin", 2)
+    assert sorted(plane.faces.tolist()) == [0, 4]
+    out.check()
+    geometry = compute_geometry(out, 3)
+    assert geometry.jacobian.min() > 0 and geometry.mass.sum() == pytest.approx(1.0 * 0.5 * 1.5, rel=1e-13)
+    x = geometry.coords  # (3, E, 4, 4, 4)
+    for e, f in zip(*np.nonzero(out.face_neighbour >= 0)):
+        n, g = out.face_neighbour[e, f], out.neighbour_face[e, f]
+        ours = x[:, e][face_slice(int(f), 3)]
+        theirs = reorient(x[:, n][face_slice(int(g), 3)], int(out.face_orientation[e, f]))
+        assert np.abs(ours - theirs).max() < 1e-14, (e, f)
+    grown = range(mixed.num_elements, out.num_elements)
+    for e in grown:  # each grown boundary face lies on the side its group names
+        for f in np.nonzero(out.face_neighbour[e] < 0)[0]:
+            name = out.group_names[out.face_group[e, f]]
+            axis = "xyz".index(name[0])
+            value = (0.0, 0.0, -1.0)[axis] if name.endswith("min") else (1.0, 0.5, 0.5)[axis]
+            assert np.allclose(x[axis, e][face_slice(int(f), 3)], value, atol=1e-14), (e, f, name)
+    ends = [(e, f) for e in grown for f in range(6) if out.face_group[e, f] == out.group_names.index("zmin")]
+    assert len(ends) == 2 and all(f == 5 for _, f in ends)
+    z = np.array([x[2, e][face_slice(f, 3)].mean() for e, f in ends])
+    assert np.allclose(z, -1.0, atol=1e-14)  # two layers of the 0.5 deep elements behind z = 0
