@@ -270,6 +270,12 @@ SETUP_ERRORS = [
      r"\[pml\] sides includes \"zmin\", where \[port.in\] surface = \"zmin\" grows its own layer"),
     ({"pml": {"sides": ["xmax"], "thickness": 0.3}, "ports": {"fmin": 0.6, "fmax": 1.4, "count": 3}},
      r"\[pml\] thickness = 0.3 is not a whole number of the elements \(0.5 deep\)"),
+    ({"pml": {"sides": ["xmax"], "thickness": 60.0}, "ports": {"fmin": 0.6, "fmax": 1.4, "count": 3}},
+     r"\[pml\] thickness = 60 makes 120 PML layers of the elements behind \[port.in\] surface = \"zmin\" \(0.5 deep\); "
+     r"surface ports grow at most 98"),
+    ({"output": {"formats": [], "name": "guide", "integrals": {"every": 10, "surface": ["poynting_flux"],
+                                                               "surfaces": ["zmax"]}}},
+     r"\[output.integrals\] surfaces names \"zmax\", the surface of \[port.out\]"),
     ({"mesh": {**SURFACE["mesh"], "periodic": [False, False, True]}}, r"the z axis is periodic"),
     ({"mesh": {**SURFACE["mesh"], "deform": {"x": "0.01 * z"}}}, r"surface cannot go with \[mesh.deform\]"),
 ]
@@ -402,3 +408,81 @@ def test_mesh_extrude_parse_errors(tmp_path, extrude, message):
         case_from_dict(data)
     with pytest.raises(InputError, match=r"\[mesh\] extrude grows layers on a mesh file's surfaces"):
         case_from_dict({**copy.deepcopy(EXPLICIT), "mesh": {**EXPLICIT["mesh"], "extrude": extrude}})
+
+
+def test_a_surface_beside_a_periodic_pair_is_refused_and_grown_elements_are_named():
+    """A periodic x axis: the grown side faces would need periodic links of their own (without
+    them they were closed walls of the surface's kind, in no group), so the surface is refused.
+    Messages name a grown element as grown, not by a number the file does not have."""
+    periodic = box_mesh((2, 1, 2), (0.0, 0.0, 0.0), (1.0, 0.5, 1.0), periodic=(True, False, False), boundary="pec")
+    with pytest.raises(InputError, match=r"case: the surface \"zmin\" borders a periodic side \(element 0 .*face 0 "
+                                         r"is joined periodically\)"):
+        extrude_surface(periodic, "zmin", 2, where="case")
+    out, _ = extrude_surface(box_mesh((2, 1, 2), boundary="pec"), "zmax", 1)
+    assert "box index 1,0,1" in out.describe_element(3) and "grown behind a surface" in out.describe_element(4)
+    numbered = replace(box_mesh((1, 1, 2), boundary="pec"), element_labels=None, source="guide.msh",
+                       element_numbers=np.array([7, 9]))
+    out, _ = extrude_surface(numbered, "zmin", 1)
+    assert list(out.element_numbers) == [7, 9, -1]
+    assert "(number 9 in guide.msh)" in out.describe_element(1)
+    assert "(grown behind a surface: not in guide.msh)" in out.describe_element(2)
+
+
+def test_a_surface_curved_out_of_its_plane_is_refused():
+    """Corners on the plane z = 1 but a geometry node of the face bulging out of it."""
+    box = box_mesh((1, 1, 1), boundary="pec")
+    nodes = np.ascontiguousarray(np.moveaxis(compute_geometry(box, 2).coords, 1, 0))  # (E, 3, 3, 3, 3) [k, j, i]
+    flat = replace(box, element_labels=None, curved_nodes=nodes.copy())
+    assert surface_plane(flat, "zmax").coordinate == pytest.approx(1.0)
+    nodes[0, 2, 2, 1, 1] += 0.05  # z of the zmax face's middle node
+    with pytest.raises(InputError, match=r"where: the surface \"zmax\" is curved: its geometry nodes leave the plane "
+                                         r"z = 1"):
+        surface_plane(replace(flat, curved_nodes=nodes), "zmax", "where")
+
+
+def test_extrusion_of_faces_of_mixed_local_numbering():
+    """A box whose second element is numbered with its axes turned (r, s, t) -> (t, r, s), so
+    the surface zmin is local face 4 of one element and face 0 of the other (as in a file whose
+    elements come in any orientation): the grown elements are right-handed, the longer box's,
+    and every interior face's points agree from both sides under the stored orientation."""
+    from lobatto.mesh.connectivity import connectivity_from_vertices
+    from lobatto.mesh.mesh import INTERIOR
+    from lobatto.mesh.topology import reorient
+
+    box = box_mesh((2, 1, 1), (0.0, 0.0, 0.0), (1.0, 0.5, 0.5), boundary="pec")
+    ev = box.element_vertices.copy()
+    ev[1] = [box.element_vertices[1][q + 2 * l + 4 * p] for l in (0, 1) for q in (0, 1) for p in (0, 1)]
+    neighbour, neighbour_face, orientation = connectivity_from_vertices(ev)
+    group = np.full((2, 6), -1)
+    for e in range(2):
+        for f in range(6):
+            if neighbour[e, f] < 0:
+                centre = box.vertices[ev[e][list(FACE_CORNERS[f])]].mean(axis=0)
+                side = next(2 * a + (centre[a] > 0.2) for a in range(3)
+                            if np.isclose(centre[a], (0.0, 0.0, 0.0)[a]) or np.isclose(centre[a], (1.0, 0.5, 0.5)[a]))
+                group[e, f] = side
+    mixed = replace(box, element_vertices=ev, face_neighbour=neighbour, neighbour_face=neighbour_face,
+                    face_orientation=orientation, face_group=group, element_labels=None,
+                    boundary_kind=np.where(neighbour < 0, 0, INTERIOR))
+    out, plane = extrude_surface(mixed, "zmin", 2)
+    assert sorted(plane.faces.tolist()) == [0, 4]
+    out.check()
+    geometry = compute_geometry(out, 3)
+    assert geometry.jacobian.min() > 0 and geometry.mass.sum() == pytest.approx(1.0 * 0.5 * 1.5, rel=1e-13)
+    x = geometry.coords  # (3, E, 4, 4, 4)
+    for e, f in zip(*np.nonzero(out.face_neighbour >= 0)):
+        n, g = out.face_neighbour[e, f], out.neighbour_face[e, f]
+        ours = x[:, e][face_slice(int(f), 3)]
+        theirs = reorient(x[:, n][face_slice(int(g), 3)], int(out.face_orientation[e, f]))
+        assert np.abs(ours - theirs).max() < 1e-14, (e, f)
+    grown = range(mixed.num_elements, out.num_elements)
+    for e in grown:  # each grown boundary face lies on the side its group names
+        for f in np.nonzero(out.face_neighbour[e] < 0)[0]:
+            name = out.group_names[out.face_group[e, f]]
+            axis = "xyz".index(name[0])
+            value = (0.0, 0.0, -1.0)[axis] if name.endswith("min") else (1.0, 0.5, 0.5)[axis]
+            assert np.allclose(x[axis, e][face_slice(int(f), 3)], value, atol=1e-14), (e, f, name)
+    ends = [(e, f) for e in grown for f in range(6) if out.face_group[e, f] == out.group_names.index("zmin")]
+    assert len(ends) == 2 and all(f == 5 for _, f in ends)
+    z = np.array([x[2, e][face_slice(f, 3)].mean() for e, f in ends])
+    assert np.allclose(z, -1.0, atol=1e-14)  # two layers of the 0.5 deep elements behind z = 0

@@ -9,7 +9,9 @@ take the surface's boundary kind and group; the new side faces continue the boun
 of the wall faces they continue (the old element's face across the surface face's edge), and where
 that old face is interior (the surface ends inside a larger boundary) they take the surface's kind
 with no group. Connectivity is rebuilt from vertex ids (connectivity.py); links the vertices do not
-give (periodic pairs of a file) are kept.
+give (periodic pairs of a file) are kept, but a surface bordering a periodic pair is refused (the
+grown side faces would need periodic links of their own). The grown elements have no number in
+the file (element_numbers -1: messages say they were grown).
 """
 
 from __future__ import annotations
@@ -148,6 +150,13 @@ def extrude_surface(mesh: HexMesh, name: str, layers: int, thickness: float | No
                      and edge <= {int(v) for v in mesh.element_vertices[e][list(FACE_CORNERS[g])]})
             if mesh.face_neighbour[e, g] < 0:
                 wall_kind[k, side], wall_group[k, side] = mesh.boundary_kind[e, g], mesh.face_group[e, g]
+            elif not edge <= {int(v) for v in mesh.element_vertices[mesh.face_neighbour[e, g]]}:
+                # a periodic link (the partner shares no vertex of the edge): the grown side face
+                # would need its own link to the partner's grown element; a wall would silently
+                # close the periodic cell's extension instead
+                raise InputError(f"{where}: the surface \"{name}\" borders a periodic side ({mesh.describe_element(e)} "
+                                 f"face {g} is joined periodically): layers cannot be grown across periodic pairs; "
+                                 "give plane, source and direction, and a mesh with its own layer")
             else:
                 wall_kind[k, side], wall_group[k, side] = surface_kind[k], -1
     for l in range(layers):
@@ -164,15 +173,11 @@ def extrude_surface(mesh: HexMesh, name: str, layers: int, thickness: float | No
         extra = np.broadcast_to(np.asarray(fill, dtype=array.dtype), (total - base,) + array.shape[1:])
         return np.concatenate([array, extra])
 
-    numbers = None
-    if mesh.element_numbers is not None:
-        start = int(mesh.element_numbers.max(initial=0)) + 1
-        numbers = np.concatenate([mesh.element_numbers, np.arange(start, start + total - base)])
     out = replace(
         mesh, vertices=np.concatenate(new_vertices), element_vertices=element_vertices, face_neighbour=neighbour,
         neighbour_face=neighbour_face, face_orientation=orientation, boundary_kind=kind, face_group=group,
         element_ids=np.arange(total, dtype=np.int64), num_global_elements=total,
-        element_labels=grown(mesh.element_labels, -1), element_numbers=numbers,
+        element_labels=grown(mesh.element_labels, -1), element_numbers=grown(mesh.element_numbers, -1),
         curved_nodes=_curved(mesh, plane, order, step, layers), regions=np.concatenate(
             [mesh.regions] + [mesh.regions[elements]] * layers),
         interior_group=grown(mesh.interior_group, -1))

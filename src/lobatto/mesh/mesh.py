@@ -42,7 +42,8 @@ class HexMesh:
                         faces inside the mesh (mesh/enclosed.py), -1 elsewhere: where monitors
                         see a closed interior surface (a sphere's shell) from inside.
     source:             the mesh file, or None for a generated mesh.
-    element_numbers:    optional (E,) each element's number in the mesh file, for messages.
+    element_numbers:    optional (E,) each element's number in the mesh file, for messages (-1: grown,
+                        mesh/extrude.py).
     """
 
     vertices: np.ndarray
@@ -91,8 +92,12 @@ class HexMesh:
         corners = self.vertices[self.element_vertices[e]]
         centre = corners.mean(axis=0)
         label = ""
-        if self.element_labels is not None:
+        if self.element_labels is not None and self.element_labels[e][0] < 0:
+            label = " (grown behind a surface: no box index)"
+        elif self.element_labels is not None:
             label = " (box index " + ",".join(str(int(v)) for v in self.element_labels[e]) + ")"
+        elif self.source is not None and self.element_numbers is not None and self.element_numbers[e] < 0:
+            label = f" (grown behind a surface: not in {self.source})"
         elif self.source is not None and self.element_numbers is not None:
             label = f" (number {int(self.element_numbers[e])} in {self.source})"
         elif self.source is not None:

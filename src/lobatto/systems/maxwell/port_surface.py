@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from lobatto.config.dft import AXES
+from lobatto.config.extrude import MOST_EXTRUDED_LAYERS
 from lobatto.config.generic_tables import SIDES
 from lobatto.errors import InputError
 from lobatto.systems.maxwell.ports import ports_of
@@ -45,6 +46,12 @@ def resolve(case):
     if ports_of(case)[1] is None:
         raise InputError(f"{where}: [port.{found[0].name}] needs a [ports] table with the frequencies "
                          "(frequencies = [...] or fmin, fmax, count)")
+    integrals = getattr(case.output, "integrals", None)
+    for port in found:  # the surface's group moves to the grown layer's outer end, behind the [pml]
+        if integrals is not None and port.surface in integrals.surfaces:
+            raise InputError(f"{where}: [output.integrals] surfaces names \"{port.surface}\", the surface of "
+                             f"[port.{port.name}]: its layers are grown behind it, and the name then means their "
+                             "outer end behind the [pml]: give the port plane, source and direction instead")
     planes = _box_planes(case, found) if not case.mesh.from_file else _file_planes(case, found)
     pml = case.tables.get("pml")
     spec = ports_of(case)[1]
@@ -63,6 +70,12 @@ def resolve(case):
                              f"\"{port.surface}\" grows its own layer: remove \"{side}\" from [pml] sides")
         sides[side] = port.name
     layers = _pml_layers(case, pml, spec, planes, found)
+    if layers + BUFFER_LAYERS > MOST_EXTRUDED_LAYERS:  # else [mesh] extrude, which the case never wrote, is refused
+        given = f"elements = {pml.elements}" if pml.elements is not None else f"thickness = {pml.thickness:g}"
+        raise InputError(f"{where}: [pml] {given} makes {layers} PML layers of the elements behind [port."
+                         f"{found[0].name}] surface = \"{found[0].surface}\" ({planes[0][3]:.6g} deep); surface ports "
+                         f"grow at most {MOST_EXTRUDED_LAYERS - BUFFER_LAYERS}: give fewer [pml] elements or a "
+                         "thinner layer")
     data = case.to_dict()
     derived = {}
     for port, (axis, coordinate, outward, h) in zip(found, planes):

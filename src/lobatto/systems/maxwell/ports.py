@@ -26,6 +26,8 @@ DIRECTIONS = ("+", "-")
 SHAPES = ("rectangle", "circle", "any")
 #: at most this many frequencies (each is a running transform on every port plane, every step)
 MOST_FREQUENCIES = 100_000
+#: [ports] pml_elements: at most this many PML layers grown behind a surface port
+MOST_PML_ELEMENTS = 50
 #: the pulse's spectrum falls to this share of its peak at the band's edges
 EDGE_SHARE = 0.1
 #: the pulse's centre is this many widths after t = 0 (it starts at exp(-36/2) ~ 1.5e-8 of its peak)
@@ -51,10 +53,11 @@ PORTS = Table("ports", (
     Key("fmax", "positive", None, "the band's highest frequency", range=FREQUENCY),
     Key("count", "positive_integer", None, "frequencies from fmin to fmax, evenly spaced",
         range=Range(1, MOST_FREQUENCIES, reason="each is a running transform on every port plane at every step")),
-    Key("drive", "list", "all", 'the ports driven, one run each: "all" (every port with a source) or a list of names'),
+    Key("drive", "list", "all", 'the ports driven, one run each: "all" (every port with a source or a surface) or '
+        "a list of names"),
     Key("pml_elements", "positive_integer", 4, "surface ports without a [pml] table: layers of PML elements "
-        "grown behind each surface", range=Range(1, 50, reason="a few absorb to the target reflection; every layer "
-                                                   "is as many elements as the surface has faces")),
+        "grown behind each surface", range=Range(1, MOST_PML_ELEMENTS, reason="a few absorb to the target "
+                                                 "reflection; each layer has as many elements as the surface faces")),
 ))
 
 
@@ -222,7 +225,8 @@ def parse_ports(ctx, table) -> PortsSpec:
                 or len(set(drive)) != len(drive)):
             raise ctx.bad(where, "drive", '"all" or a non-empty list of distinct port names', drive)
         drive = tuple(drive)
-    layers = integer(ctx, where, table, "pml_elements", None, 1, 50) if "pml_elements" in table else None
+    layers = (integer(ctx, where, table, "pml_elements", None, 1, MOST_PML_ELEMENTS) if "pml_elements" in table
+              else None)
     return PortsSpec(tuple(float(f) for f in frequencies), drive, band, layers)
 
 
