@@ -260,16 +260,19 @@ def build_ports(case, system, comm=None) -> list:
     check_ports(case)
     where = case.source
     system.port_planes = {}
+    names = driven(case)
     for port in ports:
         check_walls(case, port)
         plane = port_plane(system, port, comm, where)
+        if port.source is not None and port.name not in names:
+            # a source driven only in a later run: refused now, before this run is spent (collective)
+            locate(system, port, "source", port.source, comm, where)
         cutoff = cutoff_frequency(plane.k_c, system.epsilon, system.mu)
         if not max(spec.frequencies) > cutoff:
             raise InputError(f"{where}: [port.{port.name}] mode {port.mode} is below its cutoff {cutoff:.6g} at every "
                              f"[ports] frequency (the highest: {max(spec.frequencies):.6g}): it does not propagate")
         system.port_planes[port.name] = plane
         warn_multimode(port, plane, spec, system, comm)
-    names = driven(case)
     cutoffs = [cutoff_frequency(system.port_planes[n].k_c, system.epsilon, system.mu) for n in names]
     params = pulse(spec.frequencies, cutoffs)
     # the pulse mostly launched (its envelope at e^-4.5 ~ 1 % after its centre): a shorter run's
