@@ -296,21 +296,26 @@ def test_a_single_simulation_refuses_surface_ports(tmp_path):
         Simulation(case_from_dict(copy.deepcopy(SURFACE)), backend="cpu", output_dir=tmp_path, comm=None)
 
 
+def cylinder_surface_case(tmp_path) -> dict:
+    """The O-grid cylinder of tests/cylwave.py (radius 1, 0.5 long, geometry order 3) written to
+    tmp_path, with TE11 ports on its end surfaces "I" and "O" (also the GPU test's case)."""
+    path = tmp_path / "cyl.rea"
+    cylinder_rea(path, m=1, layers=1, length=0.5, ends=("I", "O"))
+    return {"mesh": {"generator": "nek", "file": str(path), "boundary": "pec", "boundaries": {"PEC": "pec"}},
+            "discretization": {"order": 3}, "physics": {"equations": "maxwell"}, "time": {"t_end": 14.0},
+            "port": {"a": {"surface": "I", "shape": "circle", "mode": "TE11"},
+                     "b": {"surface": "O", "shape": "circle", "mode": "TE11"}},
+            "ports": {"fmin": 0.5, "fmax": 1.0, "count": 3, "pml_elements": 2},
+            "output": {"formats": [], "name": "guide"}}
+
+
 def test_circular_guide_te11_through_curved_extensions(tmp_path):
     """The O-grid cylinder (radius 1, 0.5 long, geometry order 3) with TE11 ports on its two end
     surfaces, both driven: the extensions (2 PML layers + 2, curved rims translated) give a
     passive, reciprocal two-port at N = 3 (an empty guide: |S21| near 1). Loose tolerances: a
     coarse O-grid, short run; TE21 and TM01 propagate in the band (warned), so a little power
     converted by the discrete rim shows as loss at the top."""
-    path = tmp_path / "cyl.rea"
-    cylinder_rea(path, m=1, layers=1, length=0.5, ends=("I", "O"))
-    data = {"mesh": {"generator": "nek", "file": str(path), "boundary": "pec", "boundaries": {"PEC": "pec"}},
-            "discretization": {"order": 3}, "physics": {"equations": "maxwell"}, "time": {"t_end": 14.0},
-            "port": {"a": {"surface": "I", "shape": "circle", "mode": "TE11"},
-                     "b": {"surface": "O", "shape": "circle", "mode": "TE11"}},
-            "ports": {"fmin": 0.5, "fmax": 1.0, "count": 3, "pml_elements": 2},
-            "output": {"formats": [], "name": "guide"}}
-    result = lobatto.run(data, output_dir=tmp_path / "out")
+    result = lobatto.run(cylinder_surface_case(tmp_path), output_dir=tmp_path / "out")
     s = s_matrix(tmp_path / "out")
     power = np.abs(s[:, 0, 0]) ** 2 + np.abs(s[:, 1, 0]) ** 2  # measured 0.995, 0.994, 0.964
     assert np.all(power < 1.005) and np.all(power > 0.95)

@@ -39,20 +39,9 @@ def test_cuda_s_matrix_equals_cpu(tmp_path):
 def test_cuda_surface_ports_equal_cpu(tmp_path):
     """Ports on the curved O-grid cylinder's end surfaces (test_port_surface.py): the grown
     extension is host-side mesh work, so CUDA's S equals the CPU's on the extended mesh."""
-    import sys
-    from pathlib import Path
+    from test_port_surface import cylinder_surface_case
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from cylwave import cylinder_rea
-
-    path = tmp_path / "cyl.rea"
-    cylinder_rea(path, m=1, layers=1, length=0.5, ends=("I", "O"))
-    case = {"mesh": {"generator": "nek", "file": str(path), "boundary": "pec", "boundaries": {"PEC": "pec"}},
-            "discretization": {"order": 3}, "physics": {"equations": "maxwell"}, "time": {"t_end": 14.0},
-            "port": {"a": {"surface": "I", "shape": "circle", "mode": "TE11"},
-                     "b": {"surface": "O", "shape": "circle", "mode": "TE11"}},
-            "ports": {"fmin": 0.5, "fmax": 1.0, "count": 3, "pml_elements": 2},
-            "output": {"formats": [], "name": "guide"}}
+    case = cylinder_surface_case(tmp_path)
     out = {}
     for backend in ("cpu", "cuda"):
         lobatto.run(copy.deepcopy(case), backend=backend, output_dir=tmp_path / backend)
