@@ -190,7 +190,6 @@ def file_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict, gen: str) -> MeshSect
                        extrude=read_extrude(ctx, mesh.get("extrude")))
 
 
-
 def box_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict) -> MeshSection:
     """[mesh] of generator = \"box\"."""
     if "extrude" in mesh:
