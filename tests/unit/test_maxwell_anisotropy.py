@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lobatto.api import Simulation, case_from_dict, run
+from lobatto.errors import InputError
 from lobatto.mesh.topology import face_slice
 from lobatto.systems.maxwell.system import MaxwellSystem
 
@@ -231,6 +232,16 @@ def test_bad_tensor_values_are_one_line_errors(table, message, tmp_path, capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert message in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("value, hinted", [([2.0, 3.0, 4.0], True), (-1.0, False)])
+def test_a_list_for_the_physics_epsilon_points_to_a_material_table(value, hinted):
+    """A diagonal epsilon given in [physics] (a scalar there) names where it goes; a bad scalar does not."""
+    with pytest.raises(InputError) as error:
+        case_from_dict({"mesh": {"elements": [2, 1, 1]}, "physics": {"equations": "maxwell", "epsilon": value},
+                        "time": {"t_end": 0.1}})
+    assert "[physics] epsilon must be a positive number" in str(error.value)
+    assert ("goes in a [material.<name>] table" in str(error.value)) == hinted
 
 
 def test_tensor_and_averaged_tables_round_trip_through_toml():

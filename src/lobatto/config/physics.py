@@ -56,6 +56,8 @@ class Key:
     required: bool = False
     range: Range | None = None
     variables_from: str | None = None
+    #: a sentence a wrong value's error ends with (where a related form of the key belongs)
+    hint: str = ""
 
     @property
     def valid_range(self) -> Range | None:

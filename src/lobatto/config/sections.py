@@ -22,15 +22,16 @@ from lobatto.config.declared import read_monitor_tables
 from lobatto.config.derived import read_derived
 from lobatto.config.dft import parse_dft
 from lobatto.config.expressions import CONSTANTS, FUNCTIONS, compile_expression
+from lobatto.config.extrude import read_extrude
 from lobatto.config.generic_tables import (AXES, BACKEND, CHECKPOINT, DEFAULT_CFL, DISCRETIZATION,
                                            INTEGRATORS, MAX_ELEMENTS, MAX_ORDER, MESH, MESH_GENERATORS,
                                            MULTISTEP_INTEGRATORS, OUTPUT, OUTPUT_FORMATS, PARALLEL, SIDES, TIME,
                                            default_max_cfl)
 from lobatto.config.physics import PhysicsSpec
 from lobatto.config.probes import parse_integrals, parse_probes
-from lobatto.config.extrude import read_extrude
 from lobatto.config.toolkit import (REQUIRED, Context, bool_or_auto, boolean, choice, get_value, integer, is_number,
                                     key_value, positive, read_table, refuse_repeats, show, vector)
+from lobatto.errors import InputError
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 #: the variables of [initial] and [exact]
@@ -94,7 +95,7 @@ def sanitize_name(stem: str) -> str:
 def physics_values(ctx: Context, spec: PhysicsSpec, table: Mapping[str, Any]) -> dict:
     """The system's own [physics] keys, checked by kind, defaults filled in; an expression key
     with ``variables_from`` read after the other keys, its names then being known."""
-    values = {key.name: key_value(ctx, "physics", table, key) for key in spec.keys if key.variables_from is None}
+    values = {key.name: _physics_value(ctx, table, key) for key in spec.keys if key.variables_from is None}
     for key in spec.keys:
         if key.variables_from is not None:
             names = tuple(values[key.variables_from])
@@ -105,6 +106,16 @@ def physics_values(ctx: Context, spec: PhysicsSpec, table: Mapping[str, Any]) ->
                                 "call it something else")
             values[key.name] = key_value(ctx, "physics", table, key, names)
     return {key.name: values[key.name] for key in spec.keys}
+
+
+def _physics_value(ctx: Context, table: Mapping[str, Any], key):
+    """key_value; a list given for a number ends its message with the key's hint."""
+    try:
+        return key_value(ctx, "physics", table, key)
+    except InputError as error:
+        if not (key.hint and isinstance(table, Mapping) and isinstance(table.get(key.name), list)):
+            raise
+        raise InputError(f"{error}; {key.hint}") from None
 
 
 def read_integrator(ctx: Context, spec: PhysicsSpec, time: Mapping[str, Any]) -> str:

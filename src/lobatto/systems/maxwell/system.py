@@ -95,8 +95,10 @@ SPEC = PhysicsSpec(
     boundary_kinds=tuple(BOUNDARY_FACTORS),
     default_boundary="pec",
     keys=(
-        Key("epsilon", "positive", 1.0, "permittivity", range=PROPERTY_RANGES["epsilon"]),
-        Key("mu", "positive", 1.0, "permeability", range=PROPERTY_RANGES["mu"]),
+        Key("epsilon", "positive", 1.0, "permittivity", range=PROPERTY_RANGES["epsilon"],
+            hint="a diagonal (anisotropic) epsilon = [ex, ey, ez] goes in a [material.<name>] table"),
+        Key("mu", "positive", 1.0, "permeability", range=PROPERTY_RANGES["mu"],
+            hint="a diagonal (anisotropic) mu = [mx, my, mz] goes in a [material.<name>] table"),
         Key("sigma", "nonnegative", 0.0, "electric conductivity (uniform; per region: [material.<name>])",
             range=PROPERTY_RANGES["sigma"]),
         Key("bloch_k", "vector", None, "Bloch wave vector [kx, ky, kz] (radians per unit length, along periodic "
