@@ -126,6 +126,7 @@ def test_unstable_run_stops_on_every_rank(tmp_path, nprocs):
     assert result.returncode == 1, describe(result)
     lines = error_lines(result.stderr)
     assert len(lines) == 1 and ("energy grew" in lines[0] or "non-finite" in lines[0]), describe(result)
+    assert "the fields are largest (" in lines[0] and "centred at (" in lines[0], describe(result)  # from every rank's part
 
 
 @pytest.mark.parametrize("nprocs", [2, 3])

@@ -88,6 +88,7 @@ def test_unstable_run_with_the_check_off_stops_when_the_energy_grows(tmp_path):
     proc = run(tmp_path, text)
     line = assert_one_line_error(proc, "energy grew", "step", "time", "lower [time] cfl", code=1)
     assert "inf" not in line.lower().split("grew")[1][:40]  # stopped long before an overflow
+    assert "the fields are largest (|u| = " in line and "centred at (" in line  # where it starts
     assert not (tmp_path / "out" / "summary.json").exists()
 
 

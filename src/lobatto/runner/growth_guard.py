@@ -203,3 +203,27 @@ class GrowthGuard:
         return (f"the discrete energy grew exponentially to {now[2]:.4g} at step {now[0]} (t = {now[1]:.6g}), "
                 f"{now[2] / max(base[3], 1e-300):.3g} times the largest it had been up to step {base[0]} (t = {base[1]:.6g}): "
                 f"{base[3]:.4g}, at {rate:.3g} per unit time{sources}. Energy by time: {series}")
+
+
+def largest_fields(system, backend, u, comm) -> str:
+    """Collective: ", the fields largest in element ..." (the element holding the first
+    non-finite value, else the largest magnitude of any field, over all ranks), or "" where the
+    state is not an (fields, elements, ...) array. Where an instability starts (a badly shaped
+    element, a layer, a medium) is what a user needs to see next to the step it stopped at."""
+    values = np.asarray(backend.to_host(u)) if u is not None else None
+    mesh = getattr(system, "mesh", None)
+    if values is None or values.ndim < 3 or mesh is None:
+        return ""
+    count = min(values.shape[1], mesh.num_elements)
+    score, text = -1.0, ""
+    if count:
+        with np.errstate(all="ignore"):
+            per = np.abs(values[:, :count].reshape(values.shape[0], count, -1))
+            bad = ~np.isfinite(per).all(axis=(0, 2))
+            size = np.where(np.isfinite(per), per, 0.0).max(axis=(0, 2))
+        e = int(np.argmax(bad)) if bad.any() else int(np.argmax(size))
+        score = math.inf if bad.any() else float(size[e])
+        text = ("non-finite values" if bad.any() else f"|u| = {size[e]:.3g}") + f" in {mesh.describe_element(e)}"
+    every = [(score, text)] if comm is None else comm.allgather((score, text))
+    score, text = max(every, key=lambda pair: pair[0])
+    return f"; the fields are largest ({text})" if text else ""

@@ -32,7 +32,7 @@ from lobatto.monitors import MonitorSet
 from lobatto.runner import normalization, ports, schedule, step_check, summary
 from lobatto.runner.build import build_system, case_named
 from lobatto.runner.decay_stop import DecayStop
-from lobatto.runner.growth_guard import GrowthGuard
+from lobatto.runner.growth_guard import GrowthGuard, largest_fields
 from lobatto.runner.restart import resume, save
 from lobatto.runner.snapshots import SnapshotWriter
 from lobatto.runner.steady import run_steady
@@ -278,14 +278,19 @@ class Simulation:
         if not math.isfinite(energy):
             finite = allreduce(comm, int(bool(self.backend.xp.isfinite(self.u).all())), "min")
             what = "non-finite field values (NaN/Inf)" if not finite else "field values too large to square"
-            self.fail(f"{what} {where}: {self.unstable_hint()}")
+            self.fail(f"{what} {where}{self.largest_fields()}: {self.unstable_hint()}")
         if system.energy_bounded and energy > ENERGY_GROWTH_LIMIT * self.energy_initial:
             self.fail(f"the discrete energy grew from {self.energy_initial:.4g} to {energy:.4g} {where}, though "
-                      f"{system.name} without sources cannot gain energy: {self.unstable_hint()}")
+                      f"{system.name} without sources cannot gain energy{self.largest_fields()}: {self.unstable_hint()}")
         growth = self.guard.observe(self.step_count, self.t, energy) if self.guard is not None else None
         if growth is not None:
             hints = "; ".join(self.guard.hints + [self.unstable_hint()])
-            self.fail(f"stopped {where}: {growth}. {hints}; [time] growth_check = false runs on regardless")
+            self.fail(f"stopped {where}: {growth}{self.largest_fields()}. {hints}; [time] growth_check = false runs "
+                      "on regardless")
+
+    def largest_fields(self) -> str:
+        """Collective: where the fields are largest (growth_guard.largest_fields)."""
+        return largest_fields(self.system, self.backend, self.u, self.comm)
 
     def unstable_hint(self) -> str:
         hint = f"the time step dt = {self.dt:.3g} may be over the stability limit; lower [time] "
