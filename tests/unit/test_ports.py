@@ -145,6 +145,9 @@ def test_empty_guide_s_parameters(guide):
     assert json.loads((out / "summary.json").read_text())["ports"]["files"]["touchstone"] == "guide.s2p"
     table = format_summary_table(result.summary)
     assert "S-parameters: guide.s2p, guide_sparams.h5 (4 frequencies)" in table and "TE10 at z = 3, into -" in table
+    # the last run's transforms are named from <output>, where this summary lies
+    assert "transforms: port_in/guide_dft.h5" in table
+    assert (out / result.summary["time_series"]["dft"]["file"]).is_file()
 
 
 def test_dft_and_ports_refused(tmp_path):

@@ -80,6 +80,13 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
             keep.append(sim)
         del sim, monitor, results
     out = dict(summary)
+    series = out.get("time_series")  # the last run's files, named from <output> (where this summary is)
+    if isinstance(series, dict) and names:
+        sub = f"{PREFIX}{names[-1]}/"
+        dft = series.get("dft")
+        out["time_series"] = {**series, "files": [sub + f for f in series.get("files") or []],
+                              **({"dft": {**dft, "file": sub + dft["file"]}} if isinstance(dft, dict) and dft.get("file")
+                                 else {})}
     out["ports"] = {**runs_of.describe(case), "runs": runs, "files": runs_of.files(case)}
     if surfaces:  # what each surface port became: reproducible with these planes, [pml] and mesh
         out["ports"]["surfaces"] = surfaces
