@@ -203,6 +203,8 @@ SETUP_ERRORS = [
     # a port driven only in a later run: its source is checked in the first run already
     ({"port__out__source": "z = 4"}, r"\[port.out\] source \"z = 4\" touches the \[pml\] layer"),
     ({"ports__fmin": 0.2, "ports__fmax": 0.45}, r"below its cutoff 0.5 at every"),
+    # a band in GHz on a unit-free mesh: ran to S ~ 0 with exit 0
+    ({"ports__fmin": 6e9, "ports__fmax": 9e9}, r"highest frequency 9e\+09 has a wavelength of .* cannot carry it"),
     ({"port__in__shape": "circle", "port__in__mode": "TE11"}, r"the cross-section is not a disc"),
     ({"port__in__shape": "circle"}, r"mode = 'TE10': unknown mode name"),
     ({"material": {"lens": {"where": "2.25 - z", "epsilon": 2.0}}}, r"\[port.in\].*background"),
