@@ -59,12 +59,13 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
     names = runs_of.driven(case)
     columns, runs, summary, rank = {}, {}, {}, 0
     for k, name in enumerate(names):
-        if progress is not None and rank_and_size(comm)[0] == 0:
-            print(f"lobatto: port run {k + 1} of {len(names)}: [port.{name}] driven, into {base / f'{PREFIX}{name}'}",
-                  flush=True)
         sub = parse_case(runs_of.case_data(case, name), source=case.source, name=case.name, systems=physics_specs(),
                          monitors=monitor_tables())
         sim = simulation_class(sub, backend=backend, output_dir=base / f"{PREFIX}{name}", comm=comm, progress=progress)
+        # after the set-up, whose checks refuse a bad case: its error is then the only line
+        if progress is not None and rank_and_size(comm)[0] == 0:
+            print(f"lobatto: port run {k + 1} of {len(names)}: [port.{name}] driven, into {base / f'{PREFIX}{name}'}",
+                  flush=True)
         if k == 0 and before_writing is not None:
             before_writing()
         summary = sim.run()
