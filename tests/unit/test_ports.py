@@ -145,6 +145,9 @@ def test_empty_guide_s_parameters(guide):
     assert json.loads((out / "summary.json").read_text())["ports"]["files"]["touchstone"] == "guide.s2p"
     table = format_summary_table(result.summary)
     assert "S-parameters: guide.s2p, guide_sparams.h5 (4 frequencies)" in table and "TE10 at z = 3, into -" in table
+    # the last run's transforms are named from <output>, where this summary lies
+    assert "transforms: port_in/guide_dft.h5" in table
+    assert (out / result.summary["time_series"]["dft"]["file"]).is_file()
 
 
 def test_dft_and_ports_refused(tmp_path):
@@ -200,6 +203,8 @@ SETUP_ERRORS = [
     # a port driven only in a later run: its source is checked in the first run already
     ({"port__out__source": "z = 4"}, r"\[port.out\] source \"z = 4\" touches the \[pml\] layer"),
     ({"ports__fmin": 0.2, "ports__fmax": 0.45}, r"below its cutoff 0.5 at every"),
+    # a band in GHz on a unit-free mesh: ran to S ~ 0 with exit 0
+    ({"ports__fmin": 6e9, "ports__fmax": 9e9}, r"highest frequency 9e\+09 has a wavelength of .* cannot carry it"),
     ({"port__in__shape": "circle", "port__in__mode": "TE11"}, r"the cross-section is not a disc"),
     ({"port__in__shape": "circle"}, r"mode = 'TE10': unknown mode name"),
     ({"material": {"lens": {"where": "2.25 - z", "epsilon": 2.0}}}, r"\[port.in\].*background"),

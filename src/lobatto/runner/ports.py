@@ -59,12 +59,13 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
     names = runs_of.driven(case)
     columns, runs, summary, rank = {}, {}, {}, 0
     for k, name in enumerate(names):
-        if progress is not None and rank_and_size(comm)[0] == 0:
-            print(f"lobatto: port run {k + 1} of {len(names)}: [port.{name}] driven, into {base / f'{PREFIX}{name}'}",
-                  flush=True)
         sub = parse_case(runs_of.case_data(case, name), source=case.source, name=case.name, systems=physics_specs(),
                          monitors=monitor_tables())
         sim = simulation_class(sub, backend=backend, output_dir=base / f"{PREFIX}{name}", comm=comm, progress=progress)
+        # after the set-up, whose checks refuse a bad case: its error is then the only line
+        if progress is not None and rank_and_size(comm)[0] == 0:
+            print(f"lobatto: port run {k + 1} of {len(names)}: [port.{name}] driven, into {base / f'{PREFIX}{name}'}",
+                  flush=True)
         if k == 0 and before_writing is not None:
             before_writing()
         summary = sim.run()
@@ -80,6 +81,13 @@ def run(case, backend, output_dir, comm, progress, simulation_class, restart=Non
             keep.append(sim)
         del sim, monitor, results
     out = dict(summary)
+    series = out.get("time_series")  # the last run's files, named from <output> (where this summary is)
+    if isinstance(series, dict) and names:
+        sub = f"{PREFIX}{names[-1]}/"
+        dft = series.get("dft")
+        out["time_series"] = {**series, "files": [sub + f for f in series.get("files") or []],
+                              **({"dft": {**dft, "file": sub + dft["file"]}} if isinstance(dft, dict) and dft.get("file")
+                                 else {})}
     out["ports"] = {**runs_of.describe(case), "runs": runs, "files": runs_of.files(case)}
     if surfaces:  # what each surface port became: reproducible with these planes, [pml] and mesh
         out["ports"]["surfaces"] = surfaces

@@ -17,6 +17,7 @@ port's measurement plane (``system.port_planes``) for the decomposition (runner/
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 
 import numpy as np
 
@@ -251,6 +252,21 @@ def warn_multimode(port, plane: PortPlane, spec, system, comm) -> None:
               "converted into that mode shows as loss", flush=True)
 
 
+def check_resolved(port, plane, spec, system, where: str) -> None:
+    """InputError where the band's shortest wavelength spans fewer than two of the plane's point
+    spacings: the mesh cannot carry it, and a run would end with S ~ 0 and exit 0. It is how a
+    band in GHz on a mesh in metres or mm (lobatto is unit-free) shows; the plane is every rank's."""
+    count, n = plane.coords.shape[1], plane.coords.shape[-1]
+    spacing = math.sqrt(float(np.sum(plane.weights)) / (count * max(n - 1, 1) ** 2))
+    shortest = 1.0 / (max(spec.frequencies) * math.sqrt(float(system.epsilon) * float(system.mu)))
+    if shortest < 2.0 * spacing:
+        raise InputError(f"{where}: [ports] the highest frequency {max(spec.frequencies):.6g} has a wavelength of "
+                         f"{shortest:.3g}, under two of [port.{port.name}]'s point spacings ({spacing:.3g}): the mesh "
+                         "cannot carry it. Frequencies are cycles per unit time of the mesh's length unit with c = 1 "
+                         "(docs/electromagnetics.md, \"Units\"): f = a / wavelength, e.g. 6 GHz on a mesh in mm is "
+                         "6e9 * 1e-3 / 299792458 = 0.02")
+
+
 def build_ports(case, system, comm=None) -> list:
     """TERM_BUILDERS entry: every port's plane and mode (``system.port_planes``) and a launch
     term for each driven port (one per run: runner/ports.py drives them in turn)."""
@@ -271,6 +287,7 @@ def build_ports(case, system, comm=None) -> list:
         if not max(spec.frequencies) > cutoff:
             raise InputError(f"{where}: [port.{port.name}] mode {port.mode} is below its cutoff {cutoff:.6g} at every "
                              f"[ports] frequency (the highest: {max(spec.frequencies):.6g}): it does not propagate")
+        check_resolved(port, plane, spec, system, where)
         system.port_planes[port.name] = plane
         warn_multimode(port, plane, spec, system, comm)
     cutoffs = [cutoff_frequency(system.port_planes[n].k_c, system.epsilon, system.mu) for n in names]
