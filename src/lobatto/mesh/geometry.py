@@ -180,7 +180,10 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
     coords = element_coordinates(mesh, order)
     deform = deform if deform is not None else mesh.deform
     if deform is not None:
-        coords = coords + np.asarray(deform(coords[0], coords[1], coords[2]), dtype=np.float64)
+        displacement = np.asarray(deform(coords[0], coords[1], coords[2]), dtype=np.float64)
+        if mesh.dim == 2:  # a 2-D mesh stays in the plane z = 0
+            displacement = displacement * np.array([1.0, 1.0, 0.0]).reshape((3,) + (1,) * (displacement.ndim - 1))
+        coords = coords + displacement
     if deform is not None:
         hint = "reduce the [mesh.deform] amplitude or refine the mesh"
     elif mesh.source is not None:
