@@ -16,6 +16,7 @@ from lobatto.discretization.tensor import derivative_s, derivative_t, physical_g
 from lobatto.mesh import box_mesh, compute_geometry, connectivity_from_vertices, face_point_ids
 from lobatto.mesh.extrude import extrude_quads
 from lobatto.mesh.mesh import HexMesh
+from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.operators import Assembly, continuous_ids, dirichlet_faces
 from lobatto.systems.dg import add_to_faces, face_values
 
@@ -188,3 +189,18 @@ def test_thin_axis_derivatives():
     for k in range(n):
         assert np.abs(grad3[:, :, k:k + 1] - grad2).max() < 1e-12 * np.abs(grad2).max()
         assert np.abs(curl3[:, :, k:k + 1] - curl2).max() < 1e-12 * np.abs(curl2).max()
+
+
+@pytest.mark.parametrize("method", ["rcb", "rsb"])
+def test_a_quad_box_is_partitioned_whole(method):
+    whole = box_mesh((5, 3))
+    for ranks in (2, 3):
+        parts = [partition_box((5, 3), ranks, p, method) for p in range(ranks)]
+        assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(15))
+        # the same parts as the one-layer 3-D box's (rcb cuts whole columns: 6 + 9 on 2 ranks)
+        assert all(np.array_equal(p, partition_box((5, 3, 1), ranks, r, method)) for r, p in enumerate(parts))
+        assert np.array_equal(np.sort(np.concatenate([partition_mesh(whole, ranks, p, method) for p in range(ranks)])),
+                              np.arange(15))
+        part = box_mesh((5, 3), element_ids=parts[-1]).halo_last()
+        part.check()
+        assert part.dim == 2 and part.halo_elements().any()
