@@ -217,6 +217,14 @@ def apply_extrusions(mesh: HexMesh, extrude, where: str = "mesh") -> HexMesh:
     return mesh
 
 
+def _planar_deform(inner):
+    """The 2-D deformation ``inner`` as a 3-D one: evaluated at z = 0, moving x and y only."""
+    def deform(x, y, z):
+        dx, dy, _ = inner(x, y, np.zeros_like(z))
+        return dx, dy, np.zeros_like(z)
+    return deform
+
+
 def extrude_quads(mesh: HexMesh, depth: float = 2.0) -> HexMesh:
     """The 3-D twin of a 2-D mesh: hex e is quad e between z = -depth/2 and +depth/2, its faces
     0..3 are the quad's (same neighbours, orientations, kinds and groups: 2-D code 4, a flipped
@@ -241,11 +249,7 @@ def extrude_quads(mesh: HexMesh, depth: float = 2.0) -> HexMesh:
         q1 = mesh.curved_nodes.shape[-1]
         curved = np.repeat(mesh.curved_nodes, q1, axis=2)
         curved[:, 2] = half * gll_points(q1 - 1)[None, :, None, None]
-    deform = None
-    if mesh.deform is not None:
-        def deform(x, y, z, inner=mesh.deform):
-            dx, dy, _ = inner(x, y, np.zeros_like(z))
-            return dx, dy, np.zeros_like(z)
+    deform = None if mesh.deform is None else _planar_deform(mesh.deform)
     labels = None
     if mesh.element_labels is not None:
         labels = np.concatenate([mesh.element_labels, np.zeros((len(ids), 1), dtype=mesh.element_labels.dtype)], 1)
