@@ -1,4 +1,5 @@
-"""Box mesh generator: a structured block of hexahedra stored as general unstructured data."""
+"""Box mesh generator: a structured block of hexahedra (or, given two counts, quadrilaterals in
+the plane z = 0) stored as general unstructured data."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import numpy as np
 
 from lobatto.errors import InputError
 from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
-from lobatto.mesh.topology import NUM_FACES
 
 SIDE_NAMES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")  # matches face numbering
 AXIS_NAMES = ("x", "y", "z")
@@ -63,6 +63,9 @@ def box_mesh(
 ) -> HexMesh:
     """Elements (nx, ny, nz) on [lower, upper]; element index e = ix + nx*(iy + ny*iz).
 
+    Two counts (nx, ny) give a 2-D mesh of quadrilaterals at z = 0 (sides xmin..ymax; the
+    first two entries of lower, upper and periodic are used): the same code with nz = 1.
+
     With `element_ids` only those elements are built (a rank's part of a partitioned box):
     memory and work scale with the part, not with the whole box.
 
@@ -70,14 +73,21 @@ def box_mesh(
     connectivity has orientation code 0 everywhere; meshes from other sources use the
     general codes (see connectivity.connectivity_from_vertices).
     """
-    nx, ny, nz = (int(n) for n in elements)
+    dim = len(elements)
+    if dim not in (2, 3):
+        raise InputError(f"[mesh] elements must have 2 or 3 entries, got {list(elements)}")
+    nx, ny, nz = (int(n) for n in tuple(elements) + (1,) * (3 - dim))
     counts = np.array([nx, ny, nz])
     if np.any(counts < 1):
         raise InputError(f"[mesh] elements must be >= 1 in each direction, got {list(elements)}")
     lower = np.asarray(lower, dtype=np.float64)
     upper = np.asarray(upper, dtype=np.float64)
+    if dim == 2:  # the plane z = 0, one (thin) element through it
+        lower, upper = np.append(lower[:2], 0.0), np.append(upper[:2], 1.0)
+        periodic = tuple(periodic[:2]) + (False,)
     check_extent(lower, upper, counts)
-    side_names = {side: (boundaries or {}).get(side, boundary) for side in SIDE_NAMES}
+    num_faces, num_vertices, sides = 2 * dim, 2**dim, SIDE_NAMES[: 2 * dim]
+    side_names = {side: (boundaries or {}).get(side, boundary) for side in sides}
     for side, kind in side_names.items():
         if not isinstance(kind, str) or not kind:
             raise InputError(f"[mesh] boundary for {side} must be a name, got {kind!r}")
@@ -96,21 +106,23 @@ def box_mesh(
 
     # Lattice vertex (a, b, c) has global index a + (nx+1)*(b + (ny+1)*c); keep only the
     # vertices of our elements, renumbered locally.
-    global_vertex = np.empty((num_elements, 8), dtype=np.int64)
-    for v in range(8):
+    global_vertex = np.empty((num_elements, num_vertices), dtype=np.int64)
+    for v in range(num_vertices):
         p, q, l = v & 1, (v >> 1) & 1, (v >> 2) & 1
         global_vertex[:, v] = (ix + p) + (nx + 1) * ((iy + q) + (ny + 1) * (iz + l))
     used, element_vertices = np.unique(global_vertex, return_inverse=True)
-    element_vertices = element_vertices.reshape(num_elements, 8)
+    element_vertices = element_vertices.reshape(num_elements, num_vertices)
     lattice = np.stack([used % (nx + 1), (used // (nx + 1)) % (ny + 1), used // ((nx + 1) * (ny + 1))], axis=1)
     vertices = lower + (upper - lower) * lattice / counts
+    if dim == 2:
+        vertices[:, 2] = 0.0
 
-    face_neighbour = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
-    neighbour_face = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
-    boundary_kind = np.full((num_elements, NUM_FACES), INTERIOR, dtype=np.int64)
-    face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    face_neighbour = np.full((num_elements, num_faces), -1, dtype=np.int64)
+    neighbour_face = np.full((num_elements, num_faces), -1, dtype=np.int64)
+    boundary_kind = np.full((num_elements, num_faces), INTERIOR, dtype=np.int64)
+    face_group = np.full((num_elements, num_faces), -1, dtype=np.int64)
     index = np.stack([ix, iy, iz], axis=1)
-    for face in range(NUM_FACES):
+    for face in range(num_faces):
         axis, step = face // 2, (1 if face % 2 else -1)
         nb = index.copy()
         nb[:, axis] += step
@@ -129,15 +141,15 @@ def box_mesh(
         element_vertices=element_vertices,
         face_neighbour=face_neighbour,
         neighbour_face=neighbour_face,
-        face_orientation=np.zeros((num_elements, NUM_FACES), dtype=np.int64),
+        face_orientation=np.zeros((num_elements, num_faces), dtype=np.int64),
         boundary_kind=boundary_kind,
         boundary_names=boundary_names,
         element_ids=element_ids,
-        element_labels=index,
+        element_labels=index[:, :dim],
         deform=deform,
         num_global_elements=num_global,
         face_group=face_group,
-        group_names=SIDE_NAMES,
+        group_names=sides,
     )
     mesh.check()
     return mesh

@@ -11,7 +11,12 @@ that old face is interior (the surface ends inside a larger boundary) they take 
 with no group. Connectivity is rebuilt from vertex ids (connectivity.py); links the vertices do not
 give (periodic pairs of a file) are kept, but a surface bordering a periodic pair is refused (the
 grown side faces would need periodic links of their own). The grown elements have no number in
-the file (element_numbers -1: messages say they were grown).
+the file (element_numbers -1: messages say they were grown). Surfaces of 2-D meshes are refused.
+
+``extrude_quads`` turns a 2-D mesh (quads, mesh.dim 2) into its 3-D twin: one hex per quad,
+one layer of ``depth`` along z, periodic in z. A z-independent 3-D field on it is the 2-D
+field; with depth 2 (dz/dt = 1) its geometric factors are the 2-D ones in every k plane, so
+it is the oracle the 2-D code is tested against, and a way to run a 2-D mesh as 3-D.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def _size(mesh: HexMesh) -> float:
 def surface_plane(mesh: HexMesh, name: str, where: str = "mesh") -> SurfacePlane:
     """The named boundary surface of a whole mesh, checked to be planar, normal to an axis and
     of one outward direction; InputError naming ``where`` otherwise."""
+    if mesh.dim != 3:
+        raise InputError(f"{where}: extruding the surface \"{name}\" of a 2-D mesh is not supported")
     if name not in mesh.group_names:
         names = ", ".join(mesh.group_names) or "none"
         raise InputError(f"{where}: no boundary surface named \"{name}\" in the mesh (its surfaces: {names})")
@@ -208,3 +215,57 @@ def apply_extrusions(mesh: HexMesh, extrude, where: str = "mesh") -> HexMesh:
     for entry in extrude:
         mesh, _ = extrude_surface(mesh, entry["surface"], entry["layers"], entry["thickness"], where)
     return mesh
+
+
+def _planar_deform(inner):
+    """The 2-D deformation ``inner`` as a 3-D one: evaluated at z = 0, moving x and y only."""
+    def deform(x, y, z):
+        dx, dy, _ = inner(x, y, np.zeros_like(z))
+        return dx, dy, np.zeros_like(z)
+    return deform
+
+
+def extrude_quads(mesh: HexMesh, depth: float = 2.0) -> HexMesh:
+    """The 3-D twin of a 2-D mesh: hex e is quad e between z = -depth/2 and +depth/2, its faces
+    0..3 are the quad's (same neighbours, orientations, kinds and groups: 2-D code 4, a flipped
+    edge, is the 3-D flip along b) and faces 4 and 5 are joined to each other (periodic z).
+    A deformation is evaluated at z = 0 and moves x and y only (the 2-D one, in every plane)."""
+    if mesh.dim != 2:
+        raise ValueError("extrude_quads: the mesh is not 2-D (quads)")
+    if not depth > 0:
+        raise ValueError(f"extrude_quads: depth must be > 0, got {depth}")
+    half = 0.5 * float(depth)
+    lower, upper = mesh.vertices.copy(), mesh.vertices.copy()
+    lower[:, 2], upper[:, 2] = -half, half
+    num = len(mesh.vertices)
+    ids = mesh.element_ids
+
+    def stacked(array, t_minus, t_plus):  # (E, 4) per-face array and the values of faces 4, 5
+        return np.concatenate([array, np.stack([np.broadcast_to(t_minus, ids.shape),
+                                                np.broadcast_to(t_plus, ids.shape)], axis=1)], axis=1)
+
+    curved = None
+    if mesh.curved_nodes is not None:  # x, y repeated along k; z = half * (GLL point of order q)
+        q1 = mesh.curved_nodes.shape[-1]
+        curved = np.repeat(mesh.curved_nodes, q1, axis=2)
+        curved[:, 2] = half * gll_points(q1 - 1)[None, :, None, None]
+    deform = None if mesh.deform is None else _planar_deform(mesh.deform)
+    labels = None
+    if mesh.element_labels is not None:
+        labels = np.concatenate([mesh.element_labels, np.zeros((len(ids), 1), dtype=mesh.element_labels.dtype)], 1)
+    three_d = replace(
+        mesh,
+        vertices=np.concatenate([lower, upper]),
+        element_vertices=np.concatenate([mesh.element_vertices, mesh.element_vertices + num], axis=1),
+        face_neighbour=stacked(mesh.face_neighbour, ids, ids),
+        neighbour_face=stacked(mesh.neighbour_face, 5, 4),
+        face_orientation=stacked(mesh.face_orientation, 0, 0),
+        boundary_kind=stacked(mesh.boundary_kind, INTERIOR, INTERIOR),
+        face_group=stacked(mesh.face_group, -1, -1),
+        interior_group=stacked(mesh.interior_group, -1, -1),
+        element_labels=labels,
+        curved_nodes=curved,
+        deform=deform,
+    )
+    three_d.check()
+    return three_d

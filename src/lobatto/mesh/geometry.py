@@ -5,6 +5,11 @@ trilinear map of its vertices, or, on a curved mesh, the tensor-product Lagrange
 of its nodes at the GLL points of the geometry's order q), then the optional deformation is
 added pointwise; everything else is computed from that degree-N interpolant, so both elements sharing a face see identical face coordinates and normals
 that are opposite to round-off.
+
+On a 2-D mesh (quads, a k axis of one point) the map is completed by z = t (dz/dt = 1, no t
+derivative), so the 3-D cofactor formulas give the 2-D metrics with a t row (0, 0, 1), J =
+x_r y_s - x_s y_r, and the factors of the four edge faces; the arrays keep their 3-D layout
+with k of length 1 (mass J w_j w_i: per unit depth).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 
 from lobatto.discretization import derivative_matrix, gll_points, gll_weights, interpolation_matrix
 from lobatto.errors import InputError
-from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, face_slice
+from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, face_slice
 from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
 
 AFFINE_TOLERANCE = 1e-12
@@ -46,20 +51,28 @@ class Geometry:
     lift: np.ndarray
     affine: np.ndarray
     min_spacing: float
+    dim: int = 3
 
 
-def trilinear_coordinates(vertices: np.ndarray, element_vertices: np.ndarray, order: int) -> np.ndarray:
-    """(3, E, n, n, n) coordinates of the trilinear map of each element at the GLL points."""
+def multilinear_coordinates(vertices: np.ndarray, element_vertices: np.ndarray, order: int) -> np.ndarray:
+    """(3, E, n, n, n) coordinates of the trilinear map of each element at the GLL points
+    ((3, E, 1, n, n), the bilinear map, for quads: element_vertices (E, 4))."""
     xi = gll_points(order)
     lo, hi = 0.5 * (1 - xi), 0.5 * (1 + xi)
     shape1d = np.stack([lo, hi])  # (2, n)
     corners = vertices[element_vertices]  # (E, 8, 3)
-    coords = np.zeros((3, element_vertices.shape[0], order + 1, order + 1, order + 1))
-    for v in range(8):
+    num_vertices = element_vertices.shape[1]
+    nk = order + 1 if num_vertices == 8 else 1
+    coords = np.zeros((3, element_vertices.shape[0], nk, order + 1, order + 1))
+    for v in range(num_vertices):
         p, q, l = v & 1, (v >> 1) & 1, (v >> 2) & 1
-        weight = shape1d[l][:, None, None] * shape1d[q][None, :, None] * shape1d[p][None, None, :]
+        along_k = shape1d[l] if nk > 1 else np.ones(1)  # a quad's k axis: one point, weight 1
+        weight = along_k[:, None, None] * shape1d[q][None, :, None] * shape1d[p][None, None, :]
         coords += corners[:, v, :].T[:, :, None, None, None] * weight[None, None]
     return coords
+
+
+trilinear_coordinates = multilinear_coordinates  # the 3-D name
 
 
 def curved_coordinates(curved_nodes: np.ndarray, order: int) -> np.ndarray:
@@ -73,6 +86,8 @@ def curved_coordinates(curved_nodes: np.ndarray, order: int) -> np.ndarray:
     interp = interpolation_matrix(q, gll_points(order))  # (n, q+1)
     out = np.einsum("ai,xekji->xekja", interp, nodes)
     out = np.einsum("bj,xekja->xekba", interp, out)
+    if nodes.shape[2] == 1:  # a quad: no k axis to interpolate along
+        return out
     return np.einsum("ck,xekba->xecba", interp, out)
 
 
@@ -80,19 +95,22 @@ def element_coordinates(mesh, order: int) -> np.ndarray:
     """(3, E, n, n, n) the undeformed element maps at the GLL points of order N."""
     if mesh.curved_nodes is not None:
         return curved_coordinates(mesh.curved_nodes, order)
-    return trilinear_coordinates(mesh.vertices, mesh.element_vertices, order)
+    return multilinear_coordinates(mesh.vertices, mesh.element_vertices, order)
 
 
 def face_factors(metrics: np.ndarray, jacobian: np.ndarray, order: int) -> tuple:
     """(normals (3, E, 6, n, n), surface Jacobian (E, 6, n, n), lift (E, 6, n, n)) from the
-    metrics at the face points: n = +-grad r_b / |grad r_b|, sJ = J |grad r_b|, lift = sJ / (J w_end)."""
+    metrics at the face points: n = +-grad r_b / |grad r_b|, sJ = J |grad r_b|, lift = sJ / (J w_end).
+    On a 2-D mesh (jacobian (E, 1, n, n)) the four edges: (3, E, 4, 1, n) etc."""
     n = order + 1
     num_elements = jacobian.shape[0]
     w = gll_weights(order)
-    normals = np.empty((3, num_elements, NUM_FACES, n, n))
-    surface_jacobian = np.empty((num_elements, NUM_FACES, n, n))
-    lift = np.empty((num_elements, NUM_FACES, n, n))
-    for face in range(NUM_FACES):
+    faces = 6 if jacobian.shape[-3] == n else 4
+    na = n if faces == 6 else 1
+    normals = np.empty((3, num_elements, faces, na, n))
+    surface_jacobian = np.empty((num_elements, faces, na, n))
+    lift = np.empty((num_elements, faces, na, n))
+    for face in range(faces):
         sl = face_slice(face, order)
         grad = metrics[FACE_REFERENCE_AXIS[face]][sl]  # (3, E, n, n): grad of r, s or t
         norm = np.sqrt(np.sum(grad**2, axis=0))
@@ -114,7 +132,9 @@ def curl_form_factors(geometry: Geometry) -> tuple:
     operators keep the cofactors (with the curl form an elliptic solve on a curved mesh in the
     tests was 1.5e-5 off instead of below 1e-5)."""
     curved = np.flatnonzero(~np.asarray(geometry.affine, dtype=bool))
-    if not curved.size:
+    if not curved.size or geometry.dim == 2:
+        # in 2-D the cofactors (x_r y_s - x_s y_r form) meet the metric identities already:
+        # D_r D_s = D_s D_r
         return geometry.metrics, geometry.normals, geometry.lift
     order = geometry.order
     d = derivative_matrix(order)
@@ -160,7 +180,10 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
     coords = element_coordinates(mesh, order)
     deform = deform if deform is not None else mesh.deform
     if deform is not None:
-        coords = coords + np.asarray(deform(coords[0], coords[1], coords[2]), dtype=np.float64)
+        displacement = np.asarray(deform(coords[0], coords[1], coords[2]), dtype=np.float64)
+        if mesh.dim == 2:  # a 2-D mesh stays in the plane z = 0
+            displacement = displacement * np.array([1.0, 1.0, 0.0]).reshape((3,) + (1,) * (displacement.ndim - 1))
+        coords = coords + displacement
     if deform is not None:
         hint = "reduce the [mesh.deform] amplitude or refine the mesh"
     elif mesh.source is not None:
@@ -169,12 +192,18 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
         hint = "check [mesh] lower/upper (each side must have a positive, representable length)"
 
     d = derivative_matrix(order)
+    dim = mesh.dim
     # dxdr[a, b] = d x_a / d r_b, filled in place (no stacked temporaries)
     dxdr = np.empty((3, 3) + coords.shape[1:])
     for a in range(3):
         dxdr[a, 0] = derivative_r(np, coords[a], d)
         dxdr[a, 1] = derivative_s(np, coords[a], d)
-        dxdr[a, 2] = derivative_t(np, coords[a], d)
+        if dim == 3:
+            dxdr[a, 2] = derivative_t(np, coords[a], d)
+    if dim == 2:  # the map completed by z = t: a thin axis has no t derivative
+        dxdr[2, :2] = 0.0
+        dxdr[:2, 2] = 0.0
+        dxdr[2, 2] = 1.0
     jacobian = (
         dxdr[0, 0] * (dxdr[1, 1] * dxdr[2, 2] - dxdr[1, 2] * dxdr[2, 1])
         - dxdr[0, 1] * (dxdr[1, 0] * dxdr[2, 2] - dxdr[1, 2] * dxdr[2, 0])
@@ -185,7 +214,7 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
     bad = _first_bad((min_jac <= 0) | ~finite)
     if bad is not None:
         corners = mesh.vertices[mesh.element_vertices[bad]]
-        scale = float(np.max(corners.max(axis=0) - corners.min(axis=0))) ** 3 / 8  # J of a cube that size
+        scale = float(np.max(corners.max(axis=0) - corners.min(axis=0))) ** dim / 2**dim  # J of a cube that size
         if not finite[bad]:
             state, detail = "degenerate", "is not finite"
         elif min_jac[bad] >= -1e-10 * scale:
@@ -217,13 +246,14 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
     del dxdr
 
     w = gll_weights(order)
-    w3 = w[:, None, None] * w[None, :, None] * w[None, None, :]
+    wk = w if dim == 3 else np.ones(1)  # per unit depth in 2-D
+    w3 = wk[:, None, None] * w[None, :, None] * w[None, None, :]
     mass = jacobian * w3
 
     normals, surface_jacobian, lift = face_factors(metrics, jacobian, order)
 
     spacing = np.inf
-    for axis in (1, 2, 3):
+    for axis in (1, 2, 3)[3 - dim:]:  # not along a thin k axis (no neighbouring points)
         diffs = np.diff(coords, axis=axis + 1)
         spacing = min(spacing, float(np.sqrt(np.sum(diffs**2, axis=0)).min()))
     del diffs
@@ -244,4 +274,4 @@ def _compute_geometry(mesh, order: int, deform=None) -> Geometry:
             f"(smallest Jacobian {min_jac[e]:.3g}); {hint}"
         )
 
-    return Geometry(order, coords, metrics, jacobian, mass, normals, surface_jacobian, lift, affine, spacing)
+    return Geometry(order, coords, metrics, jacobian, mass, normals, surface_jacobian, lift, affine, spacing, dim)

@@ -1,4 +1,8 @@
-"""Unstructured hexahedral mesh data: vertices, elements, face connectivity, boundary tags."""
+"""Unstructured hexahedral mesh data: vertices, elements, face connectivity, boundary tags.
+
+A mesh of quadrilaterals (element_vertices (E, 4)) is a 2-D mesh: ``dim`` 2, four faces per
+element, and fields on it have a k axis of one point (mesh/topology.py).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lobatto.mesh.topology import NUM_FACES
+from lobatto.mesh.topology import NUM_VERTICES, num_faces
 
 INTERIOR = -1  # boundary_kind value of a face that has a neighbour
 #: name of boundary faces that were given none; a system reads it as its default kind
@@ -18,7 +22,8 @@ class HexMesh:
     """A conforming mesh of (possibly curved) hexahedra.
 
     vertices:           (V, 3) vertex coordinates.
-    element_vertices:   (E, 8) vertex indices, lexicographic (see topology).
+    element_vertices:   (E, 8) vertex indices, lexicographic (see topology); (E, 4) for quads
+                        (a 2-D mesh: the per-face arrays below are then (E, 4), vertices z = 0).
     face_neighbour:     (E, 6) global id of the neighbouring element, or -1 on a boundary.
     neighbour_face:     (E, 6) the neighbour's face index that touches this face.
     face_orientation:   (E, 6) code mapping the neighbour's face data onto this face.
@@ -29,7 +34,7 @@ class HexMesh:
                         of a partitioned mesh holds its own elements' ids).
     element_labels:     optional (E, 3) structured indices, used in error messages.
     deform:             optional callable (x, y, z) -> (dx, dy, dz) applied to every GLL point.
-    curved_nodes:       optional (E, 3, q+1, q+1, q+1) x, y, z at the GLL points of geometry
+    curved_nodes:       optional (E, 3, q+1, q+1, q+1) (2-D: (E, 3, 1, q+1, q+1)) x, y, z at the GLL points of geometry
                         order q, axes [k, j, i]: the element map is their tensor-product Lagrange
                         interpolant (None: the trilinear map of the corners).
     regions:            (E,) index into region_names (the volume group of each element).
@@ -75,13 +80,22 @@ class HexMesh:
         if self.regions is None:
             self.regions = np.zeros(num_elements, dtype=np.int64)
         if self.face_group is None:
-            self.face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+            self.face_group = np.full((num_elements, self.num_faces), -1, dtype=np.int64)
         if self.interior_group is None:
-            self.interior_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+            self.interior_group = np.full((num_elements, self.num_faces), -1, dtype=np.int64)
 
     @property
     def num_elements(self) -> int:
         return int(self.element_vertices.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """2 for a mesh of quadrilaterals, 3 for hexahedra."""
+        return 2 if self.element_vertices.shape[1] == NUM_VERTICES[2] else 3
+
+    @property
+    def num_faces(self) -> int:
+        return num_faces(self.dim)
 
     @property
     def geometry_order(self) -> int:
@@ -196,7 +210,11 @@ class HexMesh:
             raise ValueError(f"interior_group must be -1 on boundary faces and index group_names {self.group_names}")
         if np.any((self.regions < 0) | (self.regions >= len(self.region_names))):
             raise ValueError(f"a region index is outside region_names {self.region_names}")
+        if self.element_vertices.shape[1] not in NUM_VERTICES.values():
+            raise ValueError(f"element_vertices must be (E, 4) quads or (E, 8) hexahedra, got {self.element_vertices.shape}")
         if self.curved_nodes is not None:
             q1 = self.curved_nodes.shape[-1]
-            assert self.curved_nodes.shape == (self.num_elements, 3, q1, q1, q1)
-        assert self.face_neighbour.shape == (self.num_elements, NUM_FACES)
+            assert self.curved_nodes.shape == (self.num_elements, 3, q1 if self.dim == 3 else 1, q1, q1)
+        for name in ("face_neighbour", "neighbour_face", "face_orientation", "boundary_kind", "face_group",
+                     "interior_group"):
+            assert getattr(self, name).shape == (self.num_elements, self.num_faces), name

@@ -63,7 +63,8 @@ def partition_box(elements, num_parts: int, part: int, method: str = "rcb") -> n
             "left without elements; use fewer ranks or more elements"
         )
     if method == "rcb":
-        ids = box_element_ids(elements, *rcb_box_part(elements, num_parts, part))
+        counts = tuple(elements) + (1,) * (3 - len(elements))  # a 2-D box: one element along z
+        ids = box_element_ids(counts, *rcb_box_part(counts, num_parts, part))
     elif method == "metis":
         ids = _metis_box(elements, num_parts, part)
     elif method == "rsb":

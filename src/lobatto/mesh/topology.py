@@ -8,6 +8,12 @@ Points on a face are stored as an (N+1, N+1) array [a, b] that is the volume arr
 with the normal index fixed: [k, j] on r-faces, [k, i] on s-faces, [j, i] on t-faces.
 
 Element vertices are numbered lexicographically, vertex (p, q, l) in {0,1}^3 at index p + 2q + 4l.
+
+A 2-D mesh (quadrilaterals) is stored as 3-D elements whose k axis has one point: volume
+arrays end in (1, n, n), face arrays in (1, n). Its faces (edges) are faces 0..3 above, so every
+per-face table holds in 2-D as its first four entries; the quad vertex (p, q) is p + 2q, the
+first four hex vertices. ``element_shape`` and ``face_shape`` are the places that know the thin
+axis.
 """
 
 from __future__ import annotations
@@ -32,6 +38,34 @@ FACE_CORNERS = (
 )
 
 NUM_ORIENTATIONS = 8
+
+#: element corner count by dimension
+NUM_VERTICES = {2: 4, 3: 8}
+# Vertex indices at the corners of the four edges of a quad, face-local order b = 0, 1.
+FACE_CORNERS_2D = ((0, 2), (1, 3), (0, 1), (2, 3))
+#: orientation codes a face can have: a (1, n) face of a quad is only reversed along b
+ORIENTATIONS = {2: (0, 4), 3: tuple(range(NUM_ORIENTATIONS))}
+
+
+def face_corners(dim: int) -> tuple:
+    """Vertex indices at each face's corners (2-D: the edges' two ends, in b order)."""
+    return FACE_CORNERS if dim == 3 else FACE_CORNERS_2D
+
+
+def num_faces(dim: int) -> int:
+    return 2 * dim
+
+
+def element_shape(dim: int, order: int) -> tuple:
+    """The trailing (k, j, i) shape of a volume array: (n, n, n), or (1, n, n) in 2-D."""
+    n = order + 1
+    return (n if dim == 3 else 1, n, n)
+
+
+def face_shape(dim: int, order: int) -> tuple:
+    """The trailing [a, b] shape of a face array: (n, n), or (1, n) in 2-D."""
+    n = order + 1
+    return (n if dim == 3 else 1, n)
 
 
 def face_slice(face: int, order: int) -> tuple:
@@ -61,9 +95,10 @@ def reorient(neighbour_face_data: np.ndarray, code: int) -> np.ndarray:
 
 def find_orientation(our_corners: np.ndarray, neighbour_corners: np.ndarray) -> int:
     """The orientation code mapping the neighbour face's corner vertex ids onto ours, or -1."""
-    ours = np.asarray(our_corners).reshape(2, 2)
-    theirs = np.asarray(neighbour_corners).reshape(2, 2)
-    for code in range(NUM_ORIENTATIONS):
+    ours, theirs = np.asarray(our_corners), np.asarray(neighbour_corners)
+    dim = 2 if ours.size == 2 else 3
+    ours, theirs = ours.reshape(-1, 2), theirs.reshape(-1, 2)  # (1, 2): an edge's [a, b] grid
+    for code in ORIENTATIONS[dim]:
         if np.array_equal(reorient(theirs, code), ours):
             return code
     return -1

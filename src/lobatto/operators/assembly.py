@@ -30,7 +30,7 @@ import numpy as np
 from lobatto.comm import GatherScatter
 from lobatto.comm.exact_sum import accumulate_rows, accumulate_rows_many, totals
 from lobatto.errors import InputError
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_slice
 from lobatto.operators.numbering import continuous_ids
 from lobatto.machine.parallel import allreduce, count_collective
 
@@ -66,7 +66,7 @@ def reproducible_default() -> bool:
 
 
 def dirichlet_faces(mesh, names) -> np.ndarray:
-    """(E, 6) bool: boundary faces whose group (a box side, a mesh file's surface) or
+    """(E, 6) ((E, 4) in 2-D) bool: boundary faces whose group (a box side, a mesh file's surface) or
     boundary name is in ``names``; a name that is neither is an InputError."""
     names = set(names)
     unknown = sorted(names - set(mesh.group_names) - set(mesh.boundary_names))
@@ -103,14 +103,15 @@ class Assembly:
         self.backend = backend
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.num_elements = mesh.num_elements
-        self.shape = (self.num_elements, self.n, self.n, self.n)
+        self.shape = (self.num_elements, *element_shape(mesh.dim, self.order))  # (E, 1, n, n) in 2-D
+        self.num_faces = mesh.num_faces
         self.dirichlet = self._check_dirichlet(dirichlet)
         self.ids = continuous_ids(mesh, self.order, self.comm)
         local_max = int(self.ids.max()) if self.ids.size else -1
         self.num_global_points = int(allreduce(self.comm, local_max, "max")) + 1
         xp = backend.xp
         self.reproducible = reproducible_default() if reproducible is None else bool(reproducible)
-        npts = self.n ** 3
+        npts = math.prod(self.shape[1:])
         self.points = npts
         self.element_ids = np.asarray(mesh.element_ids, dtype=np.int64)
         keys = None
@@ -131,7 +132,7 @@ class Assembly:
         self.multiplicity = self.dssum(backend.zeros(self.shape) + 1)
         self.inverse_multiplicity = 1.0 / self.multiplicity
         on_faces = np.zeros(self.shape, dtype=backend.dtype)
-        for face in range(NUM_FACES):
+        for face in range(self.num_faces):
             rows = np.flatnonzero(self.dirichlet[:, face])
             on_faces[(rows,) + face_slice(face, self.order)[1:]] = 1.0
         fixed = self.dssum(backend.asarray(on_faces))
@@ -144,10 +145,10 @@ class Assembly:
 
     def _check_dirichlet(self, dirichlet) -> np.ndarray:
         if dirichlet is None:
-            return np.zeros((self.num_elements, NUM_FACES), dtype=bool)
+            return np.zeros((self.num_elements, self.num_faces), dtype=bool)
         faces = np.asarray(dirichlet)
-        if faces.shape != (self.num_elements, NUM_FACES) or faces.dtype != bool:
-            raise InputError(f"Assembly: dirichlet must be a ({self.num_elements}, {NUM_FACES}) bool array of faces, "
+        if faces.shape != (self.num_elements, self.num_faces) or faces.dtype != bool:
+            raise InputError(f"Assembly: dirichlet must be a ({self.num_elements}, {self.num_faces}) bool array of faces, "
                              f"got {faces.dtype} {faces.shape}")
         return faces
 

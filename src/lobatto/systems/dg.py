@@ -26,7 +26,7 @@ from lobatto.errors import InputError
 from lobatto.discretization import derivative_matrix
 from lobatto.mesh import compute_geometry, face_point_ids
 from lobatto.mesh.geometry import curl_form_factors
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_shape, face_slice, num_faces
 from lobatto.machine.parallel import allreduce, rank_and_size
 from lobatto.systems.base import System
 
@@ -63,15 +63,21 @@ def over_elements(rhs):
     return restricted
 
 
+def _faces_of(u) -> range:
+    """The faces of the element arrays u: six, or four on a 2-D mesh (a k axis of one point)."""
+    return range(num_faces(2 if u.shape[-3] == 1 else 3))
+
+
 def face_values(xp, u, order):
-    """(..., E, 6, n, n) values at the face points, face by face (reference kernels)."""
-    return xp.stack([u[face_slice(f, order)] for f in range(NUM_FACES)], axis=-3)
+    """(..., E, 6, n, n) values at the face points, face by face (reference kernels);
+    (..., E, 4, 1, n) on a 2-D mesh."""
+    return xp.stack([u[face_slice(f, order)] for f in _faces_of(u)], axis=-3)
 
 
 def add_to_faces(u, face_data, order):
     """u[..., face points of face f] += face_data[..., f, :, :] for the six faces in turn
-    (a point on several faces gets each face's share)."""
-    for f in range(NUM_FACES):
+    (the four edges in 2-D; a point on several faces gets each face's share)."""
+    for f in _faces_of(u):
         u[face_slice(f, order)] += face_data[..., f, :, :]
 
 
@@ -127,12 +133,12 @@ class FaceExchangeSystem(System):
         self.mesh, self.order, self.backend = mesh, int(order), backend
         self.geometry = geometry if geometry is not None else compute_geometry(mesh, self.order)
         self.num_elements = mesh.num_elements
-        n = self.order + 1
-        self.points = self.num_elements * n**3
+        self.points = self.num_elements * int(np.prod(element_shape(mesh.dim, self.order)))
         nt = self.trace_components
+        faces, face_points = mesh.num_faces, face_shape(mesh.dim, self.order)
 
         # one factor per group of trace components (Maxwell: E's and H's); interior: the plain sum
-        factors = np.ones((len(next(iter(self.boundary_factors.values()))), self.num_elements, 6))
+        factors = np.ones((len(next(iter(self.boundary_factors.values()))), self.num_elements, faces))
         for index, kind in enumerate(self.boundary_kind_of(mesh)):
             on_kind = mesh.boundary_kind == index
             for c, value in enumerate(self.boundary_factors[kind]):
@@ -157,12 +163,12 @@ class FaceExchangeSystem(System):
         ids = face_point_ids(mesh, self.order)
         self.exchange = GatherScatter(ids.reshape(-1), comm=comm, method=exchange_method, xp=backend.xp,
                                       vn_hint=nt, exchange=exchange)
-        halo = self.exchange.shared_points() // (6 * n * n)  # elements of shared face points
+        halo = self.exchange.shared_points() // (faces * int(np.prod(face_points)))  # elements of shared face points
         self.split = int(halo.min()) if halo.size else self.num_elements
         if not (isinstance(overlap, bool) or overlap == "auto"):
             raise ValueError(f'overlap must be True, False or "auto", not {overlap!r}')
         self.overlap = overlap
-        self.trace_buffer = backend.zeros((nt, self.num_elements, 6, n, n))
+        self.trace_buffer = backend.zeros((nt, self.num_elements, faces, *face_points))
 
     @staticmethod
     def parallel_options(case) -> dict:
