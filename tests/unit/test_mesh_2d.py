@@ -204,3 +204,22 @@ def test_a_quad_box_is_partitioned_whole(method):
         part = box_mesh((5, 3), element_ids=parts[-1]).halo_last()
         part.check()
         assert part.dim == 2 and part.halo_elements().any()
+
+
+def test_three_axis_contractions_refuse_a_thin_array():
+    """tensor_apply (dealiased advection) and the Galerkin form's along3 would reshape a 2-D
+    field's (..., 1, n, n) array into numbers that mean nothing: both refuse it (E = n here,
+    where the reshape itself would succeed)."""
+    from lobatto.operators.advection import tensor_apply
+    from lobatto.systems.maxwell.galerkin import along3
+
+    n, m = 4, 6
+    thin = np.random.default_rng(5).standard_normal((n, 1, n, n))
+    a = np.random.default_rng(6).standard_normal((m, n))
+    with pytest.raises(ValueError, match="tensor_apply"):
+        tensor_apply(np, thin, a, a, a)
+    with pytest.raises(ValueError, match="along3"):
+        along3(np, a, thin)
+    full = np.random.default_rng(7).standard_normal((2, n, n, n))
+    want = np.einsum("ck,bj,ai,ekji->ecba", a, a, a, full)
+    assert np.allclose(tensor_apply(np, full, a, a, a), want) and np.allclose(along3(np, a, full), want)

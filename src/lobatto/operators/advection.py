@@ -63,8 +63,11 @@ _CHUNK = 2048
 
 def tensor_apply(xp, u, along_i, along_j, along_k):
     """u (..., n, n, n) with axes [k, j, i] -> (..., mk, mj, mi): a different (m, n) matrix along each axis."""
-    n = u.shape[-1]
     lead = u.shape[:-3]
+    if tuple(u.shape[-3:]) != (along_k.shape[1], along_j.shape[1], along_i.shape[1]):
+        # a thin (..., 1, n, n) array of a 2-D mesh would reshape silently into meaningless numbers
+        raise ValueError(f"tensor_apply: the array's last axes {tuple(u.shape[-3:])} do not match the matrices' "
+                         f"{(along_k.shape[1], along_j.shape[1], along_i.shape[1])}")
     mi, mj, mk = along_i.shape[0], along_j.shape[0], along_k.shape[0]
     x = along(xp, u, along_i, 1)  # [(., k, j), a]
     x = along(xp, x, along_j, mi)  # [(., k), b, a]

@@ -62,6 +62,8 @@ def cross(xp, a, b):
 def along3(xp, a, u):
     """a (m, n) applied along the last three axes of u (..., n, n, n) -> (..., m, m, m)
     (tensor.along: matrix products on the CPU, the fixed-order contraction kernel on CuPy)."""
+    if tuple(u.shape[-3:]) != (a.shape[1],) * 3:  # a thin 2-D array would reshape silently
+        raise ValueError(f"along3: the array's last axes {tuple(u.shape[-3:])} are not ({a.shape[1]},) * 3")
     m = a.shape[0]
     x = along(xp, u, a, 1)
     x = along(xp, x, a, m)
