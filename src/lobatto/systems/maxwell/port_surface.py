@@ -32,6 +32,11 @@ PML_ELEMENTS = 4
 BUFFER_LAYERS = 2
 
 
+def _side(axis: int, outward: float) -> str:
+    """'zmin' for a surface whose outward normal is -z."""
+    return f"{AXES[axis]}{'max' if outward > 0 else 'min'}"
+
+
 def surfaces_of(case) -> list:
     return [p for p in ports_of(case)[0] if p.surface is not None]
 
@@ -52,6 +57,9 @@ def resolve(case):
             raise InputError(f"{where}: [output.integrals] surfaces names \"{port.surface}\", the surface of "
                              f"[port.{port.name}]: its layers are grown behind it, and the name then means their "
                              "outer end behind the [pml]: give the port plane, source and direction instead")
+    if case.mesh.deform:
+        raise InputError(f"{where}: [port.{found[0].name}] surface cannot go with [mesh.deform] (the grown layers "
+                         "would be deformed too): give plane, source and direction, and a [pml]")
     planes = _box_planes(case, found) if not case.mesh.from_file else _file_planes(case, found)
     pml = case.tables.get("pml")
     spec = ports_of(case)[1]
@@ -61,7 +69,7 @@ def resolve(case):
                          "one of them")
     sides = {}
     for port, (axis, coordinate, outward, h) in zip(found, planes):
-        side = f"{AXES[axis]}{'max' if outward > 0 else 'min'}"
+        side = _side(axis, outward)
         if side in sides:
             raise InputError(f"{where}: [port.{port.name}] surface = \"{port.surface}\" lies on side {side}, as "
                              f"[port.{sides[side]}]'s surface: one surface port per side of the mesh")
@@ -83,7 +91,7 @@ def resolve(case):
         entry = {"plane": f"{AXES[axis]} = {coordinate!r}", "source": f"{AXES[axis]} = {source!r}",
                  "direction": "-" if outward > 0 else "+", "shape": port.shape, "mode": port.mode}
         data["port"][port.name] = entry
-        side = f"{AXES[axis]}{'max' if outward > 0 else 'min'}"
+        side = _side(axis, outward)
         derived[port.name] = {"surface": port.surface, "plane": entry["plane"], "source": entry["source"],
                               "direction": entry["direction"], "pml_side": side, "element_depth": h,
                               "layers": layers + BUFFER_LAYERS, "pml_layers": layers,
@@ -109,9 +117,6 @@ def _box_planes(case, found) -> list:
         if m.periodic[axis]:
             raise InputError(f"{case.source}: [port.{port.name}] surface = \"{port.surface}\": the {AXES[axis]} axis "
                              "is periodic ([mesh] periodic), so the side is no boundary")
-        if m.deform:
-            raise InputError(f"{case.source}: [port.{port.name}] surface cannot go with [mesh.deform] (the grown layers "
-                             "would be deformed too): give plane, source and direction, and a [pml]")
         h = (m.upper[axis] - m.lower[axis]) / m.elements[axis]
         out.append((axis, float(m.upper[axis] if upper else m.lower[axis]), 1.0 if upper else -1.0, h))
     return out
@@ -123,9 +128,6 @@ def _file_planes(case, found) -> list:
     from lobatto.mesh.readers import mesh_from_file
 
     m = case.mesh
-    if m.deform:
-        raise InputError(f"{case.source}: [port.{found[0].name}] surface cannot go with [mesh.deform] (the grown "
-                         "layers would be deformed too): give plane, source and direction, and a [pml]")
     whole = mesh_from_file(m.generator, m.file, case.discretization.order, m.boundaries, m.boundary)
     whole = apply_extrusions(whole, m.extrude, f"{case.source}: [mesh] extrude") if m.extrude else whole
     out = []

@@ -324,7 +324,7 @@ class MaxwellSources:
                 if e.is_constant and float(e.evaluate(np)) == 0.0:
                     continue
                 value = e.evaluate(xp, x=x, y=y, z=z, t=t)
-                value = value * (scale[c] if getattr(scale, "ndim", 0) == 5 else scale)
+                value *= scale[c] if getattr(scale, "ndim", 0) == 5 else scale  # (in place: every stage)
                 buffer[c, slot] -= value
         for v, field, slot, profile in self.dipoles if dipoles else ():
             buffer[field:field + 3, slot] -= waveform_value(v["waveform"], v, t) * profile
