@@ -1,7 +1,7 @@
 """Reference Maxwell kernels, written once against the array namespace `xp`.
 
 They define what every tuned kernel must compute. Layouts:
-  u, du:    (6, E, n, n, n) fields Ex Ey Ez Hx Hy Hz, axes [k, j, i]
+  u, du:    (6, E, n, n, n) fields Ex Ey Ez Hx Hy Hz, axes [k, j, i]; (6, E, 1, n, n) on a 2-D mesh
   traces:   (6, E, 6, n, n) -n x E and -n x H at the face points of every face
   metrics:  (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a;  jacobian: (E, n, n, n) det(dx/dr)
   normals:  (3, E, 6, n, n); lift: (E, 6, n, n); face_factors: (2, E, 6)
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from lobatto.backends.base import reference_kernel
 from lobatto.discretization.tensor import chain_rule_curl, split_curl
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 from lobatto.systems.dg import face_values, over_elements
 
 
@@ -71,7 +71,7 @@ def add_surface_terms(xp, order, sums, geometry, out, epsilon, mu, alpha):
     sum_h = sums[3:6] * factors[1][:, :, None, None]
     flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, normals, sum_e)) * (lift / epsilon)
     flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, normals, sum_h)) * (lift / mu)
-    for f in range(NUM_FACES):
+    for f in range(flux_e.shape[2]):  # six faces, or the four edges of a 2-D mesh
         sl = face_slice(f, order)
         out[0:3][sl] += flux_e[:, :, f]
         out[3:6][sl] += flux_h[:, :, f]
