@@ -10,6 +10,10 @@ reference coordinate r, the one before along s, then t (root attribute
 ``layout = "E,t,s,r"``). Root attributes: ``time``, ``step``, ``order``,
 ``config`` (TOML text of the effective case), ``lobatto_version``, ``layout``
 and ``field_names`` (list of strings), plus any ``extra_attrs`` given to the writer.
+
+A 2-D mesh keeps the same layout with a t axis of one point: datasets
+(E, 1, N+1, N+1), /mesh/z all 0, and the root attribute ``dimension = 2`` (absent
+in 3-D files, which are as they were).
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ def write_snapshot(
 ) -> None:
     """Write one snapshot atomically.
 
-    ``coords``: array (3, E, N+1, N+1, N+1) of x, y, z; ``fields``: array
+    ``coords``: array (3, E, N+1, N+1, N+1) of x, y, z (2-D: (3, E, 1, N+1, N+1),
+    z = 0, and the file gets ``dimension = 2``); ``fields``: array
     (F, E, N+1, N+1, N+1) (or a sequence of F arrays) in the order of
     ``field_names``. Arrays are stored in their own dtype. ``extra_datasets`` maps
     further dataset paths (``"mesh/element_ids"``) to arrays, written in the same
@@ -93,9 +98,10 @@ def write_snapshot(
     else:
         arrays = [_host(f) for f in fields]
     n = int(order) + 1
-    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] != (n, n, n):
+    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] not in ((n, n, n), (1, n, n)):
         raise ValueError(
-            f"coords must have shape (3, E, {n}, {n}, {n}) for order {order}, got {coords.shape}"
+            f"coords must have shape (3, E, {n}, {n}, {n}), or (3, E, 1, {n}, {n}) in 2-D, for order {order}, "
+            f"got {coords.shape}"
         )
     shape = coords.shape[1:]
     if len(arrays) != len(names):
@@ -122,6 +128,8 @@ def write_snapshot(
             f.attrs["lobatto_version"] = _version()
             f.attrs["layout"] = LAYOUT
             f.attrs["field_names"] = names
+            if coords.shape[2] == 1:  # the thin t axis of a 2-D mesh
+                f.attrs["dimension"] = 2
             for k, v in (extra_attrs or {}).items():
                 f.attrs[str(k)] = _attr_value(v)
             for k, v in (extra_datasets or {}).items():
@@ -142,7 +150,8 @@ def read_snapshot(path: str | os.PathLike) -> dict:
     """Read a snapshot written by :func:`write_snapshot`.
 
     Returns ``{"coords": (3, E, n, n, n) array, "fields": {name: array},
-    "attrs": {...}, "time", "step", "order", "config", "element_ids"}``
+    "attrs": {...}, "time", "step", "order", "config", "element_ids", "dimension"}``
+    (2-D files: (3, E, 1, n, n) and (E, 1, n, n) arrays, dimension 2)
     (``element_ids``: the global element numbers stored by multi-rank runs,
     else None). Works on the virtual snapshot files of multi-rank runs too.
     """
@@ -167,4 +176,5 @@ def read_snapshot(path: str | os.PathLike) -> dict:
         "step": attrs.get("step"),
         "order": attrs.get("order"),
         "config": attrs.get("config"),
+        "dimension": int(attrs.get("dimension", 3)),
     }

@@ -36,17 +36,26 @@ def write_snapshot_part(snapshot_path, rank, coords, fields, field_names, elemen
 
 
 def write_virtual_snapshot(snapshot_path, part_counts, order, field_names, dtype, attrs: dict) -> None:
-    """Rank 0: the snapshot file joining all parts (counts: elements per rank)."""
+    """Rank 0: the snapshot file joining all parts (counts: elements per rank). The shape of
+    an element, (n, n, n) or 2-D (1, n, n) with the attribute ``dimension = 2``, is rank 0's
+    part's (written before this)."""
     import h5py
 
     snapshot_path = Path(snapshot_path)
     n = order + 1
+    with h5py.File(part_path(snapshot_path, 0), "r") as part:
+        element = tuple(part["mesh/x"].shape[1:])
+        dimension = part.attrs.get("dimension")
+    if element not in ((n, n, n), (1, n, n)):
+        raise ValueError(f"{part_path(snapshot_path, 0)}: elements of shape {element}, not those of order {order}")
+    if dimension is not None:
+        attrs = {**attrs, "dimension": dimension}
     total = int(sum(part_counts))
     datasets = [f"mesh/{c}" for c in "xyz"] + [f"fields/{name}" for name in field_names]
     with atomic_path(snapshot_path) as tmp:
         with h5_create(tmp) as f:
             for name in datasets + ["mesh/element_ids"]:
-                shape, kind = ((total,), np.int64) if name == "mesh/element_ids" else ((total, n, n, n), dtype)
+                shape, kind = ((total,), np.int64) if name == "mesh/element_ids" else ((total, *element), dtype)
                 layout = h5py.VirtualLayout(shape=shape, dtype=kind)
                 start = 0
                 for rank, count in enumerate(part_counts):

@@ -118,7 +118,7 @@ def write_field_file(
         raise ValueError(f"element_ids must number the {nel} elements 1..{nel} (one file holds every element)")
     with atomic_open(path, "wb") as fh:
         fh.write(field_file_header(content.wdsz, content.n, nel, nel, float(time), int(step), fid, nfiles,
-                                   content.rdcode))
+                                   content.rdcode, content.dim))
         fh.write(np.array([ENDIAN_TAG], dtype=np.float32).tobytes())
         fh.write((content.ids + 1).astype(np.int32).tobytes())
         for section in content.sections:

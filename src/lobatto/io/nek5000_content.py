@@ -27,11 +27,11 @@ def _host(a) -> np.ndarray:
     return np.asarray(a)
 
 
-def field_file_header(wdsz, n, nelt, nelgt, time, step, fid, nfiles, rdcode) -> bytes:
+def field_file_header(wdsz, n, nelt, nelgt, time, step, fid, nfiles, rdcode, dim: int = 3) -> bytes:
     """The 132-byte ASCII header of a field file (the module docstring of io/nek5000.py
-    names its fields); ValueError if the values do not fit."""
+    names its fields; ``nz`` is 1 in 2-D); ValueError if the values do not fit."""
     text = "#std %1i %2i %2i %2i %10i %10i %20.13E %9i %6i %6i %s" % (
-        wdsz, n, n, n, nelt, nelgt, time, step, fid, nfiles, rdcode,
+        wdsz, n, n, n if dim == 3 else 1, nelt, nelgt, time, step, fid, nfiles, rdcode,
     )
     if len(text) > HEADER_BYTES:
         raise ValueError(f"Nek5000 header does not fit in {HEADER_BYTES} bytes: {text!r}")
@@ -61,6 +61,7 @@ class FieldFileContent:
     ids: np.ndarray
     positions: np.ndarray
     sections: list
+    dim: int = 3
 
     def section_offsets(self, nelgt: int) -> list[int]:
         """Byte offset of each section in a file of ``nelgt`` elements."""
@@ -110,31 +111,36 @@ def _vector_extrema(components: list) -> Callable:
 def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None, scalars=None, wdsz: int = 8,
                     element_ids=None, temperature=None) -> FieldFileContent:
     """Check the arguments of :func:`lobatto.io.nek5000.write_field_file` and describe this rank's part of
-    the file (ValueError for a bad argument)."""
+    the file (ValueError for a bad argument). Thin coords (3, E, 1, n, n) make a 2-D file, as
+    Nek5000 writes one: nz = 1, X and U of 2 components (x, y; the z row is not stored), and no
+    min/max metadata (Nek5000 writes it in 3-D only)."""
     if wdsz not in (4, 8):
         raise ValueError(f"wdsz must be 4 or 8, got {wdsz}")
     real = np.dtype(np.float64 if wdsz == 8 else np.float32)
     coords = _host(coords)
+    n = int(order) + 1
+    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] not in ((n, n, n), (1, n, n)):
+        raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}), or (3, E, 1, {n}, {n}) in 2-D, got "
+                         f"{coords.shape}")
+    dim = 3 if coords.shape[2] == n else 2
     if not isinstance(fields, Mapping):
         arrays = [_host(f) for f in fields]
         if velocity is not None or pressure is not None or scalars is not None or temperature is not None:
             raise ValueError("name the fields (a mapping) when giving velocity, pressure, temperature or scalars")
-        if len(arrays) < 3:
-            raise ValueError(f"unnamed fields: expected at least 3 (the velocity), got {len(arrays)}")
+        if len(arrays) < dim:
+            raise ValueError(f"unnamed fields: expected at least {dim} (the velocity), got {len(arrays)}")
         names = [str(c) for c in range(len(arrays))]
         fields = dict(zip(names, arrays))
-        velocity, scalars = names[:3], names[3:]
+        velocity, scalars = names[:dim], names[dim:]
     velocity = list(velocity) if velocity is not None else []
     scalars = list(scalars) if scalars is not None else []
-    if velocity and len(velocity) != 3:
-        raise ValueError(f"velocity must name 3 fields, got {velocity}")
+    if velocity and len(velocity) != dim:
+        raise ValueError(f"velocity must name {dim} fields" + (" on a 2-D mesh (x and y: a z component goes "
+                         "among the scalars)" if dim == 2 else "") + f", got {velocity}")
     if len(scalars) > 99:
         raise ValueError(f"at most 99 scalars fit a Nek5000 file, got {len(scalars)}")
-    n = int(order) + 1
-    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] != (n, n, n):
-        raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}), got {coords.shape}")
     nel = coords.shape[1]
-    npts = n * n * n
+    npts = int(np.prod(coords.shape[2:]))
 
     def field(name):
         if name not in fields:
@@ -144,7 +150,7 @@ def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None,
             raise ValueError(f"field {name!r} must have shape {coords.shape[1:]}, got {a.shape}")
         return a.reshape(nel, npts)
 
-    x = list(coords.reshape(3, nel, npts))
+    x = list(coords.reshape(3, nel, npts))[:dim]
     u = [field(v) for v in velocity]
     singles = ([field(pressure)] if pressure is not None else []) + ([field(temperature)] if temperature is not None
                                                                      else []) + [field(s) for s in scalars]
@@ -165,9 +171,10 @@ def prepare_content(coords, fields, order: int, *, velocity=None, pressure=None,
 
     vectors = [("X", x)] + ([("U", u)] if u else [])
     names = ([pressure] if pressure is not None else []) + ([temperature] if temperature is not None else []) + scalars
-    sections = [Section(name, 3 * npts * real.itemsize, _vector_values(comps, real)) for name, comps in vectors]
+    sections = [Section(name, dim * npts * real.itemsize, _vector_values(comps, real)) for name, comps in vectors]
     sections += [Section(name, npts * real.itemsize, lambda p, v=v: v[p].astype(real, copy=False))
                  for name, v in zip(names, singles)]
-    sections += [Section(f"{name} min/max", 3 * 2 * 4, _vector_extrema(comps)) for name, comps in vectors]
-    sections += [Section(f"{name} min/max", 2 * 4, _vector_extrema([v])) for name, v in zip(names, singles)]
-    return FieldFileContent(wdsz, n, rdcode, ids, positions, sections)
+    if dim == 3:  # Nek5000 writes the per-element bounds in 3-D only (prepost.f: "if (if3d)")
+        sections += [Section(f"{name} min/max", 3 * 2 * 4, _vector_extrema(comps)) for name, comps in vectors]
+        sections += [Section(f"{name} min/max", 2 * 4, _vector_extrema([v])) for name, v in zip(names, singles)]
+    return FieldFileContent(wdsz, n, rdcode, ids, positions, sections, dim)

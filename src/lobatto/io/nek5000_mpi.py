@@ -149,7 +149,7 @@ def write_field_file_collective(path, prepare: Callable[[], FieldFileContent], c
     try:
         content = prepare()
         ids = content.ids
-        summary = (content.rdcode, content.wdsz, content.n, int(ids.size), int(ids.sum()),
+        summary = ((content.rdcode, content.wdsz, content.n, content.dim), int(ids.size), int(ids.sum()),
                    int(((ids % _PRIME) ** 2 % _PRIME).sum() % _PRIME), content.chunk_counts())
     except Exception as exc:  # noqa: BLE001 - agreed on below, then raised on every rank
         failure, summary = exc, None
@@ -157,14 +157,14 @@ def write_field_file_collective(path, prepare: Callable[[], FieldFileContent], c
     if error is not None:
         raise error
     parts = comm.allgather(summary)
-    nelgt = sum(p[3] for p in parts)
-    numbers_ok = (sum(p[4] for p in parts) == nelgt * (nelgt - 1) // 2
-                  and sum(p[5] for p in parts) % _PRIME == (nelgt - 1) * nelgt * (2 * nelgt - 1) // 6 % _PRIME)
-    if len({p[:3] for p in parts}) != 1:
-        raise ValueError(f"{final}: the ranks describe different files ({sorted({p[:3] for p in parts})})")
+    nelgt = sum(p[1] for p in parts)
+    numbers_ok = (sum(p[2] for p in parts) == nelgt * (nelgt - 1) // 2
+                  and sum(p[3] for p in parts) % _PRIME == (nelgt - 1) * nelgt * (2 * nelgt - 1) // 6 % _PRIME)
+    if len({p[0] for p in parts}) != 1:  # rdcode, word size, points per axis and dimension
+        raise ValueError(f"{final}: the ranks describe different files ({sorted({p[0] for p in parts})})")
     if not numbers_ok:
         raise ValueError(f"{final}: the ranks' element_ids do not number the {nelgt} elements 1..{nelgt} once each")
-    calls = [max(counts) for counts in zip(*(p[6] for p in parts))]
+    calls = [max(counts) for counts in zip(*(p[4] for p in parts))]
 
     tmp = Path(comm.bcast(str(temp_path_for(final)) if rank == 0 else None))
     if rank == 0:
@@ -230,7 +230,8 @@ def _write_parts(fh, content: FieldFileContent, nelgt: int, rank: int, calls: li
     collective(fh.Set_view, 0, MPI.BYTE, view if view is not None else MPI.BYTE)
     first = (content.ids + 1).astype(np.int32).view(np.uint8)
     if rank == 0:
-        preamble = field_file_header(content.wdsz, content.n, nelgt, nelgt, time, step, fid, nfiles, content.rdcode)
+        preamble = field_file_header(content.wdsz, content.n, nelgt, nelgt, time, step, fid, nfiles, content.rdcode,
+                                     content.dim)
         first = np.concatenate([np.frombuffer(preamble, np.uint8),
                                 np.array([ENDIAN_TAG], np.float32).view(np.uint8), first])
     pending = [iter([first])] + [content.chunks(section) for section in content.sections]

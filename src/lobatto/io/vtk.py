@@ -1,8 +1,11 @@
-"""VTK XML output for ParaView: unstructured grids of Lagrange hexahedra and a time series.
+"""VTK XML output for ParaView: unstructured grids of Lagrange hexahedra (or quadrilaterals)
+and a time series.
 
 Each element becomes one ``VTK_LAGRANGE_HEXAHEDRON`` (cell type 72) of the run's order N
 with its own (N+1)^3 points (DG fields are discontinuous between elements, so points are
-not shared). VTK puts a Lagrange cell's nodes at *equispaced* parametric positions, while
+not shared). A 2-D mesh (arrays (..., E, 1, n, n), z = 0) gives ``VTK_LAGRANGE_QUADRILATERAL``
+cells (type 70) of (N+1)^2 points, and a pair of fields ``Ax, Ay`` without ``Az`` becomes the
+3-component point array ``A`` with a zero z component (ParaView's glyphs need 3 components). VTK puts a Lagrange cell's nodes at *equispaced* parametric positions, while
 lobatto's nodes are GLL points: coordinates and fields are resampled from the GLL grid to
 the equispaced grid of the same order, which is exact for the element's degree-N
 polynomial, so ParaView's interpolant inside a cell is lobatto's polynomial (to round-off
@@ -37,8 +40,10 @@ from lobatto.io.atomic import atomic_open, atomic_write_text
 
 __all__ = [
     "VTK_LAGRANGE_HEXAHEDRON",
+    "VTK_LAGRANGE_QUADRILATERAL",
     "VtkSeries",
     "lagrange_hex_index",
+    "lagrange_quad_index",
     "to_vtk_nodes",
     "vector_groups",
     "write_collection",
@@ -47,6 +52,7 @@ __all__ = [
 ]
 
 VTK_LAGRANGE_HEXAHEDRON = 72
+VTK_LAGRANGE_QUADRILATERAL = 70
 # 2.2 is the first XML file version with VTK 9.1's Lagrange hexahedron numbering (the edges
 # along k at (i, j) = (1, 1) and (0, 1) were swapped); readers renumber older versions.
 FILE_VERSION = "2.2"
@@ -85,15 +91,32 @@ def lagrange_hex_index(i: int, j: int, k: int, order: int) -> int:
     return first + 6 * face + (i - 1) + edge * ((j - 1) + edge * (k - 1))
 
 
+def lagrange_quad_index(i: int, j: int, order: int) -> int:
+    """VTK's point number of node (i, j) of a Lagrange quadrilateral of order N (as
+    ``vtkHigherOrderQuadrilateral::PointIndexFromIJK``): the k = 0 face of the hexahedron's
+    numbering, i.e. corners, edges (j=0, i=N, j=N, i=0; each along increasing i or j), interior."""
+    n = order
+    on_i, on_j = i in (0, n), j in (0, n)
+    if on_i and on_j:
+        return 1 if i and not j else 2 if i else 3 if j else 0
+    edge = n - 1
+    if on_j:  # along i: edges 0 (j=0) and 2 (j=N)
+        return 4 + (i - 1) + (2 * edge if j else 0)
+    if on_i:  # along j: edges 1 (i=N) and 3 (i=0)
+        return 4 + (j - 1) + (edge if i else 3 * edge)
+    return 4 + 4 * edge + (i - 1) + edge * (j - 1)
+
+
 @lru_cache(maxsize=None)
-def _vtk_order(order: int) -> np.ndarray:
-    """take[v] = flat [k, j, i] index (C order) of VTK's point v."""
+def _vtk_order(order: int, dim: int = 3) -> np.ndarray:
+    """take[v] = flat [k, j, i] index (C order) of VTK's point v (a quad's: [j, i])."""
     n = order + 1
-    take = np.empty(n ** 3, dtype=np.int64)
-    for k in range(n):
+    take = np.empty(n ** dim, dtype=np.int64)
+    for k in range(n if dim == 3 else 1):
         for j in range(n):
             for i in range(n):
-                take[lagrange_hex_index(i, j, k, order)] = (k * n + j) * n + i
+                v = lagrange_hex_index(i, j, k, order) if dim == 3 else lagrange_quad_index(i, j, order)
+                take[v] = (k * n + j) * n + i
     take.setflags(write=False)
     return take
 
@@ -107,19 +130,24 @@ def _to_equispaced(order: int) -> np.ndarray:
 
 def to_vtk_nodes(values: np.ndarray, order: int) -> np.ndarray:
     """(..., E, n, n, n) GLL nodal values -> (..., E, n**3) values at the equispaced nodes of
-    the same order, in VTK's Lagrange hexahedron point order."""
+    the same order, in VTK's Lagrange hexahedron point order; a thin (..., E, 1, n, n) array
+    (2-D) -> (..., E, n**2) in VTK's Lagrange quadrilateral order."""
     a = _to_equispaced(order)
     n = order + 1
     values = np.asarray(values, dtype=np.float64)
+    dim = 2 if values.shape[-3] == 1 else 3  # N >= 1: a k axis of one point is a 2-D array
     # one axis at a time, as matrix products (a few times faster than one einsum)
     resampled = a @ (values @ a.T)  # along i, then j
-    resampled = (a @ resampled.reshape(values.shape[:-3] + (n, n * n))).reshape(values.shape)  # along k
-    return resampled.reshape(values.shape[:-3] + (-1,))[..., _vtk_order(order)]
+    if dim == 3:  # along k (a 2-D array has no k direction to resample)
+        resampled = (a @ resampled.reshape(values.shape[:-3] + (n, n * n))).reshape(values.shape)
+    return resampled.reshape(values.shape[:-3] + (-1,))[..., _vtk_order(order, dim)]
 
 
-def vector_groups(field_names: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+def vector_groups(field_names: Sequence[str], dim: int = 3) -> list[tuple[str, tuple[str, ...]]]:
     """The point arrays for a system's fields: each run of three names ``Ax, Ay, Az`` becomes
-    the 3-component array ``A``; every other field stays a scalar ``(name, (name,))``."""
+    the 3-component array ``A``; every other field stays a scalar ``(name, (name,))``. With
+    ``dim`` 2, a run ``Ax, Ay`` with no ``Az`` among the names is the vector ``A`` too, given
+    as its two names (its z component is written as 0)."""
     names = list(field_names)
     groups, c = [], 0
     while c < len(names):
@@ -128,6 +156,10 @@ def vector_groups(field_names: Sequence[str]) -> list[tuple[str, tuple[str, ...]
                 and stem not in names:
             groups.append((stem, tuple(names[c:c + 3])))
             c += 3
+        elif dim == 2 and names[c].endswith("x") and stem and names[c + 1:c + 2] == [stem + "y"] \
+                and stem not in names and stem + "z" not in names:
+            groups.append((stem, tuple(names[c:c + 2])))
+            c += 2
         else:
             groups.append((names[c], (names[c],)))
             c += 1
@@ -189,7 +221,7 @@ def _field_data(block: _Appended, time: float, step: int, config_toml: str,
 
 
 def _data_set_attributes(groups) -> str:
-    vectors = [name for name, parts in groups if len(parts) == 3]
+    vectors = [name for name, parts in groups if len(parts) > 1]
     scalars = [name for name, parts in groups if len(parts) == 1]
     return (f" Scalars={quoteattr(scalars[0])}" if scalars else "") + \
            (f" Vectors={quoteattr(vectors[0])}" if vectors else "")
@@ -199,17 +231,22 @@ def write_piece(path: str | os.PathLike, coords, fields, field_names: Sequence[s
                 time: float, step: int, config_toml: str, element_ids=None, rank: int = 0,
                 regions=None, region_names: Sequence[str] | None = None) -> None:
     """One ``.vtu`` file, atomically: coords (3, E, n, n, n), fields (F, E, n, n, n) at the
-    GLL nodes; cell data ``element_id`` (global, default 0..E-1), ``rank`` and, given
-    ``regions`` (E,), ``region``."""
+    GLL nodes (2-D: (3, E, 1, n, n) with z = 0 and (F, E, 1, n, n): quadrilaterals); cell
+    data ``element_id`` (global, default 0..E-1), ``rank`` and, given ``regions`` (E,), ``region``."""
     coords = np.asarray(coords)
     n = order + 1
-    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] != (n, n, n):
-        raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}) for order {order}, got {coords.shape}")
+    dim = 2 if coords.ndim == 5 and coords.shape[2] == 1 else 3
+    if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] not in ((n, n, n), (1, n, n)):
+        raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}), or (3, E, 1, {n}, {n}) in 2-D, for order "
+                         f"{order}, got {coords.shape}")
     num_elements = coords.shape[1]
     if len(fields) != len(field_names):
         raise ValueError(f"{len(fields)} field arrays for {len(field_names)} field names")
-    points_per_cell = n ** 3
-    groups = vector_groups(field_names)
+    for name, values in zip(field_names, fields):
+        if np.shape(values) != coords.shape[1:]:  # a 3-D field on 2-D coords would shift every point
+            raise ValueError(f"field {name} has shape {np.shape(values)}, expected {coords.shape[1:]}")
+    points_per_cell = n ** dim
+    groups = vector_groups(field_names, dim)
     index = {name: c for c, name in enumerate(field_names)}
 
     block = _Appended()
@@ -217,8 +254,11 @@ def write_piece(path: str | os.PathLike, coords, fields, field_names: Sequence[s
     point_lines = []
     for name, parts in groups:
         values = to_vtk_nodes(np.stack([fields[index[p]] for p in parts]), order)
-        values = np.moveaxis(values, 0, -1).reshape(-1, len(parts))  # points, components
-        point_lines.append(block.add(values, name, len(parts), extra=_components(parts)))
+        if len(parts) == 2:  # a 2-D vector: z = 0
+            values = np.concatenate([values, np.zeros_like(values[:1])])
+        components = len(values)
+        values = np.moveaxis(values, 0, -1).reshape(-1, components)  # points, components
+        point_lines.append(block.add(values, name, components, extra=_components(parts)))
     ids = np.arange(num_elements) if element_ids is None else np.asarray(element_ids)
     cell_lines = [block.add(ids.astype("<i8"), "element_id"),
                   block.add(np.full(num_elements, rank, dtype="<i4"), "rank")]
@@ -229,7 +269,8 @@ def write_piece(path: str | os.PathLike, coords, fields, field_names: Sequence[s
     index_type = "<i4" if num_elements * points_per_cell < INT32_POINTS else "<i8"
     cells = [block.add(np.arange(num_elements * points_per_cell, dtype=index_type), "connectivity"),
              block.add(np.arange(1, num_elements + 1, dtype=index_type) * points_per_cell, "offsets"),
-             block.add(np.full(num_elements, VTK_LAGRANGE_HEXAHEDRON, dtype="u1"), "types")]
+             block.add(np.full(num_elements, VTK_LAGRANGE_HEXAHEDRON if dim == 3 else VTK_LAGRANGE_QUADRILATERAL,
+                               dtype="u1"), "types")]
 
     def section(tag, lines, attrs=""):
         return [f"      <{tag}{attrs}>", *(f"        {line}" for line in lines), f"      </{tag}>"]
@@ -254,11 +295,12 @@ def write_piece(path: str | os.PathLike, coords, fields, field_names: Sequence[s
 
 
 def write_parallel_index(path: str | os.PathLike, pieces: Sequence[str], field_names: Sequence[str],
-                         regions: bool = False) -> None:
-    """Rank 0: the ``.pvtu`` that joins the pieces (file names relative to ``path``)."""
-    groups = vector_groups(field_names)
+                         regions: bool = False, dim: int = 3) -> None:
+    """Rank 0: the ``.pvtu`` that joins the pieces (file names relative to ``path``; ``dim``
+    the mesh's, which groups the point arrays as the pieces do)."""
+    groups = vector_groups(field_names, dim)
     point_arrays = [f'<PDataArray type="Float64" Name={quoteattr(name)}'
-                    + (f' NumberOfComponents="{len(parts)}"' if len(parts) > 1 else "") + _components(parts) + "/>"
+                    + (' NumberOfComponents="3"' if len(parts) > 1 else "") + _components(parts) + "/>"
                     for name, parts in groups]
     cell_arrays = ['<PDataArray type="Int64" Name="element_id"/>', '<PDataArray type="Int32" Name="rank"/>']
     if regions:
@@ -318,7 +360,7 @@ class VtkSeries:
         if self.size > 1:
             write_parallel_index(self.directory / self.dataset_name(step),
                                  [self.piece_name(step, r) for r in range(self.size)], field_names,
-                                 regions=getattr(mesh, "regions", None) is not None)
+                                 regions=getattr(mesh, "regions", None) is not None, dim=getattr(mesh, "dim", 3))
         name = self.dataset_name(step)  # a step written again replaces its entry
         self.entries = [entry for entry in self.entries if entry[1] != name] + [(t, name)]
         write_collection(self.directory / f"{self.name}.pvd", self.entries)
