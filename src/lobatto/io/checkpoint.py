@@ -263,6 +263,19 @@ class Checkpoint:
                              "missing or not of the type written); restart from another checkpoint")
         return self.attrs
 
+    def array_shape(self, name: str) -> tuple:
+        """The shape of one element's entry of array ``name`` (the first part's dataset without
+        its element axis: (F, n, n, n) for the state, (F, 1, n, n) on a 2-D mesh); InputError
+        when the checkpoint lacks it."""
+        import h5py
+
+        path = self.path / part_file_name(0)
+        try:
+            with h5py.File(path, "r") as f:
+                return tuple(f[name].shape[1:])
+        except (OSError, KeyError) as err:
+            raise InputError(f"{path}: cannot read the shape of {name!r} ({os_reason(err)})") from None
+
     def read(self, ids, names=None) -> dict:
         """{array name: host array (len(ids), ...)} of the elements with global ids ``ids``,
         in that order (only the arrays ``names``, if given). InputError when the checkpoint

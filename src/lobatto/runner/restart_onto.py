@@ -17,6 +17,11 @@ Two paths, chosen by what differs:
   an element's size takes the value at the nearest face point (curved boundaries of two
   meshes differ by their geometric error); farther out the restart is refused (exit 2).
 
+A 2-D mesh (quads: element arrays (..., 1, n, n)) goes onto another order along i and j only,
+and onto another 2-D mesh by locating its points in the old quads (made slabs one element size
+thick around z = 0, so the 3-D location applies) and interpolating along r, s. A restart
+across dimensions (a 2-D checkpoint onto a 3-D case or the reverse) is refused (exit 2).
+
 What is not interpolated: a multistep scheme's history (the earlier states and explicit terms of
 BDF/EXT). The run starts its history again with the start-up steps of a fresh run (BDF1, then
 BDF2, ...: integrators.Stepper), and says so. A single-step scheme's system history (auxiliary
@@ -32,6 +37,7 @@ import math
 
 import numpy as np
 
+from lobatto.discretization import gll_points
 from lobatto.errors import InputError
 from lobatto.integrators import plan_steps
 from lobatto.integrators.step_size import first_dt, steps_left
@@ -41,7 +47,7 @@ from lobatto.mesh.geometry import element_coordinates
 from lobatto.mesh.locate import axis_weights, candidate_pairs, element_boxes, newton, tensor_weights
 from lobatto.operators.interpolation import gll_to_gll
 
-__all__ = ["SNAP_FRACTION", "differs", "resume_onto"]
+__all__ = ["SNAP_FRACTION", "check_dimension", "differs", "onto_order", "resume_onto", "state_dimension"]
 
 #: a new GLL point outside every old element by at most this fraction of the nearest candidate
 #: element's size is taken at the nearest point of that element (a curved wall of two meshes)
@@ -69,6 +75,24 @@ def _same_mesh(sim, attrs) -> bool:
             and int(attrs.get("num_global_elements", -1)) == int(sim.system.mesh.num_global_elements))
 
 
+def state_dimension(checkpoint: Checkpoint) -> int:
+    """2 or 3: the dimension of the mesh the checkpoint's state was written on, from the shape
+    of its elements ((F, 1, n, n) on a 2-D mesh: N >= 1 makes a k axis of one point thin)."""
+    return 2 if checkpoint.array_shape("state")[-3] == 1 else 3
+
+
+def check_dimension(source, mesh_dim: int, case_mesh: dict, checkpoint: Checkpoint) -> None:
+    """InputError, naming both files and both [mesh] tables, unless the checkpoint's state has
+    the dimension of the case's mesh: no restart crosses dimensions (a 2-D state has no z
+    dependence to give a 3-D mesh, and a 3-D one no unique plane)."""
+    theirs = state_dimension(checkpoint)
+    if theirs != int(mesh_dim):
+        raise InputError(f"{source}: cannot restart from {checkpoint.path}: it holds a {theirs}-D state (its [mesh] "
+                         f"{json.dumps(checkpoint.attrs.get('mesh'), sort_keys=True)}), the case's mesh is "
+                         f"{int(mesh_dim)}-D ([mesh] {json.dumps(case_mesh, sort_keys=True)}): a restart, "
+                         "interpolated or not, stays in the dimension it was written in")
+
+
 def _refuse(sim, checkpoint, what: str) -> InputError:
     return InputError(f"{sim.case.source}: cannot interpolate from {checkpoint.path}: {what}")
 
@@ -83,6 +107,8 @@ def resume_onto(sim, checkpoint: Checkpoint) -> dict:
                                        "continues the same system")
     if sim.step_count != 0:
         raise _refuse(sim, checkpoint, "the Simulation has already stepped (interpolate into a new one)")
+    with collective_errors(comm):
+        check_dimension(sim.case.source, system.mesh.dim, sim.case.to_dict()["mesh"], checkpoint)
     step, t = int(attrs["step"]), float(attrs["time"])
     if sim.case.time.t_end < t * (1 - 1e-9):
         raise InputError(f"{sim.case.source}: [time] t_end = {sim.case.time.t_end:.6g} is before the time of the "
@@ -94,15 +120,15 @@ def resume_onto(sim, checkpoint: Checkpoint) -> dict:
     old_order = int(attrs["order"])
     if _same_mesh(sim, attrs):
         with collective_errors(sim.comm):  # a damaged part raises on one rank: all raise
-            arrays = _onto_order(checkpoint, system.mesh.element_ids, old_order, system.order, names)
+            arrays = onto_order(checkpoint, system.mesh.element_ids, old_order, system.order, names)
         how = "the same mesh"
     else:
         arrays, snapped = _onto_mesh(sim, checkpoint, old_order, names)
         how = f"another mesh ({int(attrs['num_global_elements'])} -> {system.mesh.num_global_elements} elements" + (
             f"; {snapped} points on the old mesh's boundary within {SNAP_FRACTION:g} of an element's size)"
             if snapped else ")")
-    n = system.order + 1
-    state = np.moveaxis(arrays.pop("state", np.zeros((0, len(system.field_names), n, n, n))), 0, 1)
+    element = tuple(system.geometry.coords.shape[2:])  # (n, n, n), or (1, n, n) in 2-D
+    state = np.moveaxis(arrays.pop("state", np.zeros((0, len(system.field_names)) + element)), 0, 1)
     sim.u[...] = sim.backend.asarray(state.astype(sim.backend.dtype, copy=False))
     if keep_history and (kept or history_numbers):
         history = {name[len("history/"):]: np.moveaxis(value, 0, 1) for name, value in arrays.items()}
@@ -127,17 +153,29 @@ def resume_onto(sim, checkpoint: Checkpoint) -> dict:
     return interpolated
 
 
-def _onto_order(checkpoint, element_ids, old_order: int, order: int, names) -> dict:
-    """{name: (E, ...) values at order ``order``} of this rank's elements, each array of the
-    checkpoint interpolated element by element."""
+def onto_order(checkpoint, element_ids, old_order: int, order: int, names=None) -> dict:
+    """{name: (E, ...) values at order ``order``} of the elements ``element_ids`` (this rank's),
+    each array of the checkpoint interpolated element by element (a 2-D element's thin k axis
+    stays one point)."""
     matrix = gll_to_gll(old_order, order)
     out = {}
     for name, values in checkpoint.read(element_ids, names).items():
         values = values.astype(np.float64, copy=False)
         values = np.einsum("ai,...kji->...kja", matrix, values)
         values = np.einsum("bj,...kja->...kba", matrix, values)
-        out[name] = np.einsum("ck,...kba->...cba", matrix, values)
+        out[name] = values if values.shape[-3] == 1 else np.einsum("ck,...kba->...cba", matrix, values)
     return out
+
+
+def _as_slab(coords: np.ndarray, order: int) -> np.ndarray:
+    """A 2-D mesh's (3, E, 1, n, n) coordinates as hexahedra (3, E, n, n, n) of the same x, y
+    with z = t h / 2 (h: the element's larger side in x, y): a point of the plane z = 0 is then
+    located at t = 0 by the 3-D search, and its distance outside is measured in the element's
+    size as for a hexahedron."""
+    size = (coords[:2].max(axis=(2, 3, 4)) - coords[:2].min(axis=(2, 3, 4))).max(axis=0)  # (E,)
+    slab = np.repeat(coords, order + 1, axis=2)
+    slab[2] = gll_points(order)[None, :, None, None] * size[:, None, None, None] / 2
+    return slab
 
 
 def _old_coordinates(sim, checkpoint, old_order: int):
@@ -177,10 +215,25 @@ def _old_coordinates(sim, checkpoint, old_order: int):
 def _onto_mesh(sim, checkpoint, old_order: int, names) -> tuple[dict, int]:
     """({name: (E, ...) values at this rank's GLL points}, points snapped): every array of the
     checkpoint at this rank's new GLL points, located in the old mesh."""
-    system, comm = sim.system, sim.comm
-    with collective_errors(comm):
+    with collective_errors(sim.comm):
         coords, ids = _old_coordinates(sim, checkpoint, old_order)
-    points = np.moveaxis(system.geometry.coords.reshape(3, -1), 0, 1)  # (P, 3), element by element
+    return onto_points(checkpoint, coords, ids, old_order, sim.system.geometry.coords, names, sim.comm,
+                       lambda what: _refuse(sim, checkpoint, what), sim.rank)
+
+
+def onto_points(checkpoint, coords, ids, old_order: int, new_coords, names=None, comm=None, refuse=None,
+                rank: int = 0) -> tuple[dict, int]:
+    """Collective: ({name: (E, ..., n, n, n) values}, points snapped): the checkpoint's arrays at
+    the GLL points ``new_coords`` (3, E, n, n, n), or (3, E, 1, n, n) on a 2-D mesh, located in
+    the old mesh whose whole GLL coordinates (3, E_old, ...) and global ids are ``coords`` and
+    ``ids``. ``refuse(what)`` makes the InputError for points outside the old mesh."""
+    refuse = refuse or (lambda what: InputError(f"cannot interpolate from {checkpoint.path}: {what}"))
+    thin = coords.shape[2] == 1  # 2-D (the dimensions agree: check_dimension)
+    if thin:
+        coords = _as_slab(coords, old_order)
+    new_coords = np.asarray(new_coords)
+    element_shape = tuple(new_coords.shape[2:])
+    points = np.moveaxis(new_coords.reshape(3, -1), 0, 1)  # (P, 3), element by element
     element = np.zeros(len(points), dtype=np.int64)
     reference, distance = np.zeros((len(points), 3)), np.zeros(len(points))
     boxes = element_boxes(coords)
@@ -194,17 +247,17 @@ def _onto_mesh(sim, checkpoint, old_order: int, names) -> tuple[dict, int]:
         lower = allreduce(comm, np.min(np.where(outside[:, None], points, np.inf), axis=0), "min")
         upper = allreduce(comm, np.max(np.where(outside[:, None], points, -np.inf), axis=0), "max")
         with collective_errors(comm):
-            raise _refuse(sim, checkpoint, f"{count} of the case's {allreduce(comm, len(points))} GLL points lie "
-                                           "outside the checkpoint's mesh (the new mesh must cover the same domain), "
-                                           f"between {_point(lower)} and {_point(upper)}"
-                                           + (f", e.g. {', '.join(_point(p) for p in shown)} on rank {sim.rank}"
-                                              if len(shown) else ""))
+            raise refuse(f"{count} of the case's {allreduce(comm, len(points))} GLL points lie outside the "
+                         "checkpoint's mesh (the new mesh must cover the same domain), "
+                         f"between {_point(lower)} and {_point(upper)}"
+                         + (f", e.g. {', '.join(_point(p) for p in shown)} on rank {rank}" if len(shown) else ""))
     snapped = int(allreduce(comm, int((distance > 0).sum())))
     needed, index = np.unique(ids[element], return_inverse=True)
     with collective_errors(comm):
         old = checkpoint.read(needed, names)
-    n = system.order + 1
     hr, hs, ht = axis_weights(old_order, reference)
+    if thin:  # the old values have one point along t: no t interpolation
+        ht = np.ones((len(points), 1))
     out = {}
     for name, values in old.items():
         values = values.astype(np.float64, copy=False)
@@ -213,8 +266,8 @@ def _onto_mesh(sim, checkpoint, old_order: int, names) -> tuple[dict, int]:
         for first in range(0, len(points), block):
             part = slice(first, first + block)
             result[part] = np.einsum("p...kji,pk,pj,pi->p...", values[index[part]], ht[part], hs[part], hr[part])
-        # (E n^3, ...) -> (E, ..., n, n, n): the points came element by element, k, j, i
-        result = result.reshape((system.num_elements, n, n, n) + result.shape[1:])
+        # (E n^3, ...) -> (E, ..., n, n, n): the points came element by element, k, j, i (2-D: (1, n, n))
+        result = result.reshape((new_coords.shape[1],) + element_shape + result.shape[1:])
         out[name] = np.moveaxis(result, (1, 2, 3), (-3, -2, -1))
     return out, snapped
 
