@@ -93,8 +93,8 @@ def lagrange_hex_index(i: int, j: int, k: int, order: int) -> int:
 
 def lagrange_quad_index(i: int, j: int, order: int) -> int:
     """VTK's point number of node (i, j) of a Lagrange quadrilateral of order N (as
-    ``vtkHigherOrderQuadrilateral::PointIndexFromIJK``): the k = 0 face of the hexahedron's
-    numbering, i.e. corners, edges (j=0, i=N, j=N, i=0; each along increasing i or j), interior."""
+    ``vtkHigherOrderQuadrilateral::PointIndexFromIJK``): corners counter-clockwise, then the
+    edges j=0, i=N, j=N, i=0 (each along increasing i or j), then the interior, i fastest."""
     n = order
     on_i, on_j = i in (0, n), j in (0, n)
     if on_i and on_j:
