@@ -226,6 +226,18 @@ def test_nek5000_2d_float32_file_reads_in_vtk(maxwell, tmp_path):
         assert np.array_equal(vtk_to_numpy(data.GetArray(f"S{s + 1:02d}")), state[2 + s].astype(np.float32).ravel())
 
 
+def test_nek5000_layout_for_2d(maxwell, tmp_path):
+    system, coords, state = maxwell
+    layout = nek5000.layout_for_dimension(system.output_layout, 2)
+    assert layout == (("Ex", "Ey"), None, ("Ez", "Hx", "Hy", "Hz"))
+    assert nek5000.layout_for_dimension(system.output_layout, 3) == system.output_layout
+    assert nek5000.layout_for_dimension((("ux", "uy"), "p", ("T",), "T"), 2) == (("ux", "uy"), "p", ("T",), "T")
+    velocity, pressure, scalars = layout
+    nek5000.write_field_file(tmp_path / "m0.f00001", coords, dict(zip(NAMES, state)), 0.0, 0, ORDER,
+                             velocity=velocity, pressure=pressure, scalars=scalars)
+    assert nek5000.read_field_file(tmp_path / "m0.f00001")["rdcode"] == "XUS04"
+
+
 def test_nek5000_2d_velocity_has_two_components(maxwell, tmp_path):
     _, coords, state = maxwell
     with pytest.raises(ValueError, match="velocity must name 2 fields on a 2-D mesh"):

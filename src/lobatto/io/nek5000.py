@@ -50,10 +50,12 @@ from lobatto.io.nek5000_content import (  # Section, FieldFileContent, PREAMBLE_
     FieldFileContent,
     Section,
     field_file_header,
+    layout_for_dimension,
     prepare_content,
 )
 
 __all__ = [
+    "layout_for_dimension",
     "write_field_file",
     "read_field_file",
     "write_index",
