@@ -41,8 +41,8 @@ def field_file_header(wdsz, n, nelt, nelgt, time, step, fid, nfiles, rdcode, dim
 def layout_for_dimension(layout, dim: int) -> tuple:
     """A system's ``output_layout`` (velocity, pressure, scalars[, temperature]) for a file of
     dimension ``dim``: in 2-D a 3-name velocity keeps its x, y names as Nek5000's 2-component
-    velocity and its z name becomes the first scalar (Maxwell: U = (Ex, Ey), scalars Ez, Hx,
-    Hy, Hz); a 2-name velocity, and any layout in 3-D, is returned as it is."""
+    velocity and its z name becomes the first scalar ((Ax, Ay, Az), scalars (B, C) -> U = (Ax,
+    Ay), scalars Az, B, C); a 2-name velocity, and any layout in 3-D, is returned as it is."""
     velocity, pressure, scalars, *rest = layout
     if dim == 2 and velocity is not None and len(velocity) == 3:
         velocity, scalars = tuple(velocity[:2]), (velocity[2],) + tuple(scalars or ())
