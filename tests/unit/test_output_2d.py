@@ -353,3 +353,22 @@ def test_2d_restart_onto_another_order_and_mesh_is_exact_for_the_old_polynomials
     far = compute_geometry(box_mesh((2, 2), lower=(0.0, 0.0), upper=(3.0, 1.0)), 3)
     with pytest.raises(InputError, match=f"cannot interpolate from {checkpoint.path}: .* outside the checkpoint"):
         onto_points(checkpoint, old.coords, np.asarray(old_mesh.element_ids), 3, far.coords)
+
+
+def test_2d_restart_onto_another_mesh_equals_the_extruded_3d_one(tmp_path):
+    """Random values on a curved old mesh (no polynomial to be exact for): the 2-D slab
+    location and r, s interpolation give what the 3-D path gives on the extruded twin
+    (mesh.extrude.extrude_quads: each k plane the 2-D state) at the new points z = 0."""
+    from lobatto.mesh.extrude import extrude_quads
+
+    old_mesh = box_mesh((3, 2), lower=(0.0, 0.0), upper=(1.5, 1.0), deform=deform_xy)
+    old2, old3 = compute_geometry(old_mesh, 3), compute_geometry(extrude_quads(old_mesh), 3)
+    state = np.random.default_rng(5).standard_normal((len(NAMES),) + old2.coords.shape[1:])
+    two = checkpoint_of(tmp_path / "two", state, {"elements": [3, 2]}, order=3)
+    three = checkpoint_of(tmp_path / "three", np.repeat(state, 4, axis=2), {"elements": [3, 2, 1]}, order=3)
+    new = compute_geometry(box_mesh((4, 3), lower=(0.0, 0.0), upper=(1.5, 1.0)), 4).coords
+    ids = np.asarray(old_mesh.element_ids)
+    out2, snapped2 = onto_points(two, old2.coords, ids, 3, new)
+    out3, snapped3 = onto_points(three, old3.coords, ids, 3, new)
+    assert out2["state"].shape == out3["state"].shape == (12, 6, 1, 5, 5) and snapped2 == snapped3 == 0
+    assert np.abs(out2["state"] - out3["state"]).max() < 1e-12 * np.abs(out3["state"]).max()
