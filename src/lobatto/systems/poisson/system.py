@@ -86,7 +86,7 @@ class PoissonSystem(System):
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.order = geometry.order
         self.num_elements = mesh.num_elements
-        self.points = self.num_elements * (self.order + 1) ** 3
+        self.points = self.num_elements * (self.order + 1) ** mesh.dim
         self.settings = settings
         self.profile = Profile(backend)
         self.setup_seconds = {}
