@@ -22,6 +22,8 @@ from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.extrude import extrude_quads
 from lobatto.operators import HelmholtzOperator, geometric_factors
 from lobatto.operators.helmholtz_cpu import compiled_apply
+from lobatto.solvers.multigrid import Level
+from lobatto.solvers.schwarz import AdditiveSchwarz
 
 REFERENCE = NumpyBackend()
 
@@ -110,3 +112,66 @@ def test_helmholtz_c_kernel_equals_the_reference_in_2d(order):
     u = rng.standard_normal(shape)
     expected = HelmholtzOperator(g2, REFERENCE, 1.3, 0.4).apply_local(u)
     assert np.abs(operator.apply_local(u) - expected).max() <= 1e-13 * np.abs(expected).max()
+
+
+# FDM and the Schwarz smoother ---------------------------------------------------------------------
+
+def test_fdm_2d_reference_against_the_sums_written_out():
+    """fdm_apply with dim=2 on fresh random data: (Sy (x) Sx) diag (Sy (x) Sx)^T, one mode of
+    one element below its floor (dropped)."""
+    rng = np.random.default_rng(3)
+    E, m = 3, 5
+    r = rng.standard_normal((E, 1, m, m))
+    sx, sy = (rng.standard_normal((E, m, m)) for _ in range(2))
+    lam = rng.random((E, 2, m))
+    lam[1, :, 0] = 0.0
+    coefficients = np.array([[1.3, 0.2, 1e-9], [0.7, 0.0, 1e-9], [2.0, 5.0, 1e-9]])
+    got = REFERENCE.kernel("fdm_apply", size=m, dim=2)(r, np.empty_like(r), sx, sy, None, lam, coefficients)
+    expected = np.zeros_like(r)
+    for e in range(E):
+        h1, h2, floor = coefficients[e]
+        total = h1 * (lam[e, 1][:, None] + lam[e, 0][None, :]) + h2
+        u = np.einsum("jb,ia,ji->ba", sy[e], sx[e], r[e, 0])
+        u = np.where(total > floor, u / np.where(total > floor, total, 1), 0)
+        expected[e, 0] = np.einsum("jb,ia,ba->ji", sy[e], sx[e], u)
+    assert np.abs(got - expected).max() < 1e-12 * np.abs(expected).max()
+    with pytest.raises(ValueError, match="fdm_apply"):
+        REFERENCE.kernel("fdm_apply", size=m, dim=2)(np.zeros((E, m, m, m)), None, sx, sy, None, lam, coefficients)
+
+
+@pytest.mark.parametrize("neumann", [(), (1, 3)])
+def test_schwarz_local_solve_is_exact_on_a_rectangle(neumann):
+    """One undeformed rectangle (1 x 2), h1 = 1.3, h2 = 0.7, Dirichlet edges (and two
+    Neumann ones): the separable operator is the element's, so M = A^-1 on the free points."""
+    order, n = 4, 5
+    mesh = box_mesh((1, 1), upper=(1.0, 2.0))
+    dirichlet = mesh.face_neighbour < 0
+    dirichlet[0, list(neumann)] = False
+    level = Level.build(mesh, order, REFERENCE, dirichlet=dirichlet, h1=1.3, h2=0.7)
+    schwarz = AdditiveSchwarz(mesh, level)
+    assert schwarz.sz is None and schwarz.eigenvalues.shape == (1, 2, n + 2)
+    free = np.flatnonzero(level.mask.ravel())
+    a = np.column_stack([level.apply(np.eye(n * n)[p].reshape(1, 1, n, n)).ravel() for p in free])[free]
+    b = np.random.default_rng(0).standard_normal((1, 1, n, n)) * level.mask
+    x = np.zeros(n * n)
+    x[free] = np.linalg.solve(a, b.ravel()[free])
+    assert np.abs(schwarz(b).ravel() - x).max() < 1e-12 * np.abs(x).max()
+
+
+def test_schwarz_extension_equals_the_extruded_one():
+    """The ext layers of a 2-D field hold the face neighbours' points one inside: in every own
+    k plane of the extruded twin the 3-D extension of the z-independent field gives the same
+    numbers (x periodic, curved quads)."""
+    order, m = 3, 6
+    flat, solid, g2, g3 = twins((3, 2), order, periodic=(True, False))
+    s2 = AdditiveSchwarz(flat, Level.build(flat, order, REFERENCE, geometry=g2))
+    s3 = AdditiveSchwarz(solid, Level.build(solid, order, REFERENCE, geometry=g3))
+    field = np.sin(2 * np.pi * g2.coords[0]) + g2.coords[1] ** 2  # continuous, periodic in x
+    ext2 = s2.extend(np.ascontiguousarray(field), np.zeros((6, 1, m, m)))
+    ext3 = s3.extend(extruded(field, order + 1), np.zeros((6, m, m, m)))
+    assert np.abs(ext2[:, :, 1:-1, :]).max() > 0.5  # layers filled
+    for k in range(1, m - 1):  # the own planes; the faces' layers only (edges and corners unused)
+        assert np.array_equal(ext2[:, 0, 1:-1, :], ext3[:, k, 1:-1, :])
+        assert np.array_equal(ext2[:, 0, :, 1:-1], ext3[:, k, :, 1:-1])
+    # each element's own points are inside
+    assert np.array_equal(ext2[:, :, 1:-1, 1:-1], field)
