@@ -175,3 +175,151 @@ def test_schwarz_extension_equals_the_extruded_one():
         assert np.array_equal(ext2[:, 0, :, 1:-1], ext3[:, k, :, 1:-1])
     # each element's own points are inside
     assert np.array_equal(ext2[:, :, 1:-1, 1:-1], field)
+
+
+# The CUDA kernels' D = 2 source, run on the CPU ---------------------------------------------------
+
+EMULATED_ORDERS = (2, 5)  # helmholtz orders; fdm sizes M = order + 3
+
+HELMHOLTZ_LAUNCH = """
+template <int N, typename T, bool MASS, int EPB>
+static void helmholtz(const T* u, T* out, const T* g, const T* mass, const T* D, T h1, T h2, long long E) {
+    const int n2 = (N + 1) * (N + 1);
+    for (long long b = 0; b < (E + EPB - 1) / EPB; ++b) {
+        std::barrier<> block(n2 * EPB);
+        lobatto_block_barrier = &block;
+        std::vector<std::thread> threads;
+        for (int y = 0; y < EPB; ++y)
+            for (int x = 0; x < n2; ++x)
+                threads.emplace_back([=] {
+                    threadIdx.x = x; threadIdx.y = y; blockIdx.x = (int)b;
+                    lobatto::helmholtz_apply_kernel<N, T, MASS, EPB, 2>(u, out, g, mass, D, h1, h2, E);
+                });
+        for (auto& t : threads) t.join();
+    }
+}
+"""
+
+FDM_LAUNCH = """
+template <int M>
+static void fdm(const double* r, double* out, const double* sx, const double* sy, const double* lam,
+                const double* coef, long long E) {
+    for (long long b = 0; b < E; ++b) {
+        std::barrier<> block(M * M);
+        lobatto_block_barrier = &block;
+        std::vector<std::thread> threads;
+        for (int x = 0; x < M * M; ++x)
+            threads.emplace_back([=] {
+                threadIdx.x = x; blockIdx.x = (int)b;
+                lobatto::fdm_apply_kernel<M, double, 2>(r, out, sx, sy, sy, lam, coef, E);
+            });
+        for (auto& t : threads) t.join();
+    }
+}
+template <int M>
+static void layers(double* z, double* saved, int mode, long long E) {
+    for (long long b = 0; b < E; ++b) {
+        std::barrier<> block(M - 2);
+        lobatto_block_barrier = &block;
+        std::vector<std::thread> threads;
+        for (int x = 0; x < M - 2; ++x)
+            threads.emplace_back([=] {
+                threadIdx.x = x; blockIdx.x = (int)b;
+                lobatto::ext_layers_kernel<M, double, 2>(z, saved, mode, E);
+            });
+        for (auto& t : threads) t.join();
+    }
+}
+"""
+
+
+def emulated_library(folder, source, launch, entry_points):
+    """The CUDA source compiled as C++20 with test_operators_cuda_emulated's shim (a std::thread
+    per CUDA thread, a std::barrier per block), with ``entry_points`` (extern "C" text)."""
+    import shutil
+    import subprocess
+
+    from lobatto.jit.nvrtc import source_text
+    from test_operators_cuda_emulated import SHIM
+
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    path = folder / (source.stem + "_2d.cpp")
+    path.write_text(SHIM + source_text(source) + "\n" + launch + entry_points + "\n")
+    library = path.with_suffix(".so")
+    cmd = [cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", str(path), "-o", str(library)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 and "barrier" in proc.stderr and "No such file" in proc.stderr:
+        pytest.skip("no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr
+    import ctypes
+
+    return ctypes.CDLL(str(library))
+
+
+def test_emulated_cuda_kernels_in_2d_equal_the_reference(tmp_path):
+    """helmholtz.cu (D = 2; mass and none; a partly idle last block) and fdm.cu's fdm_apply and
+    ext_layers (D = 2, every mode) against the reference on fresh random 2-D data."""
+    import ctypes
+
+    from lobatto.discretization import derivative_matrix
+    from lobatto.operators import fdm
+    from lobatto.operators.helmholtz_cuda import SOURCE as HELMHOLTZ, default_elements_per_block
+
+    lines = ['extern "C" void run(int order, int mass, const double* u, double* out, const double* g, '
+             'const double* m, const double* D, double h1, double h2, long long E) {', "    switch (order) {"]
+    for n in EMULATED_ORDERS:
+        epb = default_elements_per_block(n)
+        lines.append(f"    case {n}: if (mass) helmholtz<{n}, double, true, {epb}>(u, out, g, m, D, h1, h2, E); "
+                     f"else helmholtz<{n}, double, false, {epb}>(u, out, g, m, D, h1, h2, E); break;")
+    lines.append("    }\n}")
+    lib = emulated_library(tmp_path, HELMHOLTZ, HELMHOLTZ_LAUNCH, "\n".join(lines))
+    lib.run.argtypes = [ctypes.c_int] * 2 + [ctypes.c_void_p] * 5 + [ctypes.c_double] * 2 + [ctypes.c_longlong]
+    rng = np.random.default_rng(11)
+    for order in EMULATED_ORDERS:
+        _, _, g2, _ = twins((5, 1), order)  # 5 elements: the last block of several is partly idle
+        shape = g2.jacobian.shape
+        d = np.ascontiguousarray(derivative_matrix(order))
+        for h1, h2 in ((1.0, 0.0), (1 + rng.random(shape), rng.random(shape))):
+            operator = HelmholtzOperator(g2, REFERENCE, h1, h2)
+            u = rng.standard_normal(shape)
+            expected = operator.apply_local(u)
+            out = np.full(shape, np.nan)
+            mass = d if operator._mass is None else operator._mass
+            lib.run(order, int(operator._mass is not None), u.ctypes.data, out.ctypes.data,
+                    operator._factors.ctypes.data, mass.ctypes.data, d.ctypes.data, operator._h1, operator._h2,
+                    shape[0])
+            assert np.abs(out - expected).max() <= 1e-13 * np.abs(expected).max()
+
+    sizes = [n + 3 for n in EMULATED_ORDERS]
+    lines = ['extern "C" void run(int m, const double* r, double* out, const double* sx, const double* sy, '
+             'const double* lam, const double* coef, long long E) {', "    switch (m) {"]
+    lines += [f"    case {m}: fdm<{m}>(r, out, sx, sy, lam, coef, E); break;" for m in sizes]
+    lines += ["    }\n}", 'extern "C" void move(int m, double* z, double* saved, int mode, long long E) {',
+              "    switch (m) {"]
+    lines += [f"    case {m}: layers<{m}>(z, saved, mode, E); break;" for m in sizes]
+    lines.append("    }\n}")
+    lib = emulated_library(tmp_path, fdm.fdm_cuda.SOURCE, FDM_LAUNCH, "\n".join(lines))
+    lib.run.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 6 + [ctypes.c_longlong]
+    lib.move.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_longlong]
+    E = 3
+    for m in sizes:
+        r = rng.standard_normal((E, 1, m, m))
+        sx, sy = rng.standard_normal((E, m, m)), rng.standard_normal((E, m, m))
+        lam = rng.random((E, 2, m))
+        lam[1, :, 0] = 0.0
+        coef = np.array([[1.3, 0.2, 1e-9], [0.7, 0.0, 1e-9], [2.0, 5.0, 1e-9]])
+        expected = REFERENCE.kernel("fdm_apply", size=m, dim=2)(r, np.empty_like(r), sx, sy, None, lam, coef)
+        out = np.full_like(r, np.nan)
+        lib.run(m, r.ctypes.data, out.ctypes.data, sx.ctypes.data, sy.ctypes.data, lam.ctypes.data,
+                coef.ctypes.data, E)
+        assert np.abs(out - expected).max() <= 1e-13 * np.abs(expected).max()
+        reference = REFERENCE.kernel("ext_layers", size=m, dim=2)
+        for mode in range(4):
+            z = rng.standard_normal((E, 1, m, m))
+            saved = rng.standard_normal((E, 4, 1, m - 2))
+            z_ref, saved_ref = z.copy(), saved.copy()
+            reference(z_ref, saved_ref, mode)
+            lib.move(m, z.ctypes.data, saved.ctypes.data, mode, E)
+            assert np.array_equal(z, z_ref) and np.array_equal(saved, saved_ref), mode
