@@ -323,3 +323,107 @@ def test_emulated_cuda_kernels_in_2d_equal_the_reference(tmp_path):
             reference(z_ref, saved_ref, mode)
             lib.move(m, z.ctypes.data, saved.ctypes.data, mode, E)
             assert np.array_equal(z, z_ref) and np.array_equal(saved, saved_ref), mode
+
+
+# Poisson ----------------------------------------------------------------------------------------
+
+U2 = "sin(pi*x)*sin(pi*y)"
+#: curves every element of the unit square; each side stays on its line (the x displacement
+#: vanishes on the x sides, the y one on the y sides)
+IN_PLANE = {"x": "0.1*sin(pi*x)*sin(pi*y)", "y": "0.08*sin(pi*y)*sin(2*pi*x)"}
+#: u = sin(pi x) sin(pi y): u = 0 on xmin and ymin, k du/dn on xmax and ymax
+MIXED = {"xmin": {"value": "0"}, "ymin": {"value": U2}, "xmax": {"flux": "-pi*sin(pi*y)"},
+         "ymax": {"flux": "-pi*sin(pi*x)"}}
+
+
+def poisson_case(order, physics, boundary, solver, elements=(3, 2), deform=IN_PLANE, depth=None, name="p2"):
+    """A Poisson case on the unit square: [mesh] as the 3-D schema takes it (one element along
+    z: the case2d helper adds 2-entry boxes); ``depth``: the extruded twin's case (z in
+    [-1, 1], periodic z)."""
+    from lobatto.api import case_from_dict
+
+    mesh = {"elements": [*elements, 1], "lower": [0, 0, -1 if depth else 0], "upper": [1, 1, 1 if depth else 1]}
+    if depth:
+        mesh["periodic"] = [False, False, True]
+    if deform:
+        mesh["deform"] = deform
+    data = {"physics": {"equations": "poisson", **physics}, "mesh": mesh, "discretization": {"order": order},
+            "boundary": boundary, "solver": solver}
+    return case_from_dict(data, name)
+
+
+def solve_2d(case, backend="cpu", comm=None):
+    """(system, u (E, 1, n, n) host): the Poisson system `lobatto run` builds (from_case), on the
+    case's box made 2-D (its first two counts)."""
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import deformation_from_expressions
+    from lobatto.systems.poisson.system import PoissonSystem
+
+    m = case.mesh
+    mesh = box_mesh(tuple(m.elements[:2]), m.lower[:2], m.upper[:2], deform=deformation_from_expressions(m.deform))
+    geometry = compute_geometry(mesh, case.discretization.order)
+    backend = get_backend(backend)
+    system = PoissonSystem.from_case(case, mesh.halo_last(), geometry, backend, comm)
+    u = backend.to_host(system.solve())[0]
+    return system, u
+
+
+def test_poisson_2d_converges_exponentially_in_n():
+    """-lap u = 2 pi^2 u, u = sin(pi x) sin(pi y), on curved quads with two Dirichlet and two
+    Neumann sides: the nodal error falls by e^2 per order on average (measured in the notes)."""
+    errors = []
+    for order in range(2, 9):
+        system, u = solve_2d(poisson_case(order, {"f": f"2*pi**2*{U2}"}, MIXED, {"tolerance": 1e-13}))
+        assert system.result.converged and u.shape == (6, 1, order + 1, order + 1)
+        x, y = system.geometry.coords[:2]
+        errors.append(np.abs(u - np.sin(np.pi * x) * np.sin(np.pi * y)).max())
+    rates = -np.diff(np.log(errors))
+    assert np.all(rates > 1.0) and rates.mean() > 1.7, (errors, rates)
+    assert errors[-1] < 1e-6
+
+
+def test_poisson_2d_polynomial_of_degree_n_is_reproduced():
+    """A polynomial of degree 4 at N = 4 on affine quads, Dirichlet and Neumann sides, variable
+    k: the discrete solution is the polynomial to round-off."""
+    u = "1 + 2*x - y + x*y - 3*x**2*y + 0.25*y**4 - x**3*y"
+    ux, uy = "(2 + y - 6*x*y - 3*x**2*y)", "(-1 + x - 3*x**2 + y**3 - x**3)"
+    # -div(k grad u) with k = 2 + x: -(k u_xx + u_x) - k u_yy
+    f = f"-((2 + x)*(-6*y - 6*x*y) + {ux}) - (2 + x)*(3*y**2)"
+    boundary = {"xmin": {"value": u}, "ymin": {"value": u}, "xmax": {"flux": f"(2 + x)*{ux}"},
+                "ymax": {"flux": f"(2 + x)*{uy}"}}
+    system, got = solve_2d(poisson_case(4, {"f": f, "k": "2 + x"}, boundary, {"tolerance": 1e-14}, deform=None))
+    x, y = system.geometry.coords[:2]
+    exact = 1 + 2 * x - y + x * y - 3 * x**2 * y + 0.25 * y**4 - x**3 * y
+    assert np.abs(got - exact).max() < 1e-11 * np.abs(exact).max()
+
+
+VARIABLE = {"f": "sin(pi*x)*cos(y) + x*y", "k": "1 + 0.5*x*y", "h": "1 + x**2"}
+BOUNDARY = {"xmin": {"value": "0.3*y"}, "ymin": {"value": "0.3*x*x"}, "xmax": {"flux": "cos(y)"},
+            "ymax": {"flux": "x"}}
+
+
+@pytest.mark.parametrize("solver", [
+    {}, {"smoother": "schwarz"}, {"method": "cg", "preconditioner": "jacobi"}, {"coarse": "amg"},
+    {"precision": "float32"}, {"method": "gmres", "coarse": "pcg", "levels": [5, 2]},
+])
+def test_poisson_2d_equals_the_extruded_run(solver):
+    """The 2-D solution equals every k plane of the extruded run's (variable k and h, curved
+    quads, Dirichlet and Neumann sides) to 1e-11 at solver tolerance 1e-14."""
+    from lobatto.backends import get_backend
+    from lobatto.runner.build import build_system
+
+    settings = {"tolerance": 1e-14, **solver}
+    system, u2 = solve_2d(poisson_case(5, VARIABLE, BOUNDARY, settings))
+    assert system.result.converged
+    solid = build_system(poisson_case(5, VARIABLE, BOUNDARY, settings, depth=2), get_backend("cpu"))
+    u3 = solid.solve()[0]
+    assert solid.mesh.num_elements == 6 and u3.shape == (6, 6, 6, 6)
+    assert np.abs(u3 - u2).max() <= 1e-11 * np.abs(u2).max()
+    assert system.points == 6 * 36 and system.unknowns == solid.unknowns // 5  # (nx N + 1)(ny N + 1) - fixed
+
+
+def test_poisson_2d_refuses_a_z_side_table():
+    from lobatto.errors import InputError
+
+    with pytest.raises(InputError, match=r"\[boundary.zmin\].*sides of a 2-D box"):
+        solve_2d(poisson_case(3, {"f": "1"}, {"xmin": {"value": "0"}, "zmin": {"flux": "1"}}, {}))
