@@ -427,3 +427,23 @@ def test_poisson_2d_refuses_a_z_side_table():
 
     with pytest.raises(InputError, match=r"\[boundary.zmin\].*sides of a 2-D box"):
         solve_2d(poisson_case(3, {"f": "1"}, {"xmin": {"value": "0"}, "zmin": {"flux": "1"}}, {}))
+
+
+def test_the_2d_example_solves_to_its_exact_solution():
+    """examples/2d/poisson.toml (2-entry [mesh] vectors: padded here to the 3-D schema's one
+    element along z until the case-file route lands) through the 2-D system: the error
+    measured 7.2e-10 at N = 6."""
+    from pathlib import Path
+
+    from lobatto.api import case_from_dict
+    from lobatto.config.schema import tomllib
+
+    data = tomllib.loads((Path(__file__).resolve().parents[2] / "examples" / "2d" / "poisson.toml").read_text())
+    assert len(data["mesh"]["elements"]) == 2 and len(data["mesh"]["upper"]) == 2
+    data["mesh"]["elements"] = [*data["mesh"]["elements"], 1]
+    data["mesh"]["upper"] = [*data["mesh"]["upper"], 1.0]
+    data.pop("output")
+    data.pop("exact")
+    system, u = solve_2d(case_from_dict(data, "example"))
+    x, y = system.geometry.coords[:2]
+    assert system.result.converged and np.abs(u - (np.exp(x) * np.sin(y) + y**2)).max() < 1e-8
