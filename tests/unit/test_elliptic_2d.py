@@ -447,3 +447,59 @@ def test_the_2d_example_solves_to_its_exact_solution():
     system, u = solve_2d(case_from_dict(data, "example"))
     x, y = system.geometry.coords[:2]
     assert system.result.converged and np.abs(u - (np.exp(x) * np.sin(y) + y**2)).max() < 1e-8
+
+
+# Solvers around the operator: projection, a singular problem, the memory model -------------------
+
+def test_projection_and_a_pure_neumann_problem_in_2d():
+    """EllipticSolver on quads: the projection onto a previous solution solves a repeated b
+    at once; a fully periodic 2-D problem (h = 0: the constants are the null space) converges
+    with the Schwarz smoother and returns a zero-mean solution."""
+    from lobatto.solvers.elliptic import EllipticSolver
+
+    order = 4
+    mesh = box_mesh((3, 3), deform=deform_xy)
+    dirichlet = mesh.face_neighbour < 0
+    geometry = compute_geometry(mesh, order)
+    level = Level.build(mesh, order, REFERENCE, dirichlet=dirichlet, geometry=geometry)
+    x, y = geometry.coords[:2]
+    b = level.assembly.dssum(geometry.mass * (1 + x * y)) * level.mask
+    solver = EllipticSolver(mesh, level, {"projection": 2, "tolerance": 1e-10}, REFERENCE, None, dirichlet, 1.0, 0.0)
+    first, again = solver.solve(b), solver.solve(b)
+    assert first.converged and first.iterations > 3 and again.iterations <= 1
+    assert np.abs(again.x - first.x).max() <= 1e-9 * np.abs(first.x).max()
+
+    periodic = box_mesh((3, 2), periodic=(True, True))
+    geometry = compute_geometry(periodic, order)
+    level = Level.build(periodic, order, REFERENCE, geometry=geometry)
+    x, y = geometry.coords[:2]
+    b = level.assembly.dssum(geometry.mass * np.sin(2 * np.pi * x) * np.cos(2 * np.pi * y))
+    solver = EllipticSolver(periodic, level, {"smoother": "schwarz", "tolerance": 1e-10}, REFERENCE, None,
+                            periodic.face_neighbour < 0, 1.0, 0.0, null_space=True)
+    result = solver.solve(b)
+    exact = np.sin(2 * np.pi * x) * np.cos(2 * np.pi * y) / (8 * np.pi**2)
+    assert result.converged and result.iterations < 20
+    assert abs(level.dot(result.x, level.assembly.dssum(geometry.mass.copy()))) < 1e-12
+    assert np.abs(result.x - exact).max() < 1e-3 * np.abs(exact).max()
+
+
+def test_memory_model_counts_n_to_the_dim():
+    """The multigrid levels and the Schwarz arrays of a 2-D layout ((N+1)^2 and (N+3)^2 per
+    element): RunLayout.dim where the layout has it (machine/, added for 2-D elsewhere)."""
+    from dataclasses import dataclass
+
+    import lobatto
+    from lobatto.machine.memory_items import RunLayout
+    from lobatto.solvers.settings import LEVEL_ARRAYS, SCHWARZ_EXT_ARRAYS, elliptic_memory
+
+    @dataclass(frozen=True)
+    class Flat(RunLayout):
+        dim: int = 2
+
+    case = lobatto.case_from_dict({"physics": {"equations": "poisson"}, "mesh": {"elements": [10, 10, 10]},
+                                   "solver": {"smoother": "schwarz"}})
+    items = elliptic_memory(case.tables["solver"], Flat(elements=100, total_elements=100, order=3, fields=1), "solver")
+    levels = [i for i in items if "levels" in i.what]
+    schwarz = [i for i in items if "schwarz" in i.what]
+    assert levels[0].host == LEVEL_ARRAYS * 100 * 2**2 * 8  # 3 -> 1: the order-1 level
+    assert schwarz[0].host == pytest.approx(100 * (SCHWARZ_EXT_ARRAYS * 36 + 2 * 36 + 16) * 8)
