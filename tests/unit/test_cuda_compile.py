@@ -48,7 +48,9 @@ INSTANTIATIONS = {
         for n in ORDERS for t in DTYPES
     ],
     # (M = order + 3, the Schwarz smoother's ext element, dtype)
-    "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES],
+    "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES]
+    # and the 2-D kernels (D = 2: a 2-D mesh's thin (1, M, M) ext arrays)
+    + [f"LOBATTO_FDM_INSTANTIATE_DIM({n + 3}, {t}, 2)" for n in ORDERS for t in DTYPES],
     # (order + 1, Gauss points Q = galerkin.quadrature_points(N), dtype, threads per block as
     # systems/maxwell/galerkin_cuda.py picks them, blocks per SM, Gauss planes per pass: 2 only for even Q)
     "galerkin.cu": [
@@ -64,6 +66,9 @@ INSTANTIATIONS = {
     # (order, dtype, mass, elements per block as operators/helmholtz_cuda.py picks them)
     "helmholtz.cu": [
         f"LOBATTO_HELMHOLTZ_INSTANTIATE({n}, {t}, {m}, {max(1, 256 // (n + 1) ** 2)})"
+        for n in ORDERS for t in DTYPES for m in (("true", "false") if n == 7 else ("true",))
+    ] + [  # the 2-D kernels (D = 2, the same launch shape)
+        f"LOBATTO_HELMHOLTZ_INSTANTIATE_DIM({n}, {t}, {m}, {max(1, 256 // (n + 1) ** 2)}, 2)"
         for n in ORDERS for t in DTYPES for m in (("true", "false") if n == 7 else ("true",))
     ],
 }

@@ -16,7 +16,12 @@ inverse, forming the diagonal from the 3m eigenvalues and h1, h2 of each element
 where the sum is at most ``floor`` (an all-Neumann element's constant mode with h2 = 0: the
 separable operator is singular there) the factor is 0 instead.
 
-``ext_layers`` (``backend.kernel("ext_layers", size=m)``, ``apply(z, saved, mode)``) moves
+On a 2-D mesh (``dim=2``: ext arrays (E, 1, m, m), the thin k axis) the operator is
+h1 (By (x) Ax + Ay (x) Bx) + h2 By (x) Bx: two 1-D eigenproblems, ``sz`` is None and
+``eigenvalues`` is (E, 2, m); the four face layers are lines (E, 1, m-2) and ``saved`` is
+(E, 4, 1, m-2).
+
+``ext_layers`` (``backend.kernel("ext_layers", size=m, dim=3 or 2)``, ``apply(z, saved, mode)``) moves
 values between the six face layers of (E, m, m, m) ext arrays (ext index 0 or m-1 along
 the face's axis, the others 1..m-2) and the planes one inside them (index 2 or m-3):
 ``FILL`` layer = inside, ``SUBTRACT`` layer -= inside, ``SAVE`` saved[:, f] = layer f,
@@ -24,7 +29,7 @@ the face's axis, the others 1..m-2) and the planes one inside them (index 2 or m
 edge); ``saved`` is (E, 6, m-2, m-2). The Schwarz smoother's extend and return steps
 (solvers/schwarz.py) are these around a gather-scatter.
 
-Kernels (``backend.kernel("fdm_apply", size=m)``), all with the signature
+Kernels (``backend.kernel("fdm_apply", size=m, dim=3 or 2)``), all with the signature
 ``apply(r, out, sx, sy, sz, eigenvalues, coefficients)`` (r, out (E, m, m, m); sx, sy, sz
 (E, m, m), column a of S[e] the a-th eigenvector; eigenvalues (E, 3, m): lx, ly, lz;
 coefficients (E, 3): h1, h2, floor):
@@ -46,19 +51,21 @@ from lobatto.operators import fdm_cuda  # noqa: F401  (registers the tuned kerne
 FILL, SUBTRACT, SAVE, RETURN = 0, 1, 2, 3
 
 
-def layer_slice(face: int, m: int, index: int) -> tuple:
+def layer_slice(face: int, m: int, index: int, dim: int = 3) -> tuple:
     """Ext index of ``face``'s plane at normal index ``index`` counted from that face (0: the
-    face layer, 2: one inside the own face), face-interior points only, for (E, m, m, m)."""
-    idx = [slice(None), slice(1, m - 1), slice(1, m - 1), slice(1, m - 1)]
+    face layer, 2: one inside the own face), face-interior points only, for (E, m, m, m)
+    ((E, 1, m, m) with ``dim=2``: the k axis, of one point, is kept whole)."""
+    inner = slice(1, m - 1)
+    idx = [slice(None), inner if dim == 3 else slice(None), inner, inner]
     axis = 3 - face // 2  # face 0/1 -> i (axis 3), 2/3 -> j, 4/5 -> k
     idx[axis] = index if face % 2 == 0 else m - 1 - index
     return tuple(idx)
 
 
 @reference_kernel("ext_layers")
-def make_layers(backend, size):
+def make_layers(backend, size, dim=3):
     m = int(size)
-    planes = [(layer_slice(f, m, 0), layer_slice(f, m, 2)) for f in range(6)]
+    planes = [(layer_slice(f, m, 0, dim), layer_slice(f, m, 2, dim)) for f in range(2 * dim)]
 
     def apply(z, saved, mode):
         for f, (layer, inside) in enumerate(planes):
@@ -78,28 +85,39 @@ def make_layers(backend, size):
 
 
 @reference_kernel("fdm_apply")
-def make_apply(backend, size):
+def make_apply(backend, size, dim=3):
     xp = backend.xp
     m = int(size)
+    shape = (m, m, m) if dim == 3 else (1, m, m)
 
     def transform(u, sx, sy, sz, transpose: bool):
-        """(Sz (x) Sy (x) Sx)^T u (transpose) or (Sz (x) Sy (x) Sx) u, u (E, m, m, m)."""
+        """(Sz (x) Sy (x) Sx)^T u (transpose) or (Sz (x) Sy (x) Sx) u, u (E, m, m, m); in 2-D
+        (Sy (x) Sx) on (E, 1, m, m)."""
         E = u.shape[0]
         if transpose:
             u = xp.matmul(u, sx[:, None])  # [e, k, j, a] = sum_i u[e, k, j, i] sx[e, i, a]
             u = xp.matmul(xp.swapaxes(sy, 1, 2)[:, None], u)  # along j
+            if dim == 2:
+                return u
             u = xp.matmul(xp.swapaxes(sz, 1, 2), u.reshape(E, m, m * m)).reshape(E, m, m, m)
         else:
             u = xp.matmul(u, xp.swapaxes(sx, 1, 2)[:, None])
             u = xp.matmul(sy[:, None], u)
+            if dim == 2:
+                return u
             u = xp.matmul(sz, u.reshape(E, m, m * m)).reshape(E, m, m, m)
         return u
 
     def diagonal(eigenvalues, coefficients):
-        """1 / (h1 (lx_i + ly_j + lz_k) + h2) per element, 0 where the sum is at most floor."""
-        lx, ly, lz = eigenvalues[:, 0], eigenvalues[:, 1], eigenvalues[:, 2]
+        """1 / (h1 (lx_i + ly_j + lz_k) + h2) per element, 0 where the sum is at most floor
+        (lz_k absent in 2-D)."""
+        lx, ly = eigenvalues[:, 0], eigenvalues[:, 1]
         h1, h2, floor = (coefficients[:, c, None, None, None] for c in range(3))
-        total = h1 * (lz[:, :, None, None] + ly[:, None, :, None] + lx[:, None, None, :]) + h2
+        if dim == 3:
+            sums = eigenvalues[:, 2][:, :, None, None] + ly[:, None, :, None] + lx[:, None, None, :]
+        else:
+            sums = ly[:, None, :, None] + lx[:, None, None, :]
+        total = h1 * sums + h2
         regular = total > floor
         return xp.where(regular, 1 / xp.where(regular, total, 1), 0).astype(total.dtype)
 
@@ -115,8 +133,8 @@ def make_apply(backend, size):
         return d
 
     def apply(r, out, sx, sy, sz, eigenvalues, coefficients):
-        if r.shape[1:] != (m, m, m):
-            raise ValueError(f"fdm_apply: r must be (E, {m}, {m}, {m}), got {tuple(r.shape)}")
+        if tuple(r.shape[1:]) != shape:
+            raise ValueError(f"fdm_apply: r must be (E, {', '.join(map(str, shape))}), got {tuple(r.shape)}")
         if r.shape[0] == 0:
             return out
         u = transform(r, sx, sy, sz, True)

@@ -74,10 +74,12 @@ class HighPassFilter:
         self._matrix = backend.asarray(self.matrix, dtype=self.dtype)
 
     def lowpass(self, u):
-        """F3 u: the filter along i, j and k of u (..., E, n, n, n)."""
+        """F3 u: the filter along i, j and k of u (..., E, n, n, n) (i and j of a 2-D field
+        (..., E, 1, n, n))."""
         n = self.order + 1
-        if tuple(u.shape[-3:]) != (n, n, n):
-            raise InputError(f"HighPassFilter: fields must end in ({n}, {n}, {n}) for order {self.order}, got {u.shape}")
+        if tuple(u.shape[-3:]) not in ((n, n, n), (1, n, n)):
+            raise InputError(f"HighPassFilter: fields must end in ({n}, {n}, {n}) (or (1, {n}, {n}) on a 2-D mesh) "
+                             f"for order {self.order}, got {u.shape}")
         return interpolate(self.backend, u, self._matrix)
 
     def relaxation(self, u, out=None):

@@ -9,11 +9,17 @@ G symmetric (six factors rr, rs, rt, ss, st, tt per point, precomputed), w the p
 the three GLL weights and J the Jacobian; B = w J is the diagonal mass. ``apply_local`` does
 no assembly: ``Assembly.dssum(op.apply_local(u))`` is the assembled operator.
 
-h1 and h2 are scalars or (E, n, n, n) arrays. A scalar is passed to the kernel; an array is
-folded into a scaled copy of G (h1) or B (h2) once, so the kernel reads the same 64 or 72
-bytes per point either way (``bytes_per_point``). With h2 = 0 the mass is not read at all.
+On a 2-D mesh (arrays (E, 1, n, n), the thin k axis of mesh/topology.py) there is no t
+derivative: K u = [D_r^T D_s^T] G [D_r D_s]^T u with the three factors rr, rs, ss
+(``FACTOR_NAMES_2D``), w = w_i w_j (per unit depth). The kernels are specialised on the
+dimension (``backend.kernel("helmholtz_apply", order=N, dim=2)``).
 
-Kernels (``backend.kernel("helmholtz_apply", order=N)``), all with the signature
+h1 and h2 are scalars or (E, n, n, n) ((E, 1, n, n) in 2-D) arrays. A scalar is passed to the kernel; an array is
+folded into a scaled copy of G (h1) or B (h2) once, so the kernel reads the same 64 or 72
+bytes per point either way (``bytes_per_point``; 40 or 48 in 2-D). With h2 = 0 the mass is
+not read at all.
+
+Kernels (``backend.kernel("helmholtz_apply", order=N, dim=3 or 2)``), all with the signature
 ``apply(u, out, factors, mass, h1, h2)`` (mass None: no h2 term):
     reference   here, on ``xp`` (NumPy or CuPy): the oracle
     cpu         helmholtz_cpu.py, kernels/helmholtz.c (OpenMP over elements)
@@ -27,27 +33,31 @@ import numpy as np
 
 from lobatto.backends.base import reference_kernel
 from lobatto.discretization import derivative_matrix
-from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
+from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t, dimension_of
 from lobatto.errors import InputError
 from lobatto.operators import helmholtz_cpu, helmholtz_cuda  # noqa: F401  (register the tuned kernels)
 
 #: order of the six factors along the first axis of ``geometric_factors``
 FACTOR_NAMES = ("rr", "rs", "rt", "ss", "st", "tt")
-_PAIRS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+#: the three of a 2-D mesh (no t row)
+FACTOR_NAMES_2D = ("rr", "rs", "ss")
+_PAIRS = {3: ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)), 2: ((0, 0), (0, 1), (1, 1))}
 
 
 def geometric_factors(geometry) -> np.ndarray:
-    """(6, E, n, n, n) host array G_ij = w J (grad r_i . grad r_j), in FACTOR_NAMES order."""
+    """(6, E, n, n, n) host array G_ij = w J (grad r_i . grad r_j), in FACTOR_NAMES order;
+    (3, E, 1, n, n) in FACTOR_NAMES_2D order on a 2-D mesh (w = w_i w_j there)."""
     metrics = geometry.metrics  # [b, a] = d r_b / d x_a
-    factors = np.empty((6,) + geometry.jacobian.shape)
-    for c, (p, q) in enumerate(_PAIRS):
+    pairs = _PAIRS[dimension_of(geometry.jacobian.shape)]
+    factors = np.empty((len(pairs),) + geometry.jacobian.shape)
+    for c, (p, q) in enumerate(pairs):
         factors[c] = metrics[p, 0] * metrics[q, 0] + metrics[p, 1] * metrics[q, 1] + metrics[p, 2] * metrics[q, 2]
         factors[c] *= geometry.mass  # w J
     return factors
 
 
 @reference_kernel("helmholtz_apply")
-def make_apply(backend, order):
+def make_apply(backend, order, dim=3):
     xp = backend.xp
     d_host = derivative_matrix(order)
     matrices: dict = {}
@@ -62,6 +72,14 @@ def make_apply(backend, order):
     def apply(u, out, factors, mass, h1, h2):
         d, dt = derivatives(u.dtype)
         g = factors
+        if dim == 2:  # the thin k axis: no t derivative, factors rr rs ss
+            ur, us = derivative_r(xp, u, d), derivative_s(xp, u, d)
+            result = derivative_r(xp, g[0] * ur + g[1] * us, dt) + derivative_s(xp, g[1] * ur + g[2] * us, dt)
+            result *= h1
+            if mass is not None:
+                result += (h2 * mass) * u
+            out[...] = result
+            return out
         ur, us, ut = derivative_r(xp, u, d), derivative_s(xp, u, d), derivative_t(xp, u, d)
         wr = g[0] * ur + g[1] * us + g[2] * ut
         ws = g[1] * ur + g[3] * us + g[4] * ut
@@ -97,7 +115,8 @@ class HelmholtzOperator:
 
     geometry:   a ``lobatto.mesh.Geometry`` (host arrays), order N
     dtype:      arrays' precision (default: the backend's), e.g. float32 for a preconditioner
-    Members: ``geometric_factors`` (6, E, n, n, n) and ``mass`` (E, n, n, n) on the backend,
+    Members: ``geometric_factors`` (6, E, n, n, n) and ``mass`` (E, n, n, n) on the backend
+    ((3, E, 1, n, n) and (E, 1, n, n) on a 2-D mesh; ``dim``),
     ``apply_local``, ``diagonal_local``, ``set_coefficients``, ``bytes_per_point``.
     """
 
@@ -107,9 +126,10 @@ class HelmholtzOperator:
         self.n = self.order + 1
         self.dtype = np.dtype(dtype or backend.dtype)
         self.shape = tuple(geometry.jacobian.shape)
+        self.dim = dimension_of(self.shape)
         self.geometric_factors = backend.asarray(geometric_factors(geometry), dtype=self.dtype)
         self.mass = backend.asarray(geometry.mass, dtype=self.dtype)
-        self._kernel = backend.kernel("helmholtz_apply", order=self.order)
+        self._kernel = backend.kernel("helmholtz_apply", order=self.order, dim=self.dim)
         self._subsets: dict = {}
         self.set_coefficients(h1, h2)
 
@@ -162,15 +182,19 @@ class HelmholtzOperator:
 
         (K)_pp = sum_l D_li^2 G_rr(k,j,l) + D_lj^2 G_ss(k,l,i) + D_lk^2 G_tt(l,j,i)
                  + 2 D_ii D_jj G_rs + 2 D_ii D_kk G_rt + 2 D_jj D_kk G_st   at p = (k, j, i)
-        (a cross term's only diagonal entry is where both derivatives meet p itself)."""
+        (a cross term's only diagonal entry is where both derivatives meet p itself); in 2-D
+        the r, s terms only."""
         xp = self.backend.xp
         d = derivative_matrix(self.order)
         squares = xp.asarray(np.ascontiguousarray((d**2).T), dtype=self.dtype)  # [i, l] = D_li^2
         g = self._factors
-        diag = derivative_r(xp, g[0], squares) + derivative_s(xp, g[3], squares) + derivative_t(xp, g[5], squares)
         dd = xp.asarray(np.diag(d), dtype=self.dtype)
         di, dj, dk = dd[None, None, None, :], dd[None, None, :, None], dd[None, :, None, None]
-        diag += 2 * (di * dj * g[1] + di * dk * g[2] + dj * dk * g[4])
+        if self.dim == 2:
+            diag = derivative_r(xp, g[0], squares) + derivative_s(xp, g[2], squares) + 2 * (di * dj * g[1])
+        else:
+            diag = derivative_r(xp, g[0], squares) + derivative_s(xp, g[3], squares) + derivative_t(xp, g[5], squares)
+            diag += 2 * (di * dj * g[1] + di * dk * g[2] + dj * dk * g[4])
         diag *= self._h1
         if self._mass is not None:
             diag += self._h2 * self._mass
@@ -179,13 +203,17 @@ class HelmholtzOperator:
     @property
     def bytes_per_point(self) -> int:
         """Device-memory bytes per local point of one apply: u read, Au written, the six
-        factors, and the mass where h2 != 0 (72 in float64 with the mass, 64 without)."""
-        values = 2 + 6 + (1 if self._mass is not None else 0)
+        factors (three in 2-D), and the mass where h2 != 0 (72 in float64 with the mass, 64
+        without; 48 and 40 in 2-D)."""
+        values = 2 + len(self.geometric_factors) + (1 if self._mass is not None else 0)
         return values * self.dtype.itemsize
 
     @property
     def flops_per_point(self) -> int:
         """Floating-point operations per local point: 6n for the three derivatives, 15 for
-        G, 6n + 2 for the transposed derivatives and their sum, 1 for h1, 3 for the mass."""
+        G, 6n + 2 for the transposed derivatives and their sum, 1 for h1, 3 for the mass
+        (2-D: 4n, 6, 4n + 1, 1, 3)."""
+        if self.dim == 2:
+            return 8 * self.n + 8 + (3 if self._mass is not None else 0)
         return 12 * self.n + 18 + (3 if self._mass is not None else 0)
 

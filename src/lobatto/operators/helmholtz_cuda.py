@@ -5,7 +5,8 @@ Registered as the CUDA backend's tuned ``helmholtz_apply``, with the reference s
 (float64 or float32). Nothing allocates after the first call of a dtype and nothing waits for
 the host, so an apply can be recorded in a CUDA graph.
 
-A block holds ``elements_per_block`` elements of (N+1)^2 threads each; tuning runs may set
+A block holds ``elements_per_block`` elements of (N+1)^2 threads each (a 2-D mesh, ``dim=2``:
+the same threads, one point each; the template's D = 2); tuning runs may set
 ``backend.launch_overrides[("helmholtz_apply", order, dtype name)] = elements per block``
 before the first call of that order and dtype.
 """
@@ -30,14 +31,18 @@ def default_elements_per_block(order: int) -> int:
     return max(1, TARGET_THREADS // (order + 1) ** 2)
 
 
-def kernel_name(order: int, dtype, mass: bool, elements_per_block: int) -> str:
+def kernel_name(order: int, dtype, mass: bool, elements_per_block: int, dim: int = 3) -> str:
+    # D defaults to 3 in the template: 3-D names are as they were
+    dimension = "" if int(dim) == 3 else f", {int(dim)}"
     return (f"lobatto::helmholtz_apply_kernel<{int(order)}, {ctype(dtype)}, {'true' if mass else 'false'}, "
-            f"{int(elements_per_block)}>")
+            f"{int(elements_per_block)}{dimension}>")
 
 
 @tuned_kernel("cuda", "helmholtz_apply")
-def make_apply(backend, order):
+def make_apply(backend, order, dim=3):
     n = int(order) + 1
+    volume = (n, n, n) if dim == 3 else (1, n, n)
+    factors_count = 6 if dim == 3 else 3
     compiled: dict = {}
     derivatives: dict = {}
 
@@ -47,7 +52,7 @@ def make_apply(backend, order):
         key = (dtype.name, mass, epb)
         entry = compiled.get(key)
         if entry is None:
-            name = kernel_name(order, dtype, mass, epb)
+            name = kernel_name(order, dtype, mass, epb, dim)
             entry = compiled[key] = (get_module(SOURCE, (name,)).get_function(name), epb)
         return entry
 
@@ -59,9 +64,9 @@ def make_apply(backend, order):
 
     def apply(u, out, factors, mass, h1, h2):
         E = u.shape[0]
-        shapes = [(u, (E, n, n, n), "u"), (out, (E, n, n, n), "out"), (factors, (6, E, n, n, n), "factors")]
+        shapes = [(u, (E, *volume), "u"), (out, (E, *volume), "out"), (factors, (factors_count, E, *volume), "factors")]
         if mass is not None:
-            shapes.append((mass, (E, n, n, n), "mass"))
+            shapes.append((mass, (E, *volume), "mass"))
         check_kernel_arrays("helmholtz_apply", u.dtype, shapes)
         if E == 0:
             return out

@@ -1,5 +1,6 @@
 """Interpolation between element grids: GLL to GLL (p-multigrid), GLL to finer GLL or Gauss
-grids (over-integration), applied as tensor products on (..., E, n, n, n) arrays.
+grids (over-integration), applied as tensor products on (..., E, n, n, n) arrays, or along i
+and j only on a 2-D mesh's (..., E, 1, n, n) arrays (the k axis of one point stays).
 
 A matrix J (m, n) maps n nodal values on a line to m values; in 3-D it acts along i, j and k
 in turn (three batched matrix products, no loop over elements). p-multigrid uses
@@ -70,18 +71,23 @@ def gll_to_gauss(from_order: int, to_order: int) -> np.ndarray:
 
 
 def interpolate(backend, u, matrix):
-    """J applied along each of the three axes of u (..., E, n, n, n) -> (..., E, m, m, m).
+    """J applied along each of the three axes of u (..., E, n, n, n) -> (..., E, m, m, m);
+    along i and j of a 2-D field (..., E, 1, n, n) -> (..., E, 1, m, m).
 
     ``matrix`` (m, n) is a host array or already one of the backend's (then no copy is made
     per call); the result has u's dtype."""
     xp = backend.xp
     J = xp.asarray(matrix, dtype=u.dtype)
     m, n = J.shape
-    if u.shape[-3:] != (n, n, n):
-        raise ValueError(f"interpolate: u must end in ({n}, {n}, {n}) for a ({m}, {n}) matrix, got {u.shape}")
+    thin = len(u.shape) >= 3 and u.shape[-3:] == (1, n, n) and n > 1  # n = 1: a 3-D order-0 grid
+    if u.shape[-3:] != (n, n, n) and not thin:
+        raise ValueError(f"interpolate: u must end in ({n}, {n}, {n}) (or (1, {n}, {n}) on a 2-D mesh) for a "
+                         f"({m}, {n}) matrix, got {u.shape}")
     lead = u.shape[:-3]
     x = along(xp, u, J, 1)  # along i: [(., k, j), a]
     x = along(xp, x, J, m)  # along j: [(., k), b, a]
+    if thin:
+        return x.reshape(lead + (1, m, m))
     x = along(xp, x, J, m * m)  # along k: [., c, (b, a)]
     return x.reshape(lead + (m, m, m))
 

@@ -4,7 +4,7 @@ otherwise.
 
 The dense matrix is assembled from element matrices, which come from applying the level's
 element operator to the n^3 local unit vectors (all elements at once: n^3 applications at
-setup, 8 at order 1), and summed into global rows and columns by the level's continuous ids
+setup, 8 at order 1; n^2 and 4 on a 2-D mesh, whose elements are (1, n, n)), and summed into global rows and columns by the level's continuous ids
 (0..M-1 over all ranks). Every rank holds the whole M x M matrix and its factor, so a coarse
 solve is one allreduce of an M-vector and two triangular products, the same on every rank.
 
@@ -38,7 +38,8 @@ SINGULAR_PIVOT = 1e-12
 
 
 def element_matrices(operator):
-    """(E, n^3, n^3) host matrices of ``operator.apply_local`` (row i, column j)."""
+    """(E, n^3, n^3) host matrices of ``operator.apply_local`` (row i, column j); (E, n^2, n^2)
+    on a 2-D mesh (the points per element, whatever the shape)."""
     backend, shape = operator.backend, operator.shape
     npts = int(np.prod(shape[1:]))
     columns = []

@@ -33,6 +33,10 @@ return the overlap; they also exchange the ext edge and vertex points, which are
 ignored), one order-N dssum, the
 FDM kernel (12 (N+3)^4 flops, two (N+3)^3 arrays moved per element) and four ext_layers
 launches, against one multiply for Jacobi.
+
+On a 2-D mesh (quads: arrays (E, 1, n, n)) the ext element is (1, N+3, N+3): four face
+layers (lines), two 1-D problems (r, s) per element, the separable h1 (B A + A B) + h2 B B;
+the thin k axis is never extended.
 """
 
 from __future__ import annotations
@@ -50,13 +54,13 @@ SINGULAR_FRACTION = 1e-10
 
 
 def element_lengths(mesh, order: int) -> np.ndarray:
-    """(E, 3) mean distance between opposite faces' GLL points along r, s, t (deformation
-    included)."""
+    """(E, dim) mean distance between opposite faces' GLL points along r, s, t (deformation
+    included; r, s on a 2-D mesh)."""
     coords = element_coordinates(mesh, order)
     if mesh.deform is not None:
         coords = coords + np.asarray(mesh.deform(coords[0], coords[1], coords[2]), dtype=np.float64)
-    lengths = np.empty((coords.shape[1], 3))
-    for d, axis in enumerate((4, 3, 2)):  # r along i (axis 4 of (3, E, k, j, i)), s along j, t along k
+    lengths = np.empty((coords.shape[1], mesh.dim))
+    for d, axis in enumerate((4, 3, 2)[:mesh.dim]):  # r along i (axis 4 of (3, E, k, j, i)), s along j, t along k
         diff = np.take(coords, -1, axis=axis) - np.take(coords, 0, axis=axis)
         lengths[:, d] = np.sqrt((diff ** 2).sum(axis=0)).reshape(coords.shape[1], -1).mean(axis=1)
     return lengths
@@ -121,49 +125,53 @@ class AdditiveSchwarz:
         self.backend, self.level, self.order = backend, level, level.order
         N, E = self.order, level.assembly.num_elements
         self.m = m = N + 3
+        self.dim = dim = mesh.dim
+        self._ext_shape = ext_shape = (m, m, m) if dim == 3 else (1, m, m)
+        # the element's own points inside its ext array (the thin k axis of 2-D is not extended)
+        self.inside = (slice(None), slice(1, -1) if dim == 3 else slice(None), slice(1, -1), slice(1, -1))
         self.dtype = level.dtype
         self.ext = Assembly(mesh, N + 2, backend, comm)  # collective
         # only its dssum is used: its (N+3)^3 ids and counting arrays would be four more ext arrays
         self.ext.multiplicity = self.ext.inverse_multiplicity = self.ext.mask = self.ext.ids = None
-        self.layers = [(layer_slice(f, m, 0), layer_slice(f, m, 2)) for f in range(6)]
-        lengths = element_lengths(mesh, N) if E else np.zeros((0, 3))
+        self.layers = [(layer_slice(f, m, 0, dim), layer_slice(f, m, 2, dim)) for f in range(2 * dim)]
+        lengths = element_lengths(mesh, N) if E else np.zeros((0, dim))
         neighbour = self._neighbour_lengths(lengths)
         fixed = np.asarray(level.assembly.dirichlet, dtype=bool)
         h1 = _element_mean(level.operator.h1, E)
         h2 = _element_mean(level.operator.h2, E)
         matrices, eigenvalues = [], []
-        for d in range(3):  # r, s, t: faces 2d (left) and 2d + 1 (right)
+        for d in range(dim):  # r, s, t: faces 2d (left) and 2d + 1 (right)
             a, b = one_dimensional(N, lengths[:, d], neighbour[:, 2 * d], neighbour[:, 2 * d + 1],
                                    fixed[:, 2 * d], fixed[:, 2 * d + 1])
             s, lam = generalized_eigen(a, b) if E else (np.zeros((0, m, m)), np.zeros((0, m)))
             matrices.append(s)
             eigenvalues.append(lam)
-        lx, ly, lz = eigenvalues
-        largest = (h1 * (lx.max(axis=1, initial=0) + ly.max(axis=1, initial=0) + lz.max(axis=1, initial=0)) + h2
-                   if E else np.zeros(0))
+        tops = [lam.max(axis=1, initial=0) for lam in eigenvalues]
+        largest = h1 * (tops[0] + tops[1] + tops[2] if dim == 3 else tops[0] + tops[1]) + h2 if E else np.zeros(0)
         coefficients = np.stack([h1, h2, SINGULAR_FRACTION * np.abs(largest)], axis=1)
-        self.sx, self.sy, self.sz = (backend.asarray(s, dtype=self.dtype) for s in matrices)
-        self.eigenvalues = backend.asarray(np.stack(eigenvalues, axis=1).reshape(E, 3, m), dtype=self.dtype)
+        arrays = [backend.asarray(s, dtype=self.dtype) for s in matrices]
+        self.sx, self.sy, self.sz = arrays[0], arrays[1], (arrays[2] if dim == 3 else None)  # 2-D: no t
+        self.eigenvalues = backend.asarray(np.stack(eigenvalues, axis=1).reshape(E, dim, m), dtype=self.dtype)
         self.coefficients = backend.asarray(coefficients.reshape(E, 3), dtype=self.dtype)
-        self.kernel = backend.kernel("fdm_apply", size=m)
-        self.move = backend.kernel("ext_layers", size=m)
-        self._saved = backend.zeros((E, 6, m - 2, m - 2), dtype=self.dtype)
-        self._r_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
-        self._z_ext = backend.zeros((E, m, m, m), dtype=self.dtype)
+        self.kernel = backend.kernel("fdm_apply", size=m, dim=dim)
+        self.move = backend.kernel("ext_layers", size=m, dim=dim)
+        self._saved = backend.zeros((E, 2 * dim) + ((m - 2, m - 2) if dim == 3 else (1, m - 2)), dtype=self.dtype)
+        self._r_ext = backend.zeros((E,) + ext_shape, dtype=self.dtype)
+        self._z_ext = backend.zeros((E,) + ext_shape, dtype=self.dtype)
         count = self._sum_subdomains(backend.zeros(level.assembly.shape, dtype=self.dtype) + 1, lambda ext: ext)
         safe = xp.where(count > 0, count, 1)
         self.root_weight = (level.mask / xp.sqrt(safe)).astype(self.dtype)
 
     def _neighbour_lengths(self, lengths) -> np.ndarray:
-        """(E, 6): the face neighbour's length normal to the shared face, 0 on a boundary face
-        (the ext exchange of a field holding each element's normal lengths on its layers)."""
+        """(E, 2 dim): the face neighbour's length normal to the shared face, 0 on a boundary
+        face (the ext exchange of a field holding each element's normal lengths on its layers)."""
         E, m = lengths.shape[0], self.m
-        field = np.zeros((E, m, m, m))
+        field = np.zeros((E,) + self._ext_shape)
         for f, (layer, _) in enumerate(self.layers):
             field[layer] = lengths[:, f // 2, None, None]
         ext = self.ext.dssum(self.backend.asarray(field.copy(), dtype=np.float64))  # asarray may not copy
         host = ext.get() if hasattr(ext, "get") else np.asarray(ext)
-        neighbour = np.zeros((E, 6))
+        neighbour = np.zeros((E, 2 * self.dim))
         for f, (layer, _) in enumerate(self.layers):
             neighbour[:, f] = (host[layer] - field[layer]).reshape(E, -1).mean(axis=1)
         return np.where(neighbour > 1e-12 * max(float(lengths.max(initial=0.0)), 1e-300), neighbour, 0.0)
@@ -172,7 +180,7 @@ class AdditiveSchwarz:
         """out (E, m, m, m): r (times ``weight``) inside, the face neighbours' points one inside
         on the layers. The ext edges and corners of ``out`` are left as they are (zero in the
         work array: never written)."""
-        inside_view = out[:, 1:-1, 1:-1, 1:-1]
+        inside_view = out[self.inside]
         if weight is None:
             inside_view[...] = r
         else:
@@ -189,7 +197,7 @@ class AdditiveSchwarz:
         self.move(z, self._saved, SAVE)
         self.ext.dssum(z)
         self.move(z, self._saved, RETURN)
-        return z[:, 1:-1, 1:-1, 1:-1]
+        return z[self.inside]
 
     def _sum_subdomains(self, r, solve, weight=None):
         """weight sum_e R_e^T solve(R_e (weight r)), continuous: the copies of the own part

@@ -72,7 +72,8 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
     projection vectors beyond ``counted_projection`` (two per kept solution), the
     multigrid levels below the finest (LEVEL_ARRAYS arrays each, at its order) and the
     Schwarz smoother's subdomain arrays (SCHWARZ_EXT_ARRAYS of (N+3)^3 per element, its
-    eigenvectors and weights, on every smoothed level)."""
+    eigenvectors and weights, on every smoothed level). On a 2-D mesh (``layout.dim`` = 2)
+    the powers are 2: (N+1)^2 points and (N+3)^2 ext values per element."""
     points, p = layout.points, layout.value_bytes
     items = []
     if settings.get("method") == "gmres":
@@ -86,6 +87,9 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
         items.append(layout.backend_item(f"[{table}] projection = {int(settings['projection']):,} (two vectors of "
                                          f"{points:,} points per kept solution)", 2 * extra * points * p,
                                          advice=f"lower [{table}] projection"))
+    # points per element n**dim: a 2-D mesh's elements are (1, n, n) (RunLayout.dim where the
+    # layout knows it, else 3-D)
+    dim = int(getattr(layout, "dim", 3))
     if settings.get("preconditioner") == "multigrid":
         given = list(settings.get("levels") or ())
         orders = given[1:]  # [N] given: one level, the coarse solve alone (no smoother)
@@ -94,13 +98,13 @@ def elliptic_memory(settings: dict, layout, table: str, counted_projection: int 
             while order > 1:
                 order = max(1, order // 2)
                 orders.append(order)
-        coarse = sum(layout.elements * (q + 1) ** 3 for q in orders)
+        coarse = sum(layout.elements * (q + 1) ** dim for q in orders)
         if coarse:
             items.append(layout.backend_item(f"[{table}] multigrid levels {orders} ({coarse:,} points)",
                                              LEVEL_ARRAYS * coarse * 8, advice=f"use fewer [{table}] levels"))
         if settings.get("smoother") == "schwarz" and orders:
             smoothed = [layout.order] + orders[:-1]
-            values = sum(layout.elements * (SCHWARZ_EXT_ARRAYS * (q + 3) ** 3 + 3 * (q + 3) ** 2 + (q + 1) ** 3)
+            values = sum(layout.elements * (SCHWARZ_EXT_ARRAYS * (q + 3) ** dim + dim * (q + 3) ** 2 + (q + 1) ** dim)
                          for q in smoothed)
             items.append(layout.backend_item(f"[{table}] smoother = \"schwarz\" on orders {smoothed} ({values:,} "
                                              "values: (N+3)^3 subdomain arrays and eigenvectors per element)",

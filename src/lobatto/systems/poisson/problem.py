@@ -25,7 +25,7 @@ from lobatto.config.ranges import precision_range, show_value
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.mesh.mesh import INTERIOR
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 
 #: the boundary kind that each key of a [boundary.<name>] table makes of its faces
 KIND_OF_KEY = {"value": "dirichlet", "flux": "neumann"}
@@ -70,7 +70,7 @@ def coefficient(expression, key: str, coords, valid, dtype=None):  # key: "[phys
 
 
 def face_kinds(kinds: list, mesh, boundary_tables: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(dirichlet (E, 6) bool, the [boundary.<name>] table name of each face or "") for this
+    """(dirichlet (E, num_faces) bool, the [boundary.<name>] table name of each face or "") for this
     rank's faces: a table decides its faces' kind (value: Dirichlet, flux: Neumann); other
     boundary faces take their [mesh] boundary kind (``kinds``: that of each of
     ``mesh.boundary_names``), with zero data."""
@@ -101,17 +101,19 @@ def evaluate(case, kinds: list, mesh, geometry, case_keys, boundary_keys, dtype=
     dirichlet, table_of = face_kinds(kinds, mesh, tables)
     order = geometry.order
     w = gll_weights(order)
-    face_weights = np.outer(w, w)  # w_a w_b on every face: the weights are symmetric
+    # w_a w_b on every face (the weights are symmetric); w_b alone on a 2-D mesh's edges, whose
+    # a axis is the thin one (per unit depth)
+    face_weights = np.outer(w, w) if mesh.dim == 3 else np.outer(np.ones(1), w)
     values = np.zeros_like(weighted)
     given = np.zeros_like(weighted)
     neumann = 0
-    for face in range(NUM_FACES):
+    for face in range(mesh.num_faces):
         points = face_slice(face, order)[1:]
         for name, (key, expression) in tables.items():
             rows = np.flatnonzero(table_of[:, face] == name)
             if not rows.size:
                 continue
-            x, y, z = (c[(rows,) + points] for c in coords)  # (faces, n, n) each
+            x, y, z = (c[(rows,) + points] for c in coords)  # (faces, n, n) each ((faces, 1, n) in 2-D)
             data = coefficient(expression, f"[boundary.{name}] {key}", (x, y, z), boundary_ranges[key])
             if key == "flux":
                 weighted[(rows,) + points] += face_weights * geometry.surface_jacobian[rows, face] * data
@@ -120,7 +122,7 @@ def evaluate(case, kinds: list, mesh, geometry, case_keys, boundary_keys, dtype=
                 values[(rows,) + points] = data
                 given[(rows,) + points] = 1.0
     # faces that are Dirichlet by their [mesh] kind, without a table: u = 0 there
-    for face in range(NUM_FACES):
+    for face in range(mesh.num_faces):
         rows = np.flatnonzero(dirichlet[:, face] & (table_of[:, face] == ""))
         given[(rows,) + face_slice(face, order)[1:]] = 1.0
     return ProblemData(k, h, weighted, dirichlet, values, given, neumann)

@@ -86,7 +86,7 @@ class PoissonSystem(System):
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.order = geometry.order
         self.num_elements = mesh.num_elements
-        self.points = self.num_elements * (self.order + 1) ** 3
+        self.points = self.num_elements * (self.order + 1) ** mesh.dim
         self.settings = settings
         self.profile = Profile(backend)
         self.setup_seconds = {}
@@ -123,6 +123,9 @@ class PoissonSystem(System):
             for name in tables:
                 check_boundary_name(name, mesh.group_names, f"[boundary.{name}]",
                                     f"named surfaces of {case.mesh.file}")
+        elif mesh.dim == 2:  # a box's zmin/zmax tables would have no faces: never silently unused
+            for name in tables:
+                check_boundary_name(name, mesh.group_names, f"[boundary.{name}]", "sides of a 2-D box")
         explicit = (case.raw or {}).get("mesh", {}).get("boundaries", {}) or {}
         for name, (key, _) in tables.items():
             kind = problem.KIND_OF_KEY[key]
@@ -158,8 +161,9 @@ class PoissonSystem(System):
 
     # The solve ------------------------------------------------------------------------------
     def solve(self, x0=None, monitor=None):
-        """Solve once; returns u (1, E, n, n, n) on the backend. ``x0``: a start for u (host
-        or backend array (E, n, n, n)); ``monitor(iteration, residual)`` as EllipticSolver."""
+        """Solve once; returns u (1, E, n, n, n) on the backend ((1, E, 1, n, n) on a 2-D mesh).
+        ``x0``: a start for u (host or backend array of the elements' shape);
+        ``monitor(iteration, residual)`` as EllipticSolver."""
         start_x = None
         if x0 is not None:
             start_x = (self.backend.asarray(x0) - self.lifting) * self.level.mask
