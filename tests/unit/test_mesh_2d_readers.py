@@ -8,6 +8,7 @@ pymech (an independent reader and writer of Nek files) and the extruded 3-D twin
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
@@ -82,8 +83,6 @@ def test_disc_area_converges_at_the_isoparametric_rate(sdk, tmp_path):
             assert np.all(geo.jacobian > 0)
             assert abs(geo.mass[mesh.regions == 0].sum() - 0.64) < 1e-14  # the straight core
             errors[q, n] = abs(geo.mass.sum() - math.pi)
-            rim = geo.face_jacobian[:, :4][mesh.face_group == 0] if hasattr(geo, "face_jacobian") else None
-            assert rim is None or rim.size
     # measured: q = 2: 3.7e-2, 2.4e-3, 1.5e-4 (ratios 15, 16); q = 4: 2.3e-4, 3.7e-6, 5.9e-8 (60, 63)
     assert errors[2, 1] / errors[2, 2] > 12 and errors[2, 2] / errors[2, 4] > 12
     assert errors[4, 1] / errors[4, 2] > 40 and errors[4, 2] / errors[4, 4] > 40
@@ -105,6 +104,10 @@ def test_extruded_disc_has_the_2d_geometry_in_every_plane(sdk, tmp_path, q):
         assert np.abs(g2.coords[:2, :, 0] - g3.coords[:2, :, k]).max() <= 1e-13
         m2, m3 = g2.metrics[:2, :2, :, 0], g3.metrics[:2, :2, :, k]
         assert np.abs(m2 - m3).max() <= 1e-13 * np.abs(m3).max()
+    # edges 0..3: the 2-D face factors on the (1, n) edge grid are the 3-D faces' rows a = 0..N
+    for name in ("normals", "surface_jacobian", "lift"):
+        a, b = getattr(g2, name)[..., :4, 0, :], getattr(g3, name)[..., :4, :, :]
+        assert np.abs(a[..., None, :] - b).max() <= 1e-13 * np.abs(b).max(), name
     assert np.array_equal(twin.face_neighbour[:, :4], mesh.face_neighbour)
     assert np.array_equal(twin.face_group[:, :4], mesh.face_group)
 
@@ -370,6 +373,17 @@ def test_locate_in_3d_is_unchanged_by_the_2d_path():
 
 
 # ------------------------------------------------------------------ partitions
+
+def test_quad_box_partitions_by_every_method_cover_the_box():
+    from lobatto.mesh.partition import partition_box
+
+    for method in ("rcb", "rsb", "metis"):
+        if method == "metis" and importlib.util.find_spec("pymetis") is None:
+            continue
+        owned = [partition_box((4, 3), 3, p, method) for p in range(3)]
+        assert np.array_equal(np.sort(np.concatenate(owned)), np.arange(12)), method
+        assert [len(o) for o in owned] == [4, 4, 4] or method == "metis", method
+
 
 @pytest.mark.parametrize("method", ["rcb", "rsb", "metis"])
 def test_quad_meshes_partition_into_balanced_covering_parts(sdk, tmp_path, method):
