@@ -2,7 +2,7 @@
 
 They follow the formats as Nek5000's readers read them (core/reader_re2.f, core/reader_rea.f)
 and take the mesh in Nek's own conventions, 1-based: corners (E, 8, 3) counter-clockwise per
-layer, curves as (element, edge or face, five values, type), boundary conditions as (element,
+layer ((E, 4, 2|3) counter-clockwise for a 2-D mesh, written with NDIM = 2), curves as (element, edge or face, five values, type), boundary conditions as (element,
 face, code, five values) with Nek's preprocessor face numbers. Nothing here comes from lobatto's
 reader, so a test that writes with these and reads with lobatto checks the reader's conventions.
 """
@@ -28,17 +28,18 @@ def write_re2(path, corners, *, groups=None, curves=(), bcs=(), version="#v002",
     of the first field must skip."""
     corners = np.asarray(corners, dtype=np.float64)
     nel = len(corners)
+    ndim = 2 if corners.shape[1] == 4 else 3
     groups = np.zeros(nel) if groups is None else np.asarray(groups)
     word = 4 if version == "#v001" else 8
     real = np.dtype(f"{byte_order}f{word}")
     ident = real if word == 8 else np.dtype(f"{byte_order}i4")
     out = bytearray()
-    out += f"{version}{nel:9d}{3:3d}{nel:9d} this is the hdr".ljust(HEADER_BYTES).encode("ascii")
+    out += f"{version}{nel:9d}{ndim:3d}{nel:9d} this is the hdr".ljust(HEADER_BYTES).encode("ascii")
     out += np.array([ENDIAN_TEST], dtype=f"{byte_order}f4").tobytes()
-    element = np.dtype([("group", ident), ("xyz", real, (3, 8))])
+    element = np.dtype([("group", ident), ("xyz", real, (ndim, 2**ndim))])
     records = np.zeros(nel, dtype=element)
     records["group"] = groups
-    records["xyz"] = np.transpose(corners, (0, 2, 1))
+    records["xyz"] = np.transpose(corners[:, :, :ndim], (0, 2, 1))
     out += records.tobytes()
     side = np.dtype([("element", ident), ("side", ident), ("values", real, (5,)), ("code", f"S{word}")])
 
@@ -53,7 +54,7 @@ def write_re2(path, corners, *, groups=None, curves=(), bcs=(), version="#v002",
     bc_rows = [(int(e), int(f), np.asarray(v, dtype=np.float64).reshape(5), str(c)) for e, f, c, v in bcs]
     section(bc_rows, 3)
     for _ in range(extra_fields):
-        section([(e + 1, f + 1, np.zeros(5), "W") for e in range(nel) for f in range(6)], 3)
+        section([(e + 1, f + 1, np.zeros(5), "W") for e in range(nel) for f in range(2 * ndim)], 3)
     Path(path).write_bytes(bytes(out))
 
 
@@ -92,8 +93,9 @@ def write_rea(path, corners, *, groups=None, curves=(), bcs=(), mesh_in_re2=Fals
     ``thermal`` writes the logical switch IFHEAT and a second (thermal) field of ``I`` faces."""
     corners = np.asarray(corners, dtype=np.float64)
     nel = len(corners)
+    ndim, nf = (2, 4) if corners.shape[1] == 4 else (3, 6)
     groups = np.zeros(nel, dtype=int) if groups is None else np.asarray(groups, dtype=int)
-    lines = [" ****** PARAMETERS *****", "   2.6100000     NEKTON VERSION", "   3 DIMENSIONAL RUN",
+    lines = [" ****** PARAMETERS *****", "   2.6100000     NEKTON VERSION", f"   {ndim} DIMENSIONAL RUN",
              "   3 PARAMETERS FOLLOW", "   1.00000     p001 DENSITY", "  -1.00000     p002 VISCOS",
              "   0.00000     p003", "      4  Lines of passive scalar data follows2 CONDUCT; 2RHOCP",
              "   1.00000", "   1.00000", "   1.00000", "   1.00000",
@@ -101,13 +103,13 @@ def write_rea(path, corners, *, groups=None, curves=(), bcs=(), mesh_in_re2=Fals
              "   2.00000       2.00000      -1.00000      -1.00000     XFAC,YFAC,XZERO,YZERO",
              " **MESH DATA** 6 lines are X,Y,Z;X,Y,Z. Columns corners 1-4;5-8"]
     if mesh_in_re2:
-        lines.append(f"{-nel:12d}  3{nel:12d}     NELT,NDIM,NELV")
+        lines.append(f"{-nel:12d}  {ndim}{nel:12d}     NELT,NDIM,NELV")
     else:
-        lines.append(f"{nel:12d}  3{nel:12d}           NEL,NDIM,NELV")
+        lines.append(f"{nel:12d}  {ndim}{nel:12d}           NEL,NDIM,NELV")
         for e in range(nel):
             lines.append(f"            ELEMENT {e + 1:11d} [{e + 1:5d}A]  GROUP {groups[e]:5d}")
-            for layer in (0, 4):
-                for axis in range(3):
+            for layer in (0, 4)[:ndim - 1]:
+                for axis in range(ndim):
                     lines.append("".join(f"{v:24.16e}" for v in corners[e, layer:layer + 4, axis]))
         rows = _curve_rows(curves)
         lines.append(" ***** CURVED SIDE DATA *****")
@@ -117,12 +119,12 @@ def write_rea(path, corners, *, groups=None, curves=(), bcs=(), mesh_in_re2=Fals
         lines.append("  ***** BOUNDARY CONDITIONS *****")
         lines.append("  ***** FLUID   BOUNDARY CONDITIONS *****")
         for e in range(1, nel + 1):
-            for f in range(1, 7):
+            for f in range(1, nf + 1):
                 code, values = given.get((e, f), ("E", np.zeros(5)))
                 lines.append(_bc_line(nel, e, f, code, values))
         if thermal:
             lines.append("  ***** THERMAL BOUNDARY CONDITIONS *****")
-            lines += [_bc_line(nel, e, f, "I", np.zeros(5)) for e in range(1, nel + 1) for f in range(1, 7)]
+            lines += [_bc_line(nel, e, f, "I", np.zeros(5)) for e in range(1, nel + 1) for f in range(1, nf + 1)]
         else:
             lines.append("  ***** NO THERMAL BOUNDARY CONDITIONS *****")
     lines += ["   0 PRESOLVE/RESTART OPTIONS  *****", "   0         INITIAL CONDITIONS *****",
@@ -135,6 +137,13 @@ def write_rea(path, corners, *, groups=None, curves=(), bcs=(), mesh_in_re2=Fals
               "       0 Surface Objects", "       0 Volume  Objects", "       0 Edge    Objects",
               "       0 Point   Objects"]
     Path(path).write_text("\n".join(lines) + "\n")
+
+
+def box_corners2d(nx: int, ny: int, lower=(0.0, 0.0), upper=(1.0, 1.0)):
+    """(E, 4, 2) Nek-ordered corners of a 2-D box (counter-clockwise from the lower left),
+    elements x fastest, and the (i, j) of each element."""
+    corners, index = box_corners(nx, ny, 1, (*lower, 0.0), (*upper, 1.0))
+    return corners[:, :4, :2], index[:, :2]
 
 
 def box_corners(nx: int, ny: int, nz: int, lower=(0.0, 0.0, 0.0), upper=(1.0, 1.0, 1.0)):

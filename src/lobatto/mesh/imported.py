@@ -16,7 +16,7 @@ from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.connectivity import connectivity_from_vertices
 from lobatto.mesh.enclosed import enclosed_sides
 from lobatto.mesh.mesh import DEFAULT_BOUNDARY, INTERIOR, HexMesh
-from lobatto.mesh.topology import FACE_CORNERS, NUM_FACES, NUM_ORIENTATIONS, reorient
+from lobatto.mesh.topology import NUM_VERTICES, ORIENTATIONS, face_corners, num_faces, reorient
 
 
 @dataclass
@@ -28,12 +28,15 @@ class ImportedMesh:
                      arrays (i along r). Corner a + 2b + 4c of topology's lexicographic order
                      (a, b, c in {0, 1}) is element_nodes[e, :, c*q, b*q, a*q]. The map from the
                      reference cube is the tensor-product Lagrange interpolant of these nodes.
+                     A 2-D mesh (quadrilaterals in the plane z = 0) has (E, 3, 1, q+1, q+1):
+                     corner a + 2b is element_nodes[e, :, 0, b*q, a*q], its faces are the
+                     four edges (topology's faces 0..3), its surface groups are curves.
     boundary_faces:  {group name: (n, 2) int array of (element, face)} with faces numbered as
                      in lobatto.mesh.topology; every face without a neighbour must be in a group
                      (a group may also hold faces inside the mesh: they take no boundary kind).
     regions:         (E,) int index into region_names (0 when the file names none).
     region_names:    names of the volume groups ("all" when the file names none).
-    corner_ids:      optional (E, 8) vertex ids shared between elements (lexicographic corner
+    corner_ids:      optional (E, 8) ((E, 4) in 2-D) vertex ids shared between elements (lexicographic corner
                      order); without them corners are merged by coordinates.
     periodic_faces:  optional (n, 4) int array (element, face, element, face) of faces joined
                      by a periodic boundary.
@@ -59,11 +62,19 @@ class ImportedMesh:
     def geometry_order(self) -> int:
         return int(self.element_nodes.shape[-1]) - 1
 
+    @property
+    def dim(self) -> int:
+        """2 for quadrilaterals (a k axis of one node), 3 for hexahedra."""
+        return 2 if self.element_nodes.shape[2] == 1 else 3
+
     def corner_coordinates(self) -> np.ndarray:
-        """(E, 8, 3) the corners in lexicographic order (vertex a + 2b + 4c)."""
-        q = self.geometry_order
-        nodes = self.element_nodes
-        return np.stack([nodes[:, :, (v >> 2) * q, ((v >> 1) & 1) * q, (v & 1) * q] for v in range(8)], axis=1)
+        """(E, 8, 3) the corners in lexicographic order (vertex a + 2b + 4c); (E, 4, 3) in 2-D."""
+        return np.stack([self._corner(slice(None), v) for v in range(NUM_VERTICES[self.dim])], axis=1)
+
+    def _corner(self, e, v: int) -> np.ndarray:
+        q, nodes = self.geometry_order, self.element_nodes
+        k = 0 if self.dim == 2 else (v >> 2) * q
+        return nodes[e, :, k, ((v >> 1) & 1) * q, (v & 1) * q]
 
     def describe_element(self, e: int) -> str:
         """'element 12 (number 345 in FILE) centred at (x, y, z)' for messages."""
@@ -73,8 +84,7 @@ class ImportedMesh:
         return f"element {e}{number} centred at ({centre[0]:.4g}, {centre[1]:.4g}, {centre[2]:.4g})"
 
     def corner_coordinates_of(self, e: int) -> np.ndarray:
-        q = self.geometry_order
-        return np.array([self.element_nodes[e, :, (v >> 2) * q, ((v >> 1) & 1) * q, (v & 1) * q] for v in range(8)])
+        return np.array([self._corner(e, v) for v in range(NUM_VERTICES[self.dim])])
 
 
 #: corners closer than this times the smallest element edge are one vertex (files that carry
@@ -87,6 +97,7 @@ MAX_SPAN_RATIO = 1e12
 PERIODIC_TOLERANCE = 1e-6
 
 _EDGES = np.array([(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (0, 4), (1, 5), (2, 6), (3, 7)])
+_EDGES_2D = _EDGES[[0, 1, 4, 5]]  # a quad's four edges (its vertices are the first four)
 
 
 def hex_mesh_from_imported(imported: ImportedMesh, boundary_kinds: dict | None = None,
@@ -103,12 +114,13 @@ def hex_mesh_from_imported(imported: ImportedMesh, boundary_kinds: dict | None =
     source = imported.source
     _check_nodes(imported)
     corners = imported.corner_coordinates()
+    nv = NUM_VERTICES[imported.dim]
     if imported.corner_ids is not None:
         corner_ids = np.asarray(imported.corner_ids, dtype=np.int64)
-        if corner_ids.shape != (imported.num_elements, 8):
-            raise InputError(f"{source}: corner ids have shape {corner_ids.shape}, expected ({imported.num_elements}, 8)")
+        if corner_ids.shape != (imported.num_elements, nv):
+            raise InputError(f"{source}: corner ids have shape {corner_ids.shape}, expected ({imported.num_elements}, {nv})")
         used, first, element_vertices = np.unique(corner_ids, return_index=True, return_inverse=True)
-        element_vertices = element_vertices.reshape(-1, 8)
+        element_vertices = element_vertices.reshape(-1, nv)
         vertices = corners.reshape(-1, 3)[first]
     else:
         vertices, element_vertices = merge_corners(corners, imported)
@@ -147,8 +159,10 @@ def hex_mesh_from_imported(imported: ImportedMesh, boundary_kinds: dict | None =
 
 def _check_nodes(imported: ImportedMesh) -> None:
     nodes = imported.element_nodes
-    if nodes.ndim != 5 or nodes.shape[1] != 3 or not (nodes.shape[2] == nodes.shape[3] == nodes.shape[4] >= 2):
-        raise InputError(f"{imported.source}: element nodes have shape {nodes.shape}, expected (E, 3, q+1, q+1, q+1)")
+    if nodes.ndim != 5 or nodes.shape[1] != 3 or not (nodes.shape[2] in (1, nodes.shape[3]) and
+                                                      nodes.shape[3] == nodes.shape[4] >= 2):
+        raise InputError(f"{imported.source}: element nodes have shape {nodes.shape}, expected (E, 3, q+1, q+1, q+1) "
+                         "or, for quadrilaterals, (E, 3, 1, q+1, q+1)")
     if imported.num_elements == 0:
         raise InputError(f"{imported.source}: the mesh has no hexahedra")
     numbers = imported.info.get("element_numbers")
@@ -166,11 +180,18 @@ def _check_nodes(imported: ImportedMesh) -> None:
         raise InputError(f"{imported.source}: {element(e)} has a coordinate of magnitude {size[e]:.3g}; coordinates "
                          f"must lie within {MAX_EXTENT:.0e} of the origin, or the geometric factors (Jacobians, "
                          "1/length) overflow float64: rescale the mesh's units")
+    if imported.dim == 2:  # a 2-D field is z-independent with z = 0 (the 2-D geometry's dz/dt = 1)
+        off = np.abs(nodes[:, 2]).reshape(len(nodes), -1).max(axis=1)
+        if np.any(off != 0):
+            e = int(np.argmax(off))
+            raise InputError(f"{imported.source}: {element(e)} has a node at |z| = {off[e]:.6g}; a 2-D mesh "
+                             "(quadrilaterals) must lie in the plane z = 0")
 
 
 def smallest_edges(corners: np.ndarray) -> np.ndarray:
-    """(E,) the shortest of the 12 straight edges between each element's corners."""
-    edges = corners[:, _EDGES[:, 1]] - corners[:, _EDGES[:, 0]]
+    """(E,) the shortest of the 12 straight edges between each element's corners (4 of a quad's)."""
+    pairs = _EDGES_2D if corners.shape[1] == NUM_VERTICES[2] else _EDGES
+    edges = corners[:, pairs[:, 1]] - corners[:, pairs[:, 0]]
     return np.sqrt(np.sum(edges**2, axis=2)).min(axis=1)
 
 
@@ -222,7 +243,7 @@ def merge_corners(corners: np.ndarray, imported: ImportedMesh):
             break
         label = new
     components, vertex_of_cell = np.unique(label, return_inverse=True)
-    element_vertices = vertex_of_cell.reshape(-1)[inverse].reshape(-1, 8)
+    element_vertices = vertex_of_cell.reshape(-1)[inverse].reshape(corners.shape[:2])
     # coordinates of each vertex: its first corner in element order
     order = np.argsort(element_vertices.reshape(-1), kind="stable")
     starts = np.searchsorted(element_vertices.reshape(-1)[order], np.arange(len(components)))
@@ -235,13 +256,16 @@ def _check_distinct_corners(element_vertices: np.ndarray, imported: ImportedMesh
     repeated = np.any(ordered[:, 1:] == ordered[:, :-1], axis=1)
     if repeated.any():
         e = int(np.argmax(repeated))
+        shape = "hexahedra" if imported.dim == 3 else "quadrilaterals"
         raise InputError(f"{imported.source}: {imported.describe_element(e)} is degenerate: two of its corners "
-                         "are the same vertex (collapsed hexahedra are not supported)")
+                         f"are the same vertex (collapsed {shape} are not supported)")
 
 
 def _face_corners(corners: np.ndarray, e: int, f: int) -> np.ndarray:
-    """(3, 2, 2) corner coordinates of face f of element e on the face's [a, b] grid."""
-    return corners[e, list(FACE_CORNERS[f])].T.reshape(3, 2, 2)
+    """(3, 2, 2) corner coordinates of face f of element e on the face's [a, b] grid ((3, 1, 2)
+    for an edge of a quad)."""
+    dim = 2 if corners.shape[1] == NUM_VERTICES[2] else 3
+    return corners[e, list(face_corners(dim)[f])].T.reshape(3, dim - 1, 2)
 
 
 def join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_orientation) -> None:
@@ -249,10 +273,10 @@ def join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_
     that maps the partner's corners, moved by the translation between the faces' centres,
     onto this face's corners."""
     pairs = np.asarray(imported.periodic_faces, dtype=np.int64).reshape(-1, 4)
-    source = imported.source
+    source, dim = imported.source, imported.dim
     for e1, f1, e2, f2 in pairs:
         for e, f in ((e1, f1), (e2, f2)):
-            if not (0 <= e < imported.num_elements and 0 <= f < NUM_FACES):
+            if not (0 <= e < imported.num_elements and 0 <= f < num_faces(dim)):
                 raise InputError(f"{source}: periodic face ({e}, {f}) is outside the mesh's elements and faces")
         for (e, f), (pe, pf) in (((e1, f1), (e2, f2)), ((e2, f2), (e1, f1))):
             current = face_neighbour[e, f]
@@ -262,14 +286,15 @@ def join_periodic_faces(imported, corners, face_neighbour, neighbour_face, face_
             ours, theirs = _face_corners(corners, e, f), _face_corners(corners, pe, pf)
             shift = theirs.mean(axis=(1, 2)) - ours.mean(axis=(1, 2))
             moved = theirs - shift[:, None, None]
-            misfit = [np.abs(reorient(moved, code) - ours).max() for code in range(NUM_ORIENTATIONS)]
-            code = int(np.argmin(misfit))
-            edge = min(np.sqrt(np.sum((ours[:, 1, 0] - ours[:, 0, 0]) ** 2)),
+            codes = ORIENTATIONS[dim]
+            misfit = [np.abs(reorient(moved, code) - ours).max() for code in codes]
+            code = int(codes[int(np.argmin(misfit))])
+            edge = min(np.sqrt(np.sum((ours[:, -1, 0] - ours[:, 0, 0]) ** 2)) if dim == 3 else np.inf,
                        np.sqrt(np.sum((ours[:, 0, 1] - ours[:, 0, 0]) ** 2)))
-            if misfit[code] > PERIODIC_TOLERANCE * edge:
+            if min(misfit) > PERIODIC_TOLERANCE * edge:
                 raise InputError(f"{source}: periodic faces {imported.describe_element(e)} face {f} and "
                                  f"element {pe} face {pf} are not translates of each other (corners off by "
-                                 f"{misfit[code]:.3g} after the shift {np.round(shift, 12).tolist()})")
+                                 f"{min(misfit):.3g} after the shift {np.round(shift, 12).tolist()})")
             face_neighbour[e, f], neighbour_face[e, f], face_orientation[e, f] = pe, pf, code
 
 
@@ -283,16 +308,16 @@ def _boundary_tags(imported, face_neighbour, neighbour_face, boundary_kinds, def
         listed = ", ".join(f"'{g}'" for g in groups) if groups else "none"
         raise InputError(f"{source}: [mesh.boundaries] names the group '{unknown[0]}', which the mesh does not "
                          f"have (its surface groups: {listed})")
-    num_elements = imported.num_elements
-    face_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
-    interior_group = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    num_elements, nf = imported.num_elements, num_faces(imported.dim)
+    face_group = np.full((num_elements, nf), -1, dtype=np.int64)
+    interior_group = np.full((num_elements, nf), -1, dtype=np.int64)
     kinds = sorted(set(boundary_kinds.values()) | {default_kind})
     kind_index = {kind: i for i, kind in enumerate(kinds)}
-    explicit = np.full((num_elements, NUM_FACES), -1, dtype=np.int64)
+    explicit = np.full((num_elements, nf), -1, dtype=np.int64)
     for g, name in enumerate(groups):
         faces = np.asarray(imported.boundary_faces[name], dtype=np.int64).reshape(-1, 2)
         e, f = faces[:, 0], faces[:, 1]
-        if np.any((e < 0) | (e >= num_elements) | (f < 0) | (f >= NUM_FACES)):
+        if np.any((e < 0) | (e >= num_elements) | (f < 0) | (f >= nf)):
             raise InputError(f"{source}: surface group '{name}' lists faces outside the mesh's elements")
         interior = face_neighbour[e, f] >= 0
         if name in boundary_kinds and interior.any():

@@ -7,6 +7,10 @@ elements whose node bounding box, widened by BOX_MARGIN of its size, holds it; i
 Newton's method solves x(r) = p from the centre r = 0. The point is inside when Newton
 converges to |r|, |s|, |t| <= 1 + INSIDE_TOLERANCE. Values there are sum u_kji h_i(r) h_j(s)
 h_k(t) with the Lagrange basis h of the GLL points: exact for polynomials of degree <= N.
+
+On a 2-D mesh (coords (3, E, 1, n, n), quadrilaterals in z = 0) a point's z is ignored: the
+boxes are open along z, Newton solves the 2x2 (x, y) block for (r, s) and t stays 0, and the
+weights are (m, 1, n, n) (h(t) = 1 on the single k point).
 """
 
 from __future__ import annotations
@@ -56,27 +60,33 @@ def basis(order: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return h, h @ derivative_matrix(order)
 
 
-def axis_weights(order: int, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def axis_weights(order: int, reference: np.ndarray, dim: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(h(r), h(s), h(t)), each (m, n): the factors of tensor_weights, kept apart (3n values per
-    point instead of n^3): the value is sum u_kji h_k(t) h_j(s) h_i(r)."""
+    point instead of n^3): the value is sum u_kji h_k(t) h_j(s) h_i(r). dim 2: h(t) is (m, 1) ones."""
     reference = np.asarray(reference, dtype=np.float64).reshape(-1, 3)
-    return tuple(basis(order, reference[:, a])[0] for a in range(3))
+    hr, hs = (basis(order, reference[:, a])[0] for a in range(2))
+    ht = basis(order, reference[:, 2])[0] if dim == 3 else np.ones((len(reference), 1))
+    return hr, hs, ht
 
 
-def tensor_weights(order: int, reference: np.ndarray) -> np.ndarray:
+def tensor_weights(order: int, reference: np.ndarray, dim: int = 3) -> np.ndarray:
     """(m, n, n, n) weights w[k, j, i] = h_k(t) h_j(s) h_i(r) of m reference points (r, s, t):
-    ``sum(u_e * w)`` is the element's nodal field u_e (n, n, n) at that point."""
-    reference = np.asarray(reference, dtype=np.float64).reshape(-1, 3)
-    hr, hs, ht = (basis(order, reference[:, a])[0] for a in range(3))
+    ``sum(u_e * w)`` is the element's nodal field u_e (n, n, n) at that point; (m, 1, n, n) for
+    dim 2, where t is ignored."""
+    hr, hs, ht = axis_weights(order, reference, dim)
     return ht[:, :, None, None] * hs[:, None, :, None] * hr[:, None, None, :]
 
 
 def element_boxes(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper), each (E, 3): the elements' node bounding boxes widened by BOX_MARGIN."""
+    """(lower, upper), each (E, 3): the elements' node bounding boxes widened by BOX_MARGIN;
+    open along z (-inf, inf) on a 2-D mesh, whose points are found whatever their z."""
     flat = coords.reshape(3, coords.shape[1], -1)
     lower, upper = flat.min(axis=2).T, flat.max(axis=2).T
     margin = BOX_MARGIN * (upper - lower).max(axis=1, keepdims=True)
-    return lower - margin, upper + margin
+    lower, upper = lower - margin, upper + margin
+    if coords.ndim == 5 and coords.shape[2] == 1:
+        lower[:, 2], upper[:, 2] = -np.inf, np.inf
+    return lower, upper
 
 
 def candidates(boxes: tuple[np.ndarray, np.ndarray], point) -> np.ndarray:
@@ -97,6 +107,10 @@ def candidate_pairs(boxes: tuple[np.ndarray, np.ndarray], points: np.ndarray) ->
     empty = np.zeros(0, dtype=np.int64)
     if not len(lower) or not len(points):
         return empty, empty
+    open_axis = np.isinf(lower).any(axis=0) | np.isinf(upper).any(axis=0)  # z of a 2-D mesh
+    if open_axis.any():  # one layer of cells along it: every point is in it
+        lower, upper = np.where(open_axis, 0.0, lower), np.where(open_axis, 0.0, upper)
+        points = np.where(open_axis, 0.0, points)
     origin, top = lower.min(axis=0), upper.max(axis=0)
     extent = np.maximum(top - origin, 1e-300)
     size = np.maximum(np.median(upper - lower, axis=0), extent * 1e-6)
@@ -136,20 +150,25 @@ def candidate_pairs(boxes: tuple[np.ndarray, np.ndarray], points: np.ndarray) ->
 
 def newton(coords: np.ndarray, elements: np.ndarray, point) -> Found:
     """Solve x(r) = point in each of ``elements`` (local indices into coords (3, E, n, n, n));
-    ``point``: one (3,) for all of them, or (m, 3), one per element."""
+    ``point``: one (3,) for all of them, or (m, 3), one per element. On a 2-D mesh (coords
+    (3, E, 1, n, n)) x, y = the point's x, y is solved for r, s; t and the point's z are 0."""
     elements = np.asarray(elements, dtype=np.int64)
     order = coords.shape[-1] - 1
     nodes = coords[:, elements]  # (3, m, n, n, n)
     m = elements.size
-    p = np.broadcast_to(np.asarray(point, dtype=np.float64), (m, 3))
+    d = 2 if coords.shape[2] == 1 else 3  # unknowns: (r, s) of a quad
+    p = np.array(np.broadcast_to(np.asarray(point, dtype=np.float64), (m, 3)))
+    p[:, d:] = 0.0
     r = np.zeros((m, 3))
-    step = np.full((m, 3), np.inf)
+    step = np.zeros((m, 3))
+    step[:, :d] = np.inf
     steps = 0
     active = np.arange(m)  # candidates still iterating: each stops at its own convergence
     with np.errstate(all="ignore"):  # a singular map outside the element gives NaN: not inside
         for steps in range(1, MAX_NEWTON_STEPS + 1):
             x, jac = _map_and_jacobian(nodes[:, active] if active.size < m else nodes, order, r[active])
-            change = np.linalg.solve(_regular(jac), (x - p[active])[:, :, None])[:, :, 0]
+            change = np.zeros((len(active), 3))
+            change[:, :d] = np.linalg.solve(_regular(jac[:, :d, :d]), (x - p[active])[:, :d, None])[:, :, 0]
             change[~np.isfinite(change).all(axis=1)] = np.nan
             r[active] = np.clip(r[active] - np.nan_to_num(change, nan=0.0), -REFERENCE_LIMIT, REFERENCE_LIMIT)
             step[active] = change
@@ -170,13 +189,18 @@ def _regular(jac: np.ndarray) -> np.ndarray:
     bad = ~(np.isfinite(det) & (np.abs(det) > 0)) | ~np.isfinite(jac).all(axis=(1, 2))
     if np.any(bad):
         jac = jac.copy()
-        jac[bad] = np.eye(3) * np.nan
+        jac[bad] = np.eye(jac.shape[-1]) * np.nan
     return jac
 
 
 def _map_and_jacobian(nodes: np.ndarray, order: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x(r) (m, 3) and dx/dr (m, 3, 3) of m elements' maps (nodes (3, m, n, n, n)), each at its own r."""
-    (hr, dr), (hs, ds), (ht, dt) = (basis(order, r[:, a]) for a in range(3))
+    """x(r) (m, 3) and dx/dr (m, 3, 3) of m elements' maps (nodes (3, m, n, n, n)), each at its own r;
+    nodes (3, m, 1, n, n) of quads: t is ignored and dx/dt = 0."""
+    (hr, dr), (hs, ds) = (basis(order, r[:, a]) for a in range(2))
+    if nodes.shape[2] == 1:
+        ht, dt = np.ones((len(r), 1)), np.zeros((len(r), 1))
+    else:
+        ht, dt = basis(order, r[:, 2])
     # one direction at a time (r, then s, then t), not one 4-operand sum: 3-4 times faster at orders 3-7
     along_r = np.einsum("xekji,ei->xekj", nodes, hr)
     along_r_d = np.einsum("xekji,ei->xekj", nodes, dr)

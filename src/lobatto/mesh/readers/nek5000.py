@@ -18,11 +18,16 @@ boundary conditions in Nek's fixed-width formats, which depend on the element co
 Boundary codes: ``E`` (and a blank code) is an interior face, ``P`` a periodic face whose first
 two values are the partner element and face; every other code, stripped (``W``, ``v``, ``O``,
 ``PEC``), names a boundary group. Element groups become regions ``group<g>`` (one region
-``all`` when every element is in the same group). Only 3-D meshes whose elements all belong to
+``all`` when every element is in the same group). Only meshes whose elements all belong to
 the fluid (NELT = NELV) are supported.
 
 The readers are nek5000_re2.py and nek5000_rea.py, the mesh as stored and the checks they
 share nek5000_records.py; this module picks the reader and converts to lobatto's conventions.
+
+2-D meshes (NDIM = 2) are read too: a ``.re2`` element record is group + x[4] + y[4], a ``.rea``
+element a header line and the lines of x and y of corners 1-4 (counter-clockwise, as Nek
+requires); sides 1-4 (s = -1, r = +1, s = +1, r = -1: the first four 3-D faces) carry the
+boundary conditions and the 'C' and 'm' curves. The mesh becomes quadrilaterals in z = 0.
 """
 
 from __future__ import annotations
@@ -70,9 +75,10 @@ def _periodic_pairs(nek: NekMesh) -> np.ndarray | None:
     for i in range(len(elements)):
         e, f = int(elements[i]), int(faces[i])
         where = f"{nek.source}: element {e + 1} face {f + 1} (Nek numbering) is periodic ('P')"
-        if not (0 <= pe[i] < nel and 0 <= pf[i] < 6):
+        nf = nek.bc_codes.shape[1]
+        if not (0 <= pe[i] < nel and 0 <= pf[i] < nf):
             raise InputError(f"{where} with partner element {pe[i] + 1} face {pf[i] + 1}; expected "
-                             f"an element in 1..{nel} and a face in 1..6")
+                             f"an element in 1..{nel} and a face in 1..{nf}")
         back = nek.bc_values[pe[i], pf[i], :2]
         back_ids = record_ids(np.rint(back))  # nan or inf in a damaged file: 0, no element
         if nek.bc_codes[pe[i], pf[i]] != "P" or back_ids[0] != e + 1 or back_ids[1] != f + 1:

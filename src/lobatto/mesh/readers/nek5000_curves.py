@@ -19,6 +19,10 @@ Nek's numbering, 1-based in its files, 0-based here: corners counter-clockwise i
 layer (1–4) and then the top layer (5–8); edges 1–4 join corners 1-2, 2-3, 3-4, 4-1, edges 5–8
 the same on top, edges 9–12 join 1-5, 2-6, 3-7, 4-8; faces (preprocessor order) 1: s = -1,
 2: r = +1, 3: s = +1, 4: r = -1, 5: t = -1, 6: t = +1.
+
+A 2-D element (4 corners, sides 1-4 = edges 1-4) is built as the flat 3-D element whose top
+layer repeats its corners, curves on its bottom edges only: the k = 0 plane of that element
+is exactly the 2-D edge-based Gordon–Hall map (the weights of the top edges vanish there).
 """
 
 from __future__ import annotations
@@ -197,8 +201,11 @@ def element_nodes(corners_nek: np.ndarray, curves: dict, order: int, where) -> n
     corners_nek: (E, 8, 3) corners in Nek's order. curves: {"elements", "sides", "values",
     "types"}: 0-based element, 0-based Nek edge (face for ``s``), the five curve values and
     the one-letter type, already checked to be one of ``m``, ``C``, ``s``. ``where(i)`` names
-    curve i in error messages.
+    curve i in error messages. corners_nek (E, 4, 3) in 2-D gives (E, 3, 1, q+1, q+1).
     """
+    if corners_nek.shape[1] == 4:
+        flat = np.concatenate([corners_nek, corners_nek], axis=1)
+        return element_nodes(flat, curves, order, where)[:, :, :1].copy()
     corners_lex = corners_nek[:, list(NEK_CORNER_TO_LEX)]
     nodes = trilinear_nodes(corners_lex, order)
     tau = gll_points(order)

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.errors import InputError
-from lobatto.mesh.readers.nek5000_records import NekMesh, check_corners, check_counts, curve_records, record_ids
+from lobatto.mesh.readers.nek5000_records import (NekMesh, check_corners, check_counts, check_quadrilaterals,
+                                                  curve_records, record_ids)
 
 RE2_VERSIONS = {"#v001": 4, "#v002": 8, "#v003": 8}
 ENDIAN_TEST = 6.54321
@@ -87,10 +88,14 @@ def read_re2(path: Path) -> NekMesh:
     cursor = _Cursor(path, data, HEADER_BYTES + 4, order, word)
     real = f"{order}f{word}"
     group = real if word == 8 else f"{order}i4"
-    records = cursor.take(np.dtype([("group", group), ("xyz", real, (3, 8))]), nelt,
+    # group, then x, y (, z) of the 2**ndim corners: 2-D records are group + x[4] + y[4]
+    records = cursor.take(np.dtype([("group", group), ("xyz", real, (ndim, 2**ndim))]), nelt,
                           f"the {nelt} elements the header announces")
-    corners = np.ascontiguousarray(np.transpose(records["xyz"], (0, 2, 1)), dtype=np.float64)
+    corners = np.zeros((nelt, 2**ndim, 3))  # z = 0 in 2-D
+    corners[:, :, :ndim] = np.transpose(records["xyz"], (0, 2, 1))
     check_corners(path, corners)
+    if ndim == 2:
+        check_quadrilaterals(path, corners)
     group_values = records["group"].astype(np.float64)
     whole = np.isfinite(group_values) & (np.abs(group_values) < 2.0**31)
     if not whole.all():  # before the cast to int, which would warn on nan, inf or 1e300
@@ -101,7 +106,7 @@ def read_re2(path: Path) -> NekMesh:
     ncurves = cursor.count("curved sides")
     crec = cursor.side_records(ncurves, f"the {ncurves} curved-side records")
     curves = curve_records(path, nelt, record_ids(crec["element"]), record_ids(crec["side"]),
-                           crec["values"].astype(np.float64), _decode_codes(crec["code"], 1))
+                           crec["values"].astype(np.float64), _decode_codes(crec["code"], 1), ndim)
 
     nbcs = cursor.count("boundary conditions")
     brec = cursor.side_records(nbcs, f"the {nbcs} boundary-condition records")
@@ -112,14 +117,15 @@ def read_re2(path: Path) -> NekMesh:
         # elements (reader_re2.f, buf_to_bc), since float32 cannot hold such ids exactly.
         as_int = brec["values"][:, 0].view(f"{order}i4")
         values[codes == "P", 0] = as_int[codes == "P"]
-    bc_codes = np.full((nelt, 6), "E", dtype=object)
-    bc_values = np.zeros((nelt, 6, 5))
+    nf = 2 * ndim
+    bc_codes = np.full((nelt, nf), "E", dtype=object)
+    bc_values = np.zeros((nelt, nf, 5))
     element, side = record_ids(brec["element"]), record_ids(brec["side"])
-    bad = (element < 1) | (element > nelt) | (side < 1) | (side > 6)
+    bad = (element < 1) | (element > nelt) | (side < 1) | (side > nf)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"{path}: boundary-condition record {i + 1} is for element {element[i]} "
-                         f"face {side[i]}; expected an element in 1..{nelt} and a face in 1..6")
+                         f"face {side[i]}; expected an element in 1..{nelt} and a face in 1..{nf}")
     bc_codes[element - 1, side - 1] = codes
     bc_values[element - 1, side - 1] = values
     info = {"format": "Nek5000 .re2", "version": version,

@@ -12,7 +12,8 @@ import numpy as np
 
 from lobatto.errors import InputError
 from lobatto.mesh.readers.nek5000_re2 import read_re2
-from lobatto.mesh.readers.nek5000_records import NekMesh, check_corners, check_counts, curve_records
+from lobatto.mesh.readers.nek5000_records import (NekMesh, check_corners, check_counts, check_quadrilaterals,
+                                                  curve_records)
 
 def _floats(path: Path, line: str, lineno: int, count: int, what: str) -> list[float]:
     try:
@@ -53,14 +54,16 @@ def read_rea(path: Path) -> NekMesh:
     if nel < 0:
         return _rea_with_re2(path, -nel, ndim)
     check_counts(path, nel, ndim, nelv)
-    if 7 * nel > len(lines) - at - 2:  # each element takes 7 lines: refuse before allocating for nel
-        raise InputError(f"{path}: truncated mesh section: NEL = {nel} elements need {7 * nel} lines, "
+    # an element is a header line and x, y, z of corners 1-4, then of 5-8; x, y of 1-4 in 2-D
+    per = 1 + (6 if ndim == 3 else 2)
+    if per * nel > len(lines) - at - 2:  # refuse before allocating for nel
+        raise InputError(f"{path}: truncated mesh section: NEL = {nel} elements need {per * nel} lines, "
                          f"the file has {len(lines) - at - 2} after the NEL line")
-    corners = np.empty((nel, 8, 3))
+    corners = np.zeros((nel, 2**ndim, 3))  # z = 0 in 2-D
     groups = np.zeros(nel, dtype=np.int64)
     row = at + 2
     for e in range(nel):
-        if row + 7 > len(lines):
+        if row + per > len(lines):
             raise InputError(f"{path}: truncated mesh section: NEL = {nel} but only {e} elements follow")
         head = lines[row].upper()
         if "ELEMENT" not in head:
@@ -72,15 +75,17 @@ def read_rea(path: Path) -> NekMesh:
                 groups[e] = int(words[words.index("GROUP") + 1])
             except ValueError:
                 pass
-        for block in range(6):
-            layer, axis = divmod(block, 3)
+        for block in range(per - 1):
+            layer, axis = divmod(block, ndim)
             corners[e, 4 * layer: 4 * layer + 4, axis] = _floats(
                 path, lines[row + 1 + block], row + 2 + block, 4, f"element {e + 1} corner coordinates")
-        row += 7
+        row += per
     at = _find(path, lines, row, "CURVED SIDE", "curved-side section")
     check_corners(path, corners)
-    curves = _rea_curves(path, lines, at, nel)
-    bc_codes, bc_values = _rea_bcs(path, lines, at, nel)
+    if ndim == 2:
+        check_quadrilaterals(path, corners)
+    curves = _rea_curves(path, lines, at, nel, ndim)
+    bc_codes, bc_values = _rea_bcs(path, lines, at, nel, 2 * ndim)
     info = {"format": "Nek5000 .rea", "version": "ASCII"}
     return NekMesh(corners, groups, curves, bc_codes, bc_values, str(path), info)
 
@@ -99,7 +104,7 @@ def _rea_with_re2(path: Path, nel: int, ndim: int) -> NekMesh:
     return nek
 
 
-def _rea_curves(path: Path, lines: list[str], at: int, nel: int) -> dict:
+def _rea_curves(path: Path, lines: list[str], at: int, nel: int, ndim: int = 3) -> dict:
     try:
         count = int(lines[at + 1].split()[0])
     except (IndexError, ValueError):
@@ -126,11 +131,12 @@ def _rea_curves(path: Path, lines: list[str], at: int, nel: int) -> dict:
         # line spaced one column off still keeps its curve
         types.append(line[start + 70:].strip()[:1])
     return curve_records(path, nel, np.array(elements, dtype=np.int64), np.array(sides, dtype=np.int64),
-                         np.array(values, dtype=np.float64).reshape(-1, 5), np.array(types, dtype=object))
+                         np.array(values, dtype=np.float64).reshape(-1, 5), np.array(types, dtype=object), ndim)
 
 
-def _rea_bcs(path: Path, lines: list[str], at: int, nel: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first field's boundary conditions (fields marked ``NO ...`` are skipped)."""
+def _rea_bcs(path: Path, lines: list[str], at: int, nel: int, nf: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """The first field's boundary conditions (fields marked ``NO ...`` are skipped): nf lines
+    per element, 6 in 3-D, 4 in 2-D."""
     row = _find(path, lines, at, "BOUNDARY CONDITIONS", "boundary-condition section") + 1
     while row < len(lines) and "NO " in lines[row].upper() and "BOUNDARY" in lines[row].upper():
         row += 1
@@ -146,13 +152,13 @@ def _rea_bcs(path: Path, lines: list[str], at: int, nel: int) -> tuple[np.ndarra
         ids, start, width = ((4, 10),), 10, 14
     else:
         ids, start, width = ((4, 16),), 16, 18
-    codes = np.empty((nel, 6), dtype=object)
-    values = np.zeros((nel, 6, 5))
+    codes = np.empty((nel, nf), dtype=object)
+    values = np.zeros((nel, nf, 5))
     for e in range(nel):
-        for f in range(6):
-            lineno = row + 6 * e + f + 1
+        for f in range(nf):
+            lineno = row + nf * e + f + 1
             if lineno > len(lines):
-                raise InputError(f"{path}: truncated boundary conditions: expected 6 lines for each "
+                raise InputError(f"{path}: truncated boundary conditions: expected {nf} lines for each "
                                  f"of {nel} elements, the file ends at element {e + 1} face {f + 1}")
             line = lines[lineno - 1]
             try:

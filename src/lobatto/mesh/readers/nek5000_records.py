@@ -27,12 +27,13 @@ INTERIOR_CODES = ("E", "")
 class NekMesh:
     """A Nek5000 mesh as its file stores it: Nek's corner, edge and face numbering, 0-based.
 
-    corners:  (E, 8, 3) corners, counter-clockwise per layer.
+    corners:  (E, 8, 3) corners, counter-clockwise per layer; (E, 4, 3) with z = 0 in 2-D.
     groups:   (E,) element group numbers.
     curves:   {"elements", "sides", "values", "types"}: one entry per curved edge (face for
-              ``s``), side 0..11 (0..5), five values, one-letter type.
-    bc_codes: (E, 6) stripped boundary codes of the first field, Nek face order.
-    bc_values:(E, 6, 5) their values.
+              ``s``), side 0..11 (0..5; 0..3 in 2-D), five values, one-letter type.
+    bc_codes: (E, 6) stripped boundary codes of the first field, Nek face order ((E, 4) in 2-D:
+              sides 1-4 are edges 1-4, the first four faces).
+    bc_values:(E, 6, 5) their values ((E, 4, 5) in 2-D).
     """
 
     corners: np.ndarray
@@ -47,11 +48,15 @@ class NekMesh:
     def num_elements(self) -> int:
         return int(self.corners.shape[0])
 
+    @property
+    def dim(self) -> int:
+        return 2 if self.corners.shape[1] == 4 else 3
+
 
 def check_counts(path: Path, nelt: int, ndim: int, nelv: int) -> None:
-    """InputError unless the header's counts describe a 3-D mesh of fluid elements only."""
-    if ndim != 3:
-        raise InputError(f"{path}: a {ndim}-D mesh; lobatto reads 3-D meshes only")
+    """InputError unless the header's counts describe a 2-D or 3-D mesh of fluid elements only."""
+    if ndim not in (2, 3):
+        raise InputError(f"{path}: a {ndim}-D mesh (NDIM = {ndim}); lobatto reads 2-D and 3-D meshes")
     if nelt <= 0:
         raise InputError(f"{path}: element count {nelt} (expected a positive number)")
     if nelv != nelt:
@@ -79,19 +84,37 @@ def check_corners(path, corners: np.ndarray) -> None:
                          f"must lie within {MAX_EXTENT:.0e} of the origin: rescale the mesh's units")
 
 
-def curve_records(path, nelt: int, elements, sides, values, types) -> dict:
+def check_quadrilaterals(path, corners: np.ndarray) -> None:
+    """A 2-D mesh's (E, 4, 3) corners run counter-clockwise (Nek5000's convention; its
+    Jacobians are positive only then) around a positive area."""
+    x, y = corners[:, :, 0], corners[:, :, 1]
+    area = 0.5 * np.sum(x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y, axis=1)
+    scale = np.max(np.ptp(corners[:, :, :2], axis=1), axis=1) ** 2
+    bad = ~(area > 1e-12 * scale)
+    if bad.any():
+        e = int(np.argmax(bad))
+        raise InputError(f"{path}: element {e + 1} of this 2-D mesh (NDIM = 2) has corners "
+                         f"{np.round(corners[e, :, :2], 6).tolist()} that run clockwise or enclose no area "
+                         f"(signed area {area[e]:.3g}); Nek5000 numbers a 2-D element's corners counter-clockwise")
+
+
+def curve_records(path, nelt: int, elements, sides, values, types, ndim: int = 3) -> dict:
     """Check the curve records (1-based element and side) and keep the curved ones, 0-based;
-    a later record for the same side replaces an earlier one, as in Nek5000."""
+    a later record for the same side replaces an earlier one, as in Nek5000. A 2-D mesh has
+    edges 1-4 and no sphere faces."""
     keep = np.array([t not in ("", "0") for t in types], dtype=bool)
     elements, sides, values, types = elements[keep], sides[keep], values[keep], types[keep]
     for i in range(len(types)):
         e, s, t = int(elements[i]), int(sides[i]), types[i]
         if not 1 <= e <= nelt:
             raise InputError(f"{path}: a curved side is for element {e}; expected 1..{nelt}")
-        if t not in CURVE_TYPES:
+        if t not in CURVE_TYPES or (ndim == 2 and t == "s"):
+            if t == "s":
+                raise InputError(f"{path}: element {e} side {s}: a sphere face ('s') in a 2-D mesh (NDIM = 2); "
+                                 "its curved sides are 'C' (circle) and 'm' (midpoint) edges")
             raise InputError(f"{path}: element {e} edge {s}: curve type {t!r} is not supported "
                              f"(supported: m = midpoint, C = circle, s = sphere)")
-        limit = 6 if t == "s" else 12
+        limit = 6 if t == "s" else 12 if ndim == 3 else 4
         if not 1 <= s <= limit:
             raise InputError(f"{path}: element {e}: curve type {t!r} on side {s}; expected 1..{limit}")
         if t == "C" and s - 1 not in CIRCLE_EDGES:
