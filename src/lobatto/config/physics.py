@@ -157,9 +157,10 @@ class PhysicsSpec:
                        must give them). The case-file schema reads ``[initial]``/``[exact]``
                        by ``fields`` (a file mesh's dimension is known once it is read);
                        runner/dimension.py then refuses an expression for a field not in
-                       ``fields_2d`` on a 2-D mesh. Acoustics: ("p", "ux", "uy"); Poisson
-                       ("u",); Navier-Stokes (ux, uy, p) and its scalars; Maxwell all six
-                       (TE and TM carried together: z-invariant 3-D Maxwell).
+                       ``fields_2d`` on a 2-D mesh. A velocity keeps its x and y components
+                       (ux, uy: no uz to carry), a scalar stays, and a system may keep every
+                       field (a z-invariant 3-D field, its z components included) where its
+                       terms need them; the kernels read the count from the state's shape.
     """
 
     name: str

@@ -38,10 +38,15 @@ def check_dimension(case, spec, dim: int, whole=None) -> None:
     source = case.source
     if dim not in spec.dimensions:
         kind = "2-D" if dim == 2 else "3-D"
+        if dim == 2 and whole is None:
+            elements = list(case.mesh.elements) + [1]
+            instead = (f"elements = {elements} with periodic z, one layer of the same plane "
+                       "(docs/case-file.md, \"2-D\")")
+        else:
+            instead = "a 3-D mesh (a 2-D one extruded one layer deep with periodic z: mesh.extrude.extrude_quads)"
         raise InputError(f"{source}: {describe_2d(case, whole) if dim == 2 else 'the mesh'} is a {kind} mesh, and "
-                         f"[physics] equations = \"{spec.name}\" does not run in {kind} (it runs in "
-                         f"{' and '.join(f'{d}-D' for d in spec.dimensions)}); use a 3-D mesh (a 2-D one extruded "
-                         "one layer deep with periodic z: mesh.extrude.extrude_quads)")
+                         f"[physics] equations = \"{spec.name}\" does not run in {kind} yet (it runs in "
+                         f"{' and '.join(f'{d}-D' for d in spec.dimensions)}): use {instead}")
     if dim != 2:
         return
     mesh = case.mesh

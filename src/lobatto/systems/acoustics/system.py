@@ -96,12 +96,12 @@ def make_rhs(backend, order):
     def rhs(u, sums, geometry, out, density, sound_speed, alpha):
         d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
         dim = len(u) - 1  # velocity components: 3, or 2 on a 2-D mesh (u is (1 + dim, E, 1, n, n))
-        metrics = metrics[:, :dim]  # d r_b / d x_a for the physical axes the velocity has
         bulk = density * sound_speed * sound_speed  # rho c^2
         impedance = density * sound_speed
         if geometry.get("split_form", True):  # the volume terms cancel in the discrete energy on curved elements too
-            grad_p = split_gradient(xp, u[0], d, metrics, jacobian)
-            divergence = split_divergence(xp, u[1:], d, metrics, jacobian)
+            in_plane = metrics[:, :dim]  # d r_b / d x_a for the physical axes the velocity has
+            grad_p = split_gradient(xp, u[0], d, in_plane, jacobian)
+            divergence = split_divergence(xp, u[1:], d, in_plane, jacobian)
         else:  # the chain rule alone ([discretization] volume_form = "chain")
             grad_p = physical_gradient(xp, u[0], d, metrics)[:dim]
             divergence = sum(physical_gradient(xp, u[1 + a], d, metrics)[a] for a in range(dim))
