@@ -137,3 +137,13 @@ def test_memory_model_counts_n_to_the_dim_points():
     with pytest.raises(ValueError, match="dim"):
         estimate_run_memory(1, 1, 1, 1, dim=1)
     assert math.isclose(two["points_per_rank"] / three["points_per_rank"], 1 / 6)
+
+
+def test_boundary_tables_of_a_2d_box_name_its_four_sides():
+    data = {"mesh": {"elements": [3, 2], "periodic": [True, False]}, "physics": {"equations": "poisson"},
+            "boundary": {"zmin": {"value": "0"}}}
+    refused(data, "[boundary.zmin]: 'zmin' is not one of the sides of the 2-D box", "xmin, xmax, ymin, ymax")
+    data["boundary"] = {"xmin": {"value": "0"}}
+    refused(data, "[boundary.xmin]: the x axis is periodic")
+    data["boundary"] = {"ymax": {"value": "x"}}
+    assert set(api.case_from_dict(data).tables["boundary"]) == {"ymax"}
