@@ -355,14 +355,15 @@ def _work(data: Any) -> tuple:
     if not isinstance(mesh, dict):
         raise _Invalid
     elements = mesh.get("elements")
-    if not (isinstance(elements, list) and len(elements) == 3
+    if not (isinstance(elements, list) and len(elements) in (2, 3)  # two: a 2-D mesh
             and all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in elements)):
         raise _Invalid
+    dim = len(elements)
     disc = data.get("discretization", {})
     order = disc.get("order", 7) if isinstance(disc, dict) else None
     if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= 24:
         raise _Invalid
-    points = elements[0] * elements[1] * elements[2] * (order + 1) ** 3
+    points = math.prod(elements) * (order + 1) ** dim
     phys = data.get("physics", {})
     equations = phys.get("equations", "maxwell") if isinstance(phys, dict) else None
     if equations == "maxwell":
@@ -377,8 +378,8 @@ def _work(data: Any) -> tuple:
     if not isinstance(time, dict):
         raise _Invalid
     t_end = _number(time, "t_end", None)
-    lower, upper = mesh.get("lower", [0, 0, 0]), mesh.get("upper", [1, 1, 1])
-    if not (isinstance(lower, list) and isinstance(upper, list) and len(lower) == len(upper) == 3):
+    lower, upper = mesh.get("lower", [0] * dim), mesh.get("upper", [1] * dim)
+    if not (isinstance(lower, list) and isinstance(upper, list) and len(lower) == len(upper) == dim):
         raise _Invalid
     widths = []
     for lo, hi, n in zip(lower, upper, elements):
@@ -693,6 +694,61 @@ def op_box(rng, data):
         return f"box: periodic = {show(mesh['periodic'])}"
     mesh["generator"] = rng.choice(("sphere", "", "BOX", "box ", 1))
     return f"box: generator = {show(mesh['generator'])}"
+
+
+#: fields and keys with no meaning on a 2-D mesh (runner/dimension.py refuses them)
+_Z_FIELDS = ("uz", "Ez", "Hz")
+
+
+def op_plane(rng, data):
+    """A 2-D mesh ([mesh] elements of two entries, docs/case-file.md "2-D"): valid (acoustics
+    runs; the other systems refuse a 2-D mesh), or with lengths that disagree, a z deformation
+    or side, a field that has no 2-D meaning, or an output not built in 2-D."""
+    mesh = data.get("mesh")
+    if not isinstance(mesh, dict):
+        raise _Skip
+    mesh["elements"] = [rng.choice((1, 2, 3)), rng.choice((1, 2, 3))]
+    for key in ("lower", "upper", "periodic"):  # the valid 2-D case first: one entry per axis
+        if isinstance(mesh.get(key), list) and len(mesh[key]) == 3:
+            mesh[key] = mesh[key][:2]
+    if isinstance(mesh.get("deform"), dict):
+        mesh["deform"].pop("z", None)
+    if isinstance(mesh.get("boundaries"), dict):
+        for side in ("zmin", "zmax"):
+            mesh["boundaries"].pop(side, None)
+    for section in ("initial", "exact"):
+        if isinstance(data.get(section), dict):
+            for name in _Z_FIELDS:
+                data[section].pop(name, None)
+    output = data.setdefault("output", {})
+    if isinstance(output, dict):
+        output["formats"] = []
+        for table in ("probes", "dft"):
+            output.pop(table, None)
+    data.pop("checkpoint", None)
+    kind = rng.randrange(7)
+    if kind == 0:
+        return "plane: a valid 2-D mesh"
+    if kind == 1:
+        key = rng.choice(("lower", "upper", "periodic"))
+        mesh[key] = [False, False, True] if key == "periodic" else [0.0, 0.0, 1.0] if key == "upper" else [0, 0, -1]
+        return f"plane: {key} of 3 entries with elements of 2"
+    if kind == 2:
+        mesh.setdefault("deform", {})["z"] = rng.choice(("0.1*x", "0", "sin(pi*y)"))
+        return "plane: [mesh.deform] z on a 2-D box"
+    if kind == 3:
+        side = rng.choice(("zmin", "zmax"))
+        mesh.setdefault("boundaries", {})[side] = rng.choice(SYSTEMS[equations_of(data)]["boundaries"])
+        return f"plane: boundaries.{side} on a 2-D box"
+    if kind == 4:
+        name = rng.choice(_Z_FIELDS)
+        data.setdefault(rng.choice(("initial", "exact")), {})[name] = rng.choice(("x*y", "0", "1e300"))
+        return f"plane: a {name} expression on a 2-D mesh"
+    if kind == 5:
+        output["formats"] = [rng.choice(FORMATS)]
+        return "plane: a snapshot format on a 2-D mesh"
+    output["probes"] = {"points": [[0.5, 0.5, 0.0]]}
+    return "plane: probes on a 2-D mesh"
 
 
 def op_time(rng, data):
@@ -1131,6 +1187,7 @@ DATA_OPS: list[tuple[str, Callable, int]] = [
     ("expression", op_expression, 5),
     ("mesh_size", op_mesh_size, 2),
     ("box", op_box, 3),
+    ("plane", op_plane, 2),
     ("time", op_time, 2),
     ("physics_value", op_physics_value, 2),
     ("add_key", op_add_key, 3),

@@ -5,6 +5,7 @@ config/schema.py builds one from a case file."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -18,12 +19,12 @@ __all__ = ["Case", "MeshSection", "DiscretizationSection", "PhysicsSection", "Fi
 @dataclass(frozen=True)
 class MeshSection:
     generator: str  # "box", or a file format: "gmsh", "nek"
-    elements: tuple | None  # (ex, ey, ez) ints; None for a file mesh
-    lower: tuple | None  # (x, y, z) floats; None for a file mesh
+    elements: tuple | None  # (ex, ey, ez) ints, or (ex, ey) for a 2-D box; None for a file mesh
+    lower: tuple | None  # (x, y, z) floats (one per axis of elements); None for a file mesh
     upper: tuple | None
-    periodic: tuple  # (bool, bool, bool); all False for a file mesh (its file says)
+    periodic: tuple  # (bool, bool, bool) (one per axis of elements); all False for a file mesh (its file says)
     boundary: str  # default kind for every non-periodic side (box) or unmapped group (file)
-    boundaries: dict  # box: side -> kind or "periodic", all six sides; file: group name -> kind, as given
+    boundaries: dict  # box: side -> kind or "periodic", all 2*dim sides; file: group name -> kind, as given
     deform: dict  # axis -> Expression, only the axes given (may be empty)
     file: str | None = None  # the mesh file (absolute, or as given when the case has no file)
     extrude: tuple = ()  # file meshes: ({"surface", "layers", "thickness"}, ...) in order (mesh/extrude.py)
@@ -37,8 +38,12 @@ class MeshSection:
         """Elements of a box; None for a file mesh (known once the file is read)."""
         if self.elements is None:
             return None
-        ex, ey, ez = self.elements
-        return ex * ey * ez
+        return math.prod(self.elements)
+
+    @property
+    def dim(self) -> int | None:
+        """2 or 3 for a box (the entries of elements); None for a file mesh (known once read)."""
+        return None if self.elements is None else len(self.elements)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,8 @@ TOP = Table("", tuple(Key(name, "table", None, doc) for name, doc in (
 MESH = Table("mesh", (
     Key("generator", "choice", "box", "how the mesh is made", choices=MESH_GENERATORS),
     Key("file", "string", None, "the mesh file of a file generator, relative to the case file"),
-    Key("elements", "vector", None, "elements along x, y, z (box)", required=True),
+    Key("elements", "vector", None, "elements along x, y, z (box); two entries: a 2-D mesh of quadrilaterals",
+        required=True),
     Key("lower", "vector", [0.0, 0.0, 0.0], "lower corner of the box", range=section_range("mesh", "lower")),
     Key("upper", "vector", [1.0, 1.0, 1.0], "upper corner of the box", range=section_range("mesh", "upper")),
     Key("periodic", "vector", [False, False, False], "periodic axes"),

@@ -148,6 +148,19 @@ class PhysicsSpec:
                        schema's context and the raw value, returning an object with
                        ``to_dict()`` (kept in ``Case.tables``, written back by ``Case.to_dict``)
     derived:           name -> :class:`Derived`, what ``[output] derived`` may add to the snapshots
+    dimensions:        the mesh dimensions the system runs in: (3,), or (2, 3) for a system that
+                       also runs on a 2-D mesh (quadrilaterals at z = 0, a thin k axis: volume
+                       arrays (F, E, 1, n, n)); runner/build.py refuses a 2-D mesh for a system
+                       without 2 here (InputError naming the case file, the system and "2-D")
+    fields_2d:         the state's fields on a 2-D mesh, in the state array's order: the
+                       names of ``fields`` that exist in 2-D (a system with 2 in ``dimensions``
+                       must give them). The case-file schema reads ``[initial]``/``[exact]``
+                       by ``fields`` (a file mesh's dimension is known once it is read);
+                       runner/dimension.py then refuses an expression for a field not in
+                       ``fields_2d`` on a 2-D mesh. A velocity keeps its x and y components
+                       (ux, uy: no uz to carry), a scalar stays, and a system may keep every
+                       field (a z-invariant 3-D field, its z components included) where its
+                       terms need them; the kernels read the count from the state's shape.
     """
 
     name: str
@@ -169,8 +182,16 @@ class PhysicsSpec:
     named_tables: dict = field(default_factory=dict)
     substeps: bool = False
     derived: dict = field(default_factory=dict)
+    dimensions: tuple = (3,)
+    fields_2d: tuple | None = None
 
     def __post_init__(self):
+        if not self.dimensions or not set(self.dimensions) <= {2, 3}:
+            raise ValueError(f"{self.name}: dimensions must be some of (2, 3), not {self.dimensions!r}")
+        if 2 in self.dimensions and not self.fields_2d:
+            raise ValueError(f"{self.name}: a system that runs in 2-D declares its fields_2d")
+        if self.fields_2d and not set(self.fields_2d) <= set(self.fields):
+            raise ValueError(f"{self.name}: fields_2d {self.fields_2d!r} must be names of fields {self.fields!r}")
         if self.default_boundary not in self.boundary_kinds:
             raise ValueError(f"{self.name}: default boundary {self.default_boundary!r} is not a boundary kind")
         if self.default_integrator not in self.integrators:
@@ -184,6 +205,10 @@ class PhysicsSpec:
     def for_case(self, physics: dict, error: Callable) -> "PhysicsSpec":
         """The spec of one case with these checked [physics] values (``extend``)."""
         return self if self.extend is None else self.extend(self, physics, error)
+
+    def fields_in(self, dim: int) -> tuple:
+        """The state's field names on a mesh of dimension ``dim`` (2 or 3)."""
+        return tuple(self.fields_2d) if dim == 2 else tuple(self.fields)
 
     @property
     def key_names(self) -> tuple:

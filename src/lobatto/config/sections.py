@@ -210,24 +210,34 @@ def box_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict) -> MeshSection:
         raise ctx.error(f"[mesh] file is read by the file generators ({', '.join(MESH_GENERATORS[1:])}); "
                         "generator = \"box\" makes its own mesh: remove file or set generator")
     elements = vector(
-        ctx, "mesh", mesh, "elements", REQUIRED, "posint",
-        required_hint=" (for example elements = [4, 4, 4])",
+        ctx, "mesh", mesh, "elements", REQUIRED, "posint", length=(2, 3),
+        required_hint=" (for example elements = [4, 4, 4], or [4, 4] for a 2-D mesh)",
     )
     if math.prod(elements) > MAX_ELEMENTS:
         raise ctx.bad("mesh", "elements", f"at most {MAX_ELEMENTS:.0e} elements in all", list(elements))
-    lower = vector(ctx, "mesh", mesh, "lower", MESH["lower"].default, "float")
-    upper = vector(ctx, "mesh", mesh, "upper", MESH["upper"].default, "float")
+    dim = len(elements)  # 2: quadrilaterals in the plane z = 0 (docs/case-file.md, "2-D")
+    for key in ("lower", "upper", "periodic"):
+        given = mesh.get(key)
+        if isinstance(given, (list, tuple)) and len(given) in (2, 3) and len(given) != dim:
+            raise ctx.error(f"[mesh] {key} has {len(given)} entries but elements = {show(list(elements))} has {dim}: "
+                            f"give one per axis of the {dim}-D box")
+    lower = vector(ctx, "mesh", mesh, "lower", MESH["lower"].default[:dim], "float", length=dim)
+    upper = vector(ctx, "mesh", mesh, "upper", MESH["upper"].default[:dim], "float", length=dim)
     for a, lo, hi in zip(AXES, lower, upper):
         if not hi > lo:
             raise ctx.error(
                 f"[mesh] upper must be greater than lower on every axis, "
                 f"got lower = {show(list(lower))}, upper = {show(list(upper))} ({a} axis)"
             )
-    periodic = vector(ctx, "mesh", mesh, "periodic", MESH["periodic"].default, "bool")
+    periodic = vector(ctx, "mesh", mesh, "periodic", MESH["periodic"].default[:dim], "bool", length=dim)
     boundary = choice(ctx, "mesh", mesh, "boundary", spec.boundary_kinds, spec.default_boundary)
     overrides = read_table(ctx, mesh, "mesh", "boundaries") or {}
     boundaries = {}
-    for i, side in enumerate(SIDES):
+    for side in SIDES[2 * dim:]:
+        if side in overrides:
+            raise ctx.error(f"[mesh.boundaries] {side}: a 2-D box (elements = {show(list(elements))}) has the sides "
+                            f"{', '.join(SIDES[:4])} only: remove it")
+    for i, side in enumerate(SIDES[:2 * dim]):
         axis = i // 2
         if side in overrides:
             if periodic[axis]:
@@ -239,6 +249,9 @@ def box_mesh(ctx: Context, spec: PhysicsSpec, mesh: dict) -> MeshSection:
         else:
             boundaries[side] = "periodic" if periodic[axis] else boundary
     deform_table = read_table(ctx, mesh, "mesh", "deform")
+    if dim == 2 and deform_table and "z" in deform_table:
+        raise ctx.error(f"[mesh.deform] z: a 2-D box (elements = {show(list(elements))}) has no z axis (its points "
+                        "stay at z = 0): remove it")
     deform = read_expressions(ctx, "mesh.deform", deform_table, AXES, AXES)
     return MeshSection(
         generator="box",

@@ -63,16 +63,18 @@ def _boundary_tables(ctx: Context, data, spec: PhysicsSpec, mesh: Mapping) -> di
         raise ctx.error(f"[boundary] must hold one table per boundary, for example [boundary.xmin], got {show(given)}")
     names = tuple(k.name for k in spec.boundary_keys)
     box = mesh.get("generator", "box") == "box"
-    periodic = mesh.get("periodic", [False] * 3) if box else [False] * 3
+    dim = len(mesh["elements"]) if box else 3  # read (and checked) before: 2 entries on a 2-D box
+    periodic = mesh.get("periodic", [False] * dim) if box else [False] * 3
     out = {}
     for boundary, table in given.items():
         where = f"boundary.{boundary}"
         if not isinstance(table, Mapping):
             raise ctx.error(f"[{where}] must be a table with one of {', '.join(names)}, got {show(table)}")
         if box:
-            check_boundary_name(boundary, SIDES, f"{ctx.source}: [{where}]", "sides of the box")
+            check_boundary_name(boundary, SIDES[:2 * dim], f"{ctx.source}: [{where}]",
+                                "sides of the box" if dim == 3 else "sides of the 2-D box")
             axis = SIDES.index(boundary) // 2
-            if isinstance(periodic, (list, tuple)) and len(periodic) == 3 and periodic[axis] is True:
+            if isinstance(periodic, (list, tuple)) and len(periodic) == dim and periodic[axis] is True:
                 raise ctx.error(f"[{where}]: the {'xyz'[axis]} axis is periodic ([mesh] periodic), so {boundary} is "
                                 "no boundary; remove the table or the periodicity")
         ctx.keys[where] = names

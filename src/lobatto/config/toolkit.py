@@ -246,17 +246,20 @@ def positive(ctx: Context, section: str, table: Mapping, key: str, default, requ
 
 
 _VECTOR_KINDS = {
-    "posint": "a list of 3 positive integers",
-    "float": "a list of 3 finite numbers",
-    "bool": "a list of 3 booleans (true/false)",
+    "posint": "positive integers",
+    "float": "finite numbers",
+    "bool": "booleans (true/false)",
 }
 
 
-def vector(ctx: Context, section: str, table: Mapping, key: str, default, kind: str, required_hint=""):
-    """A list of 3 values of ``kind``: "posint", "float" (within the declared range) or "bool"."""
+def vector(ctx: Context, section: str, table: Mapping, key: str, default, kind: str, required_hint="",
+           length=3):
+    """A list of ``length`` values of ``kind``: "posint", "float" (within the declared range) or
+    "bool"; ``length``: an int, or a tuple of the lengths allowed (a box's 2 or 3 axes)."""
     v = get_value(ctx, section, table, key, default, required_hint)
-    what = _VECTOR_KINDS[kind]
-    if not isinstance(v, (list, tuple)) or len(v) != 3:
+    lengths = (length,) if isinstance(length, int) else tuple(length)
+    what = f"a list of {' or '.join(map(str, lengths))} {_VECTOR_KINDS[kind]}"
+    if not isinstance(v, (list, tuple)) or len(v) not in lengths:
         raise ctx.bad(section, key, what, v)
     out = []
     for x in v:

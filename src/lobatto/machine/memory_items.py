@@ -25,7 +25,7 @@ class RunLayout:
     elements: elements of the rank that holds the most; total_elements: of the whole mesh;
     fields: the case's state fields (with Navier-Stokes' scalars); box: ``[mesh] elements``
     of a box mesh (None: a file mesh); steps: the run's steps when known from the case
-    (``[time] t_end / dt``), else None."""
+    (``[time] t_end / dt``), else None; dim: 2 or 3, the mesh's dimension."""
 
     elements: int
     total_elements: int
@@ -36,11 +36,12 @@ class RunLayout:
     backend: str = "cpu"
     box: tuple | None = None
     steps: int | None = None
+    dim: int = 3  # the mesh's dimension: 2 for quadrilaterals (a k axis of one point)
 
     @property
     def points(self) -> int:
-        """Volume points of the rank: E (N+1)^3."""
-        return self.elements * (self.order + 1) ** 3
+        """Volume points of the rank: E (N+1)^dim."""
+        return self.elements * (self.order + 1) ** self.dim
 
     @property
     def value_bytes(self) -> int:

@@ -83,7 +83,7 @@ def stepper_states(scheme) -> int:
 
 def estimate_run_memory(num_elements, order, fields, trace_components, precision="float64", ranks=1, *,
                         backend="cpu", integrator_states=1, reference_kernels=False, fused_exchange=None,
-                        partitioner="rcb", exact_fields=True, geometry_order=1, file_elements=None) -> dict:
+                        partitioner="rcb", exact_fields=True, geometry_order=1, file_elements=None, dim=3) -> dict:
     """Peak bytes per rank on the host and on the device of a run (see the module docstring).
 
     num_elements:      elements on the rank that holds the most (the whole mesh on one rank;
@@ -106,6 +106,8 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
     geometry_order:    q of a curved mesh's nodes (1: corners only, nothing more kept).
     file_elements:     elements of the mesh file every rank reads whole (None: a box, built
                        part by part).
+    dim:               the mesh's dimension: 3, or 2 for quadrilaterals (a k axis of one
+                       point: n^2 points and 4 edges of n points per element).
 
     Returns {"host_bytes", "device_bytes", "host_phase", "device_phase" (where each peak
     falls), "elements_per_rank", "points_per_rank", "order", "ranks", "backend",
@@ -122,8 +124,10 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
                          "trace_components >= 0 and integrator_states >= 1 expected")
     p = PRECISION_BYTES[precision]
     n = N + 1
-    P = E * n**3  # volume points
-    F = 6 * E * n**2  # face points
+    if dim not in (2, 3):
+        raise ValueError(f"estimate_run_memory: dim must be 2 or 3, got {dim!r}")
+    P = E * n**dim  # volume points
+    F = 2 * dim * E * n ** (dim - 1)  # face points
     D = 8  # host arrays are float64 / int64
     on_device = backend == "cuda"
     if fused_exchange is None:
@@ -136,7 +140,7 @@ def estimate_run_memory(num_elements, order, fields, trace_components, precision
     # --- mesh --------------------------------------------------------------------------
     if ranks > 1 and partitioner in ("metis", "rsb"):
         host["partition"] = GRAPH_PARTITION_BYTES * E * ranks
-    nodes = 3 * (int(geometry_order) + 1) ** 3 * 8 if geometry_order > 1 else 0  # curved nodes per element
+    nodes = 3 * (int(geometry_order) + 1) ** dim * 8 if geometry_order > 1 else 0  # curved nodes per element
     if file_elements is not None:
         host["mesh file"] = int(file_elements) * (MESH_BUILD_BYTES + 2 * nodes)
     host["mesh"] = (MESH_BUILD_BYTES + 2 * nodes) * E

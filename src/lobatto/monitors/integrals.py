@@ -18,7 +18,7 @@ import numpy as np
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 from lobatto.monitors.probes import BLOCK_POINTS, samples
 from lobatto.monitors.regions import WHOLE_MESH, region_index, surface_index
 
@@ -61,6 +61,8 @@ class Integrals:
         boundary = mesh.face_neighbour < 0
         self.surface = []  # (integrand, faces: [(face, device elements, host normals, sJ w_a w_b)])
         w = gll_weights(system.order)
+        # a face's quadrature weights w_a w_b; on a 2-D mesh's (1, n) edges w_a = 1 (per unit depth)
+        face_weights = np.outer(w, w) if mesh.dim == 3 else w[None, :]
         geometry = system.geometry
         for name in section.surfaces:
             on = boundary & (group_of == group_names.index(name)) if name in group_names else None
@@ -71,11 +73,11 @@ class Integrals:
                 raise InputError(f"[output.integrals] surfaces: '{name}' has {why} in the mesh "
                                  f"(surfaces: {known})")
             faces = []
-            for face in range(NUM_FACES):
+            for face in range(mesh.num_faces):
                 elements = np.nonzero(on[:, face])[0]
                 if elements.size:
                     faces.append((face, xp.asarray(elements), geometry.normals[:, elements, face],
-                                  geometry.surface_jacobian[elements, face] * np.outer(w, w)))
+                                  geometry.surface_jacobian[elements, face] * face_weights))
             for quantity in section.surface:
                 self.columns.append((quantity, name, "surface", spec.integrands[quantity].doc))
                 self.surface.append((spec.integrands[quantity], faces))

@@ -21,6 +21,7 @@ from lobatto.mesh import box_mesh, compute_geometry
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.monitors import MonitorSet
 from lobatto.operators.assembly import exchange_defaults
+from lobatto.runner.dimension import check_dimension, mesh_dimension
 from lobatto.runner.restart import memory_estimate as checkpoint_memory
 from lobatto.runner.schedule import MAX_STEPS
 from lobatto.runner.steady_stop import memory_estimate as steady_memory
@@ -106,8 +107,10 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
     whole: the file mesh, read (its element count and geometry order count), else the box."""
     rank, size = rank_and_size(comm)
     total = whole.num_elements if whole is not None else math.prod(case.mesh.elements)
+    dim = mesh_dimension(case, whole)
+    fields = system_class.spec.for_case(case.physics.values, InputError).fields_in(dim)
     estimate = estimate_run_memory(
-        math.ceil(total / size), case.discretization.order, len(system_class.spec.fields),
+        math.ceil(total / size), case.discretization.order, len(fields),
         system_class.trace_components, backend.precision, ranks=size, backend=backend.name,
         # the stepper's states, or a system's own count where larger (its solvers' arrays and
         # history: a steady system, Navier-Stokes)
@@ -115,10 +118,10 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
                               getattr(system_class, "memory_states", 1)),
         reference_kernels=not system_class.tuned_on(backend), partitioner=case.parallel.partitioner,
         exact_fields=case.exact.present, geometry_order=1 if whole is None else whole.geometry_order,
-        file_elements=None if whole is None else total)
+        file_elements=None if whole is None else total, dim=dim)
     # what the monitors, physics terms, solvers and checkpoints allocate, each part's own count
     estimate = with_items(estimate, memory_items(case, system_class, run_layout(case, system_class, backend, size,
-                                                                                 total)))
+                                                                                 total, dim)))
     host = available_host_memory()
     host = None if host is None else host // launched_local_size()
     mesh_is = (f"[mesh] file {case.mesh.file} ({total} elements)" if whole is not None
@@ -129,16 +132,17 @@ def check_memory(case, system_class, backend, comm=None, whole=None) -> dict:
     return estimate
 
 
-def run_layout(case, system_class, backend, ranks: int, total: int) -> RunLayout:
-    """What the parts' memory estimates need (memory_items.RunLayout), from the case alone."""
-    fields = len(system_class.spec.for_case(case.physics.values, InputError).fields)
+def run_layout(case, system_class, backend, ranks: int, total: int, dim: int = 3) -> RunLayout:
+    """What the parts' memory estimates need (memory_items.RunLayout), from the case and the
+    mesh's dimension (``dim``: 2 or 3)."""
+    fields = len(system_class.spec.for_case(case.physics.values, InputError).fields_in(dim))
     time_ = case.time
     steps = None
     if time_ is not None and time_.dt is not None and time_.target_cfl is None:
         steps = int(min(math.ceil(time_.t_end / time_.dt), MAX_STEPS))
     return RunLayout(elements=math.ceil(total / ranks), total_elements=total, order=case.discretization.order,
                      fields=fields, ranks=ranks, precision=backend.precision, backend=backend.name,
-                     box=None if case.mesh.from_file else tuple(case.mesh.elements), steps=steps)
+                     box=None if case.mesh.from_file else tuple(case.mesh.elements), steps=steps, dim=dim)
 
 
 def memory_items(case, system_class, layout) -> list:
@@ -154,6 +158,9 @@ def build_system(case, backend, comm=None):
     with collective_errors(comm):  # a bad element may sit on one rank only
         with case_named(case):  # a file mesh is read first: its size is known from it only
             whole = read_mesh_file(case) if case.mesh.from_file else None
+            # a 2-D mesh: the system runs in 2-D, and the case asks for nothing 3-D only (dimension.py)
+            check_dimension(case, system_class.spec.for_case(case.physics.values, InputError),
+                            mesh_dimension(case, whole), whole)
         check_memory(case, system_class, backend, comm, whole)
         with case_named(case):
             mesh = build_mesh(case, comm, whole)

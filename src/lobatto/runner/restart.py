@@ -183,6 +183,9 @@ def resume(sim, path, interpolate: bool = False) -> dict:
     case's (restart_onto.py; ``sim`` just built). Returns the restart's record (also appended
     to ``sim.restarts``, listed in the summary)."""
     case, system, backend, comm = sim.case, sim.system, sim.backend, sim.comm
+    if system.mesh.dim == 2:  # every rank alike: no checkpoint holds a 2-D state yet (dimension.py)
+        raise InputError(f"{case.source}: a restart onto a 2-D mesh is not built yet (checkpoints of 2-D runs come "
+                         "with the 2-D writers): run from the initial fields")
     with collective_errors(comm):
         checkpoint = Checkpoint(path)
         checkpoint.check_restart_attributes()

@@ -2,7 +2,8 @@
 
     dp/dt + rho c^2 div(u) = 0          rho du/dt + grad(p) = 0
 
-Fields p, ux, uy, uz. Strong form at GLL points like Maxwell: volume terms by tensor-product
+Fields p, ux, uy, uz; on a 2-D mesh p, ux, uy (``FIELDS_2D``: the state's velocity has the
+mesh's dim components, u[1:1+dim], and the kernels read dim from the state's shape). Strong form at GLL points like Maxwell: volume terms by tensor-product
 derivatives; face terms from one gather–scatter sum of the traces (p, n.u) (systems/dg.py).
 With own values p-, u_n- = n.u- and the sums S_p = p- + p+, S_n = n.u- + n+.u+ = [u_n], the
 flux of the exact Riemann solution (impedance Z = rho c; alpha = 1 upwind, 0 central) adds
@@ -23,9 +24,12 @@ import numpy as np
 from lobatto.backends.base import reference_kernel
 from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.discretization.tensor import physical_gradient, split_divergence, split_gradient
+from lobatto.mesh.topology import element_shape
 from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, face_values, over_elements
 
 FIELD_NAMES = ("p", "ux", "uy", "uz")
+#: the state on a 2-D mesh: the velocity in the plane (a z-independent field has no uz to carry)
+FIELDS_2D = FIELD_NAMES[:3]
 FLUX_ALPHA = {"upwind": 1.0, "central": 0.0}
 #: factors on the sums (S_p, S_n) at a boundary face
 BOUNDARY_FACTORS = {"wall": (2.0, 2.0), "absorbing": (1.0, 1.0)}
@@ -36,7 +40,7 @@ def _potential(s, f):
 
 
 def _kinetic(s, f):
-    return 0.5 * s.density * (f[1] * f[1] + f[2] * f[2] + f[3] * f[3])
+    return 0.5 * s.density * sum(f[c] * f[c] for c in range(1, len(f)))  # ux, uy (, uz)
 
 
 #: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
@@ -45,8 +49,9 @@ INTEGRANDS = {
                         lambda s, f: _potential(s, f) + _kinetic(s, f)),
     "potential_energy": Integrand("volume", "potential (compression) energy density p^2 / (2 rho c^2)", _potential),
     "kinetic_energy": Integrand("volume", "kinetic energy density rho |u|^2 / 2", _kinetic),
+    # on a 2-D mesh both are per unit depth (the mass and the edges' weights have w_k = 1)
     "intensity_flux": Integrand("surface", "outward acoustic intensity p u . n, the power leaving",
-                                lambda s, f, n: f[0] * (f[1] * n[0] + f[2] * n[1] + f[3] * n[2])),
+                                lambda s, f, n: f[0] * sum(f[1 + a] * n[a] for a in range(len(f) - 1))),
 }
 
 SPEC = PhysicsSpec(
@@ -65,6 +70,8 @@ SPEC = PhysicsSpec(
     cfl_bounds={("upwind", "lsrk45"): 0.48, ("upwind", "rk4"): 0.28, ("upwind", "ssprk3"): 0.25,
                 ("central", "lsrk45"): 0.74, ("central", "rk4"): 0.62, ("central", "ssprk3"): 0.38},
     integrands=INTEGRANDS,
+    dimensions=(2, 3),
+    fields_2d=FIELDS_2D,
 )
 
 
@@ -75,7 +82,7 @@ def make_traces(backend, order):
     def traces(u, normals, out):
         faces = face_values(xp, u, order)
         out[0] = faces[0]
-        out[1] = xp.sum(normals * faces[1:4], axis=0)
+        out[1] = xp.sum(normals[:len(u) - 1] * faces[1:], axis=0)  # n . u: 2 or 3 components
         return out
 
     return traces
@@ -88,23 +95,25 @@ def make_rhs(backend, order):
     @over_elements
     def rhs(u, sums, geometry, out, density, sound_speed, alpha):
         d, metrics, jacobian = geometry["derivative"], geometry["metrics"], geometry["jacobian"]
+        dim = len(u) - 1  # velocity components: 3, or 2 on a 2-D mesh (u is (1 + dim, E, 1, n, n))
         bulk = density * sound_speed * sound_speed  # rho c^2
         impedance = density * sound_speed
         if geometry.get("split_form", True):  # the volume terms cancel in the discrete energy on curved elements too
-            grad_p = split_gradient(xp, u[0], d, metrics, jacobian)
-            divergence = split_divergence(xp, u[1:4], d, metrics, jacobian)
+            in_plane = metrics[:, :dim]  # d r_b / d x_a for the physical axes the velocity has
+            grad_p = split_gradient(xp, u[0], d, in_plane, jacobian)
+            divergence = split_divergence(xp, u[1:], d, in_plane, jacobian)
         else:  # the chain rule alone ([discretization] volume_form = "chain")
-            grad_p = physical_gradient(xp, u[0], d, metrics)
-            divergence = sum(physical_gradient(xp, u[1 + a], d, metrics)[a] for a in range(3))
+            grad_p = physical_gradient(xp, u[0], d, metrics)[:dim]
+            divergence = sum(physical_gradient(xp, u[1 + a], d, metrics)[a] for a in range(dim))
         out[0] = -bulk * divergence
-        out[1:4] = -grad_p / density
+        out[1:] = -grad_p / density
 
         normals, lift, factors = geometry["normals"], geometry["lift"], geometry["face_factors"]
         faces = face_values(xp, u, order)
         jump_p = 2.0 * faces[0] - sums[0] * factors[0][:, :, None, None]
         jump_n = sums[1] * factors[1][:, :, None, None]
         add_to_faces(out[0], 0.5 * bulk * (jump_n - (alpha / impedance) * jump_p) * lift, order)
-        add_to_faces(out[1:4], normals * (0.5 / density * (jump_p - alpha * impedance * jump_n) * lift), order)
+        add_to_faces(out[1:], normals[:dim] * (0.5 / density * (jump_p - alpha * impedance * jump_n) * lift), order)
         return out
 
     return rhs
@@ -116,7 +125,7 @@ class AcousticsSystem(FaceExchangeSystem):
     growth_guarded = True  # linear: exponential growth is an instability (runner/growth_guard.py)
     trace_components = 2
     boundary_factors = BOUNDARY_FACTORS
-    output_layout = (FIELD_NAMES[1:4], "p", ())  # Nek5000 velocity and pressure
+    output_layout = (FIELD_NAMES[1:4], "p", ())  # Nek5000 velocity and pressure (3-D; see output_layout_for)
 
     def __init__(self, mesh, order, backend, density=1.0, sound_speed=1.0, flux="upwind", comm=None,
                  geometry=None, exchange_method="auto", exchange="auto", overlap="auto", volume_form="split"):
@@ -130,6 +139,9 @@ class AcousticsSystem(FaceExchangeSystem):
                              inverse_impedance=lambda: 1.0 / (rho * c), inverse_density=lambda: 1.0 / rho)
         self.wave_speed = self.sound_speed
         self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap, volume_form)
+        self.dim = mesh.dim
+        if self.dim == 2:  # the 2-D velocity in Nek5000's 2-D velocity slot (an instance attribute)
+            self.output_layout = (FIELDS_2D[1:], "p", ())
         self.traces_kernel = backend.kernel("acoustics_traces", order=self.order)
         self.rhs_kernel = backend.kernel("acoustics_rhs", order=self.order)
 
@@ -139,6 +151,13 @@ class AcousticsSystem(FaceExchangeSystem):
                    sound_speed=case.physics.sound_speed, flux=case.discretization.flux, comm=comm,
                    volume_form=case.discretization.volume_form, **cls.parallel_options(case))
 
+    @property
+    def field_names(self) -> tuple:
+        return self.spec.fields_in(self.dim)
+
+    def allocate_state(self):
+        return self.backend.zeros((len(self.field_names), self.num_elements) + element_shape(self.dim, self.order))
+
     def rhs(self, u, t, out):
         self.with_exchange(u, lambda elements, sums: self.rhs_kernel(
             u, sums, self.device_geometry, out, self.density, self.sound_speed, self.alpha, elements))
@@ -147,7 +166,7 @@ class AcousticsSystem(FaceExchangeSystem):
     def energy(self, u) -> float:
         """Acoustic energy 1/2 sum M (p^2 / (rho c^2) + rho |u|^2) on this rank."""
         bulk = self.density * self.sound_speed * self.sound_speed
-        return 0.5 * self.mass_weighted_sum(u, (1.0 / bulk, self.density, self.density, self.density))
+        return 0.5 * self.mass_weighted_sum(u, (1.0 / bulk,) + (self.density,) * self.dim)
 
     def homogeneous_operator(self):
         """rhs itself (no sources; the boundaries are homogeneous) and the acoustic energy."""
