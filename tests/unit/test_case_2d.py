@@ -100,15 +100,18 @@ def test_a_field_that_does_not_exist_in_2d_is_refused(section):
 
 
 @pytest.mark.parametrize("extra, parts", [
-    ({"output": {"formats": ["hdf5"]}}, ('[output] formats: "hdf5" does not write a 2-D mesh', "formats = []")),
-    ({"output": {"formats": [], "probes": {"points": [[0.5, 0.5, 0.0]]}}},
-     ("[output.probes] is not built on a 2-D mesh yet",)),
     ({"output": {"formats": [], "dft": {"frequencies": [1.0], "regions": ["all"], "fields": ["p"]}}},
      ("[output.dft] is not built on a 2-D mesh yet",)),
-    ({"checkpoint": {"every": 2}}, ("[checkpoint] is not built on a 2-D mesh yet",)),
+    ({"output": {"formats": [], "probes": {"points": [[0.5, 0.5]], "fields": ["p", "uz"]}}},
+     ("[output.probes] fields: uz does not exist in 2-D",)),
 ])
 def test_what_2d_does_not_build_yet_is_refused(extra, parts):
     refused({**case_dict(), **extra}, "<c2>: ", *parts, build=True)
+
+
+def test_a_2d_probe_point_on_a_3d_mesh_is_refused():
+    data = {**case_dict(), "mesh": {"elements": [3, 2, 1]}, "output": {"formats": [], "probes": {"points": [[0.5, 0.5]]}}}
+    refused(data, "<c2>: [output.probes] points[0] = [0.5, 0.5]: the mesh is 3-D", build=True)
 
 
 def test_a_file_mesh_z_deformation_is_refused_once_the_mesh_is_2d():
@@ -147,3 +150,63 @@ def test_boundary_tables_of_a_2d_box_name_its_four_sides():
     refused(data, "[boundary.xmin]: the x axis is periodic")
     data["boundary"] = {"ymax": {"value": "x"}}
     assert set(api.case_from_dict(data).tables["boundary"]) == {"ymax"}
+
+
+def test_a_2d_run_writes_every_format_probes_and_checkpoints_that_restart_exactly(tmp_path, capsys):
+    """The whole 2-D route through `lobatto run`: Nek5000 (read by pymech), HDF5 (h5py, the
+    dimension attribute) and VTK (Lagrange quadrilaterals) snapshots, probes at [x, y] points
+    against the exact mode, and a restart from a 2-D checkpoint equal to the straight run bit
+    for bit; a 3-D checkpoint is refused for the 2-D case (exit 2, one line)."""
+    import h5py
+    import numpy as np
+    import pymech
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    from lobatto.cli import main
+
+    omega = math.pi * math.sqrt(5.0)
+    data = {"mesh": {"elements": [4, 3], "boundary": "wall", "deform": {"x": "0.05*sin(pi*x)*sin(pi*y)"}},
+            "discretization": {"order": 6}, "physics": {"equations": "acoustics"},
+            "initial": {"p": "cos(2*pi*x)*cos(pi*y)"}, "time": {"t_end": 0.2, "dt": 0.008},
+            "output": {"formats": ["nek", "hdf5", "vtk"], "every": 10,
+                       "probes": {"points": [[0.3, 0.4], [0.9, 0.1, 5.0]], "fields": ["p"], "every": 20}},
+            "checkpoint": {"every": 10, "at_end": False}}
+    (tmp_path / "a.toml").write_text(api.case_from_dict(data, name="a").to_toml())
+    assert main(["run", str(tmp_path / "a.toml"), "-o", str(tmp_path / "one"), "-q"]) == 0
+    one = tmp_path / "one"
+    nek = pymech.readnek(str(one / "a0.f00002"))
+    assert nek.ndim == 2 and nek.nel == 12 and tuple(nek.lr1) == (7, 7, 1)
+    with h5py.File(one / "a_000020.h5") as f:
+        assert f.attrs["dimension"] == 2 and f["fields/p"].shape == (12, 1, 7, 7)
+        p_h5 = f["fields/p"][()]
+    p_nek = np.array([e.pres[0, 0] for e in nek.elem])  # (E, n, n): the k = 0 plane
+    assert np.abs(p_nek - p_h5[:, 0]).max() < 1e-14
+    reader = vtk.vtkXMLUnstructuredGridReader()
+    reader.SetFileName(str(one / "a_000020.vtu"))
+    reader.Update()
+    grid = reader.GetOutput()
+    assert grid.GetNumberOfCells() == 12 and grid.GetCellType(0) == 70  # VTK_LAGRANGE_QUADRILATERAL
+    assert np.isclose(np.abs(vtk_to_numpy(grid.GetPointData().GetArray("p"))).max(), np.abs(p_h5).max(), rtol=1e-14)
+    # probes: the exact (2, 1) mode, cos(omega t) in time; the second point's z is ignored
+    with h5py.File(one / "a_probes.h5") as f:
+        names = list(f.keys())
+    rows = np.loadtxt(one / "a_probes.csv", delimiter=",", skiprows=1)
+    t = rows[-1, 1]
+    exact = [math.cos(2 * math.pi * x) * math.cos(math.pi * y) * math.cos(omega * t) for x, y in ((0.3, 0.4), (0.9, 0.1))]
+    assert names and np.abs(rows[-1, 2:] - exact).max() < 1e-5
+    # the restart from the step-10 checkpoint ends where the straight run does, bit for bit
+    checkpoint = one / "checkpoints" / "a_000010"
+    assert main(["run", str(tmp_path / "a.toml"), "-o", str(tmp_path / "two"), "-q", "--restart", str(checkpoint)]) == 0
+    with h5py.File(tmp_path / "two" / "a_000020.h5") as f:
+        assert np.array_equal(f["fields/p"][()], p_h5)
+    # a 3-D checkpoint (the same plane extruded one layer) is refused for the 2-D case
+    three = {**data, "mesh": {**data["mesh"], "elements": [4, 3, 1], "periodic": [False, False, True]},
+             "output": {"formats": []}}
+    (tmp_path / "b.toml").write_text(api.case_from_dict(three, name="b").to_toml())
+    assert main(["run", str(tmp_path / "b.toml"), "-o", str(tmp_path / "three"), "-q"]) == 0
+    capsys.readouterr()
+    code = main(["run", str(tmp_path / "a.toml"), "-o", str(tmp_path / "four"), "-q", "--restart",
+                 str(tmp_path / "three" / "checkpoints" / "b_000010")])
+    err = capsys.readouterr().err
+    assert code == 2 and "holds a 3-D state" in err and "Traceback" not in err and err.count("\n") == 1

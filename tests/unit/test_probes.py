@@ -316,7 +316,7 @@ def test_a_side_of_a_periodic_axis_has_no_faces(tmp_path):
 
 
 @pytest.mark.parametrize("output, fragment", [
-    ({"probes": {"points": [[0.5, 0.5]]}}, "[output.probes] points[0] must be a point [x, y, z]"),
+    ({"probes": {"points": [[0.5]]}}, "[output.probes] points[0] must be a point [x, y, z]"),
     ({"probes": {"points": []}}, "[output.probes] points must be a non-empty list"),
     ({"probes": {"every": 5}}, "[output.probes] points is required"),
     ({"probes": {"points": [[0.5, 0.5, 0.5]], "every": 0}}, "[output.probes] every must be an integer >= 1"),

@@ -21,7 +21,7 @@ WHOLE_MESH = "all"
 #: the keys of [output.probes] (docs/probes.md)
 PROBES = Table("output.probes", (
     Key("every", "positive_integer", 1, "steps between samples", range=section_range("output.probes", "every")),
-    Key("points", "list", None, "the points [x, y, z] sampled", required=True, range=POINT_RANGE),
+    Key("points", "list", None, "the points [x, y, z] sampled ([x, y] on a 2-D mesh)", required=True, range=POINT_RANGE),
     Key("fields", "list", None, "the fields sampled (default: all the system's)"),
 ))
 #: the keys of [output.integrals] (docs/probes.md)
@@ -37,8 +37,9 @@ INTEGRALS = Table("output.integrals", (
 @dataclass(frozen=True)
 class ProbesSection:
     every: int  # steps between samples
-    points: tuple  # ((x, y, z), ...)
+    points: tuple  # ((x, y, z), ...); (x, y) on a 2-D mesh
     fields: tuple  # field names sampled, in the system's order
+    fields_given: bool = False  # named by the case (else every field: a 2-D run samples those it has)
 
     def to_dict(self) -> dict:
         return {"every": self.every, "points": [list(p) for p in self.points], "fields": list(self.fields)}
@@ -69,15 +70,16 @@ def parse_probes(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> 
         raise ctx.bad(where, "points", "a non-empty list of points [x, y, z]", points)
     checked = []
     for i, point in enumerate(points):
-        if not (isinstance(point, (list, tuple)) and len(point) == 3
+        # [x, y] only on a 2-D mesh: its dimension is known once the mesh is read (runner/dimension.py)
+        if not (isinstance(point, (list, tuple)) and len(point) in (2, 3)
                 and all(is_number(v) and math.isfinite(v) for v in point)):
-            raise ctx.bad(where, f"points[{i}]", "a point [x, y, z] of 3 finite numbers", point)
+            raise ctx.bad(where, f"points[{i}]", "a point [x, y, z] of 3 finite numbers ([x, y] on a 2-D mesh)", point)
         if not all(POINT_RANGE.contains(v) for v in point):
             raise ctx.bad(where, f"points[{i}]", f"a point [x, y, z] of numbers {POINT_RANGE.describe()}", point)
         checked.append(tuple(float(v) for v in point))
     fields = name_list(ctx, where, table, "fields", spec.fields, f"field of {spec.name}", list(spec.fields))
     return ProbesSection(every=integer(ctx, where, table, "every", PROBES["every"].default, 1), points=tuple(checked),
-                         fields=tuple(f for f in spec.fields if f in fields))
+                         fields=tuple(f for f in spec.fields if f in fields), fields_given="fields" in table)
 
 
 def parse_integrals(ctx: Context, output: Mapping[str, Any], spec: PhysicsSpec) -> IntegralsSection | None:

@@ -51,8 +51,11 @@ class Probes:
 
     def __init__(self, section, system, comm=None):
         self.system, self.comm = system, comm
-        self.points = np.asarray(section.points, dtype=np.float64).reshape(-1, 3)
-        self.fields = tuple(section.fields)
+        # a 2-D mesh lies in z = 0 and its fields do not depend on z: a point's z is dropped
+        self.points = np.zeros((len(section.points), 3))
+        for p, point in enumerate(section.points):
+            self.points[p, :system.mesh.dim] = point[:system.mesh.dim]
+        self.fields = tuple(f for f in section.fields if f in system.field_names)  # 2-D: those that exist
         self.field_index = [system.field_names.index(f) for f in self.fields]
         coords, ids = system.geometry.coords, system.mesh.element_ids
         # every candidate (point, element) pair at once, by lowest global id per point
@@ -83,7 +86,7 @@ class Probes:
         local = np.zeros((len(self.points), 3))
         local[self.mine] = reference[first][mine]
         self.reference = allreduce(comm, local)
-        self.weights = axis_weights(system.order, self.reference[self.mine])  # (h(r), h(s), h(t)), each (m, n)
+        self.weights = axis_weights(system.order, self.reference[self.mine], system.mesh.dim)  # (h(r), h(s), h(t)), each (m, n); h(t) (m, 1) in 2-D
         self.device_elements = system.backend.xp.asarray(self.local_elements) if self.mine.size else None
         self.chunk = max(1, BLOCK_POINTS // (len(self.fields) * (system.order + 1) ** 3))
 

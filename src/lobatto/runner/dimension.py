@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from lobatto.errors import InputError
 
-#: the [output] formats that write a 2-D state (their writers are dimension-aware); the others
-#: are refused on a 2-D mesh until their writers are (the io2d slice lifts this)
-OUTPUT_FORMATS_2D: tuple = ()
+#: the [output] formats that write a 2-D state (their writers are dimension-aware: Lagrange
+#: quadrilaterals, Nek5000 headers with nz = 1, HDF5 with a dimension attribute)
+OUTPUT_FORMATS_2D: tuple = ("hdf5", "nek", "vtk")
 #: the [output.*] monitor tables that work on a 2-D mesh (regions.py, integrals.py with the
-#: faces' per-unit-depth weights); probes need mesh/locate.py in 2-D, dft its planes
-MONITORS_2D = ("integrals",)
+#: faces' per-unit-depth weights, probes by mesh/locate.py's 2x2 Newton); dft needs its planes
+MONITORS_2D = ("integrals", "probes")
 
 
 def mesh_dimension(case, whole=None) -> int:
@@ -36,6 +36,12 @@ def check_dimension(case, spec, dim: int, whole=None) -> None:
     """InputError (the message starts with the case file) for what a ``dim``-D run of ``case``
     with the system ``spec`` cannot do; nothing for a 3-D mesh of a 3-D system."""
     source = case.source
+    probes = case.output.probes
+    if dim == 3 and probes is not None:
+        for p, point in enumerate(probes.points):
+            if len(point) != 3:
+                raise InputError(f"{source}: [output.probes] points[{p}] = {list(point)}: the mesh is 3-D: give "
+                                 "[x, y, z]")
     if dim not in spec.dimensions:
         kind = "2-D" if dim == 2 else "3-D"
         if dim == 2 and whole is None:
@@ -56,7 +62,8 @@ def check_dimension(case, spec, dim: int, whole=None) -> None:
     fields_2d = spec.fields_in(2)
     for section, fields in (("initial", case.initial), ("exact", case.exact)):
         for name in fields.given:
-            if name not in fields_2d:
+            # a zero is what 2-D means (the effective configuration of a 2-D run lists uz = "0")
+            if name not in fields_2d and not _is_zero(fields.fields[name]):
                 raise InputError(f"{source}: [{section}] {name}: {spec.name} on a 2-D mesh has the fields "
                                  f"{', '.join(fields_2d)} only ({name} does not exist in 2-D): remove it")
     output = case.output
@@ -65,16 +72,23 @@ def check_dimension(case, spec, dim: int, whole=None) -> None:
             ready = ", ".join(f'"{f}"' for f in OUTPUT_FORMATS_2D) or "none yet"
             raise InputError(f"{source}: [output] formats: \"{fmt}\" does not write a 2-D mesh's fields yet (2-D "
                              f"formats: {ready}); set formats = [] (the run still prints its summary and errors)")
-    for table in ("probes", "dft"):
-        if getattr(output, table) is not None and table not in MONITORS_2D:
-            why = "locating points in a quadrilateral" if table == "probes" else "its planes and boxes"
-            raise InputError(f"{source}: [output.{table}] is not built on a 2-D mesh yet ({why}): remove it, or "
-                             "run the mesh extruded one layer deep with periodic z")
+    if probes is not None and probes.fields_given:
+        for name in probes.fields:
+            if name not in fields_2d:
+                raise InputError(f"{source}: [output.probes] fields: {name} does not exist in 2-D ({spec.name} on "
+                                 f"a 2-D mesh has {', '.join(fields_2d)}): remove it")
+    if output.dft is not None and "dft" not in MONITORS_2D:
+        raise InputError(f"{source}: [output.dft] is not built on a 2-D mesh yet (its planes and boxes): remove it, "
+                         "or run the mesh extruded one layer deep with periodic z")
     for table in output.monitors:
         if table not in MONITORS_2D:
             raise InputError(f"{source}: [output.{table}] is not built on a 2-D mesh yet: remove it")
     if output.derived or output.format_derived:
         raise InputError(f"{source}: [output] derived is not built on a 2-D mesh yet: remove it")
-    if case.checkpoint.enabled:
-        raise InputError(f"{source}: [checkpoint] is not built on a 2-D mesh yet (checkpoints store the "
-                         "state as its writers do): remove the [checkpoint] table")
+
+
+def _is_zero(expression) -> bool:
+    try:
+        return float(expression.text) == 0.0
+    except ValueError:
+        return False

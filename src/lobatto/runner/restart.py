@@ -24,7 +24,7 @@ from lobatto.io.checkpoint import Checkpoint, write_checkpoint
 from lobatto.io.checkpoint_dir import checkpoint_path
 from lobatto.machine.parallel import collective_errors
 from lobatto.runner import step_check
-from lobatto.runner.restart_onto import differs, resume_onto
+from lobatto.runner.restart_onto import check_dimension, differs, resume_onto
 from lobatto.runner.schedule import MAX_STEPS
 
 __all__ = ["check_compatible", "memory_estimate", "resume", "save"]
@@ -183,12 +183,11 @@ def resume(sim, path, interpolate: bool = False) -> dict:
     case's (restart_onto.py; ``sim`` just built). Returns the restart's record (also appended
     to ``sim.restarts``, listed in the summary)."""
     case, system, backend, comm = sim.case, sim.system, sim.backend, sim.comm
-    if system.mesh.dim == 2:  # every rank alike: no checkpoint holds a 2-D state yet (dimension.py)
-        raise InputError(f"{case.source}: a restart onto a 2-D mesh is not built yet (checkpoints of 2-D runs come "
-                         "with the 2-D writers): run from the initial fields")
     with collective_errors(comm):
         checkpoint = Checkpoint(path)
         checkpoint.check_restart_attributes()
+        # a restart, interpolated or not, stays in its dimension (the state's shape says which)
+        check_dimension(case.source, system.mesh.dim, case.to_dict()["mesh"], checkpoint)
         onto = interpolate and differs(sim, checkpoint)
     if onto:
         interpolated = resume_onto(sim, checkpoint)

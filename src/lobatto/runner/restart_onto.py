@@ -301,7 +301,7 @@ def _locate(points, coords, boxes, ids, order: int):
     rest = ~np.isin(point_of, held)
     if rest.any():  # outside every element: the nearest face point of a candidate
         p, e, r = point_of[rest], element_of[rest], reference[rest]
-        weights = tensor_weights(order, r)  # (m, n, n, n)
+        weights = tensor_weights(order, r, 2 if coords.shape[-3] == 1 else 3)  # (m, n, n, n); (m, 1, n, n) in 2-D
         nearest = np.einsum("xmkji,mkji->mx", coords[:, e], weights)
         size = (boxes[1] - boxes[0])[e].max(axis=1)
         gap = np.linalg.norm(nearest - points[p], axis=1) / size

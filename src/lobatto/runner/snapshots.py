@@ -79,7 +79,9 @@ class SnapshotWriter:
                 vtk_fields, vtk_names = self.with_derived(state, extra, "vtk")
                 self.vtk.write_piece(step, t, coords, vtk_fields, vtk_names, order, mesh, self.config_toml)
         if "nek" in self.formats:  # one file for all ranks, written together (MPI-IO: io/nek5000_mpi.py)
-            velocity, pressure, scalars, *temperature = self.system.output_layout  # temperature: optional
+            # temperature: optional; in 2-D a 3-name velocity gives its z name to the scalars
+            velocity, pressure, scalars, *temperature = nek5000.layout_for_dimension(
+                self.system.output_layout, self.system.mesh.dim)
             nek_derived = self.components("nek")  # in scalar slots after the system's own
             with collective_errors(self.comm):  # entered only once the per-rank writes above are agreed
                 nek5000.write_field_file(

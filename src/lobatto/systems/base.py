@@ -113,7 +113,8 @@ class System:
 
     # Set-up -------------------------------------------------------------------------------
     def allocate_state(self):
-        return self.backend.zeros((len(self.field_names), self.num_elements) + (self.order + 1,) * 3)
+        # (n, n, n) per element, (1, n, n) on a 2-D mesh: the geometry's points
+        return self.backend.zeros((len(self.field_names), self.num_elements) + self.geometry.coords.shape[2:])
 
     def evaluate_fields(self, expressions: dict, t: float) -> np.ndarray:
         """Host array (fields, E, n, n, n) of the named expressions at time t (missing ones zero)."""

@@ -24,7 +24,6 @@ import numpy as np
 from lobatto.backends.base import reference_kernel
 from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.discretization.tensor import physical_gradient, split_divergence, split_gradient
-from lobatto.mesh.topology import element_shape
 from lobatto.systems.dg import FaceExchangeSystem, add_to_faces, face_values, over_elements
 
 FIELD_NAMES = ("p", "ux", "uy", "uz")
@@ -154,9 +153,6 @@ class AcousticsSystem(FaceExchangeSystem):
     @property
     def field_names(self) -> tuple:
         return self.spec.fields_in(self.dim)
-
-    def allocate_state(self):
-        return self.backend.zeros((len(self.field_names), self.num_elements) + element_shape(self.dim, self.order))
 
     def rhs(self, u, t, out):
         self.with_exchange(u, lambda elements, sums: self.rhs_kernel(

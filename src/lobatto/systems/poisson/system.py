@@ -46,6 +46,8 @@ SPEC = PhysicsSpec(
     name="poisson",
     description="steady diffusion-reaction -div(k grad u) + h u = f, continuous Galerkin (Poisson, Helmholtz)",
     fields=("u",),
+    dimensions=(2, 3),  # 2-D: quadrilateral meshes (docs/elliptic.md, "2-D")
+    fields_2d=("u",),
     boundary_kinds=("dirichlet", "neumann"),
     default_boundary="dirichlet",
     keys=(
