@@ -304,12 +304,12 @@ class HeterogeneousMedium:
         if backend.name in ("cuda", "cpu"):  # the tuned kernels read the four as one array
             self.arrays["flux_coefficients"] = to_dev(np.stack([z_other / total, 1.0 / total, z_own / total,
                                                                z_own * z_other / total]))
-        self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+        self.kernel = backend.kernel("maxwell_rhs_materials", order=order, dim=system.mesh.dim)
         # the compiled CPU stage (cpu.py; None: the rhs and array operations); LOBATTO_ARRAY_TERMS=1
         # keeps the array stage, as for the stage terms (terms_cpu.py)
         self.stage_kernel = None
         if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
-            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
+            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order, dim=system.mesh.dim)
 
     @staticmethod
     def neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
@@ -363,7 +363,7 @@ class HeterogeneousMedium:
 
 # ============================================================================== kernels
 @reference_kernel("maxwell_rhs_materials")
-def make_rhs_materials(backend, order):
+def make_rhs_materials(backend, order, dim=3):  # dim: read from the shapes
     """rhs(u, sums, geometry, out, material, alpha, elements=None): du/dt with per-point
     eps, mu, sigma (``HeterogeneousMedium.arrays``); only ``elements`` when given."""
     xp = backend.xp

@@ -158,9 +158,11 @@ class MaxwellSystem(FaceExchangeSystem):
                              inverse_epsilon=lambda: 1.0 / eps, inverse_mu=lambda: 1.0 / mu)
         self.wave_speed = 1.0 / math.sqrt(eps * mu)
         self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap, volume_form)
-        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
-        self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order)
-        self.stage_kernel = backend.kernel("maxwell_stage", order=self.order) if backend.has_tuned("maxwell_stage") else None
+        dim = mesh.dim  # every Maxwell kernel is specialised on the mesh's dimension (2: thin k axis)
+        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order, dim=dim)
+        self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order, dim=dim)
+        self.stage_kernel = (backend.kernel("maxwell_stage", order=self.order, dim=dim)
+                             if backend.has_tuned("maxwell_stage") else None)
         # per-point eps, mu, sigma (materials.py): the reference rhs, no fused or tuned stage
         self.medium = None if material is None else HeterogeneousMedium(self, material, comm)
         if self.medium is not None:
