@@ -28,6 +28,7 @@ import numpy as np
 
 from lobatto.errors import InputError
 from lobatto.mesh import DEFAULT_BOUNDARY
+from lobatto.mesh.topology import element_shape
 
 
 class System:
@@ -113,7 +114,7 @@ class System:
 
     # Set-up -------------------------------------------------------------------------------
     def allocate_state(self):
-        return self.backend.zeros((len(self.field_names), self.num_elements) + (self.order + 1,) * 3)
+        return self.backend.zeros((len(self.field_names), self.num_elements) + element_shape(self.mesh.dim, self.order))
 
     def evaluate_fields(self, expressions: dict, t: float) -> np.ndarray:
         """Host array (fields, E, n, n, n) of the named expressions at time t (missing ones zero)."""

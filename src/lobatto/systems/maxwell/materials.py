@@ -41,6 +41,7 @@ from lobatto.config.expressions import compile_expression
 from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
+from lobatto.mesh.topology import element_shape
 from lobatto.systems.dg import add_to_faces, element_range, face_values
 from lobatto.systems.maxwell import anisotropy, subcell
 from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
@@ -274,7 +275,7 @@ class HeterogeneousMedium:
 
     def __init__(self, system, fields: Mapping, comm=None):
         backend, order = system.backend, system.order
-        shape = (system.num_elements,) + (order + 1,) * 3
+        shape = (system.num_elements,) + element_shape(system.mesh.dim, order)  # (1, n, n) points in 2-D
         self.anisotropic = anisotropy.is_anisotropic(fields)
         self._device = {}  # eps and mu on the device, for the energy (made when first asked)
         if self.anisotropic:  # eps, mu (3,) + shape (anisotropy.py); sigma one value a point
