@@ -207,3 +207,42 @@ def test_the_central_flux_conserves_the_energy_on_curved_quads():
     before = system.energy(u)  # stepped: only lsrk45's own error in dt changes it
     run(system, u, steps=40, dt=0.001)
     assert abs(system.energy(u) - before) < 1e-10 * before
+
+
+def test_periodic_x_with_the_central_flux_equals_the_extruded_twin():
+    mesh = box_mesh((4, 3), lower=(0.0, 0.0), upper=(2.0, 1.5), periodic=(True, False),
+                    boundaries={"ymin": "pmc", "ymax": "absorbing"}, deform=None)
+    u2, u3, (s2, _) = run_both(mesh, {"discretization": {"flux": "central"}})
+    assert s2.alpha == 0 and plane_error(u2, u3) < 1e-12
+
+
+# --------------------------------------------------------------------------- refused in 2-D
+WAVE = {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0], "lower": [0.5, 0.5, -1.0],
+        "upper": [1.5, 1.0, 1.0], "waveform": "gaussian", "t0": 0.3, "width": 0.5}
+DIPOLE = {"type": "electric_dipole", "position": [1.0, 0.7, 0.0], "direction": [0, 0, 1], "waveform": "gaussian",
+          "t0": 0.3, "width": 0.1}
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"source": {"d": DIPOLE}}, r"\[source.d\] type = \"electric_dipole\" is not supported on a 2-D mesh"),
+    ({"source": {"w": WAVE}}, r"\[source.w\] type = \"plane_wave\" is not supported on a 2-D mesh"),
+    ({"pml": {"sides": ["xmin", "zmax"], "elements": 1}}, r"\[pml\] sides = .*zmax is not a side of a 2-D mesh"),
+    ({"discretization": {"volume_form": "galerkin"}}, r"volume_form = \"galerkin\" is not supported on a 2-D mesh"),
+    ({"physics": {"bloch_k": [0.5, 0.0, 0.0]}}, r"\[physics\] bloch_k .* not supported on a 2-D mesh"),
+    ({"material": {"rod": {"where": "0.1 - (x-1)**2 - (y-0.7)**2", "epsilon": 2.0, "sampling": "average"}}},
+     r"\[material.rod\] sampling = \"average\" .* not supported on a 2-D mesh"),
+], ids=["dipole", "tfsf", "pml-z", "galerkin", "bloch", "average"])
+def test_what_2d_does_not_have_is_refused_at_build(extra, match):
+    mesh = quads(None) if "bloch_k" not in extra.get("physics", {}) else box_mesh(
+        (4, 3), lower=(0, 0), upper=(2.0, 1.5), periodic=(True, False))
+    with pytest.raises(InputError, match=match):
+        build(mesh, extra)
+
+
+def test_a_dipole_given_to_the_sources_directly_is_refused_in_2d():
+    from lobatto.systems.maxwell.sources import MaxwellSources
+
+    c = case({"source": {"d": DIPOLE}})
+    system = MaxwellSystem(quads(None), ORDER, CpuBackend())
+    with pytest.raises(InputError, match="not supported on a 2-D mesh"):
+        MaxwellSources(list(c.tables["source"]), system)

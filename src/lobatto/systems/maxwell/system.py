@@ -24,7 +24,7 @@ from lobatto.config.ranges import MAGNITUDE
 from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, far_field, reference  # noqa: F401  (register the kernels, [output.far_field])
-from lobatto.systems.maxwell import galerkin
+from lobatto.systems.maxwell import galerkin, planar
 from lobatto.systems.maxwell.bloch import BlochWrap, with_bloch
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
@@ -152,6 +152,7 @@ class MaxwellSystem(FaceExchangeSystem):
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
         self.alpha = FLUX_ALPHA[flux]
+        planar.check_system(mesh, volume_form, bloch_k, source_file)  # what a 2-D mesh refuses (planar.py)
         eps, mu = self.epsilon, self.mu
         self.check_constants("epsilon and mu", wave_speed=lambda: 1.0 / math.sqrt(eps * mu),
                              impedance=lambda: math.sqrt(mu / eps), inverse_impedance=lambda: math.sqrt(eps / mu),
@@ -224,6 +225,7 @@ class MaxwellSystem(FaceExchangeSystem):
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
+        planar.check_case(case, mesh, case.source)
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         sources = [s for s in case.tables.get("source", ()) if s.type != "plane_wave"]  # tfsf.py
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
