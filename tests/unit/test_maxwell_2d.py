@@ -47,7 +47,7 @@ def case(extra: dict | None = None):
             "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0, "dt": 0.004, "integrator": "lsrk45"},
             "output": {"formats": [], "every": 0}}
     for key, value in (extra or {}).items():
-        data.setdefault(key, {}).update(value) if key in data else data.__setitem__(key, value)
+        data[key] = dict(data.get(key, {}), **value)
     return case_from_dict(data, name="maxwell_2d")
 
 
@@ -130,6 +130,8 @@ def test_the_compiled_kernels_refuse_3d_arrays_on_a_2d_build():
 def test_a_2d_run_equals_its_extruded_twin_in_every_plane(deform):
     u2, u3, (s2, s3) = run_both(quads(deform))
     assert s2.stage_kernel is not None and s2.mesh.dim == 2  # the compiled fused stage
+    assert s2.output_layout == (("Ex", "Ey"), None, ("Ez", "Hx", "Hy", "Hz"))  # Nek5000's 2-D slots
+    assert s3.output_layout == (("Ex", "Ey", "Ez"), None, ("Hx", "Hy", "Hz"))
     assert plane_error(u2, u3) < 1e-12
     assert abs(s3.energy(u3) - 2.0 * s2.energy(u2)) < 1e-12 * s3.energy(u3)  # per unit depth; Lz = 2
 
@@ -246,3 +248,13 @@ def test_a_dipole_given_to_the_sources_directly_is_refused_in_2d():
     system = MaxwellSystem(quads(None), ORDER, CpuBackend())
     with pytest.raises(InputError, match="not supported on a 2-D mesh"):
         MaxwellSources(list(c.tables["source"]), system)
+
+
+def test_the_far_field_refuses_a_2d_mesh():
+    from types import SimpleNamespace
+
+    from lobatto.systems.maxwell.far_field import FarFieldMonitor
+
+    system = MaxwellSystem(quads(None), ORDER, CpuBackend())
+    with pytest.raises(InputError, match=r"\[output.far_field\] is not supported on a 2-D mesh"):
+        FarFieldMonitor(SimpleNamespace(frequencies=[0.3]), system)  # (refused before its table is read)

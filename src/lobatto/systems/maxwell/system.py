@@ -159,6 +159,8 @@ class MaxwellSystem(FaceExchangeSystem):
                              inverse_epsilon=lambda: 1.0 / eps, inverse_mu=lambda: 1.0 / mu)
         self.wave_speed = 1.0 / math.sqrt(eps * mu)
         self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap, volume_form)
+        if mesh.dim == 2:  # Nek5000's 2-D velocity slot has two components: (Ex, Ey); Ez, H as scalars
+            self.output_layout = (FIELD_NAMES[0:2], None, FIELD_NAMES[2:6])
         dim = mesh.dim  # every Maxwell kernel is specialised on the mesh's dimension (2: thin k axis)
         self.traces_kernel = backend.kernel("maxwell_traces", order=self.order, dim=dim)
         self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order, dim=dim)
