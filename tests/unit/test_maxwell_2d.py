@@ -118,6 +118,18 @@ def test_compiled_kernels_equal_the_reference_on_random_2d_data(deform, split):
     assert np.abs(uu[:, 2:9] - (u + 0.37 * r_want)[:, 2:9]).max() <= 1e-13 * np.abs(u).max()
 
 
+def test_the_single_precision_2d_build_agrees_with_the_reference():
+    mesh = quads(deform_xy)
+    g = MaxwellSystem(mesh, ORDER, NumpyBackend()).device_geometry
+    g32 = {k: v.astype(np.float32) if getattr(v, "dtype", None) == np.float64 else v for k, v in g.items()}
+    rng = np.random.default_rng(5)
+    u, sums = rng.standard_normal((6, 12) + g["jacobian"].shape[1:]), rng.standard_normal((6, 12) + g["lift"].shape[1:])
+    want = NumpyBackend().kernel("maxwell_rhs", order=ORDER, dim=2)(u, sums, g, np.zeros_like(u), 1.3, 0.8, 1.0)
+    got = cpu.maxwell_kernels(ORDER, "float32", dim=2)["maxwell_rhs"](
+        u.astype(np.float32), sums.astype(np.float32), g32, np.zeros(u.shape, np.float32), 1.3, 0.8, 1.0)
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()  # measured 9e-8
+
+
 def test_the_compiled_kernels_refuse_3d_arrays_on_a_2d_build():
     c = cpu.maxwell_kernels(ORDER, "float64", dim=2)
     n = ORDER + 1
