@@ -2,19 +2,20 @@
 depth) does not have yet: each is refused when the system is built, with an InputError naming
 the key (issue 34; docs/electromagnetics.md, "2-D"). Built in 2-D: PEC/PMC/absorbing/periodic
 sides, both fluxes, the split and chain volume forms, per-point and diagonal eps, mu,
-conductivity, dispersive poles, currents ([source] type = "current", per unit depth) and a
-[pml] on x and y sides. The far field refuses itself (far_field.py); the DFT planes and other
+conductivity, dispersive poles, currents ([source] type = "current", per unit depth), plane
+waves (TF/SF) travelling in the xy plane and a [pml] on x and y sides. The far field refuses itself (far_field.py); the DFT planes and other
 monitors are the monitors' own."""
 
 from __future__ import annotations
 
+from lobatto.config.ranges import unit_vector
 from lobatto.errors import InputError
 
 #: [source.<name>] types not built on a 2-D mesh, and why
 SOURCE_TYPES = {"electric_dipole": "a point dipole would be a line source per unit depth, not built yet",
-                "magnetic_dipole": "a point dipole would be a line source per unit depth, not built yet",
-                "plane_wave": "the TF/SF surface of a 2-D mesh (a wave vector in xy) is not built yet"}
-TAIL = " on a 2-D mesh yet (2-D Maxwell takes currents, materials, poles and a [pml] on x and y sides)"
+                "magnetic_dipole": "a point dipole would be a line source per unit depth, not built yet"}
+TAIL = (" on a 2-D mesh yet (2-D Maxwell takes currents, plane waves in the xy plane, materials, poles and a "
+        "[pml] on x and y sides)")
 
 
 def check_case(case, mesh, where: str = "case") -> None:
@@ -25,6 +26,10 @@ def check_case(case, mesh, where: str = "case") -> None:
         if spec.type in SOURCE_TYPES:
             raise InputError(f"{where}: [source.{spec.name}] type = \"{spec.type}\" is not supported{TAIL}: "
                              f"{SOURCE_TYPES[spec.type]}")
+        if spec.type == "plane_wave" and abs(unit_vector(spec.values["direction"])[2]) > 1e-12:
+            raise InputError(f"{where}: [source.{spec.name}] direction = {list(spec.values['direction'])}: on a 2-D "
+                             "mesh the fields do not vary along z, so a plane wave travels in the xy plane: give "
+                             "direction = [kx, ky, 0]")
     if case.tables.get("port") or case.tables.get("ports") is not None:
         raise InputError(f"{where}: [port.<name>] and [ports] (waveguide ports) are not supported{TAIL}")
     check_system(mesh, case.discretization.volume_form, case.physics.values.get("bloch_k"), where)
