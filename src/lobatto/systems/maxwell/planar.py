@@ -3,7 +3,8 @@ depth) does not have yet: each is refused when the system is built, with an Inpu
 the key (issue 34; docs/electromagnetics.md, "2-D"). Built in 2-D: PEC/PMC/absorbing/periodic
 sides, both fluxes, the split and chain volume forms, per-point and diagonal eps, mu,
 conductivity, dispersive poles, currents ([source] type = "current", per unit depth), plane
-waves (TF/SF) travelling in the xy plane and a [pml] on x and y sides. The far field refuses itself (far_field.py); the DFT planes and other
+waves (TF/SF) travelling in the xy plane, Bloch wraps along x or y and a [pml] on x and y
+sides. The far field refuses itself (far_field.py); the DFT planes and other
 monitors are the monitors' own."""
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def check_case(case, mesh, where: str = "case") -> None:
                              "direction = [kx, ky, 0]")
     if case.tables.get("port") or case.tables.get("ports") is not None:
         raise InputError(f"{where}: [port.<name>] and [ports] (waveguide ports) are not supported{TAIL}")
-    check_system(mesh, case.discretization.volume_form, case.physics.values.get("bloch_k"), where)
+    check_system(mesh, case.discretization.volume_form, where)
     tables = case.tables.get("material")
     for t in (tables.tables if tables is not None else ()):
         if t.sampling == "average":
@@ -40,12 +41,11 @@ def check_case(case, mesh, where: str = "case") -> None:
                              f"supported{TAIL}; use sampling = \"point\" or \"element\"")
 
 
-def check_system(mesh, volume_form: str, bloch_k, where: str = "case") -> None:
-    """The system's own options on a 2-D mesh: the Galerkin volume form and Bloch wraps."""
+def check_system(mesh, volume_form: str, where: str = "case") -> None:
+    """The system's own options on a 2-D mesh: the Galerkin volume form. (Bloch wraps work in
+    2-D; a bloch_k along z is refused by bloch.py: a 2-D mesh does not wrap along z.)"""
     if mesh.dim != 2:
         return
     if volume_form == "galerkin":
         raise InputError(f"{where}: [discretization] volume_form = \"galerkin\" is not supported{TAIL}; "
                          "use \"split\" or \"chain\"")
-    if bloch_k is not None:
-        raise InputError(f"{where}: [physics] bloch_k (Bloch-periodic wraps) is not supported{TAIL}")

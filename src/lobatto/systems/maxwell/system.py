@@ -152,7 +152,7 @@ class MaxwellSystem(FaceExchangeSystem):
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
         self.alpha = FLUX_ALPHA[flux]
-        planar.check_system(mesh, volume_form, bloch_k, source_file)  # what a 2-D mesh refuses (planar.py)
+        planar.check_system(mesh, volume_form, source_file)  # what a 2-D mesh refuses (planar.py)
         eps, mu = self.epsilon, self.mu
         self.check_constants("epsilon and mu", wave_speed=lambda: 1.0 / math.sqrt(eps * mu),
                              impedance=lambda: math.sqrt(mu / eps), inverse_impedance=lambda: math.sqrt(eps / mu),
