@@ -170,6 +170,20 @@ def test_a_2d_run_with_a_medium_poles_and_a_pml_equals_its_extruded_twin():
     assert plane_error(u2, u3) < 1e-12
 
 
+def test_sub_cell_averaged_tables_equal_the_extruded_ones():
+    """sampling = "average" (subcell.py: s^2 sub-points per point in 2-D, the interface normal
+    fitted in x, y) on a disc that cuts elements, and an averaged table with poles."""
+    extra = {"material": {
+        "disc": {"where": "0.16 - (x-0.9)**2 - (y-0.7)**2", "epsilon": "3 + x", "mu": 1.4, "sampling": "average"},
+        "shell": {"where": "0.05 - (x-1.5)**2 - (y-1.0)**2", "epsilon": 2.0, "sampling": "average",
+                  "poles": POLES[:1]}}}
+    u2, u3, (s2, s3) = run_both(quads(deform_xy), extra)
+    eps2, eps3 = s2.medium.epsilon, s3.medium.epsilon  # (3, E, nz, n, n): the diagonal tensors
+    cut = (eps2[0] != eps2[2]) & (eps2[0] > 1)
+    assert cut.any() and np.abs(eps3 - eps2).max() < 1e-12 * eps2.max()  # averaged alike in every k plane
+    assert "dispersion.shell" in [t.name for t in s2.terms] and plane_error(u2, u3) < 1e-12
+
+
 def test_a_current_per_unit_depth_equals_the_extruded_one():
     extra = {"source": {"line": {"type": "current", "lower": [0.5, 0.4, -5.0], "upper": [1.2, 1.0, 5.0],
                                  "Jz": "exp(-((x-0.9)**2 + (y-0.7)**2) / 0.05) * sin(6*t)",
@@ -296,9 +310,7 @@ DIPOLE = {"type": "electric_dipole", "position": [1.0, 0.7, 0.0], "direction": [
     ({"pml": {"sides": ["xmin", "zmax"], "elements": 1}}, r"\[pml\] sides = .*zmax is not a side of a 2-D mesh"),
     ({"discretization": {"volume_form": "galerkin"}}, r"volume_form = \"galerkin\" is not supported on a 2-D mesh"),
     ({"physics": {"bloch_k": [0.5, 0.0, 0.3]}}, r"bloch_k = .* along the z axis, across which the mesh does not wrap"),
-    ({"material": {"rod": {"where": "0.1 - (x-1)**2 - (y-0.7)**2", "epsilon": 2.0, "sampling": "average"}}},
-     r"\[material.rod\] sampling = \"average\" .* not supported on a 2-D mesh"),
-], ids=["dipole", "pml-z", "galerkin", "bloch", "average"])
+], ids=["dipole", "pml-z", "galerkin", "bloch"])
 def test_what_2d_does_not_have_is_refused_at_build(extra, match):
     mesh = quads(None) if "bloch_k" not in extra.get("physics", {}) else box_mesh(
         (4, 3), lower=(0, 0), upper=(2.0, 1.5), periodic=(True, False))

@@ -197,7 +197,7 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
             if t.sampling != "average":  # (averaged below, from the sub-points)
                 out[key] = np.where(mask, v, out[key])
         if found is None and t.sampling == "average":
-            out, problem = subcell.average(t, out, mesh, coords, shape[1] - 1, table_level(t, mesh, source),
+            out, problem = subcell.average(t, out, mesh, coords, shape[-1] - 1, table_level(t, mesh, source),
                                            PROPERTY_RANGES)
             if problem is not None:
                 found = (i, 0, problem[0], f"{source}: [material.{t.name}] {problem[1]} is {show_value(problem[2])} at "
@@ -214,7 +214,7 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
     touched = allreduce(comm, touched, "max") if listed else touched
     for i, t in enumerate(listed):  # an averaged film between the points: its sub-cell shares (every rank alike)
         if not touched[i] and t.sampling == "average":
-            share = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source))
+            share = subcell.shares(mesh, coords, shape[-1] - 1, table_level(t, mesh, source))
             touched[i] = allreduce(comm, int(share.any()), "max")
     check_applies(listed, touched, source, comm)
     return out
@@ -248,7 +248,7 @@ def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "c
     which would pick a side by its last bit), as where = 0 has none with "point"."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
-    shares = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) if shares is None else shares
+    shares = subcell.shares(mesh, coords, shape[-1] - 1, table_level(t, mesh, source)) if shares is None else shares
     return shares > 0.5 + 1e-9
 
 

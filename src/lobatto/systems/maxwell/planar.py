@@ -2,7 +2,7 @@
 depth) does not have yet: each is refused when the system is built, with an InputError naming
 the key (issue 34; docs/electromagnetics.md, "2-D"). Built in 2-D: PEC/PMC/absorbing/periodic
 sides, both fluxes, the split and chain volume forms, per-point and diagonal eps, mu,
-conductivity, dispersive poles, currents ([source] type = "current", per unit depth), plane
+conductivity (sampled or sub-cell averaged), dispersive poles, currents ([source] type = "current", per unit depth), plane
 waves (TF/SF) travelling in the xy plane, Bloch wraps along x or y and a [pml] on x and y
 sides. The far field refuses itself (far_field.py); the DFT planes and other
 monitors are the monitors' own."""
@@ -34,11 +34,6 @@ def check_case(case, mesh, where: str = "case") -> None:
     if case.tables.get("port") or case.tables.get("ports") is not None:
         raise InputError(f"{where}: [port.<name>] and [ports] (waveguide ports) are not supported{TAIL}")
     check_system(mesh, case.discretization.volume_form, where)
-    tables = case.tables.get("material")
-    for t in (tables.tables if tables is not None else ()):
-        if t.sampling == "average":
-            raise InputError(f"{where}: [material.{t.name}] sampling = \"average\" (sub-cell averaging) is not "
-                             f"supported{TAIL}; use sampling = \"point\" or \"element\"")
 
 
 def check_system(mesh, volume_form: str, where: str = "case") -> None:
