@@ -118,6 +118,34 @@ def test_compiled_kernels_equal_the_reference_on_random_2d_data(deform, split):
     assert np.abs(uu[:, 2:9] - (u + 0.37 * r_want)[:, 2:9]).max() <= 1e-13 * np.abs(u).max()
 
 
+@pytest.mark.parametrize("diagonal", [False, True], ids=["isotropic", "diagonal"])
+def test_the_compiled_medium_kernels_equal_the_reference_on_random_2d_data(diagonal):
+    """maxwell_rhs_materials / maxwell_stage_materials (a medium per point: 1/eps, 1/mu,
+    sigma/eps and the face coefficients) on curved quads, random fields and sums."""
+    import lobatto.systems.maxwell.materials  # noqa: F401  (registers the reference)
+
+    mesh = quads(deform_xy)
+    rng = np.random.default_rng(3)
+    shape = (mesh.num_elements, 1, ORDER + 1, ORDER + 1)
+    lead = (3,) if diagonal else ()
+    fields = {"epsilon": rng.uniform(1, 3, lead + shape), "mu": rng.uniform(1, 2, lead + shape),
+              "sigma": rng.uniform(0, 0.5, shape)}
+    system = MaxwellSystem(mesh, ORDER, CpuBackend(), material=fields)
+    medium, g = system.medium, system.device_geometry
+    assert medium.anisotropic == diagonal and medium.stage_kernel is not None
+    u, sums = rng.standard_normal((6,) + system.trace_buffer.shape[1:2] + shape[1:]), rng.standard_normal(
+        system.trace_buffer.shape)
+    reference = NumpyBackend().kernel("maxwell_rhs_materials", order=ORDER, dim=2)
+    want = reference(u, sums, g, np.zeros_like(u), medium.arrays, 1.0)
+    got = medium.kernel(u, sums, g, np.zeros_like(u), medium.arrays, 1.0)
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+    res0 = rng.standard_normal(u.shape)
+    uu, rr = u.copy(), res0.copy()
+    medium.stage_kernel(uu, rr, sums, g, medium.arrays, 1.0, -0.4, 0.37, 0.01)
+    assert np.abs(rr - (-0.4 * res0 + 0.01 * want)).max() <= 1e-13 * np.abs(res0).max()
+    assert np.abs(uu - (u + 0.37 * rr)).max() <= 1e-13 * np.abs(u).max()
+
+
 def test_the_single_precision_2d_build_agrees_with_the_reference():
     mesh = quads(deform_xy)
     g = MaxwellSystem(mesh, ORDER, NumpyBackend()).device_geometry
