@@ -109,10 +109,10 @@ def set_up(medium, system, fields, shape, comm) -> None:
                           for j, k in enumerate(("flux_a", "flux_b", "flux_c", "flux_d"))})
     if backend.name in ("cuda", "cpu"):  # the tuned kernels read the coefficients as one array
         medium.arrays["flux_coefficients"] = to_dev(coefficients)
-    medium.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+    medium.kernel = backend.kernel("maxwell_rhs_materials", order=order, dim=system.mesh.dim)
     medium.stage_kernel = None
     if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
-        medium.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
+        medium.stage_kernel = backend.kernel("maxwell_stage_materials", order=order, dim=system.mesh.dim)
 
 
 __all__ = ["by_component", "face_impedances", "flux_coefficients", "is_anisotropic", "set_up", "wave_speed"]

@@ -36,6 +36,7 @@ import numpy as np
 
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors, rank_and_size
+from lobatto.mesh.topology import element_shape
 from lobatto.systems.maxwell import subcell
 from lobatto.systems.maxwell.dispersion_fit import AUX_PER_POLE
 from lobatto.systems.maxwell.dispersion_tables import Dispersion, parse_dispersion
@@ -86,7 +87,7 @@ class DispersiveTerm(StageTerm):
                                for axis in "xyz")
         self.setup_storage(system, elements)
         backend, m = system.backend, self.count
-        shape = (m,) + (system.order + 1,) * 3
+        shape = (m,) + element_shape(system.mesh.dim, system.order)
         # w: None where the table covers the whole element (all of them); eps_inf: number, per
         # point (m, n, n, n) or per component and point (3, m, n, n, n): a diagonal medium
         self.weight = None if weight is None else backend.asarray(np.ascontiguousarray(weight, dtype=np.float64))

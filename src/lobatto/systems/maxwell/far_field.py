@@ -135,6 +135,9 @@ class FarFieldMonitor(DftMonitor):
         if tuple(system.field_names[:6]) != FIELDS or not hasattr(system, "epsilon"):
             raise InputError(f"{where}: {WHERE} needs the electromagnetic fields {', '.join(FIELDS)} "
                              f"(equations = \"{system.name}\" does not have them)")
+        if system.mesh.dim == 2:  # the 2-D transform (a contour, the 2-D Green's function) is not built
+            raise InputError(f"{where}: {WHERE} is not supported on a 2-D mesh yet (the near-to-far transform is "
+                             "3-D's: a closed surface and 1/r)")
         self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
         self.region_fields = list(range(6))
         self.epsilon, self.mu = float(system.epsilon), float(system.mu)

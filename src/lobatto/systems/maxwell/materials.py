@@ -41,6 +41,7 @@ from lobatto.config.expressions import compile_expression
 from lobatto.config.ranges import LARGE, SMALL, Range, check_number, show_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors
+from lobatto.mesh.topology import element_shape
 from lobatto.systems.dg import add_to_faces, element_range, face_values
 from lobatto.systems.maxwell import anisotropy, subcell
 from lobatto.systems.maxwell.dispersion_tables import parse_dispersion
@@ -196,7 +197,7 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
             if t.sampling != "average":  # (averaged below, from the sub-points)
                 out[key] = np.where(mask, v, out[key])
         if found is None and t.sampling == "average":
-            out, problem = subcell.average(t, out, mesh, coords, shape[1] - 1, table_level(t, mesh, source),
+            out, problem = subcell.average(t, out, mesh, coords, shape[-1] - 1, table_level(t, mesh, source),
                                            PROPERTY_RANGES)
             if problem is not None:
                 found = (i, 0, problem[0], f"{source}: [material.{t.name}] {problem[1]} is {show_value(problem[2])} at "
@@ -213,7 +214,7 @@ def material_fields(tables: MaterialTables | None, background: Mapping, mesh, co
     touched = allreduce(comm, touched, "max") if listed else touched
     for i, t in enumerate(listed):  # an averaged film between the points: its sub-cell shares (every rank alike)
         if not touched[i] and t.sampling == "average":
-            share = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source))
+            share = subcell.shares(mesh, coords, shape[-1] - 1, table_level(t, mesh, source))
             touched[i] = allreduce(comm, int(share.any()), "max")
     check_applies(listed, touched, source, comm)
     return out
@@ -247,7 +248,7 @@ def pole_mask(t: MaterialTable, mesh, coords, centroids, shape, source: str = "c
     which would pick a side by its last bit), as where = 0 has none with "point"."""
     if t.sampling != "average":
         return table_mask(t, mesh, coords, centroids, shape, source)
-    shares = subcell.shares(mesh, coords, shape[1] - 1, table_level(t, mesh, source)) if shares is None else shares
+    shares = subcell.shares(mesh, coords, shape[-1] - 1, table_level(t, mesh, source)) if shares is None else shares
     return shares > 0.5 + 1e-9
 
 
@@ -274,7 +275,7 @@ class HeterogeneousMedium:
 
     def __init__(self, system, fields: Mapping, comm=None):
         backend, order = system.backend, system.order
-        shape = (system.num_elements,) + (order + 1,) * 3
+        shape = (system.num_elements,) + element_shape(system.mesh.dim, order)  # (1, n, n) points in 2-D
         self.anisotropic = anisotropy.is_anisotropic(fields)
         self._device = {}  # eps and mu on the device, for the energy (made when first asked)
         if self.anisotropic:  # eps, mu (3,) + shape (anisotropy.py); sigma one value a point
@@ -304,12 +305,12 @@ class HeterogeneousMedium:
         if backend.name in ("cuda", "cpu"):  # the tuned kernels read the four as one array
             self.arrays["flux_coefficients"] = to_dev(np.stack([z_other / total, 1.0 / total, z_own / total,
                                                                z_own * z_other / total]))
-        self.kernel = backend.kernel("maxwell_rhs_materials", order=order)
+        self.kernel = backend.kernel("maxwell_rhs_materials", order=order, dim=system.mesh.dim)
         # the compiled CPU stage (cpu.py; None: the rhs and array operations); LOBATTO_ARRAY_TERMS=1
         # keeps the array stage, as for the stage terms (terms_cpu.py)
         self.stage_kernel = None
         if backend.has_tuned("maxwell_stage_materials") and not array_terms_asked():
-            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order)
+            self.stage_kernel = backend.kernel("maxwell_stage_materials", order=order, dim=system.mesh.dim)
 
     @staticmethod
     def neighbour_impedance(system, z_own: np.ndarray) -> np.ndarray:
@@ -363,7 +364,7 @@ class HeterogeneousMedium:
 
 # ============================================================================== kernels
 @reference_kernel("maxwell_rhs_materials")
-def make_rhs_materials(backend, order):
+def make_rhs_materials(backend, order, dim=3):  # dim: read from the shapes
     """rhs(u, sums, geometry, out, material, alpha, elements=None): du/dt with per-point
     eps, mu, sigma (``HeterogeneousMedium.arrays``); only ``elements`` when given."""
     xp = backend.xp

@@ -20,13 +20,12 @@ AXES = "xyz"
 
 
 def periodic_translations(system, comm=None, where: str = "case") -> np.ndarray:
-    """(3, E, 6, n, n) host float64, the trace buffer's layout: d = x - x' at each face point x
+    """(3, E, faces, a, b) host float64, the trace buffer's layout: d = x - x' at each face point x
     whose partner x' is a periodic image (the partner seen from x lies at x - d, so a Bloch
     field there is u(x') e^{i k . d}); 0 at interior partners and boundary points. A face
     point with more than one partner (a non-conforming mesh) is an error (collective)."""
-    n, count = system.order + 1, system.num_elements
     own = face_values(np, np.asarray(system.geometry.coords, dtype=np.float64), system.order)
-    size = count * 6 * n * n
+    size = own[0].size  # E * faces * face points (four edges of 1 x n points in 2-D)
     data = system.backend.asarray(np.concatenate([own.reshape(3, size), np.ones((1, size))]))
     system.exchange.apply(data, "sum")
     host = np.asarray(system.backend.to_host(data), dtype=np.float64).reshape((4,) + own.shape[1:])

@@ -92,6 +92,7 @@ class PmlSpec:
     reflection: float | None
     sigma_max: float | None
     alpha: float | None
+    all_sides: bool = False  # sides = "all": a 2-D mesh's four (no z layers there)
 
     def to_dict(self) -> dict:
         out = {"sides": list(self.sides), "grading_order": self.grading_order}
@@ -107,7 +108,8 @@ def parse_pml(ctx, table) -> PmlSpec:
         raise ctx.error(f"[pml] must be a table (sides, elements or thickness, ...), got {show(table)}")
     PML.check(ctx, table)
     sides = table.get("sides", PML["sides"].default)
-    if sides == "all":
+    all_sides = sides == "all"
+    if all_sides:
         sides = SIDES
     expected = 'a list of distinct box sides (xmin, xmax, ymin, ymax, zmin, zmax) or "all"'
     if (not isinstance(sides, (list, tuple)) or not sides or not all(isinstance(s, str) for s in sides)
@@ -134,7 +136,21 @@ def parse_pml(ctx, table) -> PmlSpec:
     if reflection is None and sigma_max is None:
         reflection = DEFAULT_REFLECTION
     alpha = get(PML_KEYS["alpha"])
-    return PmlSpec(tuple(sides), elements, thickness, float(order), reflection, sigma_max, alpha)
+    return PmlSpec(tuple(sides), elements, thickness, float(order), reflection, sigma_max, alpha, all_sides)
+
+
+def mesh_sides(spec: PmlSpec, mesh, where: str = "case") -> tuple:
+    """The sides lined on this mesh: on a 2-D mesh (z-invariant fields, no z faces) "all" is
+    xmin..ymax and a z side is refused."""
+    if mesh.dim == 3:
+        return spec.sides
+    if spec.all_sides:
+        return SIDES[:4]
+    z = [s for s in spec.sides if s in SIDES[4:]]
+    if z:
+        raise InputError(f"{where}: [pml] sides = {list(spec.sides)}: {z[0]} is not a side of a 2-D mesh (its fields "
+                         "do not vary along z); line x and y sides only")
+    return spec.sides
 
 
 # ============================================================================= the layer
@@ -155,7 +171,7 @@ def layer_profile(system, spec: PmlSpec, comm=None, where: str = "case"):
     in_layer = np.zeros(count, dtype=bool)
     depth_total = np.zeros(3)
     sides = {}
-    for side in spec.sides:
+    for side in mesh_sides(spec, mesh, where):
         axis, upper = SIDES.index(side) // 2, side.endswith("max")
         plane = high[axis] if upper else low[axis]
         # distance from the face, per point (inward positive)
@@ -183,7 +199,7 @@ def layer_profile(system, spec: PmlSpec, comm=None, where: str = "case"):
         sides[side] = {"depth": depth, "axis": axis, "distance": distance, "near": near}
         in_layer |= near
     extent = high - low
-    for axis in range(3):
+    for axis in range(mesh.dim):  # (a 2-D mesh has no z extent, and no z layers)
         if depth_total[axis] >= extent[axis] - tol:
             raise InputError(f"{where}: [pml] the layers along {'xyz'[axis]} are {depth_total[axis]:.6g} deep in all, "
                              f"which fills the domain ({extent[axis]:.6g} wide); leave an interior")
@@ -210,9 +226,9 @@ def layer_profile(system, spec: PmlSpec, comm=None, where: str = "case"):
 def _check_boundary(system, side, axis, plane, tol, comm, where) -> None:
     """The side must be a boundary of the mesh (not periodic): some boundary face lies on it."""
     coords = system.geometry.coords
-    boundary = system.mesh.face_neighbour < 0  # (E, 6)
+    boundary = system.mesh.face_neighbour < 0  # (E, faces): 6, or a 2-D mesh's 4 edges
     found = 0
-    for face in range(6):
+    for face in range(system.mesh.num_faces):
         elements = np.nonzero(boundary[:, face])[0]
         if not elements.size:
             continue

@@ -24,7 +24,7 @@ def cross(xp, a, b):
 
 
 @reference_kernel("maxwell_traces")
-def make_traces(backend, order):
+def make_traces(backend, order, dim=3):  # dim: read from the shapes
     xp = backend.xp
 
     def traces(u, normals, out):
@@ -37,7 +37,7 @@ def make_traces(backend, order):
 
 
 @reference_kernel("maxwell_rhs")
-def make_rhs(backend, order):
+def make_rhs(backend, order, dim=3):  # dim: read from the shapes
     xp = backend.xp
 
     @over_elements

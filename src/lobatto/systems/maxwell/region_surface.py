@@ -11,6 +11,7 @@ import numpy as np
 
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
+from lobatto.mesh.topology import face_shape
 from lobatto.systems.dg import face_values
 
 #: no element (larger than every global element number): the neutral value of a min-reduction
@@ -31,6 +32,9 @@ def elements_in_box(system, lower, upper, comm=None, what: str = "the box", wher
     is an error naming the element (collective)."""
     x = system.geometry.coords.reshape(3, system.num_elements, -1)
     lo, up = (np.array(v, dtype=float)[:, None, None] for v in (lower, upper))
+    if system.mesh.dim == 2:  # z-invariant: the box is a rectangle in x, y (its z range is not read)
+        lo, up = lo[:2], up[:2]
+        x = x[:2]
     tol = 1e-9 * max(1.0, float(np.max(np.abs(np.concatenate([lo, up])))))
     within = np.all((x >= lo - tol) & (x <= up + tol), axis=0)  # (E, points)
     strictly = np.all((x > lo + tol) & (x < up - tol), axis=0)
@@ -45,11 +49,11 @@ def elements_in_box(system, lower, upper, comm=None, what: str = "the box", wher
 
 
 def surface_signs(system, inside: np.ndarray) -> np.ndarray:
-    """(E, 6) +1 on faces of total-field elements whose neighbour is outside, -1 on faces of
+    """(E, faces) +1 on faces of total-field elements whose neighbour is outside, -1 on faces of
     outside elements whose neighbour is inside, 0 elsewhere (boundary faces included): one
     gather–scatter sum of the flag and of ones, so neighbours on other ranks count too."""
-    n = system.order + 1
-    own = np.broadcast_to(inside.astype(float)[:, None, None, None], (system.num_elements, 6, n, n))
+    shape = (system.num_elements, system.mesh.num_faces) + face_shape(system.mesh.dim, system.order)
+    own = np.broadcast_to(inside.astype(float)[:, None, None, None], shape)
     data = system.backend.asarray(np.stack([own.reshape(-1), np.ones(own.size)]))
     system.exchange.apply(data, "sum")
     total, count = (np.asarray(system.backend.to_host(data[i]), dtype=float).reshape(own.shape) for i in range(2))

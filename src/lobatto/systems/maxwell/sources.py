@@ -38,6 +38,7 @@ from lobatto.config.toolkit import Table, choice, key_value, show
 from lobatto.errors import InputError
 from lobatto.mesh.locate import candidates, element_boxes, newton, tensor_weights
 from lobatto.machine.parallel import allreduce, collective_errors
+from lobatto.mesh.topology import element_shape
 from lobatto.systems.maxwell.waveforms import AMPLITUDE, DIRECTION, WAVEFORM_KEYS, WAVEFORMS, check_waveform, waveform_value
 
 SOURCE_TYPES = ("current", "electric_dipole", "magnetic_dipole", "plane_wave")  # plane_wave: tfsf.py
@@ -173,6 +174,9 @@ class MaxwellSources:
                     currents.append((spec, on))
                     elements.append(on)
                 continue
+            if system.mesh.dim == 2:  # a point source would be a line source per unit depth: not built
+                raise InputError(f"{where}: [source.{spec.name}] type = {spec.type!r} is not supported on a 2-D mesh "
+                                 "yet; a 2-D case takes type = \"current\" (a current per unit depth)")
             v = spec.values
             element, reference, inside = locate_owner(system, np.array(v["position"]), comm)
             if not inside:
@@ -190,7 +194,7 @@ class MaxwellSources:
         magnetic = [d[0].type == "magnetic_dipole" for d in dipoles]
         first = 3 if magnetic and all(magnetic) and not currents else 0
         self.components = slice(first, 6 if any(magnetic) else 3)
-        self.buffer = backend.zeros((self.components.stop - first, m, n, n, n)) if m else None
+        self.buffer = backend.zeros((self.components.stop - first, m) + element_shape(system.mesh.dim, n - 1)) if m else None
         # per-point eps and mu where the system has a heterogeneous medium (materials.py)
         medium = getattr(system, "medium", None)
 

@@ -58,33 +58,46 @@ def sub_coordinates(matrix: np.ndarray, coords: np.ndarray) -> np.ndarray:
     """(3, c, m, m, m): the sub-points of elements ``coords`` (3, c, n, n, n), interpolated one
     axis at a time (m n^3 + m^2 n^2 + m^3 n per element, not the m^3 n^3 of one contraction:
     0.7 s an element at N = 7 before); two-operand einsums, so each element's values do not
-    depend on how many elements a chunk holds (the same bits on any number of ranks)."""
+    depend on how many elements a chunk holds (the same bits on any number of ranks). A 2-D
+    element (3, c, 1, n, n) gives (3, c, 1, m, m): its k axis is not sub-sampled."""
     out = np.einsum("kc,deabc->deabk", matrix, coords)
     out = np.einsum("jb,deabk->deajk", matrix, out)
+    if coords.shape[2] == 1:  # 2-D: z-invariant, one point along t
+        return out
     return np.einsum("ia,deajk->deijk", matrix, out)
 
 
+def _k_axis(thin: bool, n: int, s: int) -> tuple:
+    """(points, sub-points per point) along k: (1, 1) on a 2-D element, else (n, s)."""
+    return (1, 1) if thin else (n, s)
+
+
 def _blocks(q, n, s):
-    """(..., c, n s, n s, n s) -> mean over each point's s^3 sub-points: (..., c, n, n, n)."""
+    """(..., c, n s, n s, n s) -> mean over each point's s^3 sub-points: (..., c, n, n, n)
+    (a 2-D (..., c, 1, n s, n s): its s^2, to (..., c, 1, n, n))."""
     lead = q.shape[:-3]
-    return q.reshape(lead + (n, s, n, s, n, s)).mean(axis=(-5, -3, -1))
+    nk, sk = _k_axis(q.shape[-3] == 1, n, s)
+    return q.reshape(lead + (nk, sk, n, s, n, s)).mean(axis=(-5, -3, -1))
 
 
 def _by_point(q, n, s):
-    """(..., c, n s, n s, n s) -> (..., c, n, n, n, s^3): each point's sub-points last."""
+    """(..., c, n s, n s, n s) -> (..., c, n, n, n, s^3): each point's sub-points last (a 2-D
+    (..., c, 1, n s, n s) -> (..., c, 1, n, n, s^2))."""
     lead = q.shape[:-3]
-    q = q.reshape(lead + (n, s, n, s, n, s))
+    nk, sk = _k_axis(q.shape[-3] == 1, n, s)
+    q = q.reshape(lead + (nk, sk, n, s, n, s))
     k = len(lead)
     q = q.transpose(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3, k + 5))
-    return q.reshape(lead + (n, n, n, s**3))
+    return q.reshape(lead + (nk, n, n, sk * s * s))
 
 
 def _from_point(q, n, s):
     """The inverse of _by_point."""
     lead = q.shape[:-4]
     k = len(lead)
-    q = q.reshape(lead + (n, n, n, s, s, s)).transpose(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2, k + 5))
-    return q.reshape(lead + (n * s,) * 3)
+    nk, sk = _k_axis(q.shape[-4] == 1, n, s)
+    q = q.reshape(lead + (nk, n, n, sk, s, s)).transpose(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2, k + 5))
+    return q.reshape(lead + (nk * sk, n * s, n * s))
 
 
 def membership(phi, xs, n, s) -> tuple:
@@ -94,14 +107,17 @@ def membership(phi, xs, n, s) -> tuple:
     normal to an axis, a linear estimate otherwise (module docstring). Where phi is constant
     over a point's volume (g = 0: a region table, or no interface), m is phi > 0."""
     p, x = _by_point(phi, n, s), _by_point(xs, n, s)  # (c, n, n, n, S), (3, c, n, n, n, S)
-    d = x - x.mean(axis=-1, keepdims=True)
-    cov = np.einsum("i...s,j...s->...ij", d, d)  # (c, n, n, n, 3, 3)
+    dim = 2 if phi.shape[-3] == 1 else 3  # 2-D: the fit in x, y (z is constant); g_z = 0
+    d = x[:dim] - x[:dim].mean(axis=-1, keepdims=True)
+    cov = np.einsum("i...s,j...s->...ij", d, d)  # (c, n, n, n, dim, dim)
     rhs = np.einsum("i...s,...s->...i", d, p - p.mean(axis=-1, keepdims=True))
-    g = np.linalg.solve(cov, rhs[..., None])[..., 0]  # (c, n, n, n, 3)
-    widths = np.sqrt(12.0 * np.diagonal(cov, axis1=-2, axis2=-1) / s**3 / (s * s - 1.0))
+    g = np.linalg.solve(cov, rhs[..., None])[..., 0]  # (c, n, n, n, dim)
+    widths = np.sqrt(12.0 * np.diagonal(cov, axis1=-2, axis2=-1) / x.shape[-1] / (s * s - 1.0))
     reach = np.sum(np.abs(g) * widths, axis=-1)[..., None]  # phi's change across one sub-box
     soft = np.clip(0.5 + p / np.where(reach > 0, reach, 1.0), 0.0, 1.0)
     m = np.where(reach > 1e-300, soft, (p > 0).astype(np.float64))
+    if dim == 2:
+        g = np.concatenate([g, np.zeros_like(g[..., :1])], axis=-1)
     return _from_point(m, n, s), np.moveaxis(g, -1, 0)
 
 

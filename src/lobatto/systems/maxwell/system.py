@@ -24,7 +24,7 @@ from lobatto.config.ranges import MAGNITUDE
 from lobatto.errors import InputError
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, far_field, reference  # noqa: F401  (register the kernels, [output.far_field])
-from lobatto.systems.maxwell import galerkin
+from lobatto.systems.maxwell import galerkin, planar
 from lobatto.systems.maxwell.bloch import BlochWrap, with_bloch
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
@@ -152,15 +152,20 @@ class MaxwellSystem(FaceExchangeSystem):
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
         self.alpha = FLUX_ALPHA[flux]
+        planar.check_system(mesh, volume_form, source_file)  # what a 2-D mesh refuses (planar.py)
         eps, mu = self.epsilon, self.mu
         self.check_constants("epsilon and mu", wave_speed=lambda: 1.0 / math.sqrt(eps * mu),
                              impedance=lambda: math.sqrt(mu / eps), inverse_impedance=lambda: math.sqrt(eps / mu),
                              inverse_epsilon=lambda: 1.0 / eps, inverse_mu=lambda: 1.0 / mu)
         self.wave_speed = 1.0 / math.sqrt(eps * mu)
         self.setup_faces(mesh, order, backend, geometry, comm, exchange_method, exchange, overlap, volume_form)
-        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
-        self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order)
-        self.stage_kernel = backend.kernel("maxwell_stage", order=self.order) if backend.has_tuned("maxwell_stage") else None
+        if mesh.dim == 2:  # Nek5000's 2-D velocity slot has two components: (Ex, Ey); Ez, H as scalars
+            self.output_layout = (FIELD_NAMES[0:2], None, FIELD_NAMES[2:6])
+        dim = mesh.dim  # every Maxwell kernel is specialised on the mesh's dimension (2: thin k axis)
+        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order, dim=dim)
+        self.rhs_kernel = backend.kernel("maxwell_rhs", order=self.order, dim=dim)
+        self.stage_kernel = (backend.kernel("maxwell_stage", order=self.order, dim=dim)
+                             if backend.has_tuned("maxwell_stage") else None)
         # per-point eps, mu, sigma (materials.py): the reference rhs, no fused or tuned stage
         self.medium = None if material is None else HeterogeneousMedium(self, material, comm)
         if self.medium is not None:
@@ -222,6 +227,7 @@ class MaxwellSystem(FaceExchangeSystem):
 
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
+        planar.check_case(case, mesh, case.source)
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         sources = [s for s in case.tables.get("source", ()) if s.type != "plane_wave"]  # tfsf.py
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,

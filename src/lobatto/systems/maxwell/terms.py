@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.machine.parallel import allreduce
+from lobatto.mesh.topology import element_shape
 
 
 def element_index(elements: np.ndarray, xp):
@@ -61,7 +62,7 @@ class StageTerm:
         self.elements = np.asarray(elements, dtype=np.int64)
         self.index = element_index(self.elements, backend.xp)
         self.device_elements = backend.asarray(self.elements, dtype=np.int64)  # for the CUDA kernels
-        shape = (self.elements.size,) + (system.order + 1,) * 3
+        shape = (self.elements.size,) + element_shape(system.mesh.dim, system.order)
         m = self.elements.size
         self.rate = backend.zeros((6,) + shape) if m else None
         self.aux = backend.zeros((self.aux_count,) + shape) if m and self.aux_count else None
@@ -121,8 +122,8 @@ class StageTerm:
         (zero elsewhere), so that a restart may use other rank counts."""
         if not self.aux_count:
             return {}
-        n = self.system.order + 1
-        full = np.zeros((self.aux_count, self.system.num_elements, n, n, n))
+        points = element_shape(self.system.mesh.dim, self.system.order)
+        full = np.zeros((self.aux_count, self.system.num_elements) + points)
         if self.count:
             full[:, self.elements] = self.backend.to_host(self.aux)
         return {f"{self.name}/aux": full}

@@ -23,6 +23,7 @@ import numpy as np
 from lobatto.backends.base import check_kernel_arrays
 from lobatto.jit import c as cbuild
 from lobatto.jit.c import pointer as _ptr
+from lobatto.mesh.topology import element_shape, face_shape
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "terms.c"
 _VP, _I64, _F64, _INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double, ctypes.c_int
@@ -42,11 +43,15 @@ def _ptr_or_none(a):
 
 
 class TermKernels:
-    """ctypes wrappers of terms.c for one order and precision (see the C source for what each
-    computes); every array is checked (dtype, shape, C order) before its pointer is passed."""
+    """ctypes wrappers of terms.c for one order, mesh dimension and precision (see the C source
+    for what each computes); every array is checked (dtype, shape, C order) before its pointer
+    is passed."""
 
-    def __init__(self, lib, order: int, dtype):
+    def __init__(self, lib, order: int, dtype, dim: int = 3):
         self.lib, self.n, self.dtype = lib, order + 1, np.dtype(dtype)
+        self.points = element_shape(dim, order)  # an element's (k, j, i): (1, n, n) in 2-D
+        self.face_points = face_shape(dim, order)
+        self.faces = 2 * dim
         lib.term_finish.argtypes = [_VP] * 7 + [_I64, _I64, _INT, _INT, _F64, _F64, _F64]
         lib.pml_stage.argtypes = [_VP] * 9 + [_I64, _I64, _F64, _INT, _F64, _F64, _F64]
         lib.dispersive_stage.argtypes = [_VP] * 9 + [_I64, _F64] + [_VP] * 5 + [_INT, _VP, _I64, _I64, _INT, _F64,
@@ -57,12 +62,12 @@ class TermKernels:
 
     def _volume(self, kind, u, residual, elements):
         E = u.shape[1]
-        n = self.n
-        check_kernel_arrays(kind, self.dtype, [(u, (6, E, n, n, n), "u"), (residual, (6, E, n, n, n), "residual")])
+        pts = self.points
+        check_kernel_arrays(kind, self.dtype, [(u, (6, E) + pts, "u"), (residual, (6, E) + pts, "residual")])
         check_kernel_arrays(kind, np.dtype(np.int64), [(elements, elements.shape, "elements")])
         if elements.ndim != 1 or (elements.size and not 0 <= int(elements.min()) <= int(elements.max()) < E):
             raise ValueError(f"{kind}: element ids outside 0..{E - 1}")
-        return E, elements.size, (n, n, n)
+        return E, elements.size, pts
 
     def finish(self, u, residual, rate, aux, aux_residual, aux_rate, elements, fields, a, b, dt):
         """terms.py's StageTerm.finish on the term's compact arrays (fields: 6, 3 or 0)."""
@@ -123,28 +128,28 @@ class TermKernels:
             raise ValueError("dispersive_stage: fold needs a != 0")
         self.lib.dispersive_stage(
             _ptr(u), _ptr(residual), _ptr(rate), _ptr(aux), _ptr(aux_residual), _ptr(aux_rate), _ptr_or_none(weight),
-            _ptr_or_none(stretch), _ptr(minus_inv_eps) if per_point else None, m * self.n**3 if per_component else 0,
+            _ptr_or_none(stretch), _ptr(minus_inv_eps) if per_point else None, m * int(np.prod(self.points)) if per_component else 0,
             0.0 if per_point else float(minus_inv_eps), _ptr(model),
             _ptr(offset), _ptr(c0), _ptr(c1), _ptr(c2), int(P), _ptr(elements), m, E, int(bool(fold)), float(a),
             float(b), float(dt))
 
     def surface(self, u, residual, gain, w, element, face, scale_residual, scale_u):
         """residual (and u, unless None) += scale * gain * w at the surface's face points."""
-        E, n = residual.shape[1], self.n
+        E, pts, fp = residual.shape[1], self.points, self.face_points
         K = element.size
-        check_kernel_arrays("surface_add", self.dtype, [(residual, (6, E, n, n, n), "residual"),
-                                                         (gain, (6, K, n, n), "gain"), (w, (K, n, n), "w")]
-                            + ([] if u is None else [(u, (6, E, n, n, n), "u")]))
+        check_kernel_arrays("surface_add", self.dtype, [(residual, (6, E) + pts, "residual"),
+                                                         (gain, (6, K) + fp, "gain"), (w, (K,) + fp, "w")]
+                            + ([] if u is None else [(u, (6, E) + pts, "u")]))
         check_kernel_arrays("surface_add", np.dtype(np.int64), [(element, (K,), "element"), (face, (K,), "face")])
         if K and not (0 <= int(element.min()) and int(element.max()) < E and 0 <= int(face.min())
-                      and int(face.max()) < 6):
+                      and int(face.max()) < self.faces):
             raise ValueError("surface_add: element or face ids out of range")
         self.lib.surface_add(_ptr_or_none(u), _ptr(residual), _ptr(gain), _ptr(w), _ptr(element), _ptr(face), K, E,
                              float(scale_residual), float(scale_u))
 
 
 def pml_active(sigma: np.ndarray) -> np.ndarray:
-    """(m,) int8: bit d set where sigma_d (sigma: (3, m, n, n, n)) is non-zero on the element."""
+    """(m,) int8: bit d set where sigma_d (sigma: (3, m, nz, n, n)) is non-zero on the element."""
     nonzero = np.any(sigma != 0, axis=(2, 3, 4))  # (3, m)
     return np.ascontiguousarray(sum(nonzero[d].astype(np.int8) << d for d in range(3)), dtype=np.int8)
 
@@ -157,8 +162,9 @@ def term_kernels(system) -> TermKernels | None:
     backend = system.backend
     if backend.name != "cpu" or not backend.uses_tuned or array_terms_asked():  # (the NumPy oracle: array code)
         return None
-    key = (system.order, backend.precision)
+    dim = system.mesh.dim
+    key = (system.order, backend.precision, dim)
     if key not in _cache:
-        lib = cbuild.load(SOURCE, NQ=system.order + 1, REAL=_REAL[backend.precision])
-        _cache[key] = None if lib is None else TermKernels(lib, system.order, backend.precision)
+        lib = cbuild.load(SOURCE, NQ=system.order + 1, DIM=dim, REAL=_REAL[backend.precision])
+        _cache[key] = None if lib is None else TermKernels(lib, system.order, backend.precision, dim)
     return _cache[key]

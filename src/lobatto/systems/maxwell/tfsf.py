@@ -40,6 +40,7 @@ from lobatto.config.ranges import COORDINATES, check_vector, unit_vector
 from lobatto.config.toolkit import Table, choice, key_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
+from lobatto.mesh.topology import face_shape
 from lobatto.systems.dg import add_to_faces, face_values
 from lobatto.systems.maxwell.region_surface import (check_background, elements_in_box, elements_in_region,
                                                    surface_signs)
@@ -244,8 +245,7 @@ class TotalFieldScatteredField(StageTerm):
         self._gain_h = xp.asarray((-n_p - alpha * z * np.cross(normals, n_h, axis=0)) * (scale / system.mu))
         self._delay = xp.asarray(wave.delay(face_values(np, geometry.coords, order)[:, element, face]))
         self._at = (xp.asarray(position), xp.asarray(face))
-        n = order + 1
-        self._faces = system.backend.zeros((6, self.count, 6, n, n))
+        self._faces = system.backend.zeros((6, self.count, system.mesh.num_faces) + face_shape(system.mesh.dim, order))
         # on CUDA: one kernel adds S at the volume points the surface touches, with the
         # waveform evaluated in it (tfsf_cuda.SurfaceAdd), instead of array operations over
         # whole elements; on the fused path it also rewrites those points' traces

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.machine.parallel import allreduce
+from lobatto.mesh.topology import element_shape
 from lobatto.systems.maxwell.terms import StageTerm
 from lobatto.systems.maxwell.terms_cpu import term_kernels
 from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField, backend_host
@@ -72,7 +73,7 @@ class DiscreteIncidentTFSF(StageTerm):
         mine = inside[surface]
         self._analytic_from = index(np.flatnonzero(mine))
         self._analytic_to = index(np.searchsorted(self.elements, surface[mine]))
-        shape = (6, system.num_elements) + (system.order + 1,) * 3
+        shape = (6, system.num_elements) + element_shape(system.mesh.dim, system.order)
         self._v = backend.zeros(shape)  # v on every element: 0 outside the total-field region
         self._lv = backend.zeros(shape)  # L_bg(v)
         self.kernels = None

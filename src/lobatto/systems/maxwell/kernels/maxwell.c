@@ -1,20 +1,22 @@
 /* Compiled CPU kernels of the SEDG Maxwell operator (wrapped by lobatto.systems.maxwell.cpu).
  *
- * Specialised at compile time on the number of GLL points per direction and the
- * floating-point type:
+ * Specialised at compile time on the number of GLL points per direction, the mesh's
+ * dimension and the floating-point type:
  *     cc -O3 -march=native -fno-math-errno -ffp-contract=fast -shared -fPIC -fopenmp \
- *        -DNQ=8 -DREAL=double maxwell.c -o maxwell_nq8_f64.so
+ *        -DNQ=8 -DDIM=3 -DREAL=double maxwell.c -o maxwell_nq8_f64.so
  * so every loop over points has a constant trip count and is unrolled / vectorised.
  *
  * Layouts (C order, n = NQ, axes [k, j, i] with i fastest) -- identical to the NumPy
- * reference in lobatto/systems/maxwell/reference.py, which defines what these compute:
- *     u, residual, out : (6, E, n, n, n)        Ex Ey Ez Hx Hy Hz
- *     traces / sums    : (6, E, 6, n, n)
- *     metrics          : (3, 3, E, n, n, n)     metrics[b, a] = d r_b / d x_a
- *     jacobian         : (E, n, n, n)           J = det(d x / d r)
- *     normals          : (3, E, 6, n, n)
- *     lift             : (E, 6, n, n)
- *     face_factors     : (2, E, 6)
+ * reference in lobatto/systems/maxwell/reference.py, which defines what these compute.
+ * nz = NQZ is n in 3-D and 1 in 2-D (DIM = 2: a thin k axis, z-invariant fields, the
+ * t derivative skipped, NF = 4 edge faces of nz * n points):
+ *     u, residual, out : (6, E, nz, n, n)       Ex Ey Ez Hx Hy Hz
+ *     traces / sums    : (6, E, NF, nz, n)
+ *     metrics          : (3, 3, E, nz, n, n)    metrics[b, a] = d r_b / d x_a
+ *     jacobian         : (E, nz, n, n)          J = det(d x / d r)
+ *     normals          : (3, E, NF, nz, n)
+ *     lift             : (E, NF, nz, n)
+ *     face_factors     : (2, E, NF)
  *     affine           : (E,) int8             1: metrics / normals / lift constant per element (face)
  *     derivative D     : (n, n)                 D[i, l] = h_l'(x_i)
  * Face f's points [a, b] are the volume slice with the normal index fixed
@@ -37,9 +39,19 @@
 #define REAL double
 #endif
 
+#ifndef DIM
+#define DIM 3
+#endif
+#if DIM != 2 && DIM != 3
+#error "DIM must be 2 or 3"
+#endif
+
 #define N1 (NQ - 1)
 #define NQ2 (NQ * NQ)
-#define NQ3 (NQ * NQ * NQ)
+#define NQZ (DIM == 3 ? NQ : 1) /* points along t: one on a 2-D mesh */
+#define NPE (NQZ * NQ2)         /* points per element */
+#define NF (2 * DIM)            /* faces per element */
+#define NFP (NQZ * NQ)          /* points per face */
 
 /* Full unrolling pays up to NQ = 9 and costs (spills, compile time) above it. */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(LOBATTO_NO_UNROLL) && NQ <= 9
@@ -60,6 +72,7 @@ typedef int64_t idx_t;
 
 /* ---- introspection / threads ----------------------------------------------------------- */
 int lobatto_nq(void) { return NQ; }
+int lobatto_dim(void) { return DIM; }
 int lobatto_real_size(void) { return (int)sizeof(REAL); }
 int lobatto_has_openmp(void)
 {
@@ -86,6 +99,14 @@ int lobatto_get_max_threads(void)
 #endif
 }
 
+/* The t term of the chain rule d/dx_a = sum_b m[b][a] d/dr_b: none on a 2-D mesh (the fields
+ * are z-invariant; metrics[b][2] = 0 for b < 2 there, so d/dz of any field is 0). */
+#if DIM == 3
+#define PD_T(m, f, a) + m[2][a] * g[f][2][i]
+#else
+#define PD_T(m, f, a)
+#endif
+
 /* Volume index of face point (a, b) of face f: off[f] + a * sa[f] + b * sb[f]. */
 static const int FACE_OFF[6] = {0, N1, 0, N1 * NQ, 0, N1 * NQ2};
 static const int FACE_SA[6] = {NQ2, NQ2, NQ2, NQ2, NQ, NQ};
@@ -95,19 +116,19 @@ static const int FACE_SB[6] = {NQ, NQ, 1, 1, 1, 1};
 void maxwell_traces(const REAL *restrict u, const REAL *restrict normals, REAL *restrict out,
                     idx_t E)
 {
-    const idx_t fs = E * NQ3;      /* field stride of u */
-    const idx_t ts = E * 6 * NQ2;  /* field stride of traces and normals */
+    const idx_t fs = E * NPE;      /* field stride of u */
+    const idx_t ts = E * NF * NFP;  /* field stride of traces and normals */
     OMP_PARALLEL
     {
         OMP_FOR
         for (idx_t e = 0; e < E; ++e) {
-            const REAL *ue = u + e * NQ3;
-            for (int f = 0; f < 6; ++f) {
-                const idx_t fo = (e * 6 + f) * NQ2;
+            const REAL *ue = u + e * NPE;
+            for (int f = 0; f < NF; ++f) {
+                const idx_t fo = (e * NF + f) * NFP;
                 const REAL *n0 = normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
                 REAL *o = out + fo;
                 const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
-                for (int a = 0; a < NQ; ++a) {
+                for (int a = 0; a < NQZ; ++a) {
                     UNROLL
                     for (int b = 0; b < NQ; ++b) {
                         const int p = a * NQ + b;
@@ -129,7 +150,7 @@ void maxwell_traces(const REAL *restrict u, const REAL *restrict normals, REAL *
 }
 
 /* ---- the operator on one element -------------------------------------------------------
- * r: output with field stride rs (rs = NQ3 for a per-element buffer, E*NQ3 for the global
+ * r: output with field stride rs (rs = NPE for a per-element buffer, E*NPE for the global
  * out array, already offset to element e).  Dt[l][i] = D[i][l].
  */
 typedef struct {
@@ -149,19 +170,19 @@ typedef struct {
 static inline void element_flux_medium(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
 {
     const idx_t E = c->E;
-    const idx_t ts = E * 6 * NQ2;
+    const idx_t ts = E * NF * NFP;
     const REAL alpha = c->alpha;
     const int cst = c->affine[e] != 0;
-    for (int f = 0; f < 6; ++f) {
-        const idx_t fo = (e * 6 + f) * NQ2;
-        const REAL fe = c->factors[e * 6 + f], fh = c->factors[(E + e) * 6 + f];
+    for (int f = 0; f < NF; ++f) {
+        const idx_t fo = (e * NF + f) * NFP;
+        const REAL fe = c->factors[e * NF + f], fh = c->factors[(E + e) * NF + f];
         const REAL *s = c->sums + fo;
         const REAL *n0 = c->normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
         const REAL *lf = c->lift + fo;
         const REAL *ka = c->medium_flux + fo, *kb = ka + ts, *kc = kb + ts, *kd = kc + ts;
         const idx_t cs = c->flux_cs;
         const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
-        for (int a = 0; a < NQ; ++a) {
+        for (int a = 0; a < NQZ; ++a) {
             for (int b = 0; b < NQ; ++b) {
                 const int p = a * NQ + b, q = cst ? 0 : p;
                 const idx_t v = off + a * sa + b * sb;
@@ -212,15 +233,16 @@ static void setup_ctx(ctx_t *c, const REAL *u, const REAL *sums, const REAL *met
 static inline void add_conservative_curl(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs, REAL he,
                                          REAL hm)
 {
-    const idx_t fs = c->E * NQ3;
-    const REAL *ue = c->u + e * NQ3, *je = c->jacobian + e * NQ3, *me = c->metrics + e * NQ3;
+    const idx_t fs = c->E * NPE;
+    const REAL *ue = c->u + e * NPE, *je = c->jacobian + e * NPE, *me = c->metrics + e * NPE;
     static const int STEP[3] = {1, NQ, NQ2};        /* along r, s, t */
     static const int OUTER[3] = {NQ2, NQ2, NQ};     /* the two other directions' strides */
     static const int INNER[3] = {NQ, 1, 1};
-    for (int b = 0; b < 3; ++b) {
+    for (int b = 0; b < DIM; ++b) { /* in 2-D no t lines: d/dt of a z-invariant field is 0 */
         const int st = STEP[b];
         const REAL *m0 = me + (b * 3) * fs, *m1 = m0 + fs, *m2 = m1 + fs;
-        for (int x = 0; x < NQ; ++x) {
+        const int nx = b == 2 ? NQ : NQZ; /* the outer direction: t for lines along r and s */
+        for (int x = 0; x < nx; ++x) {
             for (int y = 0; y < NQ; ++y) {
                 const int o = x * OUTER[b] + y * INNER[b];
                 REAL q[6][NQ];
@@ -262,13 +284,13 @@ static inline void add_conservative_curl(const ctx_t *restrict c, idx_t e, REAL 
 static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict r, idx_t rs)
 {
     const idx_t E = c->E;
-    const idx_t fs = E * NQ3;
-    const REAL *ue = c->u + e * NQ3;
+    const idx_t fs = E * NPE;
+    const REAL *ue = c->u + e * NPE;
     const REAL ie = c->inv_eps, im = c->inv_mu;
     const int affine = c->affine[e] != 0;
     const int split = !affine && c->split;
-    const idx_t ms = E * NQ3; /* stride between metric components */
-    const REAL *me = c->metrics + e * NQ3;
+    const idx_t ms = E * NPE; /* stride between metric components */
+    const REAL *me = c->metrics + e * NPE;
     REAL mc[3][3];
     if (affine)
         for (int b = 0; b < 3; ++b)
@@ -276,33 +298,45 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
 
     /* Volume: curl by the 18 reference derivatives and the chain rule, row by row (on a
      * curved element half of it, the split curl's chain-rule half). */
-    for (int k = 0; k < NQ; ++k) {
+    for (int k = 0; k < NQZ; ++k) {
         for (int j = 0; j < NQ; ++j) {
-            REAL g[6][3][NQ];
+            REAL g[6][DIM][NQ];
             const int row = (k * NQ + j) * NQ;
             for (int f = 0; f < 6; ++f) {
                 const REAL *uf = ue + f * fs;
-                REAL gr[NQ], gs[NQ], gt[NQ];
+                REAL gr[NQ], gs[NQ];
                 UNROLL
-                for (int i = 0; i < NQ; ++i) gr[i] = gs[i] = gt[i] = 0;
+                for (int i = 0; i < NQ; ++i) gr[i] = gs[i] = 0;
+#if DIM == 3
+                REAL gt[NQ];
+                UNROLL
+                for (int i = 0; i < NQ; ++i) gt[i] = 0;
+#endif
                 UNROLL
                 for (int l = 0; l < NQ; ++l) {
                     const REAL ul = uf[row + l];
-                    const REAL ds = c->D[j][l], dt = c->D[k][l];
+                    const REAL ds = c->D[j][l];
                     const REAL *us = uf + (k * NQ + l) * NQ;
+#if DIM == 3
+                    const REAL dt = c->D[k][l];
                     const REAL *ut = uf + (l * NQ + j) * NQ;
+#endif
                     UNROLL
                     for (int i = 0; i < NQ; ++i) {
                         gr[i] += c->Dt[l][i] * ul;
                         gs[i] += ds * us[i];
+#if DIM == 3
                         gt[i] += dt * ut[i];
+#endif
                     }
                 }
                 UNROLL
                 for (int i = 0; i < NQ; ++i) {
                     g[f][0][i] = gr[i];
                     g[f][1][i] = gs[i];
+#if DIM == 3
                     g[f][2][i] = gt[i];
+#endif
                 }
             }
             REAL *r0 = r + row, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs, *r4 = r3 + rs, *r5 = r4 + rs;
@@ -310,7 +344,7 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
                 UNROLL
                 for (int i = 0; i < NQ; ++i) {
                     /* d/dx_a of field f = sum_b m[b][a] g[f][b] */
-#define PD(f, a) (mc[0][a] * g[f][0][i] + mc[1][a] * g[f][1][i] + mc[2][a] * g[f][2][i])
+#define PD(f, a) (mc[0][a] * g[f][0][i] + mc[1][a] * g[f][1][i] PD_T(mc, f, a))
                     r0[i] = (PD(5, 1) - PD(4, 2)) * ie;
                     r1[i] = (PD(3, 2) - PD(5, 0)) * ie;
                     r2[i] = (PD(4, 0) - PD(3, 1)) * ie;
@@ -328,7 +362,7 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
                     REAL m[3][3];
                     for (int b = 0; b < 3; ++b)
                         for (int a = 0; a < 3; ++a) m[b][a] = mp[(b * 3 + a) * ms + i];
-#define PD(f, a) (m[0][a] * g[f][0][i] + m[1][a] * g[f][1][i] + m[2][a] * g[f][2][i])
+#define PD(f, a) (m[0][a] * g[f][0][i] + m[1][a] * g[f][1][i] PD_T(m, f, a))
                     r0[i] = (PD(5, 1) - PD(4, 2)) * hie;
                     r1[i] = (PD(3, 2) - PD(5, 0)) * hie;
                     r2[i] = (PD(4, 0) - PD(3, 1)) * hie;
@@ -347,17 +381,17 @@ static inline void element_rhs(const ctx_t *restrict c, idx_t e, REAL *restrict 
         return;
     }
     /* Surface: r += lift * F at the face points (boundary ghost factors on the sums). */
-    const idx_t ts = E * 6 * NQ2;
+    const idx_t ts = E * NF * NFP;
     const REAL ae = c->ae, ah = c->ah, half = (REAL)0.5;
-    for (int f = 0; f < 6; ++f) {
-        const idx_t fo = (e * 6 + f) * NQ2;
-        const REAL fe = c->factors[e * 6 + f], fh = c->factors[(E + e) * 6 + f];
+    for (int f = 0; f < NF; ++f) {
+        const idx_t fo = (e * NF + f) * NFP;
+        const REAL fe = c->factors[e * NF + f], fh = c->factors[(E + e) * NF + f];
         const REAL *s = c->sums + fo;
         const REAL *n0 = c->normals + fo, *n1 = n0 + ts, *n2 = n1 + ts;
         const REAL *lf = c->lift + fo;
         const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
         const int cst = affine; /* normals and lift constant on an affine element's face */
-        for (int a = 0; a < NQ; ++a) {
+        for (int a = 0; a < NQZ; ++a) {
             UNROLL
             for (int b = 0; b < NQ; ++b) {
                 const int p = a * NQ + b, q = cst ? 0 : p;
@@ -388,7 +422,7 @@ void maxwell_rhs(const REAL *u, const REAL *sums, const REAL *metrics, const REA
     OMP_PARALLEL
     {
         OMP_FOR
-        for (idx_t e = first; e < stop; ++e) element_rhs(&c, e, out + e * NQ3, E * NQ3);
+        for (idx_t e = first; e < stop; ++e) element_rhs(&c, e, out + e * NPE, E * NPE);
     }
 }
 
@@ -407,16 +441,16 @@ void maxwell_rhs_medium(const REAL *u, const REAL *sums, const REAL *metrics, co
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
     c.split = split;
     c.medium_flux = flux;
-    c.flux_cs = cs ? 4 * E * 6 * NQ2 : 0;
-    const idx_t fs = E * NQ3;
+    c.flux_cs = cs ? 4 * E * NF * NFP : 0;
+    const idx_t fs = E * NPE;
     OMP_PARALLEL
     {
         OMP_FOR
         for (idx_t e = first; e < stop; ++e) {
-            REAL *r = out + e * NQ3;
+            REAL *r = out + e * NPE;
             element_rhs(&c, e, r, fs);
-            const idx_t o = e * NQ3;
-            for (int p = 0; p < NQ3; ++p) {
+            const idx_t o = e * NPE;
+            for (int p = 0; p < NPE; ++p) {
                 for (int k = 0; k < 3; ++k) {
                     const REAL se = sigma_eps ? sigma_eps[k * cs + o + p] : (REAL)0;
                     r[k * fs + p] = r[k * fs + p] * inv_eps[k * cs + o + p] - se * u[k * fs + o + p];
@@ -441,12 +475,12 @@ int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, eps, mu, alpha);
     c.split = split;
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
-    const idx_t fs = E * NQ3;
+    const idx_t fs = E * NPE;
     int failed = 0;
     OMP_PARALLEL
     {
         REAL *buf = NULL;
-        if (posix_memalign((void **)&buf, 64, 6 * NQ3 * sizeof(REAL)) != 0) buf = NULL;
+        if (posix_memalign((void **)&buf, 64, 6 * NPE * sizeof(REAL)) != 0) buf = NULL;
         if (!buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -456,18 +490,18 @@ int maxwell_stage(REAL *u, REAL *residual, const REAL *sums, const REAL *metrics
         OMP_FOR
         for (idx_t e = first; e < stop; ++e) {
             if (!buf) continue;
-            element_rhs(&c, e, buf, NQ3);
+            element_rhs(&c, e, buf, NPE);
             for (int f = 0; f < 6; ++f) {
-                REAL *uf = u + f * fs + e * NQ3, *rf = residual + f * fs + e * NQ3;
-                const REAL *bf = buf + f * NQ3;
+                REAL *uf = u + f * fs + e * NPE, *rf = residual + f * fs + e * NPE;
+                const REAL *bf = buf + f * NPE;
                 if (ra == 0) {
-                    for (int p = 0; p < NQ3; ++p) {
+                    for (int p = 0; p < NPE; ++p) {
                         const REAL res = rdt * bf[p];
                         rf[p] = res;
                         uf[p] += rb * res;
                     }
                 } else {
-                    for (int p = 0; p < NQ3; ++p) {
+                    for (int p = 0; p < NPE; ++p) {
                         const REAL res = ra * rf[p] + rdt * bf[p];
                         rf[p] = res;
                         uf[p] += rb * res;
@@ -494,14 +528,14 @@ int maxwell_stage_medium(REAL *u, REAL *residual, const REAL *sums, const REAL *
     setup_ctx(&c, u, sums, metrics, jacobian, normals, lift, factors, affine, D, E, 1.0, 1.0, alpha);
     c.split = split;
     c.medium_flux = flux;
-    c.flux_cs = cs ? 4 * E * 6 * NQ2 : 0;
+    c.flux_cs = cs ? 4 * E * NF * NFP : 0;
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
-    const idx_t fs = E * NQ3;
+    const idx_t fs = E * NPE;
     int failed = 0;
     OMP_PARALLEL
     {
         REAL *buf = NULL;
-        if (posix_memalign((void **)&buf, 64, 6 * NQ3 * sizeof(REAL)) != 0) buf = NULL;
+        if (posix_memalign((void **)&buf, 64, 6 * NPE * sizeof(REAL)) != 0) buf = NULL;
         if (!buf) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -511,13 +545,13 @@ int maxwell_stage_medium(REAL *u, REAL *residual, const REAL *sums, const REAL *
         OMP_FOR
         for (idx_t e = first; e < stop; ++e) {
             if (!buf) continue;
-            element_rhs(&c, e, buf, NQ3);
-            const idx_t o = e * NQ3;
+            element_rhs(&c, e, buf, NPE);
+            const idx_t o = e * NPE;
             for (int f = 0; f < 6; ++f) {
                 REAL *uf = u + f * fs + o, *rf = residual + f * fs + o;
-                const REAL *bf = buf + f * NQ3, *scale = (f < 3 ? inv_eps : inv_mu) + (f % 3) * cs + o;
+                const REAL *bf = buf + f * NPE, *scale = (f < 3 ? inv_eps : inv_mu) + (f % 3) * cs + o;
                 const REAL *se = (f < 3 && sigma_eps) ? sigma_eps + f * cs + o : NULL;
-                for (int p = 0; p < NQ3; ++p) {
+                for (int p = 0; p < NPE; ++p) {
                     const REAL du = se ? bf[p] * scale[p] - se[p] * uf[p] : bf[p] * scale[p];
                     const REAL res = (ra == 0 ? (REAL)0 : ra * rf[p]) + rdt * du;
                     rf[p] = res;

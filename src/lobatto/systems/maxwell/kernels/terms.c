@@ -3,10 +3,11 @@
  * correction (tfsf.py), and the generic finish of a stage term (terms.py). The array code of
  * those modules is the reference; these compute the same, point by point, in one pass.
  *
- * Specialised on NQ (GLL points per direction) and REAL (double or float), as maxwell.c.
- * Layouts (C order): u, residual (6, E, NQ3); a term's arrays over its m elements (compact,
- * in the order of its element ids ``elements`` (m,)): rate (6, m, NQ3), aux, aux_residual,
- * aux_rate (A, m, NQ3).
+ * Specialised on NQ (GLL points per direction), DIM (2 or 3: NPE = NQ^DIM points per
+ * element, a 2-D element's k axis has one point) and REAL (double or float), as maxwell.c.
+ * Layouts (C order): u, residual (6, E, NPE); a term's arrays over its m elements (compact,
+ * in the order of its element ids ``elements`` (m,)): rate (6, m, NPE), aux, aux_residual,
+ * aux_rate (A, m, NPE).
  *
  * Two ways through a 2N-storage stage (residual = a residual + dt L(u); u += b residual):
  *   prepare (before the stage kernel): S -> rate, R -> aux_rate from the stage's input;
@@ -29,8 +30,17 @@
 #define REAL double
 #endif
 
+#ifndef DIM
+#define DIM 3
+#endif
+#if DIM != 2 && DIM != 3
+#error "DIM must be 2 or 3"
+#endif
+
 #define NQ2 (NQ * NQ)
-#define NQ3 (NQ * NQ * NQ)
+#define NQZ (DIM == 3 ? NQ : 1) /* points along t: one on a 2-D mesh */
+#define NPE (NQZ * NQ2)         /* points per element */
+#define NFP (NQZ * NQ)          /* points per face */
 
 #ifdef _OPENMP
 #define OMP_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
@@ -41,6 +51,7 @@
 typedef int64_t idx_t;
 
 int lobatto_nq(void) { return NQ; }
+int lobatto_dim(void) { return DIM; }
 int lobatto_real_size(void) { return (int)sizeof(REAL); }
 
 /* ---- generic finish ---------------------------------------------------------------------
@@ -52,14 +63,14 @@ void term_finish(REAL *u, REAL *residual, const REAL *rate, REAL *aux, REAL *aux
                  double a, double b, double dt)
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
-    const idx_t fs = E * NQ3, ms = m * NQ3;
+    const idx_t fs = E * NPE, ms = m * NPE;
     OMP_PARALLEL_FOR
     for (idx_t i = 0; i < m; ++i) {
-        const idx_t g = elements[i] * NQ3, o = i * NQ3;
+        const idx_t g = elements[i] * NPE, o = i * NPE;
         for (int f = 0; f < fields; ++f) {
             REAL *uf = u + f * fs + g, *rf = residual + f * fs + g;
             const REAL *sf = rate + f * ms + o;
-            for (int p = 0; p < NQ3; ++p) {
+            for (int p = 0; p < NPE; ++p) {
                 const REAL s = rdt * sf[p];
                 rf[p] += s;
                 uf[p] += rb * s;
@@ -68,7 +79,7 @@ void term_finish(REAL *u, REAL *residual, const REAL *rate, REAL *aux, REAL *aux
         for (int k = 0; k < A; ++k) {
             REAL *q = aux + k * ms + o, *qr = aux_residual + k * ms + o;
             const REAL *r = aux_rate + k * ms + o;
-            for (int p = 0; p < NQ3; ++p) {
+            for (int p = 0; p < NPE; ++p) {
                 const REAL res = ra * qr[p] + rdt * r[p];
                 qr[p] = res;
                 q[p] += rb * res;
@@ -78,7 +89,7 @@ void term_finish(REAL *u, REAL *residual, const REAL *rate, REAL *aux, REAL *aux
 }
 
 /* ---- PML (pml.py) -----------------------------------------------------------------------
- * Per component c of E and of H (w0 = the field), sigma (3, m, NQ3) on the layer's points:
+ * Per component c of E and of H (w0 = the field), sigma (3, m, NPE) on the layer's points:
  *   R1 = -sigma_c w0 - (alpha + sigma_c) q1          w1 = w0 + q1
  *   R2 = sigma_{c+1} w1 - alpha q2                   w2 = w1 + q2
  *   R3 = sigma_{c+2} w2 - alpha q3                   S = -(R1 + R2 + R3)
@@ -94,14 +105,14 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt, ral = (REAL)alpha;
     const REAL over_a = fold ? (REAL)(dt / a) : (REAL)0;
-    const idx_t fs = E * NQ3, ms = m * NQ3;
+    const idx_t fs = E * NPE, ms = m * NPE;
     OMP_PARALLEL_FOR
     for (idx_t i = 0; i < m; ++i) {
-        const idx_t g = elements[i] * NQ3, o = i * NQ3;
-        REAL wk[NQ3], sum[NQ3];
+        const idx_t g = elements[i] * NPE, o = i * NPE;
+        REAL wk[NPE], sum[NPE];
         for (int f = 0; f < 6; ++f) {
             const REAL *w = u + f * fs + g;
-            for (int p = 0; p < NQ3; ++p) {
+            for (int p = 0; p < NPE; ++p) {
                 wk[p] = w[p];
                 sum[p] = 0;
             }
@@ -110,7 +121,7 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
                 if (!((active[i] >> d) & 1)) {
                     if (!fold) { /* R = 0 (kept so even after another path wrote aux_rate) */
                         REAL *r = aux_rate + (6 * k + f) * ms + o;
-                        for (int p = 0; p < NQ3; ++p) r[p] = 0;
+                        for (int p = 0; p < NPE; ++p) r[p] = 0;
                     }
                     continue;
                 }
@@ -120,7 +131,7 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
                 REAL *q = aux + at;
                 if (fold) {
                     REAL *e = aux_residual + at;
-                    for (int p = 0; p < NQ3; ++p) {
+                    for (int p = 0; p < NPE; ++p) {
                         const REAL x = sign * sd[p] * wk[p] - (ral + shift * sd[p]) * q[p];
                         wk[p] += q[p];
                         sum[p] += x;
@@ -130,7 +141,7 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
                     }
                 } else {
                     REAL *r = aux_rate + at;
-                    for (int p = 0; p < NQ3; ++p) {
+                    for (int p = 0; p < NPE; ++p) {
                         const REAL x = sign * sd[p] * wk[p] - (ral + shift * sd[p]) * q[p];
                         wk[p] += q[p];
                         sum[p] += x;
@@ -140,10 +151,10 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
             }
             if (fold) {
                 REAL *rf = residual + f * fs + g;
-                for (int p = 0; p < NQ3; ++p) rf[p] -= over_a * sum[p];
+                for (int p = 0; p < NPE; ++p) rf[p] -= over_a * sum[p];
             } else {
                 REAL *sf = rate + f * ms + o;
-                for (int p = 0; p < NQ3; ++p) sf[p] = -sum[p];
+                for (int p = 0; p < NPE; ++p) sf[p] = -sum[p];
             }
         }
     }
@@ -155,10 +166,10 @@ void pml_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_r
  *   drude    (omega_p^2, gamma, -)           R_J = c0 d - c1 J,                current J
  *   lorentz  (delta omega0^2, omega0^2, gamma)  R_P = J, R_J = c0 d - c1 P - c2 J,  current J
  *   debye    (delta, 1 / tau, -)             R_P = (c0 d - P) c1,              current R_P
- * with d = w E (weight (m, NQ3) or NULL: 1), or d = w (E + stretch) where stretch (3, m, NQ3)
+ * with d = w E (weight (m, NPE) or NULL: 1), or d = w (E + stretch) where stretch (3, m, NPE)
  * is given (Lambda E - E inside a PML: dispersive.py); S_E = minus_inv_eps * sum of the
- * currents (minus_inv_eps_points (m, NQ3) where given, else the number; with eps_stride
- * m NQ3, (3, m, NQ3): component c's at c eps_stride, a diagonal eps_inf). fold as pml_stage. */
+ * currents (minus_inv_eps_points (m, NPE) where given, else the number; with eps_stride
+ * m NPE, (3, m, NPE): component c's at c eps_stride, a diagonal eps_inf). fold as pml_stage. */
 void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL *aux_residual,
                       REAL *aux_rate, const REAL *weight, const REAL *stretch, const REAL *minus_inv_eps_points,
                       idx_t eps_stride, double minus_inv_eps, const int *model, const int *offset, const double *c0,
@@ -167,15 +178,15 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
 {
     const REAL ra = (REAL)a, rb = (REAL)b, rdt = (REAL)dt;
     const REAL over_a = fold ? (REAL)(dt / a) : (REAL)0;
-    const idx_t fs = E * NQ3, ms = m * NQ3;
+    const idx_t fs = E * NPE, ms = m * NPE;
     OMP_PARALLEL_FOR
     for (idx_t i = 0; i < m; ++i) {
-        const idx_t g = elements[i] * NQ3, o = i * NQ3;
+        const idx_t g = elements[i] * NPE, o = i * NPE;
         for (int c = 0; c < 3; ++c) {
-            REAL s[NQ3], d[NQ3];
+            REAL s[NPE], d[NPE];
             const REAL *e = u + c * fs + g;
             const REAL *st = stretch ? stretch + c * ms + o : NULL;
-            for (int p = 0; p < NQ3; ++p) {
+            for (int p = 0; p < NPE; ++p) {
                 const REAL x = st ? e[p] + st[p] : e[p];
                 d[p] = weight ? x * weight[o + p] : x;
                 s[p] = 0;
@@ -187,7 +198,7 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
                     REAL *pp = aux + k * ms + o, *jj = aux + (k + 3) * ms + o;
                     REAL *ep = aux_residual + k * ms + o, *ej = aux_residual + (k + 3) * ms + o;
                     REAL *rp = aux_rate + k * ms + o, *rj = aux_rate + (k + 3) * ms + o;
-                    for (int p = 0; p < NQ3; ++p) {
+                    for (int p = 0; p < NPE; ++p) {
                         const REAL xp = jj[p], xj = k0 * d[p] - k1 * pp[p] - k2 * jj[p];
                         s[p] += jj[p];
                         if (fold) {
@@ -204,7 +215,7 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
                 } else {
                     REAL *q = aux + k * ms + o, *eq = aux_residual + k * ms + o, *rq = aux_rate + k * ms + o;
                     const int debye = model[j] == 2;
-                    for (int p = 0; p < NQ3; ++p) {
+                    for (int p = 0; p < NPE; ++p) {
                         const REAL x = debye ? (k0 * d[p] - q[p]) * k1 : k0 * d[p] - k1 * q[p];
                         s[p] += debye ? x : q[p];
                         if (fold) {
@@ -221,10 +232,10 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
             const REAL scalar = (REAL)minus_inv_eps;
             if (fold) {
                 REAL *rf = residual + c * fs + g;
-                for (int p = 0; p < NQ3; ++p) rf[p] += over_a * (s[p] * (mie ? mie[p] : scalar));
+                for (int p = 0; p < NPE; ++p) rf[p] += over_a * (s[p] * (mie ? mie[p] : scalar));
             } else {
                 REAL *sf = rate + c * ms + o;
-                for (int p = 0; p < NQ3; ++p) sf[p] = s[p] * (mie ? mie[p] : scalar);
+                for (int p = 0; p < NPE; ++p) sf[p] = s[p] * (mie ? mie[p] : scalar);
             }
         }
     }
@@ -234,26 +245,26 @@ void dispersive_stage(const REAL *u, REAL *residual, REAL *rate, REAL *aux, REAL
  * For each of the K surface faces j (element[j], face[j]) and its face points [a, b]:
  *   residual[f, point] += scale_residual * gain[f, j, a, b] w[j, a, b]
  *   u[f, point] += scale_u * gain[f, j, a, b] w[j, a, b]        (u may be NULL: not changed)
- * Face f's points are the volume slice with the normal index fixed: [k, j] on faces 0/1 (i
+ * Face f's NQZ x NQ points are the volume slice with the normal index fixed: [k, j] on faces 0/1 (i
  * fixed), [k, i] on 2/3, [j, i] on 4/5 (mesh/topology.py). Serial: faces of one element share
  * edge points, and the surface has few points. */
 void surface_add(REAL *u, REAL *residual, const REAL *gain, const REAL *w, const idx_t *element,
                  const idx_t *face, idx_t K, idx_t E, double scale_residual, double scale_u)
 {
     const REAL sr = (REAL)scale_residual, su = (REAL)scale_u;
-    const idx_t fs = E * NQ3, gs = K * NQ2;
+    const idx_t fs = E * NPE, gs = K * NFP;
     for (idx_t j = 0; j < K; ++j) {
         const int fc = (int)face[j], end = (fc % 2) ? NQ - 1 : 0;
-        idx_t stride_a, stride_b, base = element[j] * NQ3;
+        idx_t stride_a, stride_b, base = element[j] * NPE;
         if (fc < 2) { base += end; stride_a = NQ2; stride_b = NQ; }
         else if (fc < 4) { base += end * NQ; stride_a = NQ2; stride_b = 1; }
         else { base += end * NQ2; stride_a = NQ; stride_b = 1; }
-        const REAL *wj = w + j * NQ2;
+        const REAL *wj = w + j * NFP;
         for (int f = 0; f < 6; ++f) {
-            const REAL *gj = gain + f * gs + j * NQ2;
+            const REAL *gj = gain + f * gs + j * NFP;
             REAL *rf = residual + f * fs + base;
             REAL *uf = u ? u + f * fs + base : NULL;
-            for (int x = 0; x < NQ; ++x)
+            for (int x = 0; x < NQZ; ++x) /* a: one point on a 2-D mesh's edge */
                 for (int y = 0; y < NQ; ++y) {
                     const REAL s = gj[x * NQ + y] * wj[x * NQ + y];
                     const idx_t at = x * stride_a + y * stride_b;
