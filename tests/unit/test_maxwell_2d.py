@@ -363,3 +363,19 @@ def test_the_far_field_refuses_a_2d_mesh():
     system = MaxwellSystem(quads(None), ORDER, CpuBackend())
     with pytest.raises(InputError, match=r"\[output.far_field\] is not supported on a 2-D mesh"):
         FarFieldMonitor(SimpleNamespace(frequencies=[0.3]), system)  # (refused before its table is read)
+
+
+@pytest.mark.parametrize("port", [{"surface": "xmin", "mode": "TE10"}, {"surface": "zmin", "mode": "TE10"}])
+def test_a_port_on_a_2d_box_is_refused_by_its_own_table_through_the_cli(port, tmp_path, capsys):
+    """A surface port on a 2-D box is rewritten when the case is read: it is refused there, by
+    the port table (not by the [output.dft] it would add, nor by an IndexError for "zmin")."""
+    from lobatto.cli import main
+
+    text = ('[mesh]\nelements = [4, 2]\nupper = [2.0, 1.0]\n[discretization]\norder = 3\n'
+            '[physics]\nequations = "maxwell"\n[time]\nt_end = 0.1\n[output]\nformats = []\n'
+            f'[port.a]\nsurface = "{port["surface"]}"\nmode = "{port["mode"]}"\n'
+            '[ports]\nfmin = 0.6\nfmax = 0.7\ncount = 2\n')
+    (tmp_path / "p.toml").write_text(text)
+    code = main(["run", str(tmp_path / "p.toml"), "-o", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "waveguide ports) are not supported on a 2-D mesh" in err and "Traceback" not in err

@@ -159,8 +159,9 @@ def build_system(case, backend, comm=None):
         with case_named(case):  # a file mesh is read first: its size is known from it only
             whole = read_mesh_file(case) if case.mesh.from_file else None
             # a 2-D mesh: the system runs in 2-D, and the case asks for nothing 3-D only (dimension.py)
-            check_dimension(case, system_class.spec.for_case(case.physics.values, InputError),
-                            mesh_dimension(case, whole), whole)
+            dim = mesh_dimension(case, whole)
+            system_class.check_dimension(case, dim)  # the system's own keys first (ports, sources...)
+            check_dimension(case, system_class.spec.for_case(case.physics.values, InputError), dim, whole)
         check_memory(case, system_class, backend, comm, whole)
         with case_named(case):
             mesh = build_mesh(case, comm, whole)

@@ -198,6 +198,12 @@ class System:
         return mass
 
     @classmethod
+    def check_dimension(cls, case, dim: int) -> None:
+        """InputError for a key of ``case`` this system cannot run on a ``dim``-D mesh, called
+        once the mesh's dimension is known and before the runner's own checks (which refuse the
+        generic tables, runner/dimension.py): the system's refusal names its own key first."""
+
+    @classmethod
     def memory_estimate(cls, case, layout) -> list:
         """What a run of ``case`` allocates for this system beyond what
         ``resources.estimate_run_memory`` counts (mesh, geometry, face exchange, states): a list

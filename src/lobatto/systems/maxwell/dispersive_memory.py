@@ -39,7 +39,7 @@ def aux_item(table, layout, elements: int, known: bool = True) -> MemoryItem:
     values = 3 * aux + TERM_VALUES
     return layout.backend_item(
         f"[material.{table.name}] {poles:,} poles: {values:,} values per point on {elements:,} elements",
-        values * elements * (layout.order + 1) ** 3 * layout.value_bytes,
+        values * elements * (layout.order + 1) ** layout.dim * layout.value_bytes,
         advice=f"use fewer [material.{table.name}] poles or a smaller material", known=known)
 
 
@@ -48,7 +48,7 @@ def check_aux_memory(case, system, tables, counts) -> None:
     (counts) fit in the memory available now (the second check of memory_estimate)."""
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
                        fields=len(system.field_names), precision=system.backend.precision,
-                       backend=system.backend.name)
+                       backend=system.backend.name, dim=system.mesh.dim)
     items = [aux_item(t, layout, int(count)) for t, count in zip(tables, counts) if count]
     if items:
         host = available_host_memory()

@@ -19,9 +19,9 @@ TAIL = (" on a 2-D mesh yet (2-D Maxwell takes currents, plane waves in the xy p
         "[pml] on x and y sides)")
 
 
-def check_case(case, mesh, where: str = "case") -> None:
-    """InputError for the first key of ``case`` a 2-D ``mesh`` cannot run; nothing in 3-D."""
-    if mesh.dim != 2:
+def check_case(case, dim: int, where: str = "case") -> None:
+    """InputError for the first key of ``case`` a 2-D mesh cannot run; nothing in 3-D."""
+    if dim != 2:
         return
     for spec in case.tables.get("source", ()):
         if spec.type in SOURCE_TYPES:
@@ -33,13 +33,13 @@ def check_case(case, mesh, where: str = "case") -> None:
                              "direction = [kx, ky, 0]")
     if case.tables.get("port") or case.tables.get("ports") is not None:
         raise InputError(f"{where}: [port.<name>] and [ports] (waveguide ports) are not supported{TAIL}")
-    check_system(mesh, case.discretization.volume_form, where)
+    check_system(dim, case.discretization.volume_form, where)
 
 
-def check_system(mesh, volume_form: str, where: str = "case") -> None:
+def check_system(dim: int, volume_form: str, where: str = "case") -> None:
     """The system's own options on a 2-D mesh: the Galerkin volume form. (Bloch wraps work in
     2-D; a bloch_k along z is refused by bloch.py: a 2-D mesh does not wrap along z.)"""
-    if mesh.dim != 2:
+    if dim != 2:
         return
     if volume_form == "galerkin":
         raise InputError(f"{where}: [discretization] volume_form = \"galerkin\" is not supported{TAIL}; "

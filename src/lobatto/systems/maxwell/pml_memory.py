@@ -37,7 +37,7 @@ def memory_estimate(case, layout) -> list:
     spec = case.tables.get("pml")
     if spec is None:
         return []
-    per_element = (layout.order + 1) ** 3
+    per_element = (layout.order + 1) ** layout.dim
     count = layer_elements(case, spec)
     on_rank = layout.elements if count is None else min(layout.elements, math.ceil(count / layout.ranks))
     return [layout.backend_item(
@@ -56,7 +56,7 @@ def check_layer_memory(system, spec, count: int, where: str) -> None:
     layout = RunLayout(elements=max(count, 1), total_elements=max(count, 1), order=system.order, fields=6,
                        precision=system.backend.precision, backend=system.backend.name)
     item = layout.backend_item(f"[pml] on {', '.join(spec.sides)}: {LAYER_VALUES} values per point of {count:,} "
-                               "layer elements", LAYER_VALUES * count * (system.order + 1) ** 3 * layout.value_bytes,
+                               "layer elements", LAYER_VALUES * count * (system.order + 1) ** system.mesh.dim * layout.value_bytes,
                                advice="use a thinner [pml] (fewer elements) or fewer sides")
     host = available_host_memory()
     check_allocation([item], None if host is None else host // launched_local_size(),

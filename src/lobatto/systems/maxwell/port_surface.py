@@ -22,6 +22,7 @@ from lobatto.config.dft import AXES
 from lobatto.config.extrude import MOST_EXTRUDED_LAYERS
 from lobatto.config.generic_tables import SIDES
 from lobatto.errors import InputError
+from lobatto.systems.maxwell import planar
 from lobatto.systems.maxwell.ports import ports_of
 
 #: the target normal reflection of the [pml] grown behind surface ports without a [pml] table
@@ -48,6 +49,8 @@ def resolve(case):
     if not found:
         return None
     where = case.source
+    if not case.mesh.from_file and len(case.mesh.elements) == 2:  # a 2-D box: no surface is a port yet
+        planar.check_case(case, 2, where)
     if ports_of(case)[1] is None:
         raise InputError(f"{where}: [port.{found[0].name}] needs a [ports] table with the frequencies "
                          "(frequencies = [...] or fmin, fmax, count)")

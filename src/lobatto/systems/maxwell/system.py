@@ -92,6 +92,8 @@ SPEC = PhysicsSpec(
     name="maxwell",
     description="time-domain Maxwell equations, SEDG (NekCEM formulation)",
     fields=FIELD_NAMES,
+    dimensions=(2, 3),  # 2-D: z-invariant fields, TE (Ex, Ey, Hz) and TM (Hx, Hy, Ez) carried together
+    fields_2d=FIELD_NAMES,
     boundary_kinds=tuple(BOUNDARY_FACTORS),
     default_boundary="pec",
     keys=(
@@ -152,7 +154,7 @@ class MaxwellSystem(FaceExchangeSystem):
             raise ValueError(f"unknown flux {flux!r}; expected one of {sorted(FLUX_ALPHA)}")
         self.epsilon, self.mu, self.flux = float(epsilon), float(mu), flux
         self.alpha = FLUX_ALPHA[flux]
-        planar.check_system(mesh, volume_form, source_file)  # what a 2-D mesh refuses (planar.py)
+        planar.check_system(mesh.dim, volume_form, source_file)  # what a 2-D mesh refuses (planar.py)
         eps, mu = self.epsilon, self.mu
         self.check_constants("epsilon and mu", wave_speed=lambda: 1.0 / math.sqrt(eps * mu),
                              impedance=lambda: math.sqrt(mu / eps), inverse_impedance=lambda: math.sqrt(eps / mu),
@@ -226,8 +228,12 @@ class MaxwellSystem(FaceExchangeSystem):
                              f"{', '.join(stateful)}; use integrator = 'lsrk45'")
 
     @classmethod
+    def check_dimension(cls, case, dim: int) -> None:
+        planar.check_case(case, dim, case.source)
+
+    @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
-        planar.check_case(case, mesh, case.source)
+        planar.check_case(case, mesh.dim, case.source)
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         sources = [s for s in case.tables.get("source", ()) if s.type != "plane_wave"]  # tfsf.py
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
