@@ -1,5 +1,6 @@
 """Maxwell's CUDA kernels (systems/maxwell/kernels/maxwell.cu) for a 2-D mesh (DIM = 2), run on
-the CPU, equal the reference kernels (reference.py, materials.py) on fresh random data.
+the CPU, equal the reference kernels (reference.py, materials.py) on fresh random data; so do
+the listed traces and the dipole kernel (terms_cuda, source_cuda) with dim = 2.
 
 As in test_maxwell_galerkin_cuda_emulated.py: the text NVRTC would receive is compiled as C++20
 with a shim in which every CUDA thread of a block is a std::thread, __syncthreads() a
@@ -289,3 +290,84 @@ def test_stage_with_the_exchange_folded_in(case):
         assert relative(rr, r_ref) < case.tolerance(), cfg
         assert relative(uu, u_ref) < case.tolerance(), cfg
         assert relative(trace_out, traces_after) < case.tolerance(), cfg
+
+
+# The pointwise kernels (CuPy ElementwiseKernels: a body run for each index i) with dim = 2: the
+# listed traces (terms_cuda._TRACES) and the dipole (source_cuda), whose TRACES_OF_POINT block
+# rewrites the traces of the points it changed through point_face_table(order, 2).
+C_TYPES = {"T": "T", "int64": "long long", "int32": "int", "float64": "double"}
+
+
+def elementwise(params: str, outputs: str, body: str, tmp_path, name: str, preamble: str = ""):
+    """The ElementwiseKernel's body in a loop over i as a C++ function of its arguments (raw: a
+    pointer), in their order, then the size."""
+    args = []
+    for group in (params, outputs):
+        for item in group.split(","):
+            words = item.split()
+            args.append(f"{C_TYPES[words[-2]]}{'*' if words[0] == 'raw' else ''} {words[-1]}")
+    source = tmp_path / f"{name}.cpp"
+    source.write_text("#include <cmath>\nusing std::exp; using std::sin; using std::fmin; using std::fmax;\n"
+                      "typedef double T;\n" + preamble.replace("__device__ ", "") + "\nextern \"C\" void run_kernel("
+                      + ", ".join(args + ["long long size"]) + ") {\nfor (long long i = 0; i < size; ++i) {\n"
+                      + body + "\n}\n}\n")
+    library = tmp_path / f"{name}.so"
+    subprocess.run([CXX, "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", str(source), "-o", str(library)],
+                   check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(library)).run_kernel
+
+
+def pointer(a):
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+@pytest.mark.parametrize("order", [2, 5])
+def test_listed_traces_and_the_dipole_kernel_in_2d(order, tmp_path):
+    from lobatto.systems.maxwell import terms_cuda
+    from lobatto.systems.maxwell.source_cuda import kernel_text
+    from lobatto.systems.maxwell.terms_cuda import face_point_table, point_face_table, specialise
+    from lobatto.systems.maxwell.tfsf_cuda import waveform_preamble
+
+    mesh = box_mesh((3, 2), deform=deform_xy)
+    system = MaxwellSystem(mesh, order, NumpyBackend())
+    traces = system.backend.kernel("maxwell_traces", order=order)
+    normals = system.device_geometry["normals"]
+    e, n = mesh.num_elements, order + 1
+    rng = np.random.default_rng(order)
+    u = rng.standard_normal((6, e, 1, n, n))
+    assert sorted(face_point_table(order, 2)) == sorted(
+        np.concatenate([np.arange(n), np.arange(n) * n, np.arange(n) * n + order, order * n + np.arange(n)]))
+    table = point_face_table(order, 2)
+    assert table.shape == (n * n, 3) and np.all(table[:, 2] == -1)  # a corner lies on two edges
+    assert np.count_nonzero(table >= 0) == 4 * n
+
+    run = elementwise("raw T u, raw T normals, raw int64 elements, raw int64 face_points, int64 E", "raw T out",
+                      specialise(terms_cuda._TRACES, order, 2), tmp_path, "listed")
+    listed = np.array([4, 1, 3], dtype=np.int64)
+    out = np.full((6, e, 4, 1, n), 7.0)
+    faces = np.ascontiguousarray(face_point_table(order, 2))
+    run(pointer(u), pointer(normals), pointer(listed), pointer(faces), ctypes.c_longlong(e), pointer(out),
+        ctypes.c_longlong(len(listed) * 4 * n))
+    expected = traces(u, normals, np.zeros((6, e, 4, 1, n)))
+    assert np.abs(out[:, listed] - expected[:, listed]).max() <= 1e-14 * np.abs(expected).max()
+    assert np.all(np.delete(out, listed, axis=1) == 7.0)
+
+    params = ("raw T profile, raw float64 clock, raw int64 point_faces, raw T normals, int64 E, int64 element, "
+              "T b, T dt, T scale, int32 write_traces")
+    preamble = waveform_preamble("gaussian", {"t0": 0.1, "width": 0.05}, 1.0)
+    run = elementwise(params, "raw T u, raw T residual, raw T traces",
+                      kernel_text(order, 3, dim=2).replace("FOLD", "false"), tmp_path, "dipole", preamble)
+    profile = rng.standard_normal((3, 1, n, n))
+    residual = rng.standard_normal(u.shape)
+    b, dt, t, element = 0.4, 0.01, 0.12, 2
+    got_u, got_r, got_t = u.copy(), residual.copy(), expected.copy()
+    run(pointer(profile), pointer(np.array([t])), pointer(np.ascontiguousarray(table.reshape(-1))), pointer(normals),
+        ctypes.c_longlong(e), ctypes.c_longlong(element), ctypes.c_double(b), ctypes.c_double(dt), ctypes.c_double(dt),
+        ctypes.c_int(1), pointer(got_u), pointer(got_r), pointer(got_t), ctypes.c_longlong(n * n))
+    s = np.zeros(u.shape)
+    s[3:6, element] = -np.exp(-0.5 * ((t - 0.1) / 0.05) ** 2) * profile  # field 3: H
+    want_u, want_r = u + b * dt * s, residual + dt * s
+    assert np.abs(got_u - want_u).max() <= 1e-14 * np.abs(want_u).max()
+    assert np.abs(got_r - want_r).max() <= 1e-14 * np.abs(want_r).max()
+    want_t = traces(want_u, normals, np.zeros_like(expected))
+    assert np.abs(got_t - want_t).max() <= 1e-14 * np.abs(want_t).max()
