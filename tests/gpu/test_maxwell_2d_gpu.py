@@ -13,7 +13,8 @@ On box_mesh((3, 2)) and a deformed one (curved quads: the split curl), N = 3 and
   the CPU backend's run;
 - 20 steps of the 2-D run equal those of the extruded 3-D CUDA run (mesh.extrude.extrude_quads,
   z-independent data, the same fixed dt) in every k plane, to 1e-12;
-- the listed traces and the dipole's point kernel (terms_cuda, source_cuda) with dim = 2.
+- the listed traces and the dipole's point kernel (terms_cuda, source_cuda) with dim = 2, and
+  (guarded: skips while terms.py refuses 2-D) two stage terms on the fused path.
 
 Skips, with the reason, without CuPy and a GPU. Until MaxwellSystem looks its kernels up with
 dim (the CPU helper's system.py), the 2-D system's CUDA kernels are rebound here (``cuda_2d``),
@@ -381,3 +382,68 @@ def test_listed_traces_and_the_dipole_kernel_in_2d():
     assert relative(k.host(tt), reference(u_ref, normals, np.zeros(k.face_shape))) < 1e-13
     with pytest.raises(ValueError, match="2-D mesh"):  # a 3-D state refused, not misread
         dipole(k.cuda.zeros((6, 6, order + 1, order + 1, order + 1)), rr, t, a, b, dt)
+
+
+def with_terms(system):
+    """A conduction term (no auxiliary fields) and a Debye-like pole on parts of the mesh (as
+    tests/unit/test_maxwell_terms.py's): the fused path then rewrites the traces of the elements
+    they change."""
+    from lobatto.systems.maxwell.terms import StageTerm
+
+    class Conduction(StageTerm):
+        name = "conduction"
+
+        def __init__(self, system, elements, sigma):
+            self.setup_storage(system, elements)
+            self.sigma = sigma
+
+        def rates(self, u, t, s_out, r_out):
+            s_out[0:3] = -(self.sigma / self.system.epsilon) * self.take(u)[0:3]
+            s_out[3:6] = 0
+
+    class Relaxation(StageTerm):
+        name = "relaxation"
+        aux_count = 3
+
+        def __init__(self, system, elements, gain, tau):
+            self.setup_storage(system, elements)
+            self.gain, self.tau = gain, tau
+
+        def rates(self, u, t, s_out, r_out):
+            r_out[...] = (self.gain * self.take(u)[0:3] - self.aux) / self.tau
+            s_out[0:3] = -r_out / self.system.epsilon
+            s_out[3:6] = 0
+
+    centroid = system.geometry.coords[0].mean(axis=(1, 2, 3))
+    system.add_term(Conduction(system, np.nonzero(centroid > 0.8)[0], 1.7))
+    system.add_term(Relaxation(system, np.nonzero(centroid < 0.9)[0], 2.0, 0.3))
+    return system
+
+
+@pytest.mark.parametrize("order", [3, 7])
+def test_terms_on_the_fused_path_equal_the_numpy_run(order):
+    """Guarded: skips, with the reason, while the terms (terms.py) or the system's listed traces
+    (system.py's ListedTraces without dim) refuse a 2-D mesh."""
+    from lobatto.backends import get_backend
+
+    mesh = mesh_2d(True)
+    u0 = np.random.default_rng(order).standard_normal((6, mesh.num_elements, 1, order + 1, order + 1))
+    try:
+        expected = numpy_steps(with_terms(maxwell(mesh, order, NumpyBackend())), u0.copy(), 0.01, 10)
+    except (ValueError, TypeError, IndexError, NotImplementedError) as exc:
+        pytest.skip(f"the terms do not run on a 2-D mesh yet (NumPy): {exc}")
+    backend = get_backend("cuda")
+    system = with_terms(maxwell(mesh, order, backend))
+    from lobatto.integrators import Stepper, get_scheme
+
+    stepper = Stepper(system, get_scheme("lsrk45"))
+    assert stepper.path == "whole-step"
+    u = backend.asarray(u0)
+    try:
+        for i in range(10):
+            stepper.step(u, i * 0.01, 0.01)
+    except ValueError as exc:
+        if "compiled for a 3-D mesh" in str(exc):
+            pytest.skip(f"a term kernel is looked up without dim (pass dim=mesh.dim): {exc}")
+        raise
+    assert relative(backend.to_host(u), expected) < 1e-12
