@@ -103,17 +103,17 @@ def default_launch(order: int, dtype, max_shared: int, split: int = 0, dim: int 
 
 # Models -------------------------------------------------------------------------------------
 def _metric_values(order: int, affine: bool, dim: int) -> int:
-    """Metric values a kernel reads per element: the rows b < dim of metrics[b, a] and J at
-    every point (the curved elements' split form reads J; counted everywhere, as before), or
-    the 9 compact values of an affine element."""
-    return 9 if affine else (3 * dim + 1) * element_sizes(order, dim)[0]
+    """Metric values a kernel reads per element: metrics[b, a] for b, a < dim and J at every
+    point (the curved elements' split form reads J; counted everywhere, as before), or the
+    9 compact values of an affine element (4 of them in 2-D)."""
+    return (9 if dim == 3 else 4) if affine else (dim * dim + 1) * element_sizes(order, dim)[0]
 
 
 def stage_bytes(order: int, itemsize: int, affine: bool = False, read_residual: bool = True, dim: int = 3) -> float:
     """Fewest device-memory bytes per element of the fused stage kernel.
 
     u read + written (12 P, P = n^dim points), residual read + written (12 P; written only
-    when a = 0), metrics (3 dim P and J P, or 9 per element when affine), sums (6 F), normals
+    when a = 0), metrics (dim^2 P and J P, or dim^2 per element when affine), sums (6 F), normals
     (3 F), lift (F) with F = faces x points per face (6 n^2 in 3-D, 4 n in 2-D), face factors
     (2 per face).
     """

@@ -80,6 +80,13 @@ struct MDims {
     static constexpr int ES = PS * nz;  // one field of one element in shared memory
 };
 
+// Whether kernels read metrics[b][a] (t = 3 b + a): all nine in 3-D; in 2-D b, a < 2 only, the
+// others being 0 (dr/dz = ds/dz = 0) or unused (the t row: no t derivative).
+template <int DIM>
+__device__ __forceinline__ constexpr bool metric_read(int t) {
+    return DIM == 3 || (t < 6 && t % 3 != 2);
+}
+
 // Lifted upwind/central flux of one face point, added to rhs. se*, sh* are the E and H trace
 // sums already scaled by the face factors; L is the point's lift weight. The one copy of this
 // arithmetic for both the sums and the folded-exchange paths, so that they round alike. The
@@ -290,7 +297,6 @@ __device__ __forceinline__ void maxwell_operator_body(
     constexpr int RS = Dm::RS, PS = Dm::PS, ES = Dm::ES;
     constexpr int NF = Dm::NF, NFP = Dm::nfp;  // faces, points per face
     constexpr int FS = NF * NFP;               // one component of one element's face points
-    constexpr int NM = 3 * DIM;                  // metrics read: rows b < DIM of metrics[b, a]
 
     extern __shared__ __align__(16) unsigned char lobatto_smem[];
     T* sD = reinterpret_cast<T*>(lobatto_smem);  // D rows, stride RS
@@ -319,7 +325,8 @@ __device__ __forceinline__ void maxwell_operator_body(
             const T J = jacobian[base + q];
             T* sa = sA + el * 9 * ES + k * PS + j * RS + i;
 #pragma unroll
-            for (int t = 0; t < NM; ++t) sa[t * ES] = J * metrics[t * fstride + base + q];
+            for (int t = 0; t < 3 * DIM; ++t)
+                if (metric_read<DIM>(t)) sa[t * ES] = J * metrics[t * fstride + base + q];
         }
     }
     __syncthreads();
@@ -366,26 +373,24 @@ __device__ __forceinline__ void maxwell_operator_body(
         const index_t eb = e * n3;  // SPLIT 2: the element's first point in device memory
 
         // Loads from device memory first, so that their latency hides behind the shared work.
-        T m[9];  // 2-D: rows b < 2 only (m[6..8], the t row, is never read)
+        T m[9];  // 2-D: m[0], m[1], m[3], m[4] (metric_read), the others 0 and never read
         T jac = T(1);
         if (curved) {  // J a^b here; the chain rule then gives J curl
             jac = jacobian[g];
             if (SPLIT == 1) {
 #pragma unroll
-                for (int t = 0; t < NM; ++t) m[t] = sa[t * ES + so];
+                for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? sa[t * ES + so] : T(0);
             } else {
 #pragma unroll
-                for (int t = 0; t < NM; ++t) m[t] = jac * metrics[t * fstride + g];
+                for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? jac * metrics[t * fstride + g] : T(0);
             }
         } else if (use_affine && affine[e]) {
 #pragma unroll
-            for (int t = 0; t < NM; ++t) m[t] = compact[e * 9 + t];
+            for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? compact[e * 9 + t] : T(0);
         } else {
 #pragma unroll
-            for (int t = 0; t < NM; ++t) m[t] = metrics[t * fstride + g];
+            for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? metrics[t * fstride + g] : T(0);
         }
-#pragma unroll
-        for (int t = NM; t < 9; ++t) m[t] = T(0);
         T rold[6];
         if (MODE >= 1) {
             if (a != T(0)) {
@@ -416,15 +421,16 @@ __device__ __forceinline__ void maxwell_operator_body(
                     ds[c] += dj * fs[c];
                 }
                 if (SPLIT == 1) {
-                    add_conservative<T>(cv, di, sa[pr], sa[ES + pr], sa[2 * ES + pr], fr);
-                    add_conservative<T>(cv, dj, sa[3 * ES + ps], sa[4 * ES + ps], sa[5 * ES + ps], fs);
+                    // (2-D: the z components of J a^r and J a^s are 0, not staged)
+                    add_conservative<T>(cv, di, sa[pr], sa[ES + pr], DIM == 3 ? sa[2 * ES + pr] : T(0), fr);
+                    add_conservative<T>(cv, dj, sa[3 * ES + ps], sa[4 * ES + ps], DIM == 3 ? sa[5 * ES + ps] : T(0), fs);
                 } else {
                     const index_t gr = eb + (k * n + j) * n + l, gs = eb + (k * n + l) * n + i;
                     const T jr = jacobian[gr], js = jacobian[gs];
                     add_conservative<T>(cv, di, jr * metrics[gr], jr * metrics[fstride + gr],
-                                        jr * metrics[2 * fstride + gr], fr);
+                                        DIM == 3 ? jr * metrics[2 * fstride + gr] : T(0), fr);
                     add_conservative<T>(cv, dj, js * metrics[3 * fstride + gs], js * metrics[4 * fstride + gs],
-                                        js * metrics[5 * fstride + gs], fs);
+                                        DIM == 3 ? js * metrics[5 * fstride + gs] : T(0), fs);
                 }
                 if (DIM == 3) {  // the t line (a 2-D field is constant along z)
                     const T dk = sD[k * RS + l];
