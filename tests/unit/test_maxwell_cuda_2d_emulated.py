@@ -370,3 +370,29 @@ def test_listed_traces_and_the_dipole_kernel_in_2d(order, tmp_path):
     assert np.abs(got_r - want_r).max() <= 1e-14 * np.abs(want_r).max()
     want_t = traces(want_u, normals, np.zeros_like(expected))
     assert np.abs(got_t - want_t).max() <= 1e-14 * np.abs(want_t).max()
+
+
+def test_launch_and_byte_models_by_dimension():
+    """2-D blocks hold TARGET_BLOCK_POINTS // n^2 elements (fewer only where shared memory runs
+    short); the 3-D models are the formulas they were (dim = 3 the default)."""
+    from lobatto.systems.maxwell.cuda_launch import TARGET_BLOCK_POINTS, stage_bytes, traces_bytes
+
+    for order in (1, 2, 3, 7, 14, 15):
+        n = order + 1
+        for dtype in (np.float64, np.float32):
+            for split in (0, 1, 2):
+                cfg = default_launch(order, dtype, MAX_SHARED, split, dim=2)
+                assert 1 <= cfg.elements_per_block <= max(1, TARGET_BLOCK_POINTS // n**2)
+                assert cfg.shared_bytes == shared_bytes(order, np.dtype(dtype).itemsize, cfg.elements_per_block,
+                                                        cfg.face_phase, split, dim=2) <= MAX_SHARED
+                if split != 1 or split_mode(order, np.dtype(dtype).itemsize, MAX_SHARED, True) == 1:
+                    assert default_launch(order, dtype, MAX_SHARED, split) == default_launch(
+                        order, dtype, MAX_SHARED, split, dim=3)
+        assert default_launch(order, np.float64, MAX_SHARED, 0, dim=2).elements_per_block == max(
+            1, TARGET_BLOCK_POINTS // n**2) or order <= 2
+        assert split_mode(order, 8, MAX_SHARED, True, dim=2) == 1  # a 2-D element's J a^b always fits
+        # 3-D: u and residual 24 n^3, metrics 10 n^3, faces 60 n^2 + 12 (the formulas before dim)
+        assert stage_bytes(order, 8) == 8.0 * (24 * n**3 + 10 * n**3 + 60 * n**2 + 12)
+        assert traces_bytes(order, 8) == 8.0 * (6 * (n**3 - max(n - 2, 0) ** 3) + 54 * n**2)
+        # 2-D: 24 n^2, metrics 5 n^2 (b, a < 2 and J), 4 faces of n points: 40 n + 8
+        assert stage_bytes(order, 8, dim=2) == 8.0 * (24 * n**2 + 5 * n**2 + 40 * n + 8)
