@@ -9,7 +9,8 @@ of a value no phase wrote shows). The launch is the one cuda.py makes (cuda_laun
 with dim = 2: elements per block, threads, shared bytes, face phase, SPLIT), and the forced
 variants the defaults do not reach at these orders (no face phase, SPLIT 2). Checked: the traces,
 the rhs (also over a range of elements), the rhs in a medium given per point, the stage, and the
-stage with the face exchange folded in (partner ids of face_point_ids, the traces it writes for
+stage with the face exchange folded in (partner ids of face_point_ids, partners on another rank
+read from ghost rows, the traces it writes for
 the next stage), on box_mesh((3, 2)) at N = 3 and a deformed one at N = 3 and 7, float64 to 1e-12 and
 float32 (N = 3) to 1e-5 relative. What this cannot check (NVRTC, registers, shared-memory limits,
 the CuPy launch) is tests/gpu/test_maxwell_2d_gpu.py's on a GPU. Skipped without a C++20 compiler.
@@ -80,6 +81,9 @@ ENTRY = {
     "stage": """lobatto::maxwell_stage_kernel<{N}, 2, T, {FP}, {SP}>((T*)p[0], (T*)p[1], (const T*)p[2], GEOM,
               E, first, stop, epb, (T)s[0], (T)s[1], (T)s[2], (T)s[3], (T)s[4], (T)s[5], (T)s[6]);""",
     "stage_pairs": """lobatto::maxwell_stage_pairs_kernel<{N}, 2, T, {FP}, false, {SP}>((T*)p[0], (T*)p[1], (const T*)p[2],
+              (const T*)p[16], (T*)p[17], (const int*)p[18], has_sigma, GEOM, E, first, stop, epb, (T)s[0], (T)s[1],
+              (T)s[2], (T)s[3], (T)s[4], (T)s[5], (T)s[6]);""",
+    "stage_ghosts": """lobatto::maxwell_stage_pairs_kernel<{N}, 2, T, {FP}, true, {SP}>((T*)p[0], (T*)p[1], (const T*)p[2],
               (const T*)p[16], (T*)p[17], (const int*)p[18], has_sigma, GEOM, E, first, stop, epb, (T)s[0], (T)s[1],
               (T)s[2], (T)s[3], (T)s[4], (T)s[5], (T)s[6]);""",
 }
@@ -269,7 +273,8 @@ def test_stage(case):
 
 def test_stage_with_the_exchange_folded_in(case):
     """MODE 2: the sums are the own trace plus the partner's (face_point_ids), boundary factors
-    applied; the traces of the updated u are written for the next stage."""
+    applied; the traces of the updated u are written for the next stage. MODE 3: partners on
+    other ranks read from the ghost rows."""
     system = case.system
     u, residual = case.random(case.u_shape), case.random(case.u_shape)
     a, b, dt = -0.4, 0.3, 0.01
@@ -286,6 +291,23 @@ def test_stage_with_the_exchange_folded_in(case):
         trace_out = np.full(case.face_shape, np.nan, dtype=case.dtype)
         case.launch("stage_pairs", cfg, {0: uu, 1: rr, 2: traces_before, 17: trace_out, 18: partner},
                     case.material(1.7, 0.8, 1.0) + (a, b, dt), has_sigma=1)  # has_sigma: write_traces here
+        assert relative(rr, r_ref) < case.tolerance(), cfg
+        assert relative(uu, u_ref) < case.tolerance(), cfg
+        assert relative(trace_out, traces_after) < case.tolerance(), cfg
+    # MODE 3: a third of the paired points have their partner on "another rank" (code -2 - m,
+    # its trace in ghost row m); their partners' slots of trace_in are NaN, so a read there shows
+    shared = np.flatnonzero(partner >= 0)[::3]
+    flat = traces_before.reshape(6, -1)
+    ghosts = np.ascontiguousarray(flat[:, partner[shared]].T)  # (m, 6)
+    coded = partner.copy()
+    coded[shared] = -2 - np.arange(len(shared), dtype=np.int32)
+    trace_in = traces_before.copy()
+    trace_in.reshape(6, -1)[:, partner[shared]] = np.nan
+    for cfg in case.configs:
+        uu, rr = u.copy(), residual.copy()
+        trace_out = np.full(case.face_shape, np.nan, dtype=case.dtype)
+        case.launch("stage_ghosts", cfg, {0: uu, 1: rr, 2: trace_in, 16: ghosts, 17: trace_out, 18: coded},
+                    case.material(1.7, 0.8, 1.0) + (a, b, dt), has_sigma=1)
         assert relative(rr, r_ref) < case.tolerance(), cfg
         assert relative(uu, u_ref) < case.tolerance(), cfg
         assert relative(trace_out, traces_after) < case.tolerance(), cfg
