@@ -12,8 +12,8 @@ the rhs (also over a range of elements), the rhs in a medium given per point, th
 stage with the face exchange folded in (partner ids of face_point_ids, partners on another rank
 read from ghost rows, the traces it writes for the next stage), on box_mesh((3, 2)) at N = 3 and
 a deformed one at N = 3 and 7, float64 to 1e-12 and float32 (N = 3) to 1e-5 relative. What this
-cannot check (NVRTC, registers, shared-memory limits,
-the CuPy launch) is tests/gpu/test_maxwell_2d_gpu.py's on a GPU. Skipped without a C++20 compiler.
+cannot check (NVRTC, registers, shared-memory limits, the CuPy launch) is
+tests/gpu/test_maxwell_2d_gpu.py's on a GPU. Skipped without a C++20 compiler.
 """
 
 from __future__ import annotations
