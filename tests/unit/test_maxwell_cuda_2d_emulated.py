@@ -5,9 +5,10 @@ the listed traces and the dipole kernel (terms_cuda, source_cuda) with dim = 2.
 As in test_maxwell_galerkin_cuda_emulated.py: the text NVRTC would receive is compiled as C++20
 with a shim in which every CUDA thread of a block is a std::thread, __syncthreads() a
 std::barrier and the dynamic shared memory one buffer filled with NaN before each block (a read
-of a value no phase wrote shows). The launch is the one cuda.py makes (cuda_launch.default_launch
-with dim = 2: elements per block, threads, shared bytes, face phase, SPLIT), and the forced
-variants the defaults do not reach at these orders (no face phase, SPLIT 2). Checked: the traces,
+of a value no phase wrote shows, and a write past the bytes the launch allocates fails). The
+launch is the one cuda.py makes (cuda_launch.default_launch with dim = 2: elements per block,
+threads, shared bytes, face phase, SPLIT), and the forced variants the defaults do not reach at
+these orders (no face phase, SPLIT 2). Checked: the traces,
 the rhs (also over a range of elements), the rhs in a medium given per point, the stage, and the
 stage with the face exchange folded in (partner ids of face_point_ids, partners on another rank
 read from ghost rows, the traces it writes for the next stage), on box_mesh((3, 2)) at N = 3 and
@@ -56,17 +57,23 @@ static std::barrier<>* lobatto_block_barrier;
 
 LAUNCHER = """
 namespace lobatto { alignas(16) unsigned char lobatto_smem[1 << 20]; }
+// Every byte NaN before each block; returns 1 if a block wrote past the `shared` bytes the
+// launch allocates (a read there gives NaN, which the comparison shows).
 template <typename F>
-static void run_blocks(int grid, int threads, long long shared, F body) {
+static int run_blocks(int grid, int threads, long long shared, F body) {
+    const long long size = sizeof(lobatto::lobatto_smem);
     for (int bx = 0; bx < grid; ++bx) {
-        std::memset(lobatto::lobatto_smem, 0xff, shared);  // NaN in every value
+        std::memset(lobatto::lobatto_smem, 0xff, size);
         std::barrier<> block(threads);
         lobatto_block_barrier = &block;
         std::vector<std::thread> ts;
         for (int x = 0; x < threads; ++x)
             ts.emplace_back([=] { threadIdx.x = x; blockIdx.x = bx; blockDim.x = threads; gridDim.x = grid; body(); });
         for (auto& t : ts) t.join();
+        for (long long b = shared; b < size; ++b)
+            if (lobatto::lobatto_smem[b] != 0xff) return 1;
     }
+    return 0;
 }
 """
 
@@ -101,10 +108,10 @@ def build(tmp_path, order, ctype, configs):
     for kind, cfg in configs:
         call = ENTRY[kind].format(N=order, FP="true" if cfg.face_phase else "false", SP=cfg.split).replace("GEOM", GEOM)
         parts.append(
-            f'extern "C" void {entry_name(kind, order, ctype, cfg)}(void** p, const double* s, long long E, '
+            f'extern "C" int {entry_name(kind, order, ctype, cfg)}(void** p, const double* s, long long E, '
             "long long first, long long stop, int epb, int use_affine, int has_sigma, long long cs, int grid, "
             "int threads, long long shared) {\n"
-            f"    run_blocks(grid, threads, shared, [=] {{ {call} }});\n}}")
+            f"    return run_blocks(grid, threads, shared, [=] {{ {call} }});\n}}")
     parts.append(
         f'extern "C" void traces_{order}_{ctype}(const T* u, const T* normals, T* out, long long E) {{\n'
         f"    run_blocks(3, 32, 0, [=] {{ lobatto::maxwell_traces_kernel<{order}, 2, T>(u, normals, out, E); }});\n}}")
@@ -171,9 +178,10 @@ class Case:
         s = (ctypes.c_double * 7)(*(list(scalars) + [0.0] * (7 - len(scalars))))
         grid = -(-(stop - first) // cfg.elements_per_block)
         fn = getattr(self.lib, entry_name(kind, self.order, self.ctype, cfg))
-        fn(pointers, s, ctypes.c_longlong(e), ctypes.c_longlong(first), ctypes.c_longlong(stop),
-           ctypes.c_int(cfg.elements_per_block), ctypes.c_int(1), ctypes.c_int(has_sigma), ctypes.c_longlong(cs),
-           ctypes.c_int(grid), ctypes.c_int(cfg.threads), ctypes.c_longlong(cfg.shared_bytes))
+        beyond = fn(pointers, s, ctypes.c_longlong(e), ctypes.c_longlong(first), ctypes.c_longlong(stop),
+                    ctypes.c_int(cfg.elements_per_block), ctypes.c_int(1), ctypes.c_int(has_sigma), ctypes.c_longlong(cs),
+                    ctypes.c_int(grid), ctypes.c_int(cfg.threads), ctypes.c_longlong(cfg.shared_bytes))
+        assert beyond == 0, f"{kind} wrote past its {cfg.shared_bytes} bytes of shared memory ({cfg})"
 
     def material(self, epsilon, mu, alpha):
         import math

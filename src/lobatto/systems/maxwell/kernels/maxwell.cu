@@ -302,7 +302,7 @@ __device__ __forceinline__ void maxwell_operator_body(
     T* sD = reinterpret_cast<T*>(lobatto_smem);  // D rows, stride RS
     T* su = sD + n * RS;                          // [el][c][k][j][i], padded
     T* sflux = su + epb * 6 * ES;                 // FP: [el][c][f][a][b] lifted face flux
-    T* sA = sflux + (FP ? epb * 6 * FS : 0);      // SPLIT 1: [el][b * 3 + a][k][j][i] J a^b
+    T* sA = sflux + (FP ? epb * 6 * FS : 0);      // SPLIT 1: [el][b * 3 + a][k][j][i] J a^b, b < DIM
 
     const index_t e0 = first + (index_t)blockIdx.x * epb;
     const index_t left = stop - e0;
@@ -323,7 +323,7 @@ __device__ __forceinline__ void maxwell_operator_body(
         for (int c = 0; c < 6; ++c) su[so + c * ES] = v[c];
         if (SPLIT == 1 && !(use_affine && affine[e0 + el])) {
             const T J = jacobian[base + q];
-            T* sa = sA + el * 9 * ES + k * PS + j * RS + i;
+            T* sa = sA + el * 3 * DIM * ES + k * PS + j * RS + i;
 #pragma unroll
             for (int t = 0; t < 3 * DIM; ++t)
                 if (metric_read<DIM>(t)) sa[t * ES] = J * metrics[t * fstride + base + q];
@@ -369,7 +369,7 @@ __device__ __forceinline__ void maxwell_operator_body(
         const T* se = su + el * 6 * ES;
         const int so = k * PS + j * RS + i;
         const bool curved = SPLIT != 0 && !(use_affine && affine[e]);
-        const T* sa = sA + el * 9 * ES;
+        const T* sa = sA + el * 3 * DIM * ES;  // 3 DIM rows per element (cuda_launch.shared_bytes)
         const index_t eb = e * n3;  // SPLIT 2: the element's first point in device memory
 
         // Loads from device memory first, so that their latency hides behind the shared work.
