@@ -248,14 +248,19 @@ def test_rhs_and_a_range_of_elements(case):
                                                              dtype=case.dtype)
 
 
-def test_rhs_in_a_medium_given_per_point(case):
+@pytest.mark.parametrize("diagonal", [False, True], ids=["isotropic", "diagonal"])
+def test_rhs_in_a_medium_given_per_point(case, diagonal):
+    """eps, mu, sigma per point (materials.py), or per component and point (a diagonal eps, mu:
+    anisotropy.py's (3, E, 1, n, n) arrays and (3, 4, E, 4, 1, n) flux coefficients)."""
     e, n = case.u_shape[1], case.order + 1
     u, sums = case.random(case.u_shape), case.random(case.face_shape)
-    positive = lambda shape: np.ascontiguousarray(0.5 + case.rng.random(shape), dtype=case.dtype)
-    coeff = positive((4, e, 4, 1, n))
-    medium = {"inv_epsilon": positive((e, 1, n, n)), "inv_mu": positive((e, 1, n, n)),
-              "sigma_over_epsilon": positive((e, 1, n, n)), "flux_a": coeff[0], "flux_b": coeff[1],
-              "flux_c": coeff[2], "flux_d": coeff[3], "flux_coefficients": coeff}
+    positive = lambda shape: np.ascontiguousarray(0.5 + case.rng.random(shape), dtype=case.dtype)  # noqa: E731
+    lead = (3,) if diagonal else ()
+    coeff = positive(lead + (4, e, 4, 1, n))
+    medium = {"inv_epsilon": positive(lead + (e, 1, n, n)), "inv_mu": positive(lead + (e, 1, n, n)),
+              "sigma_over_epsilon": positive(lead + (e, 1, n, n)), "flux_coefficients": coeff}
+    for k, name in enumerate(("flux_a", "flux_b", "flux_c", "flux_d")):
+        medium[name] = coeff[:, k] if diagonal else coeff[k]
     as64 = {k: v.astype(np.float64) for k, v in medium.items()}
     expected = case.reference("maxwell_rhs_materials")(u.astype(np.float64), sums.astype(np.float64),
                                                        case.system.device_geometry, np.zeros(case.u_shape), as64, 0.7)
@@ -263,7 +268,7 @@ def test_rhs_in_a_medium_given_per_point(case):
         out = np.full(case.u_shape, np.nan, dtype=case.dtype)
         case.launch("rhs_medium", cfg, {0: u, 1: out, 2: sums, 12: medium["inv_epsilon"], 13: medium["inv_mu"],
                                         14: medium["sigma_over_epsilon"], 15: coeff},
-                    (1.0, 1.0, 0.7, 0.0), has_sigma=1, cs=0)
+                    (1.0, 1.0, 0.7, 0.0), has_sigma=1, cs=e * n * n if diagonal else 0)
         assert relative(out, expected) < case.tolerance(), cfg
 
 
