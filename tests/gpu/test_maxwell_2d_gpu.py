@@ -3,7 +3,8 @@ the pointwise term kernels with dim = 2) against the NumPy reference, the CPU ba
 extruded 3-D run.
 
 On box_mesh((3, 2)) and a deformed one (curved quads: the split curl), N = 3 and 7:
-- traces, rhs (also over a range of elements), rhs in a medium given per point and stage of the
+- traces, rhs (also over a range of elements), rhs in a medium given per point (isotropic and
+  diagonal) and stage of the
   CUDA factories (dim = 2) equal the NumPy reference (NumpyBackend) on fresh random data, to
   1e-12 relative in float64 and 1e-5 in float32, with the default launch and the forced ones
   the defaults do not reach at these orders (no face phase, several blocks, SPLIT 2);
@@ -197,6 +198,13 @@ def test_rhs_stage_and_medium_under_every_launch(kernels):
               "flux_c": coeff[2], "flux_d": coeff[3], "flux_coefficients": coeff}
     rhs_medium = k.ref("maxwell_rhs_materials")(u, sums, host_geometry, np.zeros(k.u_shape), medium, 0.7)
     device_medium = {key: k.device(v) for key, v in medium.items()}
+    # a diagonal eps, mu (anisotropy.py): per-component (3, E, 1, n, n) arrays and coefficients
+    coeff3 = 0.5 + k.rng.random((3, 4, e, 4, 1, n))
+    diagonal = {"inv_epsilon": 0.5 + k.rng.random((3, e, 1, n, n)), "inv_mu": 0.5 + k.rng.random((3, e, 1, n, n)),
+                "sigma_over_epsilon": k.rng.random((3, e, 1, n, n)), "flux_a": coeff3[:, 0], "flux_b": coeff3[:, 1],
+                "flux_c": coeff3[:, 2], "flux_d": coeff3[:, 3], "flux_coefficients": coeff3}
+    rhs_diagonal = k.ref("maxwell_rhs_materials")(u, sums, host_geometry, np.zeros(k.u_shape), diagonal, 0.7)
+    device_diagonal = {key: k.device(v) for key, v in diagonal.items()}
     tol = tolerance(k.precision)
     for launch in k.launches():
         mk = k.with_launch(launch)
@@ -216,6 +224,9 @@ def test_rhs_stage_and_medium_under_every_launch(kernels):
         mk.launch("rhs_medium", uu, (uu, dm, k.device(sums)), geometry, (1.0, 1.0, 0.7),
                   extra=medium_arguments(mk, uu.dtype, device_medium))
         assert relative(k.host(dm), rhs_medium) < tol, launch
+        mk.launch("rhs_medium", uu, (uu, dm, k.device(sums)), geometry, (1.0, 1.0, 0.7),
+                  extra=medium_arguments(mk, uu.dtype, device_diagonal))
+        assert relative(k.host(dm), rhs_diagonal) < tol, launch
     k.with_launch(None)
     # the registered factories (the default launch) as the system calls them
     out = k.cuda.zeros(k.u_shape)
