@@ -36,7 +36,9 @@ INSTANTIATIONS = {
     # sources that instantiate their own templates compile as they are
     "contract.cu": [],
     "row_sums.cu": [],
-    "maxwell.cu": [f"LOBATTO_MAXWELL_INSTANTIATE({n}, {t})" for n in ORDERS for t in DTYPES],
+    # 3-D, then 2-D meshes (DIM = 2: n^2 points per element, four faces)
+    "maxwell.cu": [f"LOBATTO_MAXWELL_INSTANTIATE({n}, {t})" for n in ORDERS for t in DTYPES]
+    + [f"LOBATTO_MAXWELL_INSTANTIATE_DIM({n}, 2, {t})" for n in ORDERS for t in DTYPES],
     "gather_scatter.cu": [
         f"LOBATTO_GS_INSTANTIATE({t}, {i})"
         for t in ("double", "float", "long long", "int", "unsigned long long", "unsigned int")
@@ -79,11 +81,12 @@ INSTANTIATIONS = {
 #: overload and static_assert errors, at every order and precision), these through cicc's code
 #: generation too, for what only it reports (a __host__ function called from device code).
 #: maxwell.cu has no branch on N at compile time (no ``if constexpr``), so the lowest order in
-#: double and the highest in float meet every such check. Its 10 instantiations took 81 s of
+#: double and the highest in float meet every such check; its DIM = 2 branches once, at N = 1. Its 10 instantiations took 81 s of
 #: code generation; front end for all 10 plus code generation for these 2, 17 s (2-core machine,
 #: load 5, 2026-11-27).
 CODE_GENERATION_ONLY_FOR = {
-    "maxwell.cu": ["LOBATTO_MAXWELL_INSTANTIATE(1, double)", "LOBATTO_MAXWELL_INSTANTIATE(15, float)"],
+    "maxwell.cu": ["LOBATTO_MAXWELL_INSTANTIATE(1, double)", "LOBATTO_MAXWELL_INSTANTIATE(15, float)",
+                   "LOBATTO_MAXWELL_INSTANTIATE_DIM(1, 2, double)"],
 }
 
 PACKAGE = Path(lobatto.__file__).resolve().parent

@@ -8,12 +8,16 @@ reference kernels' signatures (reference.py):
     rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)
     stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None)
 
+Each factory takes the mesh's dimension ``dim`` (3 by default; 2: the thin (6, E, 1, n, n)
+layout of reference.py, compiled as kernels/maxwell.cu's DIM = 2).
+
 Arrays must be C-contiguous CuPy arrays of the backend's dtype (the system allocates them
 so). Nothing here allocates once the first call for a geometry is done, and nothing
 synchronises with the host, so a whole time step can be recorded as a CUDA graph.
 
 Tuning runs may set ``backend.launch_overrides[(order, dtype name)] = (elements per block,
-threads[, maxrregcount[, face phase]])`` before the first launch of that order. The default
+threads[, maxrregcount[, face phase]])`` before the first launch of that order (the key
+``(order, dtype name, 2)`` for a 2-D mesh). The default
 launch and the byte and flop models are cuda_launch.py's (importable from here too).
 """
 
@@ -34,6 +38,7 @@ from lobatto.systems.maxwell.cuda_launch import (  # the launch arithmetic and m
     TARGET_BLOCK_POINTS,
     LaunchConfig,
     default_launch,
+    element_sizes,
     padded_dims,
     rhs_bytes,
     shared_bytes,
@@ -61,10 +66,17 @@ class _LRU(OrderedDict):
 class MaxwellKernels:
     """Compiled kernels of one order, per dtype, and the geometry-derived arrays they need."""
 
-    def __init__(self, backend, order: int):
+    def __init__(self, backend, order: int, dim: int = 3):
         self.backend = backend
         self.order = int(order)
         self.n = self.order + 1
+        self.dim = int(dim)
+        self.points, self.faces, self.face_points = element_sizes(self.order, self.dim)
+        #: u's (k, j, i) axes: (1, n, n) on a 2-D mesh
+        self.element_shape = (self.n if self.dim == 3 else 1, self.n, self.n)
+        #: backend.launch_overrides key (3-D keeps the (order, dtype name) of before)
+        self._override_key = (lambda name: (self.order, name)) if self.dim == 3 else (
+            lambda name: (self.order, name, self.dim))
         self._compiled: dict = {}
         self._threads: dict = {}  # threads per block of each kernel, per compiled set
         self._traces: dict = {}
@@ -77,26 +89,26 @@ class MaxwellKernels:
     # Compilation ----------------------------------------------------------------------------
     def config(self, dtype, curved: bool = False) -> LaunchConfig:
         dtype = np.dtype(dtype)
-        split = split_mode(self.order, dtype.itemsize, self.backend.max_shared_per_block, curved)
+        split = split_mode(self.order, dtype.itemsize, self.backend.max_shared_per_block, curved, self.dim)
         if self.split_override is not None:
             split = self.split_override
-        override = self.backend.launch_overrides.get((self.order, dtype.name))
+        override = self.backend.launch_overrides.get(self._override_key(dtype.name))
         if override is not None:
             epb, threads = override[0], override[1]
             maxreg = (override[2] or None) if len(override) > 2 else None
             fp = bool(override[3]) if len(override) > 3 else True
-            smem = shared_bytes(self.order, dtype.itemsize, epb, fp, split)
+            smem = shared_bytes(self.order, dtype.itemsize, epb, fp, split, self.dim)
             if fp and smem > self.backend.max_shared_per_block:
-                fp, smem = False, shared_bytes(self.order, dtype.itemsize, epb, False, split)
+                fp, smem = False, shared_bytes(self.order, dtype.itemsize, epb, False, split, self.dim)
             return LaunchConfig(epb, threads, smem, maxreg, fp, split)
-        return default_launch(self.order, dtype, self.backend.max_shared_per_block, split)
+        return default_launch(self.order, dtype, self.backend.max_shared_per_block, split, self.dim)
 
     def traces_function(self, dtype):
         """The traces kernel alone (it takes no launch configuration, so no element kernels)."""
         dtype = np.dtype(dtype)
         fn = self._traces.get(dtype.name)
         if fn is None:
-            name = f"lobatto::maxwell_traces_kernel<{self.order}, {ctype(dtype)}>"
+            name = f"lobatto::maxwell_traces_kernel<{self.order}, {self.dim}, {ctype(dtype)}>"
             fn = self._traces[dtype.name] = get_module(SOURCE, (name,), ()).get_function(name)
         return fn
 
@@ -109,7 +121,7 @@ class MaxwellKernels:
             t = ctype(dtype)
             fp = "true" if cfg.face_phase else "false"
             sp = int(cfg.split)
-            o = self.order
+            o = f"{self.order}, {self.dim}"  # N, DIM: only this pair is instantiated
             names = {
                 "rhs": f"lobatto::maxwell_rhs_kernel<{o}, {t}, {fp}, {sp}>",
                 "rhs_medium": f"lobatto::maxwell_rhs_medium_kernel<{o}, {t}, {fp}, {sp}>",
@@ -122,7 +134,7 @@ class MaxwellKernels:
             options = () if cfg.maxrregcount is None else (f"--maxrregcount={cfg.maxrregcount}",)
             module = get_module(SOURCE, tuple(names.values()), options)
             funcs = {k: module.get_function(v) for k, v in names.items()}
-            explicit = (self.order, dtype.name) in self.backend.launch_overrides
+            explicit = self._override_key(dtype.name) in self.backend.launch_overrides
             threads = {}
             for k in names:
                 if cfg.shared_bytes > 48 * 1024:
@@ -207,8 +219,9 @@ class MaxwellKernels:
 
     def check(self, u, *arrays):
         dtype = u.dtype
-        if u.ndim != 5 or u.shape[0] != 6 or u.shape[2:] != (self.n,) * 3:
-            raise ValueError(f"u must have shape (6, E, {self.n}, {self.n}, {self.n}), got {u.shape}")
+        if u.ndim != 5 or u.shape[0] != 6 or u.shape[2:] != self.element_shape:
+            shape = ", ".join(str(x) for x in self.element_shape)
+            raise ValueError(f"u must have shape (6, E, {shape}) for a {self.dim}-D mesh, got {u.shape}")
         for a in (u,) + arrays:
             if not a.flags.c_contiguous:
                 raise ValueError("CUDA Maxwell kernels need C-contiguous arrays")
@@ -246,15 +259,15 @@ class MaxwellKernels:
 
 
 @tuned_kernel("cuda", "maxwell_traces")
-def make_traces(backend, order):
-    mk = MaxwellKernels(backend, order)
-    n2 = (order + 1) ** 2
+def make_traces(backend, order, dim=3):
+    mk = MaxwellKernels(backend, order, dim)
+    per_element = mk.faces * mk.face_points
 
     def traces(u, normals, out):
         mk.check(u, normals, out)
         function = mk.traces_function(u.dtype)
         e = u.shape[1]
-        total = e * 6 * n2
+        total = e * per_element
         if total == 0:
             return out
         threads = 256
@@ -267,8 +280,8 @@ def make_traces(backend, order):
 
 
 @tuned_kernel("cuda", "maxwell_rhs")
-def make_rhs(backend, order):
-    mk = MaxwellKernels(backend, order)
+def make_rhs(backend, order, dim=3):
+    mk = MaxwellKernels(backend, order, dim)
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
         mk.launch("rhs", u, (u, out, sums), geometry, (epsilon, mu, alpha), elements, check=(sums, out))
@@ -283,16 +296,18 @@ def medium_arguments(mk, dtype, material) -> tuple:
     sigma = material["sigma_over_epsilon"]
     has_sigma = sigma is not None
     # a diagonal eps, mu (anisotropy.py): (3, E, n, n, n) arrays read with component stride E n^3
+    # ((3, E, 1, n, n) and E n^2 in 2-D)
     stride = int(material["inv_epsilon"][0].size) if material["inv_epsilon"].ndim == 5 else 0
     return (material["inv_epsilon"], material["inv_mu"], sigma if has_sigma else mk.dummy_array(dtype),
             material["flux_coefficients"], np.int32(has_sigma), np.int64(stride))
 
 
 @tuned_kernel("cuda", "maxwell_rhs_materials")
-def make_rhs_materials(backend, order):
+def make_rhs_materials(backend, order, dim=3):
     """The reference's rhs(u, sums, geometry, out, material, alpha, elements) in one kernel:
-    material = HeterogeneousMedium.arrays (with its "flux_coefficients", (4, E, 6, n, n))."""
-    mk = MaxwellKernels(backend, order)
+    material = HeterogeneousMedium.arrays (with its "flux_coefficients", (4, E, 6, n, n);
+    (4, E, 4, 1, n) in 2-D)."""
+    mk = MaxwellKernels(backend, order, dim)
 
     def rhs(u, sums, geometry, out, material, alpha, elements=None):
         mk.launch("rhs_medium", u, (u, out, sums), geometry, (1.0, 1.0, alpha), elements, check=(sums, out),
@@ -304,8 +319,8 @@ def make_rhs_materials(backend, order):
 
 
 @tuned_kernel("cuda", "maxwell_stage")
-def make_stage(backend, order):
-    mk = MaxwellKernels(backend, order)
+def make_stage(backend, order, dim=3):
+    mk = MaxwellKernels(backend, order, dim)
 
     def stage(u, residual, sums, geometry, epsilon, mu, alpha, a, b, dt, elements=None):
         mk.launch("stage", u, (u, residual, sums), geometry, (epsilon, mu, alpha), elements, (a, b, dt),

@@ -3,6 +3,9 @@ plain arithmetic that needs no GPU: elements per block, threads, shared memory, 
 phase and the curl variant (SPLIT) for an order and precision; the bytes and flops per
 element of a stage, an rhs and a traces pass (the roofline and the benchmarks use them).
 cuda.py launches with these and re-exports them.
+
+Every function takes the mesh's dimension ``dim`` (3 by default): a 2-D element has n^2
+points, four faces of n points and a k axis of one point (kernels/maxwell.cu, DIM).
 """
 
 from __future__ import annotations
@@ -37,28 +40,39 @@ def padded_dims(order: int) -> tuple[int, int, int, int]:
     return n, rs, rs * n, rs * n * n
 
 
-def shared_bytes(order: int, itemsize: int, epb: int, face_phase: bool = False, split: int = 0) -> int:
-    n, rs, _, es = padded_dims(order)
-    fields = 6 + (9 if split == 1 else 0)  # u, and J a^b of curved elements
-    return (n * rs + epb * fields * es + (epb * 36 * n * n if face_phase else 0)) * itemsize
+def element_sizes(order: int, dim: int = 3) -> tuple[int, int, int]:
+    """(points per element, faces, points per face) of an order-``order`` element in ``dim``-D."""
+    if dim not in (2, 3):
+        raise ValueError(f"a Maxwell mesh has dimension 2 or 3, not {dim}")
+    n = order + 1
+    nz = n if dim == 3 else 1
+    return nz * n * n, 2 * dim, nz * n
 
 
-def split_mode(order: int, itemsize: int, max_shared: int, curved: bool) -> int:
+def shared_bytes(order: int, itemsize: int, epb: int, face_phase: bool = False, split: int = 0, dim: int = 3) -> int:
+    n, rs, ps, _ = padded_dims(order)
+    npe, nf, nfp = element_sizes(order, dim)
+    es = ps * (n if dim == 3 else 1)  # one field of one element (kernels/maxwell.cu: MDims::ES)
+    fields = 6 + (3 * dim if split == 1 else 0)  # u, and J a^b (b < dim) of curved elements
+    return (n * rs + epb * fields * es + (epb * 6 * nf * nfp if face_phase else 0)) * itemsize
+
+
+def split_mode(order: int, itemsize: int, max_shared: int, curved: bool, dim: int = 3) -> int:
     """kernels/maxwell.cu's SPLIT for a mesh: 0 when every element is affine; else 1 where J a^b
-    of one element fits in shared memory beside its fields, 2 where it does not (float64 from
-    N = 12, float32 at N = 15 on an H100)."""
+    of one element fits in shared memory beside its fields, 2 where it does not (3-D: float64
+    from N = 12, float32 at N = 15 on an H100; 2-D elements always fit)."""
     if not curved:
         return 0
-    return 1 if shared_bytes(order, itemsize, 1, False, 1) <= max_shared else 2
+    return 1 if shared_bytes(order, itemsize, 1, False, 1, dim) <= max_shared else 2
 
 
-def default_launch(order: int, dtype, max_shared: int, split: int = 0) -> LaunchConfig:
-    n3 = (order + 1) ** 3
+def default_launch(order: int, dtype, max_shared: int, split: int = 0, dim: int = 3) -> LaunchConfig:
+    n3 = element_sizes(order, dim)[0]  # points per element, n^dim
     itemsize = np.dtype(dtype).itemsize
-    epb = max(1, TARGET_BLOCK_POINTS // n3)
+    epb = max(1, TARGET_BLOCK_POINTS // n3)  # 2-D: n^2 points each, so more elements fill a block
 
     def shared(epb, face_phase=False):
-        return shared_bytes(order, itemsize, epb, face_phase, split)
+        return shared_bytes(order, itemsize, epb, face_phase, split, dim)
 
     while epb > 1 and shared(epb) > max_shared:
         epb -= 1
@@ -88,33 +102,44 @@ def default_launch(order: int, dtype, max_shared: int, split: int = 0) -> Launch
 
 
 # Models -------------------------------------------------------------------------------------
-def stage_bytes(order: int, itemsize: int, affine: bool = False, read_residual: bool = True) -> float:
+def _metric_values(order: int, affine: bool, dim: int) -> int:
+    """Metric values a kernel reads per element: metrics[b, a] for b, a < dim and J at every
+    point (the curved elements' split form reads J; counted everywhere, as before), or the
+    9 compact values of an affine element (4 of them in 2-D)."""
+    return (9 if dim == 3 else 4) if affine else (dim * dim + 1) * element_sizes(order, dim)[0]
+
+
+def stage_bytes(order: int, itemsize: int, affine: bool = False, read_residual: bool = True, dim: int = 3) -> float:
     """Fewest device-memory bytes per element of the fused stage kernel.
 
-    u read + written (12 n^3), residual read + written (12 n^3; written only when a = 0),
-    metrics (9 n^3 and J n^3, or 9 per element when affine), sums (36 n^2), normals (18 n^2),
-    lift (6 n^2), face factors (12 per element).
+    u read + written (12 P, P = n^dim points), residual read + written (12 P; written only
+    when a = 0), metrics (dim^2 P and J P, or dim^2 per element when affine), sums (6 F), normals
+    (3 F), lift (F) with F = faces x points per face (6 n^2 in 3-D, 4 n in 2-D), face factors
+    (2 per face).
     """
-    n = order + 1
-    values = 12 * n**3 + (12 if read_residual else 6) * n**3
-    values += 9 if affine else 10 * n**3
-    values += 60 * n**2 + 12
+    npe, nf, nfp = element_sizes(order, dim)
+    values = 12 * npe + (12 if read_residual else 6) * npe
+    values += _metric_values(order, affine, dim)
+    values += 10 * nf * nfp + 2 * nf
     return float(values * itemsize)
 
 
-def rhs_bytes(order: int, itemsize: int, affine: bool = False) -> float:
-    n = order + 1
-    values = 6 * n**3 + 6 * n**3 + (9 if affine else 10 * n**3) + 60 * n**2 + 12
+def rhs_bytes(order: int, itemsize: int, affine: bool = False, dim: int = 3) -> float:
+    npe, nf, nfp = element_sizes(order, dim)
+    values = 6 * npe + 6 * npe + _metric_values(order, affine, dim) + 10 * nf * nfp + 2 * nf
     return float(values * itemsize)
 
 
-def traces_bytes(order: int, itemsize: int) -> float:
+def traces_bytes(order: int, itemsize: int, dim: int = 3) -> float:
     """Face values of u (each distinct point once), normals, traces written; per element."""
     n = order + 1
-    face_points = n**3 - max(n - 2, 0) ** 3
-    return float((6 * face_points + 18 * n**2 + 36 * n**2) * itemsize)
+    npe, nf, nfp = element_sizes(order, dim)
+    face_points = npe - max(n - 2, 0) ** dim
+    return float((6 * face_points + 9 * nf * nfp) * itemsize)
 
 
-def stage_flops(order: int) -> float:
-    """Flops per point of one stage as the seed paper counts them: 36(N+1) + 84."""
-    return 36.0 * (order + 1) + 84.0
+def stage_flops(order: int, dim: int = 3) -> float:
+    """Flops per point of one stage as the seed paper counts them: 36(N+1) + 84 in 3-D, where
+    36(N+1) are the 18 reference derivatives; 2-D does 12 of them, 24(N+1) + 84 (the 84
+    pointwise flops counted as in 3-D: an upper bound there)."""
+    return 12.0 * dim * (order + 1) + 84.0

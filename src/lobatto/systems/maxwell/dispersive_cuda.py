@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate
+from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate, element_sizes, specialise
 
 # the poles of dispersive.py in one pass over the dispersive elements' points; the pole
 # blocks are generated with their coefficients compiled in
@@ -80,18 +80,18 @@ OUTPUTS = "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces"
 
 
 def poles_source(order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
-                 minus_inv_epsilon: float = 0.0, stretched: bool = False, per_component: bool = False) -> str:
+                 minus_inv_epsilon: float = 0.0, stretched: bool = False, per_component: bool = False,
+                 dim: int = 3) -> str:
     """The kernel's text (FOLD still to be set: PointUpdate.compile_both); the arguments as
     DispersiveStep's (tests/unit/test_maxwell_poles_cuda_emulated.py runs it on the CPU)."""
-    n = order + 1
     epsilon = ("epsilon_term[c * ms + at]" if per_component else "epsilon_term[at]") if per_point_epsilon else (
         f"({float(minus_inv_epsilon)!r})")
     body = "\n".join(_pole_block(model, offset, a) for model, offset, a in poles)
-    return (_DISPERSIVE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("POLES", body)
-            .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
-            .replace("STRETCH", "+ stretch[c * ms + at]" if stretched else "")
-            .replace("MINUS_INV_EPS", epsilon)
-            .replace("AUX", str(int(aux_count))).replace("N3", str(n**3)).replace("N2", str(n * n)))
+    return specialise(_DISPERSIVE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("POLES", body)
+                      .replace("WEIGHT", "weight[at]" if weighted else "T(1)")
+                      .replace("STRETCH", "+ stretch[c * ms + at]" if stretched else "")
+                      .replace("MINUS_INV_EPS", epsilon)
+                      .replace("AUX", str(int(aux_count))), order, dim)
 
 
 class DispersiveStep(PointUpdate):
@@ -100,30 +100,32 @@ class DispersiveStep(PointUpdate):
     offset, angular parameters); ``weight``: per point or None; ``minus_inv_epsilon``: a number
     or per point (``per_component``: (3, m, n, n, n), a diagonal eps_inf); ``stretched``: the
     drive is w (E + stretch), stretch (3, m, n, n, n) = Lambda E - E inside a PML
-    (dispersive.py's stretch_with)."""
+    (dispersive.py's stretch_with). ``dim`` = 2: the (m, 1, n, n) point arrays of a 2-D mesh."""
 
     def __init__(self, backend, order: int, poles, aux_count: int, weighted: bool, per_point_epsilon: bool,
-                 minus_inv_epsilon: float = 0.0, stretched: bool = False, per_component: bool = False):
+                 minus_inv_epsilon: float = 0.0, stretched: bool = False, per_component: bool = False,
+                 dim: int = 3):
         import hashlib
 
         self._given = (backend, order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon)
         self._per_component = per_component
-        self.n3 = (order + 1) ** 3
-        self.setup_points(backend, order)
+        self.n3 = element_sizes(order, dim)[0]  # points per element
+        self.setup_points(backend, order, dim)
         source = poles_source(order, poles, aux_count, weighted, per_point_epsilon, minus_inv_epsilon, stretched,
-                              per_component)
+                              per_component, dim)
         tag = hashlib.sha1(source.encode()).hexdigest()[:12]
         self.kernels = self.compile_both(backend.xp, PARAMS, OUTPUTS, source, f"lobatto_poles_{order}_{tag}")
 
     def stretched(self) -> "DispersiveStep":
         """The same poles with the drive w (E + stretch)."""
-        return DispersiveStep(*self._given, stretched=True, per_component=self._per_component)
+        return DispersiveStep(*self._given, stretched=True, per_component=self._per_component, dim=self.dim)
 
     def __call__(self, u, residual, aux, aux_residual, elements, weight, epsilon_term, a, b, dt, traces=None,
                  normals=None, fold=False, stretch=None):
         m = int(elements.size)
         if not m:
             return
+        self.check_shape(u)
         t = u.dtype.type
         write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         weight = self.unused if weight is None else weight

@@ -138,6 +138,7 @@ class FusedExchangeStepper:
 
     def __init__(self, system, stepper):
         from lobatto.mesh import face_point_ids
+        from lobatto.mesh.topology import face_shape
 
         backend = system.backend
         if backend.name != "cuda":
@@ -148,7 +149,9 @@ class FusedExchangeStepper:
         self.system, self.stepper, self.scheme = system, stepper, scheme
         self.backend = backend
         self.order = system.order
-        n = self.order + 1
+        #: the mesh's dimension: a 2-D mesh's face points are (E, 4, 1, n); partner ids and
+        #: ghost packing are flat indices over them, so only the shapes below depend on it
+        self.dim = dim = int(getattr(system.mesh, "dim", 3))
         e = system.num_elements
         comm = system.exchange.comm
         problem, self.ghosts = None, None
@@ -169,10 +172,11 @@ class FusedExchangeStepper:
         if self.ghosts is not None:
             self.ghosts.connect()
         self.partner = backend.asarray(partner, dtype=np.int32)
-        self.buffers = [backend.zeros((6, e, 6, n, n)), backend.zeros((6, e, 6, n, n))]
+        faces = (6, e, 2 * dim, *face_shape(dim, self.order))
+        self.buffers = [backend.zeros(faces), backend.zeros(faces)]
         self.residual = stepper.residual
-        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order)
-        self.kernels = MaxwellKernels(backend, self.order)
+        self.traces_kernel = backend.kernel("maxwell_traces", order=self.order, dim=dim)
+        self.kernels = MaxwellKernels(backend, self.order, dim)
         # eps, mu, sigma per point (materials.py): the stage kernel's medium variant and its arrays
         self.medium_extra = None if system.medium is None else medium_arguments(
             self.kernels, self.residual.dtype, system.medium.arrays)

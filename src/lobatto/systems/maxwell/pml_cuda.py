@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate
+from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate, element_sizes, specialise
 
 _PML_FINISH = r"""
 // one thread per point of a layer element whose non-zero sigma directions are MASK (bits x, y, z)
@@ -66,16 +66,16 @@ if (!FOLD && write_traces) {
 
 class PmlFinish(PointUpdate):
     """finish(u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt, traces) for
-    pml.py's layout: aux (3 factors, 6 components, m, n, n, n), sigma (3, m, n, n, n). The
+    pml.py's layout: aux (3 factors, 6 components, m, n, n, n), sigma (3, m, n, n, n) (m, 1, n, n
+    on a 2-D mesh, ``dim`` = 2). The
     layer's elements are grouped by which sigma directions are non-zero on them (a face
     layer one, an edge two, a corner three), and each group's kernel is compiled for its
     directions: it reads only the auxiliary fields that can be non-zero, with no branches.
     Rewriting the traces itself saves a pass over the layer's faces (ListedTraces)."""
 
-    def __init__(self, backend, order: int, sigma_host: np.ndarray):
-        n = order + 1
-        self.n3 = n**3
-        self.setup_points(backend, order)
+    def __init__(self, backend, order: int, sigma_host: np.ndarray, dim: int = 3):
+        self.n3 = element_sizes(order, dim)[0]  # points per element
+        self.setup_points(backend, order, dim)
         active = np.any(np.asarray(sigma_host).reshape(3, sigma_host.shape[1], -1) != 0, axis=2)  # (3, m)
         masks = active[0] * 1 + active[1] * 2 + active[2] * 4
         self.groups = []
@@ -87,10 +87,10 @@ class PmlFinish(PointUpdate):
                 backend.xp, "raw T sigma, raw int64 group, raw int64 elements, raw int64 point_faces, raw T normals, "
                 "int64 E, int64 M, T alpha, T a, T b, T dt, T scale, int32 write_traces",
                 "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces",
-                (_PML_FINISH.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE)
-                 .replace("ACTIVE(k, f)", "((MASK >> (((f) % 3 + (k)) % 3)) & 1)")
-                 .replace("MASK", str(int(mask))).replace("N3", str(n**3)).replace("N2", str(n * n))),
-                f"lobatto_pml_{order}_{int(mask)}")
+                specialise(_PML_FINISH.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE)
+                           .replace("ACTIVE(k, f)", "((MASK >> (((f) % 3 + (k)) % 3)) & 1)")
+                           .replace("MASK", str(int(mask))), order, dim),
+                f"lobatto_pml_{order}_{dim}d_{int(mask)}")
             self.groups.append((kernels, backend.asarray(members, dtype=np.int64), int(members.size)))
 
     def __call__(self, u, residual, aux, aux_residual, sigma, elements, alpha, a, b, dt, traces=None, normals=None,
@@ -99,6 +99,7 @@ class PmlFinish(PointUpdate):
         m = int(elements.size)
         if not m:
             return
+        self.check_shape(u)
         t = u.dtype.type
         write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         for kernels, members, count in self.groups:

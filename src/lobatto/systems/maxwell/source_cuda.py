@@ -11,7 +11,7 @@ import hashlib
 
 import numpy as np
 
-from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate
+from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate, element_sizes, specialise
 from lobatto.systems.maxwell.tfsf_cuda import waveform_preamble
 
 # one thread per point p of the element: s_c = -(w profile_c) for the three components of E
@@ -40,12 +40,11 @@ if (!FOLD && write_traces) {
 """
 
 
-def kernel_text(order: int, field: int) -> str:
-    """The kernel's body for ``field`` 0 (E) or 3 (H) at ``order``, FOLD left to compile_both
-    (tests/unit/test_maxwell_source_term.py compiles it as C++ on the CPU)."""
-    n = order + 1
-    return (_DIPOLE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("N3", str(n**3))
-            .replace("N2", str(n * n)).replace("OTHER", str(3 - field)).replace("FIELD", str(field)))
+def kernel_text(order: int, field: int, dim: int = 3) -> str:
+    """The kernel's body for ``field`` 0 (E) or 3 (H) at ``order`` on a ``dim``-D mesh, FOLD left
+    to compile_both (tests/unit/test_maxwell_source_term.py compiles it as C++ on the CPU)."""
+    return specialise(_DIPOLE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE)
+                      .replace("OTHER", str(3 - field)).replace("FIELD", str(field)), order, dim)
 
 
 class DipoleAdd(PointUpdate):
@@ -53,13 +52,13 @@ class DipoleAdd(PointUpdate):
     the stage kernel; with ``traces`` it rewrites the points' traces), or residual += (dt/a) S
     before it (``fold``, PointUpdate). ``element`` is the local element, ``field`` 0 (E) or 3
     (H), ``profile`` the host array (3, n, n, n): direction * amplitude * phi_p(x0) / (M_p eps
-    or mu). The waveform and its parameters are compiled into the kernel (the amplitude is in
-    the profile)."""
+    or mu; (3, 1, n, n) on a 2-D mesh, ``dim`` = 2). The waveform and its parameters are
+    compiled into the kernel (the amplitude is in the profile)."""
 
-    def __init__(self, backend, order: int, element: int, field: int, profile, waveform: str, params: dict):
-        n = order + 1
-        self.n3 = n**3
-        self.setup_points(backend, order)
+    def __init__(self, backend, order: int, element: int, field: int, profile, waveform: str, params: dict,
+                 dim: int = 3):
+        self.n3 = element_sizes(order, dim)[0]  # points per element
+        self.setup_points(backend, order, dim)
         self.element, self.count = int(element), 1
         self.profile = backend.asarray(np.ascontiguousarray(np.asarray(profile).reshape(-1)))
         self.time = backend.zeros(1, dtype=np.float64)  # the stage time off the fused path
@@ -68,7 +67,7 @@ class DipoleAdd(PointUpdate):
         self.kernels = self.compile_both(
             backend.xp, "raw T profile, raw float64 clock, raw int64 point_faces, raw T normals, int64 E, "
             "int64 element, T b, T dt, T scale, int32 write_traces", "raw T u, raw T residual, raw T traces",
-            kernel_text(order, field), f"lobatto_dipole_add_{order}_{field}_{tag}", preamble=preamble)
+            kernel_text(order, field, dim), f"lobatto_dipole_add_{order}_{dim}d_{field}_{tag}", preamble=preamble)
 
     def __call__(self, u, residual, clock, a, b, dt, traces=None, normals=None, fold=False):
         """``clock``: a device float64 array whose first value is the stage time, or a number
@@ -76,6 +75,7 @@ class DipoleAdd(PointUpdate):
         if not hasattr(clock, "shape"):
             self.time.fill(float(clock))
             clock = self.time
+        self.check_shape(u)
         t = u.dtype.type
         write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         self.kernels[fold](self.profile, clock, self.point_faces, normals, np.int64(u.shape[1]),

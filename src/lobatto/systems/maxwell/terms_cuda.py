@@ -13,23 +13,27 @@ traces of listed elements.
 
 The array-operation versions (terms.py, pml.py, tfsf.py, tfsf_discrete.py, dispersive.py) are
 the reference; tests/unit/test_maxwell_terms_gpu.py and test_maxwell_pml_gpu.py compare.
+
+Every kernel takes the mesh's dimension ``dim`` (3 by default): its source's N3 is the points
+per element, N2 the points per face and NFACES the faces (:func:`specialise`), so a 2-D element
+is n^2 points with four faces of n points (the thin layout of reference.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_shape, face_slice, num_faces
 
 _TRACES = r"""
 const long long n2 = N2, n3 = N3;
-const long long el = i / (6 * n2);
-const long long rest = i - el * 6 * n2;          // f * n2 + ab
+const long long el = i / (NFACES * n2);
+const long long rest = i - el * NFACES * n2;     // f * n2 + ab
 const long long e = elements[el];
 const long long vol = e * n3 + face_points[rest];
 const long long fs = E * n3;                      // field stride of u
-const long long fp = e * 6 * n2 + rest;           // this face point in (E, 6, n, n)
-const long long ts = E * 6 * n2;                  // component stride of traces and normals
+const long long fp = e * NFACES * n2 + rest;      // this face point in (E, 6, n, n) or (E, 4, 1, n)
+const long long ts = E * NFACES * n2;             // component stride of traces and normals
 const T nx = normals[fp], ny = normals[ts + fp], nz = normals[2 * ts + fp];
 for (int h = 0; h < 2; ++h) {
     const T vx = u[(3 * h) * fs + vol], vy = u[(3 * h + 1) * fs + vol], vz = u[(3 * h + 2) * fs + vol];
@@ -41,15 +45,15 @@ for (int h = 0; h < 2; ++h) {
 
 
 #: the traces (-n x E, -n x H) at the face points of volume point p of element e, from uu[6]:
-#: point_faces (n^3, 3) lists the point's slots f n^2 + ab on its element's faces (-1: none);
+#: point_faces (N3, 3) lists the point's slots f N2 + ab on its element's faces (-1: none);
 #: the terms' kernels put it where their text says TRACES_OF_POINT
 TRACES_OF_POINT_SOURCE = r"""
-const long long ts = E * 6 * N2;
+const long long ts = E * NFACES * N2;
 #pragma unroll
 for (int slot = 0; slot < 3; ++slot) {
     const long long fslot = point_faces[p * 3 + slot];
     if (fslot < 0) break;
-    const long long fp = e * 6 * N2 + fslot;
+    const long long fp = e * NFACES * N2 + fslot;
     const T nx = normals[fp], ny = normals[ts + fp], nz = normals[2 * ts + fp];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -62,40 +66,62 @@ for (int slot = 0; slot < 3; ++slot) {
 """
 
 
-def face_point_table(order: int) -> np.ndarray:
-    """(6 n^2,) offsets in an element's n^3 points of face f's point (a, b), at f n^2 + a n + b."""
-    n = order + 1
-    volume = np.arange(n**3).reshape(n, n, n)
-    return np.concatenate([volume[face_slice(f, order)].reshape(-1) for f in range(NUM_FACES)]).astype(np.int64)
+def element_sizes(order: int, dim: int = 3) -> tuple[int, int, int]:
+    """(points per element, faces, points per face): (n^3, 6, n^2), or (n^2, 4, n) in 2-D."""
+    return int(np.prod(element_shape(dim, order))), num_faces(dim), int(np.prod(face_shape(dim, order)))
+
+
+def specialise(source: str, order: int, dim: int = 3) -> str:
+    """``source`` with NFACES, N3 (points per element) and N2 (points per face) filled in."""
+    npe, nf, nfp = element_sizes(order, dim)
+    return source.replace("NFACES", str(nf)).replace("N3", str(npe)).replace("N2", str(nfp))
+
+
+def check_element_shape(u, order: int, dim: int, what: str) -> None:
+    """ValueError unless u is (6, E, *element_shape(dim, order)): a kernel compiled for one
+    dimension would index another's arrays wrongly, without an error of its own."""
+    if tuple(u.shape[2:]) != element_shape(dim, order):
+        raise ValueError(f"{what}: compiled for a {dim}-D mesh of order {order} (element shape "
+                         f"{element_shape(dim, order)}), got u of shape {tuple(u.shape)}")
+
+
+def face_point_table(order: int, dim: int = 3) -> np.ndarray:
+    """(F P,) offsets in an element's points of face f's point (a, b), at f P + a n + b (F faces
+    of P points: 6 of n^2, or 4 of n in 2-D)."""
+    npe = element_sizes(order, dim)[0]
+    volume = np.arange(npe).reshape(element_shape(dim, order))
+    return np.concatenate([volume[face_slice(f, order)].reshape(-1) for f in range(num_faces(dim))]).astype(np.int64)
 
 
 class ListedTraces:
     """traces(u, normals, out, elements, count): the traces of ``count`` listed elements."""
 
-    def __init__(self, backend, order: int):
-        n = order + 1
+    def __init__(self, backend, order: int, dim: int = 3):
         xp = backend.xp
-        self.n2, self.xp = n * n, xp
-        self.table = backend.asarray(face_point_table(order), dtype=np.int64)
-        source = _TRACES.replace("N2", str(n * n)).replace("N3", str(n**3))
+        self.order, self.dim, self.xp = order, dim, xp
+        _, nf, nfp = element_sizes(order, dim)
+        self.per_element = nf * nfp
+        self.table = backend.asarray(face_point_table(order, dim), dtype=np.int64)
         self.kernel = xp.ElementwiseKernel(
-            "raw T u, raw T normals, raw int64 elements, raw int64 face_points, int64 E", "raw T out", source,
-            f"lobatto_listed_traces_{order}")
+            "raw T u, raw T normals, raw int64 elements, raw int64 face_points, int64 E", "raw T out",
+            specialise(_TRACES, order, dim), f"lobatto_listed_traces_{order}_{dim}d")
 
     def __call__(self, u, normals, out, elements, count: int):
         if count:
+            check_element_shape(u, self.order, self.dim, "ListedTraces")
             # flat views: a raw CArray of many dimensions unravels every index with divisions
             self.kernel(u.reshape(-1), normals.reshape(-1), elements, self.table, np.int64(u.shape[1]), out.reshape(-1),
-                        size=count * 6 * self.n2)
+                        size=count * self.per_element)
 
 
-def point_face_table(order: int) -> np.ndarray:
-    """(n^3, 3): for each of an element's points, its slots f n^2 + ab on the element's faces
-    (an interior point has none, a face point one, an edge point two, a corner three), -1 after."""
-    n = order + 1
-    table = np.full((n**3, 3), -1, dtype=np.int64)
-    filled = np.zeros(n**3, dtype=np.int64)
-    for slot, point in enumerate(face_point_table(order)):
+def point_face_table(order: int, dim: int = 3) -> np.ndarray:
+    """(P, 3): for each of an element's P points, its slots f P_f + ab on the element's faces
+    (an interior point has none, a face point one, an edge point two, a corner three; two at
+    most in 2-D), -1 after."""
+    npe = element_sizes(order, dim)[0]
+    table = np.full((npe, 3), -1, dtype=np.int64)
+    filled = np.zeros(npe, dtype=np.int64)
+    for slot, point in enumerate(face_point_table(order, dim)):
         table[point, filled[point]] = slot
         filled[point] += 1
     return table
@@ -108,9 +134,14 @@ class PointUpdate:
     a is not 0, it adds (dt / a) S to the residual alone, which the kernel's a * residual turns
     into dt S, so u is neither read back nor its traces rewritten."""
 
-    def setup_points(self, backend, order: int) -> None:
+    def setup_points(self, backend, order: int, dim: int = 3) -> None:
+        self.order, self.dim = order, dim
         self.unused = backend.zeros(1)  # stands for traces and normals when none are written
-        self.point_faces = backend.asarray(point_face_table(order).reshape(-1), dtype=np.int64)
+        self.point_faces = backend.asarray(point_face_table(order, dim).reshape(-1), dtype=np.int64)
+
+    def check_shape(self, u) -> None:
+        """ValueError where u is not of the dimension the kernel was compiled for."""
+        check_element_shape(u, self.order, self.dim, type(self).__name__)
 
     @staticmethod
     def compile_both(xp, params: str, outputs: str, source: str, name: str, **options) -> dict:

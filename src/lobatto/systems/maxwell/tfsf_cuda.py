@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.systems.maxwell.terms_cuda import TRACES_OF_POINT_SOURCE, PointUpdate, face_point_table
+from lobatto.systems.maxwell.terms_cuda import (TRACES_OF_POINT_SOURCE, PointUpdate, element_sizes, face_point_table,
+                                                specialise)
 
 # the incident wave's flux correction at the TF/SF surface, one thread per volume point the
 # surface touches: the sum over its face points (1 to 3) of gain_j w(time - delay_j), in a
@@ -69,17 +70,17 @@ class SurfaceAdd(PointUpdate):
     """residual += dt S, u += b dt S for the TF/SF correction S = sum_j gain_j w(t - delay_j)
     over the face points j of the surface, one thread per touched volume point (tfsf.py), and
     with ``traces`` the rewrite of those points' traces. ``element`` (K,), ``face`` (K,) the
-    surface's faces on this rank, ``gain`` (6, K, n, n), ``delay`` (K, n, n) host arrays.
-    The waveform and its parameters are compiled into the kernel."""
+    surface's faces on this rank, ``gain`` (6, K, n, n), ``delay`` (K, n, n) host arrays
+    ((6, K, 1, n) and (K, 1, n) on a 2-D mesh, ``dim`` = 2). The waveform and its parameters
+    are compiled into the kernel."""
 
     def __init__(self, backend, order: int, element, face, gain, delay, waveform: str, params: dict,
-                 amplitude: float):
+                 amplitude: float, dim: int = 3):
         import hashlib
 
-        n = order + 1
-        n2 = n * n
-        self.setup_points(backend, order)
-        table = face_point_table(order).reshape(6, n2)
+        _, nf, n2 = element_sizes(order, dim)  # n2: points per face
+        self.setup_points(backend, order, dim)
+        table = face_point_table(order, dim).reshape(nf, n2)
         element, face = np.asarray(element, dtype=np.int64), np.asarray(face, dtype=np.int64)
         points = table[face]  # (K, n2) local volume point of each face point
         key_element = np.repeat(element, n2)
@@ -99,13 +100,13 @@ class SurfaceAdd(PointUpdate):
         self.time = backend.zeros(1, dtype=np.float64)  # the stage time when given as a number
         preamble = waveform_preamble(waveform, params, amplitude)
         tag = hashlib.sha1(preamble.encode()).hexdigest()[:12]
-        source = (_SURFACE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE)
-                  .replace("N3", str(n**3)).replace("N2", str(n2)))
+        source = specialise(_SURFACE_ADD.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE), order, dim)
         self.kernels = self.compile_both(
             backend.xp, "raw int64 point_element, raw int64 point_local, raw int64 first, raw T gain, raw T delay, "
             "raw int64 point_faces, raw T normals, raw float64 clock, int64 E, int64 J, T b, T dt, T scale, "
             "int32 write_traces",
-            "raw T u, raw T residual, raw T traces", source, f"lobatto_surface_add_{order}_{tag}", preamble=preamble)
+            "raw T u, raw T residual, raw T traces", source, f"lobatto_surface_add_{order}_{dim}d_{tag}",
+            preamble=preamble)
 
     def __call__(self, u, residual, time, a, b, dt, traces=None, normals=None, fold=False):
         """After the stage kernel, or folded into the residual before it (PointUpdate).
@@ -116,6 +117,7 @@ class SurfaceAdd(PointUpdate):
         if not hasattr(time, "shape"):
             self.time.fill(float(time))
             time = self.time
+        self.check_shape(u)
         t = u.dtype.type
         write, traces, normals, scale = self.trace_arguments(traces, normals, fold, a, dt)
         self.kernels[fold](
@@ -175,11 +177,10 @@ class DiscreteIncidentStage(PointUpdate):
     rewriting their traces on the fused path. The surface's analytic correction is added by
     SurfaceAdd kernels (on u and on v)."""
 
-    def __init__(self, backend, order: int, elements, total):
-        n = order + 1
-        self.n3 = n**3
+    def __init__(self, backend, order: int, elements, total, dim: int = 3):
+        self.n3 = element_sizes(order, dim)[0]  # points per element
         xp = backend.xp
-        self.setup_points(backend, order)
+        self.setup_points(backend, order, dim)
         elements, total = np.asarray(elements, dtype=np.int64), np.asarray(total, dtype=bool)
         self.count, self.total_count = int(elements.size), int(np.count_nonzero(total))
         self.elements = backend.asarray(elements, dtype=np.int64)
@@ -189,11 +190,11 @@ class DiscreteIncidentStage(PointUpdate):
         self.stage = xp.ElementwiseKernel(
             "raw T lv, raw int64 elements, raw int8 total, raw int64 point_faces, raw T normals, int64 E, int64 M, "
             "T a, T b, T dt, int32 write_traces", "raw T u, raw T residual, raw T aux, raw T aux_residual, raw T traces",
-            _DISCRETE_STAGE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE).replace("N3", str(self.n3))
-            .replace("N2", str(n * n)), f"lobatto_discrete_incident_{order}")
+            specialise(_DISCRETE_STAGE.replace("TRACES_OF_POINT", TRACES_OF_POINT_SOURCE), order, dim),
+            f"lobatto_discrete_incident_{order}_{dim}d")
         self.spread_kernel = xp.ElementwiseKernel(
             "raw T aux, raw int64 positions, raw int64 elements, int64 E, int64 M", "raw T v",
-            _SPREAD.replace("N3", str(self.n3)), f"lobatto_discrete_spread_{order}")
+            specialise(_SPREAD, order, dim), f"lobatto_discrete_spread_{order}_{dim}d")
 
     def spread(self, aux, v) -> None:
         if self.total_count:
@@ -203,6 +204,7 @@ class DiscreteIncidentStage(PointUpdate):
     def finish(self, lv, u, residual, aux, aux_residual, a, b, dt, traces=None, normals=None) -> None:
         if not self.count:
             return
+        self.check_shape(u)
         t = u.dtype.type
         write, traces, normals, _ = self.trace_arguments(traces, normals, False, a, dt)
         self.stage(lv.reshape(-1), self.elements, self.total, self.point_faces, normals, np.int64(u.shape[1]),

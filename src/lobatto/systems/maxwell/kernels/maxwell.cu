@@ -6,6 +6,11 @@
 //   metrics          : (3, 3, E, n, n, n) metrics[b, a] = d r_b / d x_a;  jacobian: (E, n, n, n) det(dx/dr)
 //   compact          : (E, 9)            metrics of affine elements, [b * 3 + a]
 //   normals          : (3, E, 6, n, n);  lift: (E, 6, n, n);  factors: (2, E, 6);  D: (n, n)
+// On a 2-D mesh (template parameter DIM = 2; DIM = 3 above) the k axis has one point and there are
+// four faces (edges) whose a axis has one point: u (6, E, 1, n, n), sums (6, E, 4, 1, n),
+// metrics (3, 3, E, 1, n, n), normals (3, E, 4, 1, n), lift (E, 4, 1, n), factors (2, E, 4).
+// The t derivative is skipped (d/dz = 0: metrics[0..1, 2] are 0 and dz/dt = 1), so each of the
+// n^2 points of an element does the r and s sums only (reference.py: the same formulas).
 //
 // maxwell_operator<N, T, MODE>: one block owns `epb` consecutive elements of [first, stop)
 // (a stage may run interior elements while the exchange is in flight, the rest after). It copies their six
@@ -61,6 +66,27 @@ __device__ __forceinline__ int face_to_volume(int f, int a, int b) {
     return (k * n + j) * n + i;
 }
 
+// Sizes of an order-N element of a DIM-dimensional mesh (DIM = 2: one point along k and along a
+// face's a axis, four faces) and its padded shared-memory image.
+template <int N, int DIM>
+struct MDims {
+    static_assert(DIM == 2 || DIM == 3, "a Maxwell mesh has dimension 2 or 3");
+    static constexpr int n = N + 1;
+    static constexpr int nz = DIM == 3 ? n : 1;  // points along k (and along a face's a axis)
+    static constexpr int NF = 2 * DIM;            // faces per element
+    static constexpr int nfp = nz * n;          // points per face
+    static constexpr int npe = nz * n * n;      // points per element
+    static constexpr int RS = Dims<N>::RS, PS = Dims<N>::PS;
+    static constexpr int ES = PS * nz;  // one field of one element in shared memory
+};
+
+// Whether kernels read metrics[b][a] (t = 3 b + a): all nine in 3-D; in 2-D b, a < 2 only, the
+// others being 0 (dr/dz = ds/dz = 0) or unused (the t row: no t derivative).
+template <int DIM>
+__device__ __forceinline__ constexpr bool metric_read(int t) {
+    return DIM == 3 || (t < 6 && t % 3 != 2);
+}
+
 // Lifted upwind/central flux of one face point, added to rhs. se*, sh* are the E and H trace
 // sums already scaled by the face factors; L is the point's lift weight. The one copy of this
 // arithmetic for both the sums and the folded-exchange paths, so that they round alike. The
@@ -82,17 +108,17 @@ __device__ __forceinline__ void add_lifted_flux(T (&rhs)[6], T se0, T se1, T se2
 }
 
 // The flux with the trace sums read from `sums` (MODE 0 and 1).
-template <int N, typename T>
+template <int N, int DIM, typename T>
 __device__ __forceinline__ void add_face_flux(T (&rhs)[6], const T* LOBATTO_RESTRICT sums,
                                               const T* LOBATTO_RESTRICT normals,
                                               const T* LOBATTO_RESTRICT lift,
                                               const T* LOBATTO_RESTRICT factors, index_t E, index_t e,
                                               int f, int a, int b, T inv_eps, T inv_mu, T ce, T ch) {
-    constexpr int n = N + 1;
-    const index_t fs = E * 6 * n * n;  // component stride of sums and normals
-    const index_t fp = ((e * 6 + f) * n + a) * n + b;
-    const T fe = factors[e * 6 + f];
-    const T fh = factors[E * 6 + e * 6 + f];
+    using M = MDims<N, DIM>;
+    const index_t fs = E * M::NF * M::nfp;  // component stride of sums and normals
+    const index_t fp = ((e * M::NF + f) * M::nz + a) * M::n + b;
+    const T fe = factors[e * M::NF + f];
+    const T fh = factors[E * M::NF + e * M::NF + f];
     const T se0 = sums[fp] * fe, se1 = sums[fs + fp] * fe, se2 = sums[2 * fs + fp] * fe;
     const T sh0 = sums[3 * fs + fp] * fh, sh1 = sums[4 * fs + fp] * fh, sh2 = sums[5 * fs + fp] * fh;
     const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
@@ -136,18 +162,18 @@ __device__ __forceinline__ void add_lifted_flux_medium(T (&rhs)[6], T se0, T se1
 }
 
 // The flux of a face point in a medium given per point, with the sums read from `sums`.
-template <int N, typename T>
+template <int N, int DIM, typename T>
 __device__ __forceinline__ void add_face_flux_medium(T (&rhs)[6], const T* LOBATTO_RESTRICT sums,
                                                      const T* LOBATTO_RESTRICT normals,
                                                      const T* LOBATTO_RESTRICT lift,
                                                      const T* LOBATTO_RESTRICT factors,
                                                      const T* LOBATTO_RESTRICT coeff, index_t E, index_t e, int f,
                                                      int a, int b, T alpha, index_t fcs = 0) {
-    constexpr int n = N + 1;
-    const index_t fs = E * 6 * n * n;
-    const index_t fp = ((e * 6 + f) * n + a) * n + b;
-    const T fe = factors[e * 6 + f];
-    const T fh = factors[E * 6 + e * 6 + f];
+    using M = MDims<N, DIM>;
+    const index_t fs = E * M::NF * M::nfp;
+    const index_t fp = ((e * M::NF + f) * M::nz + a) * M::n + b;
+    const T fe = factors[e * M::NF + f];
+    const T fh = factors[E * M::NF + e * M::NF + f];
     const T se0 = sums[fp] * fe, se1 = sums[fs + fp] * fe, se2 = sums[2 * fs + fp] * fe;
     const T sh0 = sums[3 * fs + fp] * fh, sh1 = sums[4 * fs + fp] * fh, sh2 = sums[5 * fs + fp] * fh;
     const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
@@ -167,7 +193,7 @@ __device__ __forceinline__ void neg_n_cross(T nx, T ny, T nz, T v0, T v1, T v2, 
 // and with GHOSTS (MODE 3) p <= -2 a point of another rank whose trace arrived in
 // ghost[6 * (-2 - p) + c]. The one-rank kernel is compiled without the ghost case: a second
 // branch there cost 20-40 % of the stage's time on an H200 (selects below cost less).
-template <int N, typename T, bool GHOSTS, bool MAT = false>
+template <int N, int DIM, typename T, bool GHOSTS, bool MAT = false>
 __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6], const T* LOBATTO_RESTRICT trace_in,
                                                     const T* LOBATTO_RESTRICT ghost,
                                                     const int* LOBATTO_RESTRICT partner,
@@ -176,9 +202,9 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
                                                     const T* LOBATTO_RESTRICT factors, index_t E, index_t e, int f,
                                                     int a, int b, T inv_eps, T inv_mu, T ce, T ch,
                                                     const T* LOBATTO_RESTRICT coeff = nullptr, index_t fcs = 0) {
-    constexpr int n = N + 1;
-    const index_t fs = E * 6 * n * n;
-    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    using M = MDims<N, DIM>;
+    const index_t fs = E * M::NF * M::nfp;
+    const index_t fp = ((e * M::NF + f) * M::nz + a) * M::n + b;
     const T nx = normals[fp], ny = normals[fs + fp], nz = normals[2 * fs + fp];
     T se0, se1, se2, sh0, sh1, sh2;
     neg_n_cross(nx, ny, nz, uo[0], uo[1], uo[2], se0, se1, se2);
@@ -202,8 +228,8 @@ __device__ __forceinline__ void add_face_flux_pairs(T (&rhs)[6], const T (&uo)[6
         sh1 += src[4 * st];
         sh2 += src[5 * st];
     }
-    const T fe = factors[e * 6 + f];
-    const T fh = factors[E * 6 + e * 6 + f];
+    const T fe = factors[e * M::NF + f];
+    const T fh = factors[E * M::NF + e * M::NF + f];
     se0 *= fe; se1 *= fe; se2 *= fe;
     sh0 *= fh; sh1 *= fh; sh2 *= fh;
     const T L = lift[fp];
@@ -232,12 +258,12 @@ __device__ __forceinline__ void store_face_trace(T* LOBATTO_RESTRICT out, const 
 }
 
 // traces of the values v at face point (e, f, a, b)
-template <int N, typename T>
+template <int N, int DIM, typename T>
 __device__ __forceinline__ void write_face_trace(T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT normals,
                                                  index_t E, index_t e, int f, int a, int b, const T (&v)[6]) {
-    constexpr int n = N + 1;
-    const index_t fs = E * 6 * n * n;
-    const index_t fp = ((e * 6 + f) * n + a) * n + b;
+    using M = MDims<N, DIM>;
+    const index_t fs = E * M::NF * M::nfp;
+    const index_t fp = ((e * M::NF + f) * M::nz + a) * M::n + b;
     store_face_trace<T>(out, normals, fs, fp, v);
 }
 
@@ -255,7 +281,8 @@ __device__ __forceinline__ void add_conservative(T (&cv)[6], T w, T a0, T a1, T 
 
 // MAT: the medium per point (Medium); inv_eps = inv_mu = 1 and ce = alpha then.
 // SPLIT: the split curl on curved elements (see the top of this file).
-template <int N, typename T, int MODE, bool FP, bool MAT = false, int SPLIT = 0>
+// DIM: the mesh's dimension (2: the k axis and the t derivative are absent, four faces).
+template <int N, int DIM, typename T, int MODE, bool FP, bool MAT = false, int SPLIT = 0>
 __device__ __forceinline__ void maxwell_operator_body(
     T* u, T* LOBATTO_RESTRICT res_or_out, const T* LOBATTO_RESTRICT sums,
     const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian, const T* LOBATTO_RESTRICT compact,
@@ -265,15 +292,17 @@ __device__ __forceinline__ void maxwell_operator_body(
     const T* LOBATTO_RESTRICT trace_in, const T* LOBATTO_RESTRICT ghost,
     T* LOBATTO_RESTRICT trace_out, const int* LOBATTO_RESTRICT partner, int write_traces,
     Medium<T> med = Medium<T>{nullptr, nullptr, nullptr, nullptr, 0, 0, 0}) {
-    using Dm = Dims<N>;
-    constexpr int n = Dm::n, n2 = Dm::n2, n3 = Dm::n3;
+    using Dm = MDims<N, DIM>;
+    constexpr int n = Dm::n, n2 = n * n, n3 = Dm::npe;  // n3: points per element (n^2 in 2-D)
     constexpr int RS = Dm::RS, PS = Dm::PS, ES = Dm::ES;
+    constexpr int NF = Dm::NF, NFP = Dm::nfp;  // faces, points per face
+    constexpr int FS = NF * NFP;               // one component of one element's face points
 
     extern __shared__ __align__(16) unsigned char lobatto_smem[];
     T* sD = reinterpret_cast<T*>(lobatto_smem);  // D rows, stride RS
     T* su = sD + n * RS;                          // [el][c][k][j][i], padded
     T* sflux = su + epb * 6 * ES;                 // FP: [el][c][f][a][b] lifted face flux
-    T* sA = sflux + (FP ? epb * 36 * n2 : 0);     // SPLIT 1: [el][b * 3 + a][k][j][i] J a^b
+    T* sA = sflux + (FP ? epb * 6 * FS : 0);      // SPLIT 1: [el][b * 3 + a][k][j][i] J a^b, b < DIM
 
     const index_t e0 = first + (index_t)blockIdx.x * epb;
     const index_t left = stop - e0;
@@ -294,17 +323,18 @@ __device__ __forceinline__ void maxwell_operator_body(
         for (int c = 0; c < 6; ++c) su[so + c * ES] = v[c];
         if (SPLIT == 1 && !(use_affine && affine[e0 + el])) {
             const T J = jacobian[base + q];
-            T* sa = sA + el * 9 * ES + k * PS + j * RS + i;
+            T* sa = sA + el * 3 * DIM * ES + k * PS + j * RS + i;
 #pragma unroll
-            for (int t = 0; t < 9; ++t) sa[t * ES] = J * metrics[t * fstride + base + q];
+            for (int t = 0; t < 3 * DIM; ++t)
+                if (metric_read<DIM>(t)) sa[t * ES] = J * metrics[t * fstride + base + q];
         }
     }
     __syncthreads();
 
     if (FP) {
-        const int nfp = ne * 6 * n2;
+        const int nfp = ne * FS;
         for (int q = threadIdx.x; q < nfp; q += blockDim.x) {
-            const int el = q / (6 * n2), r = q - el * 6 * n2, f = r / n2, ab = r - f * n2;
+            const int el = q / FS, r = q - el * FS, f = r / NFP, ab = r - f * NFP;
             const int fa = ab / n, fb = ab - fa * n;
             const index_t e = e0 + el;
             T flux[6];
@@ -317,16 +347,16 @@ __device__ __forceinline__ void maxwell_operator_body(
                 T uo[6];
 #pragma unroll
                 for (int c = 0; c < 6; ++c) uo[c] = se[c * ES];
-                add_face_flux_pairs<N, T, MODE == 3, MAT>(flux, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f,
+                add_face_flux_pairs<N, DIM, T, MODE == 3, MAT>(flux, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f,
                                                fa, fb, inv_eps, inv_mu, ce, ch, med.flux, med.fcs);
             } else if (MAT) {
-                add_face_flux_medium<N, T>(flux, sums, normals, lift, factors, med.flux, E, e, f, fa, fb, ce, med.fcs);
+                add_face_flux_medium<N, DIM, T>(flux, sums, normals, lift, factors, med.flux, E, e, f, fa, fb, ce, med.fcs);
             } else {
-                add_face_flux<N, T>(flux, sums, normals, lift, factors, E, e, f, fa, fb, inv_eps, inv_mu, ce, ch);
+                add_face_flux<N, DIM, T>(flux, sums, normals, lift, factors, E, e, f, fa, fb, inv_eps, inv_mu, ce, ch);
             }
-            T* sf = sflux + el * 36 * n2 + f * n2 + ab;
+            T* sf = sflux + el * 6 * FS + f * NFP + ab;
 #pragma unroll
-            for (int c = 0; c < 6; ++c) sf[c * 6 * n2] = flux[c];
+            for (int c = 0; c < 6; ++c) sf[c * FS] = flux[c];
         }
         __syncthreads();
     }
@@ -339,27 +369,27 @@ __device__ __forceinline__ void maxwell_operator_body(
         const T* se = su + el * 6 * ES;
         const int so = k * PS + j * RS + i;
         const bool curved = SPLIT != 0 && !(use_affine && affine[e]);
-        const T* sa = sA + el * 9 * ES;
+        const T* sa = sA + el * 3 * DIM * ES;  // 3 DIM rows per element (cuda_launch.shared_bytes)
         const index_t eb = e * n3;  // SPLIT 2: the element's first point in device memory
 
         // Loads from device memory first, so that their latency hides behind the shared work.
-        T m[9];
+        T m[9];  // 2-D: m[0], m[1], m[3], m[4] (metric_read), the others 0 and never read
         T jac = T(1);
         if (curved) {  // J a^b here; the chain rule then gives J curl
             jac = jacobian[g];
             if (SPLIT == 1) {
 #pragma unroll
-                for (int t = 0; t < 9; ++t) m[t] = sa[t * ES + so];
+                for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? sa[t * ES + so] : T(0);
             } else {
 #pragma unroll
-                for (int t = 0; t < 9; ++t) m[t] = jac * metrics[t * fstride + g];
+                for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? jac * metrics[t * fstride + g] : T(0);
             }
         } else if (use_affine && affine[e]) {
 #pragma unroll
-            for (int t = 0; t < 9; ++t) m[t] = compact[e * 9 + t];
+            for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? compact[e * 9 + t] : T(0);
         } else {
 #pragma unroll
-            for (int t = 0; t < 9; ++t) m[t] = metrics[t * fstride + g];
+            for (int t = 0; t < 9; ++t) m[t] = metric_read<DIM>(t) ? metrics[t * fstride + g] : T(0);
         }
         T rold[6];
         if (MODE >= 1) {
@@ -380,49 +410,69 @@ __device__ __forceinline__ void maxwell_operator_body(
         if (curved) {
 #pragma unroll
             for (int l = 0; l < n; ++l) {
-                const T di = sD[i * RS + l], dj = sD[j * RS + l], dk = sD[k * RS + l];
-                const int pr = k * PS + j * RS + l, ps = k * PS + l * RS + i, pt = l * PS + j * RS + i;
-                T fr[6], fs[6], ft[6];
+                const T di = sD[i * RS + l], dj = sD[j * RS + l];
+                const int pr = k * PS + j * RS + l, ps = k * PS + l * RS + i;
+                T fr[6], fs[6];
 #pragma unroll
                 for (int c = 0; c < 6; ++c) {
                     fr[c] = se[c * ES + pr];
                     fs[c] = se[c * ES + ps];
-                    ft[c] = se[c * ES + pt];
                     dr[c] += di * fr[c];
                     ds[c] += dj * fs[c];
-                    dtt[c] += dk * ft[c];
                 }
                 if (SPLIT == 1) {
-                    add_conservative<T>(cv, di, sa[pr], sa[ES + pr], sa[2 * ES + pr], fr);
-                    add_conservative<T>(cv, dj, sa[3 * ES + ps], sa[4 * ES + ps], sa[5 * ES + ps], fs);
-                    add_conservative<T>(cv, dk, sa[6 * ES + pt], sa[7 * ES + pt], sa[8 * ES + pt], ft);
+                    // (2-D: the z components of J a^r and J a^s are 0, not staged)
+                    add_conservative<T>(cv, di, sa[pr], sa[ES + pr], DIM == 3 ? sa[2 * ES + pr] : T(0), fr);
+                    add_conservative<T>(cv, dj, sa[3 * ES + ps], sa[4 * ES + ps], DIM == 3 ? sa[5 * ES + ps] : T(0), fs);
                 } else {
-                    const index_t gr = eb + (k * n + j) * n + l, gs = eb + (k * n + l) * n + i,
-                                  gt = eb + (l * n + j) * n + i;
-                    const T jr = jacobian[gr], js = jacobian[gs], jt = jacobian[gt];
+                    const index_t gr = eb + (k * n + j) * n + l, gs = eb + (k * n + l) * n + i;
+                    const T jr = jacobian[gr], js = jacobian[gs];
                     add_conservative<T>(cv, di, jr * metrics[gr], jr * metrics[fstride + gr],
-                                        jr * metrics[2 * fstride + gr], fr);
+                                        DIM == 3 ? jr * metrics[2 * fstride + gr] : T(0), fr);
                     add_conservative<T>(cv, dj, js * metrics[3 * fstride + gs], js * metrics[4 * fstride + gs],
-                                        js * metrics[5 * fstride + gs], fs);
-                    add_conservative<T>(cv, dk, jt * metrics[6 * fstride + gt], jt * metrics[7 * fstride + gt],
-                                        jt * metrics[8 * fstride + gt], ft);
+                                        DIM == 3 ? js * metrics[5 * fstride + gs] : T(0), fs);
+                }
+                if (DIM == 3) {  // the t line (a 2-D field is constant along z)
+                    const T dk = sD[k * RS + l];
+                    const int pt = l * PS + j * RS + i;
+                    T ft[6];
+#pragma unroll
+                    for (int c = 0; c < 6; ++c) {
+                        ft[c] = se[c * ES + pt];
+                        dtt[c] += dk * ft[c];
+                    }
+                    if (SPLIT == 1) {
+                        add_conservative<T>(cv, dk, sa[6 * ES + pt], sa[7 * ES + pt], sa[8 * ES + pt], ft);
+                    } else {
+                        const index_t gt = eb + (l * n + j) * n + i;
+                        const T jt = jacobian[gt];
+                        add_conservative<T>(cv, dk, jt * metrics[6 * fstride + gt], jt * metrics[7 * fstride + gt],
+                                            jt * metrics[8 * fstride + gt], ft);
+                    }
                 }
             }
         } else {
 #pragma unroll
             for (int l = 0; l < n; ++l) {
-                const T di = sD[i * RS + l], dj = sD[j * RS + l], dk = sD[k * RS + l];
+                const T di = sD[i * RS + l], dj = sD[j * RS + l];
 #pragma unroll
                 for (int c = 0; c < 6; ++c) {
                     const T* sc = se + c * ES;
                     dr[c] += di * sc[k * PS + j * RS + l];
                     ds[c] += dj * sc[k * PS + l * RS + i];
-                    dtt[c] += dk * sc[l * PS + j * RS + i];
+                }
+                if (DIM == 3) {
+                    const T dk = sD[k * RS + l];
+#pragma unroll
+                    for (int c = 0; c < 6; ++c) dtt[c] += dk * se[c * ES + l * PS + j * RS + i];
                 }
             }
         }
         // Chain rule: dF/dx_a = sum_b m[b][a] dF/dr_b; only the 12 derivatives the curl needs.
-#define LOBATTO_GRAD(c, a_) (m[a_] * dr[c] + m[3 + (a_)] * ds[c] + m[6 + (a_)] * dtt[c])
+        // 2-D: sum over b < 2, and d/dz (a = 2) is 0 (m[0][2] = m[1][2] = 0 exactly).
+#define LOBATTO_GRAD(c, a_)                                                                  \
+    (DIM == 3 ? (m[a_] * dr[c] + m[3 + (a_)] * ds[c] + m[6 + (a_)] * dtt[c])                   \
+            : ((a_) == 2 ? T(0) : (m[a_] * dr[c] + m[3 + (a_)] * ds[c])))
         T rhs[6];
         if (curved) {  // (J curl + conservative) / (2 J)
             const T h = T(0.5) / jac;
@@ -444,45 +494,46 @@ __device__ __forceinline__ void maxwell_operator_body(
 
         // Surface terms at the face points this volume point lies on (up to three faces).
         if (FP) {
-            const T* sf = sflux + el * 36 * n2;
+            const T* sf = sflux + el * 6 * FS;
 #define LOBATTO_ADD(f_, ab_)                                                   \
     {                                                                         \
-        _Pragma("unroll") for (int c = 0; c < 6; ++c) rhs[c] += sf[c * 6 * n2 + (f_) * n2 + (ab_)]; \
+        _Pragma("unroll") for (int c = 0; c < 6; ++c) rhs[c] += sf[c * FS + (f_) * NFP + (ab_)]; \
     }
+            // (faces 0..3: [a, b] = [k, j] or [k, i], k = 0 in 2-D; faces 4, 5 in 3-D only)
             if (i == 0) LOBATTO_ADD(0, k * n + j);
             if (i == N) LOBATTO_ADD(1, k * n + j);
             if (j == 0) LOBATTO_ADD(2, k * n + i);
             if (j == N) LOBATTO_ADD(3, k * n + i);
-            if (k == 0) LOBATTO_ADD(4, j * n + i);
-            if (k == N) LOBATTO_ADD(5, j * n + i);
+            if (DIM == 3 && k == 0) LOBATTO_ADD(4, j * n + i);
+            if (DIM == 3 && k == N) LOBATTO_ADD(5, j * n + i);
 #undef LOBATTO_ADD
         } else if (MODE >= 2) {
             T uo[6];
 #pragma unroll
             for (int c = 0; c < 6; ++c) uo[c] = se[c * ES + so];
 #define LOBATTO_PAIRS(f_, a_, b_) \
-    add_face_flux_pairs<N, T, MODE == 3, MAT>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch, med.flux, med.fcs)
+    add_face_flux_pairs<N, DIM, T, MODE == 3, MAT>(rhs, uo, trace_in, ghost, partner, normals, lift, factors, E, e, f_, a_, b_, inv_eps, inv_mu, ce, ch, med.flux, med.fcs)
             if (i == 0) LOBATTO_PAIRS(0, k, j);
             if (i == N) LOBATTO_PAIRS(1, k, j);
             if (j == 0) LOBATTO_PAIRS(2, k, i);
             if (j == N) LOBATTO_PAIRS(3, k, i);
-            if (k == 0) LOBATTO_PAIRS(4, j, i);
-            if (k == N) LOBATTO_PAIRS(5, j, i);
+            if (DIM == 3 && k == 0) LOBATTO_PAIRS(4, j, i);
+            if (DIM == 3 && k == N) LOBATTO_PAIRS(5, j, i);
 #undef LOBATTO_PAIRS
         } else if (MAT) {
-            if (i == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 0, k, j, ce, med.fcs);
-            if (i == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 1, k, j, ce, med.fcs);
-            if (j == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 2, k, i, ce, med.fcs);
-            if (j == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 3, k, i, ce, med.fcs);
-            if (k == 0) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 4, j, i, ce, med.fcs);
-            if (k == N) add_face_flux_medium<N, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 5, j, i, ce, med.fcs);
+            if (i == 0) add_face_flux_medium<N, DIM, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 0, k, j, ce, med.fcs);
+            if (i == N) add_face_flux_medium<N, DIM, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 1, k, j, ce, med.fcs);
+            if (j == 0) add_face_flux_medium<N, DIM, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 2, k, i, ce, med.fcs);
+            if (j == N) add_face_flux_medium<N, DIM, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 3, k, i, ce, med.fcs);
+            if (DIM == 3 && k == 0) add_face_flux_medium<N, DIM, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 4, j, i, ce, med.fcs);
+            if (DIM == 3 && k == N) add_face_flux_medium<N, DIM, T>(rhs, sums, normals, lift, factors, med.flux, E, e, 5, j, i, ce, med.fcs);
         } else {
-            if (i == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 0, k, j, inv_eps, inv_mu, ce, ch);
-            if (i == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 1, k, j, inv_eps, inv_mu, ce, ch);
-            if (j == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 2, k, i, inv_eps, inv_mu, ce, ch);
-            if (j == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 3, k, i, inv_eps, inv_mu, ce, ch);
-            if (k == 0) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 4, j, i, inv_eps, inv_mu, ce, ch);
-            if (k == N) add_face_flux<N, T>(rhs, sums, normals, lift, factors, E, e, 5, j, i, inv_eps, inv_mu, ce, ch);
+            if (i == 0) add_face_flux<N, DIM, T>(rhs, sums, normals, lift, factors, E, e, 0, k, j, inv_eps, inv_mu, ce, ch);
+            if (i == N) add_face_flux<N, DIM, T>(rhs, sums, normals, lift, factors, E, e, 1, k, j, inv_eps, inv_mu, ce, ch);
+            if (j == 0) add_face_flux<N, DIM, T>(rhs, sums, normals, lift, factors, E, e, 2, k, i, inv_eps, inv_mu, ce, ch);
+            if (j == N) add_face_flux<N, DIM, T>(rhs, sums, normals, lift, factors, E, e, 3, k, i, inv_eps, inv_mu, ce, ch);
+            if (DIM == 3 && k == 0) add_face_flux<N, DIM, T>(rhs, sums, normals, lift, factors, E, e, 4, j, i, inv_eps, inv_mu, ce, ch);
+            if (DIM == 3 && k == N) add_face_flux<N, DIM, T>(rhs, sums, normals, lift, factors, E, e, 5, j, i, inv_eps, inv_mu, ce, ch);
         }
 
         if (MAT) {  // (curl H + F_E) / eps - sigma / eps E, (-curl E + F_H) / mu at this point
@@ -510,25 +561,25 @@ __device__ __forceinline__ void maxwell_operator_body(
                 if (FP) {
                     // Park the new face values in this point's own flux slots (read above by this
                     // thread only); the last phase turns them into traces, coalesced.
-                    T* sf = sflux + el * 36 * n2;
+                    T* sf = sflux + el * 6 * FS;
 #define LOBATTO_PARK(f_, ab_)                                                           \
     {                                                                                  \
-        _Pragma("unroll") for (int c = 0; c < 6; ++c) sf[c * 6 * n2 + (f_) * n2 + (ab_)] = un[c]; \
+        _Pragma("unroll") for (int c = 0; c < 6; ++c) sf[c * FS + (f_) * NFP + (ab_)] = un[c]; \
     }
                     if (i == 0) LOBATTO_PARK(0, k * n + j);
                     if (i == N) LOBATTO_PARK(1, k * n + j);
                     if (j == 0) LOBATTO_PARK(2, k * n + i);
                     if (j == N) LOBATTO_PARK(3, k * n + i);
-                    if (k == 0) LOBATTO_PARK(4, j * n + i);
-                    if (k == N) LOBATTO_PARK(5, j * n + i);
+                    if (DIM == 3 && k == 0) LOBATTO_PARK(4, j * n + i);
+                    if (DIM == 3 && k == N) LOBATTO_PARK(5, j * n + i);
 #undef LOBATTO_PARK
                 } else {
-                    if (i == 0) write_face_trace<N, T>(trace_out, normals, E, e, 0, k, j, un);
-                    if (i == N) write_face_trace<N, T>(trace_out, normals, E, e, 1, k, j, un);
-                    if (j == 0) write_face_trace<N, T>(trace_out, normals, E, e, 2, k, i, un);
-                    if (j == N) write_face_trace<N, T>(trace_out, normals, E, e, 3, k, i, un);
-                    if (k == 0) write_face_trace<N, T>(trace_out, normals, E, e, 4, j, i, un);
-                    if (k == N) write_face_trace<N, T>(trace_out, normals, E, e, 5, j, i, un);
+                    if (i == 0) write_face_trace<N, DIM, T>(trace_out, normals, E, e, 0, k, j, un);
+                    if (i == N) write_face_trace<N, DIM, T>(trace_out, normals, E, e, 1, k, j, un);
+                    if (j == 0) write_face_trace<N, DIM, T>(trace_out, normals, E, e, 2, k, i, un);
+                    if (j == N) write_face_trace<N, DIM, T>(trace_out, normals, E, e, 3, k, i, un);
+                    if (DIM == 3 && k == 0) write_face_trace<N, DIM, T>(trace_out, normals, E, e, 4, j, i, un);
+                    if (DIM == 3 && k == N) write_face_trace<N, DIM, T>(trace_out, normals, E, e, 5, j, i, un);
                 }
             }
         }
@@ -536,21 +587,22 @@ __device__ __forceinline__ void maxwell_operator_body(
 
     if (MODE >= 2 && FP && write_traces) {
         __syncthreads();
-        const int nfp = ne * 6 * n2;
+        const int nfp = ne * FS;
         for (int q = threadIdx.x; q < nfp; q += blockDim.x) {
-            const int el = q / (6 * n2), r = q - el * 6 * n2, f = r / n2, ab = r - f * n2;
+            const int el = q / FS, r = q - el * FS, f = r / NFP, ab = r - f * NFP;
             const int fa = ab / n, fb = ab - fa * n;
-            const T* sf = sflux + el * 36 * n2 + f * n2 + ab;
+            const T* sf = sflux + el * 6 * FS + f * NFP + ab;
             T un[6];
 #pragma unroll
-            for (int c = 0; c < 6; ++c) un[c] = sf[c * 6 * n2];
-            write_face_trace<N, T>(trace_out, normals, E, e0 + el, f, fa, fb, un);
+            for (int c = 0; c < 6; ++c) un[c] = sf[c * FS];
+            write_face_trace<N, DIM, T>(trace_out, normals, E, e0 + el, f, fa, fb, un);
         }
     }
 }
 
-// The registered kernels (extern "C"-free templates; NVRTC names them by name expressions).
-template <int N, typename T, bool FP, int SPLIT>
+// The registered kernels (extern "C"-free templates; NVRTC names them by name expressions, so
+// only the (N, DIM) a run asks for is compiled).
+template <int N, int DIM, typename T, bool FP, int SPLIT>
 __global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sums,
                                    const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian,
                                    const T* LOBATTO_RESTRICT compact,
@@ -558,13 +610,13 @@ __global__ void maxwell_rhs_kernel(const T* u, T* LOBATTO_RESTRICT out, const T*
                                    const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT lift,
                                    const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                    index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch) {
-    maxwell_operator_body<N, T, 0, FP, false, SPLIT>(
+    maxwell_operator_body<N, DIM, T, 0, FP, false, SPLIT>(
         const_cast<T*>(u), out, sums, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E,
         first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0);
 }
 
 // The right-hand side in a medium given per point (materials.py); inv_eps = inv_mu = 1, ce = alpha.
-template <int N, typename T, bool FP, int SPLIT>
+template <int N, int DIM, typename T, bool FP, int SPLIT>
 __global__ void maxwell_rhs_medium_kernel(const T* u, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT sums,
                                           const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian,
                                           const T* LOBATTO_RESTRICT compact,
@@ -575,15 +627,15 @@ __global__ void maxwell_rhs_medium_kernel(const T* u, T* LOBATTO_RESTRICT out, c
                                           const T* LOBATTO_RESTRICT med_inv_eps, const T* LOBATTO_RESTRICT med_inv_mu,
                                           const T* LOBATTO_RESTRICT med_sigma_eps, const T* LOBATTO_RESTRICT med_flux,
                                           int has_sigma, index_t med_cs) {
-    constexpr int n = N + 1;
-    maxwell_operator_body<N, T, 0, FP, true, SPLIT>(
+    using M = MDims<N, DIM>;
+    maxwell_operator_body<N, DIM, T, 0, FP, true, SPLIT>(
         const_cast<T*>(u), out, sums, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E,
         first, stop, epb, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), nullptr, nullptr, nullptr, nullptr, 0,
         Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma, med_cs,
-                  med_cs ? 4 * E * 6 * n * n : 0});
+                  med_cs ? 4 * E * M::NF * M::nfp : 0});
 }
 
-template <int N, typename T, bool FP, int SPLIT>
+template <int N, int DIM, typename T, bool FP, int SPLIT>
 __global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT sums,
                                      const T* LOBATTO_RESTRICT metrics, const T* LOBATTO_RESTRICT jacobian,
                                      const T* LOBATTO_RESTRICT compact,
@@ -592,14 +644,14 @@ __global__ void maxwell_stage_kernel(T* u, T* LOBATTO_RESTRICT residual, const T
                                      const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                      index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
                                      T b, T dt) {
-    maxwell_operator_body<N, T, 1, FP, false, SPLIT>(u, residual, sums, metrics, jacobian, compact, affine,
+    maxwell_operator_body<N, DIM, T, 1, FP, false, SPLIT>(u, residual, sums, metrics, jacobian, compact, affine,
                                                       use_affine, normals, lift, factors, D, E, first, stop, epb,
                                                       inv_eps, inv_mu, ce, ch, a, b, dt, nullptr, nullptr, nullptr,
                                                       nullptr, 0);
 }
 
 // The stage with the face exchange folded in (MODE 2, or 3 with ghosts from other ranks).
-template <int N, typename T, bool FP, bool GHOSTS, int SPLIT>
+template <int N, int DIM, typename T, bool FP, bool GHOSTS, int SPLIT>
 __global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
                                            const T* LOBATTO_RESTRICT ghost, T* LOBATTO_RESTRICT trace_out,
                                            const int* LOBATTO_RESTRICT partner,
@@ -610,13 +662,13 @@ __global__ void maxwell_stage_pairs_kernel(T* u, T* LOBATTO_RESTRICT residual, c
                                            const T* LOBATTO_RESTRICT factors, const T* LOBATTO_RESTRICT D, index_t E,
                                            index_t first, index_t stop, int epb, T inv_eps, T inv_mu, T ce, T ch, T a,
                                            T b, T dt) {
-    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, false, SPLIT>(
+    maxwell_operator_body<N, DIM, T, GHOSTS ? 3 : 2, FP, false, SPLIT>(
         u, residual, nullptr, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E, first,
         stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces);
 }
 
 // The fused stage (MODE 2 / 3) in a medium given per point; inv_eps = inv_mu = 1, ce = alpha.
-template <int N, typename T, bool FP, bool GHOSTS, int SPLIT>
+template <int N, int DIM, typename T, bool FP, bool GHOSTS, int SPLIT>
 __global__ void maxwell_stage_pairs_medium_kernel(T* u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT trace_in,
                                                   const T* LOBATTO_RESTRICT ghost, T* LOBATTO_RESTRICT trace_out,
                                                   const int* LOBATTO_RESTRICT partner,
@@ -633,31 +685,32 @@ __global__ void maxwell_stage_pairs_medium_kernel(T* u, T* LOBATTO_RESTRICT resi
                                                   const T* LOBATTO_RESTRICT med_sigma_eps,
                                                   const T* LOBATTO_RESTRICT med_flux, int has_sigma,
                                                   index_t med_cs) {
-    constexpr int n = N + 1;
-    maxwell_operator_body<N, T, GHOSTS ? 3 : 2, FP, true, SPLIT>(
+    using M = MDims<N, DIM>;
+    maxwell_operator_body<N, DIM, T, GHOSTS ? 3 : 2, FP, true, SPLIT>(
         u, residual, nullptr, metrics, jacobian, compact, affine, use_affine, normals, lift, factors, D, E, first,
         stop, epb, inv_eps, inv_mu, ce, ch, a, b, dt, trace_in, ghost, trace_out, partner, write_traces,
         Medium<T>{med_inv_eps, med_inv_mu, med_sigma_eps, med_flux, has_sigma, med_cs,
-                  med_cs ? 4 * E * 6 * n * n : 0});
+                  med_cs ? 4 * E * M::NF * M::nfp : 0});
 }
 
 // traces[c, e, f, a, b] = -(n x E)_c (c < 3), -(n x H)_{c-3} (c >= 3) at every face point.
 // One thread per face point (grid-stride); faces 0 and 1 of an element are neighbours in the
 // index, so their strided reads of u share cache lines.
-template <int N, typename T>
+template <int N, int DIM, typename T>
 __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT normals,
                                       T* LOBATTO_RESTRICT out, index_t E) {
-    constexpr int n = N + 1, n2 = n * n, n3 = n * n * n;
-    const index_t total = E * 6 * n2;
-    const index_t fstride = E * n3;
+    using M = MDims<N, DIM>;
+    constexpr int n = M::n, nfp = M::nfp, npe = M::npe, NF = M::NF;
+    const index_t total = E * NF * nfp;
+    const index_t fstride = E * npe;
     for (index_t idx = (index_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (index_t)gridDim.x * blockDim.x) {
-        const index_t ef = idx / n2;
-        const int ab = (int)(idx - ef * n2);
-        const int a = ab / n, b = ab - a * n;
-        const index_t e = ef / 6;
-        const int f = (int)(ef - e * 6);
-        const index_t g = e * n3 + face_to_volume<N>(f, a, b);
+        const index_t ef = idx / nfp;
+        const int ab = (int)(idx - ef * nfp);
+        const int a = ab / n, b = ab - a * n;  // a = 0 in 2-D (k = 0)
+        const index_t e = ef / NF;
+        const int f = (int)(ef - e * NF);
+        const index_t g = e * npe + face_to_volume<N>(f, a, b);
         T v[6];
 #pragma unroll
         for (int c = 0; c < 6; ++c) v[c] = u[c * fstride + g];
@@ -667,35 +720,39 @@ __global__ void maxwell_traces_kernel(const T* LOBATTO_RESTRICT u, const T* LOBA
 
 }  // namespace lobatto
 
-// Explicit instantiation for offline compilation checks (tests/unit/test_cuda_compile.py).
-#define LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, G, C)                                                      \
-    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, T, FP, G, C>(                              \
+// Explicit instantiation for offline compilation checks (tests/unit/test_cuda_compile.py):
+// LOBATTO_MAXWELL_INSTANTIATE_DIM(N, DIM, T) for a D-dimensional mesh, LOBATTO_MAXWELL_INSTANTIATE(N, T)
+// for DIM = 3.
+#define LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, DIM, T, FP, G, C)                                                   \
+    template __global__ void lobatto::maxwell_stage_pairs_kernel<N, DIM, T, FP, G, C>(                           \
         T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const T*, const signed char*, int, \
         const T*, const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, \
         T, T, T, T, T);                                                                                        \
-    template __global__ void lobatto::maxwell_stage_pairs_medium_kernel<N, T, FP, G, C>(                       \
+    template __global__ void lobatto::maxwell_stage_pairs_medium_kernel<N, DIM, T, FP, G, C>(                    \
         T*, T*, const T*, const T*, T*, const int*, int, const T*, const T*, const T*, const signed char*, int, \
         const T*, const T*, const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, \
         T, T, T, T, T, const T*, const T*, const T*, const T*, int, lobatto::index_t);
 
-#define LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, FP, C)                                                            \
-    template __global__ void lobatto::maxwell_rhs_kernel<N, T, FP, C>(                                         \
+#define LOBATTO_MAXWELL_INSTANTIATE_FP(N, DIM, T, FP, C)                                                         \
+    template __global__ void lobatto::maxwell_rhs_kernel<N, DIM, T, FP, C>(                                      \
         const T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*,    \
         const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T);            \
-    template __global__ void lobatto::maxwell_rhs_medium_kernel<N, T, FP, C>(                                  \
+    template __global__ void lobatto::maxwell_rhs_medium_kernel<N, DIM, T, FP, C>(                               \
         const T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*,    \
         const T*, const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, const T*,  \
         const T*, const T*, const T*, int, lobatto::index_t);                                                  \
-    template __global__ void lobatto::maxwell_stage_kernel<N, T, FP, C>(                                       \
+    template __global__ void lobatto::maxwell_stage_kernel<N, DIM, T, FP, C>(                                    \
         T*, T*, const T*, const T*, const T*, const T*, const signed char*, int, const T*, const T*, const T*, \
         const T*, lobatto::index_t, lobatto::index_t, lobatto::index_t, int, T, T, T, T, T, T, T);             \
-    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, false, C)                                                  \
-    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, T, FP, true, C)
+    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, DIM, T, FP, false, C)                                               \
+    LOBATTO_MAXWELL_INSTANTIATE_PAIRS(N, DIM, T, FP, true, C)
 
-#define LOBATTO_MAXWELL_INSTANTIATE(N, T)                                                                      \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true, 0)                                                              \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false, 0)                                                             \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, true, 1)                                                              \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false, 1)                                                             \
-    LOBATTO_MAXWELL_INSTANTIATE_FP(N, T, false, 2)                                                             \
-    template __global__ void lobatto::maxwell_traces_kernel<N, T>(const T*, const T*, T*, lobatto::index_t);
+#define LOBATTO_MAXWELL_INSTANTIATE_DIM(N, DIM, T)                                                               \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, DIM, T, true, 0)                                                           \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, DIM, T, false, 0)                                                          \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, DIM, T, true, 1)                                                           \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, DIM, T, false, 1)                                                          \
+    LOBATTO_MAXWELL_INSTANTIATE_FP(N, DIM, T, false, 2)                                                          \
+    template __global__ void lobatto::maxwell_traces_kernel<N, DIM, T>(const T*, const T*, T*, lobatto::index_t);
+
+#define LOBATTO_MAXWELL_INSTANTIATE(N, T) LOBATTO_MAXWELL_INSTANTIATE_DIM(N, 3, T)
