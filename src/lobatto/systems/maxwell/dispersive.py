@@ -113,7 +113,7 @@ class DispersiveTerm(StageTerm):
             self.one_pass = DispersiveStep(
                 backend, system.order, [(p.model, k, p.angular()) for p, k in zip(self.poles, self.offsets)],
                 self.aux_count, self.weight is not None, per_point, 0.0 if per_point else self.minus_inv_epsilon,
-                per_component=self.per_component)
+                per_component=self.per_component, dim=system.mesh.dim)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
         # on the CPU: one compiled pass over the poles' elements per stage (terms_cpu.py)
         self.compiled = term_kernels(system) if m else None

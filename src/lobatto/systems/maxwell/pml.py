@@ -270,7 +270,7 @@ class PerfectlyMatchedLayer(StageTerm):
         if system.backend.name == "cuda":
             from lobatto.systems.maxwell.pml_cuda import PmlFinish
 
-            self.one_pass = PmlFinish(system.backend, system.order, sigma)
+            self.one_pass = PmlFinish(system.backend, system.order, sigma, dim=system.mesh.dim)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
             self._sigma = to_dev(np.ascontiguousarray(sigma))
         # on the CPU: compiled kernels (terms_cpu.py), one pass over the layer per stage

@@ -42,7 +42,7 @@ class SourceTerm(StageTerm):
         start = sources.components.start
         self.dipole_kernels = [
             DipoleAdd(backend, system.order, int(self.elements[slot]), start + field,
-                      np.asarray(backend.to_host(profile)), values["waveform"], values)
+                      np.asarray(backend.to_host(profile)), values["waveform"], values, dim=system.mesh.dim)
             for values, field, slot, profile in sources.dipoles]
         self.folds = True
         # the dipole kernels rewrite their points' traces; a current's elements need the

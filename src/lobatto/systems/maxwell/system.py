@@ -335,7 +335,7 @@ class MaxwellSystem(FaceExchangeSystem):
         from lobatto.systems.maxwell.terms_cuda import ListedTraces
 
         if self._listed_traces is None:
-            self._listed_traces = ListedTraces(self.backend, self.order)
+            self._listed_traces = ListedTraces(self.backend, self.order, dim=self.mesh.dim)
         for term in self.terms:
             if term.count and term.changes_fields and not term.writes_traces:
                 self._listed_traces(u, self.device_geometry["normals"], traces, term.device_elements, term.count)

@@ -254,7 +254,7 @@ class TotalFieldScatteredField(StageTerm):
 
             gain = np.concatenate([backend_host(system, self._gain_e), backend_host(system, self._gain_h)])
             self.surface_add = SurfaceAdd(system.backend, order, element, face, gain, backend_host(system, self._delay),
-                                          wave.waveform, wave.params, wave.amplitude)
+                                          wave.waveform, wave.params, wave.amplitude, dim=system.mesh.dim)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
         # on the CPU: a compiled kernel adds S at the surface's face points only (terms_cpu.py)
         self.compiled = term_kernels(system)

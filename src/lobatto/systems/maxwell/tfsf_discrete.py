@@ -89,7 +89,7 @@ class DiscreteIncidentTFSF(StageTerm):
         from lobatto.systems.maxwell.tfsf_cuda import DiscreteIncidentStage, SurfaceAdd
 
         analytic, wave, order = self.analytic, self.wave, self.system.order
-        self.kernels = DiscreteIncidentStage(system.backend, order, self.elements, on_total)
+        self.kernels = DiscreteIncidentStage(system.backend, order, self.elements, on_total, dim=system.mesh.dim)
         element, face = analytic.surface_faces
         mine = inside[element]
         gain = np.concatenate([backend_host(system, analytic._gain_e), backend_host(system, analytic._gain_h)])[:, mine]
@@ -97,7 +97,7 @@ class DiscreteIncidentTFSF(StageTerm):
 
         def surface(ids):
             return SurfaceAdd(system.backend, order, ids, face[mine], gain, delay, wave.waveform, wave.params,
-                              wave.amplitude)
+                              wave.amplitude, dim=system.mesh.dim)
 
         self.surface_u = surface(element[mine])
         self.surface_v = surface(np.searchsorted(self.elements, element[mine]))
