@@ -144,3 +144,103 @@ def test_a_line_source_run_against_the_2d_greens_function(tmp_path):
     asymptote = -np.exp(0.25j * np.pi) * math.sqrt(k / (8 * np.pi)) * transform * np.exp(
         1j * k * (np.cos(phi) * x0[0] + np.sin(phi) * x0[1]))
     assert np.abs(far - asymptote).max() <= 1e-4 * np.abs(asymptote).max()
+
+
+# --------------------------------------------------------------------------- DFT monitors in 2-D
+ORDER = 5
+CASE = {"mesh": {"elements": [8, 2]}, "discretization": {"order": ORDER, "flux": "upwind"},
+        "physics": {"equations": "maxwell"}, "time": {"t_end": 3.0, "dt": 0.01}, "output": {"formats": [], "every": 0}}
+
+
+def strip(extruded=False):
+    """Maxwell on [0, 4] x [0, 1] (8 x 2 quads, periodic in y, absorbing x sides), or on its
+    extruded twin (z in [-1, 1], periodic)."""
+    mesh = box_mesh((8, 2), lower=(0.0, 0.0), upper=(4.0, 1.0), periodic=(False, True),
+                    boundaries={"xmin": "absorbing", "xmax": "absorbing"})
+    mesh = extrude_quads(mesh) if extruded else mesh
+    return MaxwellSystem.from_case(case_from_dict(CASE, name="strip"), mesh, compute_geometry(mesh, ORDER), CpuBackend())
+
+
+def sections(dim):
+    """The same table in 2-D and on the twin: a line (plane) x = 2.5, the rectangle (box)
+    [2, 3] x [0, 1], the side xmax, the region all."""
+    box = ((2.0, 0.0), (3.0, 1.0)) if dim == 2 else ((2.0, 0.0, -1.0), (3.0, 1.0, 1.0))
+    return DftSection(frequencies=(0.5, 0.8), fields=("Ey", "Hz"), surfaces=("xmax",), regions=("all",),
+                      flux=("poynting_flux",), planes=((0, 2.5), (1, 0.5)), boxes=(box,))
+
+
+def pulse(system, t=0.0):
+    """A TE pulse Ey = Hz = g(x - t) travelling along +x (eta = 1), g(s) = exp(-((s - 0.8) / 0.25)^2)."""
+    u = system.allocate_state()
+    g = np.exp(-(((system.geometry.coords[0] - 0.8 - t) / 0.25) ** 2))
+    u[1], u[5] = g, g
+    return u
+
+
+def transformed(system, steps=300, dt=0.01):
+    monitor = DftMonitor(sections(system.mesh.dim), system)
+    u, stepper = pulse(system), Stepper(system, get_scheme("lsrk45"))
+    monitor.accumulate(u, 0.0)
+    for step in range(steps):
+        stepper.step(u, step * dt, dt)
+        monitor.accumulate(u, (step + 1) * dt)
+    return monitor.results()
+
+
+@pytest.fixture(scope="module")
+def twins():
+    return transformed(strip()), transformed(strip(extruded=True))
+
+
+def test_2d_dft_equals_the_extruded_twins_per_unit_depth(twins):
+    two, three = twins
+    assert sorted(two) == sorted((k, n.replace("[2, 0, -1] to [3, 1, 1]", "[2, 0] to [3, 1]")) for k, n in three)
+    for (kind, name), entry in two.items():
+        other = three[(kind, name.replace("[2, 0] to [3, 1]", "[2, 0, -1] to [3, 1, 1]"))]
+        edges = other["faces"] < 4  # the twin's box also has its z sides (no flux: S_z = 0 here)
+        assert np.array_equal(entry["ids"], other["ids"][edges]) and np.array_equal(entry["faces"], other["faces"][edges])
+        a, b = entry["transform"], other["transform"][:, :, edges]  # (F, fields, K, 1, n[, n]), the twin's (.., n, n[, n])
+        scale = np.abs(a).max()
+        if kind == "region":  # every k plane of the twin carries the 2-D transform
+            assert np.abs(b - a).max() <= 1e-11 * scale, name
+        else:  # faces 0..3: the twin's (n, n) face holds the 2-D (1, n) edge in every k row
+            assert np.abs(b - a).max() <= 1e-11 * scale, name
+        for what, fluxes in entry.get("flux", {}).items():
+            # per unit depth: the twin's flux over its depth Lz = 2
+            assert np.allclose(fluxes, other["flux"][what] / 2.0, rtol=1e-11, atol=1e-14), name  # (fluxes ~0.07)
+
+
+def test_a_pulses_flux_through_a_line_is_its_transforms(twins):
+    """Through x = 2.5 (per unit depth, Ly = 1): 1/2 |G(f)|^2 with G the pulse's transform
+    there, 0.25 sqrt(pi) e^(-(0.25 omega)^2 / 4) (measured 4.8e-5 and 1.2e-5 of it at f = 0.5
+    and 0.8); 0 through y = 0.5 (2e-16), and through the closed rectangle [2, 3] x [0, 1] to
+    the discretisation's error (measured 9.3e-4 of the line's: the pulse, 0.25 wide, on
+    elements 0.5 wide at N = 5)."""
+    flux = {name: entry["flux"]["poynting_flux"] for (kind, name), entry in twins[0].items() if kind == "surface"}
+    omega = 2 * np.pi * np.array([0.5, 0.8])
+    exact = 0.5 * (0.25 * math.sqrt(math.pi) * np.exp(-((0.25 * omega) ** 2) / 4)) ** 2
+    assert np.allclose(flux["x = 2.5"], exact, rtol=1e-4)
+    assert np.abs(flux["y = 0.5"]).max() < 1e-9 * exact.max()
+    assert np.abs(flux["box [2, 0] to [3, 1]"]).max() < 2e-3 * exact.max()
+
+
+def test_a_plane_waves_flux_through_2d_lines_is_exact():
+    """An analytic TE plane wave fed to the monitor over whole periods: 1/2 A^2 Ly per unit
+    depth through x = c (and the side xmax), 0 through y = c and the closed rectangle."""
+    system = strip()
+    monitor = DftMonitor(sections(2), system)
+    x, amplitude, f = system.geometry.coords[0], 1.7, 0.5
+    duration, steps = 6 / f, 240
+    for k in range(steps + 1):
+        t = k * duration / steps
+        u = system.allocate_state()
+        u[1] = u[5] = amplitude * np.cos(2 * np.pi * f * (t - x) + 0.3)
+        monitor.accumulate(u, t)
+    results = monitor.results()
+    flux = {name: entry["flux"]["poynting_flux"][0] * (2 / duration) ** 2 for (kind, name), entry in results.items()
+            if kind == "surface"}
+    assert flux["x = 2.5"] == pytest.approx(0.5 * amplitude**2, rel=1e-12)
+    assert flux["xmax"] == pytest.approx(0.5 * amplitude**2, rel=1e-12)
+    assert abs(flux["y = 0.5"]) < 1e-12 and abs(flux["box [2, 0] to [3, 1]"]) < 1e-12
+    line = results[("surface", "x = 2.5")]
+    assert len(line["ids"]) == 2 and np.allclose(line["coordinates"][0], 2.5)  # each edge once
