@@ -244,3 +244,61 @@ def test_a_plane_waves_flux_through_2d_lines_is_exact():
     assert abs(flux["y = 0.5"]) < 1e-12 and abs(flux["box [2, 0] to [3, 1]"]) < 1e-12
     line = results[("surface", "x = 2.5")]
     assert len(line["ids"]) == 2 and np.allclose(line["coordinates"][0], 2.5)  # each edge once
+
+
+def test_the_normalize_path_in_2d_equals_the_extruded_twins(tmp_path):
+    """[output.dft] normalize (runner/normalization.py: the run without [material] first) with
+    a TF/SF plane wave and a dielectric slab: the 2-D fluxes are the twin's / 2, the ratios equal."""
+    def case(dim):
+        mesh = {"elements": [8, 2], "lower": [0.0, 0.0], "upper": [4.0, 1.0], "periodic": [False, True],
+                "boundary": "absorbing"}
+        if dim == 3:
+            mesh = {"elements": [8, 2, 1], "lower": [0.0, 0.0, -1.0], "upper": [4.0, 1.0, 1.0],
+                    "periodic": [False, True, True], "boundary": "absorbing"}
+        return case_from_dict({
+            "mesh": mesh, "discretization": {"order": 4}, "physics": {"equations": "maxwell"},
+            "time": {"t_end": 6.0, "dt": 0.01}, "material": {"slab": {"where": "(x-2.3)*(2.8-x)", "epsilon": 4.0}},
+            "source": {"pw": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0],
+                              "lower": [0.5, -1.0, -2.0], "upper": [3.5, 2.0, 2.0], "waveform": "gaussian",
+                              "t0": 1.0, "width": 0.2}},
+            "output": {"every": 0, "formats": [], "dft": {"frequencies": [0.3, 0.6], "planes": ["x = 1", "x = 3"],
+                                                          "flux": ["poynting_flux"], "normalize": "x = 3"}}},
+            name=f"n{dim}")
+    got = {}
+    for dim in (2, 3):
+        lobatto.run(case(dim), output_dir=tmp_path / str(dim), backend="cpu")
+        with h5py.File(tmp_path / str(dim) / f"n{dim}_dft.h5") as f:
+            got[dim] = {(s, w): f[f"surfaces/{s}/{w}/poynting_flux"][:] for s in ("x = 1", "x = 3")
+                        for w in ("flux", "flux_incident", "flux_scattered", "normalized", "normalized_scattered")}
+    for (surface, what), value in got[2].items():
+        depth = 1.0 if what.startswith("normalized") else 2.0
+        assert np.allclose(value, got[3][(surface, what)] / depth, rtol=1e-9, atol=1e-13), (surface, what)
+    reflected = -got[2][("x = 1", "normalized_scattered")]
+    assert np.all((reflected > 0.05) & (reflected < 0.2))  # the slab reflects (measured 0.115, 0.156)
+
+
+# --------------------------------------------------------------------------- refused
+def test_what_2d_dft_and_far_field_refuse():
+    system = strip()
+    section = DftSection(frequencies=(0.5,), fields=("Ez",), surfaces=(), regions=(), flux=(), planes=((2, 0.0),))
+    with pytest.raises(InputError, match=r'"z = \.\.\." is a plane along z, and the mesh is 2-D'):
+        DftMonitor(section, system)
+    three = strip(extruded=True)
+    section = DftSection(frequencies=(0.5,), fields=("Ez",), surfaces=(), regions=(), flux=(),
+                         boxes=(((2.0, 0.0), (3.0, 1.0)),))
+    with pytest.raises(InputError, match=r"has 2 coordinates and the mesh is 3-D: give lower = \[x, y, z\]"):
+        DftMonitor(section, three)
+    from lobatto.systems.maxwell.far_field import FarFieldMonitor
+    from lobatto.systems.maxwell.far_field_table import ClosedSurface, FarFieldSection
+
+    far = FarFieldSection(frequencies=(0.5,), surface=ClosedSurface(lower=(1.0, 0.0, -1.0), upper=(3.0, 1.0, 1.0)),
+                          theta=(30.0, 60.0), phi=(0.0,), origin=None, incident=None, absorption=None)
+    with pytest.raises(InputError, match=r"theta: the mesh is 2-D, its far field lies in the xy plane"):
+        FarFieldMonitor(far, system)
+
+
+def test_a_z_plane_on_a_2d_box_is_refused_when_the_run_is_set_up(tmp_path):
+    data = dict(CASE, mesh={"elements": [4, 2], "upper": [2.0, 1.0]},
+                output={"formats": [], "every": 0, "dft": {"frequencies": [0.5], "planes": ["z = 0.5"]}})
+    with pytest.raises(InputError, match=r'\[output.dft\] planes: "z = 0.5": the mesh is 2-D \(\[mesh\] elements'):
+        lobatto.run(case_from_dict(data, name="z"), output_dir=tmp_path, backend="cpu")
