@@ -180,7 +180,8 @@ def parse_boxes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
     for i, box in enumerate(given):
         if not isinstance(box, Mapping) or sorted(box) != ["lower", "upper"]:
             raise ctx.bad(where, f"boxes[{i}]", "a table {lower = [x, y, z], upper = [x, y, z]} (those two keys)", box)
-        length = 2 if isinstance(box["lower"], list) and len(box["lower"]) == 2 else 3  # 2: a 2-D rectangle
+        # 2 entries in both: a 2-D rectangle; anything else is read (and refused) as 3-D's
+        length = 2 if all(isinstance(box[k], list) and len(box[k]) == 2 for k in ("lower", "upper")) else 3
         corners = [check_vector(ctx, where, f"boxes[{i}].{key}", box[key], COORDINATES, length)
                    for key in ("lower", "upper")]
         lower, upper = corners

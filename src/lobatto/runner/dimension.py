@@ -17,7 +17,7 @@ from lobatto.errors import InputError
 OUTPUT_FORMATS_2D: tuple = ("hdf5", "nek", "vtk")
 #: the [output.*] monitor tables that work on a 2-D mesh (regions.py, integrals.py with the
 #: faces' per-unit-depth weights, probes by mesh/locate.py's 2x2 Newton, the far field on a
-#: closed contour: systems/maxwell/far_field.py); [output.dft] works too, its planes lines
+#: closed contour of edges); [output.dft] works too, its planes lines
 MONITORS_2D = ("integrals", "probes", "far_field")
 
 
