@@ -703,7 +703,8 @@ _Z_FIELDS = ("uz", "Ez", "Hz")
 def op_plane(rng, data):
     """A 2-D mesh ([mesh] elements of two entries, docs/case-file.md "2-D"): valid (acoustics
     runs; the other systems refuse a 2-D mesh), or with lengths that disagree, a z deformation
-    or side, a field that has no 2-D meaning, or an output not built in 2-D."""
+    or side, a field that has no 2-D meaning, an output not built in 2-D, DFT lines and
+    rectangles (a z plane refused), a far field on a contour (a theta list refused)."""
     mesh = data.get("mesh")
     if not isinstance(mesh, dict):
         raise _Skip
@@ -723,12 +724,24 @@ def op_plane(rng, data):
     output = data.setdefault("output", {})
     if isinstance(output, dict):
         output["formats"] = []
-        for table in ("probes", "dft"):
+        for table in ("probes", "dft", "far_field"):
             output.pop(table, None)
     data.pop("checkpoint", None)
-    kind = rng.randrange(7)
+    kind = rng.randrange(9)
     if kind == 0:
         return "plane: a valid 2-D mesh"
+    if kind == 7:  # [output.dft] lines and rectangles (monitors/planes.py: z planes refused in 2-D)
+        corners = rng.choice((([0.0, 0.0], [0.5, 0.5]), ([0.0, 0.0, -1.0], [0.5, 0.5, 1.0]), ([0.0, 0.0], [0.5, 0.5, 1.0]),
+                              ([0.1, 0.0], [0.5, 0.5])))
+        output["dft"] = {"frequencies": [0.5], "planes": [rng.choice(("x = 0.5", "y = 0", "z = 0", "y = 0.3"))],
+                         "boxes": [{"lower": corners[0], "upper": corners[1]}]}
+        return f"plane: [output.dft] on a 2-D mesh, {output['dft']}"
+    if kind == 8:  # the 2-D near-to-far transform (a closed contour; phi only)
+        table = {"frequencies": [0.5], "lower": [0.0, 0.0, -1.0], "upper": [0.5, 0.5, 1.0]}
+        if rng.random() < 0.5:
+            table["theta"] = rng.choice(([90.0], [30.0, 60.0], [5.0 * i for i in range(37)]))
+        output["far_field"] = table
+        return f"plane: [output.far_field] on a 2-D mesh, {table}"
     if kind == 1:
         key = rng.choice(("lower", "upper", "periodic"))
         mesh[key] = [False, False, True] if key == "periodic" else [0.0, 0.0, 1.0] if key == "upper" else [0, 0, -1]

@@ -100,8 +100,8 @@ def test_a_field_that_does_not_exist_in_2d_is_refused(section):
 
 
 @pytest.mark.parametrize("extra, parts", [
-    ({"output": {"formats": [], "dft": {"frequencies": [1.0], "regions": ["all"], "fields": ["p"]}}},
-     ("[output.dft] is not built on a 2-D mesh yet",)),
+    ({"output": {"formats": [], "dft": {"frequencies": [1.0], "planes": ["z = 0"], "fields": ["p"]}}},
+     ("[output.dft] planes: \"z = 0\": the mesh is 2-D",)),
     ({"output": {"formats": [], "probes": {"points": [[0.5, 0.5]], "fields": ["p", "uz"]}}},
      ("[output.probes] fields: uz does not exist in 2-D",)),
 ])

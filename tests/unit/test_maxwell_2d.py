@@ -329,16 +329,13 @@ def test_bloch_wraps_along_x_equal_the_extruded_twin():
 # --------------------------------------------------------------------------- refused in 2-D
 WAVE = {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 0], "lower": [0.5, 0.5, -1.0],
         "upper": [1.5, 1.0, 1.0], "waveform": "gaussian", "t0": 0.3, "width": 0.5}
-DIPOLE = {"type": "electric_dipole", "position": [1.0, 0.7, 0.0], "direction": [0, 0, 1], "waveform": "gaussian",
-          "t0": 0.3, "width": 0.1}
 
 
 @pytest.mark.parametrize("extra, match", [
-    ({"source": {"d": DIPOLE}}, r"\[source.d\] type = \"electric_dipole\" is not supported on a 2-D mesh"),
     ({"pml": {"sides": ["xmin", "zmax"], "elements": 1}}, r"\[pml\] sides = .*zmax is not a side of a 2-D mesh"),
     ({"discretization": {"volume_form": "galerkin"}}, r"volume_form = \"galerkin\" is not supported on a 2-D mesh"),
     ({"physics": {"bloch_k": [0.5, 0.0, 0.3]}}, r"bloch_k = .* along the z axis, across which the mesh does not wrap"),
-], ids=["dipole", "pml-z", "galerkin", "bloch"])
+], ids=["pml-z", "galerkin", "bloch"])
 def test_what_2d_does_not_have_is_refused_at_build(extra, match):
     mesh = quads(None) if "bloch_k" not in extra.get("physics", {}) else box_mesh(
         (4, 3), lower=(0, 0), upper=(2.0, 1.5), periodic=(True, False))
@@ -346,23 +343,7 @@ def test_what_2d_does_not_have_is_refused_at_build(extra, match):
         build(mesh, extra)
 
 
-def test_a_dipole_given_to_the_sources_directly_is_refused_in_2d():
-    from lobatto.systems.maxwell.sources import MaxwellSources
-
-    c = case({"source": {"d": DIPOLE}})
-    system = MaxwellSystem(quads(None), ORDER, CpuBackend())
-    with pytest.raises(InputError, match="not supported on a 2-D mesh"):
-        MaxwellSources(list(c.tables["source"]), system)
-
-
-def test_the_far_field_refuses_a_2d_mesh():
-    from types import SimpleNamespace
-
-    from lobatto.systems.maxwell.far_field import FarFieldMonitor
-
-    system = MaxwellSystem(quads(None), ORDER, CpuBackend())
-    with pytest.raises(InputError, match=r"\[output.far_field\] is not supported on a 2-D mesh"):
-        FarFieldMonitor(SimpleNamespace(frequencies=[0.3]), system)  # (refused before its table is read)
+# (dipoles, as line sources, and the far field work in 2-D: tests/unit/test_maxwell_2d_monitors.py)
 
 
 @pytest.mark.parametrize("port", [{"surface": "xmin", "mode": "TE10"}, {"surface": "zmin", "mode": "TE10"}])

@@ -75,10 +75,11 @@ DFT = Table("output.dft", (
         range=FREQUENCY),
     Key("fields", "list", None, "the fields transformed (default: all the system's)"),
     Key("surfaces", "list", [], "named boundary surfaces"),
-    Key("planes", "list", [], 'planes through the mesh on element faces, "x = 0.5" (flux along +x)',
+    Key("planes", "list", [], 'planes through the mesh on element faces, "x = 0.5" (flux along +x; a line '
+        'x = c or y = c of edges on a 2-D mesh)',
         range=COORDINATES),
     Key("boxes", "list", [], "closed surfaces of boxes on element faces, {lower = [...], upper = [...]} "
-        "(outward flux)", range=COORDINATES),
+        "(outward flux; [x, y] on a 2-D mesh: rectangles of edges)", range=COORDINATES),
     Key("regions", "list", [], "region names (all: the whole mesh)"),
     Key("flux", "list", None, "surface integrands given per frequency (default: all the system's)"),
     Key("normalize", "string", None, "a surface, plane or box of this table (its name in NAME_dft.h5): the run "
@@ -169,7 +170,8 @@ def parse_planes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
 
 
 def parse_boxes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
-    """``boxes``: a list of {lower = [3 numbers], upper = [3 numbers]}, lower < upper."""
+    """``boxes``: a list of {lower = [3 numbers], upper = [3 numbers]}, lower < upper; 2
+    numbers each (x, y) for a 2-D mesh's rectangle (monitors/planes.py box_faces)."""
     given = table.get("boxes", [])
     expected = "a list of boxes such as [{lower = [0.2, 0.2, 0.2], upper = [0.8, 0.8, 0.8]}]"
     if not isinstance(given, list):
@@ -178,7 +180,10 @@ def parse_boxes(ctx: Context, where: str, table: Mapping[str, Any]) -> tuple:
     for i, box in enumerate(given):
         if not isinstance(box, Mapping) or sorted(box) != ["lower", "upper"]:
             raise ctx.bad(where, f"boxes[{i}]", "a table {lower = [x, y, z], upper = [x, y, z]} (those two keys)", box)
-        corners = [check_vector(ctx, where, f"boxes[{i}].{key}", box[key], COORDINATES) for key in ("lower", "upper")]
+        # 2 entries in both: a 2-D rectangle; anything else is read (and refused) as 3-D's
+        length = 2 if all(isinstance(box[k], list) and len(box[k]) == 2 for k in ("lower", "upper")) else 3
+        corners = [check_vector(ctx, where, f"boxes[{i}].{key}", box[key], COORDINATES, length)
+                   for key in ("lower", "upper")]
         lower, upper = corners
         if not all(lo < up and math.isfinite(up - lo) for lo, up in zip(lower, upper)):
             raise ctx.bad(where, f"boxes[{i}]", "lower < upper along every axis", box)

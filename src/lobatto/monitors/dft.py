@@ -9,6 +9,9 @@ u(t) w(t) of a window w that falls from 1 to 0 by a half cosine over the record'
 ``NAME_dft.h5``: the transforms with their points, and per frequency the flux of each surface
 integrand, 1/2 Re of the integrand's bilinear form of (F, conj F): for a density q(u) quadratic
 in the fields (E x H . n, p u . n) that is 1/2 [q(Re F) + q(Im F)]. Nothing here knows a system.
+
+On a 2-D mesh a region's transform is (F, fields, K, 1, n, n), a surface's (F, fields, K, 1, n)
+on edges (lines, rectangles, named boundary curves), and a flux is per unit depth.
 """
 
 from __future__ import annotations
@@ -18,14 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.config.dft import box_name, plane_name
-from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_shape, face_slice
 from lobatto.machine.parallel import allreduce, collective_errors, launched_local_size, rank_and_size
 from lobatto.machine.memory_items import check_allocation
 from lobatto.machine.resources import available_host_memory
 from lobatto.monitors.base import Monitor
-from lobatto.monitors.planes import box_faces, plane_coverage, plane_faces
+from lobatto.monitors.planes import box_faces, face_weights, plane_coverage, plane_faces
 from lobatto.monitors.regions import WHOLE_MESH, region_index, surface_index
 
 SUFFIX = "_dft"
@@ -93,9 +95,9 @@ def check_parts_memory(parts, frequencies: int, region_fields: int, all_fields: 
 
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
                        fields=all_fields, ranks=1, precision=system.backend.precision, backend=system.backend.name)
-    n = system.order + 1
+    dim, n = system.mesh.dim, system.order + 1
     items = [transform_item(f"{what} {kind} '{name}':", frequencies, region_fields if kind == "region" else all_fields,
-                            chosen.size * (n**3 if kind == "region" else n**2), layout)
+                            chosen.size * n ** (dim if kind == "region" else dim - 1), layout)
              for kind, name, _, chosen, *_ in parts if chosen.size]
     with collective_errors(comm):  # a rank that holds more may fail alone
         if items:
@@ -204,17 +206,18 @@ class DftMonitor(Monitor):
                       "cross-section, and its flux is through its faces only", flush=True)
 
     def add_surface(self, name: str, on, sign=None) -> None:
-        """The parts of surface ``name``: this rank's faces ``on`` (E, 6), a part per face
-        direction, with the normals times ``sign`` (E, 6) (None: the faces' outward ones)."""
-        system, w = self.system, gll_weights(self.system.order)
-        for face in range(NUM_FACES):
+        """The parts of surface ``name``: this rank's faces ``on`` (E, faces), a part per face
+        direction, with the normals times ``sign`` (E, faces) (None: the faces' outward ones)."""
+        system = self.system
+        w = face_weights(system.order, system.mesh.dim)
+        for face in range(system.mesh.num_faces):
             chosen = np.nonzero(on[:, face])[0]
             if chosen.size:
                 normals = system.geometry.normals[:, chosen, face]
                 if sign is not None:
                     normals = normals * sign[chosen, face][None, :, None, None]
                 self.parts.append(("surface", name, face, chosen, system.backend.xp.asarray(chosen), normals,
-                                   system.geometry.surface_jacobian[chosen, face] * np.outer(w, w)))
+                                   system.geometry.surface_jacobian[chosen, face] * w))
 
     def set_incident(self, parts: list, sums: list) -> None:
         """The parts and transforms of the same table in the run without [material] tables
@@ -286,7 +289,8 @@ class DftMonitor(Monitor):
             fields = len(self.region_fields) if kind == "region" else len(system.field_names)
             coords = system.geometry.coords[:, chosen]
             if total is None:  # fewer than two samples: nothing accumulated
-                shape = (count, fields) + ((chosen.size,) + (order + 1,) * (3 if kind == "region" else 2))
+                shape = (count, fields, chosen.size) + (element_shape if kind == "region" else face_shape)(
+                    system.mesh.dim, order)
                 total = np.zeros(shape, dtype=np.complex128)
             transform = np.asarray(backend.to_host(total)).astype(np.complex128)
             entry = mine.setdefault((kind, name), {"ids": [], "faces": [], "transform": [], "coordinates": [],

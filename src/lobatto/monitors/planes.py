@@ -13,6 +13,11 @@ where there is none (the mesh's own boundary, the seam of a periodic axis) from 
 above (the normal then turned to +a); for a box,
 from the element inside (outward normals). So each face is counted once, on the rank that
 owns that element, whatever the partition. Nothing here knows a system.
+
+On a 2-D mesh (quads, z-invariant fields per unit depth) a plane is a line x = c or y = c of
+element edges (z = c is refused: the mesh is the plane z = 0), a box is a rectangle of edges
+(its z entries, if given, are ignored), and the faces' weights are the edges' w_b (per unit
+depth): a flux through a line is per unit depth.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from lobatto.config.dft import box_name, plane_name
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 
 #: a face lies on a plane when its points are within this fraction of the mesh's size of it
 TOL = 1e-9
@@ -35,10 +40,24 @@ PARTIAL = 1e-6
 NONE = np.iinfo(np.int64).max
 
 
+def face_weights(order: int, dim: int) -> np.ndarray:
+    """A face's GLL quadrature weights w_a w_b (n, n); (1, n) on a 2-D mesh's edges, whose a
+    axis is the unit depth (w_a = 1)."""
+    w = gll_weights(order)
+    return np.outer(w, w) if dim == 3 else w[None, :]
+
+
+def check_axis(system, axis: int, what: str) -> None:
+    """A plane x_axis = c must cross the mesh: on a 2-D mesh (z = 0) z = c is refused."""
+    if axis >= system.mesh.dim:
+        raise InputError(f'{what}: "{AXES[axis]} = ..." is a plane along z, and the mesh is 2-D (the plane z = 0, '
+                         "fields per unit depth): a 2-D plane is a line x = c or y = c")
+
+
 def _face_points(system) -> np.ndarray:
-    """(3, E, 6, n, n) coordinates of every face's points."""
+    """(3, E, faces, n, n) coordinates of every face's points ((3, E, 4, 1, n) on a 2-D mesh)."""
     coords, order = system.geometry.coords, system.order
-    return np.stack([coords[face_slice(face, order)] for face in range(NUM_FACES)], axis=2)
+    return np.stack([coords[face_slice(face, order)] for face in range(system.mesh.num_faces)], axis=2)
 
 
 def plane_tolerance(system, comm) -> float:
@@ -77,7 +96,7 @@ def off_planes(system, lower, upper, tol: float, comm=None) -> str:
     """Collective: the box's sides that lie on no face plane, each with the face planes next to
     it, as text for a message."""
     out = []
-    for axis in range(3):
+    for axis in range(system.mesh.dim):
         planes = face_planes(system, axis, comm)
         for value in (lower[axis], upper[axis]):
             if not np.any(np.abs(planes - value) <= tol):
@@ -92,6 +111,7 @@ def off_planes(system, lower, upper, tol: float, comm=None) -> str:
 def plane_faces(system, axis: int, value: float, comm=None) -> tuple[np.ndarray, np.ndarray]:
     """Collective: ((E, 6) faces of this rank on the plane x_axis = value, (E, 6) sign +-1 that
     turns each face's outward normal to +axis). InputError when no face lies there."""
+    check_axis(system, axis, "[output.dft] planes")
     points, tol = _face_points(system), plane_tolerance(system, comm)
     on = on_plane(points, axis, value, tol)
     along = system.geometry.normals[axis].mean(axis=(-2, -1))  # (E, 6): the normal's +axis part
@@ -116,14 +136,14 @@ def plane_coverage(system, axis: int, value: float, chosen, comm=None) -> dict:
     on a file mesh a plane is only the faces that happen to lie there)}. A mesh that is not a
     box has a smaller section than its bounding box's, so the area alone does not tell: an
     element cut by the plane does (a plane of faces across the whole section cuts none)."""
-    w = np.outer(gll_weights(system.order), gll_weights(system.order))
+    w = face_weights(system.order, system.mesh.dim)
     area = allreduce(comm, float((system.geometry.surface_jacobian * w)[chosen].sum()))
     faces = int(allreduce(comm, int(chosen.sum())))
     x, tol = system.geometry.coords.reshape(3, system.num_elements, -1), plane_tolerance(system, comm)
     big = np.finfo(np.float64).max
     low = allreduce(comm, x.min(axis=(1, 2)) if x.size else np.full(3, big), "min")
     high = allreduce(comm, x.max(axis=(1, 2)) if x.size else np.full(3, -big), "max")
-    others = [a for a in range(3) if a != axis]
+    others = [a for a in range(system.mesh.dim) if a != axis]  # 2-D: the section is a length
     section = float(np.prod(high[others] - low[others]))
     along = x[axis]
     cut = int(allreduce(comm, int(np.sum(np.any(along < value - tol, axis=1) & np.any(along > value + tol, axis=1)))))
@@ -134,32 +154,38 @@ def plane_coverage(system, axis: int, value: float, chosen, comm=None) -> dict:
 def box_faces(system, lower, upper, comm=None) -> tuple[np.ndarray, np.ndarray]:
     """Collective: ((E, 6) faces of this rank on the closed surface of the box, (E, 6) sign +1:
     the faces of the elements inside, whose outward normals point out of the box). InputError
-    when a side does not lie on element faces (its faces' area is not the side's)."""
-    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    when a side does not lie on element faces (its faces' area is not the side's). On a 2-D
+    mesh only x and y count: the box is a rectangle (its z entries, if any, ignored)."""
+    dim = system.mesh.dim
+    if len(lower) < dim:
+        raise InputError(f"[output.dft] boxes: {box_name(lower, upper)} has {len(lower)} coordinates and the mesh is "
+                         "3-D: give lower = [x, y, z], upper = [x, y, z]")
+    name = box_name(lower, upper)
+    lower, upper = np.asarray(lower[:dim], dtype=float), np.asarray(upper[:dim], dtype=float)
     points, tol = _face_points(system), plane_tolerance(system, comm)
-    x = system.geometry.coords.reshape(3, system.num_elements, -1)
+    points = points[:dim]
+    x = system.geometry.coords.reshape(3, system.num_elements, -1)[:dim]
     inside = np.all((x >= lower[:, None, None] - tol) & (x <= upper[:, None, None] + tol), axis=(0, 2))
     strictly = np.all((x > lower[:, None, None] + tol) & (x < upper[:, None, None] - tol), axis=0).any(axis=1)
     cut = system.mesh.element_ids[strictly & ~inside]
     cut = int(allreduce(comm, np.array([cut.min() if cut.size else NONE]), "min")[0])
     if cut != NONE:
-        raise InputError(f"[output.dft] boxes: {box_name(lower, upper)} cuts element {cut}: its sides must lie on "
+        raise InputError(f"[output.dft] boxes: {name} cuts element {cut}: its sides must lie on "
                          f"element faces ({off_planes(system, lower, upper, tol, comm)})")
     within = np.all((points >= lower[:, None, None, None, None] - tol)
                     & (points <= upper[:, None, None, None, None] + tol), axis=(0, -2, -1))
-    w = np.outer(gll_weights(system.order), gll_weights(system.order))
-    area = system.geometry.surface_jacobian * w  # (E, 6, n, n)
+    area = system.geometry.surface_jacobian * face_weights(system.order, dim)  # (E, faces, n, n)
     chosen = np.zeros(system.mesh.face_neighbour.shape, dtype=bool)
-    for axis in range(3):
+    for axis in range(dim):
         along = system.geometry.normals[axis].mean(axis=(-2, -1))
         for value, outward in ((lower[axis], along < -0.5), (upper[axis], along > 0.5)):
             side = on_plane(points, axis, value, tol) & within & inside[:, None] & outward
-            others = [a for a in range(3) if a != axis]
+            others = [a for a in range(dim) if a != axis]
             expected = float(np.prod(upper[others] - lower[others]))
             found = allreduce(comm, float(area[side].sum()))
             if abs(found - expected) > 1e-8 * expected:
                 near = nearest_planes(system, axis, value, comm)
-                raise InputError(f"[output.dft] boxes: the side {plane_name(axis, value)} of {box_name(lower, upper)} "
+                raise InputError(f"[output.dft] boxes: the side {plane_name(axis, value)} of {name} "
                                  f"is not made of element faces (their area {found:.6g}, the side's {expected:.6g}): "
                                  f"each side must lie on element faces and cut none (face planes near it: {near})")
             chosen |= side

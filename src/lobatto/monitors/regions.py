@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.mesh.box import SIDE_NAMES
-from lobatto.mesh.topology import NUM_FACES
 
 #: the region of every element, on every mesh
 WHOLE_MESH = "all"
@@ -23,12 +22,12 @@ def region_index(mesh) -> tuple[np.ndarray, tuple]:
 
 
 def surface_index(mesh) -> tuple[np.ndarray, tuple]:
-    """(E, 6) surface index of each face (-1: none) and the surface names. Meshes without
+    """(E, faces) surface index of each face (-1: none) and the surface names. Meshes without
     named surfaces that come from the box generator name their sides by face number."""
     group = getattr(mesh, "face_group", None)
     if group is not None:
         return np.asarray(group), tuple(getattr(mesh, "group_names", ()))
     if getattr(mesh, "element_labels", None) is not None:  # a box: face f lies on side f
-        faces = np.broadcast_to(np.arange(NUM_FACES), mesh.face_neighbour.shape)
-        return np.where(mesh.face_neighbour < 0, faces, -1), SIDE_NAMES
+        faces = np.broadcast_to(np.arange(mesh.num_faces), mesh.face_neighbour.shape)
+        return np.where(mesh.face_neighbour < 0, faces, -1), SIDE_NAMES[:mesh.num_faces]
     return np.full(mesh.face_neighbour.shape, -1), ()

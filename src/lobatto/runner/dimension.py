@@ -16,8 +16,9 @@ from lobatto.errors import InputError
 #: quadrilaterals, Nek5000 headers with nz = 1, HDF5 with a dimension attribute)
 OUTPUT_FORMATS_2D: tuple = ("hdf5", "nek", "vtk")
 #: the [output.*] monitor tables that work on a 2-D mesh (regions.py, integrals.py with the
-#: faces' per-unit-depth weights, probes by mesh/locate.py's 2x2 Newton); dft needs its planes
-MONITORS_2D = ("integrals", "probes")
+#: faces' per-unit-depth weights, probes by mesh/locate.py's 2x2 Newton, the far field on a
+#: closed contour of edges); [output.dft] works too, its planes lines
+MONITORS_2D = ("integrals", "probes", "far_field")
 
 
 def mesh_dimension(case, whole=None) -> int:
@@ -77,9 +78,10 @@ def check_dimension(case, spec, dim: int, whole=None) -> None:
             if name not in fields_2d:
                 raise InputError(f"{source}: [output.probes] fields: {name} does not exist in 2-D ({spec.name} on "
                                  f"a 2-D mesh has {', '.join(fields_2d)}): remove it")
-    if output.dft is not None and "dft" not in MONITORS_2D:
-        raise InputError(f"{source}: [output.dft] is not built on a 2-D mesh yet (its planes and boxes): remove it, "
-                         "or run the mesh extruded one layer deep with periodic z")
+    for axis, value in output.dft.planes if output.dft is not None else ():
+        if axis == 2:  # (a 2-D plane is a line of edges: monitors/planes.py)
+            raise InputError(f"{source}: [output.dft] planes: \"z = {value:g}\": the mesh is 2-D "
+                             f"({describe_2d(case, whole)}), the plane z = 0: give lines \"x = c\" or \"y = c\"")
     for table in output.monitors:
         if table not in MONITORS_2D:
             raise InputError(f"{source}: [output.{table}] is not built on a 2-D mesh yet: remove it")

@@ -22,6 +22,17 @@ by the same rule at the same steps, and I_inc = |E_inc|^2 / (2 eta):
     sigma_abs  = -1/2 Re integral (E x H*) . n dS / I_inc       (a surface in the total field)
 
 and the outward Poynting flux 1/2 Re integral (E x H*) . n of each surface per frequency.
+
+On a 2-D mesh (z-invariant fields, per unit depth) the surface is a closed contour of element
+edges, N and L are integrals along it per unit depth, and the far field lies in the xy plane
+(theta = 90 degrees, E_theta = -E_z): the 2-D Green's function -(i/4) H0^(2)(k rho) ~
+-(i/4) sqrt(2/(pi k rho)) e^(i pi/4) e^(-ik rho) turns the 3-D factor ik/(4 pi) e^(-ikr)/r into
+e^(i pi/4) sqrt(k/(8 pi)) e^(-ik rho)/sqrt(rho), so
+
+    sqrt(rho) e^(ik rho) E_theta = -e^(i pi/4) sqrt(k/(8 pi)) (L_phi + eta N_theta)
+    sqrt(rho) e^(ik rho) E_phi   =  e^(i pi/4) sqrt(k/(8 pi)) (L_theta - eta N_phi)
+    sigma_2D(phi) = 2 pi |sqrt(rho) E|^2 / |E_inc|^2          (the scattering width)
+    sigma_scat = (1/(2 eta)) integral_0^2pi |sqrt(rho) E|^2 dphi / I_inc   (a width too)
 """
 
 from __future__ import annotations
@@ -31,12 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, rank_and_size
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 from lobatto.monitors import register_monitor
 from lobatto.monitors.dft import DftMonitor, check_parts_memory
+from lobatto.monitors.planes import face_weights
 from lobatto.systems.maxwell.far_field_table import FAR_FIELD
 from lobatto.systems.maxwell.region_surface import check_background, elements_in_box, elements_in_region, surface_signs
 
@@ -64,10 +75,13 @@ def spherical_units(theta: np.ndarray, phi: np.ndarray):
     return r, t, p
 
 
-def far_field(e, h, normals, weights, points, k: float, eta: float, theta, phi, chunk: int = 256):
+def far_field(e, h, normals, weights, points, k: float, eta: float, theta, phi, chunk: int = 256,
+              scale: complex | None = None):
     """(r e^(ikr) E_theta, r e^(ikr) E_phi) at the directions (theta, phi) (radians, same
     shape) from phasors e, h (3, P) at surface points (3, P) relative to the phase origin,
-    outward normals (3, P) and quadrature weights (P,)."""
+    outward normals (3, P) and quadrature weights (P,). ``scale``: the Green's function's
+    factor, ik/(4 pi) (3-D; far_field_2d gives the 2-D one)."""
+    scale = 1j * k / (4 * np.pi) if scale is None else scale
     j = np.cross(normals, h, axis=0) * weights
     m = -np.cross(normals, e, axis=0) * weights
     theta, phi = np.broadcast_arrays(np.asarray(theta, float), np.asarray(phi, float))
@@ -79,9 +93,28 @@ def far_field(e, h, normals, weights, points, k: float, eta: float, theta, phi, 
         phase = np.exp(1j * k * (r[part] @ points))  # (D, P)
         n_vec, l_vec = phase @ j.T, phase @ m.T  # (D, 3)
         dot = lambda a, b: np.sum(a * b, axis=1)  # noqa: E731
-        e_theta[part] = -1j * k / (4 * np.pi) * (dot(l_vec, p[part]) + eta * dot(n_vec, t[part]))
-        e_phi[part] = 1j * k / (4 * np.pi) * (dot(l_vec, t[part]) - eta * dot(n_vec, p[part]))
+        e_theta[part] = -scale * (dot(l_vec, p[part]) + eta * dot(n_vec, t[part]))
+        e_phi[part] = scale * (dot(l_vec, t[part]) - eta * dot(n_vec, p[part]))
     return e_theta.reshape(theta.shape), e_phi.reshape(theta.shape)
+
+
+def far_field_2d(e, h, normals, weights, points, k: float, eta: float, phi, chunk: int = 256):
+    """(sqrt(rho) e^(ik rho) E_theta, sqrt(rho) e^(ik rho) E_phi) in the xy plane at the
+    azimuths ``phi`` (radians) from phasors on a closed contour of a 2-D mesh (far_field's
+    arguments; ``weights`` per unit depth). E_z = -E_theta (TM), E_phi is TE's."""
+    phi = np.asarray(phi, float)
+    scale = np.exp(0.25j * np.pi) * math.sqrt(k / (8 * np.pi))
+    return far_field(e, h, normals, weights, points, k, eta, 0.5 * np.pi + 0 * phi, phi, chunk, scale)
+
+
+def radiated_power_2d(e, h, normals, weights, points, k: float, eta: float) -> float:
+    """(1/(2 eta)) integral over phi of |sqrt(rho) E|^2: the power per unit depth radiated
+    (the trapezoid rule, exact for the band-limited |sqrt(rho) E|^2 with enough azimuths)."""
+    radius = float(np.sqrt(np.max(np.sum(points**2, axis=0)))) if points.size else 0.0
+    count = 2 * max(24, int(math.ceil(k * radius)) + 16)
+    phi = np.arange(2 * count) * (np.pi / count)
+    e_theta, e_phi = far_field_2d(e, h, normals, weights, points, k, eta, phi)
+    return float(np.sum(np.abs(e_theta) ** 2 + np.abs(e_phi) ** 2) * (np.pi / count) / (2 * eta))
 
 
 def radiated_power(e, h, normals, weights, points, k: float, eta: float) -> float:
@@ -135,15 +168,20 @@ class FarFieldMonitor(DftMonitor):
         if tuple(system.field_names[:6]) != FIELDS or not hasattr(system, "epsilon"):
             raise InputError(f"{where}: {WHERE} needs the electromagnetic fields {', '.join(FIELDS)} "
                              f"(equations = \"{system.name}\" does not have them)")
-        if system.mesh.dim == 2:  # the 2-D transform (a contour, the 2-D Green's function) is not built
-            raise InputError(f"{where}: {WHERE} is not supported on a 2-D mesh yet (the near-to-far transform is "
-                             "3-D's: a closed surface and 1/r)")
+        self.dim = system.mesh.dim  # 2: a closed contour of edges, the 2-D Green's function
+        # (the default theta list is let through: an effective configuration lists it)
+        if self.dim == 2 and tuple(section.theta) not in ((90.0,), tuple(FAR_FIELD["theta"].default)):
+            raise InputError(f"{where}: {WHERE} theta: the mesh is 2-D, its far field lies in the xy plane "
+                             "(theta = 90 degrees): give phi only")
+        #: the polar angles (degrees): the case's, or 90 only in 2-D; and the width's name
+        self.theta = (90.0,) if self.dim == 2 else tuple(section.theta)
+        self.width_key = "rcs" if self.dim == 3 else "scattering_width"
         self.omega = 2 * np.pi * np.asarray(section.frequencies, dtype=np.float64)
         self.region_fields = list(range(6))
         self.epsilon, self.mu = float(system.epsilon), float(system.mu)
         self._check_resolved(system, comm, where)
         self.parts, self.faces = [], {}
-        w = gll_weights(system.order)
+        w = face_weights(system.order, self.dim)
         xp = system.backend.xp
         surfaces = [("scattering", section.surface)] + ([("absorption", section.absorption)]
                                                          if section.absorption is not None else [])
@@ -161,12 +199,12 @@ class FarFieldMonitor(DftMonitor):
                                  "faces in the mesh (it holds no element, or every element)")
             if label == "scattering":  # the far field radiates in the background; a flux needs no medium
                 check_background(system, element, face, f"{what.strip()} {surface.describe()}", where, comm)
-            for f in range(NUM_FACES):
+            for f in range(system.mesh.num_faces):
                 chosen = element[face == f]
                 if chosen.size:
                     self.parts.append(("surface", label, f, chosen, xp.asarray(chosen),
                                        system.geometry.normals[:, chosen, f],
-                                       system.geometry.surface_jacobian[chosen, f] * np.outer(w, w)))
+                                       system.geometry.surface_jacobian[chosen, f] * w))
         check_parts_memory(self.parts, len(self.omega), 6, 6, system, WHERE, comm)
         self.origin = np.array(section.origin if section.origin is not None else self._centre(), dtype=float)
         self.wave = self._incident(system, section.incident, where)
@@ -227,9 +265,8 @@ class FarFieldMonitor(DftMonitor):
         backend, order, count = self.system.backend, self.system.order, len(self.omega)
         mine: dict = {}
         for (_, label, face, chosen, _, normals, weights), total in zip(self.parts, self.sums):
-            n = order + 1
             if total is None:
-                total = np.zeros((count, 6, chosen.size, n, n), complex)
+                total = np.zeros((count, 6, chosen.size) + weights.shape[1:], complex)
             values = np.asarray(backend.to_host(total)).astype(complex).reshape(count, 6, -1)
             x = self.system.geometry.coords[:, chosen][face_slice(face, order)].reshape(3, -1)
             entry = mine.setdefault(label, [])
@@ -252,17 +289,22 @@ class FarFieldMonitor(DftMonitor):
         if surfaces is None:
             return None
         section, eta = self.settings, math.sqrt(self.mu / self.epsilon)
-        theta = np.radians(np.asarray(section.theta))[:, None]
+        theta = np.radians(np.asarray(self.theta))[:, None]
         phi = np.radians(np.asarray(section.phi))[None, :] + 0 * theta
         theta = theta + 0 * phi
         e, h, normals, weights, points = surfaces["scattering"]
         out = {"E_theta": [], "E_phi": [], "far_field_power": [], "flux": {label: [] for label in surfaces}}
         for i, omega in enumerate(self.omega):
             k = omega * math.sqrt(self.epsilon * self.mu)
-            e_theta, e_phi = far_field(e[i], h[i], normals, weights, points, k, eta, theta, phi)
+            if self.dim == 2:  # the xy plane, sqrt(rho) E: the 2-D Green's function
+                e_theta, e_phi = far_field_2d(e[i], h[i], normals, weights, points, k, eta, phi)
+                power = radiated_power_2d(e[i], h[i], normals, weights, points, k, eta)
+            else:
+                e_theta, e_phi = far_field(e[i], h[i], normals, weights, points, k, eta, theta, phi)
+                power = radiated_power(e[i], h[i], normals, weights, points, k, eta)
             out["E_theta"].append(e_theta)
             out["E_phi"].append(e_phi)
-            out["far_field_power"].append(radiated_power(e[i], h[i], normals, weights, points, k, eta))
+            out["far_field_power"].append(power)
             for label, (e_s, h_s, n_s, w_s, _) in surfaces.items():
                 out["flux"][label].append(surface_flux(e_s[i], h_s[i], n_s, w_s))
         out = {key: np.array(value) if key != "flux" else {k: np.array(v) for k, v in value.items()}
@@ -270,8 +312,9 @@ class FarFieldMonitor(DftMonitor):
         if self.wave is not None:
             intensity = np.abs(self.incident) ** 2 / (2 * eta)
             out["incident_spectrum"] = self.incident
-            out["rcs"] = 4 * np.pi * (np.abs(out["E_theta"]) ** 2 + np.abs(out["E_phi"]) ** 2) / (
-                np.abs(self.incident) ** 2)[:, None, None]
+            # 3-D: the radar cross section 4 pi |r E|^2; 2-D: the scattering width 2 pi |sqrt(rho) E|^2
+            out[self.width_key] = (4 if self.dim == 3 else 2) * np.pi * (
+                np.abs(out["E_theta"]) ** 2 + np.abs(out["E_phi"]) ** 2) / (np.abs(self.incident) ** 2)[:, None, None]
             cross = {"scattering": out["far_field_power"] / intensity,
                      "scattering_from_flux": out["flux"]["scattering"] / intensity}
             if "absorption" in surfaces:
@@ -294,13 +337,16 @@ class FarFieldMonitor(DftMonitor):
                            surface=self.settings.surface.describe(), surface_faces=self.faces["scattering"],
                            t_first=float(self.first_time or 0.0), t_last=float(self.last_time or 0.0))
             f["frequencies"] = np.asarray(self.settings.frequencies, dtype=np.float64)
-            f["theta"], f["phi"] = np.asarray(self.settings.theta), np.asarray(self.settings.phi)
+            f.attrs["dimension"] = self.dim
+            f["theta"], f["phi"] = np.asarray(self.theta), np.asarray(self.settings.phi)
             f["E_theta"], f["E_phi"] = results["E_theta"], results["E_phi"]
+            if self.dim == 2:  # sqrt(rho) e^(ik rho) E_z of TM (E_theta is -E_z at theta = 90)
+                f["E_z"] = -results["E_theta"]
             f["power/far_field"] = results["far_field_power"]
             for label, flux in results["flux"].items():
                 f[f"power/{label}_surface_flux"] = flux
-            if "rcs" in results:
-                f["rcs"] = results["rcs"]
+            if self.width_key in results:
+                f[self.width_key] = results[self.width_key]
                 f["incident_spectrum"] = results["incident_spectrum"]
                 for key, value in results["cross_sections"].items():
                     f[f"cross_sections/{key}"] = value

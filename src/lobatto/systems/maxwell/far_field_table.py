@@ -1,6 +1,7 @@
 """``[output.far_field]``: the near-to-far-field transformation from a closed surface of element
 faces, with cross sections per frequency (docs/electromagnetics.md, "Far fields and cross
-sections"; run time: far_field.py). The table is the far-field monitor's own: FAR_FIELD,
+sections"; run time: far_field.py); on a 2-D mesh a closed contour of edges, phi only, and
+scattering widths. The table is the far-field monitor's own: FAR_FIELD,
 read by parse_far_field, reaches the case reader through the monitor registry
 (config/declared.py). The surface and region names are checked against the mesh, and the
 incident plane wave against the case's sources, when the run is set up."""
@@ -30,7 +31,8 @@ FAR_FIELD = Table("output.far_field", (
     Key("upper", "vector", None, "upper corner of that box", range=COORDINATES),
     Key("region", "string", None, "a volume region whose boundary is the closed surface"),
     Key("origin", "vector", None, "the phase reference (default: the surface's centre)", range=COORDINATES),
-    Key("theta", "list", [5.0 * i for i in range(37)], "polar angles of the far field, degrees (0 to 180)"),
+    Key("theta", "list", [5.0 * i for i in range(37)], "polar angles of the far field, degrees (0 to 180); on a "
+        "2-D mesh the far field lies in the xy plane (theta = 90, the key left out)"),
     Key("phi", "list", [0.0, 90.0], "azimuths of the far field, degrees (0 to 360)"),
     Key("incident", "string", None, "the plane-wave [source.<name>] that normalises the cross sections"),
     Key("absorption_lower", "vector", None, "lower corner of a box in the total-field region (absorption)",

@@ -2,20 +2,20 @@
 depth) does not have yet: each is refused when the system is built, with an InputError naming
 the key (issue 34; docs/electromagnetics.md, "2-D"). Built in 2-D: PEC/PMC/absorbing/periodic
 sides, both fluxes, the split and chain volume forms, per-point and diagonal eps, mu,
-conductivity (sampled or sub-cell averaged), dispersive poles, currents ([source] type = "current", per unit depth), plane
+conductivity (sampled or sub-cell averaged), dispersive poles, currents ([source] type = "current", per unit depth),
+line sources (a dipole's type: along z through its position, per unit depth), plane
 waves (TF/SF) travelling in the xy plane, Bloch wraps along x or y and a [pml] on x and y
-sides. The far field refuses itself (far_field.py); the DFT planes and other
-monitors are the monitors' own."""
+sides. The far field (a closed contour, far_field.py) and the DFT lines are the monitors' own."""
 
 from __future__ import annotations
 
 from lobatto.config.ranges import unit_vector
 from lobatto.errors import InputError
 
-#: [source.<name>] types not built on a 2-D mesh, and why
-SOURCE_TYPES = {"electric_dipole": "a point dipole would be a line source per unit depth, not built yet",
-                "magnetic_dipole": "a point dipole would be a line source per unit depth, not built yet"}
-TAIL = (" on a 2-D mesh yet (2-D Maxwell takes currents, plane waves in the xy plane, materials, poles and a "
+#: [source.<name>] types not built on a 2-D mesh, and why (none left: a dipole is a line
+#: source along z there, sources.py)
+SOURCE_TYPES: dict = {}
+TAIL = (" on a 2-D mesh yet (2-D Maxwell takes currents, line sources, plane waves in the xy plane, materials, poles and a "
         "[pml] on x and y sides)")
 
 

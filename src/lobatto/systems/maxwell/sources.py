@@ -6,7 +6,9 @@
   stage time, on all elements or only on those meeting the box [lower, upper] (J is zero
   outside it).
 * ``electric_dipole`` / ``magnetic_dipole``: J (resp. the magnetic current M) = amplitude *
-  direction * w(t) * delta(x - position), with a waveform w. The delta is discretised by
+  direction * w(t) * delta(x - position), with a waveform w. On a 2-D mesh it is a line
+  source along z through (x0, y0) (z0 ignored): delta(x - x0) delta(y - y0), the amplitude a
+  current (moment) per unit depth; direction z drives TM (Ez), an xy direction TE. The delta is discretised by
   the consistent discrete delta of the element that holds the point (the lowest global id
   among those that do, as for probes): nodal values phi_p(x0) / M_p, so that
   sum_p M_p delta_p g_p = g(x0) for every nodal g.
@@ -174,10 +176,7 @@ class MaxwellSources:
                     currents.append((spec, on))
                     elements.append(on)
                 continue
-            if system.mesh.dim == 2:  # a point source would be a line source per unit depth: not built
-                raise InputError(f"{where}: [source.{spec.name}] type = {spec.type!r} is not supported on a 2-D mesh "
-                                 "yet; a 2-D case takes type = \"current\" (a current per unit depth)")
-            v = spec.values
+            v = spec.values  # on a 2-D mesh the position's z is ignored: a line source along z
             element, reference, inside = locate_owner(system, np.array(v["position"]), comm)
             if not inside:
                 shown = ", ".join(repr(float(c)) for c in v["position"])
@@ -226,7 +225,9 @@ class MaxwellSources:
         self.dipoles = []
         for spec, element, reference in dipoles:
             v = spec.values
-            delta = tensor_weights(system.order, reference)[0] / geometry.mass[element]
+            # (n, n, n); (1, n, n) on a 2-D mesh, where the mass is per unit depth: the discrete
+            # delta in x, y of a line source along z, amplitude per unit depth (docs, "2-D")
+            delta = tensor_weights(system.order, reference, system.mesh.dim)[0] / geometry.mass[element]
             d = np.array(unit_vector(v["direction"]))
             electric = spec.type == "electric_dipole"
             with np.errstate(over="ignore", invalid="ignore"):  # checked below, on every rank
