@@ -390,8 +390,10 @@ advection_apply_kernel(const T* LOBATTO_RESTRICT U, const T* LOBATTO_RESTRICT fi
         const T*, const T*, const T*, T*, lobatto::index_t);                                              \
     template __global__ void lobatto::advection_apply_kernel<N, M, T, EPB>(                              \
         const T*, const T*, const T*, const T*, T*, lobatto::index_t, int);
-#define LOBATTO_ADVECTION_INSTANTIATE_2D(N, M, T, EPB, VC, OC, F)                                        \
+#define LOBATTO_ADVECTION_CONTRAVARIANT_INSTANTIATE_2D(N, M, T, EPB, VC, OC, F)                         \
     template __global__ void lobatto::advection_contravariant_kernel<N, M, T, EPB, 2, VC, OC, F>(        \
-        const T*, const T*, const T*, T*, lobatto::index_t);                                              \
+        const T*, const T*, const T*, T*, lobatto::index_t);
+#define LOBATTO_ADVECTION_INSTANTIATE_2D(N, M, T, EPB, VC, OC, F)                                        \
+    LOBATTO_ADVECTION_CONTRAVARIANT_INSTANTIATE_2D(N, M, T, EPB, VC, OC, F)                              \
     template __global__ void lobatto::advection_apply_kernel<N, M, T, EPB, 2>(                           \
         const T*, const T*, const T*, const T*, T*, lobatto::index_t, int);
