@@ -47,7 +47,7 @@ TARGET_THREADS = 256
 _DEFAULT_SHARED = 48 * 1024
 #: values per point each kernel moves (module docstring)
 VALUES_PER_POINT = {"curl": 15, "weighted_curl": 16, "weak_divergence_minus_curl": 17, "mass_minus_gradient": 17}
-#: fields each kernel stages in shared memory (3-D; 2-D: at most 3, see _slots)
+#: fields each kernel stages in shared memory (3-D; 2-D: see shared_bytes)
 _STAGED = {"curl": 3, "weak_divergence_minus_curl": 3, "mass_minus_gradient": 1}
 
 
@@ -75,17 +75,23 @@ def fits(backend, order: int, name: str, dim: int = 3) -> bool:
     return n * n * epb <= 1024 and (n * rs + epb * slots * n ** dim) * 8 <= limit
 
 
-def _slots(name: str, dim: int, layout: tuple) -> int:
-    """Fields of shared memory per element (the 2-D curl stages v_z only where it writes w_x, w_y)."""
+def shared_bytes(name: str, order: int, itemsize: int, elements_per_block: int, dim: int = 3,
+                 layout: tuple = ()) -> int:
+    """Dynamic shared memory of one block: D (padded rows) and the staged fields of each element
+    (the 2-D curl stages v_z only where it writes w_x, w_y; the 2-D weak divergence needs two
+    fields of room for its fluxes)."""
+    n = order + 1
+    rs = n + 1 if n % 2 == 0 else n
     if dim == 3:
-        return _STAGED[name]
-    if name == "curl":
-        return 3 if layout[:2] == (3, 3) else 2
-    return 2 if name == "weak_divergence_minus_curl" else 1
+        slots = _STAGED[name]
+    elif name == "curl":
+        slots = 3 if tuple(layout[:2]) == (3, 3) else 2
+    else:
+        slots = 2 if name == "weak_divergence_minus_curl" else 1
+    return (n * rs + elements_per_block * slots * n ** dim) * itemsize
 
 
 def _launcher(backend, order, name, dim=3):
-    n = order + 1
     compiled: dict = {}
 
     def launch_of(dtype, mass=False, layout=()):
@@ -96,8 +102,7 @@ def _launcher(backend, order, name, dim=3):
         if entry is None:
             full = kernel_name(name, order, dtype, epb, mass, dim, layout)
             function = get_module(SOURCE, (full,)).get_function(full)
-            rs = n + 1 if n % 2 == 0 else n
-            shared = (n * rs + epb * _slots(name, dim, layout) * n ** dim) * dtype.itemsize
+            shared = shared_bytes(name, order, dtype.itemsize, epb, dim, layout)
             if shared > _DEFAULT_SHARED:
                 function.max_dynamic_shared_size_bytes = shared
             entry = compiled[key] = (function, epb, shared)
