@@ -141,12 +141,12 @@ curl_kernel(const T* LOBATTO_RESTRICT v, const T* LOBATTO_RESTRICT metrics, cons
     const index_t e = (index_t)blockIdx.x * EPB + threadIdx.y;
     const bool active = e < E;
     T* sD;
-    const int t = threadIdx.x, i = t % n, j = t / n;
     if constexpr (D == 2) {
         // v_z (the third component) is staged only where w_x, w_y are written from it
         constexpr int F = (VC == 3 && OC == 3) ? 3 : 2;
         const T* sv = stage<N, T, EPB, F, 2>(v, D_, smem_raw, E, e, active, sD);
         if (!active) return;  // no barrier below
+        const int t = threadIdx.x, i = t % n, j = t / n;
         const index_t stride = E * n2, p = e * n2 + t;
         T m[2][2], r[F][2];
         load_plane_metrics<MR>(metrics, stride, p, m);
@@ -175,6 +175,7 @@ curl_kernel(const T* LOBATTO_RESTRICT v, const T* LOBATTO_RESTRICT metrics, cons
     } else {
         const T* sv = stage<N, T, EPB, 3>(v, D_, smem_raw, E, e, active, sD);
         if (!active) return;  // no barrier below
+        const int t = threadIdx.x, i = t % n, j = t / n;
         const index_t stride = E * n3;
 #pragma unroll 1
         for (int k = 0; k < n; ++k) {
@@ -205,11 +206,11 @@ weak_divergence_minus_curl_kernel(const T* LOBATTO_RESTRICT forcing, const T* LO
     const index_t e = (index_t)blockIdx.x * EPB + threadIdx.y;
     const bool active = e < E;
     T* sD;
-    const int t = threadIdx.x, i = t % n, j = t / n;
     if constexpr (D == 2) {
         // w is the vorticity's z component (E, 1, n, n): curl (0, 0, w_z) = (d w_z / dy, -d w_z / dx, 0);
         // the t flux is never differentiated, so f_z does not enter. Room for the two fluxes.
         T* sw = stage<N, T, EPB, 1, 2, 2>(w, D_, smem_raw, E, e, active, sD);
+        const int t = threadIdx.x, i = t % n, j = t / n;
         const index_t stride = E * n2, p = e * n2 + t;
         T flux[2] = {T(0), T(0)};
         if (active) {
@@ -239,6 +240,7 @@ weak_divergence_minus_curl_kernel(const T* LOBATTO_RESTRICT forcing, const T* LO
         out[p] = sr + ss;
     } else {
         T* sw = stage<N, T, EPB, 3>(w, D_, smem_raw, E, e, active, sD);
+        const int t = threadIdx.x, i = t % n, j = t / n;
         const index_t stride = E * n3;
         T flux[3][n];
 #pragma unroll
@@ -295,10 +297,10 @@ mass_minus_gradient_kernel(const T* LOBATTO_RESTRICT forcing, const T* LOBATTO_R
     const index_t e = (index_t)blockIdx.x * EPB + threadIdx.y;
     const bool active = e < E;
     T* sD;
-    const int t = threadIdx.x, i = t % n, j = t / n;
     if constexpr (D == 2) {
         const T* sp = stage<N, T, EPB, 1, 2>(pressure, D_, smem_raw, E, e, active, sD);
         if (!active) return;
+        const int t = threadIdx.x, i = t % n, j = t / n;
         const index_t stride = E * n2, p = e * n2 + t;
         T m[2][2], pr, ps;
         load_plane_metrics<MR>(metrics, stride, p, m);
@@ -310,6 +312,7 @@ mass_minus_gradient_kernel(const T* LOBATTO_RESTRICT forcing, const T* LOBATTO_R
     } else {
         const T* sp = stage<N, T, EPB, 1>(pressure, D_, smem_raw, E, e, active, sD);
         if (!active) return;
+        const int t = threadIdx.x, i = t % n, j = t / n;
         const index_t stride = E * n3;
 #pragma unroll 1
         for (int k = 0; k < n; ++k) {
