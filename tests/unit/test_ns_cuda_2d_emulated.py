@@ -1,18 +1,21 @@
 """The Navier–Stokes CUDA kernels' 2-D instantiations (D = 2 of kernels/differential.cu and
-kernels/advection.cu), run on the CPU, equal the 3-D reference on the extruded twin.
+kernels/advection.cu), run on the CPU through their own factories, equal the 3-D reference on
+the extruded twin.
 
 As in test_operators_cuda_emulated.py: the text NVRTC would receive is compiled as C++20 with a
 shim in which every CUDA thread of a block is a std::thread, shared memory is a per-block buffer
 (filled with NaN bytes, so a read of an unwritten value shows) and __syncthreads() is a
-std::barrier, with the launch shapes and shared-memory sizes the factories use. 13 quads: the
-last block of every kernel is partly idle.
+std::barrier. Here NVRTC's ``get_module`` is replaced by that library, so the factories of
+operators/differential_cuda.py and advection_cuda.py run as on a GPU: their layout detection,
+shape checks, template names, grid, block and shared-memory sizes. 13 quads: the last block of
+every kernel is partly idle.
 
 The oracle (the 2-D reference of operators/differential.py and advection.py is the ns2d
 branch's): the 3-D NumPy reference kernels on ``extrude_quads`` of the mesh with z-constant data
-(plan section 2.1). Pointwise results are equal in every plane k; the mass-weighted ones carry the
-GLL weight w_k of the plane; the fine grid's contravariant velocity the Gauss weight of its plane.
-Every layout the factories accept is run: velocity with 2 or 3 components, the curl's w_z or
-3-vector, metrics and fine factors 3 x 3 or 2 x 2. Skipped without a C++20 compiler.
+(plan section 2.1). Pointwise results are equal in every plane k; the mass-weighted ones carry
+the GLL weight w_k of the plane; the fine grid's contravariant velocity the Gauss weight of its
+plane. Every layout the factories accept is run: velocity with 2 or 3 components, the curl's
+w_z or 3-vector, metrics and fine factors 3 x 3 or 2 x 2. Skipped without a C++20 compiler.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or cla
 
 ORDERS = (3, 7)
 REFERENCE = NumpyBackend()
-CTYPES = {np.float64: "double", np.float32: "float"}
+CTYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 
 SHIM = """
 #include <barrier>
@@ -76,8 +79,18 @@ static void launch(long long blocks, int tx, int ty, long long shared, F body) {
 }
 """
 
-# (kernel, order, dtype, layout): curl (VC, OC, MR), weak_divergence_minus_curl (MR,),
-# mass_minus_gradient (C, MR), contravariant (VC, OC, F), apply ()
+#: each kernel's parameters (T the value type), as the factories pass them
+PARAMETERS = {
+    "curl": "const T* v, const T* metrics, const T* mass, const T* D, T* out, long long E",
+    "weak_divergence_minus_curl": "const T* f, const T* w, const T* metrics, const T* mass, const T* D, T* out, "
+                                  "T nu, long long E",
+    "mass_minus_gradient": "const T* f, const T* p, const T* metrics, const T* mass, const T* D, T* out, long long E",
+    "contravariant": "const T* u, const T* G, const T* I, T* out, long long E",
+    "apply": "const T* U, const T* fields, const T* I, const T* ID, T* out, long long E, int K",
+}
+
+# the 2-D layouts each kernel is run with (differential_cuda.kernel_name / advection_cuda.kernel_name):
+# curl (VC, OC, MR), weak_divergence_minus_curl (MR,), mass_minus_gradient (C, MR), contravariant (VC, OC, F)
 LAYOUTS = {
     "curl": [(2, 1, 3), (2, 1, 2), (2, 3, 3), (3, 3, 3), (3, 3, 2)],
     "weak_divergence_minus_curl": [(3,), (2,)],
@@ -85,56 +98,74 @@ LAYOUTS = {
     "contravariant": [(2, 2, 3), (2, 2, 2), (3, 3, 3), (2, 3, 3), (2, 3, 2)],
     "apply": [()],
 }
+DTYPES = ((np.float64, 1e-12), (np.float32, 2e-5))
 
 
-def instances():
+def template_names():
+    """Every instantiation the tests below make the factories ask for (float32: the first layout)."""
     for order in ORDERS:
-        for dtype in (np.float64, np.float32):
+        m = default_fine_points(order)
+        for dtype, _ in DTYPES:
             for kernel, layouts in LAYOUTS.items():
                 for layout in layouts if dtype == np.float64 else layouts[:1]:
-                    yield kernel, order, dtype, layout
+                    if kernel in ("contravariant", "apply"):
+                        epb = advection_cuda.default_elements_per_block(m)
+                        yield kernel, advection_cuda.kernel_name(kernel, order, m, dtype, epb, 2, layout)
+                        continue
+                    epb = differential_cuda.default_elements_per_block(order)
+                    for mass in ((False, True) if kernel == "curl" else (False,)):
+                        yield kernel, differential_cuda.kernel_name(kernel, order, dtype, epb, mass, 2, layout)
 
 
-def symbol(kernel, order, dtype, layout, mass=False):
-    tail = "_".join(map(str, layout))
-    return f"{kernel}{'_mass' if mass else ''}_{order}_{CTYPES[dtype]}_{tail}"
+def wrapper(index, kernel, name) -> str:
+    """extern "C" w<index>(the kernel's parameters, grid, block x, block y, shared bytes)."""
+    t = "double" if ", double" in name else "float"
+    parameters = PARAMETERS[kernel].replace("T*", f"{t}*").replace("T nu", f"{t} nu")
+    arguments = ", ".join(p.split()[-1] for p in parameters.split(","))
+    return (f'extern "C" void w{index}({parameters}, long long grid, int bx, int by, long long shared) {{\n'
+            f"    launch(grid, bx, by, shared, [=] {{ {name}({arguments}); }});\n}}")
 
 
-def wrapper(kernel, order, dtype, layout) -> str:
-    """extern "C" launchers of one instance (the curl with and without the mass)."""
-    t, n = CTYPES[dtype], order + 1
-    lay = "".join(f", {x}" for x in layout)
-    if kernel in ("contravariant", "apply"):
-        m = default_fine_points(order)
-        epb = advection_cuda.default_elements_per_block(m)
-        threads = m * m
-    else:
-        epb = differential_cuda.default_elements_per_block(order)
-        threads = n * n
-    go = f"launch((E + {epb} - 1) / {epb}, {threads}, {epb}, shared, [=] {{ lobatto::"
-    if kernel == "curl":
-        return "\n".join(
-            f'extern "C" void {symbol(kernel, order, dtype, layout, mass)}(const {t}* v, const {t}* metrics, '
-            f"const {t}* mass, const {t}* D, {t}* out, long long E, long long shared) {{\n"
-            f"    {go}curl_kernel<{order}, {t}, {'true' if mass else 'false'}, {epb}, 2{lay}>"
-            f"(v, metrics, mass, D, out, E); }});\n}}" for mass in (False, True))
-    if kernel == "weak_divergence_minus_curl":
-        return (f'extern "C" void {symbol(kernel, order, dtype, layout)}(const {t}* f, const {t}* w, const {t}* metrics, '
-                f"const {t}* mass, const {t}* D, {t}* out, {t} nu, long long E, long long shared) {{\n"
-                f"    {go}weak_divergence_minus_curl_kernel<{order}, {t}, {epb}, 2{lay}>"
-                f"(f, w, metrics, mass, D, out, nu, E); }});\n}}")
-    if kernel == "mass_minus_gradient":
-        return (f'extern "C" void {symbol(kernel, order, dtype, layout)}(const {t}* f, const {t}* p, const {t}* metrics, '
-                f"const {t}* mass, const {t}* D, {t}* out, long long E, long long shared) {{\n"
-                f"    {go}mass_minus_gradient_kernel<{order}, {t}, {epb}, 2{lay}>(f, p, metrics, mass, D, out, E); }});\n}}")
-    m = default_fine_points(order)
-    if kernel == "contravariant":
-        return (f'extern "C" void {symbol(kernel, order, dtype, layout)}(const {t}* u, const {t}* G, const {t}* I, '
-                f"{t}* out, long long E, long long shared) {{\n"
-                f"    {go}advection_contravariant_kernel<{order}, {m}, {t}, {epb}, 2{lay}>(u, G, I, out, E); }});\n}}")
-    return (f'extern "C" void {symbol(kernel, order, dtype, layout)}(const {t}* U, const {t}* fields, const {t}* I, '
-            f"const {t}* ID, {t}* out, long long E, int K, long long shared) {{\n"
-            f"    {go}advection_apply_kernel<{order}, {m}, {t}, {epb}, 2>(U, fields, I, ID, out, E, K); }});\n}}")
+class Function:
+    """A kernel of the emulated library, called as a CuPy RawKernel is."""
+
+    def __init__(self, symbol):
+        self.symbol = symbol
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        converted = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                assert a.flags.c_contiguous
+                converted.append(ctypes.c_void_p(a.ctypes.data))
+            elif isinstance(a, np.int32):
+                converted.append(ctypes.c_int(int(a)))
+            elif isinstance(a, np.integer):
+                converted.append(ctypes.c_longlong(int(a)))
+            else:
+                converted.append(ctypes.c_double(a) if a.dtype == np.float64 else ctypes.c_float(a))
+        assert shared_mem > 0 and block[0] * block[1] <= 1024
+        self.symbol(*converted, ctypes.c_longlong(grid[0]), ctypes.c_int(block[0]), ctypes.c_int(block[1]),
+                    ctypes.c_longlong(shared_mem))
+
+
+class Module:
+    def __init__(self, functions):
+        self.functions = functions
+
+    def get_function(self, name):
+        return self.functions[name]
+
+
+class Emulated:
+    """The backend the factories see: NumPy arrays, an H100's opt-in shared memory."""
+
+    name = "emulated"
+    xp = np
+    max_shared_per_block = 227 * 1024
+
+    def __init__(self):
+        self.launch_overrides = {}
 
 
 @pytest.fixture(scope="module")
@@ -149,31 +180,25 @@ def emulated(tmp_path_factory):
         dynamic = "extern __shared__ __align__(16) unsigned char smem_raw[];"
         assert dynamic in body
         text += body.replace(dynamic, "unsigned char* smem_raw = lobatto_dynamic_shared;") + "\n"
+    names = list(dict.fromkeys(template_names()))
     source = folder / "ns_2d_emulated.cpp"
-    source.write_text(SHIM + text + LAUNCH + "\n".join(wrapper(*i) for i in instances()) + "\n")
+    source.write_text(SHIM + text + LAUNCH + "\n".join(wrapper(i, k, n) for i, (k, n) in enumerate(names)) + "\n")
     library = folder / "ns_2d_emulated.so"
     cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", str(source), "-o", str(library)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0 and "barrier" in proc.stderr and "No such file" in proc.stderr:
         pytest.skip(f"{CXX} has no C++20 <barrier>")
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
-    return ctypes.CDLL(str(library))
+    lib = ctypes.CDLL(str(library))
+    return Module({name: Function(getattr(lib, f"w{i}")) for i, (_, name) in enumerate(names)})
 
 
-def call(lib, name, *args):
-    """The launcher ``name`` on NumPy arrays (pointers), floats of the kernel's dtype and ints."""
-    converted = []
-    for a in args:
-        if isinstance(a, ctypes.c_int):
-            converted.append(a)
-        elif isinstance(a, np.ndarray):
-            assert a.flags.c_contiguous
-            converted.append(ctypes.c_void_p(a.ctypes.data))
-        elif isinstance(a, np.floating):
-            converted.append(ctypes.c_double(a) if a.dtype == np.float64 else ctypes.c_float(a))
-        else:
-            converted.append(ctypes.c_longlong(a))
-    getattr(lib, name)(*converted)
+@pytest.fixture
+def backend(emulated, monkeypatch):
+    """The factories' NVRTC modules are the emulated library."""
+    for module in (differential_cuda, advection_cuda):
+        monkeypatch.setattr(module, "get_module", lambda source, names, options=(): emulated)
+    return Emulated()
 
 
 def deform_xy(x, y, z):
@@ -184,117 +209,112 @@ MESH = box_mesh((13, 1), upper=(2.0, 1.0), periodic=(True, False), deform=deform
 TWIN = extrude_quads(MESH)
 
 
-def extruded(a2, n):
-    """(..., E, 1, n, n) -> the z-constant (..., E, n, n, n) of the twin."""
-    return np.ascontiguousarray(np.repeat(a2, n, axis=-3))
-
-
-def close(got, expected, dtype):
-    tolerance = 1e-12 if dtype == np.float64 else 2e-5
-    error, scale = np.abs(got - expected).max(), np.abs(expected).max()
-    assert np.isfinite(got).all() and scale > 0 and error <= tolerance * scale, (error, scale)
-
-
 @pytest.fixture(scope="module", params=ORDERS)
 def meshes(request):
     order = request.param
     return order, compute_geometry(MESH, order), compute_geometry(TWIN, order)
 
 
-def test_emulated_differential_2d_equals_extruded_reference(emulated, meshes):
+def extruded(a2, n):
+    """(..., E, 1, n, n) -> the z-constant (..., E, n, n, n) of the twin."""
+    return np.ascontiguousarray(np.repeat(a2, n, axis=-3))
+
+
+def padded(a, components):
+    """a (c, ...) with zero components appended up to ``components``."""
+    return np.concatenate([a, np.zeros((components - a.shape[0],) + a.shape[1:])])
+
+
+def close(got, expected, tolerance):
+    error, scale = np.abs(got - expected).max(), np.abs(expected).max()
+    assert np.isfinite(got).all() and scale > 0 and error <= tolerance * scale, (error, scale)
+
+
+def layouts_of(kernel, dtype):
+    return LAYOUTS[kernel] if dtype == np.float64 else LAYOUTS[kernel][:1]
+
+
+def test_differential_2d_equals_the_extruded_reference(backend, meshes):
     order, g2, g3 = meshes
     n, E = order + 1, MESH.num_elements
+    element, k = (E, 1, n, n), 1  # k: any plane of the twin (the data are z-constant)
     rng = np.random.default_rng(order)
-    w = gll_weights(order)
-    element = (E, 1, n, n)
-    D3 = derivative_matrix(order)
-    for kernel, o, dtype, layout in instances():
-        if o != order or kernel not in ("curl", "weak_divergence_minus_curl", "mass_minus_gradient"):
-            continue
-        rows = layout[-1]
-        metrics = np.ascontiguousarray(g2.metrics[:rows, :rows], dtype=dtype)
-        mass, d = g2.mass.astype(dtype), np.ascontiguousarray(derivative_matrix(order), dtype=dtype)
-        epb = differential_cuda.default_elements_per_block(order)
-        shared = differential_cuda.shared_bytes(kernel, order, np.dtype(dtype).itemsize, epb, 2, layout)
-        k = 1  # a plane of the twin (any: the data are z-constant)
-        if kernel == "curl":
-            vc, oc, _ = layout
+    w, d3 = gll_weights(order), derivative_matrix(order)
+    for dtype, tolerance in DTYPES:
+        d, mass = derivative_matrix(order).astype(dtype), g2.mass.astype(dtype)
+        metrics_of = (lambda rows: np.ascontiguousarray(g2.metrics[:rows, :rows], dtype=dtype))
+        curl = differential_cuda.make_curl(backend, order, dim=2)
+        for vc, oc, rows in layouts_of("curl", dtype):
             v = rng.standard_normal((vc,) + element)
-            v3 = extruded(np.concatenate([v, np.zeros((3 - vc,) + element)]), n)
-            expected = REFERENCE.kernel("curl", order=order)(v3, g3.metrics, None, D3, np.empty_like(v3))
+            expected = REFERENCE.kernel("curl", order=order)(extruded(padded(v, 3), n), g3.metrics, None, d3,
+                                                            np.empty((3, E, n, n, n)))[3 - oc:, :, k:k + 1]
             for weighted in (False, True):
                 out = np.full((oc,) + element, np.nan, dtype=dtype)
-                call(emulated, symbol(kernel, order, dtype, layout, weighted), v.astype(dtype), metrics,
-                     mass if weighted else d, d, out, E, shared)
-                plane = expected[3 - oc:, :, k:k + 1] * (g2.mass if weighted else 1.0)
-                close(out, plane, dtype)
+                curl(v.astype(dtype), metrics_of(rows), mass if weighted else None, d, out)
+                close(out, expected * (g2.mass if weighted else 1.0), tolerance)
                 if oc == 3 and vc == 2:
                     assert not out[:2].any()  # exact zeros
-        elif kernel == "weak_divergence_minus_curl":
-            # the twin's flux along t vanishes for f_z = 0 and w = (0, 0, w_z) (z-constant)
-            f, wz, nu = rng.standard_normal((2,) + element), rng.standard_normal(element), 0.37
-            f3 = extruded(np.concatenate([f, np.zeros((1,) + element)]), n)
-            w3 = extruded(np.stack([np.zeros(element), np.zeros(element), wz]), n)
-            expected = REFERENCE.kernel("weak_divergence_minus_curl", order=order)(
-                f3, w3, g3.metrics, g3.mass, D3, nu, np.empty(f3.shape[1:]))
+        # the twin's flux along t vanishes for f_z = 0 and w = (0, 0, w_z)
+        f, wz, nu = rng.standard_normal((2,) + element), rng.standard_normal(element), 0.37
+        w3 = extruded(np.stack([np.zeros(element), np.zeros(element), wz]), n)
+        expected = REFERENCE.kernel("weak_divergence_minus_curl", order=order)(
+            extruded(padded(f, 3), n), w3, g3.metrics, g3.mass, d3, nu, np.empty((E, n, n, n)))[:, k:k + 1] / w[k]
+        kernel = differential_cuda.make_weak_divergence_minus_curl(backend, order, dim=2)
+        for (rows,), vorticity in zip(layouts_of("weak_divergence_minus_curl", dtype) * 2,
+                                      (wz[None], np.stack([0 * wz, 0 * wz, wz]), wz)):  # (1, ..), (3, ..), (E, ..)
             out = np.full(element, np.nan, dtype=dtype)
-            call(emulated, symbol(kernel, order, dtype, layout), f.astype(dtype), wz.astype(dtype), metrics, mass, d,
-                 out, dtype(nu), E, shared)
-            close(out, expected[:, k:k + 1] / w[k], dtype)
-        else:
-            c = layout[0]
+            kernel(f.astype(dtype), vorticity.astype(dtype), metrics_of(rows), mass, d, nu, out)
+            close(out, expected, tolerance)
+        kernel = differential_cuda.make_mass_minus_gradient(backend, order, dim=2)
+        for c, rows in layouts_of("mass_minus_gradient", dtype):
             f, p = rng.standard_normal((c,) + element), rng.standard_normal(element)
-            f3 = extruded(np.concatenate([f, np.zeros((3 - c,) + element)]), n)
             expected = REFERENCE.kernel("mass_minus_gradient", order=order)(
-                f3, extruded(p, n), g3.metrics, g3.mass, D3, np.empty_like(f3))
+                extruded(padded(f, 3), n), extruded(p, n), g3.metrics, g3.mass, d3, np.empty((3, E, n, n, n)))
             out = np.full((c,) + element, np.nan, dtype=dtype)
-            call(emulated, symbol(kernel, order, dtype, layout), f.astype(dtype), p.astype(dtype), metrics, mass, d,
-                 out, E, shared)
-            close(out, expected[:c, :, k:k + 1] / w[k], dtype)
+            kernel(f.astype(dtype), p.astype(dtype), metrics_of(rows), mass, d, out)
+            close(out, expected[:c, :, k:k + 1] / w[k], tolerance)
 
 
-def test_emulated_advection_2d_equals_extruded_reference(emulated, meshes):
+def test_advection_2d_equals_the_extruded_reference(backend, meshes):
     order, g2, g3 = meshes
     n, E = order + 1, MESH.num_elements
     m = default_fine_points(order)
-    epb = advection_cuda.default_elements_per_block(m)
+    element, fine = (E, 1, n, n), (E, 1, m, m)
     rng = np.random.default_rng(10 + order)
     twin = Advection(g3, REFERENCE)
     gauss = np.polynomial.legendre.leggauss(m)[1]
-    w = gll_weights(order)
-    element, fine = (E, 1, n, n), (E, 1, m, m)
-    c = 2  # a fine plane of the twin
-    factors = twin.factors[:, :, :, c:c + 1] / gauss[c]  # the 2-D mesh's G = W J d r_b / d x_a (z-constant twin)
-    for kernel, o, dtype, layout in instances():
-        if o != order or kernel not in ("contravariant", "apply"):
-            continue
-        interp = np.ascontiguousarray(twin.interp, dtype=dtype)
-        if kernel == "contravariant":
-            vc, oc, f = layout
+    c, k = 2, 1  # a fine plane and a GLL plane of the twin
+    factors = twin.factors[:, :, :, c:c + 1] / gauss[c]  # the 2-D G = W J d r_b / d x_a
+    for dtype, tolerance in DTYPES:
+        interp = twin.interp.astype(dtype)
+        contravariant = advection_cuda.make_contravariant(backend, order, m, dim=2)
+        for vc, oc, f in layouts_of("contravariant", dtype):
             u = rng.standard_normal((vc,) + element)
-            u3 = extruded(np.concatenate([u, np.zeros((3 - vc,) + element)]), n)
-            expected = twin.contravariant(u3)[:, :, c:c + 1] / gauss[c]
-            if f == 2:  # U_t needs G's t row: 0 without it
-                expected[2:] = 0
+            expected = twin.contravariant(extruded(padded(u, 3), n))[:, :, c:c + 1] / gauss[c]
+            if f == 2:
+                expected[2] = 0  # no t row in G: U_t = 0
             out = np.full((oc,) + fine, np.nan, dtype=dtype)
-            block, per = advection_cuda.shared_values(order, m, "contravariant", 2, 3 if layout == (3, 3, 3) else 2)
-            call(emulated, symbol(kernel, order, dtype, layout), u.astype(dtype),
-                 np.ascontiguousarray(factors[:f, :f], dtype=dtype), interp, out, E,
-                 (block + epb * per) * np.dtype(dtype).itemsize)
-            close(out[:2], expected[:2], dtype)
-            if oc == 3:
-                assert np.abs(out[2] - expected[2]).max() <= 1e-12 * np.abs(expected[:2]).max()
-        else:
-            k = 2  # fields
-            u = rng.standard_normal((2,) + element)
-            u3 = extruded(np.concatenate([u, np.zeros((1,) + element)]), n)
-            fields = rng.standard_normal((k,) + element)
-            contravariant = twin.contravariant(u3)
-            expected = twin.convective_with(contravariant, extruded(fields, n))[:, :, 1:2] / w[1]
-            U = np.ascontiguousarray(contravariant[:2, :, c:c + 1] / gauss[c], dtype=dtype)
-            out = np.full((k,) + element, np.nan, dtype=dtype)
-            block, per = advection_cuda.shared_values(order, m, "apply", 2)
-            call(emulated, symbol(kernel, order, dtype, layout), U, fields.astype(dtype), interp,
-                 np.ascontiguousarray(twin.interp_derivative, dtype=dtype), out, E, ctypes.c_int(k),
-                 (block + epb * per) * np.dtype(dtype).itemsize)
-            close(out, expected, dtype)
+            contravariant(u.astype(dtype), np.ascontiguousarray(factors[:f, :f], dtype=dtype), interp, out)
+            close(out, expected[:oc], tolerance)
+        U3 = twin.contravariant(extruded(padded(rng.standard_normal((2,) + element), 3), n))
+        apply = advection_cuda.make_apply(backend, order, m, dim=2)
+        for count, uc in ((3, 2), (1, 3)):  # U's t component is never read in 2-D
+            fields = rng.standard_normal((count,) + element)
+            expected = twin.convective_with(U3, extruded(fields, n))[:, :, k:k + 1] / gll_weights(order)[k]
+            out = np.full(fields.shape, np.nan, dtype=dtype)
+            apply(np.ascontiguousarray(U3[:uc, :, c:c + 1] / gauss[c], dtype=dtype), fields.astype(dtype), interp,
+                  twin.interp_derivative.astype(dtype), twin.interp_transpose.astype(dtype), out)
+            close(out, expected, tolerance)
+
+
+def test_the_factories_refuse_a_layout_they_do_not_know(backend):
+    E, n = 2, 4
+    curl = differential_cuda.make_curl(backend, 3, dim=2)
+    metrics = np.zeros((3, 3, E, 1, n, n))
+    with pytest.raises(TypeError, match="2 or 3 components"):
+        curl(np.zeros((4, E, 1, n, n)), metrics, None, np.zeros((n, n)), np.zeros((1, E, 1, n, n)))
+    with pytest.raises(TypeError, match="metrics"):
+        curl(np.zeros((2, E, 1, n, n)), metrics[:1], None, np.zeros((n, n)), np.zeros((1, E, 1, n, n)))
+    with pytest.raises(TypeError, match="shape"):  # a 3-D state given to a 2-D kernel
+        curl(np.zeros((3, E, n, n, n)), np.zeros((3, 3, E, n, n, n)), None, np.zeros((n, n)),
+             np.zeros((3, E, n, n, n)))
