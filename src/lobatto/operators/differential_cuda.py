@@ -47,6 +47,8 @@ TARGET_THREADS = 256
 _DEFAULT_SHARED = 48 * 1024
 #: values per point each kernel moves (module docstring)
 VALUES_PER_POINT = {"curl": 15, "weighted_curl": 16, "weak_divergence_minus_curl": 17, "mass_minus_gradient": 17}
+#: the same in 2-D, in the reference's layout (2 components, w_z, compact 2 x 2 metrics)
+VALUES_PER_POINT_2D = {"curl": 7, "weighted_curl": 8, "weak_divergence_minus_curl": 9, "mass_minus_gradient": 10}
 #: fields each kernel stages in shared memory (3-D; 2-D: see shared_bytes)
 _STAGED = {"curl": 3, "weak_divergence_minus_curl": 3, "mass_minus_gradient": 1}
 
