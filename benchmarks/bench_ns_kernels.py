@@ -3,9 +3,12 @@ copy bandwidth: ms per call, bytes per the byte model, GB/s, fraction of a devic
 copy of the same bytes measured in the same run, old (reference) and new (tuned) side by side.
 
     PYTHONPATH=src python3 benchmarks/bench_ns_kernels.py --elements 24 36 --order 7 --json out.json
+    PYTHONPATH=src python3 benchmarks/bench_ns_kernels.py --dim 2 --elements 332 --order 7
 
 Byte models: operators/advection_cuda.py and operators/differential_cuda.py (docstrings). The
-inputs are random (never zeros); E = elements^3 elements of order N. ``--sweep`` also times
+inputs are random (never zeros); E = elements^3 elements of order N (``--dim 2``: E = elements^2
+quads, the arrays in the 2-D reference's layout: 2 velocity components, w_z, compact 2 x 2
+metrics and fine factors; the old column is empty where the reference takes no ``dim``). ``--sweep`` also times
 each tuned kernel at other elements-per-block choices (backend.launch_overrides).
 """
 
@@ -42,8 +45,8 @@ def copy_gbs(nbytes, calls):
     return 2 * half * 8 / ms / 1e6, ms
 
 
-def setup(backend, order, elements, dtype):
-    """{row: (old fn, new fn, bytes)} on random data of E elements."""
+def setup(backend, order, elements, dtype, dim=3):
+    """{row: (old fn or None, new fn, bytes)} on random data of E elements."""
     import cupy
 
     from lobatto.backends.base import REFERENCE_KERNELS
@@ -57,50 +60,55 @@ def setup(backend, order, elements, dtype):
     def r(*shape):
         return rng.standard_normal(shape, dtype=np.float64).astype(dtype)
 
-    field = (E, n, n, n)
-    u, f, w = r(3, *field), r(3, *field), r(3, *field)
-    p, metrics, d = r(*field), r(3, 3, *field), r(n, n)
+    c = dim  # velocity components and metric rows
+    field, fine_field = ((E, n, n, n), (E, m, m, m)) if dim == 3 else ((E, 1, n, n), (E, 1, m, m))
+    u, f = r(c, *field), r(c, *field)
+    w = r(3, *field) if dim == 3 else r(1, *field)  # the vorticity (2-D: w_z)
+    p, metrics, d = r(*field), r(c, c, *field), r(n, n)
     mass = (0.5 + rng.random(field)).astype(dtype)
-    factors, interp, interp_d = r(3, 3, E, m, m, m), r(m, n), r(m, n)
+    factors, interp, interp_d = r(c, c, *fine_field), r(m, n), r(m, n)
     interp_t = cupy.ascontiguousarray(interp.T)
-    fine, out3, out1, outf = r(3, E, m, m, m), cupy.empty((3, *field), dtype), cupy.empty(field, dtype), \
-        cupy.empty((3, E, m, m, m), dtype)
+    fine, outc, out1, outf = r(c, *fine_field), cupy.empty((c, *field), dtype), cupy.empty(field, dtype), \
+        cupy.empty((c, *fine_field), dtype)
+    outw = cupy.empty(w.shape, dtype)  # the curl's: the 3-vector, or w_z
     size = np.dtype(dtype).itemsize
-    points = E * n ** 3
+    points = E * n ** dim
+    values = differential_cuda.VALUES_PER_POINT if dim == 3 else differential_cuda.VALUES_PER_POINT_2D
 
     def pair(name, args, spec, nbytes):
-        old = REFERENCE_KERNELS[name](backend, **spec)
+        spec = dict(spec, **({} if dim == 3 or name == "linear_combination" else {"dim": dim}))
+        try:
+            old = REFERENCE_KERNELS[name](backend, **spec)
+        except TypeError:  # a reference without dim: no old column
+            old = None
         new = backend.kernel(name, **spec)
-        return (lambda: old(*args)), (lambda: new(*args)), nbytes
+        return (None if old is None else (lambda: old(*args))), (lambda: new(*args)), nbytes
 
     a = {"order": order, "fine": m}
     rows = {
         "advection_contravariant": pair("advection_contravariant", (u, factors, interp, outf), a,
-                                        advection_cuda.bytes_moved("contravariant", order, m, E, size)),
-        "advection_apply": pair("advection_apply", (fine, u, interp, interp_d, interp_t, out3), a,
-                                advection_cuda.bytes_moved("apply", order, m, E, size, 3)),
-        "curl": pair("curl", (u, metrics, None, d, out3), {"order": order},
-                     differential_cuda.VALUES_PER_POINT["curl"] * points * size),
-        "weighted_curl": pair("curl", (u, metrics, mass, d, out3), {"order": order},
-                              differential_cuda.VALUES_PER_POINT["weighted_curl"] * points * size),
+                                        advection_cuda.bytes_moved("contravariant", order, m, E, size, dim=dim)),
+        "advection_apply": pair("advection_apply", (fine, u, interp, interp_d, interp_t, outc), a,
+                                advection_cuda.bytes_moved("apply", order, m, E, size, c, dim=dim)),
+        "curl": pair("curl", (u, metrics, None, d, outw), {"order": order}, values["curl"] * points * size),
+        "weighted_curl": pair("curl", (u, metrics, mass, d, outw), {"order": order},
+                              values["weighted_curl"] * points * size),
         "weak_divergence_minus_curl": pair("weak_divergence_minus_curl", (f, w, metrics, mass, d, 0.01, out1),
-                                           {"order": order},
-                                           differential_cuda.VALUES_PER_POINT["weak_divergence_minus_curl"]
-                                           * points * size),
-        "mass_minus_gradient": pair("mass_minus_gradient", (f, p, metrics, mass, d, out3), {"order": order},
-                                    differential_cuda.VALUES_PER_POINT["mass_minus_gradient"] * points * size),
+                                           {"order": order}, values["weak_divergence_minus_curl"] * points * size),
+        "mass_minus_gradient": pair("mass_minus_gradient", (f, p, metrics, mass, d, outc), {"order": order},
+                                    values["mass_minus_gradient"] * points * size),
     }
     # BDF/EXT sum of 3 velocity-sized arrays: reads 3, writes 1
-    arrays3 = [u, f, w]
-    rows["linear_combination_3"] = pair("linear_combination", (out3, [1.5, -0.7, 0.2], arrays3), {},
-                                        4 * 3 * points * size)
-    if elements <= 24 ** 3:  # (the assembly's numbering is built on the host: slow beyond)
+    arrays3 = [u, f, r(c, *field)]
+    rows["linear_combination_3"] = pair("linear_combination", (outc, [1.5, -0.7, 0.2], arrays3), {},
+                                        4 * c * points * size)
+    if dim == 3 and elements <= 24 ** 3:  # (the assembly's numbering is built on the host: slow beyond)
         rows.update(projections(backend, elements, order, dtype))
     oc, nc, bc = rows["advection_contravariant"]
     oa, na, ba = rows["advection_apply"]
-    # the whole convective term (u . grad) u: contravariant velocity, then apply to 3 fields
-    rows["convective"] = ((lambda: (oc(), oa())), (lambda: (nc(), na())),
-                          bc + ba - 3 * n ** 3 * E * size)  # (U is written, then read: counted in both)
+    # the whole convective term (u . grad) u: contravariant velocity, then apply to the velocity
+    rows["convective"] = (None if oc is None or oa is None else (lambda: (oc(), oa())), (lambda: (nc(), na())),
+                          bc + ba - c * n ** dim * E * size)  # (U is written, then read: counted in both)
     return rows
 
 
@@ -131,21 +139,22 @@ def projections(backend, elements, order, dtype):
     return rows
 
 
-def measure(order, elements, precision, calls, sweep, kernels=KERNELS):
+def measure(order, elements, precision, calls, sweep, kernels=KERNELS, dim=3):
     backend = get_backend("cuda", precision=precision)
-    E = elements ** 3
-    rows = setup(backend, order, E, backend.dtype)
+    E = elements ** dim
+    rows = setup(backend, order, E, backend.dtype, dim)
     out = []
     for name in kernels:
         if name not in rows:
             continue
         old, new, nbytes = rows[name]
         copy, copy_ms = copy_gbs(nbytes, calls)
-        old_ms, new_ms = event_ms(old, max(calls // 4, 2)), event_ms(new, calls)
-        entry = {"kernel": name, "order": order, "elements": E, "precision": precision, "bytes": nbytes,
-                 "old_ms": old_ms, "new_ms": new_ms, "new_gbs": nbytes / new_ms / 1e6,
+        old_ms = float("nan") if old is None else event_ms(old, max(calls // 4, 2))
+        new_ms = event_ms(new, calls)
+        entry = {"kernel": name, "order": order, "elements": E, "dim": dim, "precision": precision, "bytes": nbytes,
+                 "points": E * (order + 1) ** dim, "old_ms": old_ms, "new_ms": new_ms, "new_gbs": nbytes / new_ms / 1e6,
                  "copy_gbs": copy, "copy_ms": copy_ms, "fraction_of_copy": copy_ms / new_ms,
-                 "speedup": old_ms / new_ms}
+                 "speedup": old_ms / new_ms, "ns_per_point": new_ms * 1e6 / (E * (order + 1) ** dim)}
         if sweep and name in ("advection_contravariant", "advection_apply", "curl", "weak_divergence_minus_curl",
                               "mass_minus_gradient"):
             entry["sweep"] = {}
@@ -163,7 +172,8 @@ def measure(order, elements, precision, calls, sweep, kernels=KERNELS):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=int, nargs="+", default=[24], help="elements per direction (E = e^3)")
+    parser.add_argument("--elements", type=int, nargs="+", default=[24], help="elements per direction (E = e^dim)")
+    parser.add_argument("--dim", type=int, default=3, choices=[2, 3], help="mesh dimension (2: quads)")
     parser.add_argument("--order", type=int, nargs="+", default=[7])
     parser.add_argument("--precision", nargs="+", default=["float64"], choices=["float64", "float32"])
     parser.add_argument("--calls", type=int, default=20, help="calls per timing sample (5 samples, median)")
@@ -175,11 +185,13 @@ def main(argv=None):
     for precision in args.precision:
         for order in args.order:
             for elements in args.elements:
-                results.extend(measure(order, elements, precision, args.calls, args.sweep, args.kernels))
-    header = ["kernel", "N", "E", "prec", "MB", "old ms", "new ms", "speedup", "GB/s", "copy GB/s", "of copy"]
-    table = [[r["kernel"], str(r["order"]), str(r["elements"]), r["precision"][-2:], f"{r['bytes'] / 1e6:.0f}",
-              f"{r['old_ms']:.3f}", f"{r['new_ms']:.3f}", f"{r['speedup']:.1f}x", f"{r['new_gbs']:.0f}",
-              f"{r['copy_gbs']:.0f}", f"{100 * r['fraction_of_copy']:.0f}%"] for r in results]
+                results.extend(measure(order, elements, precision, args.calls, args.sweep, args.kernels, args.dim))
+    header = ["kernel", "D", "N", "E", "prec", "MB", "old ms", "new ms", "speedup", "GB/s", "copy GB/s", "of copy",
+              "ns/pt"]
+    table = [[r["kernel"], str(r["dim"]), str(r["order"]), str(r["elements"]), r["precision"][-2:],
+              f"{r['bytes'] / 1e6:.0f}", f"{r['old_ms']:.3f}", f"{r['new_ms']:.3f}", f"{r['speedup']:.1f}x",
+              f"{r['new_gbs']:.0f}", f"{r['copy_gbs']:.0f}", f"{100 * r['fraction_of_copy']:.0f}%",
+              f"{r['ns_per_point']:.3f}"] for r in results]
     print("\n".join(rows_table(header, table)))
     for r in results:
         if "sweep" in r:

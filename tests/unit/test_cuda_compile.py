@@ -48,6 +48,12 @@ INSTANTIATIONS = {
     "advection.cu": [
         f"LOBATTO_ADVECTION_INSTANTIATE({n}, {-(-3 * (n + 1) // 2)}, {t}, {max(1, 256 // (-(-3 * (n + 1) // 2)) ** 2)})"
         for n in ORDERS for t in DTYPES
+    ]  # and the 2-D kernels (D = 2, the same launch shape): velocity, U and factors with 2 components,
+    # and at one order the layout with a t part (VC = OC = F = 3)
+    + [
+        f"LOBATTO_ADVECTION_{which}INSTANTIATE_2D({n}, {-(-3 * (n + 1) // 2)}, {t}, "
+        f"{max(1, 256 // (-(-3 * (n + 1) // 2)) ** 2)}, {vc}, {vc}, {vc})"
+        for n in ORDERS for t in DTYPES for which, vc in ((("", 2), ("CONTRAVARIANT_", 3)) if n == 7 else (("", 2),))
     ],
     # (M = order + 3, the Schwarz smoother's ext element, dtype)
     "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES]
@@ -64,6 +70,11 @@ INSTANTIATIONS = {
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)
     "differential.cu": [
         f"LOBATTO_DIFFERENTIAL_INSTANTIATE({n}, {t}, {max(1, 256 // (n + 1) ** 2)})" for n in ORDERS for t in DTYPES
+    ]  # 2-D (D = 2; VC, OC, C, MR): the reference's layout (ux, uy in, w_z out, compact 2x2 metrics), and
+    # at one order the 3-vector layout with the host's 3x3 metrics
+    + [
+        f"LOBATTO_DIFFERENTIAL_INSTANTIATE_2D({n}, {t}, {max(1, 256 // (n + 1) ** 2)}, {layout})"
+        for n in ORDERS for t in DTYPES for layout in (("2, 1, 2, 2", "3, 3, 3, 3") if n == 7 else ("2, 1, 2, 2",))
     ],
     # (order, dtype, mass, elements per block as operators/helmholtz_cuda.py picks them)
     "helmholtz.cu": [
