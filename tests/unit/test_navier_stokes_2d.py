@@ -100,3 +100,188 @@ def test_advection_equals_the_extruded_one(order, dealias):
         assert a2.factors.shape == (2, 2, 6, 1, m, m) and a2.contravariant(u2).shape == (2, 6, 1, m, m)
         # linear in u: the sub-steps combine contravariant velocities
         close(a2.convective_with(a2.contravariant(u2) * 2.0, f2), 2.0 * c2)
+
+
+# Runs --------------------------------------------------------------------------------------------
+
+INFLOW = {"ux": "(1 + 0.2*sin(pi*y))*(1 - exp(-20*t))", "uy": "0.1*x*y", "T": "1 + 0.3*y"}
+INITIAL = {"ux": "0.5 + 0.1*sin(2*x)*cos(y)", "uy": "0.2*cos(x + y)", "p": "0.1*x", "T": "1 + 0.3*y - 0.2*x"}
+
+
+def flow_case(dim, order=4, steps=5, dt=0.01, more=None, elements=(3, 2)):
+    """A short BDF2 run on a curved (deformed in x, y) 2-D box or its extruded twin (z in
+    [-1, 1], periodic z): inflow with a passive scalar on xmin, wall on ymin (with a scalar
+    flux), symmetry on ymax, outflow on xmax, and a body force using the scalar."""
+    from lobatto.api import case_from_dict
+
+    nx, ny = elements
+    mesh = {"elements": [nx, ny], "lower": [0.0, 0.0], "upper": [1.5, 1.0]}
+    if dim == 3:
+        mesh = {"elements": [nx, ny, 1], "lower": [0.0, 0.0, -1.0], "upper": [1.5, 1.0, 1.0],
+                "periodic": [False, False, True]}
+    mesh["deform"] = {"x": "0.04*sin(pi*x)*sin(pi*y)", "y": "0.03*sin(2*pi*x/1.5)*sin(pi*y)"}
+    mesh["boundaries"] = {"xmax": "outflow", "ymax": "symmetry"}
+    tight = {"tolerance": 1e-14, "max_iterations": 800}
+    data = {
+        "physics": {"equations": "navier_stokes", "viscosity": 0.05, "scalars": ["T"],
+                    "force_x": "0.2*sin(3*y)", "force_y": "0.3*T"},
+        "scalar": {"T": {"diffusivity": 0.04, "tolerance": 1e-14, "max_iterations": 800}},
+        "mesh": mesh, "discretization": {"order": order},
+        "time": {"integrator": "bdf2", "dt": dt, "t_end": steps * dt},
+        "solver": {"pressure": dict(tight), "velocity": dict(tight)},
+        "boundary": {"xmin": dict(INFLOW), "ymin": {"T_flux": "0.1*x"}},
+        "initial": dict(INITIAL), "output": {"formats": []},
+    }
+    for key, value in (more or {}).items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    return case_from_dict(data, name=f"flow{dim}d")
+
+
+def run_twins(tmp_path, **options):
+    from lobatto.api import Simulation
+
+    out = []
+    for dim in (2, 3):
+        sim = Simulation(flow_case(dim, **options), backend="cpu", output_dir=tmp_path / f"d{dim}", comm=None)
+        sim.run()
+        out.append(sim)
+    return out
+
+
+def planes_equal(u2, u3, bound):
+    """u3's (ux, uy, p, T) in every k plane against u2's; u3's uz stays 0."""
+    pick = [0, 1, 3, 4]
+    scale = np.abs(u2).max()
+    worst = max(np.abs(u3[pick, :, k] - u2[:, :, 0]).max() for k in range(u3.shape[2]))
+    assert worst <= bound * scale, worst / scale
+    assert np.abs(u3[2]).max() <= bound * scale
+    return worst / scale
+
+
+def test_five_bdf2_steps_equal_the_extruded_run(tmp_path):
+    """Inflow, wall, symmetry and outflow sides, a passive scalar with a Dirichlet side and a
+    flux side, a body force in the scalar: at solver tolerances of 1e-14 the 2-D run equals
+    every k plane of the extruded run's to 1e-10 (the plan's 2.1: CG Krylov paths differ)."""
+    s2, s3 = run_twins(tmp_path)
+    u2, u3 = np.asarray(s2.u), np.asarray(s3.u)
+    assert s2.system.field_names == ("ux", "uy", "p", "T") and u2.shape == (4, 6, 1, 5, 5)
+    assert s2.step_count == s3.step_count == 5
+    assert np.abs(u2[0] - 0.5).max() > 0.1  # it moved
+    planes_equal(u2, u3, 1e-10)
+    # the kinetic energy per unit depth: the twin's over its depth 2
+    assert s3.system.energy(s3.u) == pytest.approx(2 * s2.system.energy(s2.u), rel=1e-10)
+
+
+def test_forces_per_unit_depth_are_the_extruded_forces_over_its_depth(tmp_path):
+    """[output.forces]: every column (force, its pressure and viscous parts, moment) of the 2-D
+    run is the extruded run's over its depth Lz = 2; Fz, Mx, My are 0 and Mz is the moment
+    about the z axis through the centre's (x, y)."""
+    forces = {"forces": {"bottom": {"surfaces": ["ymin"], "center": [0.7, 0.4, 0.0]},
+                         "open": {"surfaces": ["xmin", "xmax"], "center": [0.0, 0.5, 0.0], "reference_area": 1.0,
+                                  "reference_velocity": 1.0}}}
+    s2, s3 = run_twins(tmp_path, more={"output": forces})
+    monitor2, monitor3 = (next(m for m in s.series.monitors if m.section == "forces") for s in (s2, s3))
+    for group in ("bottom", "open"):
+        f2, f3 = monitor2.last[group], monitor3.last[group]
+        assert f2["step"] == f3["step"] == 5
+        columns = [c for c in f2 if c not in ("step", "t")]
+        scale = max(abs(f2[c]) for c in columns)
+        assert scale > 1e-2 and abs(f2["Fx"]) > 1e-3 and abs(f2["Mz"]) > 1e-4
+        for c in columns:
+            want = f3[c] / 2.0  # (the coefficients too: the same reference_area, a length in 2-D)
+            assert abs(f2[c] - want) <= 1e-10 * scale, (group, c, f2[c], want)
+        assert f2["Fz"] == f2["Mx"] == f2["My"] == 0.0
+
+
+def test_derived_fields_equal_the_extruded_ones(tmp_path):
+    """[output] derived in 2-D: omega_z (omega_x = omega_y = 0 exactly), Q, div u and the wall
+    shear equal every plane of the extruded run's; lambda2 is refused."""
+    from lobatto.errors import InputError
+
+    s2, s3 = run_twins(tmp_path, steps=2)
+    names = ["vorticity", "vorticity_magnitude", "q_criterion", "divergence", "wall_shear"]
+    d2 = s2.system.derived_fields(s2.u, names)
+    d3 = s3.system.derived_fields(s3.u, names)
+    assert np.all(d2["vorticityx"] == 0) and np.all(d2["vorticityy"] == 0) and np.all(d2["wall_shearz"] == 0)
+    for name, value in d2.items():
+        scale = max(np.abs(value).max(), 1e-300)
+        if name in ("vorticityx", "vorticityy", "wall_shearz"):
+            continue
+        assert scale > 1e-3, name
+        assert max(np.abs(d3[name][:, k] - value[:, 0]).max() for k in range(5)) <= 1e-9 * scale, name
+    with pytest.raises(InputError, match="lambda2"):
+        s2.system.check_derived(["lambda2"])
+
+
+CHANNEL_2D = {"physics": {"equations": "navier_stokes", "viscosity": 0.1, "force_x": "1 + 0.5*sin(2*pi*x/2)"},
+              "discretization": {"order": 4}, "time": {"integrator": "bdf2", "dt": 0.02, "t_end": 0.1},
+              "solver": {"pressure": {"tolerance": 1e-14, "max_iterations": 800},
+                         "velocity": {"tolerance": 1e-14, "max_iterations": 800}},
+              "initial": {"ux": "(1 - y*y)*(1 + 0.3*sin(pi*x))", "uy": "0.1*sin(pi*x)*(1 - y*y)"},
+              "output": {"formats": []}}
+
+
+def test_statistics_along_x_equal_the_extruded_profiles(tmp_path):
+    """[output.statistics] average = ["x"] in 2-D: profiles along y equal the extruded run's
+    average over x and z; average = ["z"] is refused in 2-D."""
+    from lobatto.api import Simulation, case_from_dict
+    from lobatto.errors import InputError
+
+    averages = []
+    for dim, mesh, average in (
+            (2, {"elements": [3, 2], "lower": [0.0, -1.0], "upper": [2.0, 1.0], "periodic": [True, False]}, ["x"]),
+            (3, {"elements": [3, 2, 1], "lower": [0.0, -1.0, -1.0], "upper": [2.0, 1.0, 1.0],
+                 "periodic": [True, False, True]}, ["x", "z"])):
+        data = dict(CHANNEL_2D, mesh=mesh, output={"formats": [], "statistics": {"average": average}})
+        sim = Simulation(case_from_dict(data, name=f"stat{dim}"), backend="cpu", output_dir=tmp_path / str(dim))
+        sim.run()
+        monitor = next(m for m in sim.series.monitors if m.section == "statistics")
+        averages.append((monitor.averages(), monitor.coordinates))
+    (a2, c2), (a3, c3) = averages
+    assert np.allclose(c2["y"], c3["y"], rtol=0, atol=1e-14) and c2["y"].shape == (9,)
+    assert set(a2) == {"ux", "uy", "p", "ux_ux", "ux_uy", "uy_uy", "p_p"}
+    for name, value in a2.items():
+        scale = np.abs(value).max()
+        assert scale > 1e-6 and np.abs(a3[name] - value).max() <= 1e-10 * scale, name
+    data = dict(CHANNEL_2D, mesh={"elements": [3, 2], "periodic": [True, False]},
+                output={"formats": [], "statistics": {"average": ["z"]}})
+    with pytest.raises(InputError, match="no z direction"):
+        Simulation(case_from_dict(data, name="statz"), backend="cpu", output_dir=tmp_path / "z")
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"boundary": {"xmin": {"uz": "0.1"}}}, "[boundary.xmin] uz"),
+    ({"physics": {"force_z": "1"}}, "force_z"),
+    ({"physics": {"flow_rate": 1.0, "flow_direction": "z"}}, "flow_direction = \"z\""),
+    ({"output": {"formats": [], "derived": ["lambda2"]}}, "'lambda2' has no 2-D meaning"),
+])
+def test_z_keys_are_refused_in_2d(extra, words, tmp_path):
+    from lobatto.api import Simulation
+    from lobatto.errors import InputError
+
+    with pytest.raises(InputError) as error:
+        Simulation(flow_case(2, steps=1, more=extra), backend="cpu", output_dir=tmp_path)
+    assert words in str(error.value) and "the mesh is 2-D" in str(error.value)
+
+
+def test_kovasznay_2d_example_reaches_the_extruded_error(tmp_path):
+    """examples/2d/kovasznay.toml (Re = 40, N = 7, dt = 5e-3) started from the exact solution
+    relaxes to the discrete steady state: velocity L2 error 1.8506e-6 at t = 1.5 (measured;
+    from rest at t = 10: 1.85007e-6 in 2-D and 1.85007e-6 extruded, examples/kovasznay.toml)."""
+    import math
+    from pathlib import Path
+
+    from lobatto.api import Simulation, load_case, with_changes
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "2d" / "kovasznay.toml"
+    case = load_case(example)
+    exact = {name: case.exact.fields[name].text for name in ("ux", "uy", "p")}
+    case = with_changes(case, {"time": {"integrator": "bdf2", "dt": 5e-3, "t_end": 1.5}, "initial": exact,
+                               "output": {"formats": []}})
+    assert case.time.dt == 5e-3 and case.discretization.order == 7
+    sim = Simulation(case, backend="cpu", output_dir=tmp_path)
+    sim.run()
+    e = sim.errors()
+    assert sim.system.field_names == ("ux", "uy", "p") and "uz" not in e
+    velocity = math.sqrt(e["ux"]["l2"] ** 2 + e["uy"]["l2"] ** 2)
+    assert 1.84e-6 < velocity < 1.86e-6, velocity

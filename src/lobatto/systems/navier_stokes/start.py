@@ -83,7 +83,11 @@ def check_planar(case, dim: int) -> None:
         raise InputError(f"{where}: [physics] force_z = \"{physics.force_z.text}\" has no meaning: remove it")
     if float(getattr(physics, "flow_rate", 0.0) or 0.0) > 0 and getattr(physics, "flow_direction", "x") == "z":
         raise InputError(f"{where}: [physics] flow_direction = \"z\": drive the flow along x or y")
-    statistics = case.output.monitors.get("statistics")
+    output = case.output
+    if "lambda2" in output.derived or any("lambda2" in names for names in output.format_derived.values()):
+        raise InputError(f"{where}: [output] derived: 'lambda2' has no 2-D meaning (a planar flow's S^2 + Omega^2 "
+                         "has a zero eigenvalue along z): use 'q_criterion' or 'vorticity' (omega_z) instead")
+    statistics = output.monitors.get("statistics")
     if statistics is not None and "z" in (statistics.average or ()):
         raise InputError(f"{where}: [output.statistics] average = {list(statistics.average)}: a 2-D field has no z "
                          "direction to average along; average along x or y")
