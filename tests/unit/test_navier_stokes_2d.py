@@ -172,6 +172,23 @@ def test_five_bdf2_steps_equal_the_extruded_run(tmp_path):
     assert s3.system.energy(s3.u) == pytest.approx(2 * s2.system.energy(s2.u), rel=1e-10)
 
 
+@pytest.mark.parametrize("more", [
+    {"time": {"substeps": 2}, "physics": {"filter_modes": 1, "filter_weight": 5.0}},
+    {"time": {"integrator": "bdf3"}, "physics": {"dealias": False, "backflow_stabilization": True}},
+    {"time": {}, "mesh": {"boundaries": {"xmax": "traction", "ymax": "outflow_normal"}},
+     "boundary": {"xmax": {"tx": "-0.3*y", "ty": "0.05*t"}}},
+])
+def test_substeps_filter_and_collocation_equal_the_extruded_run(tmp_path, more):
+    """OIFS sub-steps on the thin (2, E, 1, M, M) fine grid with the HPF-RT filter; BDF3 with
+    the collocated (not dealiased) advection and the outflow's backflow term; a traction side
+    and an outflow_normal side (the 2x2 slip projection)."""
+    s2, s3 = run_twins(tmp_path, more=more)
+    assert (s2.system.substepper is not None) == ("substeps" in more["time"])
+    kinds = s2.system.boundaries.kind
+    assert kinds.shape == (6, 4) and np.array_equal(s3.system.boundaries.kind[:, :4], kinds)  # faces 0..3 alike
+    planes_equal(np.asarray(s2.u), np.asarray(s3.u), 1e-10)
+
+
 def test_forces_per_unit_depth_are_the_extruded_forces_over_its_depth(tmp_path):
     """[output.forces]: every column (force, its pressure and viscous parts, moment) of the 2-D
     run is the extruded run's over its depth Lz = 2; Fz, Mx, My are 0 and Mz is the moment
