@@ -322,3 +322,37 @@ def test_a_2d_restart_equals_the_uninterrupted_run(tmp_path, more):
     second.advance(3)
     for name, values in whole.fields().items():
         assert np.array_equal(values, second.fields()[name]), name
+
+
+def test_cylinder_forces_are_the_extruded_forces_over_its_depth(tmp_path, monkeypatch):
+    """examples/2d/cylinder.toml (the gmsh quad mesh, curved order-4 arcs) for a few steps at
+    N = 3, and the same case on extrude_quads of its mesh (depth 2, periodic z): the drag, lift
+    and moment per unit depth are the extruded ones over 2."""
+    from pathlib import Path
+
+    import lobatto.runner.build as build
+    from lobatto.api import Simulation, load_case, with_changes
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "2d" / "cylinder.toml"
+    case = load_case(example)
+    tight = {"tolerance": 1e-14, "max_iterations": 800}
+    case = with_changes(case, {"discretization": {"order": 3},
+                               "time": {"integrator": "bdf2", "dt": 5e-3, "t_end": 0.02},
+                               "solver": {"pressure": tight, "velocity": tight},
+                               "output": {"formats": [], "forces": {"cylinder": {
+                                   "surfaces": ["cylinder"], "center": [0.2, 0.2, 0.0], "reference_velocity": 0.2,
+                                   "reference_area": 0.1}}}})
+    flat = Simulation(case, backend="cpu", output_dir=tmp_path / "2")
+    flat.run()
+    assert flat.system.mesh.dim == 2 and flat.system.mesh.num_elements == 56
+    read = build.read_mesh_file
+    monkeypatch.setattr(build, "read_mesh_file", lambda c: extrude_quads(read(c)))
+    solid = Simulation(case, backend="cpu", output_dir=tmp_path / "3")
+    solid.run()
+    assert solid.system.mesh.dim == 3
+    f2, f3 = (next(m for m in s.series.monitors if m.section == "forces").last["cylinder"] for s in (flat, solid))
+    assert f2["step"] == f3["step"] == 4 and f2["Cx"] > 1.0
+    scale = max(abs(v) for k, v in f2.items() if k not in ("step", "t"))
+    for column in f2:
+        if column not in ("step", "t"):
+            assert abs(f2[column] - f3[column] / 2) <= 1e-10 * scale, (column, f2[column], f3[column] / 2)
