@@ -356,3 +356,46 @@ def test_cylinder_forces_are_the_extruded_forces_over_its_depth(tmp_path, monkey
     for column in f2:
         if column not in ("step", "t"):
             assert abs(f2[column] - f3[column] / 2) <= 1e-10 * scale, (column, f2[column], f3[column] / 2)
+
+
+def test_the_flow_rate_drives_the_2d_channel_as_the_extruded_one(tmp_path):
+    """[physics] flow_rate along x (the response solve on 2-D arrays) equals the extruded
+    run's, and holds the mean velocity."""
+    from lobatto.api import Simulation, case_from_dict
+
+    states = []
+    for dim, mesh in ((2, {"elements": [3, 2], "lower": [0.0, -1.0], "upper": [2.0, 1.0], "periodic": [True, False]}),
+                      (3, {"elements": [3, 2, 1], "lower": [0.0, -1.0, -1.0], "upper": [2.0, 1.0, 1.0],
+                           "periodic": [True, False, True]})):
+        physics = dict(CHANNEL_2D["physics"], flow_rate=0.5, force_x="0")
+        sim = Simulation(case_from_dict(dict(CHANNEL_2D, physics=physics, mesh=mesh), name=f"rate{dim}"),
+                         backend="cpu", output_dir=tmp_path / str(dim))
+        sim.run()
+        assert sim.system.flow_rate.mean(sim.u[:dim]) == pytest.approx(0.5, rel=1e-12)
+        states.append(np.asarray(sim.u))
+    u2, u3 = states
+    pick = [0, 1, 3]
+    assert max(np.abs(u3[pick, :, k] - u2[:, :, 0]).max() for k in range(5)) <= 1e-10 * np.abs(u2).max()
+
+
+def test_a_2d_run_writes_every_format_with_derived_fields(tmp_path):
+    """vtk, nek and hdf5 snapshots of (ux, uy, p, T) with omega_z and Q, the statistics files."""
+    import h5py
+
+    from lobatto.api import Simulation
+
+    more = {"output": {"formats": ["vtk", "nek", "hdf5"], "derived": ["vorticity", "q_criterion"],
+                       "statistics": {}}}
+    sim = Simulation(flow_case(2, steps=2, more=more), backend="cpu", output_dir=tmp_path)
+    sim.run()
+    sim.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert any(name.endswith(".vtu") for name in files) and any(name.endswith(".nek5000") for name in files), files
+    h5 = tmp_path / "flow2d_000002.h5"
+    with h5py.File(h5) as f:
+        names = []
+        f.visit(names.append)
+        for field in ("ux", "uy", "p", "T", "vorticityz", "q_criterion"):
+            assert any(n.endswith(field) for n in names), (field, names)
+        assert not any(n.endswith("uz") for n in names)
+    assert "flow2d_statistics.h5" in files
