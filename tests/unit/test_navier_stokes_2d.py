@@ -399,3 +399,22 @@ def test_a_2d_run_writes_every_format_with_derived_fields(tmp_path):
             assert any(n.endswith(field) for n in names), (field, names)
         assert not any(n.endswith("uz") for n in names)
     assert "flow2d_statistics.h5" in files
+
+
+def test_a_2d_checkpoint_continues_at_another_order(tmp_path):
+    """restart --interpolate onto N = 5 of an N = 4 checkpoint: the 2-D fields are the N = 4
+    polynomials at the new points (along i and j), and the run carries on."""
+    from lobatto.api import Simulation
+    from lobatto.operators.interpolation import gll_to_gll, interpolate
+
+    first = Simulation(flow_case(2, steps=6), backend="cpu", output_dir=tmp_path / "a")
+    first.advance(3)
+    path = first.checkpoint()
+    second = Simulation(flow_case(2, order=5, steps=6), backend="cpu", output_dir=tmp_path / "b")
+    second.restart(path, interpolate=True)
+    for name, values in first.fields().items():
+        want = interpolate(REFERENCE, values, gll_to_gll(4, 5))
+        assert want.shape == (6, 1, 6, 6)
+        assert np.abs(second.fields()[name] - want).max() <= 1e-12 * np.abs(want).max(), name
+    second.advance(3)
+    assert second.step_count == 6 and np.isfinite(np.asarray(second.u)).all()
