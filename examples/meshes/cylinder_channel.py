@@ -2,12 +2,15 @@
 
     python examples/meshes/cylinder_channel.py                 # writes examples/meshes/cylinder_channel.msh
     python examples/meshes/cylinder_channel.py OUT.msh --order 2 --divisions 1 --downstream 4
+    python examples/meshes/cylinder_channel.py --planar   # writes cylinder_channel_2d.msh (quads)
 
 The domain of the Schäfer–Turek benchmark 2D-1 (Schäfer and Turek, "Benchmark computations of
 laminar flow around a cylinder", 1996): the channel [0, 2.2] x [0, 0.41] with a cylinder of
 radius 0.05 about (0.2, 0.2), extruded in z by one element of depth 0.1 and periodic in z, so
 the flow is the two-dimensional one. Physical groups: surfaces "inlet" (x = 0), "outlet"
-(x = 2.2), "walls" (y = 0 and y = 0.41), "cylinder"; volume "fluid".
+(x = 2.2), "walls" (y = 0 and y = 0.41), "cylinder"; volume "fluid". ``planar``: the same
+blocks as quadrilaterals in the plane z = 0 (a 2-D mesh, examples/2d/cylinder.toml): the groups
+are physical curves, and "fluid" a physical surface.
 
 Blocks in the xy-plane, one hexahedron each (``gmsh_meshes.Blocks``: the cylinder's edges are
 circle arcs, whose high-order nodes gmsh places from the exact parametrisation):
@@ -38,9 +41,9 @@ CENTRE, RADIUS = (0.2, 0.2), 0.05
 SQUARE = (0.1, 0.3)  # the O-grid's square, in x and in y
 
 
-def cylinder_channel(path, divisions=2, rings=2, downstream=8, order=4, version=4.1) -> Path:
+def cylinder_channel(path, divisions=2, rings=2, downstream=8, order=4, version=4.1, planar=False) -> Path:
     """Write the mesh to ``path``: 4 divisions rings + (downstream + 1 + divisions) (divisions
-    + 2) - divisions^2 hexahedra of gmsh order ``order``."""
+    + 2) - divisions^2 hexahedra of gmsh order ``order`` (quadrilaterals when ``planar``)."""
     if not gmsh.isInitialized():
         gmsh.initialize(readConfigFiles=False, interruptible=False)
     gmsh.option.setNumber("General.Terminal", 0)
@@ -59,9 +62,12 @@ def cylinder_channel(path, divisions=2, rings=2, downstream=8, order=4, version=
     def add(p00, p10, p01, p11):
         """The hexahedron over the quadrilateral p00 p10 p11 p01 (counterclockwise seen from +z)."""
         bottom = [blocks.point(x, y, 0.0) for x, y in (p00, p10, p01, p11)]
+        quads.append((p00, p10, p01, p11))
+        if planar:  # the quadrilateral itself, its corners around its boundary
+            volumes.append(blocks.face([bottom[0], bottom[1], bottom[3], bottom[2]]))
+            return
         top = [blocks.point(x, y, DEPTH) for x, y in (p00, p10, p01, p11)]
         volumes.append(blocks.block(bottom + top))
-        quads.append((p00, p10, p01, p11))
 
     # the O-grid: ring i (0 on the circle, rings on the square), angle j counterclockwise from
     # the square's lower left corner; ring spacing grows away from the cylinder
@@ -110,6 +116,8 @@ def cylinder_channel(path, divisions=2, rings=2, downstream=8, order=4, version=
     for tag in blocks.faces.values():
         gmsh.model.mesh.setTransfiniteSurface(tag)
         gmsh.model.mesh.setRecombine(2, tag)
+    if planar:
+        return _planar(path, blocks, volumes, order, version)
     for tag in volumes:
         gmsh.model.mesh.setTransfiniteVolume(tag)
 
@@ -150,15 +158,47 @@ def cylinder_channel(path, divisions=2, rings=2, downstream=8, order=4, version=
     return path
 
 
+def _planar(path, blocks, surfaces, order, version) -> Path:
+    """Mesh the quadrilaterals and name the boundary curves by where their ends lie."""
+    cx, cy = CENTRE
+    gmsh.model.mesh.generate(2)
+    if order > 1:
+        gmsh.model.mesh.setOrder(order)
+    groups = {"inlet": [], "outlet": [], "walls": [], "cylinder": []}
+    for (p, q), tag in blocks.curves.items():
+        (x0, y0, _), (x1, y1, _) = blocks.coords[p], blocks.coords[q]
+        if abs(x0) < 1e-12 and abs(x1) < 1e-12:
+            groups["inlet"].append(tag)
+        elif abs(x0 - LENGTH) < 1e-12 and abs(x1 - LENGTH) < 1e-12:
+            groups["outlet"].append(tag)
+        elif (abs(y0) < 1e-12 and abs(y1) < 1e-12) or (abs(y0 - HEIGHT) < 1e-12 and abs(y1 - HEIGHT) < 1e-12):
+            groups["walls"].append(tag)
+        elif all(abs(math.hypot(x - cx, y - cy) - RADIUS) < 1e-9 for x, y in ((x0, y0), (x1, y1))):
+            groups["cylinder"].append(tag)
+    gmsh.model.addPhysicalGroup(2, surfaces, name="fluid")
+    for name, tags in groups.items():
+        gmsh.model.addPhysicalGroup(1, tags, name=name)
+    gmsh.option.setNumber("Mesh.MshFileVersion", version)
+    gmsh.option.setNumber("Mesh.Binary", 0)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    gmsh.write(str(path))
+    return path
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("path", nargs="?", default=str(HERE / "cylinder_channel.msh"))
+    parser.add_argument("path", nargs="?", default=None,
+                        help="default: cylinder_channel.msh (cylinder_channel_2d.msh with --planar) beside this file")
     parser.add_argument("--divisions", type=int, default=2, help="blocks along each side of the O-grid's square")
     parser.add_argument("--rings", type=int, default=2, help="blocks from the cylinder out to the square")
     parser.add_argument("--downstream", type=int, default=8, help="columns of blocks behind the square")
     parser.add_argument("--order", type=int, default=4, help="gmsh element order (the cylinder's arcs)")
+    parser.add_argument("--planar", action="store_true", help="a 2-D mesh of quadrilaterals at z = 0")
     args = parser.parse_args(argv)
-    path = cylinder_channel(args.path, args.divisions, args.rings, args.downstream, args.order)
+    default = HERE / ("cylinder_channel_2d.msh" if args.planar else "cylinder_channel.msh")
+    path = cylinder_channel(args.path or default, args.divisions, args.rings, args.downstream, args.order,
+                            planar=args.planar)
     print(f"wrote {path}")
 
 

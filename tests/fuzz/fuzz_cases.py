@@ -701,8 +701,8 @@ _Z_FIELDS = ("uz", "Ez", "Hz")
 
 
 def op_plane(rng, data):
-    """A 2-D mesh ([mesh] elements of two entries, docs/case-file.md "2-D"): valid (acoustics
-    runs; the other systems refuse a 2-D mesh), or with lengths that disagree, a z deformation
+    """A 2-D mesh ([mesh] elements of two entries, docs/case-file.md "2-D"): valid (acoustics,
+    Poisson, Maxwell and Navier-Stokes run), or with lengths that disagree, a z deformation
     or side, a field that has no 2-D meaning, an output not built in 2-D, DFT lines and
     rectangles (a z plane refused), a far field on a contour (a theta list refused)."""
     mesh = data.get("mesh")
@@ -753,6 +753,17 @@ def op_plane(rng, data):
         side = rng.choice(("zmin", "zmax"))
         mesh.setdefault("boundaries", {})[side] = rng.choice(SYSTEMS[equations_of(data)]["boundaries"])
         return f"plane: boundaries.{side} on a 2-D box"
+    if kind == 4 and equations_of(data) == "navier_stokes" and rng.random() < 0.5:
+        # the flow's z keys (start.check_planar): a boundary uz or tz, force_z, a z flow rate
+        choice = rng.randrange(3)
+        if choice == 0:
+            side = rng.choice(("xmin", "ymax"))
+            data.setdefault("boundary", {}).setdefault(side, {})[rng.choice(("uz", "tz"))] = rng.choice(("1", "0", "y"))
+        elif choice == 1:
+            data.setdefault("physics", {})["force_z"] = rng.choice(("1", "0", "x*y"))
+        else:
+            data.setdefault("physics", {}).update(flow_rate=1.0, flow_direction="z")
+        return "plane: a z key of navier_stokes on a 2-D mesh"
     if kind == 4:
         name = rng.choice(_Z_FIELDS)
         data.setdefault(rng.choice(("initial", "exact")), {})[name] = rng.choice(("x*y", "0", "1e300"))

@@ -38,6 +38,10 @@ the local GLL spacing in the reference coordinate r_b at that point: (r_{i+1} - 
 r_1 - r_0 and r_N - r_{N-1} at the two ends. For a box element of size h_x the term for r is
 |u_x| (2 / h_x) / dr. The value is this rank's; the caller reduces it over ranks (max).
 
+2-D (a mesh of quads, ``geometry.dim == 2``): velocity (ux, uy) (2, E, 1, n, n), fields
+(k, E, 1, n, n), the fine grid (1, M, M) with W = w_j w_i, G (2, 2, E, 1, M, M), the contravariant
+velocity (2, E, 1, M, M): the same sums over r, s and x, y only (kernels looked up with dim=2).
+
 Memory: the fine factors take 9 M^3 values per element (M = 12 for N = 7: 15552, 30 times a
 scalar field); they are built on the host a few thousand elements at a time. Nothing loops
 over elements or points; everything is batched matrix products and pointwise ``backend.xp``.
@@ -62,17 +66,21 @@ _CHUNK = 2048
 
 
 def tensor_apply(xp, u, along_i, along_j, along_k):
-    """u (..., n, n, n) with axes [k, j, i] -> (..., mk, mj, mi): a different (m, n) matrix along each axis."""
+    """u (..., n, n, n) with axes [k, j, i] -> (..., mk, mj, mi): a different (m, n) matrix along each axis.
+    ``along_k=None``: a 2-D field (..., 1, n, n) -> (..., 1, mj, mi), along i and j only."""
     lead = u.shape[:-3]
-    if tuple(u.shape[-3:]) != (along_k.shape[1], along_j.shape[1], along_i.shape[1]):
+    nk = 1 if along_k is None else along_k.shape[1]
+    if tuple(u.shape[-3:]) != (nk, along_j.shape[1], along_i.shape[1]):
         # a thin (..., 1, n, n) array of a 2-D mesh would reshape silently into meaningless numbers
         raise ValueError(f"tensor_apply: the array's last axes {tuple(u.shape[-3:])} do not match the matrices' "
-                         f"{(along_k.shape[1], along_j.shape[1], along_i.shape[1])}")
-    mi, mj, mk = along_i.shape[0], along_j.shape[0], along_k.shape[0]
+                         f"{(nk, along_j.shape[1], along_i.shape[1])}")
+    mi, mj = along_i.shape[0], along_j.shape[0]
     x = along(xp, u, along_i, 1)  # [(., k, j), a]
     x = along(xp, x, along_j, mi)  # [(., k), b, a]
+    if along_k is None:
+        return x.reshape(lead + (1, mj, mi))
     x = along(xp, x, along_k, mj * mi)  # [., c, (b, a)]
-    return x.reshape(lead + (mk, mj, mi))
+    return x.reshape(lead + (along_k.shape[0], mj, mi))
 
 
 def gll_spacing(order: int) -> np.ndarray:
@@ -92,8 +100,14 @@ def default_fine_points(order: int) -> int:
 def fine_factors(coords: np.ndarray, interp: np.ndarray, interp_derivative: np.ndarray,
                  weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(G, J) on the fine grid for host coords (3, E, n, n, n): G (3, 3, E, M, M, M) = W J d r_b / d x_a
-    (the cofactors of d x / d r times the weights), J (E, M, M, M) the Jacobian."""
+    (the cofactors of d x / d r times the weights), J (E, M, M, M) the Jacobian. 2-D coords
+    (3, E, 1, n, n): G (2, 2, E, 1, M, M) over x, y and r, s (dz / dt = 1, W = w_j w_i)."""
     I, ID = interp, interp_derivative
+    if coords.shape[2] == 1 and I.shape[1] > 1:  # 2-D: the cofactors of the 2x2 map
+        x_r, x_s = tensor_apply(np, coords[0], ID, I, None), tensor_apply(np, coords[0], I, ID, None)
+        y_r, y_s = tensor_apply(np, coords[1], ID, I, None), tensor_apply(np, coords[1], I, ID, None)
+        cofactor = np.stack([np.stack([y_s, -x_s]), np.stack([-y_r, x_r])])  # [b, a] = J d r_b / d x_a
+        return cofactor * (weights[:, None] * weights[None, :]), x_r * y_s - x_s * y_r
     along = ((ID, I, I), (I, ID, I), (I, I, ID))  # d / d r, d / d s, d / d t
     dxdr = [[tensor_apply(np, coords[a], *along[b]) for b in range(3)] for a in range(3)]  # [a][b] = d x_a / d r_b
     w3 = weights[:, None, None] * weights[None, :, None] * weights[None, None, :]
@@ -123,6 +137,7 @@ class Advection:
         self.backend = backend
         self.order = int(geometry.order)
         self.n = self.order + 1
+        self.dim = int(getattr(geometry, "dim", 3))  # 2: (..., E, 1, n, n) arrays, velocity (ux, uy)
         self.dealias = bool(dealias)
         self.gll = backend_geometry if backend_geometry is not None else BackendGeometry(geometry, backend)
         self.dtype = self.gll.dtype
@@ -130,7 +145,7 @@ class Advection:
         d = derivative_matrix(self.order)
         shape = (self.n,)
         self.inverse_spacing = [backend.asarray((1.0 / gll_spacing(self.order)).reshape(shape + (1,) * b),
-                                                dtype=self.dtype) for b in range(3)]  # r along i, s along j, t along k
+                                                dtype=self.dtype) for b in range(self.dim)]  # r along i, s along j, t along k
         self.fine_points = default_fine_points(self.order) if fine_points is None else fine_points
         if not isinstance(self.fine_points, (int, np.integer)) or isinstance(self.fine_points, bool) \
                 or self.fine_points < self.n:
@@ -149,7 +164,8 @@ class Advection:
         self.interp_transpose = backend.asarray(np.ascontiguousarray(interp.T), dtype=self.dtype)
         coords = np.asarray(geometry.coords, dtype=np.float64)
         num_elements = coords.shape[1]
-        self.factors = xp.empty((3, 3, num_elements, m, m, m), dtype=self.dtype)
+        d_ = self.dim
+        self.factors = xp.empty((d_, d_, num_elements) + self.fine_shape, dtype=self.dtype)
         for start in range(0, num_elements, _CHUNK):
             stop = min(start + _CHUNK, num_elements)
             g, jacobian = fine_factors(coords[:, start:stop], interp, interp_derivative, weights)
@@ -157,17 +173,24 @@ class Advection:
             if not np.all(low > 0):
                 e = start + int(np.argmin(low))
                 raise InputError(f"Advection: element {e} (local index) has a non-positive Jacobian ({low[e - start]:.3g}) "
-                                 f"at a point of the {m}^3 Gauss grid, though positive at its GLL points: the element "
+                                 f"at a point of the {m}^{d_} Gauss grid, though positive at its GLL points: the element "
                                  f"is too strongly curved for its order; refine it or reduce the curvature")
             self.factors[:, :, start:stop] = backend.asarray(g, dtype=self.dtype)
 
+    @property
+    def fine_shape(self) -> tuple:
+        """An element's fine grid: (M, M, M), or (1, M, M) in 2-D."""
+        m = self.fine_points
+        return (m if self.dim == 3 else 1, m, m)
+
     def _check(self, velocity, fields):
         e = self.gll.mass.shape[0]
-        element = (e, self.n, self.n, self.n)
-        if tuple(velocity.shape) != (3,) + element:
-            raise InputError(f"Advection: velocity must have shape (3, E, n, n, n) = {(3,) + element}, got {velocity.shape}")
+        element = (e, self.n if self.dim == 3 else 1, self.n, self.n)
+        if tuple(velocity.shape) != (self.dim,) + element:
+            raise InputError(f"Advection: velocity must have shape (dim, E, nz, n, n) = {(self.dim,) + element}, "
+                             f"got {velocity.shape}")
         if fields.ndim != 5 or tuple(fields.shape[1:]) != element:
-            raise InputError(f"Advection: fields must have shape (k, E, n, n, n) = (k, {e}, {self.n}, {self.n}, {self.n}), "
+            raise InputError(f"Advection: fields must have shape (k, E, nz, n, n) = (k,) + {element}, "
                              f"got {fields.shape}")
 
     def convective(self, velocity, fields, out=None):
@@ -179,14 +202,14 @@ class Advection:
             out = xp.empty(fields.shape, dtype=self.dtype)
         if not self.dealias:  # B u . grad f = sum_b [B (u . grad r_b)] d f / d r_b
             g, d = self.gll, self.gll.derivative
-            m = g.metrics
-            contravariant = [g.mass * (m[b, 0] * velocity[0] + m[b, 1] * velocity[1] + m[b, 2] * velocity[2])
-                             for b in range(3)]
+            m, dims = g.metrics, range(self.dim)
+            contravariant = [g.mass * sum(m[b, a] * velocity[a] for a in dims) for b in dims]
+            derivatives = (derivative_r, derivative_s, derivative_t)
             for c in range(fields.shape[0]):
                 f = fields[c]
                 result = contravariant[0] * derivative_r(xp, f, d)
-                result += contravariant[1] * derivative_s(xp, f, d)
-                result += contravariant[2] * derivative_t(xp, f, d)
+                for b in dims[1:]:
+                    result += contravariant[b] * derivatives[b](xp, f, d)
                 out[c] = result
             return out
         return self.convective_with(self.contravariant(velocity), fields, out=out)
@@ -201,9 +224,8 @@ class Advection:
             raise InputError("Advection.contravariant needs dealias=True (the fine grid)")
         xp = self.backend.xp
         if out is None:
-            m = self.fine_points
-            out = xp.empty((3, velocity.shape[1], m, m, m), dtype=self.dtype)
-        kernel = self.backend.kernel("advection_contravariant", order=self.order, fine=self.fine_points)
+            out = xp.empty((self.dim, velocity.shape[1]) + self.fine_shape, dtype=self.dtype)
+        kernel = self.backend.kernel("advection_contravariant", order=self.order, fine=self.fine_points, dim=self.dim)
         kernel(velocity, self.factors, self.interp, out)
         return out
 
@@ -213,7 +235,7 @@ class Advection:
         xp = self.backend.xp
         if out is None:
             out = xp.empty(fields.shape, dtype=self.dtype)
-        kernel = self.backend.kernel("advection_apply", order=self.order, fine=self.fine_points)
+        kernel = self.backend.kernel("advection_apply", order=self.order, fine=self.fine_points, dim=self.dim)
         kernel(contravariant, fields, self.interp, self.interp_derivative, self.interp_transpose, out)
         return out
 
@@ -221,42 +243,51 @@ class Advection:
         """dt * max over this rank's GLL points of sum_b |u . grad r_b| / dr_b (0.0 with no elements)."""
         if velocity.shape[1] == 0:
             return 0.0
-        m = self.gll.metrics
+        m, dims = self.gll.metrics, range(self.dim)
         total = None
-        for b in range(3):
-            rate = self.backend.xp.abs(m[b, 0] * velocity[0] + m[b, 1] * velocity[1] + m[b, 2] * velocity[2])
+        for b in dims:
+            rate = self.backend.xp.abs(sum(m[b, a] * velocity[a] for a in dims))
             rate *= self.inverse_spacing[b]
             total = rate if total is None else total + rate
         return float(dt) * float(total.max())
 
 
 @reference_kernel("advection_contravariant")
-def reference_contravariant(backend, order, fine):
-    """contravariant(velocity (3, E, n, n, n), factors (3, 3, E, M, M, M), interp (M, n), out (3, E, M, M, M))."""
-    xp = backend.xp
+def reference_contravariant(backend, order, fine, dim=3):
+    """contravariant(velocity (3, E, n, n, n), factors (3, 3, E, M, M, M), interp (M, n), out (3, E, M, M, M));
+    dim = 2: velocity (2, E, 1, n, n), factors (2, 2, E, 1, M, M), out (2, E, 1, M, M)."""
 
     def contravariant(velocity, factors, interp, out):
         fine_u = interpolate(backend, velocity, interp)
-        for b in range(3):
-            out[b] = factors[b, 0] * fine_u[0] + factors[b, 1] * fine_u[1] + factors[b, 2] * fine_u[2]
+        dims = range(velocity.shape[0])
+        for b in dims:
+            out[b] = factors[b, 0] * fine_u[0]
+            for a in dims[1:]:
+                out[b] += factors[b, a] * fine_u[a]
         return out
 
     return contravariant
 
 
 @reference_kernel("advection_apply")
-def reference_apply(backend, order, fine):
+def reference_apply(backend, order, fine, dim=3):
     """apply(contravariant (3, E, M, M, M), fields (k, E, n, n, n), interp (M, n), interp_derivative
-    (M, n), interp_transpose (n, M), out (k, E, n, n, n)): out_c = I^T [sum_b U_b d f_c / d r_b]."""
+    (M, n), interp_transpose (n, M), out (k, E, n, n, n)): out_c = I^T [sum_b U_b d f_c / d r_b];
+    dim = 2: contravariant (2, E, 1, M, M), fields and out (k, E, 1, n, n), i and j only."""
     xp = backend.xp
 
     def apply(contravariant, fields, interp, interp_derivative, interp_transpose, out):
         I, ID = interp, interp_derivative
+        thin = fields.shape[-3] == 1 and fields.shape[-1] > 1
         for c in range(fields.shape[0]):
             f = fields[c]
-            product = contravariant[0] * tensor_apply(xp, f, ID, I, I)
-            product += contravariant[1] * tensor_apply(xp, f, I, ID, I)
-            product += contravariant[2] * tensor_apply(xp, f, I, I, ID)
+            if thin:
+                product = contravariant[0] * tensor_apply(xp, f, ID, I, None)
+                product += contravariant[1] * tensor_apply(xp, f, I, ID, None)
+            else:
+                product = contravariant[0] * tensor_apply(xp, f, ID, I, I)
+                product += contravariant[1] * tensor_apply(xp, f, I, ID, I)
+                product += contravariant[2] * tensor_apply(xp, f, I, I, ID)
             out[c] = interpolate(backend, product, interp_transpose)
         return out
 

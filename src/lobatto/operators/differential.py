@@ -26,6 +26,12 @@ weak_divergence is the transpose of the gradient in the quadrature inner product
 h1 = 1, h2 = 0), and after assembly it equals -integral(div(v) phi) plus the boundary flux
 integral of (v . n) phi. It also carries coefficients: weak_divergence(k * gradient(u)).
 
+2-D (a mesh of quads, ``geometry.dim == 2``; arrays (..., E, 1, n, n)): vectors have the 2
+components (x, y), the gradient too; the curl of v = (vx, vy) is the scalar omega_z = dvy/dx - dvx/dy,
+shape (1, E, 1, n, n), and weak_divergence_minus_curl takes that omega_z, whose curl is
+(d omega_z / dy, -d omega_z / dx). ``BackendGeometry`` keeps the compact metrics[:2, :2] there.
+Kernels are looked up with ``dim=2`` (3 by default).
+
 ``geometry`` is a ``lobatto.mesh.Geometry`` (host arrays: copied to the backend on every
 call) or a ``BackendGeometry`` made once from it (no copies): use the latter in loops.
 All work is batched matrix products on ``backend.xp``; nothing loops over elements.
@@ -46,9 +52,11 @@ class BackendGeometry:
 
     def __init__(self, geometry, backend, dtype=None):
         self.order = int(geometry.order)
+        self.dim = int(getattr(geometry, "dim", 3))
         self.backend = backend
         self.dtype = np.dtype(dtype or backend.dtype)
-        self.metrics = backend.asarray(geometry.metrics, dtype=self.dtype)  # [b, a] = d r_b / d x_a
+        metrics = geometry.metrics if self.dim == 3 else np.ascontiguousarray(geometry.metrics[:2, :2])
+        self.metrics = backend.asarray(metrics, dtype=self.dtype)  # [b, a] = d r_b / d x_a (2x2 in 2-D)
         self.mass = backend.asarray(geometry.mass, dtype=self.dtype)
         d = derivative_matrix(self.order)
         self.derivative = backend.asarray(d, dtype=self.dtype)
@@ -62,14 +70,23 @@ def on_backend(geometry, backend) -> BackendGeometry:
 
 
 def gradient(geometry, backend, u):
-    """(3, E, n, n, n) physical gradient of u (E, n, n, n) by the chain rule."""
+    """(3, E, n, n, n) physical gradient of u (E, n, n, n) by the chain rule ((2, E, 1, n, n) in 2-D)."""
     g = on_backend(geometry, backend)
-    return physical_gradient(backend.xp, u, g.derivative, g.metrics)
+    return _gradient(backend.xp, u, g.derivative, g.metrics)
+
+
+def _gradient(xp, u, d, metrics):
+    if metrics.shape[0] == 3:
+        return physical_gradient(xp, u, d, metrics)
+    u_r, u_s = derivative_r(xp, u, d), derivative_s(xp, u, d)
+    return xp.stack([metrics[0, a] * u_r + metrics[1, a] * u_s for a in range(2)])
 
 
 def _weak_divergence(xp, v, dt, metrics, mass):
-    flux = [mass * (metrics[b, 0] * v[0] + metrics[b, 1] * v[1] + metrics[b, 2] * v[2]) for b in range(3)]
-    return derivative_r(xp, flux[0], dt) + derivative_s(xp, flux[1], dt) + derivative_t(xp, flux[2], dt)
+    dims = range(metrics.shape[0])
+    flux = [mass * sum(metrics[b, a] * v[a] for a in dims) for b in dims]
+    out = derivative_r(xp, flux[0], dt) + derivative_s(xp, flux[1], dt)
+    return out + derivative_t(xp, flux[2], dt) if len(dims) == 3 else out
 
 
 def weak_divergence(geometry, backend, v):
@@ -84,8 +101,20 @@ def mass(geometry, backend, u):
 
 
 def _curl(xp, v, d, metrics):
+    """curl v; in 2-D (metrics 2x2) omega_z (1, ...) of v (2, ...), and (d w / dy, -d w / dx) of w (1, ...)."""
+    if metrics.shape[0] == 2:
+        if v.shape[0] == 1:
+            g = _gradient(xp, v[0], d, metrics)
+            return xp.stack([g[1], -g[0]])
+        gx, gy = _gradient(xp, v[0], d, metrics), _gradient(xp, v[1], d, metrics)
+        return (gy[0] - gx[1])[None]
     g = [physical_gradient(xp, v[c], d, metrics) for c in range(3)]  # [c][a] = d v_c / d x_a
     return xp.stack([g[2][1] - g[1][2], g[0][2] - g[2][0], g[1][0] - g[0][1]])
+
+
+def curl_shape(shape) -> tuple:
+    """The curl's shape for v of ``shape``: the same in 3-D, (1, ...) (omega_z) for (2, E, 1, n, n)."""
+    return (1,) + tuple(shape[1:]) if shape[0] == 2 else tuple(shape)
 
 
 def _empty(backend, g, shape, out):
@@ -93,41 +122,43 @@ def _empty(backend, g, shape, out):
 
 
 def curl(geometry, backend, v, out=None):
-    """(3, E, n, n, n) curl of v (3, E, n, n, n) by the chain rule, pointwise (backend kernel ``curl``)."""
+    """(3, E, n, n, n) curl of v (3, E, n, n, n) by the chain rule, pointwise (backend kernel ``curl``);
+    2-D: omega_z (1, E, 1, n, n) of v (2, E, 1, n, n)."""
     g = on_backend(geometry, backend)
-    kernel = backend.kernel("curl", order=g.order)
-    return kernel(v, g.metrics, None, g.derivative, _empty(backend, g, v.shape, out))
+    kernel = backend.kernel("curl", order=g.order, dim=g.dim)
+    return kernel(v, g.metrics, None, g.derivative, _empty(backend, g, curl_shape(v.shape), out))
 
 
 def weighted_curl(geometry, backend, v, out=None):
-    """(3, E, n, n, n) B curl v: the curl times the diagonal mass, in one pass."""
+    """(3, E, n, n, n) B curl v: the curl times the diagonal mass, in one pass ((1, E, 1, n, n) in 2-D)."""
     g = on_backend(geometry, backend)
-    kernel = backend.kernel("curl", order=g.order)
-    return kernel(v, g.metrics, g.mass, g.derivative, _empty(backend, g, v.shape, out))
+    kernel = backend.kernel("curl", order=g.order, dim=g.dim)
+    return kernel(v, g.metrics, g.mass, g.derivative, _empty(backend, g, curl_shape(v.shape), out))
 
 
 def weak_divergence_minus_curl(geometry, backend, forcing, vorticity, viscosity, out=None):
     """(E, n, n, n) weak_divergence(forcing - viscosity * curl(vorticity)) for forcing and
     vorticity (3, E, n, n, n): the curl-curl pressure right-hand side in one pass (backend
-    kernel ``weak_divergence_minus_curl``)."""
+    kernel ``weak_divergence_minus_curl``); 2-D: forcing (2, E, 1, n, n), vorticity omega_z (1, E, 1, n, n)."""
     g = on_backend(geometry, backend)
-    kernel = backend.kernel("weak_divergence_minus_curl", order=g.order)
+    kernel = backend.kernel("weak_divergence_minus_curl", order=g.order, dim=g.dim)
     return kernel(forcing, vorticity, g.metrics, g.mass, g.derivative, float(viscosity),
                   _empty(backend, g, forcing.shape[1:], out))
 
 
 def mass_minus_gradient(geometry, backend, forcing, pressure, out=None):
     """(3, E, n, n, n) B (forcing - gradient(pressure)): the velocity right-hand side in one
-    pass (backend kernel ``mass_minus_gradient``)."""
+    pass (backend kernel ``mass_minus_gradient``); 2-D: forcing and out (2, E, 1, n, n)."""
     g = on_backend(geometry, backend)
-    kernel = backend.kernel("mass_minus_gradient", order=g.order)
+    kernel = backend.kernel("mass_minus_gradient", order=g.order, dim=g.dim)
     return kernel(forcing, pressure, g.metrics, g.mass, g.derivative, _empty(backend, g, forcing.shape, out))
 
 
 @reference_kernel("curl")
-def reference_curl(backend, order):
+def reference_curl(backend, order, dim=3):
     """curl(v (3, E, n, n, n), metrics (3, 3, E, n, n, n), mass (E, n, n, n) or None, D (n, n), out):
-    out = curl v, times mass when given."""
+    out = curl v, times mass when given; dim = 2: v (2, E, 1, n, n), metrics (2, 2, E, 1, n, n),
+    out omega_z (1, E, 1, n, n)."""
     xp = backend.xp
 
     def apply(v, metrics, mass_or_none, d, out):
@@ -140,8 +171,9 @@ def reference_curl(backend, order):
 
 
 @reference_kernel("weak_divergence_minus_curl")
-def reference_weak_divergence_minus_curl(backend, order):
-    """apply(forcing, vorticity (3, E, n, n, n), metrics, mass, D, viscosity, out (E, n, n, n))."""
+def reference_weak_divergence_minus_curl(backend, order, dim=3):
+    """apply(forcing, vorticity (3, E, n, n, n), metrics, mass, D, viscosity, out (E, n, n, n));
+    dim = 2: forcing (2, E, 1, n, n), vorticity omega_z (1, E, 1, n, n), metrics 2x2."""
     xp = backend.xp
 
     def apply(forcing, vorticity, metrics, mass_, d, viscosity, out):
@@ -153,12 +185,13 @@ def reference_weak_divergence_minus_curl(backend, order):
 
 
 @reference_kernel("mass_minus_gradient")
-def reference_mass_minus_gradient(backend, order):
-    """apply(forcing (3, E, n, n, n), pressure (E, n, n, n), metrics, mass, D, out (3, E, n, n, n))."""
+def reference_mass_minus_gradient(backend, order, dim=3):
+    """apply(forcing (3, E, n, n, n), pressure (E, n, n, n), metrics, mass, D, out (3, E, n, n, n));
+    dim = 2: forcing and out (2, E, 1, n, n), metrics 2x2."""
     xp = backend.xp
 
     def apply(forcing, pressure, metrics, mass_, d, out):
-        rhs = forcing - physical_gradient(xp, pressure, d, metrics)
+        rhs = forcing - _gradient(xp, pressure, d, metrics)
         rhs *= mass_
         out[...] = rhs
         return out
@@ -167,13 +200,15 @@ def reference_mass_minus_gradient(backend, order):
 
 
 def divergence(geometry, backend, v):
-    """(E, n, n, n) div v of v (3, E, n, n, n): sum_a sum_b (d r_b / d x_a) d v_a / d r_b, pointwise."""
+    """(E, n, n, n) div v of v (3, E, n, n, n): sum_a sum_b (d r_b / d x_a) d v_a / d r_b, pointwise
+    (over x, y of v (2, E, 1, n, n) in 2-D)."""
     g = on_backend(geometry, backend)
     xp = backend.xp
     d = g.derivative
     total = None
-    for a in range(3):
-        term = (g.metrics[0, a] * derivative_r(xp, v[a], d) + g.metrics[1, a] * derivative_s(xp, v[a], d)
-                + g.metrics[2, a] * derivative_t(xp, v[a], d))
+    for a in range(g.dim):
+        term = g.metrics[0, a] * derivative_r(xp, v[a], d) + g.metrics[1, a] * derivative_s(xp, v[a], d)
+        if g.dim == 3:
+            term = term + g.metrics[2, a] * derivative_t(xp, v[a], d)
         total = term if total is None else total + term
     return total

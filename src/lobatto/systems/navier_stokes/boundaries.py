@@ -10,7 +10,8 @@ and the velocity data on them.
     outflow_normal  u - (u . n) n = 0, p = 0 (slip.py, open_faces.py)            "ON"
     traction        -p n + nu du/dn = t, the [boundary.<name>] tx, ty, tz (open_faces.py)
 
-Periodic sides are no boundary. The velocity is Dirichlet on wall and velocity faces, the
+Periodic sides are no boundary. On a 2-D mesh the velocity has (ux, uy) and the faces are the
+four edges (a uz key is refused by the system's check_dimension). The velocity is Dirichlet on wall and velocity faces, the
 pressure on the open faces (outflow, outflow_normal, traction: ``outflow_faces``); with no
 open face the pressure is fixed only up to a constant, and the pressure solve works in the
 space of zero mean (null_space). Symmetry and outflow_normal faces constrain the velocity's
@@ -32,7 +33,7 @@ from lobatto.config.ranges import KIND_RANGES, check_expression_values
 from lobatto.errors import InputError
 from lobatto.discretization import gll_weights
 from lobatto.mesh.mesh import INTERIOR
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_slice
 from lobatto.systems.navier_stokes.open_faces import OPEN_KINDS, TRACTION, OpenBoundaries
 
 COMPONENTS = ("ux", "uy", "uz")
@@ -47,7 +48,7 @@ class FaceGroup:
     face: int
     rows: object  # backend int array
     coords: tuple  # backend (len(rows), n, n) x, y, z
-    weighted_normals: object  # backend (3, len(rows), n, n): n w_a w_b sJ
+    weighted_normals: object  # backend (dim, len(rows), n, n): n w_a w_b sJ ((2, r, 1, n) in 2-D)
     expressions: tuple  # three Expressions or None
     name: str = ""  # the [boundary.<name>] table
 
@@ -79,6 +80,12 @@ def check_face_tables(kinds: list, mesh, tables: dict) -> None:
             raise InputError(f"[boundary.{name}] gives traction data ({', '.join(traction)}), but its faces are "
                              f"\"{other}\" faces: make the surface \"traction\" in [mesh.boundaries] or remove "
                              "the keys")
+
+
+def face_quadrature(dim: int, order: int) -> np.ndarray:
+    """A face's GLL weights w_a w_b on its (a, b) grid: (n, n), or (1, n) on a 2-D mesh's edge."""
+    w = gll_weights(order)
+    return np.outer(w, w) if dim == 3 else w[None, :]
 
 
 def _face_groups(mesh) -> np.ndarray:
@@ -119,21 +126,22 @@ class FlowBoundaries:
         group = _face_groups(mesh)
         self.open = OpenBoundaries(self.kind, group, geometry, backend, traction_tables or {}, backflow)
         w = gll_weights(order)
-        face_weights = np.outer(w, w)
+        self.dim = dim = mesh.dim
+        face_weights = face_quadrature(dim, order)
         xp = backend.xp
         self.groups: list[FaceGroup] = []
-        for face in range(NUM_FACES):
+        for face in range(mesh.num_faces):
             points = face_slice(face, order)[1:]
             for name, data in tables.items():
                 rows = np.flatnonzero((group[:, face] == name) & (self.kind[:, face] == "velocity"))
                 if not rows.size:
                     continue
                 coords = tuple(backend.asarray(c[(rows,) + points], dtype=np.float64) for c in geometry.coords)
-                normals = geometry.normals[:, rows, face] * (face_weights * geometry.surface_jacobian[rows, face])
+                normals = geometry.normals[:dim, rows, face] * (face_weights * geometry.surface_jacobian[rows, face])
                 self.groups.append(FaceGroup(face, xp.asarray(rows), coords, backend.asarray(normals),
-                                             tuple(data.get(c) for c in COMPONENTS), name))
+                                             tuple(data.get(c) for c in COMPONENTS[:dim]), name))
         self.time_dependent = any("t" in e.variables_used for g in self.groups for e in g.expressions if e is not None)
-        self.shape = (3, mesh.num_elements) + (order + 1,) * 3
+        self.shape = (dim, mesh.num_elements) + element_shape(dim, order)
         self.order = order
         self._cached = None  # (values per group) when nothing depends on t
         #: whether the velocity solves lift boundary data: the same on every rank (the system
@@ -155,14 +163,14 @@ class FlowBoundaries:
         self.open.check(times)
 
     def values(self, t: float) -> list:
-        """[(3, rows, n, n) backend array] per group: the boundary velocity at time t."""
+        """[(dim, rows, n, n) backend array] per group: the boundary velocity at time t."""
         if self._cached is not None:
             return self._cached
         xp = self.backend.xp
         out = []
         for g in self.groups:
             x, y, z = g.coords
-            v = xp.zeros((3,) + x.shape, dtype=self.backend.dtype)
+            v = xp.zeros((self.dim,) + x.shape, dtype=self.backend.dtype)
             for c, e in enumerate(g.expressions):
                 if e is not None:
                     v[c] = e.evaluate(xp, x=x, y=y, z=z, t=float(t))
@@ -180,7 +188,7 @@ class FlowBoundaries:
         given = xp.zeros(self.shape[1:], dtype=self.backend.dtype)
         for g, v in zip(self.groups, values):
             index = (g.rows,) + face_slice(g.face, self.order)[1:]
-            for c in range(3):
+            for c in range(self.dim):
                 lift[c][index] = v[c]
             given[index] = 1.0
         assembly.dssum(lift)

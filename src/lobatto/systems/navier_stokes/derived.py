@@ -32,7 +32,7 @@ import numpy as np
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 from lobatto.operators.differential import gradient
 
 #: boundary kinds whose faces carry the wall shear (the velocity is given there)
@@ -52,6 +52,9 @@ class DerivedOutputs:
     def check_derived(self, names) -> None:
         """The wall shear needs a wall: refused (on every rank: the count is reduced) when no
         rank has a wall or velocity face."""
+        if "lambda2" in names and self.dim == 2:
+            raise InputError("[output] derived: 'lambda2' has no 2-D meaning (a planar flow's S^2 + Omega^2 has a "
+                             "zero eigenvalue along z): use 'q_criterion' or 'vorticity' (omega_z) instead")
         if "wall_shear" not in names:
             return
         walls = np.isin(self.boundaries.kind, SHEAR_KINDS)
@@ -87,11 +90,14 @@ class DerivedOutputs:
 
     def velocity_gradient(self, u):
         """(3, 3, E, n, n, n) continuous G[c, a] = d u_c / d x_a: each element's gradient,
-        then the mass-weighted average of the copies of each point (collective)."""
+        then the mass-weighted average of the copies of each point (collective). 2-D: the z
+        row and column are exact zeros, so every formula below is the 3-D one (omega_x =
+        omega_y = 0, the wall shear's z component 0)."""
         geometry = self.device_geometry
-        g = self.backend.xp.empty((3, 3) + tuple(u.shape[1:]), dtype=u.dtype)
-        for c in range(3):
-            g[c] = gradient(geometry, self.backend, u[c])
+        d = self.dim
+        g = self.backend.xp.zeros((3, 3) + tuple(u.shape[1:]), dtype=u.dtype)
+        for c in range(d):
+            g[c, :d] = gradient(geometry, self.backend, u[c])
         g *= geometry.mass
         self.assembly.dssum(g)
         g *= self.inverse_assembled_mass
@@ -106,8 +112,8 @@ class DerivedOutputs:
         weight = xp.zeros(shape, dtype=g.dtype)
         walls = np.isin(self.boundaries.kind, SHEAR_KINDS)
         w = gll_weights(order)
-        face_weights = np.outer(w, w)
-        for face in range(NUM_FACES):
+        face_weights = np.outer(w, w) if self.dim == 3 else w[None, :]
+        for face in range(2 * self.dim):
             rows = np.flatnonzero(walls[:, face])
             if not rows.size:
                 continue

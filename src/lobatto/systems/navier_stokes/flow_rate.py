@@ -36,7 +36,7 @@ class FlowRate:
     def _respond(self, sigma):
         s = self.system
         xp = s.backend.xp
-        force = xp.zeros((3,) + s.assembly.shape, dtype=s.backend.dtype)
+        force = xp.zeros((s.dim,) + s.assembly.shape, dtype=s.backend.dtype)
         force[self.direction] = 1.0
         zero = xp.zeros_like(force)
         saved = (s.boundaries.groups, s.boundaries.lifted, s.pressure_solver.projection, s.pressure_result,

@@ -21,7 +21,8 @@ class Force:
     neither t nor a scalar."""
 
     def __new__(cls, physics, geometry, backend, times=(0.0,), fields=None, comm=None):
-        if all(physics[f"force_{a}"].is_constant and float(physics[f"force_{a}"].evaluate(np)) == 0.0 for a in "xyz"):
+        axes = "xyz"[:int(getattr(geometry, "dim", 3))]  # 2-D: force_x, force_y (force_z is refused)
+        if all(physics[f"force_{a}"].is_constant and float(physics[f"force_{a}"].evaluate(np)) == 0.0 for a in axes):
             return None
         return super().__new__(cls)
 
@@ -30,7 +31,8 @@ class Force:
         the steps do not check it (a device sync each step, and an error on one rank only),
         except for a force in the scalars (``_checked``). ``fields``: name -> row of the state,
         for the scalars the expressions may use; ``comm``: the ranks that check it together."""
-        self.expressions = [physics[f"force_{a}"] for a in "xyz"]
+        self.axes = "xyz"[:int(getattr(geometry, "dim", 3))]
+        self.expressions = [physics[f"force_{a}"] for a in self.axes]
         self.backend, self.comm = backend, comm
         used = {name for e in self.expressions for name in e.variables_used}
         #: the scalars the force uses: name -> row of the state
@@ -60,7 +62,7 @@ class Force:
         otherwise stop them with no word of why. Collective: one reduction (and device sync) a
         step, every rank raising the same error."""
         xp = self.backend.xp
-        ranges = [KEYS[f"force_{a}"].valid_range for a in "xyz"]
+        ranges = [KEYS[f"force_{a}"].valid_range for a in self.axes]
         outside = xp.stack([~r.within(v, xp).all() for r, v in zip(ranges, values)])
         outside = allreduce(self.comm, np.asarray(self.backend.to_host(outside), dtype=np.int64), "max")
         if not outside.any():
@@ -80,7 +82,7 @@ class Force:
         shows in the fields, which the run's finite-state check stops on)."""
         xp = self.backend.xp
         for t in times:
-            for a, e in zip("xyz", self.expressions):
+            for a, e in zip(self.axes, self.expressions):
                 if not set(e.variables_used) & set(self.fields):
                     check_expression_values(self._component(e, coords, t, None), KEYS[f"force_{a}"].valid_range,
                                             f"[physics] force_{a}", e.text, t, xp)

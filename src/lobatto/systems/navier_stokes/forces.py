@@ -13,6 +13,10 @@ the surface Jacobian at each face point, the velocity gradient taken in the elem
 the face (its collocation derivative and the metric terms at the face points). Given
 reference_area A and reference_velocity U, the coefficients are C = F / (rho U^2 A / 2).
 
+2-D (a mesh of quads): per unit depth, the faces' edge quadrature w_b sJ; the columns stay the
+same, with Fz, Mx and My exactly 0 and Mz the moment about the z axis through (cx, cy)
+(reference_area: a length, the area per unit depth).
+
 Each sample sums the face points' terms exactly (comm/exact_sum.py: one allreduce for every
 group due, on every rank, also on a rank with no face of the surface), so the series are the
 same bits on any partition. Rank 0 writes NAME_forces.csv and NAME_forces.h5 (io/timeseries.py;
@@ -28,7 +32,7 @@ from lobatto.discretization import derivative_matrix, gll_weights
 from lobatto.discretization.tensor import reference_gradient
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce, collective_errors, rank_and_size
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 from lobatto.monitors import register_monitor
 from lobatto.monitors.base import Monitor
 from lobatto.monitors.regions import surface_index
@@ -74,10 +78,14 @@ class SurfaceForce:
         self.faces = int(np.sum(counts))
         on = boundary & np.isin(group_of, wanted)
         order, w = system.order, gll_weights(system.order)
+        self.dim = mesh.dim
         center = np.asarray(group.center, dtype=np.float64).reshape(3, 1, 1, 1)
+        if self.dim == 2:  # per unit depth: the moment about the z axis through (cx, cy): arms in the plane
+            center = np.concatenate([center[:2], np.zeros((1, 1, 1, 1))])
+        face_weights = np.outer(w, w) if self.dim == 3 else w[None, :]
         self.derivative = xp.asarray(derivative_matrix(order), dtype=np.float64)
         self.parts = []  # (face, device elements, metrics (3, 3, Ef, n, n), normals, weights, arms)
-        for face in range(NUM_FACES):
+        for face in range(mesh.num_faces):
             elements = np.nonzero(on[:, face])[0]
             if elements.size == 0:
                 continue
@@ -86,7 +94,7 @@ class SurfaceForce:
             arms = geometry.coords[:, elements][at] - center
             self.parts.append((face, xp.asarray(elements), xp.asarray(metrics, dtype=np.float64),
                                xp.asarray(geometry.normals[:, elements, face], dtype=np.float64),
-                               xp.asarray(geometry.surface_jacobian[elements, face] * np.outer(w, w),
+                               xp.asarray(geometry.surface_jacobian[elements, face] * face_weights,
                                           dtype=np.float64), xp.asarray(arms, dtype=np.float64)))
 
     def terms(self, u) -> np.ndarray:
@@ -97,12 +105,16 @@ class SurfaceForce:
         out = []
         for face, elements, metrics, normals, weights, arms in self.parts:
             at = face_slice(face, order)
-            velocity = u[:3, elements].astype(xp.float64)
-            pressure = u[3, elements][at].astype(xp.float64)
+            d = self.dim
+            velocity = u[:d, elements].astype(xp.float64)
+            if d == 2:  # (ux, uy, 0): the 3-D formulas below, with Fz = Mx = My = 0 exactly
+                velocity = xp.concatenate([velocity, xp.zeros_like(velocity[:1])])
+            pressure = u[d, elements][at].astype(xp.float64)
             reference = reference_gradient(xp, velocity, self.derivative)[at]  # [b, c]: d u_c / d r_b
             # g[c, a] = d u_c / d x_a = sum_b d r_b / d x_a  d u_c / d r_b (a fixed order on every partition)
-            g = reference[0][:, None] * metrics[0][None] + reference[1][:, None] * metrics[1][None] \
-                + reference[2][:, None] * metrics[2][None]
+            g = reference[0][:, None] * metrics[0][None] + reference[1][:, None] * metrics[1][None]
+            if d == 3:
+                g = g + reference[2][:, None] * metrics[2][None]
             strain = g + g.transpose(1, 0, 2, 3, 4)
             # the mesh's normal points out of the fluid: the body's is -normals
             shear = strain[:, 0] * normals[0] + strain[:, 1] * normals[1] + strain[:, 2] * normals[2]
@@ -140,7 +152,8 @@ class ForcesMonitor(Monitor):
         return monitor
 
     def __init__(self, section, system, comm=None, where: str = "case"):
-        if not hasattr(system, "viscosity") or tuple(system.field_names[:4]) != ("ux", "uy", "uz", "p"):
+        flow = ("ux", "uy", "uz", "p") if getattr(system, "dim", 3) == 3 else ("ux", "uy", "p")
+        if not hasattr(system, "viscosity") or tuple(system.field_names[:len(flow)]) != flow:
             raise InputError(f"{where}: {WHERE} needs an incompressible flow (equations = \"navier_stokes\"), not "
                              f"equations = \"{system.name}\"")
         self.settings, self.system, self.comm = section, system, comm

@@ -32,7 +32,7 @@ import numpy as np
 
 from lobatto.config.ranges import KIND_RANGES, check_expression_values
 from lobatto.discretization import gll_weights
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_slice
 
 OPEN_KINDS = ("outflow", "outflow_normal", "traction")
 #: the open kinds the backflow stabilisation acts on
@@ -59,17 +59,18 @@ class OpenBoundaries:
     def __init__(self, kind: np.ndarray, group: np.ndarray, geometry, backend, tables: dict, backflow: bool):
         self.backend, self.order, self.backflow = backend, geometry.order, bool(backflow)
         self.faces = np.isin(kind, OPEN_KINDS)
+        self.dim = dim = int(getattr(geometry, "dim", 3))  # 2-D: (tx, ty), normals (2, r, 1, n)
         w = gll_weights(self.order)
-        face_weights = np.outer(w, w)
+        face_weights = np.outer(w, w) if dim == 3 else w[None, :]
         xp = backend.xp
         self.open: list[OpenFaceGroup] = []  # every open face (the pressure's Dirichlet points)
         self.backflow_faces: list[OpenFaceGroup] = []  # outflow and outflow_normal faces
         self.traction: list[OpenFaceGroup] = []  # traction faces with data, per table
-        for face in range(NUM_FACES):
+        for face in range(2 * dim):
             points = face_slice(face, self.order)[1:]
 
             def faces(rows, **more):
-                return OpenFaceGroup(face, xp.asarray(rows), backend.asarray(geometry.normals[:, rows, face]),
+                return OpenFaceGroup(face, xp.asarray(rows), backend.asarray(geometry.normals[:dim, rows, face]),
                                   backend.asarray(face_weights * geometry.surface_jacobian[rows, face]), **more)
 
             rows = np.flatnonzero(self.faces[:, face])
@@ -82,9 +83,9 @@ class OpenBoundaries:
                 rows = np.flatnonzero((kind[:, face] == "traction") & (group[:, face] == name))
                 if rows.size:
                     coords = tuple(backend.asarray(c[(rows,) + points], dtype=np.float64) for c in geometry.coords)
-                    self.traction.append(faces(rows, coords=coords, expressions=tuple(data.get(c) for c in TRACTION),
+                    self.traction.append(faces(rows, coords=coords, expressions=tuple(data.get(c) for c in TRACTION[:dim]),
                                                name=name))
-        self.shape = (3, kind.shape[0]) + (self.order + 1,) * 3
+        self.shape = (dim, kind.shape[0]) + element_shape(dim, self.order)
         #: whether the pressure has nonzero Dirichlet data: the same on every rank (the system
         #: sets it over the ranks: the lifting's gather-scatter is collective)
         self.pressure_lifted = bool(self.traction)
@@ -103,7 +104,7 @@ class OpenBoundaries:
     def _traction(self, g, t: float):
         xp = self.backend.xp
         x, y, z = g.coords
-        v = xp.zeros((3,) + x.shape, dtype=self.backend.dtype)
+        v = xp.zeros((self.dim,) + x.shape, dtype=self.backend.dtype)
         for c, e in enumerate(g.expressions):
             if e is not None:
                 v[c] = e.evaluate(xp, x=x, y=y, z=z, t=float(t))
@@ -137,13 +138,13 @@ class OpenBoundaries:
             index = (g.rows,) + face_slice(g.face, self.order)[1:]
             traction = self._traction(g, t)
             traction -= (traction * g.normals).sum(axis=0) * g.normals
-            for c in range(3):
+            for c in range(self.dim):
                 out[c][index] += traction[c] * g.area
         if self.backflow:
             for g in self.backflow_faces:
                 index = (g.rows,) + face_slice(g.face, self.order)[1:]
-                u = xp.stack([velocity[c][index] for c in range(3)])
+                u = xp.stack([velocity[c][index] for c in range(self.dim)])
                 weight = 0.5 * xp.minimum((u * g.normals).sum(axis=0), 0.0) * g.area
-                for c in range(3):
+                for c in range(self.dim):
                     out[c][index] += weight * u[c]
         return out

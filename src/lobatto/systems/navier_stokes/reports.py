@@ -33,7 +33,7 @@ class FlowReports:
 
     def courant(self, u, dt) -> float:
         """This rank's largest CFL number of the velocity for step dt."""
-        return float(self.advection.courant(u[:3], dt))
+        return float(self.advection.courant(u[:self.dim], dt))
 
     def force_courant(self, u, t=0.0) -> float:
         """This rank's CFL number per unit dt squared of the body force's acceleration at t
@@ -91,7 +91,7 @@ class FlowReports:
         dissipation 2 nu enstrophy (equal to -dE/dt in a periodic box), and the L2 norm of
         div u."""
         g = self.device_geometry
-        velocity = u[:3]
+        velocity = u[:self.dim]
         vorticity = curl(g, self.backend, velocity)
         div = divergence(g, self.backend, velocity)
         sums = self.assembly.integral(g.mass * (velocity * velocity).sum(axis=0),

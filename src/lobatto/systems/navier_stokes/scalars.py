@@ -31,7 +31,7 @@ import numpy as np
 from lobatto.config.ranges import KIND_RANGES, check_expression_values
 from lobatto.discretization import gll_weights
 from lobatto.errors import InputError
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import face_slice
 from lobatto.solvers.elliptic import VectorHelmholtzSolver
 from lobatto.solvers.multigrid import Level
 
@@ -85,7 +85,7 @@ def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, firs
     boundary = mesh.face_neighbour < 0
     order = geometry.order
     w = gll_weights(order)
-    face_weights = np.outer(w, w)
+    face_weights = np.outer(w, w) if mesh.dim == 3 else w[None, :]  # an edge's (1, n) in 2-D
     out = []
     for s, name in enumerate(names):
         settings = case.tables[f"scalar.{name}"]
@@ -105,7 +105,7 @@ def scalars_from_case(case, mesh, geometry, backend, face_kind: np.ndarray, firs
                              f"boundary {where} (element {int(mesh.element_ids[element])}, face {int(face)}): give "
                              f"[boundary.{where}] {name} = \"value\" (or {flux_key})")
         faces = {"values": [], "fluxes": []}
-        for face in range(NUM_FACES):
+        for face in range(mesh.num_faces):
             points = face_slice(face, order)[1:]
             for side, data in tables.items():
                 key = name if name in data else flux_key if flux_key in data else None
@@ -168,7 +168,7 @@ class ScalarTransport:
         fields = u[self.fields]
         self.values = [fields.copy()] + self.values[:history - 1]
         if self.system.substepper is None:
-            explicit = self.system.advection.convective(u[:3], fields)
+            explicit = self.system.advection.convective(u[:self.system.dim], fields)
             explicit *= -1.0
             self.explicit = [explicit] + self.explicit[:history - 1]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.mesh.topology import NUM_FACES, face_slice
+from lobatto.mesh.topology import element_shape, face_slice
 
 #: a direction of T is constrained when its eigenvalue exceeds this times T's largest:
 #: tan^2(15 degrees), so two planes meeting at 30 degrees or more constrain both normals
@@ -37,7 +37,7 @@ SNAP = 1e-12
 
 class SlipConstraint:
     """The projection at one rank's constrained points; ``project(u)`` works in place on
-    (3, E, n, n, n) backend arrays (C-contiguous)."""
+    (3, E, n, n, n) backend arrays (C-contiguous); (2, E, 1, n, n) on a 2-D mesh."""
 
     def __init__(self, backend, points: np.ndarray, projections: np.ndarray):
         self.backend = backend
@@ -50,32 +50,32 @@ class SlipConstraint:
         """From the faces' kinds (E, 6). Collective (one gather-scatter): every rank calls it
         when any rank has a symmetry or outflow_normal face."""
         order = geometry.order
-        n = order + 1
+        d = int(getattr(geometry, "dim", 3))  # 2-D: 2x2 projections of (ux, uy)
         E = kind.shape[0]
-        tensor = np.zeros((9, E, n, n, n))
-        eye = np.eye(3)[:, :, None, None, None]
-        for face in range(NUM_FACES):
+        tensor = np.zeros((d * d, E) + element_shape(d, order))
+        eye = np.eye(d)[:, :, None, None, None]
+        for face in range(2 * d):
             points = face_slice(face, order)[1:]
             for name, sign in (("symmetry", 1.0), ("outflow_normal", -1.0)):
                 rows = np.flatnonzero(kind[:, face] == name)
                 if not rows.size:
                     continue
-                normal = geometry.normals[:, rows, face]  # (3, r, n, n), unit
+                normal = geometry.normals[:d, rows, face]  # (d, r, n, n), unit
                 outer = normal[:, None] * normal[None, :]
                 part = outer if sign > 0 else eye - outer
-                part = part.reshape((9,) + part.shape[2:])
-                for c in range(9):  # per component: (rows, points) keeps the face's axes in order
+                part = part.reshape((d * d,) + part.shape[2:])
+                for c in range(d * d):  # per component: (rows, points) keeps the face's axes in order
                     tensor[c][(rows,) + points] += part[c]
         summed = backend.to_host(assembly.dssum(backend.asarray(tensor))).astype(np.float64)
-        flat = summed.reshape(9, -1)
+        flat = summed.reshape(d * d, -1)
         points = np.flatnonzero(np.abs(flat).sum(axis=0) > 0)
-        t = flat[:, points].T.reshape(-1, 3, 3)
+        t = flat[:, points].T.reshape(-1, d, d)
         t = 0.5 * (t + t.transpose(0, 2, 1))
-        values, vectors = np.linalg.eigh(t) if points.size else (np.zeros((0, 3)), np.zeros((0, 3, 3)))
+        values, vectors = np.linalg.eigh(t) if points.size else (np.zeros((0, d)), np.zeros((0, d, d)))
         largest = values.max(axis=1, keepdims=True) if points.size else values
-        keep = values > EDGE_RATIO * largest  # (m, 3): the constrained directions
-        projections = np.broadcast_to(np.eye(3), t.shape).copy()
-        for k in range(3):
+        keep = values > EDGE_RATIO * largest  # (m, d): the constrained directions
+        projections = np.broadcast_to(np.eye(d), t.shape).copy()
+        for k in range(d):
             v = vectors[:, :, k] * keep[:, k, None]
             projections -= v[:, :, None] * v[:, None, :]
         projections[np.abs(projections) < SNAP] = 0.0

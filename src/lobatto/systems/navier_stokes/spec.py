@@ -12,6 +12,8 @@ from lobatto.config.ranges import STEPS, Range
 from lobatto.solvers.settings import ITERATIONS, RELATIVE, elliptic_solver_keys
 
 FIELD_NAMES = ("ux", "uy", "uz", "p")
+#: on a 2-D mesh (docs/navier-stokes.md, "2-D"): no uz; the scalars follow p
+FIELD_NAMES_2D = ("ux", "uy", "p")
 BOUNDARY_KINDS = ("wall", "velocity", "outflow", "symmetry", "traction", "outflow_normal")
 DIRECTIONS = ("x", "y", "z")
 
@@ -57,17 +59,18 @@ def with_scalars(spec: PhysicsSpec, physics: dict, error) -> PhysicsSpec:
             "n the outward normal (x, y, z, t)")))
     tables = dict(spec.tables, **{f"scalar.{name}": SCALAR_KEYS for name in names})
     return dataclasses.replace(spec, fields=spec.fields + names, tables=tables,
-                               boundary_keys=spec.boundary_keys + boundary)
+                               boundary_keys=spec.boundary_keys + boundary,
+                               fields_2d=spec.fields_2d + names if spec.fields_2d else None)
 
 
 def _kinetic(system, f):
-    return 0.5 * (f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
+    return 0.5 * sum(f[c] * f[c] for c in range(getattr(system, "dim", 3)))
 
 
 INTEGRANDS = {
     "kinetic_energy": Integrand("volume", "kinetic energy density |u|^2 / 2", _kinetic),
     "volume_flux": Integrand("surface", "u . n, the volume leaving through the surface",
-                             lambda s, f, n: f[0] * n[0] + f[1] * n[1] + f[2] * n[2]),
+                             lambda s, f, n: sum(f[c] * n[c] for c in range(getattr(s, "dim", 3)))),
 }
 
 #: what [output] derived may add to the snapshots (derived.py computes them; docs/navier-stokes.md,
@@ -86,6 +89,8 @@ SPEC = PhysicsSpec(
     name="navier_stokes",
     description="incompressible Navier-Stokes, PN-PN continuous Galerkin, BDF/EXT splitting",
     fields=FIELD_NAMES,
+    dimensions=(2, 3),
+    fields_2d=FIELD_NAMES_2D,
     boundary_kinds=BOUNDARY_KINDS,
     default_boundary="wall",
     keys=(

@@ -56,3 +56,38 @@ def check_tables(case, mesh, tables: dict) -> None:
         if explicit.get(name) == "outflow" and any(c in tables[name] for c in ("ux", "uy", "uz")):
             raise InputError(f"[boundary.{name}] gives velocity data, but [mesh.boundaries] {name} = "
                              f"\"{explicit[name]}\": make it \"velocity\" or remove the table")
+
+
+def _nonzero(expression) -> bool:
+    """Whether an expression may be nonzero (a constant 0 is what 2-D means)."""
+    if expression is None:
+        return False
+    try:
+        return float(expression.text) != 0.0
+    except ValueError:
+        return True
+
+
+def check_planar(case, dim: int) -> None:
+    """InputError for a key with a z part a 2-D run (fields ux, uy, p) cannot take: boundary
+    uz or tz, force_z, flow_direction = "z", statistics averaged along z. Nothing in 3-D."""
+    if dim != 2:
+        return
+    where = f"{case.source}: the mesh is 2-D (velocity ux, uy)"
+    for name, table in case.tables.get("boundary", {}).items():
+        for key in ("uz", "tz"):
+            if _nonzero(table.get(key)):
+                raise InputError(f"{where}: [boundary.{name}] {key} = \"{table[key].text}\" has no meaning: remove it")
+    physics = case.physics
+    if _nonzero(getattr(physics, "force_z", None)):
+        raise InputError(f"{where}: [physics] force_z = \"{physics.force_z.text}\" has no meaning: remove it")
+    if float(getattr(physics, "flow_rate", 0.0) or 0.0) > 0 and getattr(physics, "flow_direction", "x") == "z":
+        raise InputError(f"{where}: [physics] flow_direction = \"z\": drive the flow along x or y")
+    output = case.output
+    if "lambda2" in output.derived or any("lambda2" in names for names in output.format_derived.values()):
+        raise InputError(f"{where}: [output] derived: 'lambda2' has no 2-D meaning (a planar flow's S^2 + Omega^2 "
+                         "has a zero eigenvalue along z): use 'q_criterion' or 'vorticity' (omega_z) instead")
+    statistics = output.monitors.get("statistics")
+    if statistics is not None and "z" in (statistics.average or ()):
+        raise InputError(f"{where}: [output.statistics] average = {list(statistics.average)}: a 2-D field has no z "
+                         "direction to average along; average along x or y")

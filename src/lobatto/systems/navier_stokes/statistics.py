@@ -102,11 +102,12 @@ class StatisticsMonitor(Monitor):
                                  "flow is homogeneous only along periodic directions")
         counts = [int(c) for c in mesh_section.elements]
         averaged = [DIRECTIONS.index(name) for name in self.average]
-        self.remaining = [a for a in range(3) if a not in averaged]
+        dim = system.mesh.dim  # 2-D: x and y only (z is refused by check_planar)
+        self.remaining = [a for a in range(dim) if a not in averaged]
         # (E, k, j, i) arrays: x is axis 3, y axis 2, z axis 1
         self.sum_axes = tuple(sorted(3 - a for a in averaged))
         ids = np.asarray(system.mesh.element_ids, dtype=np.int64)
-        index = [ids % counts[0], (ids // counts[0]) % counts[1], ids // (counts[0] * counts[1])]
+        index = [ids % counts[0], (ids // counts[0]) % counts[1], ids // (counts[0] * counts[1])][:dim]
         self.grid_shape = tuple(counts[a] * order + 1 for a in self.remaining)
         self.bins_total = int(np.prod(self.grid_shape, dtype=np.int64))
         kept = sorted(self.remaining, reverse=True)  # the partial sums' axis order: z, y, x

@@ -33,25 +33,29 @@ SUFFIX = "_statistics"
 
 
 def _nek_files(monitor) -> list[tuple[str, dict]]:
-    """(prefix, write_field_file's slots) of each Nek5000 file a 3-D average writes."""
+    """(prefix, write_field_file's slots) of each Nek5000 file a 3-D average writes (2-D: the
+    velocity slot holds ux, uy; no rm2 file, whose slot would need three products)."""
     names = set(monitor.names)
     scalars = [name for name, fields in monitor.quantities if len(fields) == 1 and name not in VELOCITY
                and name != PRESSURE]
-    has_velocity = all(v in names for v in VELOCITY)
+    dim = monitor.system.mesh.dim
+    velocity = VELOCITY[:dim]
+    has_velocity = all(v in names for v in velocity)
     out = []
-    slots = {"velocity": list(VELOCITY) if has_velocity else None, "pressure": PRESSURE if PRESSURE in names else None,
+    slots = {"velocity": list(velocity) if has_velocity else None, "pressure": PRESSURE if PRESSURE in names else None,
              "temperature": scalars[0] if scalars else None, "scalars": scalars[1:]}
     out.append(("avg", slots))
-    squares = {"velocity": [f"{v}_{v}" for v in VELOCITY] if has_velocity else None,
+    squares = {"velocity": [f"{v}_{v}" for v in velocity] if has_velocity else None,
                "pressure": "p_p" if PRESSURE in names else None,
                "temperature": f"{scalars[0]}_{scalars[0]}" if scalars else None,
                "scalars": [f"{s}_{s}" for s in scalars[1:]]}
     out.append(("rms", squares))
-    if has_velocity:
+    if has_velocity and dim == 3:
         out.append(("rm2", {"velocity": ["ux_uy", "uy_uz", "ux_uz"], "pressure": None, "temperature": None,
                             "scalars": []}))
+    if has_velocity:
         if scalars:
-            out.append(("flx", {"velocity": [f"{v}_{scalars[0]}" for v in VELOCITY], "pressure": None,
+            out.append(("flx", {"velocity": [f"{v}_{scalars[0]}" for v in velocity], "pressure": None,
                                 "temperature": None, "scalars": []}))
     return [(prefix, slots) for prefix, slots in out
             if slots["velocity"] or slots["pressure"] or slots["temperature"] or slots["scalars"]]

@@ -60,9 +60,8 @@ class SubStepper:
         self.substeps, self.levels = int(substeps), int(levels)
         xp = backend.xp
         self.negative_inverse_mass = -inverse_assembled_mass
-        m = advection.fine_points
         elements = inverse_assembled_mass.shape[0]
-        self.fine_shape = (3, elements, m, m, m)
+        self.fine_shape = (advection.dim, elements) + advection.fine_shape  # (2, E, 1, M, M) in 2-D
         # the stored contravariant velocities, one row per slot; order[j] is the slot of u^{n-j}
         self.stack = xp.zeros((self.levels, int(np.prod(self.fine_shape))), dtype=advection.dtype)
         self.order: list[int] = []

@@ -47,7 +47,7 @@ from lobatto.systems.navier_stokes.reports import FlowReports
 from lobatto.systems.navier_stokes.slip import SlipConstraint
 from lobatto.systems.navier_stokes.scalars import ScalarTransport, scalars_from_case
 from lobatto.systems.navier_stokes.spec import DIRECTIONS, SPEC, with_scalars
-from lobatto.systems.navier_stokes.start import check_start, check_tables, initial_speed
+from lobatto.systems.navier_stokes.start import check_planar, check_start, check_tables, initial_speed
 from lobatto.systems.navier_stokes.substeps import SubStepper
 from lobatto.systems.navier_stokes import statistics  # noqa: F401  (registers [output.statistics])
 
@@ -89,7 +89,8 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.order = geometry.order
         self.num_elements = mesh.num_elements
-        self.points = self.num_elements * (self.order + 1) ** 3
+        self.dim = mesh.dim  # 2: state (ux, uy, p, scalars...) of (E, 1, n, n) arrays
+        self.points = self.num_elements * (self.order + 1) ** self.dim
         self.viscosity = float(physics["viscosity"])
         self.boundaries, self.force = boundaries, force
         self.wave_speed = wave_speed
@@ -146,8 +147,10 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         # temperature slot and the others in its passive-scalar slots (driver: output_layout)
         self.spec = with_scalars(SPEC, physics, InputError)
         names = self.spec.fields[len(SPEC.fields):]
+        velocity_names = ("ux", "uy", "uz")[:self.dim]
+        self.output_layout = (velocity_names, "p", ())
         if names:
-            self.output_layout = (("ux", "uy", "uz"), "p", names[1:], names[0])
+            self.output_layout = (velocity_names, "p", names[1:], names[0])
         self.scalars = ScalarTransport(self, list(scalars)) if scalars else None
         self.flow_rate = None
         if physics["flow_rate"] > 0:
@@ -170,17 +173,26 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         self.totals = {"pressure_iterations": 0, "velocity_iterations": 0}
 
     # Set-up ------------------------------------------------------------------------------
+    @property
+    def field_names(self) -> tuple:
+        return self.spec.fields_in(self.dim)  # 2-D: (ux, uy, p, scalars...)
+
+    @classmethod
+    def check_dimension(cls, case, dim: int) -> None:
+        check_planar(case, dim)  # start.py: the z keys a 2-D run refuses
+
     @classmethod
     def memory_estimate(cls, case, layout) -> list:
         """The pressure solver's GMRES basis, projection beyond the default 8 and multigrid
         levels (solvers/settings.py), and the passive scalars (memory_states counts the flow's
         four fields only)."""
         items = elliptic_memory(case.tables["solver.pressure"], layout, "solver.pressure", counted_projection=8)
-        scalars = layout.fields - len(SPEC.fields)
+        scalars = layout.fields - len(SPEC.fields_in(layout.dim))
         substeps = case.time.substeps if case.time is not None else 0
         if substeps:  # substeps.py: k stored + 2 combined fine contravariant fields, 4 buffers per field set
-            levels, fine = int(case.time.integrator[-1]), (default_fine_points(layout.order) / (layout.order + 1)) ** 3
-            values = ((levels + 2) * 3 * fine + 4 * (3 + scalars)) * layout.points
+            d = layout.dim
+            levels, fine = int(case.time.integrator[-1]), (default_fine_points(layout.order) / (layout.order + 1)) ** d
+            values = ((levels + 2) * d * fine + 4 * (d + scalars)) * layout.points
             items.append(layout.backend_item(
                 f"[time] substeps: the sub-steps' contravariant velocities and buffers ({values / layout.points:.0f} "
                 "values per point)", values * layout.value_bytes, advice="use more ranks, or [time] substeps = 0"))
@@ -209,7 +221,8 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
             # any work) and not in the steps: a value that leaves it mid-run shows in the
             # fields, which the driver's finite-state check stops collectively
             times = (0.0, float(case.time.t_end))
-            scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields), times)
+            scalars = scalars_from_case(case, mesh, geometry, backend, boundaries.kind, len(SPEC.fields_in(mesh.dim)),
+                                        times)
             force = Force(physics, geometry, backend, times, {s.name: s.index for s in scalars},
                           comm if comm is not None and comm.Get_size() > 1 else None)
             boundaries.check(times)
@@ -231,10 +244,12 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
 
     # The step ----------------------------------------------------------------------------
     def multistep_step(self, u, t, dt, bdf, ext):
-        """u (4, E, n, n, n) = (ux, uy, uz, p) at t -> at t + dt, in place."""
+        """u (4, E, n, n, n) = (ux, uy, uz, p) at t -> at t + dt, in place ((3, E, 1, n, n) =
+        (ux, uy, p) in 2-D; the scalars after p)."""
         k = len(ext)
         t_new = t + dt
-        velocity = u[:3]
+        d = self.dim
+        velocity = u[:d]
         self.check_filter_step(dt)
         with self.part("advection"):
             self._push_history(velocity, t)
@@ -257,15 +272,15 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         data, open_faces = self.boundaries.values(t_new), self.boundaries.open
         with self.part("pressure"):
             given = open_faces.pressure_lifting(t_new, self.pressure_level.assembly) if open_faces.pressure_lifted else None
-            pressure = self.solve_pressure(u[3], forcing, extrapolated, data, bdf[0] / dt, t_new, given)
+            pressure = self.solve_pressure(u[d], forcing, extrapolated, data, bdf[0] / dt, t_new, given)
         with self.part("velocity"):
             natural = open_faces.natural(extrapolated, t_new)  # traction, backflow stabilisation (or None)
             new_velocity = self.solve_velocity(forcing, pressure, extrapolated, data, bdf[0] / dt, t_new, natural)
         if self.flow_rate is not None:
             with self.part("flow_rate"):
                 new_velocity, pressure = self.flow_rate.correct(new_velocity, pressure, bdf[0] / dt)
-        u[:3] = new_velocity
-        u[3] = pressure
+        u[:d] = new_velocity
+        u[d] = pressure
         self.steps_taken += 1
         self.steps_this_run += 1
         self.time = t_new
@@ -278,7 +293,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         k = len(ext)
         # the BDF/EXT sums, each in one pass (backend kernel linear_combination; the same
         # order, and on the CPU the same bits, as the axpys they replace)
-        combine, shape = self.backend.kernel("linear_combination"), u[:3].shape
+        combine, shape = self.backend.kernel("linear_combination"), u[:self.dim].shape
         if self.substepper is not None:
             forcing = self._substepped_forcing(u, t_new, dt, bdf)
         else:
@@ -344,7 +359,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         rhs = mass_minus_gradient(g, self.backend, forcing, pressure)  # B (F - grad p), one fused kernel
         lifting = self.boundaries.lifting(data, self.assembly) if self.boundaries.lifted else None
         if lifting is not None:
-            for c in range(3):
+            for c in range(self.dim):
                 rhs[c] -= level.operator.apply_local(lifting[c])
         if natural is not None:
             rhs += natural
@@ -393,10 +408,11 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         if not self.null_space:
             return super().error_sums(u, exact_values)
         mass = self.geometry.mass
-        difference = self.backend.to_host(u[3]).astype(np.float64) - exact_values[3]
+        d = self.dim
+        difference = self.backend.to_host(u[d]).astype(np.float64) - exact_values[d]
         shift = self.assembly.integral(mass * difference)[0] / self.volume
         exact = exact_values.copy()
-        exact[3] += shift
+        exact[d] += shift
         return super().error_sums(u, exact)
 
     def quadrature_mass(self):
@@ -406,7 +422,7 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         """Kinetic energy 1/2 sum B |u|^2 on this rank (the driver's finiteness check)."""
         xp = self.backend.xp
         mass = self.device_geometry.mass
-        return 0.5 * float(xp.sum(mass * (u[:3] * u[:3]).sum(axis=0)))
+        return 0.5 * float(xp.sum(mass * (u[:self.dim] * u[:self.dim]).sum(axis=0)))
 
     def stable_time_step(self, cfl: float, min_spacing: float) -> float:
         return cfl * min_spacing / self.wave_speed
@@ -440,8 +456,9 @@ class NavierStokesSystem(FlowReports, DerivedOutputs, System):  # derived.py: [o
         if "velocities" in history:
             v = backend.asarray(history["velocities"])
             e = backend.asarray(history["explicit"]) if "explicit" in history else v[:0]
-            self.velocities = [v[3 * j:3 * j + 3].copy() for j in range(v.shape[0] // 3)]
-            self.explicit = [e[3 * j:3 * j + 3].copy() for j in range(e.shape[0] // 3)]
+            d = self.dim
+            self.velocities = [v[d * j:d * j + d].copy() for j in range(v.shape[0] // d)]
+            self.explicit = [e[d * j:d * j + d].copy() for j in range(e.shape[0] // d)]
         if self.scalars is not None:
             self.scalars.restore_history(history)
         if self.substepper is not None:
