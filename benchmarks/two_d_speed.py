@@ -212,7 +212,8 @@ def run_size(bench: Bench, order: int, elements: tuple, curved: bool, backend, r
     """The 2-D row and the twin's row of one size (the twin's row carries the ratios)."""
     start = time.perf_counter()
     data = bench.case(order, elements, curved)
-    case2, case3 = case_from_dict(data, name=f"{bench.name}_2d"), case_from_dict(twin_case(data), name=f"{bench.name}_3d")
+    case2 = case_from_dict(data, name=f"{bench.name}_2d")
+    case3 = case_from_dict(twin_case(data), name=f"{bench.name}_3d")
     built2 = build(case2, lambda: build_mesh(case2), backend)
     try:
         built3 = build(case3, lambda: extrude_quads(built2.mesh, DEPTH), backend)
@@ -286,12 +287,13 @@ def main(argv=None) -> None:
                 rows += new
                 for r in new:
                     if "skipped" not in r:
-                        print(f"{name:10s} N = {order:2d} {r['mesh']:>18s}: {r['ms']:10.3f} ms, {r['ns_per_unit']:9.2f} "
-                              f"ns per {r['unit']} (setup {r['setup_s']:.2f} s)", flush=True)
+                        print(f"{name:10s} N = {order:2d} {r['mesh']:>18s}: {r['ms']:10.3f} ms, "
+                              f"{r['ns_per_unit']:9.2f} ns per {r['unit']} (setup {r['setup_s']:.2f} s)", flush=True)
     wall = time.perf_counter() - START
     describe = backend.describe() if hasattr(backend, "describe") else backend.name
-    out = {"benchmark": "two_d_speed", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "host": platform.node(), "backend_option": args.backend, "backend": describe, "precision": args.precision, "curved": args.curved,
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    out = {"benchmark": "two_d_speed", "date": now, "host": platform.node(), "backend_option": args.backend,
+           "backend": describe, "precision": args.precision, "curved": args.curved,
            "sizes": key if sizes is None else "given", "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
            "rows": rows, "wall_clock_s": wall}
     print()
