@@ -29,8 +29,8 @@ N = 7 on 32 x 32 (65 k points in 2-D, 524 k in the twin); CUDA's N = 7 on 128 x 
 whole process took 4 s with --quick and 26 s with the CPU's sizes. The CUDA sweep was not run
 by its author: building the three systems at the CUDA sizes (2-D and twin, on the host) took
 45 s on that CPU, so about a minute plus the kernels' compilation is expected. To add a system
-(Navier-Stokes: its own stepping), add a Bench to CASES: its case, its sizes and a measure
-function (measure_steps for a system a Stepper advances).
+(Navier-Stokes, once it runs in 2-D), add a Bench to CASES: its case dict, its sizes and a
+measure function (measure_steps, which times Stepper.step, or one of its own).
 """
 
 from __future__ import annotations
