@@ -238,6 +238,9 @@ def op_quad(rng, data: bytes, name: str, kind: str | None = None) -> tuple:
     binary gmsh files the byte ops only)."""
     kind = kind or rng.choice(QUAD_KINDS)
     edit = _re2 if name.endswith(".re2") else _rea if name.endswith(".rea") else _msh
-    data, what = edit(rng, data, kind)
-    return data, f"{kind}: {what}"
+    try:
+        new, what = edit(rng, data, kind)
+    except (ValueError, IndexError) as error:  # an earlier mutation broke what the edit parses
+        return data, f"{kind}: not applied to the damaged file ({type(error).__name__})"
+    return new, f"{kind}: {what}"
 
