@@ -102,6 +102,7 @@ class Bench:
     case: Callable[[int, tuple, bool], dict]
     measure: Callable
     sizes: dict = field(default_factory=dict)
+    float32: str | None = None  # why the system is not run at --precision float32, or None
 
 
 @dataclass
@@ -188,7 +189,9 @@ CASES = {b.name: b for b in (
           {"quick": ["5:16"], "cpu": ["7:32"], "cuda": ["7:128"]}),
     Bench("maxwell", dg_case("maxwell", {"Ez": SMOOTH, "Hz": "cos(2*pi*x)*cos(2*pi*y)", "Ex": "sin(2*pi*y)"}),
           measure_steps, {"quick": ["5:16"], "cpu": ["7:32"], "cuda": ["7:128"]}),
-    Bench("poisson", poisson_case, measure_solve, {"quick": ["5:16"], "cpu": ["7:32"], "cuda": ["7:128"]}),
+    Bench("poisson", poisson_case, measure_solve, {"quick": ["5:16"], "cpu": ["7:32"], "cuda": ["7:128"]},
+          float32="its source sin(pi x) sin(pi y) is ~1e-31 on the sides, out of float32's checked range "
+                  "(lobatto bench poisson runs in float64 too)"),
 )}
 
 
@@ -242,8 +245,8 @@ def print_table(rows: list) -> None:
     lines = []
     for r in rows:
         if "skipped" in r:
-            lines.append([r["system"], str(r["order"]), "x".join(map(str, r["elements"])), "-", "skipped: "
-                          + r["skipped"][:60], "", "", "", "", "", ""])
+            lines.append([r["system"], str(r["order"]), "x".join(map(str, r["elements"])) or "-", "-", "", "", "",
+                          "", "", "", "skipped: " + r["skipped"][:80]])
             continue
         ratio = r.get("time_ratio_3d_over_2d")
         lines.append([r["system"], str(r["order"]), r["mesh"], str(r["points"]), f"{r['ms']:.3f}",
@@ -284,6 +287,10 @@ def main(argv=None) -> None:
     with limit:
         for name in args.systems:
             bench = CASES[name]
+            if backend.precision == "float32" and bench.float32:
+                rows.append({"system": name, "order": "-", "elements": [], "skipped": f"float32: {bench.float32}"})
+                print(f"{name:10s} skipped in float32: {bench.float32}", flush=True)
+                continue
             for order, elements in sizes or [parse_size(s) for s in bench.sizes[key]]:
                 new = run_size(bench, order, elements, args.curved, backend, args.repeats)
                 if backend.name == "cuda":  # the next size starts from an empty pool
