@@ -2,10 +2,11 @@
 """Mesh-file fuzzer for ``lobatto run`` with ``[mesh] generator = "gmsh"`` or ``"nek"``.
 
 Takes small valid meshes (``tests/data/fuzz_meshes``: a box in MSH 2.2 and 4.1, ASCII and
-binary, periodic and second-order variants; Nek5000 ``.re2`` in both word sizes and ``.rea``),
-damages each one with one or two random mutations (truncation, bit flips, byte overwrites,
-edits of the integers that are counts, sizes and node or element numbers, edits of the
-coordinates, line and section edits) and runs
+binary, periodic and second-order variants; Nek5000 ``.re2`` in both word sizes and ``.rea``;
+the same of 2-D quadrilateral meshes, fuzz_quads.py), damages each one with one or two random
+mutations (truncation, bit flips, byte overwrites, edits of the integers that are counts, sizes
+and node or element numbers, edits of the coordinates, line and section edits; on 2-D files also
+swapped or clockwise corners, NaN corners, mixed cells and the wrong dimension) and runs
 
     python -m lobatto run case.toml -o out --quiet
 
