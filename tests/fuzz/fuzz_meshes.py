@@ -2,10 +2,11 @@
 """Mesh-file fuzzer for ``lobatto run`` with ``[mesh] generator = "gmsh"`` or ``"nek"``.
 
 Takes small valid meshes (``tests/data/fuzz_meshes``: a box in MSH 2.2 and 4.1, ASCII and
-binary, periodic and second-order variants; Nek5000 ``.re2`` in both word sizes and ``.rea``),
-damages each one with one or two random mutations (truncation, bit flips, byte overwrites,
-edits of the integers that are counts, sizes and node or element numbers, edits of the
-coordinates, line and section edits) and runs
+binary, periodic and second-order variants; Nek5000 ``.re2`` in both word sizes and ``.rea``;
+the same of 2-D quadrilateral meshes, fuzz_quads.py), damages each one with one or two random
+mutations (truncation, bit flips, byte overwrites, edits of the integers that are counts, sizes
+and node or element numbers, edits of the coordinates, line and section edits; on 2-D files also
+swapped or clockwise corners, NaN corners, mixed cells and the wrong dimension) and runs
 
     python -m lobatto run case.toml -o out --quiet
 
@@ -53,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import fuzz_cases  # noqa: E402  (the command under an address-space limit)
+import fuzz_quads  # noqa: E402  (the 2-D sources and their structural mutations)
 
 #: source file -> generator
 SOURCE_FILES = {
@@ -60,6 +62,7 @@ SOURCE_FILES = {
     "periodic_msh41.msh": "gmsh", "periodic_msh41_bin.msh": "gmsh", "order2_msh22_bin.msh": "gmsh",
     "order2_msh41.msh": "gmsh", "box_v002.re2": "nek", "box_v001.re2": "nek", "box.rea": "nek",
     "curved.rea": "nek", "periodic_v002.re2": "nek",
+    **fuzz_quads.QUAD_SOURCES,
 }
 MEMORY_LIMIT = 2 * 2**30
 SMALL_INTS = (0, 1, -1, 2, 7, 12, 13, 27, 28, 255, 256, 2**31 - 1, -2**31, 2**31, 2**32 - 1, 2**53 + 1,
@@ -102,6 +105,7 @@ def write_sources(directory: Path = SOURCES) -> None:
     periodic = [b for b in walls if (b[0], b[1]) not in ((1, 4), (2, 2))]
     periodic += [(1, 4, "P", np.array([2, 2, 0, 0, 0.0])), (2, 2, "P", np.array([1, 4, 0, 0, 0.0]))]
     write_re2(directory / "periodic_v002.re2", corners, bcs=periodic)
+    fuzz_quads.write_sources(directory)
 
 
 # ============================================================================ mutations
@@ -276,8 +280,10 @@ def make_case(seed: int, index: int, sources: dict) -> MeshCase:
         pool = TEXT_OPS if _is_text(data) else BINARY_OPS
         if name.endswith(".msh"):
             pool = pool + (op_section,)
+        if name in fuzz_quads.QUAD_SOURCES and (_is_text(data) or name.endswith(".re2")):  # corners, cells
+            pool = pool + (fuzz_quads.op_quad,) * 4
         op = rng.choice(pool)
-        data, what = op(rng, data)
+        data, what = op(rng, data, name) if op is fuzz_quads.op_quad else op(rng, data)
         ops.append(f"{op.__name__[3:]}: {what}")
     suffix = Path(name).suffix
     mesh_name = f"mesh{suffix}"
@@ -291,8 +297,12 @@ def load_sources() -> dict:
     return {name: (SOURCES / name).read_bytes() for name in SOURCE_FILES}
 
 
-def make_cases(seed: int, count: int, start: int = 0) -> list:
-    sources = load_sources()
+def make_cases(seed: int, count: int, start: int = 0, only: str | None = None) -> list:
+    """Cases start..start+count-1 of the seed; ``only``: from the sources whose name holds it
+    (then case i differs from the full round's)."""
+    sources = {k: v for k, v in load_sources().items() if only is None or only in k}
+    if not sources:
+        raise SystemExit(f"--only {only!r}: no source file name holds it ({', '.join(SOURCE_FILES)})")
     return [make_case(seed, i, sources) for i in range(start, start + count)]
 
 
@@ -381,8 +391,9 @@ def run_cases(cases: list, timeout: float, jobs: int = 2, progress=None, memory_
     return fuzz_cases.run_cases(cases, timeout, jobs, progress, run_one=one)
 
 
-def run_round(seed: int, count: int, timeout: float = 30.0, jobs: int = 2, start: int = 0, progress=None) -> list:
-    return run_cases(make_cases(seed, count, start), timeout, jobs, progress)
+def run_round(seed: int, count: int, timeout: float = 30.0, jobs: int = 2, start: int = 0, progress=None,
+              only: str | None = None) -> list:
+    return run_cases(make_cases(seed, count, start, only), timeout, jobs, progress)
 
 
 outcome_counts = fuzz_cases.outcome_counts
@@ -438,6 +449,7 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("--keep", metavar="DIR", type=Path, help="write every finding's case (or --case's) here")
     parser.add_argument("--write-sources", action="store_true", help="remake tests/data/fuzz_meshes and stop")
     parser.add_argument("--src", type=Path, default=SRC, help="lobatto source tree to run (default: this checkout's)")
+    parser.add_argument("--only", metavar="TEXT", help="only the sources whose name holds TEXT (quad: the 2-D ones)")
     parser.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
     SRC = args.src.resolve()
@@ -446,7 +458,7 @@ def main(argv: list | None = None) -> int:
         return 0
     if args.case is not None:
         args.start, args.count = args.case, 1
-    cases = make_cases(args.seed, args.count, args.start)
+    cases = make_cases(args.seed, args.count, args.start, args.only)
     done = [0]
 
     def progress(r: Result) -> None:

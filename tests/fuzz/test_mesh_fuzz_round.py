@@ -23,6 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_meshes  # noqa: E402
+import fuzz_quads  # noqa: E402
 
 pytest.importorskip("gmsh")
 
@@ -39,6 +40,21 @@ def test_cases_are_deterministic_and_cover_every_source():
     assert len({c.source for c in a}) >= 10
     sources = fuzz_meshes.load_sources()
     assert sum(c.mesh != sources[c.source] for c in a) >= 35  # a mutation may, rarely, change nothing
+
+
+def test_the_2d_sources_and_every_structural_mutation_of_them():
+    """Quad meshes are in the round, and each structural edit (swapped corners, clockwise, a NaN
+    corner, a mixed cell, the dimension) changes every text and .re2 quad source."""
+    import random
+
+    cases = fuzz_meshes.make_cases(SEED, 40)
+    assert len({c.source for c in cases if c.source in fuzz_quads.QUAD_SOURCES}) >= 4
+    sources = fuzz_meshes.load_sources()
+    for name in fuzz_quads.QUAD_SOURCES:
+        if not name.endswith("_bin.msh"):
+            for kind in fuzz_quads.QUAD_KINDS:
+                data, what = fuzz_quads.op_quad(random.Random(1), sources[name], name, kind)
+                assert data != sources[name], (name, what)
 
 
 def test_mesh_fuzz_round():

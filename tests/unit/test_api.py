@@ -80,9 +80,27 @@ def test_bad_dict_names_the_key():
 
 
 def test_load_case_reads_the_examples():
+    """Every example parses, examples/2d/ too: those are 2-D boxes (two entries of [mesh]
+    elements) that the 2-D checks of the runner and of their system accept, each listed in
+    examples/2d/README.md."""
     from pathlib import Path
+
+    from lobatto.runner.dimension import check_dimension
+    from lobatto.systems.registry import get_system
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     for path in sorted(examples.glob("*.toml")):
         case = load_case(path)
         assert case.physics.equations in available_systems()
+    planar = sorted((examples / "2d").glob("*.toml"))
+    assert len(planar) >= 3
+    listed = (examples / "2d" / "README.md").read_text()
+    for path in planar:
+        case = load_case(path)
+        assert case.physics.equations in available_systems(), path.name
+        assert f"examples/2d/{path.name}" in listed, f"{path.name} is not in examples/2d/README.md"
+        if not case.mesh.from_file:
+            assert len(case.mesh.elements) == 2, path.name
+            system = get_system(case.physics.equations)
+            system.check_dimension(case, 2)
+            check_dimension(case, system.spec.for_case(case.physics.values, InputError), 2)
