@@ -36,3 +36,22 @@ def test_bench_copy_refuses_cleanly(size, fragment):
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(SRC)))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.startswith("lobatto: error:") and fragment in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("elements", [["4", "3"], ["2", "2", "2"]])
+def test_bench_poisson_cpu_in_2d_and_3d(tmp_path, elements):
+    """Two counts pose the 2-D problem (-lap u = 2 pi^2 u on a curved square): it converges to
+    the exact solution; a fourth count is one line and exit 2."""
+    out = tmp_path / "poisson.json"
+    cmd = [sys.executable, "-m", "lobatto", "bench", "poisson", "--backend", "cpu", "--order", "5", "--elements",
+           *elements, "--repeats", "1", "--json", str(out)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(SRC)))
+    assert result.returncode == 0, result.stderr
+    record = json.loads(out.read_text())
+    n = 6 ** len(elements)
+    assert record["converged"] and record["points"] == n * int(elements[0]) * int(elements[1]) * (
+        int(elements[2]) if len(elements) == 3 else 1)
+    assert record["max_error"] < 1e-3
+    bad = subprocess.run(cmd[:10] + ["1", "2", "3", "4"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(SRC)))
+    assert bad.returncode == 2 and "2 or 3 counts" in bad.stderr and "Traceback" not in bad.stderr

@@ -92,7 +92,8 @@ def _add_elliptic(sub) -> None:
                        allow_abbrev=False)
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
     p.add_argument("--order", type=int, default=7)
-    p.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
+    p.add_argument("--elements", type=int, nargs="+", default=(32, 32, 32), metavar="N",
+                   help="NX NY NZ, or NX NY for a 2-D mesh of quadrilaterals")
     p.add_argument("--method", default="fcg", choices=("cg", "fcg", "gmres"))
     p.add_argument("--preconditioner", default="multigrid", choices=("multigrid", "jacobi", "none"))
     p.add_argument("--precision", default="float64", choices=("float64", "float32"),

@@ -2,7 +2,8 @@
 
 The problem is the solvers' test problem (docs/elliptic.md): -lap u = 3 pi^2 u on the unit
 cube, u = sin(pi x) sin(pi y) sin(pi z), zero on every side, every element curved by
-(0.08, 0.06 cos(pi x), 0.05) sin(pi x) sin(pi y) sin(pi z). It is set up as a case (the
+(0.08, 0.06 cos(pi x), 0.05) sin(pi x) sin(pi y) sin(pi z); with two elements counts, its 2-D
+form on the unit square (-lap u = 2 pi^2 u, u = sin(pi x) sin(pi y), curved in x and y). It is set up as a case (the
 steady system of ``lobatto run``), then
 
 * the solve from zero is timed ``repeats`` times with the part timers off (the figure: on the
@@ -35,13 +36,20 @@ EXACT = "sin(pi*x)*sin(pi*y)*sin(pi*z)"
 DEFORM = {"x": f"0.08*{EXACT}", "y": f"0.06*{EXACT}*cos(pi*x)", "z": f"0.05*{EXACT}"}
 
 
+#: two elements counts: the same problem on the unit square, -lap u = 2 pi^2 u (a 2-D mesh)
+EXACT_2D = "sin(pi*x)*sin(pi*y)"
+DEFORM_2D = {"x": f"0.08*{EXACT_2D}", "y": f"0.06*{EXACT_2D}*cos(pi*x)"}
+
+
 def make_case(order: int, elements, solver: dict):
+    planar = len(elements) == 2
+    exact, deform = (EXACT_2D, DEFORM_2D) if planar else (EXACT, DEFORM)
     return case_from_dict({
-        "physics": {"equations": "poisson", "f": f"3*pi**2*{EXACT}"},
-        "mesh": {"elements": list(elements), "deform": DEFORM},
+        "physics": {"equations": "poisson", "f": f"{len(elements)}*pi**2*{exact}"},
+        "mesh": {"elements": list(elements), "deform": deform},
         "discretization": {"order": order},
         "solver": solver,
-        "exact": {"u": EXACT},
+        "exact": {"u": exact},
     }, name="bench_poisson")
 
 
@@ -127,9 +135,9 @@ def format_result(r: dict) -> str:
 
 def command(args) -> int:
     """``lobatto bench poisson`` (options of bench/cli.py): check, solve, print, write the JSON."""
-    if (args.order < 1 or min(args.elements) < 1 or args.repeats < 1 or args.coarse_tolerance <= 0
+    if (args.order < 1 or len(args.elements) not in (2, 3) or min(args.elements) < 1 or args.repeats < 1 or args.coarse_tolerance <= 0
             or not 1 <= args.smoother_degree <= 50):
-        raise InputError("--order, --elements and --repeats must be >= 1, --coarse-tolerance > 0 and "
+        raise InputError("--order, --elements (2 or 3 counts) and --repeats must be >= 1, --coarse-tolerance > 0 and "
                          "--smoother-degree from 1 to 50")
     result = run(args.backend, args.order, tuple(args.elements), args.method, args.preconditioner,
                  args.precision, args.tolerance, args.repeats, args.jacobi, args.device, args.coarse_tolerance,
