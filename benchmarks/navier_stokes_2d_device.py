@@ -72,7 +72,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--dt", type=float, default=2e-3)
     parser.add_argument("--json", default=None)
-    parser.add_argument("--backend", default="cuda", choices=["cuda", "cpu"], help="cpu: a dry run of the script")
+    parser.add_argument("--backend", default="cuda", choices=["cuda", "cpu"], help="the backend (cpu: the same comparison on the CPU)")
     args = parser.parse_args(argv)
     results = []
     for spec in args.cases:
