@@ -7,7 +7,6 @@ advection_apply) run first as the reference on CuPy; where the tuned CUDA factor
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
 
@@ -37,11 +36,6 @@ VARIANTS = {
     "traction": {"mesh": {"boundaries": {"xmax": "traction", "ymax": "outflow_normal"}},
                  "boundary": {"xmax": {"tx": "-0.3*y", "ty": "0.05*t"}}},
 }
-
-
-def tuned_take_dim() -> bool:
-    return all("dim" in inspect.signature(TUNED_KERNELS[("cuda", name)]).parameters
-               for name in OPERATORS if ("cuda", name) in TUNED_KERNELS)
 
 
 def run(case, backend, tmp_path):
@@ -78,7 +72,6 @@ def test_2d_flow_rate_channel_on_cupy_equals_the_cpu(tmp_path, monkeypatch):
     compare(case_from_dict(dict(CHANNEL_2D, physics=physics, mesh=mesh), name="rate"), tmp_path)
 
 
-@pytest.mark.skipif(not tuned_take_dim(), reason="the CUDA operator factories do not take dim yet (ns2dgpu)")
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_2d_run_with_the_tuned_cuda_kernels_equals_the_cpu(tmp_path, variant):
     compare(flow_case(2, more=VARIANTS[variant]), tmp_path)

@@ -10,8 +10,7 @@ operators/differential_cuda.py and advection_cuda.py run as on a GPU: their layo
 shape checks, template names, grid, block and shared-memory sizes. 13 quads: the last block of
 every kernel is partly idle.
 
-The oracle (the 2-D reference of operators/differential.py and advection.py is the ns2d
-branch's): the 3-D NumPy reference kernels on ``extrude_quads`` of the mesh with z-constant data
+The oracle: the 3-D NumPy reference kernels on ``extrude_quads`` of the mesh with z-constant data
 (plan section 2.1). Pointwise results are equal in every plane k; the mass-weighted ones carry
 the GLL weight w_k of the plane; the fine grid's contravariant velocity the Gauss weight of its
 plane. Every layout the factories accept is run: velocity with 2 or 3 components, the curl's
@@ -346,19 +345,12 @@ class Hybrid(NumpyBackend):
         return counted
 
 
-def _two_dimensional_reference():
-    try:
-        REFERENCE.kernel("curl", order=3, dim=2)
-    except TypeError as error:
-        pytest.skip(f"the NumPy reference kernels take no dim yet (operators/differential.py): {error}")
-
 
 def test_the_operators_on_the_2d_kernels_equal_the_reference(backend, meshes):
     """differential.* and Advection in their 2-D layout (the reference's choice) through the CUDA
     factories, against the same calls on the reference kernels."""
     from lobatto.operators import differential
 
-    _two_dimensional_reference()
     order, g2, _ = meshes
     rng = np.random.default_rng(20 + order)
     shape = g2.jacobian.shape
@@ -382,7 +374,6 @@ def test_a_2d_navier_stokes_run_on_the_2d_kernels_equals_the_reference(backend, 
     Stokes kernel from the CUDA factories: the fields equal the reference run's to 1e-10."""
     import lobatto.runner.simulation as simulation
     from lobatto.api import case_from_dict
-    from lobatto.errors import InputError
 
     flow = {"ux": "1 - y*y", "uy": "0"}
     case = case_from_dict({
@@ -402,10 +393,7 @@ def test_a_2d_navier_stokes_run_on_the_2d_kernels_equals_the_reference(backend, 
     for which in ("reference", "kernels"):
         if which == "kernels":
             monkeypatch.setattr(simulation, "get_backend", lambda *args, **kwargs: hybrid)
-        try:
-            sim = simulation.Simulation(case, backend="cpu", output_dir=tmp_path / which, comm=None)
-        except InputError as error:
-            pytest.skip(f"2-D Navier–Stokes is refused on this branch: {error}")
+        sim = simulation.Simulation(case, backend="cpu", output_dir=tmp_path / which, comm=None)
         sim.run()
         states[which] = np.asarray(sim.u)
     assert all(hybrid.calls.values()), hybrid.calls
