@@ -1,9 +1,9 @@
 """Navier–Stokes on a 2-D mesh on the CUDA backend equals the CPU run: the system's 2-D code
 (boundaries, open faces, slip projections, scalars, force, sub-steps, forces, flow rate) on
-CuPy arrays. The five operator kernels whose CUDA D = 2 forms are the ns2dgpu slice's
-(curl, weak_divergence_minus_curl, mass_minus_gradient, advection_contravariant,
-advection_apply) run first as the reference on CuPy; where the tuned CUDA factories take
-``dim``, the whole tuned run too. Skipped, with the reason, without CuPy and a GPU."""
+CuPy arrays. The five operators with tuned CUDA D = 2 kernels (curl,
+weak_divergence_minus_curl, mass_minus_gradient, advection_contravariant, advection_apply) run
+first as the NumPy reference on CuPy (the system's code alone), then the whole tuned run.
+Skipped, with the reason, without CuPy and a GPU."""
 
 from __future__ import annotations
 
