@@ -30,10 +30,11 @@ from lobatto.backends.base import TUNED_KERNELS
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.discretization import derivative_matrix, gll_weights
 from lobatto.jit.nvrtc import source_text
-from lobatto.mesh import box_mesh, compute_geometry
+from lobatto.mesh import compute_geometry
 from lobatto.mesh.extrude import extrude_quads
 from lobatto.operators import advection_cuda, differential_cuda
 from lobatto.operators.advection import Advection, default_fine_points
+from planar import close, extruded, kernel_strip, padded
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
@@ -202,11 +203,7 @@ def backend(emulated, monkeypatch):
     return Emulated()
 
 
-def deform_xy(x, y, z):
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
-
-
-MESH = box_mesh((13, 1), upper=(2.0, 1.0), periodic=(True, False), deform=deform_xy)
+MESH = kernel_strip()
 TWIN = extrude_quads(MESH)
 
 
@@ -214,21 +211,6 @@ TWIN = extrude_quads(MESH)
 def meshes(request):
     order = request.param
     return order, compute_geometry(MESH, order), compute_geometry(TWIN, order)
-
-
-def extruded(a2, n):
-    """(..., E, 1, n, n) -> the z-constant (..., E, n, n, n) of the twin."""
-    return np.ascontiguousarray(np.repeat(a2, n, axis=-3))
-
-
-def padded(a, components):
-    """a (c, ...) with zero components appended up to ``components``."""
-    return np.concatenate([a, np.zeros((components - a.shape[0],) + a.shape[1:])])
-
-
-def close(got, expected, tolerance):
-    error, scale = np.abs(got - expected).max(), np.abs(expected).max()
-    assert np.isfinite(got).all() and scale > 0 and error <= tolerance * scale, (error, scale)
 
 
 def layouts_of(kernel, dtype):
@@ -343,7 +325,6 @@ class Hybrid(NumpyBackend):
             return inner(*args)
 
         return counted
-
 
 
 def test_the_operators_on_the_2d_kernels_equal_the_reference(backend, meshes):
