@@ -23,16 +23,12 @@ from lobatto.backends.numpy_backend import NumpyBackend  # noqa: E402
 from lobatto.mesh import box_mesh, compute_geometry  # noqa: E402
 from lobatto.operators import HelmholtzOperator  # noqa: E402
 from lobatto.operators import fdm  # noqa: E402,F401  (registers fdm_apply and ext_layers)
+from planar import kernel_strip  # noqa: E402
 
 REFERENCE = NumpyBackend()
 
 
-def deform_xy(x, y, z):
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
-
-
-# 13 quads: not a multiple of any block's element count, so the last block is partly idle
-MESH = box_mesh((13, 1), upper=(2.0, 1.0), periodic=(True, False), deform=deform_xy)
+MESH = kernel_strip()
 
 
 @pytest.fixture(scope="module")

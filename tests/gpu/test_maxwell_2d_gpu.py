@@ -15,11 +15,9 @@ On box_mesh((3, 2)) and a deformed one (curved quads: the split curl), N = 3 and
 - 20 steps of the 2-D run equal those of the extruded 3-D CUDA run (mesh.extrude.extrude_quads,
   z-independent data, the same fixed dt) in every k plane, to 1e-12;
 - the listed traces and the dipole's point kernel (terms_cuda, source_cuda) with dim = 2, and
-  (guarded: skips while terms.py refuses 2-D) two stage terms on the fused path.
+  two stage terms on the fused path.
 
-Skips, with the reason, without CuPy and a GPU. Until MaxwellSystem looks its kernels up with
-dim (the CPU helper's system.py), the 2-D system's CUDA kernels are rebound here (``cuda_2d``),
-and until systems/base.py allocates a thin state, so is allocate_state (``thin_state``).
+Skips, with the reason, without CuPy and a GPU.
 """
 
 from __future__ import annotations
@@ -71,32 +69,13 @@ INITIAL = {
 }
 
 
-def cuda_2d(system):
-    """The system's CUDA kernels for its mesh's dimension (a no-op once system.py looks them up
-    with dim itself)."""
-    dim, backend = system.mesh.dim, system.backend
-    if getattr(getattr(system.rhs_kernel, "kernels", None), "dim", dim) != dim:
-        system.traces_kernel = backend.kernel("maxwell_traces", order=system.order, dim=dim)
-        system.rhs_kernel = backend.kernel("maxwell_rhs", order=system.order, dim=dim)
-        if system.stage_kernel is not None:
-            system.stage_kernel = backend.kernel("maxwell_stage", order=system.order, dim=dim)
-    return system
-
-
-def thin_state(system):
-    """The state (6, E, 1, n, n) of a 2-D mesh from allocate_state (a no-op once
-    systems/base.py allocates by the mesh's dimension itself)."""
-    shape = (6, system.num_elements) + element_shape(system.mesh.dim, system.order)
-    if tuple(system.allocate_state().shape) != shape:
-        system.allocate_state = lambda: system.backend.zeros(shape)
-    return system
-
-
 def maxwell(mesh, order, backend, **options):
     from lobatto.systems.maxwell.system import MaxwellSystem
 
-    system = thin_state(MaxwellSystem(mesh, order, backend, epsilon=EPSILON, mu=MU, **options))
-    return cuda_2d(system) if backend.name == "cuda" else system
+    system = MaxwellSystem(mesh, order, backend, epsilon=EPSILON, mu=MU, **options)
+    # the system itself allocates a thin state and looks its kernels up by the mesh's dimension
+    assert tuple(system.allocate_state().shape) == (6, system.num_elements) + element_shape(mesh.dim, order)
+    return system
 
 
 def relative(a, b) -> float:
@@ -321,12 +300,9 @@ def test_twenty_steps_equal_the_cpu_backend_run(order, deformed):
     from lobatto.backends import get_backend
 
     mesh = mesh_2d(deformed)
-    try:
-        cpu_system = maxwell(mesh, order, get_backend("cpu"))
-        dt = 0.3 * cpu_system.geometry.min_spacing / cpu_system.wave_speed
-        expected, _ = run(cpu_system, dt)
-    except (ValueError, TypeError, NotImplementedError) as exc:  # InputError is a ValueError
-        pytest.skip(f"the CPU backend does not run 2-D Maxwell here: {exc}")
+    cpu_system = maxwell(mesh, order, get_backend("cpu"))
+    dt = 0.3 * cpu_system.geometry.min_spacing / cpu_system.wave_speed
+    expected, _ = run(cpu_system, dt)
     got, _ = run(maxwell(mesh, order, get_backend("cuda")), dt)
     assert relative(got, expected) < 1e-12
 
@@ -433,16 +409,12 @@ def with_terms(system):
 
 @pytest.mark.parametrize("order", [3, 7])
 def test_terms_on_the_fused_path_equal_the_numpy_run(order):
-    """Guarded: skips, with the reason, while the terms (terms.py) or the system's listed traces
-    (system.py's ListedTraces without dim) refuse a 2-D mesh."""
+    """A conduction term and a pole on the fused path: CUDA equals the NumPy run."""
     from lobatto.backends import get_backend
 
     mesh = mesh_2d(True)
     u0 = np.random.default_rng(order).standard_normal((6, mesh.num_elements, 1, order + 1, order + 1))
-    try:
-        expected = numpy_steps(with_terms(maxwell(mesh, order, NumpyBackend())), u0.copy(), 0.01, 10)
-    except (ValueError, TypeError, IndexError, NotImplementedError) as exc:
-        pytest.skip(f"the terms do not run on a 2-D mesh yet (NumPy): {exc}")
+    expected = numpy_steps(with_terms(maxwell(mesh, order, NumpyBackend())), u0.copy(), 0.01, 10)
     backend = get_backend("cuda")
     system = with_terms(maxwell(mesh, order, backend))
     from lobatto.integrators import Stepper, get_scheme
@@ -450,11 +422,6 @@ def test_terms_on_the_fused_path_equal_the_numpy_run(order):
     stepper = Stepper(system, get_scheme("lsrk45"))
     assert stepper.path == "whole-step"
     u = backend.asarray(u0)
-    try:
-        for i in range(10):
-            stepper.step(u, i * 0.01, 0.01)
-    except ValueError as exc:
-        if "compiled for a 3-D mesh" in str(exc):
-            pytest.skip(f"a term kernel is looked up without dim (pass dim=mesh.dim): {exc}")
-        raise
+    for i in range(10):
+        stepper.step(u, i * 0.01, 0.01)
     assert relative(backend.to_host(u), expected) < 1e-12

@@ -8,9 +8,8 @@ equals the CPU run.
    plane, mass-weighted ones carry the plane's GLL weight, the fine grid's the Gauss weight).
 2. The operators (differential.curl, weighted_curl, weak_divergence_minus_curl,
    mass_minus_gradient, Advection) on CUDA against the same calls on the NumPy backend (the 2-D
-   reference of operators/*.py; skipped, with the reason, while it takes no ``dim``).
-3. A 2-D Kovasznay run, 5 BDF2 steps on a deformed mesh with a scalar, CUDA against CPU
-   (skipped, with the reason, while the system refuses 2-D meshes).
+   reference of operators/*.py).
+3. A 2-D Kovasznay run, 5 BDF2 steps on a deformed mesh with a scalar, CUDA against CPU.
 
 Skipped, with the reason, where CuPy or a CUDA device is missing.
 """
@@ -30,21 +29,16 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy an
 from lobatto.backends import get_backend  # noqa: E402
 from lobatto.backends.numpy_backend import NumpyBackend  # noqa: E402
 from lobatto.discretization import derivative_matrix, gll_weights  # noqa: E402
-from lobatto.errors import InputError  # noqa: E402
-from lobatto.mesh import box_mesh, compute_geometry  # noqa: E402
+from lobatto.mesh import compute_geometry  # noqa: E402
 from lobatto.mesh.extrude import extrude_quads  # noqa: E402
 from lobatto.operators import differential  # noqa: E402
 from lobatto.operators.advection import Advection, default_fine_points  # noqa: E402
+from planar import close, extruded, kernel_strip, padded  # noqa: E402
 
 REFERENCE = NumpyBackend()
 
 
-def deform_xy(x, y, z):
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
-
-
-# 13 quads: not a multiple of any block's element count, so the last block is partly idle
-MESH = box_mesh((13, 1), upper=(2.0, 1.0), periodic=(True, False), deform=deform_xy)
+MESH = kernel_strip()
 TWIN = extrude_quads(MESH)
 DTYPES = ((np.float64, 1e-12), (np.float32, 2e-5))
 
@@ -58,21 +52,6 @@ def cuda():
 def meshes(request):
     order = request.param
     return order, compute_geometry(MESH, order), compute_geometry(TWIN, order)
-
-
-def extruded(a2, n):
-    """(..., E, 1, n, n) -> the z-constant (..., E, n, n, n) of the twin."""
-    return np.ascontiguousarray(np.repeat(a2, n, axis=-3))
-
-
-def padded(a, components):
-    """a (c, ...) with zero components appended up to ``components``."""
-    return np.concatenate([a, np.zeros((components - a.shape[0],) + a.shape[1:])])
-
-
-def close(got, expected, tolerance):
-    error, scale = np.abs(got - expected).max(), np.abs(expected).max()
-    assert np.isfinite(got).all() and scale > 0 and error <= tolerance * scale, (error, scale)
 
 
 def test_differential_kernels_2d_equal_the_extruded_reference(cuda, meshes):
@@ -151,15 +130,7 @@ def test_advection_kernels_2d_equal_the_extruded_reference(cuda, meshes):
                 close(cuda.to_host(out), expected, tolerance)
 
 
-def _two_dimensional_reference():
-    try:
-        REFERENCE.kernel("curl", order=3, dim=2)
-    except TypeError as error:
-        pytest.skip(f"the NumPy reference kernels take no dim yet (operators/differential.py): {error}")
-
-
 def test_operators_2d_equal_the_numpy_reference(cuda, meshes):
-    _two_dimensional_reference()
     order, g2, _ = meshes
     rng = np.random.default_rng(600 + order)
     shape = g2.jacobian.shape
@@ -205,10 +176,7 @@ def test_a_2d_navier_stokes_run_on_cuda_equals_the_cpu(tmp_path):
 
     states = {}
     for backend in ("cpu", "cuda"):
-        try:
-            sim = Simulation(kovasznay_2d(), backend=backend, output_dir=tmp_path / backend, comm=None)
-        except InputError as error:
-            pytest.skip(f"2-D Navier–Stokes is refused on this branch: {error}")
+        sim = Simulation(kovasznay_2d(), backend=backend, output_dir=tmp_path / backend, comm=None)
         sim.run()
         states[backend] = sim.backend.to_host(sim.u)
     cpu, gpu = states["cpu"], states["cuda"]

@@ -1,13 +1,12 @@
 """Navier–Stokes on a 2-D mesh on the CUDA backend equals the CPU run: the system's 2-D code
 (boundaries, open faces, slip projections, scalars, force, sub-steps, forces, flow rate) on
-CuPy arrays. The five operator kernels whose CUDA D = 2 forms are the ns2dgpu slice's
-(curl, weak_divergence_minus_curl, mass_minus_gradient, advection_contravariant,
-advection_apply) run first as the reference on CuPy; where the tuned CUDA factories take
-``dim``, the whole tuned run too. Skipped, with the reason, without CuPy and a GPU."""
+CuPy arrays. The five operators with tuned CUDA D = 2 kernels (curl,
+weak_divergence_minus_curl, mass_minus_gradient, advection_contravariant, advection_apply) run
+first as the NumPy reference on CuPy (the system's code alone), then the whole tuned run.
+Skipped, with the reason, without CuPy and a GPU."""
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
 
@@ -37,11 +36,6 @@ VARIANTS = {
     "traction": {"mesh": {"boundaries": {"xmax": "traction", "ymax": "outflow_normal"}},
                  "boundary": {"xmax": {"tx": "-0.3*y", "ty": "0.05*t"}}},
 }
-
-
-def tuned_take_dim() -> bool:
-    return all("dim" in inspect.signature(TUNED_KERNELS[("cuda", name)]).parameters
-               for name in OPERATORS if ("cuda", name) in TUNED_KERNELS)
 
 
 def run(case, backend, tmp_path):
@@ -78,7 +72,6 @@ def test_2d_flow_rate_channel_on_cupy_equals_the_cpu(tmp_path, monkeypatch):
     compare(case_from_dict(dict(CHANNEL_2D, physics=physics, mesh=mesh), name="rate"), tmp_path)
 
 
-@pytest.mark.skipif(not tuned_take_dim(), reason="the CUDA operator factories do not take dim yet (ns2dgpu)")
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_2d_run_with_the_tuned_cuda_kernels_equals_the_cpu(tmp_path, variant):
     compare(flow_case(2, more=VARIANTS[variant]), tmp_path)

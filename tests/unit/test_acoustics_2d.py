@@ -17,14 +17,10 @@ from lobatto.mesh import box_mesh
 from lobatto.mesh.extrude import extrude_quads
 from lobatto.monitors.integrals import Integrals
 from lobatto.systems.acoustics.system import AcousticsSystem
+from planar import deform_xy
 
 RHO, C = 1.3, 0.7
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "2d" / "acoustics_mode.toml"
-
-
-def deform_xy(x, y, z):
-    """Curved quads, z-independent (the extruded twin gets the same in every plane)."""
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
 
 
 def smooth_fields(x, y):

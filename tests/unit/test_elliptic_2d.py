@@ -24,13 +24,9 @@ from lobatto.operators import HelmholtzOperator, geometric_factors
 from lobatto.operators.helmholtz_cpu import compiled_apply
 from lobatto.solvers.multigrid import Level
 from lobatto.solvers.schwarz import AdditiveSchwarz
+from planar import deform_xy
 
 REFERENCE = NumpyBackend()
-
-
-def deform_xy(x, y, z):
-    """A smooth z-independent deformation (curved quads)."""
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
 
 
 def twins(elements=(3, 2), order=4, **box):

@@ -33,6 +33,7 @@ from lobatto.systems.maxwell.cuda import SOURCE
 from lobatto.systems.maxwell.cuda_launch import LaunchConfig, default_launch, shared_bytes, split_mode
 from lobatto.systems.maxwell.fused import partner_map
 from lobatto.systems.maxwell.system import MaxwellSystem
+from planar import deform_xy
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
@@ -121,10 +122,6 @@ def build(tmp_path, order, ctype, configs):
     subprocess.run([CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-Wno-unknown-pragmas", str(source),
                     "-o", str(library)], check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(library))
-
-
-def deform_xy(x, y, z):
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
 
 
 class Case:

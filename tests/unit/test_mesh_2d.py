@@ -19,13 +19,9 @@ from lobatto.mesh.mesh import HexMesh
 from lobatto.mesh.partition import partition_box, partition_mesh
 from lobatto.operators import Assembly, continuous_ids, dirichlet_faces
 from lobatto.systems.dg import add_to_faces, face_values
+from planar import deform_xy
 
 ORDER = 3
-
-
-def deform_xy(x, y, z):
-    """A smooth z-independent deformation (curved quads)."""
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
 
 
 def rotated_quads(mesh: HexMesh, seed: int) -> HexMesh:

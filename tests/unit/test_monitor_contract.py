@@ -180,3 +180,31 @@ def test_the_built_in_monitors_are_registered_in_their_order():
     names = list(MONITORS)
     assert names[:2] == ["probes", "dft"]  # the time series (probes and integrals), then the transforms
     assert "far_field" in names  # registered by the system that has it, from its own package
+
+
+class PlanarToy(ToyMonitor):
+    """A toy that says it works on a 2-D mesh too (its sum is per unit depth there)."""
+
+    dimensions = (2, 3)
+
+
+@pytest.mark.parametrize("cls", [ToyMonitor, PlanarToy])
+def test_a_registered_monitor_declares_the_dimensions_it_runs_in(cls, tmp_path):
+    """The runner asks the monitor (Monitor.dimensions), not a list of names: a monitor
+    registered by a system or a user runs on a 2-D mesh when it says so, else is refused."""
+    register_monitor("toy", cls)
+    try:
+        case = lobatto.case_from_dict({**CASE, "mesh": {"elements": [2, 2]},
+                                       "output": {**CASE["output"], "toy": {"every": 2}}}, name="toy")
+        if cls is ToyMonitor:
+            with pytest.raises(InputError, match=r"\[output.toy\] is not built on a 2-D mesh"):
+                lobatto.Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+            return
+        sim = lobatto.Simulation(case, backend="cpu", output_dir=tmp_path, comm=None)
+        try:
+            sim.run()
+        finally:
+            sim.close()
+        assert (tmp_path / "toy_toy.csv").read_text().splitlines()[0] == "step,time,sum"
+    finally:
+        unregister_monitor("toy")

@@ -18,13 +18,9 @@ from lobatto.mesh.extrude import extrude_quads
 from lobatto.operators.advection import Advection
 from lobatto.operators.differential import (BackendGeometry, curl, divergence, gradient, mass_minus_gradient,
                                             weak_divergence, weak_divergence_minus_curl, weighted_curl)
+from planar import deform_xy
 
 REFERENCE = NumpyBackend()
-
-
-def deform_xy(x, y, z):
-    """A smooth z-independent deformation (curved quads)."""
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
 
 
 def twins(elements=(3, 2), order=4):

@@ -10,8 +10,7 @@ operators/differential_cuda.py and advection_cuda.py run as on a GPU: their layo
 shape checks, template names, grid, block and shared-memory sizes. 13 quads: the last block of
 every kernel is partly idle.
 
-The oracle (the 2-D reference of operators/differential.py and advection.py is the ns2d
-branch's): the 3-D NumPy reference kernels on ``extrude_quads`` of the mesh with z-constant data
+The oracle: the 3-D NumPy reference kernels on ``extrude_quads`` of the mesh with z-constant data
 (plan section 2.1). Pointwise results are equal in every plane k; the mass-weighted ones carry
 the GLL weight w_k of the plane; the fine grid's contravariant velocity the Gauss weight of its
 plane. Every layout the factories accept is run: velocity with 2 or 3 components, the curl's
@@ -31,10 +30,11 @@ from lobatto.backends.base import TUNED_KERNELS
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.discretization import derivative_matrix, gll_weights
 from lobatto.jit.nvrtc import source_text
-from lobatto.mesh import box_mesh, compute_geometry
+from lobatto.mesh import compute_geometry
 from lobatto.mesh.extrude import extrude_quads
 from lobatto.operators import advection_cuda, differential_cuda
 from lobatto.operators.advection import Advection, default_fine_points
+from planar import close, extruded, kernel_strip, padded
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
@@ -203,11 +203,7 @@ def backend(emulated, monkeypatch):
     return Emulated()
 
 
-def deform_xy(x, y, z):
-    return 0.06 * np.sin(np.pi * x) * np.sin(2 * np.pi * y), 0.05 * np.sin(2 * np.pi * x) * np.cos(np.pi * y), 0 * z
-
-
-MESH = box_mesh((13, 1), upper=(2.0, 1.0), periodic=(True, False), deform=deform_xy)
+MESH = kernel_strip()
 TWIN = extrude_quads(MESH)
 
 
@@ -215,21 +211,6 @@ TWIN = extrude_quads(MESH)
 def meshes(request):
     order = request.param
     return order, compute_geometry(MESH, order), compute_geometry(TWIN, order)
-
-
-def extruded(a2, n):
-    """(..., E, 1, n, n) -> the z-constant (..., E, n, n, n) of the twin."""
-    return np.ascontiguousarray(np.repeat(a2, n, axis=-3))
-
-
-def padded(a, components):
-    """a (c, ...) with zero components appended up to ``components``."""
-    return np.concatenate([a, np.zeros((components - a.shape[0],) + a.shape[1:])])
-
-
-def close(got, expected, tolerance):
-    error, scale = np.abs(got - expected).max(), np.abs(expected).max()
-    assert np.isfinite(got).all() and scale > 0 and error <= tolerance * scale, (error, scale)
 
 
 def layouts_of(kernel, dtype):
@@ -346,19 +327,11 @@ class Hybrid(NumpyBackend):
         return counted
 
 
-def _two_dimensional_reference():
-    try:
-        REFERENCE.kernel("curl", order=3, dim=2)
-    except TypeError as error:
-        pytest.skip(f"the NumPy reference kernels take no dim yet (operators/differential.py): {error}")
-
-
 def test_the_operators_on_the_2d_kernels_equal_the_reference(backend, meshes):
     """differential.* and Advection in their 2-D layout (the reference's choice) through the CUDA
     factories, against the same calls on the reference kernels."""
     from lobatto.operators import differential
 
-    _two_dimensional_reference()
     order, g2, _ = meshes
     rng = np.random.default_rng(20 + order)
     shape = g2.jacobian.shape
@@ -382,7 +355,6 @@ def test_a_2d_navier_stokes_run_on_the_2d_kernels_equals_the_reference(backend, 
     Stokes kernel from the CUDA factories: the fields equal the reference run's to 1e-10."""
     import lobatto.runner.simulation as simulation
     from lobatto.api import case_from_dict
-    from lobatto.errors import InputError
 
     flow = {"ux": "1 - y*y", "uy": "0"}
     case = case_from_dict({
@@ -402,10 +374,7 @@ def test_a_2d_navier_stokes_run_on_the_2d_kernels_equals_the_reference(backend, 
     for which in ("reference", "kernels"):
         if which == "kernels":
             monkeypatch.setattr(simulation, "get_backend", lambda *args, **kwargs: hybrid)
-        try:
-            sim = simulation.Simulation(case, backend="cpu", output_dir=tmp_path / which, comm=None)
-        except InputError as error:
-            pytest.skip(f"2-D Navier–Stokes is refused on this branch: {error}")
+        sim = simulation.Simulation(case, backend="cpu", output_dir=tmp_path / which, comm=None)
         sim.run()
         states[which] = np.asarray(sim.u)
     assert all(hybrid.calls.values()), hybrid.calls

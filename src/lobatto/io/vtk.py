@@ -37,6 +37,7 @@ import numpy as np
 
 from lobatto.discretization.gll import interpolation_matrix
 from lobatto.io.atomic import atomic_open, atomic_write_text
+from lobatto.discretization.tensor import dimension_of
 
 __all__ = [
     "VTK_LAGRANGE_HEXAHEDRON",
@@ -135,7 +136,7 @@ def to_vtk_nodes(values: np.ndarray, order: int) -> np.ndarray:
     a = _to_equispaced(order)
     n = order + 1
     values = np.asarray(values, dtype=np.float64)
-    dim = 2 if values.shape[-3] == 1 else 3  # N >= 1: a k axis of one point is a 2-D array
+    dim = dimension_of(values.shape)  # N >= 1: a k axis of one point is a 2-D array
     # one axis at a time, as matrix products (a few times faster than one einsum)
     resampled = a @ (values @ a.T)  # along i, then j
     if dim == 3:  # along k (a 2-D array has no k direction to resample)

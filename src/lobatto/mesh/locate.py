@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lobatto.discretization import derivative_matrix, interpolation_matrix
+from lobatto.discretization.tensor import dimension_of
 
 #: Newton stops when its step is below this (reference units); quadratic convergence makes
 #: the point then accurate to round-off
@@ -156,7 +157,7 @@ def newton(coords: np.ndarray, elements: np.ndarray, point) -> Found:
     order = coords.shape[-1] - 1
     nodes = coords[:, elements]  # (3, m, n, n, n)
     m = elements.size
-    d = 2 if coords.shape[2] == 1 else 3  # unknowns: (r, s) of a quad
+    d = dimension_of(coords.shape)  # unknowns: (r, s) of a quad
     p = np.array(np.broadcast_to(np.asarray(point, dtype=np.float64), (m, 3)))
     p[:, d:] = 0.0
     r = np.zeros((m, 3))

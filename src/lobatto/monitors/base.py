@@ -46,6 +46,10 @@ class Monitor(ABC):
     #: whether its saved state still holds after a restart onto another order or mesh
     #: (``--interpolate``); False: it starts afresh there (state kept at the old points)
     kept_across_interpolation: ClassVar[bool] = True
+    #: the mesh dimensions it is built for; (2, 3) when it also works on a 2-D mesh of quads
+    #: (arrays (..., E, 1, n, n), edges as faces, values per unit depth): runner/dimension.py
+    #: refuses its table on a 2-D mesh otherwise
+    dimensions: ClassVar[tuple[int, ...]] = (3,)
     #: its table's declared keys (a config.toolkit.Table of config.physics.Key): the case file's
     #: ``[output.<section>]`` is then read from them (config/declared.py) and the monitor gets
     #: the values as attributes. None: the table is one of config's own ([output.probes], ...)

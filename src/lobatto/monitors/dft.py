@@ -110,6 +110,7 @@ class DftMonitor(Monitor):
     """The case's running transforms on this rank's part of the mesh, accumulated every step."""
 
     section = "dft"
+    dimensions = (2, 3)  # 2-D: planes are lines of edges (planes.py), fluxes per unit depth
     not_in_checkpoint = "the transforms are not saved in it"
     #: no window, no plane reports: what a subclass that sets its own parts up (without this
     #: class's __init__) keeps

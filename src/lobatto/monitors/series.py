@@ -34,6 +34,7 @@ class TimeSeriesMonitor(Monitor):
 
     section = "probes"
     more_sections = ("integrals",)
+    dimensions = (2, 3)  # probes at [x, y] (mesh/locate.py), integrals per unit depth
 
     @classmethod
     def section_of(cls, output) -> SeriesSections | None:

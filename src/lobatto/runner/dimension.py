@@ -4,22 +4,18 @@ A box's dimension is known from ``[mesh] elements``; a mesh file's only once it 
 the case-file schema accepts the 3-D names ([initial] uz, [mesh.deform] z) and
 ``check_dimension`` refuses, before the memory check and the system, what a 2-D mesh cannot
 take: a system without 2 in ``PhysicsSpec.dimensions``, expressions of fields that do not
-exist in 2-D (``PhysicsSpec.fields_2d``), a z deformation, and the outputs and monitors not
-built in 2-D yet. Each refusal is an InputError naming the case file and the key (exit 2).
+exist in 2-D (``PhysicsSpec.fields_2d``), a z deformation, the outputs not built in 2-D yet and
+the registered monitors whose class does not list 2 in ``Monitor.dimensions``. Each refusal is an InputError naming the case file and the key (exit 2).
 """
 
 from __future__ import annotations
 
 from lobatto.errors import InputError
+from lobatto.monitors import MONITORS
 
 #: the [output] formats that write a 2-D state (their writers are dimension-aware: Lagrange
 #: quadrilaterals, Nek5000 headers with nz = 1, HDF5 with a dimension attribute)
 OUTPUT_FORMATS_2D: tuple = ("hdf5", "nek", "vtk")
-#: the [output.*] monitor tables that work on a 2-D mesh (regions.py, integrals.py with the
-#: faces' per-unit-depth weights, probes by mesh/locate.py's 2x2 Newton, the far field on a
-#: closed contour of edges, Navier-Stokes' forces per unit depth and statistics along x or y);
-#: [output.dft] works too, its planes lines
-MONITORS_2D = ("integrals", "probes", "far_field", "forces", "statistics")
 
 
 def mesh_dimension(case, whole=None) -> int:
@@ -83,8 +79,8 @@ def check_dimension(case, spec, dim: int, whole=None) -> None:
         if axis == 2:  # (a 2-D plane is a line of edges: monitors/planes.py)
             raise InputError(f"{source}: [output.dft] planes: \"z = {value:g}\": the mesh is 2-D "
                              f"({describe_2d(case, whole)}), the plane z = 0: give lines \"x = c\" or \"y = c\"")
-    for table in output.monitors:
-        if table not in MONITORS_2D:
+    for table in output.monitors:  # a registered monitor says whether it works in 2-D
+        if 2 not in getattr(MONITORS.get(table), "dimensions", ()):
             raise InputError(f"{source}: [output.{table}] is not built on a 2-D mesh yet: remove it")
     # [output] derived: the system's own check (Navier-Stokes refuses lambda2 in 2-D)
 

@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from lobatto.discretization import gll_points
+from lobatto.discretization.tensor import dimension_of
 from lobatto.errors import InputError
 from lobatto.integrators import plan_steps
 from lobatto.integrators.step_size import first_dt, steps_left
@@ -78,7 +79,7 @@ def _same_mesh(sim, attrs) -> bool:
 def state_dimension(checkpoint: Checkpoint) -> int:
     """2 or 3: the dimension of the mesh the checkpoint's state was written on, from the shape
     of its elements ((F, 1, n, n) on a 2-D mesh: N >= 1 makes a k axis of one point thin)."""
-    return 2 if checkpoint.array_shape("state")[-3] == 1 else 3
+    return dimension_of(checkpoint.array_shape("state"))
 
 
 def check_dimension(source, mesh_dim: int, case_mesh: dict, checkpoint: Checkpoint) -> None:
@@ -163,7 +164,7 @@ def onto_order(checkpoint, element_ids, old_order: int, order: int, names=None) 
         values = values.astype(np.float64, copy=False)
         values = np.einsum("ai,...kji->...kja", matrix, values)
         values = np.einsum("bj,...kja->...kba", matrix, values)
-        out[name] = values if values.shape[-3] == 1 else np.einsum("ck,...kba->...cba", matrix, values)
+        out[name] = values if dimension_of(values.shape) == 2 else np.einsum("ck,...kba->...cba", matrix, values)
     return out
 
 
@@ -228,7 +229,7 @@ def onto_points(checkpoint, coords, ids, old_order: int, new_coords, names=None,
     the old mesh whose whole GLL coordinates (3, E_old, ...) and global ids are ``coords`` and
     ``ids``. ``refuse(what)`` makes the InputError for points outside the old mesh."""
     refuse = refuse or (lambda what: InputError(f"cannot interpolate from {checkpoint.path}: {what}"))
-    thin = coords.shape[2] == 1  # 2-D (the dimensions agree: check_dimension)
+    thin = dimension_of(coords.shape) == 2  # 2-D (the dimensions agree: check_dimension)
     if thin:
         coords = _as_slab(coords, old_order)
     new_coords = np.asarray(new_coords)
@@ -301,7 +302,7 @@ def _locate(points, coords, boxes, ids, order: int):
     rest = ~np.isin(point_of, held)
     if rest.any():  # outside every element: the nearest face point of a candidate
         p, e, r = point_of[rest], element_of[rest], reference[rest]
-        weights = tensor_weights(order, r, 2 if coords.shape[-3] == 1 else 3)  # (m, n, n, n); (m, 1, n, n) in 2-D
+        weights = tensor_weights(order, r, dimension_of(coords.shape))  # (m, n, n, n); (m, 1, n, n) in 2-D
         nearest = np.einsum("xmkji,mkji->mx", coords[:, e], weights)
         size = (boxes[1] - boxes[0])[e].max(axis=1)
         gap = np.linalg.norm(nearest - points[p], axis=1) / size

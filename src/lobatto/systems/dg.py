@@ -29,6 +29,7 @@ from lobatto.mesh.geometry import curl_form_factors
 from lobatto.mesh.topology import element_shape, face_shape, face_slice, num_faces
 from lobatto.machine.parallel import allreduce, rank_and_size
 from lobatto.systems.base import System
+from lobatto.discretization.tensor import dimension_of
 
 #: axis of the element index in each per-element geometry array
 ELEMENT_AXIS = {"metrics": 2, "jacobian": 0, "normals": 1, "lift": 0, "face_factors": 1, "affine": 0, "mass": 0}
@@ -65,7 +66,7 @@ def over_elements(rhs):
 
 def _faces_of(u) -> range:
     """The faces of the element arrays u: six, or four on a 2-D mesh (a k axis of one point)."""
-    return range(num_faces(2 if u.shape[-3] == 1 else 3))
+    return range(num_faces(dimension_of(u.shape)))
 
 
 def face_values(xp, u, order):

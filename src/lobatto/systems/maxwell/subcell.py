@@ -39,6 +39,7 @@ import numpy as np
 
 from lobatto.discretization.gll import gll_weights, interpolation_matrix
 from lobatto.systems.maxwell.anisotropy import by_component
+from lobatto.discretization.tensor import dimension_of
 
 SUBSAMPLES = 4  # sub-points per direction per GLL point: 64 per point
 CHUNK_POINTS = 2_000_000  # sub-points evaluated at once (memory: about 0.2 GB of float64 at this)
@@ -62,7 +63,7 @@ def sub_coordinates(matrix: np.ndarray, coords: np.ndarray) -> np.ndarray:
     element (3, c, 1, n, n) gives (3, c, 1, m, m): its k axis is not sub-sampled."""
     out = np.einsum("kc,deabc->deabk", matrix, coords)
     out = np.einsum("jb,deabk->deajk", matrix, out)
-    if coords.shape[2] == 1:  # 2-D: z-invariant, one point along t
+    if dimension_of(coords.shape) == 2:  # 2-D: z-invariant, one point along t
         return out
     return np.einsum("ia,deajk->deijk", matrix, out)
 
@@ -76,7 +77,7 @@ def _blocks(q, n, s):
     """(..., c, n s, n s, n s) -> mean over each point's s^3 sub-points: (..., c, n, n, n)
     (a 2-D (..., c, 1, n s, n s): its s^2, to (..., c, 1, n, n))."""
     lead = q.shape[:-3]
-    nk, sk = _k_axis(q.shape[-3] == 1, n, s)
+    nk, sk = _k_axis(dimension_of(q.shape) == 2, n, s)
     return q.reshape(lead + (nk, sk, n, s, n, s)).mean(axis=(-5, -3, -1))
 
 
@@ -84,7 +85,7 @@ def _by_point(q, n, s):
     """(..., c, n s, n s, n s) -> (..., c, n, n, n, s^3): each point's sub-points last (a 2-D
     (..., c, 1, n s, n s) -> (..., c, 1, n, n, s^2))."""
     lead = q.shape[:-3]
-    nk, sk = _k_axis(q.shape[-3] == 1, n, s)
+    nk, sk = _k_axis(dimension_of(q.shape) == 2, n, s)
     q = q.reshape(lead + (nk, sk, n, s, n, s))
     k = len(lead)
     q = q.transpose(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3, k + 5))
@@ -107,7 +108,7 @@ def membership(phi, xs, n, s) -> tuple:
     normal to an axis, a linear estimate otherwise (module docstring). Where phi is constant
     over a point's volume (g = 0: a region table, or no interface), m is phi > 0."""
     p, x = _by_point(phi, n, s), _by_point(xs, n, s)  # (c, n, n, n, S), (3, c, n, n, n, S)
-    dim = 2 if phi.shape[-3] == 1 else 3  # 2-D: the fit in x, y (z is constant); g_z = 0
+    dim = dimension_of(phi.shape)  # 2-D: the fit in x, y (z is constant); g_z = 0
     d = x[:dim] - x[:dim].mean(axis=-1, keepdims=True)
     cov = np.einsum("i...s,j...s->...ij", d, d)  # (c, n, n, n, dim, dim)
     rhs = np.einsum("i...s,...s->...i", d, p - p.mean(axis=-1, keepdims=True))

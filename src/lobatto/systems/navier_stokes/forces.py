@@ -142,6 +142,7 @@ class ForcesMonitor(Monitor):
     """The force groups on this rank's part of the mesh, and rank 0's writer."""
 
     section = "forces"
+    dimensions = (2, 3)  # 2-D: per unit depth, Fz = Mx = My = 0
     table = FORCES  # its keys and reader (forces_table.py): the case reader takes them from the registry
 
     @classmethod

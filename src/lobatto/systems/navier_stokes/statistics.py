@@ -44,6 +44,7 @@ class StatisticsMonitor(Monitor):
     """The running averages on this rank's part of the mesh."""
 
     section = "statistics"
+    dimensions = (2, 3)  # 2-D: averages along x or y (z is refused by check_planar)
     table = STATISTICS
     not_in_checkpoint = "the averages are not saved in it"
     kept_across_interpolation = False  # its sums are at the checkpoint's points (or profile grid)
