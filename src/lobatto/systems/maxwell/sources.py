@@ -57,7 +57,8 @@ CURRENT = Table("source.<name>", (TYPE,) + CURRENT_KEYS + (
 #: the keys of a dipole's [source.<name>]; a waveform takes some of WAVEFORM_KEYS (WAVEFORMS)
 DIPOLE = Table("source.<name>", (
     TYPE,
-    Key("position", "vector", None, "the point x0, a list of 3 numbers", required=True, range=COORDINATES),
+    Key("position", "vector", None, "the point x0, a list of 3 numbers ([x0, y0] on a 2-D mesh)", required=True,
+        range=COORDINATES),
     Key("direction", "vector", None, "the dipole's direction, a list of 3 numbers", required=True, range=DIRECTION),
     AMPLITUDE,
     Key("waveform", "choice", None, "w(t)", choices=tuple(WAVEFORMS), required=True),
@@ -129,7 +130,10 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if key not in table:
             doc = WAVEFORM_KEYS[key].doc if key in WAVEFORM_KEYS else "a list of 3 numbers"
             raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {k: check_vector(ctx, where, k, table[k], DIPOLE[k].range) for k in ("position", "direction")}
+    # position [x0, y0]: a 2-D mesh's line source (as a probe's point); refused on a 3-D mesh at set-up
+    length = 2 if isinstance(table["position"], list) and len(table["position"]) == 2 else 3
+    values = {k: check_vector(ctx, where, k, table[k], DIPOLE[k].range, length if k == "position" else 3)
+              for k in ("position", "direction")}
     if unit_vector(values["direction"]) is None:
         raise ctx.bad(where, "direction", "a nonzero vector", list(values["direction"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
@@ -139,6 +143,12 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
 
 
 # Run time -------------------------------------------------------------------------------
+def dipole_position(values) -> np.ndarray:
+    """A dipole's point as 3 coordinates (z = 0 where the case gave [x0, y0]: a 2-D line source)."""
+    point = [float(c) for c in values["position"]]
+    return np.array(point + [0.0] * (3 - len(point)))
+
+
 def locate_owner(system, point, comm):
     """(local element or None, reference coordinates) of the element with the lowest global
     id holding ``point`` (collective); None on the ranks that do not own it."""
@@ -177,7 +187,10 @@ class MaxwellSources:
                     elements.append(on)
                 continue
             v = spec.values  # on a 2-D mesh the position's z is ignored: a line source along z
-            element, reference, inside = locate_owner(system, np.array(v["position"]), comm)
+            if len(v["position"]) == 2 and system.mesh.dim == 3:
+                raise InputError(f"{where}: [source.{spec.name}] position = {list(v['position'])}: the mesh is 3-D: "
+                                 "give [x, y, z]")
+            element, reference, inside = locate_owner(system, dipole_position(v), comm)
             if not inside:
                 shown = ", ".join(repr(float(c)) for c in v["position"])
                 raise InputError(f"{where}: [source.{spec.name}] position = [{shown}] is outside the mesh: "

@@ -1,0 +1,98 @@
+"""What trying 2-D lobatto as a Meep user found (issue 34, trial2d): a line source's position
+given as [x0, y0] (as a probe's point), the effective configuration of a 2-D run with
+``[pml] sides = "all"`` running again, and ``lobatto resonances --start`` fitting only the
+ring-down after a source (Meep's ``until_after_sources``)."""
+
+from __future__ import annotations
+
+import math
+
+import h5py
+import numpy as np
+import pytest
+
+import lobatto
+from lobatto.api import case_from_dict, load_case
+from lobatto.cli import main
+from lobatto.errors import InputError
+
+#: a PEC unit square, a z line current (TM) off every symmetry line, a probe sampling Ez
+def cavity(position, t_end=12.0):
+    return {"mesh": {"elements": [2, 2], "boundary": "pec"}, "discretization": {"order": 5},
+            "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "dt": 0.01},
+            "source": {"line": {"type": "electric_dipole", "position": position, "direction": [0, 0, 1],
+                                "waveform": "gaussian", "t0": 1.0, "width": 0.25}},
+            "output": {"every": 0, "formats": [], "probes": {"points": [[0.31, 0.43]], "fields": ["Ez"]}}}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    for name, position in (("xy", [0.37, 0.29]), ("xyz", [0.37, 0.29, 0.0])):
+        path = tmp_path_factory.mktemp(name)
+        lobatto.run(case_from_dict(cavity(position), name="cav"), output_dir=path, backend="cpu")
+        out[name] = path
+    return out
+
+
+def test_a_line_sources_position_may_be_x_y(runs):
+    with h5py.File(runs["xy"] / "cav_probes.h5") as a, h5py.File(runs["xyz"] / "cav_probes.h5") as b:
+        ez, ez3 = a["probes/Ez"][()], b["probes/Ez"][()]
+    assert np.abs(ez).max() > 1e-3 and np.array_equal(ez, ez3)
+
+
+def test_x_y_position_is_refused_on_a_3d_mesh(tmp_path):
+    data = cavity([0.37, 0.29])
+    data["mesh"]["elements"] = [2, 2, 1]
+    data["output"]["probes"]["points"] = [[0.31, 0.43, 0.5]]
+    with pytest.raises(InputError, match=r"\[source.line\] position = \[0.37, 0.29\]: the mesh is 3-D"):
+        lobatto.run(case_from_dict(data, name="cav"), output_dir=tmp_path, backend="cpu")
+
+
+def test_resonances_start_fits_the_ring_down_only(runs, capsys):
+    # the TM modes of the unit square: f = sqrt(m^2 + n^2) / 2; (1, 1) and (2, 1) in the band
+    assert main(["resonances", str(runs["xy"]), "--band", "0.6", "1.2", "--start", "2.5"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert "from t = 2.5" in rows[0]
+    found = sorted(float(r.split()[2]) for r in rows[4:])
+    for exact in (math.sqrt(2) / 2, math.sqrt(5) / 2):
+        assert min(abs(f - exact) for f in found) < 1e-5 * exact, found
+    assert main(["resonances", str(runs["xy"]), "--start", "99"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lobatto: error: --start 99:") and "no sample at t >= 99" in err and err.count("\n") == 1
+
+
+def test_the_effective_configuration_of_a_2d_pml_all_runs_again(tmp_path):
+    data = cavity([0.37, 0.29], t_end=0.05)
+    data["mesh"].update(boundary="absorbing", elements=[4, 4])
+    data["pml"] = {"sides": "all", "elements": 1}
+    lobatto.run(case_from_dict(data, name="cav"), output_dir=tmp_path / "a", backend="cpu")
+    with h5py.File(tmp_path / "a" / "cav_probes.h5") as f:
+        text = f.attrs["config"]
+    assert 'sides = "all"' in text
+    again = tmp_path / "again.toml"
+    again.write_text(text)
+    lobatto.run(load_case(again), output_dir=tmp_path / "b", backend="cpu")  # a list of six sides was refused
+
+
+def channel(elements, center, tmp_path, name):
+    """A few steps of a 2-D (or 3-D) channel with the force and moment on its bottom wall."""
+    lower, upper = [0.0, 0.0, -0.5][:len(elements)], [2.0, 1.0, 0.5][:len(elements)]
+    data = {"physics": {"equations": "navier_stokes", "viscosity": 0.05},
+            "mesh": {"elements": elements, "lower": lower, "upper": upper, "boundaries": {"xmax": "outflow"},
+                     "periodic": [False, False, True][:len(elements)]},
+            "discretization": {"order": 3}, "time": {"integrator": "bdf2", "dt": 0.01, "t_end": 0.03},
+            "boundary": {"xmin": {"ux": "4*y*(1 - y)"}}, "initial": {"ux": "4*y*(1 - y)"},
+            "output": {"formats": [], "forces": {"floor": {"surfaces": ["ymin"], "center": center}}}}
+    lobatto.run(case_from_dict(data, name=name), output_dir=tmp_path / name, backend="cpu")
+    return (tmp_path / name / f"{name}_forces.csv").read_text()
+
+
+def test_a_2d_forces_center_may_be_x_y(tmp_path):
+    given = channel([4, 2], [0.7, 0.3], tmp_path, "xy")
+    padded = channel([4, 2], [0.7, 0.3, 0.0], tmp_path, "xyz")
+    header, *rows = given.splitlines()
+    mz = [float(r.split(",")[header.split(",").index("Mz@floor")]) for r in rows]
+    assert given == padded and abs(mz[-1]) > 1e-3, mz  # the moment about (0.7, 0.3) is not 0
+    with pytest.raises(InputError, match=r"\[output.forces.floor\] center = \[0.7, 0.3\]: the mesh is 3-D"):
+        channel([4, 2, 1], [0.7, 0.3], tmp_path, "three")
