@@ -96,3 +96,16 @@ def test_a_2d_forces_center_may_be_x_y(tmp_path):
     assert given == padded and abs(mz[-1]) > 1e-3, mz  # the moment about (0.7, 0.3) is not 0
     with pytest.raises(InputError, match=r"\[output.forces.floor\] center = \[0.7, 0.3\]: the mesh is 3-D"):
         channel([4, 2, 1], [0.7, 0.3], tmp_path, "three")
+
+
+def test_the_printed_summary_names_the_forces_files_and_last_values():
+    from lobatto.io.summary import format_summary_table
+
+    last = {"step": 40, "t": 0.2, "Fx": 0.0107, "Fy": 8.7e-6, "Fz": 0.0, "Cx": 5.3456, "Cy": 0.004333, "Cz": 0.0}
+    series = {"forces": {"files": ["c_forces.csv", "c_forces.h5"], "samples": 3,
+                         "groups": {"cylinder": {"last": last}, "wall": {"last": {"t": 0.2, "Fx": 1.5, "Fy": 2.0,
+                                                                                  "Fz": 0.25}}}}}
+    text = format_summary_table({"time_series": series})
+    assert "  forces: c_forces.csv, c_forces.h5 (3 samples)" in text
+    assert "    cylinder at t = 0.2: Cx 5.3456, Cy 0.004333" in text  # Cz 0 (2-D) left out
+    assert "    wall at t = 0.2: Fx 1.5, Fy 2, Fz 0.25" in text
