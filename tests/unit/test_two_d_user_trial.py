@@ -109,3 +109,48 @@ def test_the_printed_summary_names_the_forces_files_and_last_values():
     assert "  forces: c_forces.csv, c_forces.h5 (3 samples)" in text
     assert "    cylinder at t = 0.2: Cx 5.3456, Cy 0.004333" in text  # Cz 0 (2-D) left out
     assert "    wall at t = 0.2: Fx 1.5, Fy 2, Fz 0.25" in text
+
+
+@pytest.mark.parametrize("source", [
+    {"type": "current", "Jz": "sin(7*t)*x", "Jx": "cos(5*t)*y"},
+    {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 1], "waveform": "gaussian", "t0": 0.2,
+     "width": 0.15},
+])
+def test_a_2d_sources_box_may_be_x_y(source, tmp_path):
+    """A current's box and a plane wave's total-field box as [x, y] (2-D rectangles) give the
+    fields of the same boxes with a z range holding z = 0; [x, y] on a 3-D mesh is refused."""
+    series = {}
+    for name, (lower, upper) in {"xy": ([0.5, 0.25], [1.5, 0.75]), "xyz": ([0.5, 0.25, -1.0], [1.5, 0.75, 1.0])}.items():
+        data = cavity([0.37, 0.29], t_end=1.0)
+        data["mesh"].update(elements=[4, 4], upper=[2.0, 1.0])
+        data["output"]["probes"] = {"points": [[1.1, 0.6], [1.7, 0.2]], "fields": ["Ex", "Ey", "Ez"]}
+        data["source"] = {"s": dict(source, lower=lower, upper=upper)}
+        lobatto.run(case_from_dict(data, name="box"), output_dir=tmp_path / name, backend="cpu")
+        with h5py.File(tmp_path / name / "box_probes.h5") as f:
+            series[name] = np.stack([f["probes"][c][()] for c in ("Ex", "Ey", "Ez")])
+    assert np.abs(series["xy"]).max() > 1e-3 and np.array_equal(series["xy"], series["xyz"])
+    data["mesh"].update(elements=[4, 4, 1], lower=[0.0, 0.0, 0.0], upper=[2.0, 1.0, 1.0])
+    data["source"] = {"s": dict(source, lower=[0.5, 0.25], upper=[1.5, 0.75])}
+    data["output"]["probes"]["points"] = [[1.1, 0.6, 0.5]]
+    with pytest.raises(InputError, match=r"\[source.s\] lower = \[0.5, 0.25\]: the mesh is 3-D: give \[x, y, z\]"):
+        lobatto.run(case_from_dict(data, name="box"), output_dir=tmp_path / "three", backend="cpu")
+
+
+def test_a_2d_far_field_contour_may_be_x_y(tmp_path):
+    widths = {}
+    for name, (lower, upper) in {"xy": ([-1.0, -1.0], [1.0, 1.0]), "xyz": ([-1.0, -1.0, -5.0], [1.0, 1.0, 5.0])}.items():
+        data = cavity([0.1, 0.15], t_end=2.0)
+        data["mesh"].update(elements=[4, 4], lower=[-2.0, -2.0], upper=[2.0, 2.0], boundary="absorbing")
+        data["output"] = {"every": 0, "formats": [], "far_field": {"frequencies": [0.5], "lower": lower,
+                                                                    "upper": upper, "phi": [0.0, 60.0]}}
+        lobatto.run(case_from_dict(data, name="ff"), output_dir=tmp_path / name, backend="cpu")
+        with h5py.File(tmp_path / name / "ff_farfield.h5") as f:
+            widths[name] = {k: f[k][()] for k in ("E_theta", "E_phi") if k in f}
+    assert widths["xy"] and all(np.abs(v).max() > 0 for v in widths["xy"].values())
+    for key, value in widths["xy"].items():
+        assert np.array_equal(value, widths["xyz"][key]), key
+    data["mesh"].update(elements=[4, 4, 1], lower=[-2.0, -2.0, 0.0], upper=[2.0, 2.0, 1.0])
+    data["source"]["line"]["position"] = [0.1, 0.15, 0.5]
+    data["output"]["far_field"].update(lower=[-1.0, -1.0], upper=[1.0, 1.0])
+    with pytest.raises(InputError, match=r"\[output.far_field\] lower = \[-1.0, -1.0\]: the mesh is 3-D"):
+        lobatto.run(case_from_dict(data, name="ff"), output_dir=tmp_path / "three", backend="cpu")

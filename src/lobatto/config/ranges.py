@@ -249,6 +249,12 @@ def check_vector(ctx, section: str, key: str, value, valid: Range = MAGNITUDE, l
     return tuple(numbers)
 
 
+def box_length(table, keys=("lower", "upper")) -> int:
+    """2 where a box's ``lower`` and ``upper`` both have 2 entries (a 2-D mesh's rectangle, as
+    [output.dft] boxes), else 3 (a wrong length is then refused as a 3-D box's)."""
+    return 2 if all(isinstance(table.get(k), list) and len(table[k]) == 2 for k in keys) else 3
+
+
 def unit_vector(values) -> tuple | None:
     """A nonzero finite vector scaled to length 1 without overflow or underflow (the norm of
     [1e308, 1e308, 1e308] or of [1e-320, 0, 0] is not representable, their direction is);

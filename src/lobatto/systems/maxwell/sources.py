@@ -34,7 +34,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import Key
-from lobatto.config.ranges import (COORDINATES, LARGE, Range, check_expression_values,
+from lobatto.config.ranges import (COORDINATES, LARGE, Range, box_length, check_expression_values,
                                    check_vector, unit_vector)
 from lobatto.config.toolkit import Table, choice, key_value, show
 from lobatto.errors import InputError
@@ -113,7 +113,8 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if ("lower" in table) != ("upper" in table):
             raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
         if "lower" in table:
-            lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range) for k in ("lower", "upper"))
+            length = box_length(table)
+            lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range, length) for k in ("lower", "upper"))
             if not all(a < b for a, b in zip(lower, upper)):
                 raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
             values.update(lower=lower, upper=upper)
@@ -143,6 +144,12 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
 
 
 # Run time -------------------------------------------------------------------------------
+def box_corners(values) -> tuple:
+    """A current's box as 3-vectors: a rectangle [x, y] (2-D) spans every z (its z is not read)."""
+    lower, upper = (list(map(float, values[k])) for k in ("lower", "upper"))
+    return np.array(lower + [-np.inf] * (3 - len(lower))), np.array(upper + [np.inf] * (3 - len(upper)))
+
+
 def dipole_position(values) -> np.ndarray:
     """A dipole's point as 3 coordinates (z = 0 where the case gave [x0, y0]: a 2-D line source)."""
     point = [float(c) for c in values["position"]]
@@ -187,9 +194,6 @@ class MaxwellSources:
                     elements.append(on)
                 continue
             v = spec.values  # on a 2-D mesh the position's z is ignored: a line source along z
-            if len(v["position"]) == 2 and system.mesh.dim == 3:
-                raise InputError(f"{where}: [source.{spec.name}] position = {list(v['position'])}: the mesh is 3-D: "
-                                 "give [x, y, z]")
             element, reference, inside = locate_owner(system, dipole_position(v), comm)
             if not inside:
                 shown = ", ".join(repr(float(c)) for c in v["position"])
@@ -226,7 +230,7 @@ class MaxwellSources:
             x = geometry.coords[:, on]
             scale = inverse("epsilon", on)
             if "lower" in spec.values:
-                lo, up = (np.array(spec.values[k]).reshape(3, 1, 1, 1, 1) for k in ("lower", "upper"))
+                lo, up = (c.reshape(3, 1, 1, 1, 1) for c in box_corners(spec.values))
                 inside = np.all((x >= lo) & (x <= up), axis=0)
                 if not inside.all():
                     scale = scale * inside
@@ -258,7 +262,7 @@ class MaxwellSources:
         outside the mesh, or between the points, would drive nothing."""
         if "lower" not in spec.values:
             return
-        lo, up = (np.array(spec.values[k]).reshape(3, 1, 1, 1, 1) for k in ("lower", "upper"))
+        lo, up = (c.reshape(3, 1, 1, 1, 1) for c in box_corners(spec.values))
         x = geometry.coords[:, on]
         held = int(np.count_nonzero(np.all((x >= lo) & (x <= up), axis=0))) if on.size else 0
         if allreduce(comm, held) == 0:
@@ -295,7 +299,7 @@ class MaxwellSources:
         if "lower" not in spec.values:
             return np.arange(count)
         x = geometry.coords.reshape(3, count, -1)
-        lo, up = (np.array(spec.values[k])[:, None] for k in ("lower", "upper"))
+        lo, up = (c[:, None] for c in box_corners(spec.values))
         return np.nonzero(np.all((x.max(axis=2) > lo) & (x.min(axis=2) < up), axis=0))[0]
 
     def _check_finite(self, t, comm=None, where: str = "case"):
