@@ -154,3 +154,20 @@ def test_a_2d_far_field_contour_may_be_x_y(tmp_path):
     data["output"]["far_field"].update(lower=[-1.0, -1.0], upper=[1.0, 1.0])
     with pytest.raises(InputError, match=r"\[output.far_field\] lower = \[-1.0, -1.0\]: the mesh is 3-D"):
         lobatto.run(case_from_dict(data, name="ff"), output_dir=tmp_path / "three", backend="cpu")
+
+
+@pytest.mark.parametrize("section", ["current", "plane_wave", "far_field"])
+def test_a_box_of_2_and_3_entries_is_one_clear_error(section):
+    data = cavity([0.37, 0.29])
+    box = {"lower": [0.5, 0.25], "upper": [1.5, 0.75, 1.0]}
+    if section == "far_field":
+        data["output"]["far_field"] = {"frequencies": [0.5], **box}
+        where = "output.far_field"
+    else:
+        data["source"] = {"s": {"type": section, "Jz": "1"} if section == "current" else
+                          {"type": section, "direction": [1, 0, 0], "polarization": [0, 0, 1],
+                           "waveform": "gaussian", "t0": 0.2, "width": 0.1}}
+        data["source"]["s"].update(box)
+        where = "source.s"
+    with pytest.raises(InputError, match=rf"\[{where}\] lower has 2 entries and upper 3: give 2 each"):
+        case_from_dict(data, name="mixed")

@@ -90,7 +90,7 @@ def _surface(ctx: Context, where: str, table: Mapping[str, Any], prefix: str, re
     if box and region in table:
         raise ctx.error(f"[{where}] give either {lower}/{upper} or {region}, not both")
     if box:
-        length = box_length(table, (lower, upper))  # [x, y]: a 2-D mesh's rectangle (refused in 3-D at set-up)
+        length = box_length(ctx, where, table, (lower, upper))  # [x, y]: a 2-D mesh's rectangle (refused in 3-D at set-up)
         lo = check_vector(ctx, where, lower, table[lower], COORDINATES, length)
         up = check_vector(ctx, where, upper, table[upper], COORDINATES, length)
         if not all(a < b for a, b in zip(lo, up)):

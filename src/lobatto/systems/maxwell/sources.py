@@ -113,7 +113,7 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if ("lower" in table) != ("upper" in table):
             raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
         if "lower" in table:
-            length = box_length(table)
+            length = box_length(ctx, where, table)
             lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range, length) for k in ("lower", "upper"))
             if not all(a < b for a, b in zip(lower, upper)):
                 raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))

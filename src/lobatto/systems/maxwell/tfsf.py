@@ -103,7 +103,7 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
     if box and "region" in table:
         raise ctx.error(f"[{where}] give either lower/upper (a total-field box) or region, not both")
     if box:
-        length = box_length(table)  # [x, y]: a 2-D mesh's rectangle (its z range is not read anyway)
+        length = box_length(ctx, where, table)  # [x, y]: a 2-D mesh's rectangle (its z range is not read anyway)
         lower, upper = (check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range, length) for k in ("lower", "upper"))
         if not all(a < b for a, b in zip(lower, upper)):
             raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
