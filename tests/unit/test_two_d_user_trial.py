@@ -171,3 +171,10 @@ def test_a_box_of_2_and_3_entries_is_one_clear_error(section):
         where = "source.s"
     with pytest.raises(InputError, match=rf"\[{where}\] lower has 2 entries and upper 3: give 2 each"):
         case_from_dict(data, name="mixed")
+
+
+def test_a_2d_maxwell_summary_reports_no_3d_flop_model(runs):
+    import json
+
+    summary = json.loads((runs["xy"] / "summary.json").read_text())
+    assert "gflops" not in summary and summary["point_steps_per_second"] > 0
