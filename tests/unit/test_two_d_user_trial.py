@@ -1,7 +1,9 @@
-"""What trying 2-D lobatto as a Meep user found (issue 34, trial2d): a line source's position
-given as [x0, y0] (as a probe's point), the effective configuration of a 2-D run with
-``[pml] sides = "all"`` running again, and ``lobatto resonances --start`` fitting only the
-ring-down after a source (Meep's ``until_after_sources``)."""
+"""What trying 2-D lobatto as a user found (issue 34, trial2d; benchmarks/notes-2d-trial2d.md):
+points and boxes as [x, y] on a 2-D mesh (a line source's position, a current's, a plane
+wave's and a far field's box, a force group's centre; refused on a 3-D mesh), the effective
+configuration of a 2-D run with ``[pml] sides = "all"`` running again, ``lobatto resonances
+--start`` fitting only the ring-down after a source (Meep's ``until_after_sources``), the
+forces in the printed summary, and no 3-D work model's GFLOP/s for a 2-D Maxwell run."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from lobatto.api import case_from_dict, load_case
 from lobatto.cli import main
 from lobatto.errors import InputError
 
-#: a PEC unit square, a z line current (TM) off every symmetry line, a probe sampling Ez
+
 def cavity(position, t_end=12.0):
+    """A PEC unit square, a z line current (TM) off every symmetry line, a probe sampling Ez."""
     return {"mesh": {"elements": [2, 2], "boundary": "pec"}, "discretization": {"order": 5},
             "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "dt": 0.01},
             "source": {"line": {"type": "electric_dipole", "position": position, "direction": [0, 0, 1],
