@@ -3,7 +3,7 @@
     lobatto run CASE.toml [--backend cpu|cuda|auto] [--output DIR] [--quiet]
                           [--restart CHECKPOINT|latest [--interpolate]]
     lobatto plot RUN_DIR [--output FILE.png] [--quantities NAME ...]   (time series as a PNG)
-    lobatto resonances RUN_DIR [--probe NAME] [--field Ez] [--band f1 f2]   (modes of a probe's series)
+    lobatto resonances RUN_DIR [--probe NAME] [--field Ez] [--band f1 f2] [--start T]   (modes of a probe's series)
     lobatto bench ...        (benchmarks, when lobatto.bench.cli is installed)
     lobatto sysbench [--only SECTION ...] [--json PATH] [--compare BASELINE.json]   (node micro-benchmarks)
     lobatto doctor [--backend auto|cpu|cuda] [--json PATH] [--bytes N]   (check devices, MPI, transports)
@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     modes.add_argument("--field", default=None, metavar="FIELD", help="the field (default: the first sampled)")
     modes.add_argument("--band", nargs=2, type=float, default=None, metavar=("F1", "F2"),
                        help="keep only modes with F1 <= omega/2pi <= F2")
+    modes.add_argument("--start", type=float, default=None, metavar="T",
+                       help="fit only the samples at t >= T (after the sources: Meep's until_after_sources)")
     modes.add_argument("--max-error", type=float, default=1e-3, metavar="REL",
                        help="reject modes whose relative error estimate exceeds REL (default 1e-3)")
 
@@ -272,6 +274,8 @@ def _check_resonance_options(args: argparse.Namespace) -> None:
     if not (math.isfinite(args.max_error) and args.max_error > 0):
         raise InputError(f"--max-error must be a positive number (the largest relative error estimate of a mode "
                          f"kept, such as 1e-3), got {args.max_error:g}")
+    if args.start is not None and not math.isfinite(args.start):
+        raise InputError(f"--start must be a finite time (the first sample fitted), got {args.start:g}")
     if args.band is not None:
         f1, f2 = args.band
         if not 0 <= f1 < f2:
@@ -381,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lobatto.analysis.resonance_table import resonance_report
 
             _check_resonance_options(args)
-            print(resonance_report(args.run_dir, args.probe, args.field, args.band, args.max_error)[1])
+            print(resonance_report(args.run_dir, args.probe, args.field, args.band, args.max_error, args.start)[1])
             return 0
         parser.print_help(sys.stderr)
         return 2

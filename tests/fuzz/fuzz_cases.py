@@ -704,7 +704,8 @@ def op_plane(rng, data):
     """A 2-D mesh ([mesh] elements of two entries, docs/case-file.md "2-D"): valid (acoustics,
     Poisson, Maxwell and Navier-Stokes run), or with lengths that disagree, a z deformation
     or side, a field that has no 2-D meaning, an output not built in 2-D, DFT lines and
-    rectangles (a z plane refused), a far field on a contour (a theta list refused)."""
+    rectangles (a z plane refused), a far field on a contour (a theta list refused), Maxwell
+    sources whose point or box is [x, y] (a line source, a current's or a plane wave's box)."""
     mesh = data.get("mesh")
     if not isinstance(mesh, dict):
         raise _Skip
@@ -727,9 +728,20 @@ def op_plane(rng, data):
         for table in ("probes", "dft", "far_field"):
             output.pop(table, None)
     data.pop("checkpoint", None)
-    kind = rng.randrange(9)
+    kind = rng.randrange(10)
     if kind == 0:
         return "plane: a valid 2-D mesh"
+    if kind == 9 and equations_of(data) == "maxwell":  # points and boxes of 2 entries (or a mix)
+        corners = rng.choice((([0.1, 0.1], [0.4, 0.4]), ([0.1, 0.1, -1.0], [0.4, 0.4, 1.0]), ([0.1, 0.1], [0.4, 0.4, 1.0]),
+                              ([0.4, 0.1], [0.1, 0.4])))
+        source = rng.choice((
+            {"type": "electric_dipole", "position": rng.choice(([0.3, 0.2], [0.3, 0.2, 5.0], [0.3], [9.0, 9.0])),
+             "direction": [0, 0, 1], "waveform": "gaussian", "t0": 0.1, "width": 0.05},
+            {"type": "current", "Jz": "sin(t)", "lower": corners[0], "upper": corners[1]},
+            {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 0, 1], "waveform": "gaussian",
+             "t0": 0.1, "width": 0.05, "lower": corners[0], "upper": corners[1]}))
+        data["source"] = {"s": source}
+        return f"plane: a Maxwell source on a 2-D mesh, {source}"
     if kind == 7:  # [output.dft] lines and rectangles (monitors/planes.py: z planes refused in 2-D)
         corners = rng.choice((([0.0, 0.0], [0.5, 0.5]), ([0.0, 0.0, -1.0], [0.5, 0.5, 1.0]), ([0.0, 0.0], [0.5, 0.5, 1.0]),
                               ([0.1, 0.0], [0.5, 0.5])))
@@ -737,7 +749,8 @@ def op_plane(rng, data):
                          "boxes": [{"lower": corners[0], "upper": corners[1]}]}
         return f"plane: [output.dft] on a 2-D mesh, {output['dft']}"
     if kind == 8:  # the 2-D near-to-far transform (a closed contour; phi only)
-        table = {"frequencies": [0.5], "lower": [0.0, 0.0, -1.0], "upper": [0.5, 0.5, 1.0]}
+        table = {"frequencies": [0.5], **rng.choice(({"lower": [0.0, 0.0, -1.0], "upper": [0.5, 0.5, 1.0]},
+                                                     {"lower": [0.0, 0.0], "upper": [0.5, 0.5]}))}
         if rng.random() < 0.5:
             table["theta"] = rng.choice(([90.0], [30.0, 60.0], [5.0 * i for i in range(37)]))
         output["far_field"] = table

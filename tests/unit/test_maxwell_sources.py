@@ -212,7 +212,7 @@ DIPOLE = {"type": "electric_dipole", "position": [0.5, 0.5, 0.5], "direction": [
     ({k: v for k, v in DIPOLE.items() if k != "width"}, "[source.s] width is required"),
     ({**DIPOLE, "width": -1.0}, "[source.s] width must be a positive number"),
     ({**DIPOLE, "direction": [0, 0, 0]}, "[source.s] direction must be a nonzero vector"),
-    ({**DIPOLE, "position": [0.5, 0.5]}, "[source.s] position must be a list of 3 finite numbers"),
+    ({**DIPOLE, "position": [0.5]}, "[source.s] position must be a list of 3 finite numbers"),  # [x, y]: 2-D
     ({**DIPOLE, "amplitud": 2.0}, "did you mean 'source.s.amplitude'"),
     ({"type": "magnetic_dipole", "position": [0, 0, 0], "direction": [1, 0, 0]}, "[source.s] waveform is required"),
 ])

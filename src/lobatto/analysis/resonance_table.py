@@ -111,9 +111,17 @@ def format_table(modes: Modes, title: str) -> str:
     return "\n".join(lines)
 
 
-def resonance_report(run_dir, probe="p0", field=None, band=None, max_error=1e-3) -> tuple[Modes, str]:
-    """The modes of one probe's series and their table (for the CLI)."""
+def resonance_report(run_dir, probe="p0", field=None, band=None, max_error=1e-3, start=None) -> tuple[Modes, str]:
+    """The modes of one probe's series and their table (for the CLI). ``start``: only the
+    samples at t >= start (a source still driving the field is not a sum of free modes:
+    a series that includes a pulse's drive can give no mode at all)."""
     series = probe_series(run_dir, probe, field)
+    if start is not None:
+        taken = series["time"] >= start
+        if not taken.any():
+            raise InputError(f"--start {start:g}: {series['path']} has no sample at t >= {start:g} (its last: t = "
+                             f"{float(series['time'][-1]):g})")
+        series = dict(series, time=series["time"][taken], values=series["values"][taken])
     kept, step = uniform_step(series["time"], series["path"])
     modes = resonances(series["values"][kept], step, band=band, max_error=max_error)
     title = (f"{series['path']}: {series['column']}, {kept.size} samples every {step:.6g} from t = "

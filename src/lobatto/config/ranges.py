@@ -249,6 +249,17 @@ def check_vector(ctx, section: str, key: str, value, valid: Range = MAGNITUDE, l
     return tuple(numbers)
 
 
+def box_length(ctx, section: str, table, keys=("lower", "upper")) -> int:
+    """2 where a box's ``lower`` and ``upper`` both have 2 entries (a 2-D mesh's rectangle, as
+    [output.dft] boxes), else 3 (a wrong length is then refused as a 3-D box's); one of 2 and
+    one of 3 entries is refused here, naming both."""
+    lengths = [len(table[k]) if isinstance(table.get(k), list) else None for k in keys]
+    if sorted(lengths, key=str) == [2, 3]:
+        raise ctx.error(f"[{section}] {keys[0]} has {lengths[0]} entries and {keys[1]} {lengths[1]}: give 2 each "
+                        "(a rectangle on a 2-D mesh) or 3 each")
+    return 2 if lengths == [2, 2] else 3
+
+
 def unit_vector(values) -> tuple | None:
     """A nonzero finite vector scaled to length 1 without overflow or underflow (the norm of
     [1e308, 1e308, 1e308] or of [1e-320, 0, 0] is not representable, their direction is);

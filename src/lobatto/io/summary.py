@@ -231,6 +231,17 @@ def format_summary_table(summary: Mapping[str, Any]) -> str:
                     f"no sample: no step at t >= [output.statistics] start = {_num(stats.get('start'), 'g')} on a "
                     f"multiple of every = {stats.get('every')}; the means in them are 0")
             lines.append(f"  statistics: {', '.join(stats['files'])} ({text})")
+        forces = series.get("forces")  # [output.forces.<name>]: the files and each group's last sample
+        if isinstance(forces, Mapping) and forces.get("files"):
+            samples = forces.get("samples")
+            lines.append(f"  forces: {', '.join(forces['files'])} ({samples} sample{'' if samples == 1 else 's'})")
+            for name, group in (forces.get("groups") or {}).items():
+                last = group.get("last") if isinstance(group, Mapping) else None
+                if isinstance(last, Mapping) and last:
+                    kind = "C" if "Cx" in last else "F"  # the coefficients where the group has reference values
+                    parts = [f"{kind}{a} {_num(last.get(kind + a), '.6g')}" for a in "xyz"
+                             if a != "z" or last.get(kind + a)]  # (Fz is 0 in 2-D)
+                    lines.append(f"    {name} at t = {_num(last.get('t'), '.6g')}: {', '.join(parts)}")
         for key, label in (("dft", "transforms"), ("far_field", "far field")):
             entry = series.get(key)
             if isinstance(entry, Mapping) and entry.get("file"):

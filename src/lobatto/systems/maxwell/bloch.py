@@ -30,6 +30,7 @@ import numpy as np
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.periodic_faces import AXES, periodic_translations, wrapped_axes
+from lobatto.systems.maxwell.sources import dipole_position
 
 #: what a Bloch run adds to the fields: the imaginary parts, named after the real ones
 IMAGINARY_SUFFIX = "_im"
@@ -136,7 +137,7 @@ class BlochWrap:
         for i, (expressions, x, scale, slot) in enumerate(sources.currents):
             phase = backend.asarray(wave(np.tensordot(self.k, np.asarray(backend.to_host(x)), axes=1)))
             sources.currents[i] = (expressions, x, phase * scale, slot)
-        sources.dipoles = [(values, field, slot, profile * float(wave(self.k @ np.asarray(values["position"]))))
+        sources.dipoles = [(values, field, slot, profile * float(wave(self.k @ dipole_position(values))))
                            for values, field, slot, profile in sources.dipoles]
         return sources
 

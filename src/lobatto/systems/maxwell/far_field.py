@@ -189,6 +189,8 @@ class FarFieldMonitor(DftMonitor):
             what = f"{WHERE} {'absorption_' if label == 'absorption' else ''}"
             if surface.region is not None:
                 inside = elements_in_region(system, surface.region, what.strip(), where)
+            elif len(surface.lower) == 2 and self.dim == 3:
+                raise InputError(f"{where}: {what}lower = {list(surface.lower)}: the mesh is 3-D: give [x, y, z]")
             else:
                 inside = elements_in_box(system, surface.lower, surface.upper, comm, what + "box", where)
             sign = surface_signs(system, inside)

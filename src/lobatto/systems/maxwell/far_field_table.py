@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from lobatto.config.dft import check_frequencies
 from lobatto.config.physics import Key
-from lobatto.config.ranges import COORDINATES, LARGE, SMALL, Range, check_vector, is_number
+from lobatto.config.ranges import COORDINATES, LARGE, SMALL, Range, box_length, check_vector, is_number
 from lobatto.config.toolkit import Context, Table, read_table
 
 #: a far field's frequency (cycles per unit time): 2 pi f t is a phase at every step, and the
@@ -90,8 +90,9 @@ def _surface(ctx: Context, where: str, table: Mapping[str, Any], prefix: str, re
     if box and region in table:
         raise ctx.error(f"[{where}] give either {lower}/{upper} or {region}, not both")
     if box:
-        lo = check_vector(ctx, where, lower, table[lower], COORDINATES)
-        up = check_vector(ctx, where, upper, table[upper], COORDINATES)
+        length = box_length(ctx, where, table, (lower, upper))  # [x, y]: a 2-D mesh's rectangle (refused in 3-D at set-up)
+        lo = check_vector(ctx, where, lower, table[lower], COORDINATES, length)
+        up = check_vector(ctx, where, upper, table[upper], COORDINATES, length)
         if not all(a < b for a, b in zip(lo, up)):
             raise ctx.bad(where, upper, f"above {lower} in every coordinate", list(up))
         return ClosedSurface(lower=tuple(lo), upper=tuple(up))

@@ -20,8 +20,14 @@ TAIL = (" on a 2-D mesh yet (2-D Maxwell takes currents, line sources, plane wav
 
 
 def check_case(case, dim: int, where: str = "case") -> None:
-    """InputError for the first key of ``case`` a 2-D mesh cannot run; nothing in 3-D."""
+    """InputError for the first key of ``case`` a 2-D mesh cannot run; in 3-D, for a source's
+    point or box given as [x, y] (the 2-D form)."""
     if dim != 2:
+        for spec in case.tables.get("source", ()):
+            for key in ("position", "lower", "upper"):
+                if len(spec.values.get(key, ())) == 2:
+                    raise InputError(f"{where}: [source.{spec.name}] {key} = {list(spec.values[key])}: the mesh is "
+                                     "3-D: give [x, y, z]")
         return
     for spec in case.tables.get("source", ()):
         if spec.type in SOURCE_TYPES:

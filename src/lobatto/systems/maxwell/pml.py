@@ -95,7 +95,8 @@ class PmlSpec:
     all_sides: bool = False  # sides = "all": a 2-D mesh's four (no z layers there)
 
     def to_dict(self) -> dict:
-        out = {"sides": list(self.sides), "grading_order": self.grading_order}
+        # "all" stays "all": the effective configuration of a 2-D run must run again (six sides would not)
+        out = {"sides": "all" if self.all_sides else list(self.sides), "grading_order": self.grading_order}
         for key in ("elements", "thickness", "reflection", "sigma_max", "alpha"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -148,8 +149,9 @@ def mesh_sides(spec: PmlSpec, mesh, where: str = "case") -> tuple:
         return SIDES[:4]
     z = [s for s in spec.sides if s in SIDES[4:]]
     if z:
-        raise InputError(f"{where}: [pml] sides = {list(spec.sides)}: {z[0]} is not a side of a 2-D mesh (its fields "
-                         "do not vary along z); line x and y sides only")
+        shown = "[" + ", ".join(f'"{s}"' for s in spec.sides) + "]"
+        raise InputError(f"{where}: [pml] sides = {shown}: {z[0]} is not a side of a 2-D mesh (its fields do not vary "
+                         "along z): give x and y sides only (xmin, xmax, ymin, ymax) or \"all\"")
     return spec.sides
 
 

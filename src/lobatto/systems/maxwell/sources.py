@@ -34,7 +34,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config import Key
-from lobatto.config.ranges import (COORDINATES, LARGE, Range, check_expression_values,
+from lobatto.config.ranges import (COORDINATES, LARGE, Range, box_length, check_expression_values,
                                    check_vector, unit_vector)
 from lobatto.config.toolkit import Table, choice, key_value, show
 from lobatto.errors import InputError
@@ -57,7 +57,8 @@ CURRENT = Table("source.<name>", (TYPE,) + CURRENT_KEYS + (
 #: the keys of a dipole's [source.<name>]; a waveform takes some of WAVEFORM_KEYS (WAVEFORMS)
 DIPOLE = Table("source.<name>", (
     TYPE,
-    Key("position", "vector", None, "the point x0, a list of 3 numbers", required=True, range=COORDINATES),
+    Key("position", "vector", None, "the point x0, a list of 3 numbers ([x0, y0] on a 2-D mesh)", required=True,
+        range=COORDINATES),
     Key("direction", "vector", None, "the dipole's direction, a list of 3 numbers", required=True, range=DIRECTION),
     AMPLITUDE,
     Key("waveform", "choice", None, "w(t)", choices=tuple(WAVEFORMS), required=True),
@@ -112,7 +113,8 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if ("lower" in table) != ("upper" in table):
             raise ctx.error(f"[{where}] lower and upper go together (the box holding the current)")
         if "lower" in table:
-            lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range) for k in ("lower", "upper"))
+            length = box_length(ctx, where, table)
+            lower, upper = (check_vector(ctx, where, k, table[k], CURRENT[k].range, length) for k in ("lower", "upper"))
             if not all(a < b for a, b in zip(lower, upper)):
                 raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
             values.update(lower=lower, upper=upper)
@@ -129,7 +131,10 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
         if key not in table:
             doc = WAVEFORM_KEYS[key].doc if key in WAVEFORM_KEYS else "a list of 3 numbers"
             raise ctx.error(f"[{where}] {key} is required ({doc})")
-    values = {k: check_vector(ctx, where, k, table[k], DIPOLE[k].range) for k in ("position", "direction")}
+    # position [x0, y0]: a 2-D mesh's line source (as a probe's point); refused on a 3-D mesh at set-up
+    length = 2 if isinstance(table["position"], list) and len(table["position"]) == 2 else 3
+    values = {k: check_vector(ctx, where, k, table[k], DIPOLE[k].range, length if k == "position" else 3)
+              for k in ("position", "direction")}
     if unit_vector(values["direction"]) is None:
         raise ctx.bad(where, "direction", "a nonzero vector", list(values["direction"]))
     values["amplitude"] = key_value(ctx, where, table, AMPLITUDE)
@@ -139,6 +144,18 @@ def _parse_one(ctx, name: str, table: Any) -> SourceSpec:
 
 
 # Run time -------------------------------------------------------------------------------
+def box_corners(values) -> tuple:
+    """A current's box as 3-vectors: a rectangle [x, y] (2-D) spans every z (its z is not read)."""
+    lower, upper = (list(map(float, values[k])) for k in ("lower", "upper"))
+    return np.array(lower + [-np.inf] * (3 - len(lower))), np.array(upper + [np.inf] * (3 - len(upper)))
+
+
+def dipole_position(values) -> np.ndarray:
+    """A dipole's point as 3 coordinates (z = 0 where the case gave [x0, y0]: a 2-D line source)."""
+    point = [float(c) for c in values["position"]]
+    return np.array(point + [0.0] * (3 - len(point)))
+
+
 def locate_owner(system, point, comm):
     """(local element or None, reference coordinates) of the element with the lowest global
     id holding ``point`` (collective); None on the ranks that do not own it."""
@@ -177,7 +194,7 @@ class MaxwellSources:
                     elements.append(on)
                 continue
             v = spec.values  # on a 2-D mesh the position's z is ignored: a line source along z
-            element, reference, inside = locate_owner(system, np.array(v["position"]), comm)
+            element, reference, inside = locate_owner(system, dipole_position(v), comm)
             if not inside:
                 shown = ", ".join(repr(float(c)) for c in v["position"])
                 raise InputError(f"{where}: [source.{spec.name}] position = [{shown}] is outside the mesh: "
@@ -213,7 +230,7 @@ class MaxwellSources:
             x = geometry.coords[:, on]
             scale = inverse("epsilon", on)
             if "lower" in spec.values:
-                lo, up = (np.array(spec.values[k]).reshape(3, 1, 1, 1, 1) for k in ("lower", "upper"))
+                lo, up = (c.reshape(3, 1, 1, 1, 1) for c in box_corners(spec.values))
                 inside = np.all((x >= lo) & (x <= up), axis=0)
                 if not inside.all():
                     scale = scale * inside
@@ -245,7 +262,7 @@ class MaxwellSources:
         outside the mesh, or between the points, would drive nothing."""
         if "lower" not in spec.values:
             return
-        lo, up = (np.array(spec.values[k]).reshape(3, 1, 1, 1, 1) for k in ("lower", "upper"))
+        lo, up = (c.reshape(3, 1, 1, 1, 1) for c in box_corners(spec.values))
         x = geometry.coords[:, on]
         held = int(np.count_nonzero(np.all((x >= lo) & (x <= up), axis=0))) if on.size else 0
         if allreduce(comm, held) == 0:
@@ -282,7 +299,7 @@ class MaxwellSources:
         if "lower" not in spec.values:
             return np.arange(count)
         x = geometry.coords.reshape(3, count, -1)
-        lo, up = (np.array(spec.values[k])[:, None] for k in ("lower", "upper"))
+        lo, up = (c[:, None] for c in box_corners(spec.values))
         return np.nonzero(np.all((x.max(axis=2) > lo) & (x.min(axis=2) < up), axis=0))[0]
 
     def _check_finite(self, t, comm=None, where: str = "case"):

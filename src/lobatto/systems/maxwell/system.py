@@ -405,8 +405,9 @@ class MaxwellSystem(FaceExchangeSystem):
         names = [term.name for term in self.terms]
         return ([f"terms present: {', '.join(names)}"] if names else []) + growth_hints(self, comm)
 
-    def flops_per_step(self, stages: int = 5) -> float:
-        return flops_per_step(self.order, self.points, stages)
+    def flops_per_step(self, stages: int = 5) -> float | None:
+        # the model counts 3-D's work (three derivative directions, six faces): not a 2-D mesh's
+        return flops_per_step(self.order, self.points, stages) if self.mesh.dim == 3 else None
 
     def summary(self, stepper, comm=None) -> dict:
         out = super().summary(stepper, comm)

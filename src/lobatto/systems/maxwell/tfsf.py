@@ -36,7 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from lobatto.config.physics import Key
-from lobatto.config.ranges import COORDINATES, check_vector, unit_vector
+from lobatto.config.ranges import COORDINATES, box_length, check_vector, unit_vector
 from lobatto.config.toolkit import Table, choice, key_value
 from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
@@ -103,7 +103,8 @@ def parse_plane_wave(ctx, where: str, table: Mapping[str, Any]) -> dict:
     if box and "region" in table:
         raise ctx.error(f"[{where}] give either lower/upper (a total-field box) or region, not both")
     if box:
-        lower, upper = (check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range) for k in ("lower", "upper"))
+        length = box_length(ctx, where, table)  # [x, y]: a 2-D mesh's rectangle (its z range is not read anyway)
+        lower, upper = (check_vector(ctx, where, k, table[k], PLANE_WAVE[k].range, length) for k in ("lower", "upper"))
         if not all(a < b for a, b in zip(lower, upper)):
             raise ctx.bad(where, "upper", "above lower in every coordinate", list(upper))
         values.update(lower=lower, upper=upper)

@@ -79,7 +79,10 @@ class SurfaceForce:
         on = boundary & np.isin(group_of, wanted)
         order, w = system.order, gll_weights(system.order)
         self.dim = mesh.dim
-        center = np.asarray(group.center, dtype=np.float64).reshape(3, 1, 1, 1)
+        if len(group.center) == 2 and self.dim == 3:
+            raise InputError(f"{where}: [output.forces.{group.name}] center = {list(group.center)}: the mesh is 3-D: "
+                             "give [x, y, z]")
+        center = np.asarray(tuple(group.center) + (0.0,) * (3 - len(group.center)), dtype=np.float64).reshape(3, 1, 1, 1)
         if self.dim == 2:  # per unit depth: the moment about the z axis through (cx, cy): arms in the plane
             center = np.concatenate([center[:2], np.zeros((1, 1, 1, 1))])
         face_weights = np.outer(w, w) if self.dim == 3 else w[None, :]

@@ -27,7 +27,8 @@ EVERY = Range(1, 10**9, "a number of steps, and a run takes at most 1e9")
 #: the keys of one [output.forces.<name>] (docs/case-file.md, docs/navier-stokes.md)
 FORCES = Table("output.forces", (
     Key("surfaces", "list", None, "the mesh's named surfaces (face groups) whose force is summed", required=True),
-    Key("center", "vector", (0.0, 0.0, 0.0), "the point the moment is taken about", range=COORDINATES),
+    Key("center", "vector", (0.0, 0.0, 0.0), "the point the moment is taken about ([cx, cy] on a 2-D mesh)",
+        range=COORDINATES),
     Key("reference_area", "positive", None, "A of the coefficients F / (rho U^2 A / 2)", range=REFERENCE),
     Key("reference_velocity", "positive", None, "U of the coefficients", range=REFERENCE),
     Key("density", "positive", 1.0, "rho: the force is rho times the kinematic one (p and nu are per unit "
@@ -82,7 +83,10 @@ def _group(ctx: Context, name: str, table: Mapping[str, Any]) -> ForceGroup:
     surfaces = name_list(ctx, where, table, "surfaces", None, "surface", [])
     if not surfaces:
         raise ctx.bad(where, "surfaces", "a non-empty list of the mesh's named surfaces", table["surfaces"])
-    center = check_vector(ctx, where, "center", table["center"], COORDINATES) if "center" in table else (0.0,) * 3
+    # [cx, cy]: a 2-D mesh's centre (the moment about the z axis through it); refused in 3-D at set-up
+    given = table.get("center", (0.0,) * 3)
+    length = 2 if isinstance(given, list) and len(given) == 2 else 3
+    center = check_vector(ctx, where, "center", given, COORDINATES, length)
     values = {key: key_value(ctx, where, table, FORCES[key])
               for key in ("reference_area", "reference_velocity", "density", "every")}
     if (values["reference_area"] is None) != (values["reference_velocity"] is None):

@@ -89,5 +89,6 @@ def check_planar(case, dim: int) -> None:
                          "has a zero eigenvalue along z): use 'q_criterion' or 'vorticity' (omega_z) instead")
     statistics = output.monitors.get("statistics")
     if statistics is not None and "z" in (statistics.average or ()):
-        raise InputError(f"{where}: [output.statistics] average = {list(statistics.average)}: a 2-D field has no z "
+        shown = "[" + ", ".join(f'"{a}"' for a in statistics.average) + "]"  # as the case file spells it
+        raise InputError(f"{where}: [output.statistics] average = {shown}: a 2-D field has no z "
                          "direction to average along; average along x or y")
