@@ -399,3 +399,19 @@ def test_quad_meshes_partition_into_balanced_covering_parts(sdk, tmp_path, metho
             part = mesh.subset(o)
             part.check()
             assert part.dim == 2 and part.face_neighbour.shape == (len(o), 4)
+
+
+def test_a_rea_whose_corner_copies_differ_by_ascii_rounding_reads_as_the_box(tmp_path):
+    """Each element of a .rea carries its own copy of a shared corner, printed to 6 significant
+    digits; files of Nek5000's 2-D examples (cyl2.rea) miss across a seam by ~4e-7. Copies
+    that differ by such rounding (here up to 1e-5 at coordinates near 4, edges of 0.3) are one
+    vertex, and the mesh is the box's."""
+    nx, ny = 4, 3
+    corners, index = box_corners2d(nx, ny, (3.1, 2.2), (4.3, 3.1))
+    noisy = corners + np.random.default_rng(5).uniform(-5e-6, 5e-6, corners.shape)
+    write_rea(tmp_path / "r.rea", noisy, bcs=box_bcs(index, nx, ny))
+    mesh = hex_mesh_from_imported(nek5000.read(tmp_path / "r.rea", 3))
+    box = box_mesh((nx, ny), lower=(3.1, 2.2), upper=(4.3, 3.1))
+    assert len(mesh.vertices) == (nx + 1) * (ny + 1)
+    assert np.array_equal(mesh.face_neighbour, box.face_neighbour)
+    assert np.array_equal(mesh.neighbour_face, box.neighbour_face)

@@ -88,8 +88,11 @@ class ImportedMesh:
 
 
 #: corners closer than this times the smallest element edge are one vertex (files that carry
-#: coordinates only, like Nek5000's, repeat each corner once per element, rounded in ASCII files)
-MERGE_TOLERANCE = 1e-6
+#: coordinates only, like Nek5000's, repeat each corner once per element, rounded in ASCII files:
+#: a .rea's 6 significant digits put the copies of a corner up to ~1e-5 of the coordinates apart,
+#: e.g. across a cylinder's seam in Nek5000's own 2-D examples; distinct corners are at least an
+#: edge apart, so 1e-3 keeps a margin of 1000; Nek5000's genmap merges within 0.2 of an edge)
+MERGE_TOLERANCE = 1e-3
 #: corners are merged on a grid of cells MERGE_TOLERANCE times the smallest edge: coordinates
 #: beyond this many smallest edges from the origin would overflow its int64 cell numbers
 MAX_SPAN_RATIO = 1e12
