@@ -6,20 +6,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SRC = Path(__file__).resolve().parent.parent.parent / "src"
 
 
-@pytest.mark.parametrize("extra", [[], ["--stages", "--curved"]])
-def test_bench_maxwell_cpu(tmp_path, extra):
+@pytest.mark.parametrize("elements, extra", [(["2", "2", "2"], []), (["2", "2", "2"], ["--stages", "--curved"]),
+                                            (["3", "2"], ["--curved"])])
+def test_bench_maxwell_cpu(tmp_path, elements, extra):
+    """Three counts: a box of hexahedra; two: of quadrilaterals (no GFLOP/s: the work model is 3-D)."""
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "lobatto", "bench", "maxwell", "--backend", "cpu", "--order", "3",
-           "--elements", "2", "2", "2", "--copy-bytes", "0", "--repeats", "2", "--json", str(out), *extra]
+           "--elements", *elements, "--copy-bytes", "0", "--repeats", "2", "--json", str(out), *extra]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(SRC)))
     assert result.returncode == 0, result.stderr
     record = json.loads(out.read_text())
-    assert record["points"] == 8 * 4**3 and record["step_path"] == "stages"
+    dim = len(elements)
+    assert record["points"] == int(np.prod([int(e) for e in elements])) * 4**dim
+    assert record["step_path"] == "stages" and (record["gflops"] is None) == (dim == 2)
+    assert ("GFLOP/s" in result.stdout) == (dim == 3)
     seconds = record["seconds_per_step"] if "seconds_per_step" in record else record["timing"]["seconds_per_step"]
     assert record["point_stage_updates_per_s"] == pytest.approx(record["points"] * 5 / seconds, rel=1e-9)
 

@@ -37,7 +37,8 @@ def bench_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("maxwell", help="SEDG Maxwell whole-step throughput", allow_abbrev=False)
     m.add_argument("--backend", default="cuda", choices=("cuda", "cpu", "auto"))
     m.add_argument("--order", type=int, default=7)
-    m.add_argument("--elements", type=int, nargs=3, default=(32, 32, 32), metavar=("NX", "NY", "NZ"))
+    m.add_argument("--elements", type=int, nargs="+", default=(32, 32, 32), metavar="N",
+                   help="NX NY NZ, or NX NY for a 2-D mesh of quadrilaterals (TE and TM fields)")
     m.add_argument("--curved", action="store_true", help="deformed (curvilinear) mesh: per-point metrics")
     m.add_argument("--periodic", action="store_true", help="periodic box instead of a PEC cavity")
     m.add_argument("--precision", default="float64", choices=("float64", "float32"))

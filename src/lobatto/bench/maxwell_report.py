@@ -29,8 +29,9 @@ def format_run(r: dict) -> str:
         f"{'time per step [ms]':34s} {r['seconds_per_step'] * 1e3:14.4f}",
         f"{'point-stage updates/s':34s} {_fmt_rate(r['point_stage_updates_per_s']):>14s}",
         f"{'point-steps/s':34s} {_fmt_rate(r['point_steps_per_s']):>14s}",
-        f"{'GFLOP/s (paper work model)':34s} {r['gflops']:14.1f}",
     ]
+    if r.get("gflops") is not None:  # the work model counts 3-D work: none on a 2-D mesh
+        lines.append(f"{'GFLOP/s (paper work model)':34s} {r['gflops']:14.1f}")
     energy = r.get("energy")  # lobatto.machine.power: joules of the timed repeats
     if energy and energy.get("joules_per_step") is not None:
         what = "+".join(part.upper() for part in energy["counted"])
@@ -108,6 +109,9 @@ def command(args) -> int:
     if any(not 1 <= order <= MAX_ORDER for order in orders):
         raise InputError(f"--order{'s' if args.sweep else ''} must be from 1 to {MAX_ORDER}, got "
                          f"{' '.join(map(str, orders))}")
+    if len(args.elements) not in (2, 3) or min(args.elements) < 1:
+        raise InputError(f"--elements takes 2 (a 2-D mesh) or 3 counts, each >= 1, got "
+                         f"{' '.join(map(str, args.elements))}")
     if args.steps is not None and args.steps < 1:
         raise InputError(f"--steps must be >= 1 (got {args.steps})")
     if args.repeats < 1:
