@@ -13,18 +13,19 @@ def fused_byte_model(system, stepper) -> dict:
     """Bytes per stage of the fused-exchange step (lobatto.systems.maxwell.fused), averaged."""
     from lobatto.systems.maxwell import cuda as cm
 
-    order, e = system.order, system.num_elements
-    n = order + 1
+    order, e, dim = system.order, system.num_elements, system.mesh.dim
+    face_points = np.prod(cm.element_sizes(order, dim)[1:])  # 6 n^2 (3-D), 4 n (2-D)
     item = np.dtype(system.backend.dtype).itemsize
     frac = float(np.mean(system.geometry.affine))
     a_values = list(stepper.scheme.A)
     stages = len(a_values)
-    total = e * cm.traces_bytes(order, item)  # traces of u at the start of the step
+    total = e * cm.traces_bytes(order, item, dim)  # traces of u at the start of the step
     for i, a in enumerate(a_values):
-        per = frac * cm.stage_bytes(order, item, True, a != 0) + (1 - frac) * cm.stage_bytes(order, item, False, a != 0)
-        # sums (36 n^2) replaced by the partner's traces (36 n^2) and the partner index (6 n^2 int32);
-        # all but the last stage write the traces of the updated u (36 n^2)
-        per += 6 * n**2 * 4 + (36 * n**2 * item if i < stages - 1 else 0)
+        per = (frac * cm.stage_bytes(order, item, True, a != 0, dim)
+               + (1 - frac) * cm.stage_bytes(order, item, False, a != 0, dim))
+        # sums (6 values per face point) replaced by the partner's traces (6) and the partner
+        # index (one int32); all but the last stage write the traces of the updated u (6)
+        per += face_points * 4 + (6 * face_points * item if i < stages - 1 else 0)
         total += e * per
     return {"total_per_stage": total / stages, "per_point_per_stage": total / stages / system.points}
 
@@ -33,17 +34,18 @@ def byte_model(system, stepper) -> dict:
     """Bytes per stage of each kernel (fewest: each input read once, each output written once)."""
     from lobatto.systems.maxwell import cuda as cm
 
-    order, e = system.order, system.num_elements
+    order, e, dim = system.order, system.num_elements, system.mesh.dim
     item = np.dtype(system.backend.dtype).itemsize
-    frac = float(np.mean(system.geometry.affine))  # affine elements read (E, 9) metrics
+    frac = float(np.mean(system.geometry.affine))  # affine elements read (E, dim^2) metrics
     a_values = list(stepper.scheme.A) if isinstance(stepper.scheme, LowStorageScheme) else [1.0]
     reads = sum(1 for a in a_values if a != 0) / len(a_values)  # stages that read the residual
 
     def per_element(affine):
-        return reads * cm.stage_bytes(order, item, affine, True) + (1 - reads) * cm.stage_bytes(order, item, affine, False)
+        return (reads * cm.stage_bytes(order, item, affine, True, dim)
+                + (1 - reads) * cm.stage_bytes(order, item, affine, False, dim))
 
     stage = e * (frac * per_element(True) + (1 - frac) * per_element(False))
-    traces = e * cm.traces_bytes(order, item)
+    traces = e * cm.traces_bytes(order, item, dim)
     plan = system.exchange.plan
     vn = 6
     isz = 4 if plan.n < 2**31 else 8
