@@ -12,8 +12,7 @@ import io
 import sys
 from pathlib import Path
 
-import numpy as np
-
+from gathered import save_fields_by_id
 from lobatto.api import Simulation, case_from_dict
 
 # 6 x 2 curved quads: inflow (with a passive scalar) on xmin, outflow on xmax, walls on y. With
@@ -39,13 +38,7 @@ def main() -> int:
     with contextlib.redirect_stdout(io.StringIO()):
         sim = Simulation(case_from_dict(CASE, name="ns2d"), backend="cpu", output_dir=output)
         sim.run()
-    ids = sim.system.mesh.element_ids
-    values = np.stack([sim.fields()[name] for name in sim.system.field_names])
-    parts = sim.comm.gather((ids, values), root=0) if sim.comm is not None else [(ids, values)]
-    if sim.rank == 0:
-        ids = np.concatenate([p[0] for p in parts])
-        values = np.concatenate([p[1] for p in parts], axis=1)
-        np.save(output / "fields.npy", values[:, np.argsort(ids)])
+    save_fields_by_id(sim, output / "fields.npy")
     sim.close()
     return 0
 

@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lobatto.discretization.tensor import dimension_of
 from lobatto.io.atomic import atomic_path, h5_create
 from lobatto.io.compression import dataset_options, register_filters
 
@@ -128,7 +129,7 @@ def write_snapshot(
             f.attrs["lobatto_version"] = _version()
             f.attrs["layout"] = LAYOUT
             f.attrs["field_names"] = names
-            if coords.shape[2] == 1:  # the thin t axis of a 2-D mesh
+            if dimension_of(coords.shape) == 2:  # the thin t axis of a 2-D mesh
                 f.attrs["dimension"] = 2
             for k, v in (extra_attrs or {}).items():
                 f.attrs[str(k)] = _attr_value(v)

@@ -236,7 +236,7 @@ def write_piece(path: str | os.PathLike, coords, fields, field_names: Sequence[s
     data ``element_id`` (global, default 0..E-1), ``rank`` and, given ``regions`` (E,), ``region``."""
     coords = np.asarray(coords)
     n = order + 1
-    dim = 2 if coords.ndim == 5 and coords.shape[2] == 1 else 3
+    dim = dimension_of(coords.shape) if coords.ndim == 5 else 3
     if coords.ndim != 5 or coords.shape[0] != 3 or coords.shape[2:] not in ((n, n, n), (1, n, n)):
         raise ValueError(f"coords must have shape (3, E, {n}, {n}, {n}), or (3, E, 1, {n}, {n}) in 2-D, for order "
                          f"{order}, got {coords.shape}")

@@ -21,7 +21,7 @@ import numpy as np
 from lobatto.discretization import derivative_matrix, gll_points, gll_weights, interpolation_matrix
 from lobatto.errors import InputError
 from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, face_slice
-from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t
+from lobatto.discretization.tensor import derivative_r, derivative_s, derivative_t, dimension_of
 
 AFFINE_TOLERANCE = 1e-12
 
@@ -86,7 +86,7 @@ def curved_coordinates(curved_nodes: np.ndarray, order: int) -> np.ndarray:
     interp = interpolation_matrix(q, gll_points(order))  # (n, q+1)
     out = np.einsum("ai,xekji->xekja", interp, nodes)
     out = np.einsum("bj,xekja->xekba", interp, out)
-    if nodes.shape[2] == 1:  # a quad: no k axis to interpolate along
+    if dimension_of(nodes.shape) == 2:  # a quad: no k axis to interpolate along
         return out
     return np.einsum("ck,xekba->xecba", interp, out)
 

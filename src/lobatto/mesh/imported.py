@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lobatto.discretization.tensor import dimension_of
 from lobatto.errors import InputError
 from lobatto.mesh.box import MAX_EXTENT
 from lobatto.mesh.connectivity import connectivity_from_vertices
@@ -65,7 +66,7 @@ class ImportedMesh:
     @property
     def dim(self) -> int:
         """2 for quadrilaterals (a k axis of one node), 3 for hexahedra."""
-        return 2 if self.element_nodes.shape[2] == 1 else 3
+        return dimension_of(self.element_nodes.shape)
 
     def corner_coordinates(self) -> np.ndarray:
         """(E, 8, 3) the corners in lexicographic order (vertex a + 2b + 4c); (E, 4, 3) in 2-D."""

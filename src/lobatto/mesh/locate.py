@@ -85,7 +85,7 @@ def element_boxes(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lower, upper = flat.min(axis=2).T, flat.max(axis=2).T
     margin = BOX_MARGIN * (upper - lower).max(axis=1, keepdims=True)
     lower, upper = lower - margin, upper + margin
-    if coords.ndim == 5 and coords.shape[2] == 1:
+    if coords.ndim == 5 and dimension_of(coords.shape) == 2:
         lower[:, 2], upper[:, 2] = -np.inf, np.inf
     return lower, upper
 
@@ -198,7 +198,7 @@ def _map_and_jacobian(nodes: np.ndarray, order: int, r: np.ndarray) -> tuple[np.
     """x(r) (m, 3) and dx/dr (m, 3, 3) of m elements' maps (nodes (3, m, n, n, n)), each at its own r;
     nodes (3, m, 1, n, n) of quads: t is ignored and dx/dt = 0."""
     (hr, dr), (hs, ds) = (basis(order, r[:, a]) for a in range(2))
-    if nodes.shape[2] == 1:
+    if dimension_of(nodes.shape) == 2:
         ht, dt = np.ones((len(r), 1)), np.zeros((len(r), 1))
     else:
         ht, dt = basis(order, r[:, 2])

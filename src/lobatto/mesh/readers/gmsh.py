@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from lobatto.discretization import gll_points
+from lobatto.discretization.tensor import dimension_of
 from lobatto.errors import InputError
 from lobatto.mesh.imported import ImportedMesh
 from lobatto.mesh.readers.msh_check import check_msh
@@ -218,7 +219,7 @@ def _right_handed(nodes: np.ndarray, corners: np.ndarray) -> int:
     (a negative Jacobian at the centre); lobatto needs positive Jacobians. Returns how many.
     A quadrilateral is inside out when it runs clockwise seen from +z."""
     q = nodes.shape[-1] - 1
-    if nodes.shape[2] == 1:
+    if dimension_of(nodes.shape) == 2:
         c = np.stack([nodes[:, :2, 0, (v >> 1) * q, (v & 1) * q] for v in range(4)], axis=1)
         dr, ds = (c[:, 1] + c[:, 3]) - (c[:, 0] + c[:, 2]), (c[:, 2] + c[:, 3]) - (c[:, 0] + c[:, 1])
         mirrored = dr[:, 0] * ds[:, 1] - dr[:, 1] * ds[:, 0] < 0
