@@ -84,16 +84,30 @@ COFACTORS = ("invariant", "curl", "exact")
 
 
 def quadrature_points(order: int) -> int:
-    """Q = max(ceil(3N / 2), N + 1) Gauss points per direction: the fewest for which the energy
-    identity holds exactly with the curl-form cofactors (benchmarks/notes-curved-maxwell.md
-    section 9). Per point the volume integrand E . (J a^b x d_b H) - H . (J a^b x d_b E) equals
-    sum_b d_b F_b, F_b = J a^b . (H x E) (product rule; the metric identities sum_b d_b J a^b = 0
-    hold exactly). Along r_b, F_b has degree 3N (the curl forms' J a^b, E and H have degree N),
-    so the rule along b integrates d_b F_b (degree 3N - 1 <= 2Q - 1) exactly: what is left is
-    the sum of F_b at r_b = +-1 over the face rule's points with the faces' own sJ n, which the
-    neighbours' face terms cancel point by point. No other direction needs exactness. N + 1
-    keeps M_W positive definite (N = 1, 2). The exact cofactors have degree 2N along b: they need
-    Q = 2N (with fewer the identity broke on general maps, measured)."""
+    """Q = N + 1 Gauss points per direction: the fewest that keep M_W positive definite (the
+    exact 1D mass of N + 1 basis functions needs N + 1 points). The skew-symmetric volume term
+    (WeightAdjustedOperator.skew_load) makes B(E, H) - B(H, E) a face integral at the rule's own
+    points for *any* Q, so no degree count constrains the energy identity; the curl-form
+    cofactors (degree N) make the rule integrate d_b phi . (J a^b x f) (degree 2N - 1 along b)
+    exactly, which keeps a uniform field uniform. Measured (notes section 11): as accurate as the
+    strong form at Q = max(ceil(3N / 2), N + 1) (the earlier rule, which that form's energy
+    identity needed) to 1 %, at (N + 1)^3 / Q^3 = 0.38 of its points at N = 7."""
+    return int(order) + 1
+
+
+#: the volume term: "skew" (the default) the mean of the strong and the weak (integrated by
+#: parts) forms, energy-stable with any rule; "strong" B alone, whose energy identity needs
+#: Q >= max(ceil(3N / 2), N + 1) with the curl-form cofactors (STRONG_POINTS), kept for
+#: comparisons in benchmarks/ (notes sections 9, 11); no case key chooses it.
+VOLUME_TERMS = ("skew", "strong")
+
+
+def strong_points(order: int) -> int:
+    """The strong form's smallest energy-conserving rule with curl-form cofactors: per Gauss
+    point E . (J a^b x d_b H) - H . (J a^b x d_b E) = sum_b d_b F_b, F_b = J a^b . (H x E) (the
+    metric identities hold exactly), of degree 3N along r_b, so the rule along b integrates
+    d_b F_b (degree 3N - 1 <= 2Q - 1) exactly when Q >= ceil(3N / 2) (notes section 9). The exact
+    cofactors have degree 2N along b: they need Q = 2N."""
     n = int(order)
     return max((3 * n + 1) // 2, n + 1)
 
@@ -132,9 +146,11 @@ def curl_form_cofactors(geometry, invariant: bool = True) -> np.ndarray:
 class WeightAdjustedOperator:
     """Host-built factors of one mesh's Galerkin curl (arrays moved to the backend by ``to``)."""
 
-    def __init__(self, geometry, points: int | None = None, cofactors: str = "invariant"):
+    def __init__(self, geometry, points: int | None = None, cofactors: str = "invariant", volume: str = "skew"):
         if cofactors not in COFACTORS:
             raise ValueError(f"cofactors must be one of {COFACTORS}, not {cofactors!r}")
+        if volume not in VOLUME_TERMS:
+            raise ValueError(f"volume must be one of {VOLUME_TERMS}, not {volume!r}")
         order = geometry.order
         q = quadrature_points(order) if points is None else int(points)
         xg, wg = np.polynomial.legendre.leggauss(q)
@@ -152,7 +168,7 @@ class WeightAdjustedOperator:
             cof = np.stack([along3(np, v, nodal[b]) for b in range(3)])
         del columns
         w3 = wg[:, None, None] * wg[None, :, None] * wg[None, None, :]
-        self.order, self.points, self.cofactors = order, q, cofactors
+        self.order, self.points, self.cofactors, self.volume = order, q, cofactors, volume
         self.v, self.weighted_cofactors = v, cof * w3  # (3, 3, E, Q, Q, Q): w_q (J a^b)_a
         self.inverse_jacobian_weights = w3 / jac  # M_{1/J} at the Gauss points
         mass_1d = v.T @ (wg[:, None] * v)  # exact 1D mass of the GLL Lagrange basis
@@ -194,6 +210,30 @@ class WeightAdjustedOperator:
             df = along3(xp, self.v, _DERIVATIVES[b](xp, f, self.derivative))
             out = out + cross(xp, self.weighted_cofactors[b], df)
         return along3(xp, self.v.T, out)
+
+    def weak_load(self, xp, f, trace):
+        """B by parts: sum over the faces' rule of w sJ phi . (n x f) - sum_q w_q sum_b
+        (d_b phi)_q . ((J a^b)_q x f_q), f (3, E, n, n, n), trace its face values (3, E, 6, n, n).
+        Equal to load(f) where the rules are exact; per point, phi . (J a^b x d_b f) +
+        d_b phi . (J a^b x f) = d_b (phi . (J a^b x f)) holds for the rule's values themselves, so
+        B(E, H) - B_w(H, E) is a face sum at the rule's points whatever Q."""
+        vf = along3(xp, self.v, f)
+        out = 0
+        for b in range(3):
+            x = along3(xp, self.v.T, cross(xp, self.weighted_cofactors[b], vf))
+            out = out - _DERIVATIVES[b](xp, x, self.derivative.T)
+        faces = along2(xp, self.v.T, self.face_weights * cross(xp, self.normals, along2(xp, self.v, trace)))
+        for face in range(NUM_FACES):
+            out[(slice(None),) + face_slice(face, self.order)] += faces[:, :, face]
+        return out
+
+    def volume_load(self, xp, f, trace):
+        """The volume term of f's rate: (B + B_w) / 2 (skew: B(E, H) - B(H, E) reduces to the
+        faces' sum of w sJ n . (H x E) at any rule, which the central flux cancels with the
+        neighbour's), or B alone (strong)."""
+        if self.volume == "strong":
+            return self.load(xp, f)
+        return 0.5 * (self.load(xp, f) + self.weak_load(xp, f, trace))
 
     def inverse_mass(self, xp, load):
         """M_W^-1 load = M^-1 M_{1/J} M^-1 load."""
@@ -261,7 +301,9 @@ class WeightAdjustedOperator:
 
     def loads(self, xp, u, face_values, factor, epsilon, mu, alpha):
         """(M_W dE/dt, M_W dH/dt): the volume and face integrals at the GLL nodes, (6, E, n, n, n)."""
-        load = xp.concatenate([self.load(xp, u[3:6]) / epsilon, -self.load(xp, u[0:3]) / mu])
+        own = face_values[0]
+        load = xp.concatenate([self.volume_load(xp, u[3:6], own[3:6]) / epsilon,
+                               -self.volume_load(xp, u[0:3], own[0:3]) / mu])
         face_e, face_h = self.face_load(xp, face_values, factor, epsilon, mu, alpha)
         for f in range(NUM_FACES):
             sl = face_slice(f, self.order)
@@ -274,11 +316,11 @@ class WeightAdjustedOperator:
         return out
 
 
-def attach(system, points: int | None = None, cofactors: str = "invariant") -> None:
+def attach(system, points: int | None = None, cofactors: str = "invariant", volume: str = "skew") -> None:
     """Make ``system`` (a MaxwellSystem) step with this operator: the exchange carries the raw
     face values of u (whose sums give the neighbours'), the rhs and the energy are this
     module's, and no fused stage runs (on the CUDA backend the rhs and the stage are
-    galerkin_cuda's kernel). ``points`` and ``cofactors`` (WeightAdjustedOperator's) are for
+    galerkin_cuda's kernel). ``points``, ``cofactors`` and ``volume`` (WeightAdjustedOperator's) are for
     benchmarks and tests only, called again on a built system; no case key chooses them."""
     from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
@@ -289,7 +331,7 @@ def attach(system, points: int | None = None, cofactors: str = "invariant") -> N
         raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
                          "only (no [material] regions, no sigma yet); use volume_form = \"split\"")
     xp, order = system.backend.xp, system.order
-    operator = WeightAdjustedOperator(system.geometry, points, cofactors).to(system.backend)
+    operator = WeightAdjustedOperator(system.geometry, points, cofactors, volume).to(system.backend)
     system.galerkin = operator
     operator.cuda = kernel_for(system.backend, operator)  # the CUDA kernel (None: this array code)
     system.overlap = False  # one exchange, then the whole rhs (the operator is not split by elements)
