@@ -1,32 +1,38 @@
-"""Maxwell's curved-element operator in over-integrated weak form with a weight-adjusted mass.
+"""Maxwell's curved-element operator: a weight-adjusted Galerkin form with a skew-symmetric volume term.
 
 ``[discretization] volume_form = "galerkin"``. The collocated split form (tensor.split_curl)
 is energy-stable but its conservative half, the GLL-mass adjoint of the chain rule, carries the
 aliasing of J a^b x f interpolated at N+1 points: on curved elements it is 2-13x less accurate
 than the chain rule (benchmarks/notes-curved-maxwell.md). Here instead, per element,
 
-    M_W dE/dt = B(., H) + S_E,   M_W dH/dt = -B(., E) + S_H,
-    B(phi, f) = sum_q w_q phi . sum_b (J a^b)_q x (d_b f)_q,
+    M_W dE/dt = B_s(., H) + S_E,   M_W dH/dt = -B_s(., E) + S_H,
+    B(phi, f)   = sum_q w_q phi . sum_b (J a^b)_q x (d_b f)_q,                  (strong)
+    B_w(phi, f) = sum_faces w sJ phi . (n x f) - sum_q w_q sum_b (d_b phi)_q . ((J a^b)_q x f_q),  (by parts)
+    B_s = (B + B_w) / 2,
 
-every product at the points of a Q-point Gauss rule, Q = max(ceil(3N / 2), N + 1)
-(quadrature_points), the face terms likewise with Q x Q Gauss points per face and
-sJ n = +-J a^b, and M_W the weight-adjusted mass (Chan, Hewett, Warburton 2017)
-M_W^-1 = M^-1 M_{1/J} M^-1 (M the exact reference mass, a Kronecker product of 1D ones;
-M_{1/J} the Gauss-integrated 1/J mass, J exact): symmetric positive definite. The cofactors
-J a^b are Kopriva's invariant curl form at the GLL points (curl_form_cofactors), polynomials of
-degree N that meet the metric identities sum_b d_b (J a^b) = 0 exactly and whose face values
-depend on the face's nodes only; the face terms take the same J a^b's trace. Then
-B(E, H) - B(H, E) equals the face integrals that the central flux cancels, with the rule exact
-only where the degree count of quadrature_points needs it: the energy
-1/2 (eps E.M_W E + mu H.M_W H) is conserved with the central flux and decays with the upwind
-one, on any curved element, while the operator is a Galerkin projection of the curl (as
-accurate as the chain rule or more: notes section 9). The earlier operator (the map's exact
-cofactors, degree 2N, with Q = 2N) stays reachable as WeightAdjustedOperator(..., points=2N,
-cofactors="exact") for comparisons.
+every product at the points of a Q-point Gauss rule, Q = N + 1 (quadrature_points), the face
+terms likewise with Q x Q Gauss points per face and sJ n = +-J a^b, and M_W the weight-adjusted
+mass (Chan, Hewett, Warburton 2017) M_W^-1 = M^-1 M_{1/J} M^-1 (M the exact reference mass, a
+Kronecker product of 1D ones; M_{1/J} the Gauss-integrated 1/J mass, J exact): symmetric
+positive definite. Per quadrature point E . (J a^b x d_b H) = -d_b H . (J a^b x E), so
+B(E, H) = B_w(H, E) - sum_faces w sJ H . (n x E) term by term at the rule's own points, and
+B_s(E, H) - B_s(H, E) = sum_faces w sJ n . (H x E) for any rule and any cofactors:
+the central flux cancels it with the neighbour's (both see the same points and sJ n), so the
+energy 1/2 (eps E.M_W E + mu H.M_W H) is conserved with the central flux and decays with the
+upwind one, on any curved element. At Q = N + 1 the operator equals a split form collocated at
+the Gauss points (generalised SBP), mapped from and to the GLL nodes by V and V^-1; the same
+split collocated at the GLL points with their lumped mass is the (less accurate) split form
+(notes sections 1 and 11). The cofactors J a^b are Kopriva's invariant curl form at the GLL points
+(curl_form_cofactors), polynomials of degree N that meet the metric identities
+sum_b d_b (J a^b) = 0 exactly and whose face values depend on the face's nodes only: with them
+the rule integrates B_w's volume part exactly for a uniform field, which therefore stays
+uniform. The earlier strong-only operator (``volume="strong"``, which needs
+Q >= strong_points(N) = max(ceil(3N / 2), N + 1)) and the map's exact cofactors stay reachable
+through WeightAdjustedOperator(..., points, cofactors, volume) for comparisons.
 
 The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs and the
 energy's products are galerkin_cpu's C kernels (kernels/galerkin.c), on the CUDA backend the rhs
-and the stage are galerkin_cuda's kernel (kernels/galerkin.cu); both take any Q.
+and the stage are galerkin_cuda's kernel (kernels/galerkin.cu); both take any Q (skew form only).
 Uniform eps, mu only (no per-point medium).
 """
 
@@ -40,12 +46,11 @@ from lobatto.mesh.topology import FACE_REFERENCE_AXIS, FACE_SIGN, NUM_FACES, fac
 
 _DERIVATIVES = (derivative_r, derivative_s, derivative_t)
 #: the time step's factor against the collocated forms': the operator's spectral radius (power
-#: iteration, upwind) against the split form's, re-measured for Q = max(ceil(3N/2), N + 1) and
-#: the invariant curl-form cofactors (benchmarks/galerkin_step_factor.py, notes section 9): at
-#: N = 1, 2, 3, 6, 9 on the deformed 2^3 box 2.05, 1.50, 1.44, 1.17, 1.09x, on the O-grid
-#: cylinder 2.68, 1.30, 1.57, 1.43, 1.34x, on a flat 2^3 box (where the operator did not change)
-#: 2.80, 1.99, 1.67, 1.33, 1.22x; the earlier operator within 0.5 % of these but for the
-#: cylinder at N = 2 (1.38x). Each factor is below 1 / ratio with a margin of about 8 % or more.
+#: iteration, upwind) against the split form's. Skew form at Q = N + 1 (notes section 11; 300
+#: iterations): at N = 1, 2, 3, 6, 9 on the deformed 2^3 box 2.05, 1.50, 1.47, 1.19, 1.11x, on the
+#: O-grid cylinder 2.68, 1.30, 1.45, 1.36, 1.29x, on a flat 2^3 box 2.80, 1.99, 1.67, 1.33,
+#: 1.22x; the strong form at Q = max(ceil(3N/2), N + 1) within 8 % of these (the cylinder at
+#: N = 3: 1.57x). Each factor is below 1 / ratio with a margin of about 8 % or more.
 STEP_FACTORS = {1: 0.33, 2: 0.46}
 STEP_FACTOR = 0.55  # N >= 3
 
