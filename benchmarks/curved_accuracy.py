@@ -75,16 +75,15 @@ def tm110(coords, t: float):
 
 
 def simulation(mesh: dict, order: int, form: str, flux: str, t_end: float, workdir: str):
-    """``form``: a volume_form, or "galerkin:COFACTORS[:Q]" for a variant of the Galerkin operator
-    (galerkin.attach's cofactors "curl" or "exact", Q a number or "2N"; no case key chooses them)."""
+    """``form``: a volume_form, or "galerkin:COFACTORS[:Q[:VOLUME]]" for a variant of the Galerkin operator
+    (galerkin.variant_options: cofactors "invariant", "curl" or "exact", Q a number, "2N" or "S",
+    VOLUME "skew" or "strong"; no case key chooses them)."""
     volume_form, *variant = form.split(":")
     data = {"mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": volume_form},
             "physics": {"equations": "maxwell"}, "time": {"t_end": t_end, "cfl": 0.3}, "output": {"formats": []}}
     sim = Simulation(case_from_dict(data, name="accuracy"), backend="cpu", output_dir=workdir, comm=None)
     if variant:
-        points = variant[1] if len(variant) > 1 else None
-        points = 2 * order if points == "2N" else (None if points is None else int(points))
-        galerkin.attach(sim.system, points=points, cofactors=variant[0])
+        galerkin.attach(sim.system, **galerkin.variant_options(":".join(variant), order))
     return sim
 
 
@@ -187,7 +186,7 @@ def main() -> int:
     ap.add_argument("--meshes", default="cylinder,box", help="cylinder and/or box")
     ap.add_argument("--t-end", type=float, default=0.2)
     ap.add_argument("--forms", default=",".join(FORMS),
-                    help="volume forms to measure, and Galerkin variants galerkin:curl|exact[:Q|2N] (a short table "
+                    help="volume forms to measure, and Galerkin variants galerkin:COFACTORS[:Q[:VOLUME]] (a short table "
                          "then: error and energy rates, the chain rule's and the earlier galerkin error read from "
                          "--chain-from)")
     ap.add_argument("--chain-from", metavar="JSON", help="a full run's JSON: the chain rule's errors for the ratios")

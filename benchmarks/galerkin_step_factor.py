@@ -4,8 +4,8 @@ galerkin.STEP_FACTORS / STEP_FACTOR scale the collocated forms' stable dt for
 ``volume_form = "galerkin"``; each must stay below split_rho / galerkin_rho with a margin. For
 each mesh and N this estimates the upwind operators' spectral radius (runner/step_check.py's
 power iteration in each form's own energy norm, ``--iterations`` steps) of the split form, of
-the Galerkin form as built (invariant curl-form cofactors, Q = max(ceil(3N / 2), N + 1)) and of
-the earlier Galerkin operator (exact cofactors, Q = 2N), and prints the ratios and
+the Galerkin form as built (skew volume term, invariant curl-form cofactors, Q = N + 1) and of
+the strong form of notes section 9 (Q = strong_points(N)), and prints the ratios and
 1 / ratio against the step factor. Meshes: the deformed PEC box (2^3), tests/cylwave.py's
 O-grid cylinder, a flat 2^3 PEC box.
 
@@ -73,7 +73,7 @@ def main() -> int:
                 split = radius(meshes[name], order, "split", args.iterations, run)
                 new = radius(meshes[name], order, "galerkin", args.iterations, run)
                 old = radius(meshes[name], order, "galerkin", args.iterations, run,
-                             {"points": max(2 * order, 2), "cofactors": "exact"})
+                             {"points": galerkin.strong_points(order), "volume": "strong"})
                 row = {"order": order, "split": split, "galerkin": new, "earlier": old,
                        "ratio": new / split, "earlier_ratio": old / split, "step_factor": galerkin.step_factor(order)}
                 rows.append(row)
@@ -81,7 +81,7 @@ def main() -> int:
                       f"{row['earlier_ratio']:>7.3f} {1 / row['ratio']:>7.3f} {row['step_factor']:>6.2f}", flush=True)
             results[name] = rows
     write_json(args.json, {"what": "upwind spectral radius (power iteration, runner/step_check.estimate): split, "
-                                   "galerkin, earlier galerkin (exact cofactors, Q = 2N)",
+                                   "galerkin (skew, Q = N + 1), strong galerkin (Q = strong_points)",
                            "iterations": args.iterations, "machine": processor(), "date": str(datetime.date.today()),
                            "command": " ".join(["python"] + sys.argv), "meshes": results},
                indent=1, default=None, end="\n", say="wrote")

@@ -18,7 +18,7 @@ check, as its ``userchk`` checks: steps 1 to 10 and every 100th (its ``iocomm``)
 gives the final step's errors and whether every check passed.
 
     PYTHONPATH=src python benchmarks/nekcem_cylwave.py cylwave.rea --backend cuda --forms split,chain,galerkin
-    PYTHONPATH=src python benchmarks/nekcem_cylwave.py cylwave.rea --backend cuda --forms galerkin,galerkin:exact:2N
+    PYTHONPATH=src python benchmarks/nekcem_cylwave.py cylwave.rea --backend cuda --forms galerkin,galerkin:invariant:S:strong
 """
 
 from __future__ import annotations
@@ -104,9 +104,10 @@ def prepared_mesh(source: Path, order: int, workdir: str) -> tuple[Path, float, 
 
 def run(rea: Path, form: str, order: int, steps: int, cfl: float, backend: str, workdir: str,
         radius: float, length: float) -> dict:
-    """``form``: a volume_form, or "galerkin:COFACTORS[:Q]" for a variant of the Galerkin operator
-    (galerkin.attach's cofactors "invariant", "curl" or "exact", Q a number or "2N"; the earlier
-    operator: galerkin:exact:2N). No case key chooses the variants."""
+    """``form``: a volume_form, or "galerkin:COFACTORS[:Q[:VOLUME]]" for a variant of the Galerkin operator
+    (galerkin.variant_options: cofactors "invariant", "curl" or "exact", Q a number, "2N" or "S",
+    VOLUME "skew" or "strong"; the first operator: galerkin:exact:2N:strong, the strong form of
+    notes section 9: galerkin:invariant:S:strong). No case key chooses the variants."""
     volume_form, *variant = form.split(":")
     data = case(rea, order, volume_form, cfl)
     probe = Simulation(case_from_dict(data, name="cylwave"), backend="cpu", output_dir=workdir, comm=None)
@@ -115,9 +116,7 @@ def run(rea: Path, form: str, order: int, steps: int, cfl: float, backend: str, 
     data["time"] = {"t_end": steps * dt, "dt": dt}
     sim = Simulation(case_from_dict(data, name="cylwave"), backend=backend, output_dir=workdir, comm=None)
     if variant:
-        points = variant[1] if len(variant) > 1 else None
-        points = 2 * order if points == "2N" else (None if points is None else int(points))
-        galerkin.attach(sim.system, points=points, cofactors=variant[0])
+        galerkin.attach(sim.system, **galerkin.variant_options(":".join(variant), order))
     xp = sim.backend.xp
     g = sim.system.geometry
     coords = np.asarray(g.coords)

@@ -148,6 +148,16 @@ def curl_form_cofactors(geometry, invariant: bool = True) -> np.ndarray:
     return cof
 
 
+def variant_options(spec: str, order: int) -> dict:
+    """attach's keywords from a benchmark's "COFACTORS[:Q[:VOLUME]]" (after "galerkin:"): Q a
+    number, "2N", "S" (strong_points) or empty (quadrature_points); e.g. "exact:2N:strong" is the
+    first operator, "invariant:S:strong" the strong form of notes section 9."""
+    cofactors, points, volume = (spec.split(":") + ["", ""])[:3]
+    q = {"": None, "2N": 2 * order, "S": strong_points(order)}.get(points)
+    return {"cofactors": cofactors or "invariant", "points": int(points) if q is None and points else q,
+            "volume": volume or "skew"}
+
+
 class WeightAdjustedOperator:
     """Host-built factors of one mesh's Galerkin curl (arrays moved to the backend by ``to``)."""
 
