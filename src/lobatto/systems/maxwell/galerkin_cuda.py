@@ -35,7 +35,7 @@ def shared_values(p: int, q: int, planes: int = 1) -> int:
     """Values of shared memory per block: GalerkinLayout<P, Q, planes>::SIZE in galerkin.cu
     (regions at even offsets, volume rows of an even length, plane buffers for ``planes`` planes)."""
     ps = p + p % 2
-    buffers = 6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p  # R1..R5 of one plane
+    buffers = 6 * p * p + 9 * q * ps + 12 * q * q  # R1..R3 of one plane
     return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * buffers
 
 
@@ -93,6 +93,9 @@ class GalerkinCuda:
 
     def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None,
                  planes: int | None = None):
+        if getattr(operator, "volume", "skew") != "skew":
+            raise ValueError(f"the CUDA kernel computes the skew volume term only, not {operator.volume!r} "
+                             "(kernel_for: None, the array code runs it)")
         self.backend, self.operator = backend, operator
         self.p, self.q = operator.order + 1, operator.points
         self.threads = default_threads(self.q) if threads is None else int(threads)
@@ -207,8 +210,9 @@ class GalerkinCuda:
 
 def kernel_for(backend, operator) -> GalerkinCuda | None:
     """The CUDA kernel of ``operator`` on a CUDA backend whose shared memory holds its blocks;
-    None elsewhere (the array code runs)."""
-    if getattr(backend, "name", None) != "cuda":
+    None elsewhere (the array code runs), and for an operator whose volume term is not the skew
+    form (volume = "strong", kept for comparisons: the kernel computes the skew form only)."""
+    if getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew":
         return None
     kernel = GalerkinCuda(backend, operator)
     return kernel if kernel.fits(backend.dtype) else None
