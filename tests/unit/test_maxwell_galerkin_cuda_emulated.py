@@ -134,7 +134,8 @@ def dispatch() -> str:
     lines.append("    return -1;\n}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
-        lines.append(f'extern "C" void run_{name}(int order, int q, int threads, int planes, const long long* elements, {p}, '
+        lines.append(f'extern "C" void run_{name}(int order, int q, int threads, int planes, '
+                     f'const long long* elements, {p}, '
                      f'{ctype}* out, {ctype} ie, {ctype} im, {ctype} ce, {ctype} ch, long long E, '
                      'const long long* blocks, int nblocks) {')
         for n, q, nt, kp in launches():
@@ -191,8 +192,8 @@ def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements
     z = (mu / epsilon) ** 0.5
     run = lib.run_f64 if dtype == np.float64 else lib.run_f32
     every = np.arange(u.shape[1], dtype=np.int64)  # block pair m computes element m
-    run(operator.order, operator.points, threads, planes, every.ctypes.data, *(a.ctypes.data for a in cast), out.ctypes.data,
-        1 / epsilon, 1 / mu, alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
+    run(operator.order, operator.points, threads, planes, every.ctypes.data, *(a.ctypes.data for a in cast),
+        out.ctypes.data, 1 / epsilon, 1 / mu, alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
     return out
 
 

@@ -2,18 +2,21 @@
 arguments.
 
 ``GalerkinCuda(backend, operator)(u, sums, factors, out, epsilon, mu, alpha)`` computes what
-``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), and ``.stage(...)`` a whole
+``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference: the skew volume term
+(B + B_w) / 2, any Q >= N + 1; an operator with volume = "strong" gets no kernel), and ``.stage(...)`` a whole
 low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
 transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). Affine elements (galerkin_cpu.
 affine_constants, as the C kernel) take galerkin_affine_kernel's closed form, one thread per
-node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes per pass where that costs no resident block
-(default_planes; an odd Q, as at N = 3, 7, 9, 11, takes one); the shared memory is
-``shared_values(P, Q, planes)`` values (float64, one plane, Q = galerkin.quadrature_points(N):
-32 KiB at N = 7, 86 KiB at N = 11, 151 KiB at N = 14). Where one plane does not fit the device
-(float64 from N = 17 on an H100: 241 KiB against 227) ``kernel_for`` returns None and the
-array code runs. Nothing allocates once compiled and nothing waits for the
-host, so a step can be recorded as a CUDA graph.
+node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes
+per pass where that costs no resident block (default_planes; an odd Q takes one); the shared
+memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
+= N + 1: 28.5 KiB at N = 7, 77.6 KiB at N = 11, 138 KiB at N = 14, 220 KiB at N = 17). Where one
+plane does not fit the device (on an H100, 227 KiB: float64 from N = 18, 255 KiB; float32 from
+N = 23) ``kernel_for`` returns None and the array code runs; with the strong form's rule
+Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and float32 at 21.
+Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
+CUDA graph.
 """
 
 from __future__ import annotations
@@ -47,11 +50,11 @@ def default_threads(q: int) -> int:
 def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024,
                        planes: int = 1) -> int:
     """Blocks per SM the kernel's registers must allow (its __launch_bounds__): as many as the
-    shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc
-    -Xptxas -v, sm_90, float64: N = 7 (224 threads) 146 registers unbounded, 126 at 2 blocks, 80
-    and 52 bytes of spills at 3, 72 and 116 bytes at 4; N = 11 (512 threads) 128 at 1 block, 64
-    and 164 bytes of spills at 2. Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times
-    other launches beside this one."""
+    shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc 13.0
+    -Xptxas -v, sm_90, float64, one plane, Q = N + 1: N = 7 (64 threads) 188 registers unbounded,
+    128 at 7 or 8 blocks (the default: 7), 96 and 60 bytes of spills at 10, 80 and 220 bytes at 12;
+    N = 11 (160 threads) 220 unbounded, 168 at 2 (the default), 128 and 96 bytes of spills at 3.
+    Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times other launches beside this one."""
     by_shared = max_shared // max(1, shared_values(p, q, planes) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
 
