@@ -19,8 +19,9 @@
 //  2. faces: per face the jumps at the P x P face nodes -> V along both face axes -> the flux
 //     of galerkin.face_load times w sJ at the Q x Q Gauss points -> V^T back, added to the load
 //     (KP opposite faces per pass). B_w's face part (1/2) w sJ (n x f_own) at the same points
-//     is the flux's central term with the source triple's jump less its own value (f_own, the
-//     element's own face values of the source triple): jump - own, so it costs nothing.
+//     (f_own: the element's own face values of the source triple) is linear in f_own like the
+//     flux's term in the source triple's jump, which the flux alone takes (its central part):
+//     that jump less f_own carries both, at no cost.
 //  3. M_W^-1 = M^-1 V^T diag(w/J) V M^-1 as W diag(w/J) W^T with W = M^-1 V^T (P x Q) along
 //     each axis, plane by plane again (W^T = V M^-1 along t, s, r; times w/J; W along r, s, t
 //     into registers).
@@ -31,10 +32,10 @@
 // index, read consecutive addresses; each pass reads a matrix entry once for the three
 // components (galerkin_contract3), the derivative pass its operands in pairs. The stored w J a^b
 // is read rather than recomputed from the geometry nodes: by galerkin_cuda_speed.py's models the
-// kernel does about 11 flops per byte it must move at N = 7 (before the skew form, at
-// Q = ceil(3N / 2)), so its passes' shared loads rather than device memory should bound it, and
-// recomputing (about a third more passes per group) would cost more than the reads it saves.
-// Estimated, not measured: that script prints the rhs kernel's GB/s to check.
+// kernel does about 13 flops per byte it must move at N = 7 (Q = 8; float64), so its passes'
+// shared loads rather than device memory should bound it, and recomputing (more passes per
+// group) would cost more than the reads it saves. Estimated, not measured: that script prints
+// the rhs kernel's GB/s to check.
 #include "common.cuh"
 
 #ifndef LOBATTO_DYNAMIC_SHARED
