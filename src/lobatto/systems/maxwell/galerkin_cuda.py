@@ -11,9 +11,9 @@ affine_constants, as the C kernel) take galerkin_affine_kernel's closed form, on
 node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes
 per pass where that costs no resident block (default_planes; an odd Q takes one); the shared
 memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
-= N + 1: 28.5 KiB at N = 7, 77.6 KiB at N = 11, 138 KiB at N = 14, 220 KiB at N = 17). Where one
-plane does not fit the device (on an H100, 227 KiB: float64 from N = 18, 255 KiB; float32 from
-N = 23) ``kernel_for`` returns None and the array code runs; with the strong form's rule
+= N + 1: 25.5 KiB at N = 7, 70.9 KiB at N = 11, 128 KiB at N = 14, 205 KiB at N = 17). Where one
+plane does not fit the device (on an H100, 227 KiB: float64 from N = 18, 238 KiB; float32 from
+N = 24) ``kernel_for`` returns None and the array code runs; with the strong form's rule
 Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and float32 at 21.
 Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
 CUDA graph.
@@ -38,7 +38,7 @@ def shared_values(p: int, q: int, planes: int = 1) -> int:
     """Values of shared memory per block: GalerkinLayout<P, Q, planes>::SIZE in galerkin.cu
     (regions at even offsets, volume rows of an even length, plane buffers for ``planes`` planes)."""
     ps = p + p % 2
-    buffers = 6 * p * p + 9 * q * ps + 12 * q * q  # R1..R3 of one plane
+    buffers = 9 * q * ps + 12 * q * q  # R2, R3 of one plane (R1 shares R3)
     return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * buffers
 
 
@@ -51,9 +51,10 @@ def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: 
                        planes: int = 1) -> int:
     """Blocks per SM the kernel's registers must allow (its __launch_bounds__): as many as the
     shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc 13.0
-    -Xptxas -v, sm_90, float64, one plane, Q = N + 1: N = 7 (64 threads) 188 registers unbounded,
-    128 at 7 or 8 blocks (the default: 7), 96 and 60 bytes of spills at 10, 80 and 220 bytes at 12;
-    N = 11 (160 threads) 220 unbounded, 168 at 2 (the default), 128 and 96 bytes of spills at 3.
+    -Xptxas -v, sm_90, float64, one plane, Q = N + 1: N = 7 (64 threads) 186 registers unbounded,
+    128 at 8 blocks (the default), 96 and 48 bytes of spills at 10, 80 and 208 bytes at 12;
+    N = 11 (160 threads) 220 unbounded, 168 at 2, 128 and 96 bytes of spills at 3 (the default),
+    96 and 288 bytes at 4.
     Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times other launches beside this one."""
     by_shared = max_shared // max(1, shared_values(p, q, planes) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))

@@ -26,8 +26,8 @@
 //     each axis, plane by plane again (W^T = V M^-1 along t, s, r; times w/J; W along r, s, t
 //     into registers).
 // Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
-// for KP planes, processed together between two barriers (GalerkinLayout); the passes back to the
-// nodes write into the buffers of passes already read (R2, R3), so three regions serve all.
+// for KP planes, processed together between two barriers (GalerkinLayout); a pass writes into
+// buffers whose values were all read before its barrier, so two plane regions serve all passes.
 // Matrices are kept in both orientations so that the lanes of a warp, which walk the fastest
 // index, read consecutive addresses; each pass reads a matrix entry once for the three
 // components (galerkin_contract3), the derivative pass its operands in pairs. The stored w J a^b
@@ -52,10 +52,12 @@ struct alignas(2 * sizeof(T)) GalerkinPair {
 
 // Offsets (in values) of the shared-memory regions; galerkin_cuda.shared_values mirrors SIZE.
 // Every region starts at an even offset, so that pairs of values load as one vector. The plane
-// buffers R1..R3 hold KP planes (S1..S3 values each): KP planes are processed per pass. R1 takes
-// the first pass's output (6 P^2), R2 the second's (9 Q PS) and then the pass along r back to
-// the nodes (9 Q P), R3 the Gauss-point values (12 Q^2) and then the pass along s back (6 P^2):
-// a buffer is rewritten only after the barrier that ends the pass reading it.
+// buffers hold KP planes (S2, S3 values each): KP planes are processed per pass. Per plane, R2
+// takes the second pass's output (9 Q PS) and then the pass along r back to the nodes (9 Q P);
+// R3 the first pass's output (r1: 6 P^2, at R1 = R3), then the Gauss-point values (12 Q^2), then
+// the pass along s back (6 P^2) at offset R5 = 6 P^2, clear of r1, which the next plane's first
+// pass writes while threads still read it. A buffer is rewritten only after the barrier that
+// ends the pass reading it.
 template <int P, int Q, int KP = 1>
 struct GalerkinLayout {
     static constexpr int P2 = P * P, P3 = P * P * P, Q2 = Q * Q, QP = Q * P;
@@ -64,11 +66,12 @@ struct GalerkinLayout {
     // W = M^-1 V^T (P x Q), in the order of the `matrices` argument
     static constexpr int V = 0, VD = QP, VTD = 2 * QP, WT = 4 * QP, W = 5 * QP;
     static constexpr int LOAD = 6 * QP;                       // 3 P^3: the source triple, then the load
-    static constexpr int S1 = 6 * P2, S2 = 9 * Q * PS, S3 = 12 * Q2;
+    static constexpr int S2 = 9 * Q * PS, S3 = 12 * Q2;
+    static constexpr int R5 = 6 * P2;  // in R3's plane blocks: 6 P^2 of r1 below, 6 P^2 above
     static_assert(Q >= P, "a Gauss rule of at least N + 1 points (M_W positive definite)");
-    static constexpr int R1 = LOAD + 3 * P3 + ((3 * P3) & 1);
-    static constexpr int R2 = R1 + KP * S1;
+    static constexpr int R2 = LOAD + 3 * P3 + ((3 * P3) & 1);
     static constexpr int R3 = R2 + KP * S2;
+    static constexpr int R1 = R3;
     static constexpr int SIZE = R3 + KP * S3;
 };
 
@@ -101,23 +104,23 @@ __device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* o
 
 // KP Gauss planes' values from plane k0 (r3 [kk][a][j][i]) taken back to the nodes by the
 // transpose of a Q x P matrix M (WT = V M^-1 for the mass's last factor): along r into r2, along
-// s into r3 (both already read), then along t added into acc, the values of the nodes this
-// thread owns (q = t + m NT). Every thread of the block calls it (it holds barriers); r3 is
-// rewritten only after the next pass's barriers.
+// s into r3 + R5 (both already read; clear of r1), then along t added into acc, the values of
+// the nodes this thread owns (q = t + m NT). Every thread of the block calls it (it holds
+// barriers); r3 + R5 is rewritten only after the next pass's barriers.
 template <int P, int Q, int KP, int NT, int PER, typename T>
 __device__ __forceinline__ void galerkin_back_to_nodes(const T* M, T* r2, T* r3, int k0, int t, T (&acc)[PER][3]) {
     using L = GalerkinLayout<P, Q, KP>;
-    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S2 = L::S2, S3 = L::S3;
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S2 = L::S2, S3 = L::S3, R5 = L::R5;
     // r2 [kk][a][j][i']: M^T along r
     for (int qk = t; qk < KP * QP; qk += NT) {
         const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
         galerkin_contract3<Q, P, Q2, 1, QP>(M + i, r3 + kk * S3 + j * Q, r2 + kk * S2 + q);
     }
     __syncthreads();
-    // r3 [kk][a][j'][i']: M^T along s
+    // r3 + R5 [kk][a][j'][i']: M^T along s
     for (int qk = t; qk < KP * P2; qk += NT) {
         const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
-        galerkin_contract3<Q, P, QP, P, P2>(M + j, r2 + kk * S2 + i, r3 + kk * S3 + q);
+        galerkin_contract3<Q, P, QP, P, P2>(M + j, r2 + kk * S2 + i, r3 + kk * S3 + R5 + q);
     }
     __syncthreads();
     // M^T along t into the registers
@@ -130,7 +133,7 @@ __device__ __forceinline__ void galerkin_back_to_nodes(const T* M, T* r2, T* r3,
             for (int kk = 0; kk < KP; ++kk) {
                 const T v = M[(k0 + kk) * P + kn];
 #pragma unroll
-                for (int a = 0; a < 3; ++a) acc[m][a] += v * r3[kk * S3 + a * P2 + ji];
+                for (int a = 0; a < 3; ++a) acc[m][a] += v * r3[kk * S3 + R5 + a * P2 + ji];
             }
         }
     }
@@ -139,12 +142,12 @@ __device__ __forceinline__ void galerkin_back_to_nodes(const T* M, T* r2, T* r3,
 // The volume's way back (galerkin_back_to_nodes with the weak half): r3 [kk][w][a][j][i] holds
 // per Gauss point w = 0 (1/2) A, the strong products, and w = 1, 2, 3 -(1/2) G_r, G_s, G_t. Along
 // r: X1 = V^T A + (VD)^T G_r, X2 = V^T G_s, X3 = V^T G_t into r2; along s: Y1 = V^T X1 + (VD)^T X2,
-// Y2 = V^T X3 into r3; along t: acc += V[k][.] Y1 + VD[k][.] Y2.
+// Y2 = V^T X3 into r3 + R5; along t: acc += V[k][.] Y1 + VD[k][.] Y2.
 template <int P, int Q, int KP, int NT, int PER, typename T>
 __device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T* sVD, T* r2, T* r3, int k0, int t,
                                                             T (&acc)[PER][3]) {
     using L = GalerkinLayout<P, Q, KP>;
-    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S2 = L::S2, S3 = L::S3;
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S2 = L::S2, S3 = L::S3, R5 = L::R5;
     // r2 [kk][X][a][j][i']: along r
     for (int qk = t; qk < KP * QP; qk += NT) {
         const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
@@ -169,7 +172,7 @@ __device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T
         }
     }
     __syncthreads();
-    // r3 [kk][Y][a][j'][i']: along s
+    // r3 + R5 [kk][Y][a][j'][i']: along s
     for (int qk = t; qk < KP * P2; qk += NT) {
         const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
         const T* in = r2 + kk * S2 + i;
@@ -183,7 +186,7 @@ __device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T
                 y2[a] += v * in[(6 + a) * QP + l * P];
             }
         }
-        T* out = r3 + kk * S3 + q;
+        T* out = r3 + kk * S3 + R5 + q;
 #pragma unroll
         for (int a = 0; a < 3; ++a) {
             out[a * P2] = y1[a];
@@ -200,7 +203,7 @@ __device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T
 #pragma unroll
             for (int kk = 0; kk < KP; ++kk) {
                 const T v = sV[(k0 + kk) * P + kn], dv = sVD[(k0 + kk) * P + kn];
-                const T* y = r3 + kk * S3 + ji;
+                const T* y = r3 + kk * S3 + R5 + ji;
 #pragma unroll
                 for (int a = 0; a < 3; ++a) acc[m][a] += v * y[a * P2] + dv * y[(3 + a) * P2];
             }
@@ -226,7 +229,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     using L = GalerkinLayout<P, Q, KP>;
     using Pair = GalerkinPair<T>;
     constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, PS = L::PS;
-    constexpr int S1 = L::S1, S2 = L::S2, S3 = L::S3;
+    constexpr int S2 = L::S2, S3 = L::S3;
     static_assert(Q % KP == 0, "the planes per pass must divide Q");
     constexpr int PER = (P3 + NT - 1) / NT;  // node positions a thread accumulates (3 components each)
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
@@ -267,7 +270,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         // r1 [kk][which][c][j'][i']: (V f_c, V D f_c) along t at plane k0 + kk (one read of f for both)
         for (int qk = t; qk < KP * 3 * P2; qk += NT) {
             const int kk = qk / (3 * P2), q = qk - kk * 3 * P2;
-            T* out1 = r1 + kk * S1;
+            T* out1 = r1 + kk * S3;
             const T* in = load + (q / P2) * P3 + (q % P2);
             const T* row = sV + (k0 + kk) * P;
             const T* drow = sVD + (k0 + kk) * P;
@@ -285,7 +288,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         // r2 [kk][which][c][j][i'] (rows of PS): V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
         for (int qk = t; qk < KP * 3 * QP; qk += NT) {
             const int kk = qk / (3 * QP), q = qk - kk * 3 * QP;
-            const T* in1 = r1 + kk * S1;
+            const T* in1 = r1 + kk * S3;
             T* out2 = r2 + kk * S2;
             const int c = q / QP, r = q - c * QP, j = r / P, i = r - j * P;
             const T* row = sV + j * P;
@@ -399,13 +402,13 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             const T own = u[comp * field + e * P3 + galerkin_face_node<P>(f, x, y)];
             const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
             const T jump = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
-            r1[ff * S1 + q] = comp >= source && comp < source + 3 ? jump - own : jump;
+            r1[ff * S3 + q] = comp >= source && comp < source + 3 ? jump - own : jump;
         }
         __syncthreads();
         // r2 [ff][comp][x][qb]: V along b (one matrix read for the six components)
         for (int qf = t; qf < KP * QP; qf += NT) {
             const int ff = qf / QP, q = qf - ff * QP, x = q / Q, qb = q - x * Q;
-            const T* in = r1 + ff * S1 + x * P;
+            const T* in = r1 + ff * S3 + x * P;
             T sum[6];
 #pragma unroll
             for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
@@ -482,13 +485,13 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         // r1 [kk][a][j'][i']: W^T along t
         for (int qk = t; qk < KP * P2; qk += NT) {
             const int kk = qk / P2, q = qk - kk * P2;
-            galerkin_contract3<P, 1, P3, P2, P2>(sWT + (k0 + kk) * P, load + q, r1 + kk * S1 + q);
+            galerkin_contract3<P, 1, P3, P2, P2>(sWT + (k0 + kk) * P, load + q, r1 + kk * S3 + q);
         }
         __syncthreads();
         // r2 [kk][a][j][i']: W^T along s
         for (int qk = t; qk < KP * QP; qk += NT) {
             const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
-            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + kk * S1 + i, r2 + kk * S2 + q);
+            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + kk * S3 + i, r2 + kk * S2 + q);
         }
         __syncthreads();
         // r3 [kk][a][j][i]: W^T along r (W[l][i] = WT[i][l]), times w/J
