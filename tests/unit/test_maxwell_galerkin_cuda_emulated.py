@@ -124,12 +124,17 @@ static void affine(const T* u, const T* sums, const T* factors, const long long*
 """
 
 
+def layouts() -> list:
+    """(N, Q) of the layouts whose size test_shared_size_is_the_kernels checks: the default rule
+    up to N = 17 (the largest whose float64 blocks fit an H100) and RULES."""
+    return [(n, quadrature_points(n)) for n in ORDERS + (14, 15, 17)] + list(RULES)
+
+
 def dispatch() -> str:
-    lines = ['extern "C" int layout_size(int order, int planes) {']
-    for n in ORDERS + (14, 15):
-        q = quadrature_points(n)
+    lines = ['extern "C" int layout_size(int order, int q, int planes) {']
+    for n, q in layouts():
         for kp in (1, 2):
-            lines.append(f"    if (order == {n} && planes == {kp}) "
+            lines.append(f"    if (order == {n} && q == {q} && planes == {kp}) "
                          f"return lobatto::GalerkinLayout<{n + 1}, {q}, {kp}>::SIZE;")
     lines.append("    return -1;\n}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
@@ -245,9 +250,9 @@ def test_emulated_stage_update(emulated):
 
 def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
-    for n in ORDERS + (14, 15):
+    for n, q in layouts():
         for planes in (1, 2):
-            assert emulated.layout_size(n, planes) == shared_values(n + 1, quadrature_points(n), planes), (n, planes)
+            assert emulated.layout_size(n, q, planes) == shared_values(n + 1, q, planes), (n, q, planes)
 
 
 class _EmulatedFunction:
