@@ -37,8 +37,8 @@ def galerkin_launches() -> list:
     """galerkin.cu's block kernel as galerkin_cuda launches it on an H100 (227 KiB of shared
     memory a block), at ORDERS and the largest order whose float64 blocks fit (N = 17), in each
     dtype where kernel_for accepts it: (P, Q = N + 1, dtype, threads, blocks per SM, planes), with
-    the other plane count too where Q is even (the benchmark's launches), and one rule of more
-    points (Q = N + 3, odd at N = 2 and even at N = 7)."""
+    the other plane count too where Q is even (the benchmark's launches), and two rules of more
+    points (Q = N + 3: odd at N = 2, even at N = 7)."""
     limit, out = 227 * 1024, []
     for n, q in [(n, quadrature_points(n)) for n in ORDERS + (17,)] + [(2, 5), (7, 10)]:
         p, threads = n + 1, default_threads(q)

@@ -54,8 +54,8 @@ def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: 
     -Xptxas -v, sm_90, float64, one plane, Q = N + 1: N = 7 (64 threads) 186 registers unbounded,
     128 at 8 blocks (the default), 96 and 48 bytes of spills at 10, 80 and 208 bytes at 12;
     N = 11 (160 threads) 220 unbounded, 168 at 2, 128 and 96 bytes of spills at 3 (the default),
-    96 and 288 bytes at 4.
-    Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times other launches beside this one."""
+    96 and 288 bytes at 4. Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times other
+    launches beside this one."""
     by_shared = max_shared // max(1, shared_values(p, q, planes) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
 
