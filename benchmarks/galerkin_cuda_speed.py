@@ -10,22 +10,27 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks:
                         its rhs kernel and the one-pass stage update)
     galerkin (kernel, threads T, blocks per SM B, planes K)   other launches of the kernel (--launches)
-    galerkin (kernel, earlier: exact cofactors, Q = 2N)   the earlier operator (galerkin.attach(system,
-                        points=2N, cofactors="exact")) through the same kernel, default launch
+    galerkin (kernel, strong form's rule Q = max(ceil(3N/2), N + 1))
+                        the same skew operator with the Gauss rule the strong form needed before
+                        the skew form (galerkin.attach(system, points=galerkin.strong_points(N)))
+                        through the same kernel, default launch: what Q = N + 1 saves per step
                         (--no-earlier skips it)
 
 plus, per Galerkin kernel row, the rhs kernel alone (one call, ms), its GFLOP/s by the work model
 below, its GB/s by `bytes_per_element`, and the largest difference of one rhs between the kernel and the array code on random
 data (relative to the largest value: a check that the device agrees with the CPU-emulated test).
 Work model of one rhs per element (FMAs counted 2 flops; both field groups): galerkin_cuda's
-passes, see `work_per_element`. The operator as built has Q = max(ceil(3N/2), N + 1) Gauss
-points (N = 7: 11, N = 11: 17); the earlier one Q = 2N (14, 22): both in one call.
+passes, see `work_per_element`. The operator as built has the skew volume term and Q = N + 1
+Gauss points (N = 7: 8, N = 11: 12); the strong form's rule Q = max(ceil(3N/2), N + 1) (11, 17):
+both in one call. The kernel before the skew form (the strong term at Q = 11, 17) is this script
+at the commit before it.
 
     PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py        # 7:16 and 11:8, float64 and float32
     PYTHONPATH=src python3 benchmarks/galerkin_cuda_speed.py --cases 7:16 --precisions float64 --launches ""
 
-Expected run time on an H100: about 4 minutes, most of it building the operators on the host and
-compiling (--precisions float64 about half; --no-array skips the array rows).
+Expected run time on an H100 (before the skew form): about 4 minutes, most of it building the
+operators on the host and compiling (--precisions float64 about half; --no-array skips the array
+rows).
 """
 
 from __future__ import annotations
@@ -47,12 +52,14 @@ from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, default_threads
 from lobatto.systems.maxwell.system import MaxwellSystem
 
 
-EARLIER = "galerkin (kernel, earlier: exact cofactors, Q = 2N)"
+EARLIER = "galerkin (kernel, strong form's rule Q = max(ceil(3N/2), N + 1))"
 
 
 def work_per_element(p: int, q: int) -> float:
-    """Flops of one rhs of one element (kernels/galerkin.cu's passes, 2 per FMA, both groups)."""
-    volume = q * (6 * p**3 + 9 * q * p * p + q * q * (9 * p + 9) + 3 * q * q * p + 3 * p * p * q + 3 * p**3)
+    """Flops of one rhs of one element (kernels/galerkin.cu's passes, 2 per FMA, both groups). The
+    volume's skew form: per Gauss point 9 derivatives and f_G (12 P), the strong products and the
+    three G_b (45); back to the nodes 12 Q along r, 9 Q along s, 6 along t per output value."""
+    volume = q * (6 * p**3 + 9 * q * p * p + q * q * (12 * p + 45) + 12 * q * q * p + 9 * p * p * q + 6 * p**3)
     faces = 6 * (6 * q * p * p + q * q * (6 * p + 20) + 3 * q * q * p + 3 * p * p * q)
     mass = q * (3 * p**3 + 3 * q * p * p + 3 * q * q * p + 3 * q * q * p + 3 * p * p * q + 3 * p**3)
     return 2.0 * 2 * (volume + faces + mass)
@@ -78,9 +85,9 @@ def build(backend, order, side, form):
 def launches_of(order: int, spec: str) -> list:
     """(threads, blocks per SM, planes per pass) launches beside the default: --launches
     "T:B:K,..." (B, K 0: the default for that launch)."""
-    if spec == "auto":  # one plane per pass; 2 blocks per SM (fewer registers at N = 7, more at N = 11)
+    if spec == "auto":  # one plane per pass; 2 blocks per SM (more registers a thread); twice the threads
         t = default_threads(galerkin.quadrature_points(order))
-        return [(t, 0, 1), (t, 2, 0)]
+        return [(t, 0, 1), (t, 2, 0), (2 * t, 0, 0)]
     return [tuple(int(x) for x in (item + ":0:0").split(":")[:3]) for item in spec.split(",") if item]
 
 
@@ -111,7 +118,7 @@ def main():
                         help='other kernel launches "THREADS:BLOCKS_PER_SM:PLANES,..." (0: default); "" none')
     parser.add_argument("--no-array", action="store_true", help="skip the galerkin (array) rows")
     parser.add_argument("--no-earlier", action="store_true",
-                        help="skip the earlier operator's row (exact cofactors, Q = 2N)")
+                        help="skip the row of the strong form's rule (Q = max(ceil(3N/2), N + 1))")
     parser.add_argument("--json", default="galerkin_cuda_speed.json")
     args = parser.parse_args()
     rows = []
@@ -140,10 +147,10 @@ def main():
                     if not args.no_earlier:
                         variants.append((EARLIER, "earlier"))
                 for label, kernel in variants:
-                    if isinstance(kernel, str):  # "earlier": the same mesh and stepper, the earlier operator
-                        galerkin.attach(system, points=max(2 * order, 2), cofactors="exact")
+                    if isinstance(kernel, str):  # "earlier": the same mesh and stepper, the strong form's rule
+                        galerkin.attach(system, points=galerkin.strong_points(order))
                         stage, kernel = system.stage_kernel, system.galerkin.cuda
-                        assert kernel is not None, "the earlier operator's kernel does not fit this device"
+                        assert kernel is not None, "the kernel at the strong form's rule does not fit this device"
                     if form == "galerkin":
                         system.galerkin.cuda = kernel
                         system.stage_kernel = stage if kernel is not None else None

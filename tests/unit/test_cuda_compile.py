@@ -24,13 +24,31 @@ from pathlib import Path
 import lobatto
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.maxwell.galerkin import quadrature_points
-from lobatto.systems.maxwell.galerkin_cuda import default_threads
+from lobatto.systems.maxwell.galerkin_cuda import default_min_blocks, default_planes, default_threads, shared_values
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH (install the CUDA toolkit to run)")
 
 ORDERS = (1, 2, 7, 14, 15)
 DTYPES = ("double", "float")
+
+
+def galerkin_launches() -> list:
+    """galerkin.cu's block kernel as galerkin_cuda launches it on an H100 (227 KiB of shared
+    memory a block), at ORDERS and the largest order whose float64 blocks fit (N = 17), in each
+    dtype where kernel_for accepts it: (P, Q = N + 1, dtype, threads, blocks per SM, planes), with
+    the other plane count too where Q is even (the benchmark's launches), and two rules of more
+    points (Q = N + 3: odd at N = 2, even at N = 7)."""
+    limit, out = 227 * 1024, []
+    for n, q in [(n, quadrature_points(n)) for n in ORDERS + (17,)] + [(2, 5), (7, 10)]:
+        p, threads = n + 1, default_threads(q)
+        for t, size in (("double", 8), ("float", 4)):
+            planes = default_planes(p, q, size, threads, limit)
+            for kp in (planes, 3 - planes) if q % 2 == 0 else (1,):
+                if shared_values(p, q, kp) * size <= limit:
+                    out.append((p, q, t, threads, default_min_blocks(p, q, size, threads, limit, kp), kp))
+    return out
+
 
 INSTANTIATIONS = {
     # sources that instantiate their own templates compile as they are
@@ -59,12 +77,10 @@ INSTANTIATIONS = {
     "fdm.cu": [f"LOBATTO_FDM_INSTANTIATE({n + 3}, {t})" for n in ORDERS for t in DTYPES]
     # and the 2-D kernels (D = 2: a 2-D mesh's thin (1, M, M) ext arrays)
     + [f"LOBATTO_FDM_INSTANTIATE_DIM({n + 3}, {t}, 2)" for n in ORDERS for t in DTYPES],
-    # (order + 1, Gauss points Q = galerkin.quadrature_points(N), dtype, threads per block as
-    # systems/maxwell/galerkin_cuda.py picks them, blocks per SM, Gauss planes per pass: 2 only for even Q)
-    "galerkin.cu": [
-        f"LOBATTO_GALERKIN_INSTANTIATE({n + 1}, {q}, {t}, {default_threads(q)}, {b}, {b})"
-        for n in ORDERS for q in (quadrature_points(n),) for t in DTYPES for b in ((1, 2) if q % 2 == 0 else (1,))
-    ] + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
+    # (order + 1, Gauss points Q, dtype, threads per block, blocks per SM, Gauss planes per pass) as
+    # systems/maxwell/galerkin_cuda.py picks them (galerkin_launches)
+    "galerkin.cu": [f"LOBATTO_GALERKIN_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_launches()]
+    + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)

@@ -1,9 +1,11 @@
 """The Galerkin form's CUDA kernel (galerkin_cuda.py, kernels/galerkin.cu) on a GPU: equal to the
-array code (WeightAdjustedOperator.rhs through CuPy) on fresh random data, on the deformed PEC
-and periodic boxes, the O-grid cylinder of tests/cylwave.py (2 of its 10 elements affine) and a
-sheared box (every element affine: the closed-form kernel alone), N = 1, 2, 3, 5, 7, 11, float64
-(1e-12 of the largest value) and float32; and a Simulation stepping through it (graph replay
-included) follows the CPU's array code. Skipped without CuPy and a GPU
+array code (WeightAdjustedOperator.rhs through CuPy, the skew volume term) on fresh random data,
+on the deformed PEC and periodic boxes, the O-grid cylinder of tests/cylwave.py (2 of its 10
+elements affine) and a sheared box (every element affine: the closed-form kernel alone),
+N = 1, 2, 3, 5, 7, 11 at the default rule Q = N + 1 and some rules of more points (odd and even
+Q), upwind and central fluxes, float64 (1e-12 of the largest value) and float32; an operator with
+the strong volume term gets no kernel; and a Simulation stepping through it (graph replay
+included) follows the CPU. Skipped without CuPy and a GPU
 (test_maxwell_galerkin_cuda_emulated.py runs the kernel's source on the CPU)."""
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from lobatto.discretization import gll_points  # noqa: E402
 from lobatto.backends import get_backend  # noqa: E402
 from lobatto.systems.dg import face_values  # noqa: E402
 from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator  # noqa: E402
-from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda  # noqa: E402
+from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, kernel_for  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +60,9 @@ def affine_count(coords) -> int:
     return int(np.count_nonzero(np.abs(affine - coords).max(axis=(0, 2, 3, 4)) < 1e-12 * size))
 
 
-@pytest.mark.parametrize("order", [1, 2, 3, 5, 7, 11])
-def test_kernel_equals_the_array_code(tmp_path, cylinder, order):
+@pytest.mark.parametrize("order,points", [(n, None) for n in (1, 2, 3, 5, 7, 11)] + [(2, 5), (3, 6), (7, 11)])
+def test_kernel_equals_the_array_code(tmp_path, cylinder, order, points):
+    """At Q = N + 1 (points None) and rules of more points (Q = 5, 6, 11: odd and even)."""
     rng = np.random.default_rng()
     meshes = {"box": BOX, "periodic": PERIODIC, "cylinder": cylinder, "sheared": SHEARED}
     for label, mesh in meshes.items():
@@ -69,13 +72,15 @@ def test_kernel_equals_the_array_code(tmp_path, cylinder, order):
         e, n = geometry.coords.shape[1], order + 1
         u0 = rng.standard_normal((6, e, n, n, n))
         sums0 = rng.standard_normal((6, e, 6, n, n))
-        epsilon, mu, alpha = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), rng.uniform(0.2, 1.0)
+        epsilon, mu = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0)
+        alpha = 0.0 if label in ("periodic", "sheared") else rng.uniform(0.2, 1.0)  # central or upwind
         for precision, tolerance in (("float64", 1e-12), ("float32", 5e-5)):
             backend = get_backend("cuda", precision=precision)
             xp = backend.xp
-            operator = WeightAdjustedOperator(geometry).to(backend)
-            kernel = GalerkinCuda(backend, operator)
-            assert kernel.fits(backend.dtype)
+            operator = WeightAdjustedOperator(geometry, points=points).to(backend)
+            assert operator.volume == "skew" and operator.points == (points or order + 1)
+            kernel = kernel_for(backend, operator)
+            assert kernel is not None and kernel.fits(backend.dtype)
             assert kernel.affine_elements == affine_count(geometry.coords)  # the closed form's
             u, sums, f = backend.asarray(u0), backend.asarray(sums0), backend.asarray(factors)
             expected = operator.rhs(xp, u, (face_values(xp, u, order), sums), f, xp.empty_like(u), epsilon, mu, alpha)
@@ -84,6 +89,8 @@ def test_kernel_equals_the_array_code(tmp_path, cylinder, order):
             scale = np.abs(expected).max()
             error = np.abs(out - expected).max()
             assert error <= tolerance * scale, (label, precision, error, scale)
+    strong = WeightAdjustedOperator(geometry, volume="strong").to(get_backend("cuda"))
+    assert kernel_for(get_backend("cuda"), strong) is None  # the strong form: the array code's alone
 
 
 @pytest.mark.parametrize("order", [3, 7])

@@ -1,5 +1,5 @@
 """The Galerkin form's CUDA kernel (systems/maxwell/kernels/galerkin.cu), run on the CPU, equals
-WeightAdjustedOperator.rhs (galerkin.py) on fresh random data.
+WeightAdjustedOperator.rhs (galerkin.py, its default skew volume term) on fresh random data.
 
 As in test_fdm_cuda_emulated.py: the text NVRTC would receive is compiled as C++20 with a shim in
 which every CUDA thread of a block is a std::thread, __syncthreads() is a std::barrier and the
@@ -7,7 +7,8 @@ dynamic shared memory a per-block buffer filled with NaN (a read of a value no p
 So the kernel's indexing, the face-node mapping, the flux and its barriers between the
 shared-memory phases are exercised with the launch galerkin_cuda.py uses (threads per block
 default_threads(Q), two blocks per element): deformed PEC and periodic boxes and the O-grid
-cylinder of tests/cylwave.py, N = 1, 2, 3, 5, 7, 11, float64 and float32 (N <= 7). To keep it fast,
+cylinder of tests/cylwave.py, N = 1, 2, 3, 5, 7, 11 at the default rule Q = N + 1 and some
+rules Q > N + 1 (RULES: odd and even Q), float64 and float32 (N <= 7). To keep it fast,
 from N = 5 only one element's blocks run (the rest of `out` is not compared). What this cannot
 check (shared-memory limits, registers, NVRTC) is left to test_maxwell_galerkin_cuda.py on a GPU
 and to the nvcc compile test. Skipped without a C++20 compiler.
@@ -24,7 +25,7 @@ import pytest
 
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.dg import face_values
-from lobatto.systems.maxwell.galerkin import quadrature_points
+from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator, quadrature_points
 from lobatto.systems.maxwell.galerkin_cuda import SOURCE, default_threads, matrices, shared_values
 
 from cylwave import cylinder_rea
@@ -35,8 +36,12 @@ pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or cla
 
 ORDERS = (1, 2, 3, 5, 7, 11)
 # besides each order's default launch (two Gauss planes per pass where Q is even, else one): one
-# plane per pass, and at N = 5 with several points per thread in every phase as well
-EXTRA = ((1, 64, 1), (5, 64, 1), (7, 224, 1))
+# plane per pass (Q = N + 1 even), at N = 7 with four times the default threads (idle ones in
+# every pass)
+EXTRA = ((1, 64, 1), (3, 64, 1), (5, 64, 1), (7, 256, 1))
+# rules of more than N + 1 points (the kernel takes any Q >= N + 1), default launches: Q odd and
+# even, N = 7 at the strong form's rule (galerkin.strong_points)
+RULES = ((2, 5), (3, 5), (3, 6), (7, 11))
 
 SHIM = """
 #include <barrier>
@@ -81,12 +86,13 @@ static void launch(const T* u, const T* sums, const T* factors, const long long*
 
 
 def launches():
+    """(N, Q, threads, planes) of the emulated launches."""
     out = []
     for n in ORDERS:
         q = quadrature_points(n)
         out.append((n, q, default_threads(q), 2 if q % 2 == 0 else 1))
         out += [(n, q, threads, planes) for order, threads, planes in EXTRA if order == n]
-    return out
+    return out + [(n, q, default_threads(q), 2 if q % 2 == 0 else 1) for n, q in RULES]
 
 
 UPDATE = """
@@ -118,21 +124,27 @@ static void affine(const T* u, const T* sums, const T* factors, const long long*
 """
 
 
+def layouts() -> list:
+    """(N, Q) of the layouts whose size test_shared_size_is_the_kernels checks: the default rule
+    up to N = 17 (the largest whose float64 blocks fit an H100) and RULES."""
+    return [(n, quadrature_points(n)) for n in ORDERS + (14, 15, 17)] + list(RULES)
+
+
 def dispatch() -> str:
-    lines = ['extern "C" int layout_size(int order, int planes) {']
-    for n in ORDERS + (14, 15):
-        q = quadrature_points(n)
+    lines = ['extern "C" int layout_size(int order, int q, int planes) {']
+    for n, q in layouts():
         for kp in (1, 2):
-            lines.append(f"    if (order == {n} && planes == {kp}) "
+            lines.append(f"    if (order == {n} && q == {q} && planes == {kp}) "
                          f"return lobatto::GalerkinLayout<{n + 1}, {q}, {kp}>::SIZE;")
     lines.append("    return -1;\n}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
-        lines.append(f'extern "C" void run_{name}(int order, int threads, int planes, const long long* elements, {p}, '
+        lines.append(f'extern "C" void run_{name}(int order, int q, int threads, int planes, '
+                     f'const long long* elements, {p}, '
                      f'{ctype}* out, {ctype} ie, {ctype} im, {ctype} ce, {ctype} ch, long long E, '
                      'const long long* blocks, int nblocks) {')
         for n, q, nt, kp in launches():
-            lines.append(f"    if (order == {n} && threads == {nt} && planes == {kp}) "
+            lines.append(f"    if (order == {n} && q == {q} && threads == {nt} && planes == {kp}) "
                          f"launch<{n + 1}, {q}, {ctype}, {nt}, {kp}>"
                          "(a0, a1, a2, elements, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
         lines.append("}")
@@ -159,7 +171,7 @@ def emulated(tmp_path_factory):
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
     lib = ctypes.CDLL(str(library))
     for name in ("run_f64", "run_f32"):
-        getattr(lib, name).argtypes = ([ctypes.c_int] * 3 + [ctypes.c_void_p] * 10
+        getattr(lib, name).argtypes = ([ctypes.c_int] * 4 + [ctypes.c_void_p] * 10
                                        + [ctypes.c_double if name == "run_f64" else ctypes.c_float] * 4
                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
     lib.affine_f64.argtypes = ([ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_longlong] + [ctypes.c_void_p] * 3
@@ -185,8 +197,8 @@ def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements
     z = (mu / epsilon) ** 0.5
     run = lib.run_f64 if dtype == np.float64 else lib.run_f32
     every = np.arange(u.shape[1], dtype=np.int64)  # block pair m computes element m
-    run(operator.order, threads, planes, every.ctypes.data, *(a.ctypes.data for a in cast), out.ctypes.data,
-        1 / epsilon, 1 / mu, alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
+    run(operator.order, operator.points, threads, planes, every.ctypes.data, *(a.ctypes.data for a in cast),
+        out.ctypes.data, 1 / epsilon, 1 / mu, alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
     return out
 
 
@@ -197,7 +209,9 @@ def test_emulated_kernel_equals_the_array_code(tmp_path, emulated, cylinder, ord
     for label, mesh in meshes.items():
         sim = simulation(tmp_path / label, mesh, order)
         operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
-        assert operator.points == q
+        assert operator.volume == "skew" and operator.points == quadrature_points(order)
+        if q != operator.points:  # a rule of more points (RULES)
+            operator = WeightAdjustedOperator(sim.system.geometry, points=q)
         e, n = sim.u.shape[1], order + 1
         u = rng.standard_normal(sim.u.shape)
         sums = rng.standard_normal((6, e, 6, n, n))
@@ -236,9 +250,9 @@ def test_emulated_stage_update(emulated):
 
 def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
-    for n in ORDERS + (14, 15):
+    for n, q in layouts():
         for planes in (1, 2):
-            assert emulated.layout_size(n, planes) == shared_values(n + 1, quadrature_points(n), planes), (n, planes)
+            assert emulated.layout_size(n, q, planes) == shared_values(n + 1, q, planes), (n, q, planes)
 
 
 class _EmulatedFunction:
@@ -269,7 +283,7 @@ class _EmulatedFunction:
         assert shared_mem == shared_values(int(p), int(q), int(kp)) * 8
         assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3] + args[4:10])
         blocks = np.arange(2 * elements.size, dtype=np.int64)
-        self.lib.run_f64(int(p) - 1, int(nt), int(kp), pointer[3], *pointer[:3], *pointer[4:10],
+        self.lib.run_f64(int(p) - 1, int(q), int(nt), int(kp), pointer[3], *pointer[:3], *pointer[4:10],
                          *(float(x) for x in args[10:14]), e, blocks.ctypes.data, len(blocks))
 
 
@@ -290,6 +304,10 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel is not None and kernel.threads == default_threads(operator.points)
     assert kernel.launch(np.float64)[1] == 1  # Q odd: one plane per pass
+    # the strong form (kept for comparisons) is the array code's alone
+    assert galerkin_cuda.kernel_for(backend, WeightAdjustedOperator(sim.system.geometry, volume="strong")) is None
+    with pytest.raises(ValueError, match="skew"):
+        galerkin_cuda.GalerkinCuda(backend, WeightAdjustedOperator(sim.system.geometry, volume="strong"))
     e, n = sim.u.shape[1], order + 1
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))
@@ -309,11 +327,15 @@ SHEARED = {"elements": [2, 1, 2], "boundary": "pec",  # parallelepipeds: every e
            "deform": {"x": "0.2*y + 0.1*z", "y": "0.1*x", "z": "-0.15*y"}}
 
 
-@pytest.mark.parametrize("mesh_name", ["cylinder", "sheared"])
-def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, cylinder, mesh_name):
+@pytest.mark.parametrize("mesh_name,points,central", [("cylinder", None, False), ("cylinder", 5, True),
+                                                     ("cylinder", 6, False), ("sheared", None, True),
+                                                     ("sheared", 5, False)])
+def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, cylinder, mesh_name, points,
+                                              central):
     """Affine elements (the cylinder's two straight ones; every element of a sheared box) take
     galerkin_affine_kernel, the others the block kernel (over the list of curved elements; none on
-    the sheared box): together the array code's rhs on fresh random data, and the stage."""
+    the sheared box): together the array code's rhs on fresh random data, and the stage; at
+    N = 3 with the default rule Q = N + 1 = 4 and with Q = 5, 6; upwind or central flux."""
     import types
 
     from lobatto.systems.maxwell import galerkin_cuda
@@ -326,12 +348,16 @@ def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, c
     order = 3
     sim = simulation(tmp_path, cylinder if mesh_name == "cylinder" else SHEARED, order)
     operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
+    if points is not None:
+        operator = WeightAdjustedOperator(sim.system.geometry, points=points)
     e, n = sim.u.shape[1], order + 1
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel.affine_elements == {"cylinder": 2, "sheared": e}[mesh_name]
+    assert kernel.q == (points or order + 1)
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))
-    epsilon, mu, alpha, a, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), rng.uniform(0.2, 1.0), -0.6, 0.4, 0.01
+    epsilon, mu, a, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), -0.6, 0.4, 0.01
+    alpha = 0.0 if central else rng.uniform(0.2, 1.0)
     expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
     out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
     assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()

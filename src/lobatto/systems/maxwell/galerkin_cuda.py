@@ -2,18 +2,21 @@
 arguments.
 
 ``GalerkinCuda(backend, operator)(u, sums, factors, out, epsilon, mu, alpha)`` computes what
-``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference), and ``.stage(...)`` a whole
+``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference: the skew volume term
+(B + B_w) / 2, any Q >= N + 1; an operator with volume = "strong" gets no kernel), and ``.stage(...)`` a whole
 low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
 transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). Affine elements (galerkin_cpu.
 affine_constants, as the C kernel) take galerkin_affine_kernel's closed form, one thread per
-node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes per pass where that costs no resident block
-(default_planes; an odd Q, as at N = 3, 7, 9, 11, takes one); the shared memory is
-``shared_values(P, Q, planes)`` values (float64, one plane, Q = galerkin.quadrature_points(N):
-32 KiB at N = 7, 86 KiB at N = 11, 151 KiB at N = 14). Where one plane does not fit the device
-(float64 from N = 17 on an H100: 241 KiB against 227) ``kernel_for`` returns None and the
-array code runs. Nothing allocates once compiled and nothing waits for the
-host, so a step can be recorded as a CUDA graph.
+node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes
+per pass where that costs no resident block (default_planes; an odd Q takes one); the shared
+memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
+= N + 1: 25.5 KiB at N = 7, 70.9 KiB at N = 11, 128 KiB at N = 14, 205 KiB at N = 17). Where one
+plane does not fit the device (on an H100, 227 KiB: float64 from N = 18, 238 KiB; float32 from
+N = 24) ``kernel_for`` returns None and the array code runs; with the strong form's rule
+Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and float32 at 21.
+Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
+CUDA graph.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def shared_values(p: int, q: int, planes: int = 1) -> int:
     """Values of shared memory per block: GalerkinLayout<P, Q, planes>::SIZE in galerkin.cu
     (regions at even offsets, volume rows of an even length, plane buffers for ``planes`` planes)."""
     ps = p + p % 2
-    buffers = 6 * p * p + 9 * q * ps + 3 * q * q + 3 * q * p + 3 * p * p  # R1..R5 of one plane
+    buffers = 9 * q * ps + 12 * q * q  # R2, R3 of one plane (R1 shares R3)
     return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * buffers
 
 
@@ -47,11 +50,12 @@ def default_threads(q: int) -> int:
 def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024,
                        planes: int = 1) -> int:
     """Blocks per SM the kernel's registers must allow (its __launch_bounds__): as many as the
-    shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc
-    -Xptxas -v, sm_90, float64: N = 7 (224 threads) 146 registers unbounded, 126 at 2 blocks, 80
-    and 52 bytes of spills at 3, 72 and 116 bytes at 4; N = 11 (512 threads) 128 at 1 block, 64
-    and 164 bytes of spills at 2. Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times
-    other launches beside this one."""
+    shared memory and the SM's 2048 threads hold, with at least 80 registers a thread. nvcc 13.0
+    -Xptxas -v, sm_90, float64, one plane, Q = N + 1: N = 7 (64 threads) 186 registers unbounded,
+    128 at 8 blocks (the default), 96 and 48 bytes of spills at 10, 80 and 208 bytes at 12;
+    N = 11 (160 threads) 220 unbounded, 168 at 2, 128 and 96 bytes of spills at 3 (the default),
+    96 and 288 bytes at 4. Not measured on a GPU: benchmarks/galerkin_cuda_speed.py times other
+    launches beside this one."""
     by_shared = max_shared // max(1, shared_values(p, q, planes) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
 
@@ -93,6 +97,9 @@ class GalerkinCuda:
 
     def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None,
                  planes: int | None = None):
+        if getattr(operator, "volume", "skew") != "skew":
+            raise ValueError(f"the CUDA kernel computes the skew volume term only, not {operator.volume!r} "
+                             "(kernel_for: None, the array code runs it)")
         self.backend, self.operator = backend, operator
         self.p, self.q = operator.order + 1, operator.points
         self.threads = default_threads(self.q) if threads is None else int(threads)
@@ -207,8 +214,9 @@ class GalerkinCuda:
 
 def kernel_for(backend, operator) -> GalerkinCuda | None:
     """The CUDA kernel of ``operator`` on a CUDA backend whose shared memory holds its blocks;
-    None elsewhere (the array code runs)."""
-    if getattr(backend, "name", None) != "cuda":
+    None elsewhere (the array code runs), and for an operator whose volume term is not the skew
+    form (volume = "strong", kept for comparisons: the kernel computes the skew form only)."""
+    if getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew":
         return None
     kernel = GalerkinCuda(backend, operator)
     return kernel if kernel.fits(backend.dtype) else None

@@ -1,33 +1,41 @@
 // Maxwell's over-integrated weak form with the weight-adjusted mass ([discretization]
-// volume_form = "galerkin"): the rhs of systems/maxwell/galerkin.py (WeightAdjustedOperator.rhs),
-// one thread block per (element, field triple).
+// volume_form = "galerkin"): the rhs of systems/maxwell/galerkin.py (WeightAdjustedOperator.rhs
+// with its default volume = "skew"), one thread block per (element, field triple).
 //
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
 // run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
-// L2; a group needs 3 components' buffers, not 6 (99 KiB of shared memory at order 11 in float64).
+// L2; a group needs 3 components' buffers, not 6.
 //
-// Per group, with P = N + 1 GLL nodes and Q Gauss points per direction, all sum-factorised:
-//  1. volume: for each Gauss plane k (t direction), the source triple f interpolated to the plane
-//     (V and V D along t), then along s (V, V D) and r: the nine derivatives d_b f_c at the
-//     plane's Q x Q points, crossed with w J a^b (read once, coalesced: a plane is contiguous)
-//     and scaled; V^T along r and s gives the plane's share of the load at the P x P (j, i) nodes,
-//     accumulated into registers over the planes with V^T along t. No Q^3 array is ever held.
+// Per group, with P = N + 1 GLL nodes and Q >= P Gauss points per direction, all sum-factorised:
+//  1. volume: the skew form (B + B_w) / 2 of the source triple f. For each Gauss plane k (t
+//     direction), f interpolated to the plane (V and V D along t), then along s (V, V D) and r:
+//     the nine derivatives d_b f_c and the plain interpolant f_G at the plane's Q x Q points.
+//     With w J a^b (read once, coalesced: a plane is contiguous) the strong products
+//     A = sum_b w J a^b x d_b f and the weak half's G_b = w J a^b x f_G, scaled; back to the
+//     nodes, (1/2) V^T V^T V^T A - (1/2) [(VD)^T V^T V^T G_r + V^T (VD)^T V^T G_s + V^T V^T (VD)^T G_t]
+//     (along r, s, t), accumulated into registers over the planes with two weights per plane
+//     (V[k][.] and VD[k][.]: G_t's (VD)^T along t). No Q^3 array is ever held.
 //  2. faces: per face the jumps at the P x P face nodes -> V along both face axes -> the flux
 //     of galerkin.face_load times w sJ at the Q x Q Gauss points -> V^T back, added to the load
-//     (KP opposite faces per pass).
+//     (KP opposite faces per pass). B_w's face part (1/2) w sJ (n x f_own) at the same points
+//     (f_own: the element's own face values of the source triple) is linear in f_own like the
+//     flux's term in the source triple's jump, which the flux alone takes (its central part):
+//     that jump less f_own carries both, at no cost.
 //  3. M_W^-1 = M^-1 V^T diag(w/J) V M^-1 as W diag(w/J) W^T with W = M^-1 V^T (P x Q) along
 //     each axis, plane by plane again (W^T = V M^-1 along t, s, r; times w/J; W along r, s, t
 //     into registers).
 // Shared memory: the six 1D matrices, the triple's P^3 load and plane buffers of O(Q P) values
-// for KP planes, processed together between two barriers (GalerkinLayout). Matrices are kept in
-// both orientations so that the lanes of a warp, which walk the fastest index, read consecutive
-// addresses; each pass reads a matrix entry once for the three components (galerkin_contract3),
-// the derivative pass its operands in pairs. The stored w J a^b is read rather than recomputed
-// from the geometry nodes: by galerkin_cuda_speed.py's models the kernel does about 11 flops per
-// byte it must move at N = 7, so its passes' shared loads rather than device memory should bound
-// it, and recomputing (about a third more passes per group) would cost more than the reads it
-// saves. Estimated, not measured: that script prints the rhs kernel's GB/s to check.
+// for KP planes, processed together between two barriers (GalerkinLayout); a pass writes into
+// buffers whose values were all read before its barrier, so two plane regions serve all passes.
+// Matrices are kept in both orientations so that the lanes of a warp, which walk the fastest
+// index, read consecutive addresses; each pass reads a matrix entry once for the three
+// components (galerkin_contract3), the derivative pass its operands in pairs. The stored w J a^b
+// is read rather than recomputed from the geometry nodes: by galerkin_cuda_speed.py's models the
+// kernel does about 13 flops per byte it must move at N = 7 (Q = 8; float64), so its passes'
+// shared loads rather than device memory should bound it, and recomputing (more passes per
+// group) would cost more than the reads it saves. Estimated, not measured: that script prints
+// the rhs kernel's GB/s to check.
 #include "common.cuh"
 
 #ifndef LOBATTO_DYNAMIC_SHARED
@@ -44,7 +52,12 @@ struct alignas(2 * sizeof(T)) GalerkinPair {
 
 // Offsets (in values) of the shared-memory regions; galerkin_cuda.shared_values mirrors SIZE.
 // Every region starts at an even offset, so that pairs of values load as one vector. The plane
-// buffers R1..R5 hold KP planes (S1..S5 values each): KP planes are processed per pass.
+// buffers hold KP planes (S2, S3 values each): KP planes are processed per pass. Per plane, R2
+// takes the second pass's output (9 Q PS) and then the pass along r back to the nodes (9 Q P);
+// R3 the first pass's output (r1: 6 P^2, at R1 = R3), then the Gauss-point values (12 Q^2), then
+// the pass along s back (6 P^2) at offset R5 = 6 P^2, clear of r1, which the next plane's first
+// pass writes while threads still read it. A buffer is rewritten only after the barrier that
+// ends the pass reading it.
 template <int P, int Q, int KP = 1>
 struct GalerkinLayout {
     static constexpr int P2 = P * P, P3 = P * P * P, Q2 = Q * Q, QP = Q * P;
@@ -53,13 +66,13 @@ struct GalerkinLayout {
     // W = M^-1 V^T (P x Q), in the order of the `matrices` argument
     static constexpr int V = 0, VD = QP, VTD = 2 * QP, WT = 4 * QP, W = 5 * QP;
     static constexpr int LOAD = 6 * QP;                       // 3 P^3: the source triple, then the load
-    static constexpr int S1 = 6 * P2, S2 = 9 * Q * PS, S3 = 3 * Q2, S4 = 3 * QP, S5 = 3 * P2;
-    static constexpr int R1 = LOAD + 3 * P3 + ((3 * P3) & 1);
-    static constexpr int R2 = R1 + KP * S1;
+    static constexpr int S2 = 9 * Q * PS, S3 = 12 * Q2;
+    static constexpr int R5 = 6 * P2;  // in R3's plane blocks: 6 P^2 of r1 below, 6 P^2 above
+    static_assert(Q >= P, "a Gauss rule of at least N + 1 points (M_W positive definite)");
+    static constexpr int R2 = LOAD + 3 * P3 + ((3 * P3) & 1);
     static constexpr int R3 = R2 + KP * S2;
-    static constexpr int R4 = R3 + KP * S3;
-    static constexpr int R5 = R4 + KP * S4;
-    static constexpr int SIZE = R5 + KP * S5;
+    static constexpr int R1 = R3;
+    static constexpr int SIZE = R3 + KP * S3;
 };
 
 // Offset in a [k][j][i] P^3 array of point (x, y) of face f's [a, b] grid (mesh/topology.py).
@@ -89,33 +102,25 @@ __device__ __forceinline__ void galerkin_contract3(const T* m, const T* in, T* o
     out[2 * OS] = scale * s2;
 }
 
-// u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
-// elements: the element of each block pair (blocks 2 m and 2 m + 1 compute elements[m]: the
-// curved ones where affine elements take galerkin_affine_kernel); cofactors: (3, 3, E, Q, Q, Q) w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
-// face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VTD, WT, W (6 Q P values).
-// inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
-// MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks); KP: Gauss
-// planes per pass (Q % KP == 0): KP = 2 halves the barriers and doubles each pass's work items.
 // KP Gauss planes' values from plane k0 (r3 [kk][a][j][i]) taken back to the nodes by the
-// transpose of a Q x P matrix M (V for the load, WT = V M^-1 for the mass's last factor): along r
-// into r4, along s into r5, then along t added into acc, the values of the nodes this thread owns
-// (q = t + m NT). Every thread of the block calls it (it holds barriers); r5 is rewritten only
-// after the next pass's barriers.
+// transpose of a Q x P matrix M (WT = V M^-1 for the mass's last factor): along r into r2, along
+// s into r3 + R5 (both already read; clear of r1), then along t added into acc, the values of
+// the nodes this thread owns (q = t + m NT). Every thread of the block calls it (it holds
+// barriers); r3 + R5 is rewritten only after the next pass's barriers.
 template <int P, int Q, int KP, int NT, int PER, typename T>
-__device__ __forceinline__ void galerkin_back_to_nodes(const T* M, const T* r3, T* r4, T* r5, int k0, int t,
-                                                       T (&acc)[PER][3]) {
+__device__ __forceinline__ void galerkin_back_to_nodes(const T* M, T* r2, T* r3, int k0, int t, T (&acc)[PER][3]) {
     using L = GalerkinLayout<P, Q, KP>;
-    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S3 = L::S3, S4 = L::S4, S5 = L::S5;
-    // r4 [kk][a][j][i']: M^T along r
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S2 = L::S2, S3 = L::S3, R5 = L::R5;
+    // r2 [kk][a][j][i']: M^T along r
     for (int qk = t; qk < KP * QP; qk += NT) {
         const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
-        galerkin_contract3<Q, P, Q2, 1, QP>(M + i, r3 + kk * S3 + j * Q, r4 + kk * S4 + q);
+        galerkin_contract3<Q, P, Q2, 1, QP>(M + i, r3 + kk * S3 + j * Q, r2 + kk * S2 + q);
     }
     __syncthreads();
-    // r5 [kk][a][j'][i']: M^T along s
+    // r3 + R5 [kk][a][j'][i']: M^T along s
     for (int qk = t; qk < KP * P2; qk += NT) {
         const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
-        galerkin_contract3<Q, P, QP, P, P2>(M + j, r4 + kk * S4 + i, r5 + kk * S5 + q);
+        galerkin_contract3<Q, P, QP, P, P2>(M + j, r2 + kk * S2 + i, r3 + kk * S3 + R5 + q);
     }
     __syncthreads();
     // M^T along t into the registers
@@ -128,12 +133,92 @@ __device__ __forceinline__ void galerkin_back_to_nodes(const T* M, const T* r3, 
             for (int kk = 0; kk < KP; ++kk) {
                 const T v = M[(k0 + kk) * P + kn];
 #pragma unroll
-                for (int a = 0; a < 3; ++a) acc[m][a] += v * r5[kk * S5 + a * P2 + ji];
+                for (int a = 0; a < 3; ++a) acc[m][a] += v * r3[kk * S3 + R5 + a * P2 + ji];
             }
         }
     }
 }
 
+// The volume's way back (galerkin_back_to_nodes with the weak half): r3 [kk][w][a][j][i] holds
+// per Gauss point w = 0 (1/2) A, the strong products, and w = 1, 2, 3 -(1/2) G_r, G_s, G_t. Along
+// r: X1 = V^T A + (VD)^T G_r, X2 = V^T G_s, X3 = V^T G_t into r2; along s: Y1 = V^T X1 + (VD)^T X2,
+// Y2 = V^T X3 into r3 + R5; along t: acc += V[k][.] Y1 + VD[k][.] Y2.
+template <int P, int Q, int KP, int NT, int PER, typename T>
+__device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T* sVD, T* r2, T* r3, int k0, int t,
+                                                            T (&acc)[PER][3]) {
+    using L = GalerkinLayout<P, Q, KP>;
+    constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, S2 = L::S2, S3 = L::S3, R5 = L::R5;
+    // r2 [kk][X][a][j][i']: along r
+    for (int qk = t; qk < KP * QP; qk += NT) {
+        const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
+        const T* in = r3 + kk * S3 + j * Q;
+        T x1[3] = {T(0), T(0), T(0)}, x2[3] = {T(0), T(0), T(0)}, x3[3] = {T(0), T(0), T(0)};
+#pragma unroll
+        for (int l = 0; l < Q; ++l) {
+            const T v = sV[l * P + i], dv = sVD[l * P + i];
+#pragma unroll
+            for (int a = 0; a < 3; ++a) {
+                x1[a] += v * in[a * Q2 + l] + dv * in[(3 + a) * Q2 + l];
+                x2[a] += v * in[(6 + a) * Q2 + l];
+                x3[a] += v * in[(9 + a) * Q2 + l];
+            }
+        }
+        T* out = r2 + kk * S2 + q;
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+            out[a * QP] = x1[a];
+            out[(3 + a) * QP] = x2[a];
+            out[(6 + a) * QP] = x3[a];
+        }
+    }
+    __syncthreads();
+    // r3 + R5 [kk][Y][a][j'][i']: along s
+    for (int qk = t; qk < KP * P2; qk += NT) {
+        const int kk = qk / P2, q = qk - kk * P2, j = q / P, i = q - j * P;
+        const T* in = r2 + kk * S2 + i;
+        T y1[3] = {T(0), T(0), T(0)}, y2[3] = {T(0), T(0), T(0)};
+#pragma unroll
+        for (int l = 0; l < Q; ++l) {
+            const T v = sV[l * P + j], dv = sVD[l * P + j];
+#pragma unroll
+            for (int a = 0; a < 3; ++a) {
+                y1[a] += v * in[a * QP + l * P] + dv * in[(3 + a) * QP + l * P];
+                y2[a] += v * in[(6 + a) * QP + l * P];
+            }
+        }
+        T* out = r3 + kk * S3 + R5 + q;
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+            out[a * P2] = y1[a];
+            out[(3 + a) * P2] = y2[a];
+        }
+    }
+    __syncthreads();
+    // along t into the registers: V^T for Y1, (VD)^T for Y2
+#pragma unroll
+    for (int m = 0; m < PER; ++m) {
+        const int q = t + m * NT;
+        if (q < P3) {
+            const int kn = q / P2, ji = q - kn * P2;
+#pragma unroll
+            for (int kk = 0; kk < KP; ++kk) {
+                const T v = sV[(k0 + kk) * P + kn], dv = sVD[(k0 + kk) * P + kn];
+                const T* y = r3 + kk * S3 + R5 + ji;
+#pragma unroll
+                for (int a = 0; a < 3; ++a) acc[m][a] += v * y[a * P2] + dv * y[(3 + a) * P2];
+            }
+        }
+    }
+}
+
+// u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
+// elements: the element of each block pair (blocks 2 m and 2 m + 1 compute elements[m]: the
+// curved ones where affine elements take galerkin_affine_kernel); cofactors: (3, 3, E, Q, Q, Q)
+// w (J a^b)_a; wj: (E, Q, Q, Q) w / J; normals: (3, E, 6, Q, Q);
+// face_weights: (E, 6, Q, Q) w sJ; matrices: V, VD, VTD, WT, W (6 Q P values).
+// inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
+// MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks); KP: Gauss
+// planes per pass (Q % KP == 0): KP = 2 halves the barriers and doubles each pass's work items.
 template <int P, int Q, typename T, int NT, int MINB, int KP>
 __global__ void __launch_bounds__(NT, MINB)
 galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
@@ -144,7 +229,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     using L = GalerkinLayout<P, Q, KP>;
     using Pair = GalerkinPair<T>;
     constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, PS = L::PS;
-    constexpr int S1 = L::S1, S2 = L::S2, S3 = L::S3, S4 = L::S4, S5 = L::S5;
+    constexpr int S2 = L::S2, S3 = L::S3;
     static_assert(Q % KP == 0, "the planes per pass must divide Q");
     constexpr int PER = (P3 + NT - 1) / NT;  // node positions a thread accumulates (3 components each)
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
@@ -158,14 +243,13 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     T* r1 = s + L::R1;
     T* r2 = s + L::R2;
     T* r3 = s + L::R3;
-    T* r4 = s + L::R4;
-    T* r5 = s + L::R5;
 
     const int t = threadIdx.x;
     const index_t e = elements[blockIdx.x >> 1];
     const int g = blockIdx.x & 1;
     const int target = 3 * g, source = 3 - target;
     const T scale = g == 0 ? inv_eps : -inv_mu;
+    const T half = T(0.5) * scale;  // the skew form's (B + B_w) / 2
     const index_t field = E * P3;  // component stride of u and out
     const index_t cstride = E * (index_t)(Q2 * Q);  // (b, a) stride of the cofactors
 
@@ -180,13 +264,13 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 #pragma unroll
     for (int m = 0; m < PER; ++m) acc[m][0] = acc[m][1] = acc[m][2] = T(0);
 
-    // 1. volume: B(., f) plane by plane ------------------------------------------------------
+    // 1. volume: (B(., f) + B_w(., f)) / 2 plane by plane (B_w's face part joins the flux) ------
 #pragma unroll 1
     for (int k0 = 0; k0 < Q; k0 += KP) {
         // r1 [kk][which][c][j'][i']: (V f_c, V D f_c) along t at plane k0 + kk (one read of f for both)
         for (int qk = t; qk < KP * 3 * P2; qk += NT) {
             const int kk = qk / (3 * P2), q = qk - kk * 3 * P2;
-            T* out1 = r1 + kk * S1;
+            T* out1 = r1 + kk * S3;
             const T* in = load + (q / P2) * P3 + (q % P2);
             const T* row = sV + (k0 + kk) * P;
             const T* drow = sVD + (k0 + kk) * P;
@@ -204,7 +288,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         // r2 [kk][which][c][j][i'] (rows of PS): V_s (V_t f), V D_s (V_t f), V_s (V D_t f), the three together
         for (int qk = t; qk < KP * 3 * QP; qk += NT) {
             const int kk = qk / (3 * QP), q = qk - kk * 3 * QP;
-            const T* in1 = r1 + kk * S1;
+            const T* in1 = r1 + kk * S3;
             T* out2 = r2 + kk * S2;
             const int c = q / QP, r = q - c * QP, j = r / P, i = r - j * P;
             const T* row = sV + j * P;
@@ -225,19 +309,24 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             out2[6 * Q * PS + o] = ba;
         }
         __syncthreads();
-        // r3 [kk][a][j][i]: scale sum_b (w J a^b x d_b f)_a at the plane's Gauss points
+        // r3 [kk][w][a][j][i] at the plane's Gauss points: w = 0 (scale / 2) sum_b (w J a^b x d_b f)_a,
+        // w = 1 + b -(scale / 2) (w J a^b x f_G)_a (f_G = V V V f, the weak half's)
         for (int qk = t; qk < KP * Q2; qk += NT) {
             const int kk = qk / Q2, q = qk - kk * Q2, k = k0 + kk;
             const T* in2 = r2 + kk * S2;
             T* out3 = r3 + kk * S3;
             const int j = q / Q, i = q - j * Q;
             T d[3][3];  // d[b][c] = d_b f_c
+            T fg[3];    // f_c at the point
 #pragma unroll
-            for (int b = 0; b < 3; ++b)
+            for (int c = 0; c < 3; ++c) {
+                fg[c] = T(0);
 #pragma unroll
-                for (int c = 0; c < 3; ++c) d[b][c] = T(0);
-            // r2 [which][c][j][.]: V_s V_t f (then V D along r), V D_s V_t f and V_s V D_t f (then V);
-            // the row values in pairs (l, l + 1) and the two matrix entries of (l, i) in one load each
+                for (int b = 0; b < 3; ++b) d[b][c] = T(0);
+            }
+            // r2 [which][c][j][.]: V_s V_t f (then V D along r, and V for f_G), V D_s V_t f and
+            // V_s V D_t f (then V); the row values in pairs (l, l + 1) and the two matrix entries
+            // of (l, i) in one load each
             const T* row = in2 + j * PS;
             const Pair* mp = reinterpret_cast<const Pair*>(sVTD) + i;
 #pragma unroll
@@ -249,6 +338,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                     const Pair y = reinterpret_cast<const Pair*>(row + (3 + c) * Q * PS)[l >> 1];
                     const Pair z = reinterpret_cast<const Pair*>(row + (6 + c) * Q * PS)[l >> 1];
                     d[0][c] += m0.y * x.x + m1.y * x.y;
+                    fg[c] += m0.x * x.x + m1.x * x.y;
                     d[1][c] += m0.x * y.x + m1.x * y.y;
                     d[2][c] += m0.x * z.x + m1.x * z.y;
                 }
@@ -257,7 +347,9 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 const Pair m0 = mp[(P - 1) * Q];
 #pragma unroll
                 for (int c = 0; c < 3; ++c) {
-                    d[0][c] += m0.y * row[c * Q * PS + P - 1];
+                    const T x = row[c * Q * PS + P - 1];
+                    d[0][c] += m0.y * x;
+                    fg[c] += m0.x * x;
                     d[1][c] += m0.x * row[(3 + c) * Q * PS + P - 1];
                     d[2][c] += m0.x * row[(6 + c) * Q * PS + P - 1];
                 }
@@ -272,13 +364,17 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 x += c1 * d[b][2] - c2 * d[b][1];
                 y += c2 * d[b][0] - c0 * d[b][2];
                 z += c0 * d[b][1] - c1 * d[b][0];
+                T* gb = out3 + 3 * (1 + b) * Q2 + q;
+                gb[0] = -half * (c1 * fg[2] - c2 * fg[1]);
+                gb[Q2] = -half * (c2 * fg[0] - c0 * fg[2]);
+                gb[2 * Q2] = -half * (c0 * fg[1] - c1 * fg[0]);
             }
-            out3[q] = scale * x;
-            out3[Q2 + q] = scale * y;
-            out3[2 * Q2 + q] = scale * z;
+            out3[q] = half * x;
+            out3[Q2 + q] = half * y;
+            out3[2 * Q2 + q] = half * z;
         }
         __syncthreads();
-        galerkin_back_to_nodes<P, Q, KP, NT, PER>(sV, r3, r4, r5, k0, t, acc);  // V^T
+        galerkin_skew_back_to_nodes<P, Q, KP, NT, PER>(sV, sVD, r2, r3, k0, t, acc);
     }
     __syncthreads();  // every thread is done reading the source triple
 #pragma unroll
@@ -295,7 +391,9 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     // f0, f0 + 1, which share no node), each in its plane buffers ----------------------------
 #pragma unroll 1
     for (int f0 = 0; f0 < 6; f0 += KP) {
-        // r1 [ff][comp][x][y]: the jumps own - neighbour (f * own on a boundary: its ghost state)
+        // r1 [ff][comp][x][y]: the jumps own - neighbour (f * own on a boundary: its ghost state),
+        // the source triple's less its own value: the flux's central term (1/2) w sJ (-n x jump)
+        // scaled then includes B_w's face part (1/2) w sJ (n x own)
         for (int qf = t; qf < KP * 6 * P2; qf += NT) {
             const int ff = qf / (6 * P2), q = qf - ff * 6 * P2, f = f0 + ff;
             const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
@@ -303,13 +401,14 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
             const T own = u[comp * field + e * P3 + galerkin_face_node<P>(f, x, y)];
             const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
-            r1[ff * S1 + q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
+            const T jump = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
+            r1[ff * S3 + q] = comp >= source && comp < source + 3 ? jump - own : jump;
         }
         __syncthreads();
         // r2 [ff][comp][x][qb]: V along b (one matrix read for the six components)
         for (int qf = t; qf < KP * QP; qf += NT) {
             const int ff = qf / QP, q = qf - ff * QP, x = q / Q, qb = q - x * Q;
-            const T* in = r1 + ff * S1 + x * P;
+            const T* in = r1 + ff * S3 + x * P;
             T sum[6];
 #pragma unroll
             for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
@@ -360,17 +459,17 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             out3[2 * Q2 + q] = f2v;
         }
         __syncthreads();
-        // r4 [ff][a][qa][y]: V^T along b
+        // r2 [ff][a][qa][y]: V^T along b (r2 read)
         for (int qf = t; qf < KP * QP; qf += NT) {
             const int ff = qf / QP, q = qf - ff * QP, qa = q / P, y = q - qa * P;
-            galerkin_contract3<Q, P, Q2, 1, QP>(sV + y, r3 + ff * S3 + qa * Q, r4 + ff * S4 + q);
+            galerkin_contract3<Q, P, Q2, 1, QP>(sV + y, r3 + ff * S3 + qa * Q, r2 + ff * S2 + q);
         }
         __syncthreads();
         // V^T along a, added to the load at the face nodes (passes in turn: edges get each face's share)
         for (int qf = t; qf < KP * P2; qf += NT) {
             const int ff = qf / P2, q = qf - ff * P2, x = q / P, y = q - x * P;
             T sum[3];
-            galerkin_contract3<Q, P, QP, P, 1>(sV + x, r4 + ff * S4 + y, sum);
+            galerkin_contract3<Q, P, QP, P, 1>(sV + x, r2 + ff * S2 + y, sum);
             const int node = galerkin_face_node<P>(f0 + ff, x, y);
 #pragma unroll
             for (int a = 0; a < 3; ++a) load[a * P3 + node] += sum[a];
@@ -386,13 +485,13 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         // r1 [kk][a][j'][i']: W^T along t
         for (int qk = t; qk < KP * P2; qk += NT) {
             const int kk = qk / P2, q = qk - kk * P2;
-            galerkin_contract3<P, 1, P3, P2, P2>(sWT + (k0 + kk) * P, load + q, r1 + kk * S1 + q);
+            galerkin_contract3<P, 1, P3, P2, P2>(sWT + (k0 + kk) * P, load + q, r1 + kk * S3 + q);
         }
         __syncthreads();
         // r2 [kk][a][j][i']: W^T along s
         for (int qk = t; qk < KP * QP; qk += NT) {
             const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
-            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + kk * S1 + i, r2 + kk * S2 + q);
+            galerkin_contract3<P, 1, P2, P, QP>(sWT + j * P, r1 + kk * S3 + i, r2 + kk * S2 + q);
         }
         __syncthreads();
         // r3 [kk][a][j][i]: W^T along r (W[l][i] = WT[i][l]), times w/J
@@ -402,7 +501,7 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + kk * S2 + j * P, r3 + kk * S3 + q, weight);
         }
         __syncthreads();
-        galerkin_back_to_nodes<P, Q, KP, NT, PER>(sWT, r3, r4, r5, k0, t, acc);  // W = (V M^-1)^T
+        galerkin_back_to_nodes<P, Q, KP, NT, PER>(sWT, r2, r3, k0, t, acc);  // W = (V M^-1)^T
     }
 #pragma unroll
     for (int m = 0; m < PER; ++m) {
