@@ -89,8 +89,12 @@ def affine_constants(operator):
 def rhs_kernel(backend, operator):
     """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
     ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
-    backend is not the compiled CPU one or the library cannot be built. The operator's arrays
-    are checked and their addresses kept: it must not replace them afterwards."""
+    backend is not the compiled CPU one or the library cannot be built, or the operator's volume
+    term is not the skew one (``volume="strong"``, kept for comparisons: the array code runs it).
+    The operator's arrays are checked and their addresses kept: it must not replace them
+    afterwards."""
+    if getattr(operator, "volume", "skew") != "skew":
+        return None
     lib = _library(backend, operator)
     if lib is None:
         return None

@@ -109,6 +109,8 @@ typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * siz
 #define NGV PAD_(NG, VW) /* a padded Gauss row */
 #define NPW (NPV / VW)   /* its vectors */
 #define NGW (NGV / VW)
+#define NG2V PAD_(2 * NG, VW) /* a padded row of two Gauss rows side by side */
+#define NG2W (NG2V / VW)
 
 /* Rows of y (= or +=, OP) sum_k a[m * AM + k * AK] (row k of x) for m < M, each row NV vectors
  * (x's rows XS vectors apart, y's YS): a small matrix product, MB rows at a time so that each
@@ -169,10 +171,12 @@ typedef struct {
     vec V[NG][NPW];     /* V[q][p]: interpolation to the Gauss points, rows padded */
     vec Vt[NP][NGW];    /* V^T */
     vec VDt[NP][NGW];   /* (V D)^T */
+    vec VVD[2 * NG][NPW]; /* V's rows, then (V D)'s */
     vec A[NG][NPW];     /* A = V M^-1 */
     vec At[NP][NGW];    /* A^T */
     REAL v[NG][NP];     /* V, (V D) stacked, A as plain coefficients */
     REAL vd[NG][NP];
+    REAL vvd[2 * NG][NP]; /* V, then V D */
     REAL a[NG][NP];
     REAL d[NP][NP], mi[NP][NP]; /* D and M^-1 (the affine path) */
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
@@ -183,18 +187,29 @@ typedef struct {
     vec u[6][NP][NP][NPW];       /* the element's fields */
     vec load[6][NP][NP][NPW];    /* M_W dU/dt at the GLL points */
     vec zk[6][2][NG][NP][NPW];   /* V, V D along k of each field: [Gauss k][GLL j][GLL i] */
-    vec planes[6][NG][NP][NPW];  /* per Gauss k plane, a field contracted back along i, j */
+    vec planes[6][2 * NG][NP][NPW]; /* per Gauss k plane, a field contracted back along i, j:
+                                        [k] for V^T along k, [NG + k] for (V D)^T */
     vec zj[3][NG][NPW];          /* one plane, one field: along j */
-    vec d[6][3][NG][NGW];        /* reference derivatives of the six fields on one Gauss plane */
-    vec o[6][NG][NGW];           /* the crossed products on that plane */
+    vec d[6][4][NG][NGW];        /* on one Gauss plane per field: d_r f, f, d_s f, d_t f */
+    vec o[6][NG][NGW];           /* a face's fluxes; the mass's products */
+    vec os[6][NG][NG2W];         /* a plane's products for V^T along i | for (V D)^T along i */
+    vec ow[6][2][NG][NGW];       /* a plane's products for V^T along i, then (V D)^T along j | k */
     vec t[6][NG][NPW];           /* partial contractions */
-    vec g[6][NP][NGW];           /* a face's jumps along b */
+    vec tv[6][3][NG][NPW];       /* the volume's along i: for V^T | (V D)^T along j, then for k */
+    vec jo[12][NP][NPW];         /* a face's jumps and own values */
+    vec g[12][NP][NGW];          /* those along b */
     vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
 
 #define R(x) ((REAL *)(x)) /* a vector array's values */
 
-/* ---- 1. the volume load B on one element ----------------------------------------------- */
+/* ---- 1. the volume load (B + B_w) / 2 on one element, B_w's face sums aside ------------
+ * Per Gauss point the strong part S = sum_b w J a^b x d_b f and the weak parts
+ * G_b = w J a^b x f (f at the point: V along each axis), then V^T_3 S / 2 - sum_b (V D)^T_b
+ * V^T_(others) G_b / 2 back, grouped by the operators each axis needs: along i V^T (S) +
+ * (V D)^T (G_r) in one contraction of two rows side by side, V^T (G_s), V^T (G_t); along j V^T
+ * (the first) + (V D)^T (G_s's) into the plane stack for V^T_k, V^T (G_t's) into the one for
+ * (V D)^T_k; along k both stacks in one contraction. */
 static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
                                idx_t E, idx_t e)
 {
@@ -204,49 +219,65 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
         SLABS(NG, NP, &m->v[0][0], NP, 1, s->u[f], s->zk[f][0]);
         SLABS(NG, NP, &m->vd[0][0], NP, 1, s->u[f], s->zk[f][1]);
     }
-    const REAL ie = m->inv_eps, im = m->inv_mu;
+    /* the halves of (B + B_w) / 2 with E's 1/eps and H's -1/mu */
+    const REAL ie = (REAL)0.5 * m->inv_eps, im = (REAL)-0.5 * m->inv_mu;
     for (int kq = 0; kq < NG; ++kq) {
         for (int f = 0; f < 6; ++f) {
             /* along j: zj0 = V zv, zj1 = VD zv, zj2 = V zd */
             VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[0], NPW, =);
             VROWS(NG, NP, NPW, ROWS(NPW), &m->vd[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[1], NPW, =);
             VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][1][kq], NPW, s->zj[2], NPW, =);
-            /* along i: d_r = zj0 (V D)^T, d_s = zj1 V^T, d_t = zj2 V^T */
+            /* along i: d_r = zj0 (V D)^T; f = zj0 V^T, d_s = zj1 V^T, d_t = zj2 V^T */
             VROWS(NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->VDt, NGW, s->d[f][0], NGW, =);
-            VROWS(2 * NG, NP, NGW, ROWS(NGW), R(s->zj[1]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
+            VROWS(3 * NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
         }
-        /* the crossed products sum_b w J a^b x d_b f at the plane's points */
+        /* the crossed products at the plane's points: S and -G_b, scaled */
         const REAL *w = cof + e * NG3 + kq * NG2;
         for (int jq = 0; jq < NG; ++jq)
             for (int iq = 0; iq < NG; ++iq) {
                 const int p = jq * NG + iq;
+                const REAL e0 = R(s->d[0][1][jq])[iq], e1 = R(s->d[1][1][jq])[iq], e2 = R(s->d[2][1][jq])[iq];
+                const REAL h0 = R(s->d[3][1][jq])[iq], h1 = R(s->d[4][1][jq])[iq], h2 = R(s->d[5][1][jq])[iq];
                 REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
+                REAL ge[3][3], gh[3][3]; /* G_b of E's load (from H) and H's (from E) */
                 for (int b = 0; b < 3; ++b) {
+                    const int db = b ? b + 1 : 0;
                     const REAL w0 = w[(b * 3 + 0) * cs + p], w1 = w[(b * 3 + 1) * cs + p], w2 = w[(b * 3 + 2) * cs + p];
-                    const REAL e0 = R(s->d[0][b][jq])[iq], e1 = R(s->d[1][b][jq])[iq], e2 = R(s->d[2][b][jq])[iq];
-                    const REAL h0 = R(s->d[3][b][jq])[iq], h1 = R(s->d[4][b][jq])[iq], h2 = R(s->d[5][b][jq])[iq];
-                    oe0 += w1 * h2 - w2 * h1;
-                    oe1 += w2 * h0 - w0 * h2;
-                    oe2 += w0 * h1 - w1 * h0;
-                    oh0 += w1 * e2 - w2 * e1;
-                    oh1 += w2 * e0 - w0 * e2;
-                    oh2 += w0 * e1 - w1 * e0;
+                    const REAL de0 = R(s->d[0][db][jq])[iq], de1 = R(s->d[1][db][jq])[iq], de2 = R(s->d[2][db][jq])[iq];
+                    const REAL dh0 = R(s->d[3][db][jq])[iq], dh1 = R(s->d[4][db][jq])[iq], dh2 = R(s->d[5][db][jq])[iq];
+                    oe0 += w1 * dh2 - w2 * dh1;
+                    oe1 += w2 * dh0 - w0 * dh2;
+                    oe2 += w0 * dh1 - w1 * dh0;
+                    oh0 += w1 * de2 - w2 * de1;
+                    oh1 += w2 * de0 - w0 * de2;
+                    oh2 += w0 * de1 - w1 * de0;
+                    ge[b][0] = w1 * h2 - w2 * h1, ge[b][1] = w2 * h0 - w0 * h2, ge[b][2] = w0 * h1 - w1 * h0;
+                    gh[b][0] = w1 * e2 - w2 * e1, gh[b][1] = w2 * e0 - w0 * e2, gh[b][2] = w0 * e1 - w1 * e0;
                 }
-                R(s->o[0][jq])[iq] = oe0 * ie;
-                R(s->o[1][jq])[iq] = oe1 * ie;
-                R(s->o[2][jq])[iq] = oe2 * ie;
-                R(s->o[3][jq])[iq] = -oh0 * im;
-                R(s->o[4][jq])[iq] = -oh1 * im;
-                R(s->o[5][jq])[iq] = -oh2 * im;
+                const REAL oe[3] = {oe0, oe1, oe2}, oh[3] = {oh0, oh1, oh2};
+                for (int c = 0; c < 3; ++c) {
+                    R(s->os[c][jq])[iq] = oe[c] * ie;
+                    R(s->os[c][jq])[NG + iq] = -ge[0][c] * ie;
+                    R(s->ow[c][0][jq])[iq] = -ge[1][c] * ie;
+                    R(s->ow[c][1][jq])[iq] = -ge[2][c] * ie;
+                    R(s->os[3 + c][jq])[iq] = oh[c] * im;
+                    R(s->os[3 + c][jq])[NG + iq] = -gh[0][c] * im;
+                    R(s->ow[3 + c][0][jq])[iq] = -gh[1][c] * im;
+                    R(s->ow[3 + c][1][jq])[iq] = -gh[2][c] * im;
+                }
             }
-        /* V^T along i (all six at once), then along j into the plane */
-        VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
-        for (int c = 0; c < 6; ++c)
-            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->t[c], NPW, s->planes[c][kq], NPW, =);
+        for (int c = 0; c < 6; ++c) {
+            /* along i: tv0 = V^T S + (V D)^T G_r (rows of 2 NG), tv1, tv2 = V^T G_s, V^T G_t */
+            VROWS(NG, 2 * NG, NPW, ROWS(NPW), R(s->os[c]), NG2V, 1, m->VVD, NPW, s->tv[c][0], NPW, =);
+            VROWS(2 * NG, NG, NPW, ROWS(NPW), R(s->ow[c]), NGV, 1, m->V, NPW, s->tv[c][1], NPW, =);
+            /* along j: V^T tv0 + (V D)^T tv1 (for V^T_k), V^T tv2 (for (V D)^T_k) */
+            VROWS(NP, 2 * NG, NPW, ROWS(NPW), &m->vvd[0][0], 1, NP, s->tv[c][0], NPW, s->planes[c][kq], NPW, =);
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->tv[c][2], NPW, s->planes[c][NG + kq], NPW, =);
+        }
     }
-    /* V^T along k */
+    /* along k: V^T of the first stack + (V D)^T of the second */
     for (int c = 0; c < 6; ++c)
-        SLABS(NP, NG, &m->v[0][0], 1, NP, s->planes[c], s->load[c]);
+        SLABS(NP, 2 * NG, &m->vvd[0][0], 1, NP, s->planes[c], s->load[c]);
 }
 
 /* ---- 2. the face load S at the GLL face points ------------------------------------------ */
@@ -262,7 +293,7 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
         const int interior = fe == (REAL)1 && fh == (REAL)1;
         const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
         const REAL *sm = sums + (e * 6 + f) * NP2;
-        REAL *jump = R(s->t); /* [6][NP][NPV] */
+        REAL *jump = R(s->jo); /* [12][NP][NPV]: the jumps, then the own values */
         for (int c = 0; c < 6; ++c) {
             const REAL *uc = uu + c * us + off;
             const REAL *sc = sm + c * ts;
@@ -271,13 +302,17 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                 for (int b = 0; b < NP; ++b) {
                     const REAL own = uc[a * sa + b * sb];
                     jump[(c * NP + a) * NPV + b] = interior ? 2 * own - sc[a * NP + b] : g * own;
+                    jump[((6 + c) * NP + a) * NPV + b] = own;
                 }
         }
-        /* to the Q x Q points: V along b (all six), then along a */
-        VROWS(6 * NP, NP, NGW, ROWS(NGW), jump, NPV, 1, m->Vt, NGW, s->g, NGW, =);
-        for (int c = 0; c < 6; ++c)
+        /* to the Q x Q points: V along b (all twelve), then along a */
+        VROWS(12 * NP, NP, NGW, ROWS(NGW), jump, NPV, 1, m->Vt, NGW, s->g, NGW, =);
+        for (int c = 0; c < 6; ++c) {
             VROWS(NG, NP, NGW, ROWS(NGW), &m->v[0][0], NP, 1, s->g[c], NGW, s->d[c][0], NGW, =);
-        /* the flux (reference.add_surface_terms with sums = -n x jump) times w sJ */
+            VROWS(NG, NP, NGW, ROWS(NGW), &m->v[0][0], NP, 1, s->g[6 + c], NGW, s->d[c][1], NGW, =);
+        }
+        /* the flux (reference.add_surface_terms with sums = -n x jump) times w sJ, and B_w's face
+           sum of the volume term, (1/2) w sJ n x (the own H) / eps for E, -(1/2) w sJ n x (own E) / mu */
         const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
         const REAL *fw = face_weights + (e * 6 + f) * NG2;
         const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
@@ -289,13 +324,15 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                 const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq];
                 const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
                 const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
+                const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq];
+                const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq];
                 const REAL we = he * fw[p], wh = hm * fw[p];
-                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1)) * we;
-                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2)) * we;
-                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0)) * we;
-                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1)) * wh;
-                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2)) * wh;
-                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0)) * wh;
+                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
+                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
+                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
+                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh;
+                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
+                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
             }
         /* V^T back along b (all six), then along a, added at the face's GLL points */
         VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
@@ -444,6 +481,8 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
             }
             m->v[q][p] = R(m->V[q])[p] = R(m->Vt[p])[q] = v[q * NP + p];
             m->vd[q][p] = R(m->VDt[p])[q] = (REAL)vd;
+            m->vvd[q][p] = R(m->VVD[q])[p] = m->v[q][p];
+            m->vvd[NG + q][p] = R(m->VVD[NG + q])[p] = m->vd[q][p];
             m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = (REAL)a;
         }
     for (int i = 0; i < NP; ++i)
