@@ -55,7 +55,7 @@ int main(void)
             for (idx_t e = 0; e < E; e++) volume_load(m, s, cof, E, e);
         double c = now();
         for (int r = 0; r < reps; r++)
-            for (idx_t e = 0; e < E; e++) face_load(m, s, sums, factors, normals, weights, E, e);
+            for (idx_t e = 0; e < E; e++) face_load(m, s, sums, factors, normals, weights, E, e, 0);
         double d = now();
         for (int r = 0; r < reps; r++)
             for (idx_t e = 0; e < E; e++) inverse_mass(m, s, ijw, out, E * NP3, e);

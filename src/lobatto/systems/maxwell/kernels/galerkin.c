@@ -149,10 +149,11 @@ typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * siz
 
 /* VROWS along the slowest axis of a padded GLL block [.][NP][NPW]: one j row (NPW vectors) at a
  * time, which keeps the accumulators in registers where a whole plane would not fit. */
-#define SLABS(M, K, a, AM, AK, x, y)                                                                        \
+#define SLABS_OP(M, K, a, AM, AK, x, y, OP)                                                                 \
     for (int j_ = 0; j_ < NP; ++j_)                                                                          \
         VROWS(M, K, NPW, ROWS(NPW), a, AM, AK, (const vec *)(x) + j_ * NPW, NP * NPW, (vec *)(y) + j_ * NPW, \
-              NP * NPW, =)
+              NP * NPW, OP)
+#define SLABS(M, K, a, AM, AK, x, y) SLABS_OP(M, K, a, AM, AK, x, y, =)
 
 /* rows per block: about 12 accumulator vectors */
 #define ROWS(nv) ((nv) >= 12 ? 1 : (nv) >= 6 ? 2 : (nv) >= 3 ? 4 : (nv) == 2 ? 6 : 8)
@@ -179,6 +180,10 @@ typedef struct {
     REAL vvd[2 * NG][NP]; /* V, then V D */
     REAL a[NG][NP];
     REAL d[NP][NP], mi[NP][NP]; /* D and M^-1 (the affine path) */
+    /* Q = N + 1 (square_rhs): the Gauss points' derivative D_G = V D V^-1 (coefficients, rows),
+       1 / w, w_q A[q][end] of the ends 0 and NP - 1, A^T's coefficients */
+    vec DG[NG][NGW], DGt[NG][NGW];
+    REAL dg[NG][NG], winv[NG], wa[NG][2], att[NP][NG];
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
 } matrices_t;
 
@@ -197,6 +202,7 @@ typedef struct {
     vec t[6][NG][NPW];           /* partial contractions */
     vec tv[6][3][NG][NPW];       /* the volume's along i: for V^T | (V D)^T along j, then for k */
     vec jo[12][NP][NPW];         /* a face's jumps and own values */
+    vec wp[9][NG][NGW];          /* square_rhs: one plane's w J a^b, rows padded */
     vec g[12][NP][NGW];          /* those along b */
     vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
@@ -281,9 +287,12 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
 }
 
 /* ---- 2. the face load S at the GLL face points ------------------------------------------ */
+static const int FACE_NORMAL[6] = {1, 1, NPV, NPV, PS2, PS2}; /* a face's normal axis stride, padded */
+
+/* square (Q = N + 1 only): the fluxes go to square_rhs's Gauss-point load instead (see there) */
 static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict sums,
                              const REAL *restrict factors, const REAL *restrict normals,
-                             const REAL *restrict face_weights, idx_t E, idx_t e)
+                             const REAL *restrict face_weights, idx_t E, idx_t e, const int square)
 {
     const idx_t ts = E * 6 * NP2, ns = E * 6 * NG2;
     REAL *uu = R(s->u);
@@ -334,6 +343,25 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                 R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
                 R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
             }
+        if (square) { /* along the normal w_q A[q][end] F at every Gauss point of that line */
+            const int end = f & 1, base = off - (end ? NP - 1 : 0) * FACE_NORMAL[f], ns_ = FACE_NORMAL[f];
+            for (int c = 0; c < 6; ++c) {
+                REAL *l = R(s->load[c]) + base;
+                if (ns_ == 1) /* the normal along i: contiguous along it */
+                    for (int a = 0; a < NP; ++a)
+                        for (int b = 0; b < NP; ++b) {
+                            const REAL F = R(s->o[c][a])[b];
+                            for (int q = 0; q < NP; ++q) l[a * sa + b * sb + q] += m->wa[q][end] * F;
+                        }
+                else /* b along i */
+                    for (int a = 0; a < NP; ++a)
+                        for (int q = 0; q < NP; ++q) {
+                            const REAL x = m->wa[q][end];
+                            for (int b = 0; b < NP; ++b) l[a * sa + q * ns_ + b] += x * R(s->o[c][a])[b];
+                        }
+            }
+            continue;
+        }
         /* V^T back along b (all six), then along a, added at the face's GLL points */
         VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
         for (int c = 0; c < 6; ++c) {
@@ -343,6 +371,19 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
             for (int a = 0; a < NP; ++a)
                 for (int b = 0; b < NP; ++b) l[a * sa + b * sb] += R(r[a])[b];
         }
+    }
+}
+
+/* y = a along each axis of x (a NP x NP: coefficients and the rows of a^T) */
+static inline void tensor3(const REAL *restrict a, const vec (*restrict at)[NPW], const vec *restrict x,
+                           vec *restrict y, scratch_t *restrict s)
+{
+    vec (*z)[NP][NPW] = s->planes[0]; /* [NP][NP][NPW] of it */
+    SLABS(NP, NP, a, NP, 1, x, z);
+    vec (*yy)[NP][NPW] = (vec (*)[NP][NPW])y;
+    for (int k = 0; k < NP; ++k) {
+        VROWS(NP, NP, NPW, ROWS(NPW), a, NP, 1, z[k], NPW, s->t[0], NPW, =);
+        VROWS(NP, NP, NPW, ROWS(NPW), R(s->t[0]), NPV, 1, at, NPW, yy[k], NPW, =);
     }
 }
 
@@ -378,6 +419,98 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
                 for (int i = 0; i < NP; ++i) o[(k * NP + j) * NP + i] = R(r[k][j])[i];
     }
 }
+
+/* ---- Q = N + 1: the whole rhs at the Gauss points -------------------------------------------
+ * With V square (invertible) (V D)^T = V^T D_G^T, D_G = V D V^-1 the Gauss points' own
+ * derivative, and A V^T = V M^-1 V^T = W^-1 (M = V^T W V), so with Y the Gauss-point load,
+ * volume V^T Y, M_W^-1 V^T Y = A^T (w/J . W^-1 Y) = A^T (Y / J), and a face's V^T F at its end
+ * of the normal axis gives A^T (w_q A[q][end] F / J) along that normal line:
+ *     out = A^T [ (Y + faces) / J ],  Y = (S - sum_b D_G^T_b G_b) / 2,
+ * f = V u once, its derivatives D_G along each axis: 12 contractions of N^4 per field where the
+ * general path takes 24 (volume_load's 18 and the mass's 6). */
+#if NG == NP
+static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
+                              const REAL *restrict ijw, const REAL *restrict sums, const REAL *restrict factors,
+                              const REAL *restrict normals, const REAL *restrict face_weights, REAL *restrict out,
+                              idx_t E, idx_t e)
+{
+    const idx_t cs = E * NG3, fs = E * NP3;
+    /* zk[f][0] = V u_f (along k into zk[f][1], then per plane along j, i), zk[f][1] = D_G along k */
+    for (int f = 0; f < 6; ++f) {
+        SLABS(NG, NP, &m->v[0][0], NP, 1, s->u[f], s->zk[f][1]);
+        for (int kq = 0; kq < NG; ++kq) {
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][1][kq], NPW, s->t[0], NPW, =);
+            VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, m->Vt, NGW, s->zk[f][0][kq], NGW, =);
+        }
+        SLABS(NG, NG, &m->dg[0][0], NG, 1, s->zk[f][0], s->zk[f][1]);
+    }
+    const REAL ie = (REAL)0.5 * m->inv_eps, im = (REAL)-0.5 * m->inv_mu;
+    for (int kq = 0; kq < NG; ++kq) {
+        for (int f = 0; f < 6; ++f) { /* d_r, d_s on the plane: D_G along i, j */
+            VROWS(NG, NG, NGW, ROWS(NGW), R(s->zk[f][0][kq]), NGV, 1, m->DGt, NGW, s->d[f][0], NGW, =);
+            VROWS(NG, NG, NGW, ROWS(NGW), &m->dg[0][0], NG, 1, s->zk[f][0][kq], NGW, s->d[f][2], NGW, =);
+        }
+        /* the products S, -G_b at the plane's points, a vector of points at a time (w J a^b
+           copied into padded rows first: its pad lanes zero, so are the products') */
+        const REAL *w = cof + e * NG3 + kq * NG2;
+        for (int ba = 0; ba < 9; ++ba)
+            for (int jq = 0; jq < NG; ++jq)
+                for (int iq = 0; iq < NG; ++iq) R(s->wp[ba][jq])[iq] = w[ba * cs + jq * NG + iq];
+        for (int jq = 0; jq < NG; ++jq)
+            for (int v = 0; v < NGW; ++v) {
+                vec fv[6], dv[6][3];
+                for (int f = 0; f < 6; ++f) {
+                    fv[f] = s->zk[f][0][kq][jq][v];
+                    dv[f][0] = s->d[f][0][jq][v];
+                    dv[f][1] = s->d[f][2][jq][v];
+                    dv[f][2] = s->zk[f][1][kq][jq][v];
+                }
+                vec oe[3] = {{0}, {0}, {0}}, oh[3] = {{0}, {0}, {0}}, ge[3][3], gh[3][3];
+                for (int b = 0; b < 3; ++b) {
+                    const vec w0 = s->wp[b * 3][jq][v], w1 = s->wp[b * 3 + 1][jq][v], w2 = s->wp[b * 3 + 2][jq][v];
+                    oe[0] += w1 * dv[5][b] - w2 * dv[4][b];
+                    oe[1] += w2 * dv[3][b] - w0 * dv[5][b];
+                    oe[2] += w0 * dv[4][b] - w1 * dv[3][b];
+                    oh[0] += w1 * dv[2][b] - w2 * dv[1][b];
+                    oh[1] += w2 * dv[0][b] - w0 * dv[2][b];
+                    oh[2] += w0 * dv[1][b] - w1 * dv[0][b];
+                    ge[b][0] = w1 * fv[5] - w2 * fv[4], ge[b][1] = w2 * fv[3] - w0 * fv[5], ge[b][2] = w0 * fv[4] - w1 * fv[3];
+                    gh[b][0] = w1 * fv[2] - w2 * fv[1], gh[b][1] = w2 * fv[0] - w0 * fv[2], gh[b][2] = w0 * fv[1] - w1 * fv[0];
+                }
+                for (int c = 0; c < 3; ++c) {
+                    s->load[c][kq][jq][v] = oe[c] * ie;
+                    s->ow[c][0][jq][v] = -ge[0][c] * ie;
+                    s->ow[c][1][jq][v] = -ge[1][c] * ie;
+                    s->planes[c][kq][jq][v] = -ge[2][c] * ie;
+                    s->load[3 + c][kq][jq][v] = oh[c] * im;
+                    s->ow[3 + c][0][jq][v] = -gh[0][c] * im;
+                    s->ow[3 + c][1][jq][v] = -gh[1][c] * im;
+                    s->planes[3 + c][kq][jq][v] = -gh[2][c] * im;
+                }
+            }
+        for (int c = 0; c < 6; ++c) { /* + D_G^T along i of -G_r, along j of -G_s */
+            VROWS(NG, NG, NGW, ROWS(NGW), R(s->ow[c][0]), NGV, 1, m->DG, NGW, s->load[c][kq], NGW, +=);
+            VROWS(NG, NG, NGW, ROWS(NGW), &m->dg[0][0], 1, NG, s->ow[c][1], NGW, s->load[c][kq], NGW, +=);
+        }
+    }
+    for (int c = 0; c < 6; ++c) /* + D_G^T along k of -G_t */
+        SLABS_OP(NG, NG, &m->dg[0][0], 1, NG, s->planes[c], s->load[c], +=);
+    face_load(m, s, sums, factors, normals, face_weights, E, e, 1);
+    const REAL *wj = ijw + e * NG3;
+    for (int c = 0; c < 6; ++c) {
+        for (int k = 0; k < NG; ++k) /* / J = w/J . W^-1 */
+            for (int j = 0; j < NG; ++j) {
+                const REAL wkj = m->winv[k] * m->winv[j];
+                for (int i = 0; i < NG; ++i) R(s->load[c][k][j])[i] *= wj[(k * NG + j) * NG + i] * wkj * m->winv[i];
+            }
+        tensor3(&m->att[0][0], (const vec (*)[NPW])m->A, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
+        REAL *o = out + c * fs + e * NP3;
+        for (int k = 0; k < NP; ++k)
+            for (int j = 0; j < NP; ++j)
+                for (int i = 0; i < NP; ++i) o[(k * NP + j) * NP + i] = R(s->cg[0][k][j])[i];
+    }
+}
+#endif
 
 /* ---- an affine element: the same rhs in closed form ----------------------------------------
  * With J a^b and J constant and flat faces (n, sJ constant) every Gauss rule here is exact, so
@@ -490,6 +623,44 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
             m->d[i][l] = D[i * NP + l];
             m->mi[i][l] = inverse_mass_1d[i * NP + l];
         }
+#if NG == NP
+    {   /* in double from V, D, M^-1: 1 / w = diag(V M^-1 V^T) (exact mass: M = V^T W V) and
+           D_G = V D V^-1 = (V D) (M^-1 V^T) W */
+        double w[NG], mv[NP][NG];
+        for (int p = 0; p < NP; ++p)
+            for (int r = 0; r < NG; ++r) {
+                double x = 0;
+                for (int l = 0; l < NP; ++l) x += (double)inverse_mass_1d[p * NP + l] * (double)v[r * NP + l];
+                mv[p][r] = x;
+            }
+        for (int q = 0; q < NG; ++q) {
+            double x = 0;
+            for (int p = 0; p < NP; ++p) x += (double)v[q * NP + p] * mv[p][q];
+            w[q] = 1.0 / x;
+            m->winv[q] = (REAL)x;
+        }
+        for (int q = 0; q < NG; ++q) {
+            double a0 = 0, a1 = 0;
+            for (int l = 0; l < NP; ++l) {
+                a0 += (double)v[q * NP + l] * (double)inverse_mass_1d[l * NP];
+                a1 += (double)v[q * NP + l] * (double)inverse_mass_1d[l * NP + NP - 1];
+            }
+            m->wa[q][0] = (REAL)(w[q] * a0);
+            m->wa[q][1] = (REAL)(w[q] * a1);
+            for (int r = 0; r < NG; ++r) {
+                double x = 0;
+                for (int p = 0; p < NP; ++p) {
+                    double vd = 0;
+                    for (int l = 0; l < NP; ++l) vd += (double)v[q * NP + l] * (double)D[l * NP + p];
+                    x += vd * mv[p][r];
+                }
+                m->dg[q][r] = R(m->DG[q])[r] = R(m->DGt[r])[q] = (REAL)(x * w[r]);
+            }
+        }
+        for (int p = 0; p < NP; ++p)
+            for (int q = 0; q < NG; ++q) m->att[p][q] = m->a[q][p];
+    }
+#endif
     const double z = sqrt(mu / eps);
     m->inv_eps = (REAL)(1.0 / eps);
     m->inv_mu = (REAL)(1.0 / mu);
@@ -526,9 +697,13 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
                     for (int j = 0; j < NP; ++j)
                         for (int i = 0; i < NP; ++i) R(s->u[c][k][j])[i] = uc[(k * NP + j) * NP + i];
             }
+#if NG == NP
+            square_rhs(m, s, cof, ijw, sums, factors, normals, face_weights, out, E, e);
+#else
             volume_load(m, s, cof, E, e);
-            face_load(m, s, sums, factors, normals, face_weights, E, e);
+            face_load(m, s, sums, factors, normals, face_weights, E, e, 0);
             inverse_mass(m, s, ijw, out, fs, e);
+#endif
         }
         free(s);
     }
@@ -543,19 +718,6 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
  * falls below tolerance times its start or after `iterations` steps. The array code stops all
  * systems together at the worst one's convergence; here each stops at its own (the products
  * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had. */
-
-/* y = a along each axis of x (a NP x NP: coefficients and the rows of a^T) */
-static inline void tensor3(const REAL *restrict a, const vec (*restrict at)[NPW], const vec *restrict x,
-                           vec *restrict y, scratch_t *restrict s)
-{
-    vec (*z)[NP][NPW] = s->planes[0]; /* [NP][NP][NPW] of it */
-    SLABS(NP, NP, a, NP, 1, x, z);
-    vec (*yy)[NP][NPW] = (vec (*)[NP][NPW])y;
-    for (int k = 0; k < NP; ++k) {
-        VROWS(NP, NP, NPW, ROWS(NPW), a, NP, 1, z[k], NPW, s->t[0], NPW, =);
-        VROWS(NP, NP, NPW, ROWS(NPW), R(s->t[0]), NPV, 1, at, NPW, yy[k], NPW, =);
-    }
-}
 
 static inline double dot(const vec *restrict x, const vec *restrict y)
 {
