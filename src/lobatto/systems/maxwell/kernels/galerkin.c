@@ -353,11 +353,12 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                             const REAL F = R(s->o[c][a])[b];
                             for (int q = 0; q < NP; ++q) l[a * sa + b * sb + q] += m->wa[q][end] * F;
                         }
-                else /* b along i */
+                else /* b along i: whole padded rows (o's pad lanes are zero) */
                     for (int a = 0; a < NP; ++a)
                         for (int q = 0; q < NP; ++q) {
                             const REAL x = m->wa[q][end];
-                            for (int b = 0; b < NP; ++b) l[a * sa + q * ns_ + b] += x * R(s->o[c][a])[b];
+                            vec *lr = (vec *)(l + a * sa + q * ns_);
+                            for (int v = 0; v < NPW; ++v) lr[v] += x * s->o[c][a][v];
                         }
             }
             continue;
