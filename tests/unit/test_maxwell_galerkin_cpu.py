@@ -159,9 +159,12 @@ def test_larger_gauss_rule_and_element_range(tmp_path, cylinder):
     assert np.abs(out[:, 1:3] - ref[:, 1:3]).max() <= 1e-13 * np.abs(ref).max()
 
 
-def test_threads_agree(tmp_path, cylinder):
+@pytest.mark.parametrize("points", [None, 5])  # Q = N + 1 (square_rhs) and a larger rule (the general path)
+def test_threads_agree(tmp_path, cylinder, points):
     """OpenMP over elements: one and two threads give the same rhs and energy, bit for bit."""
     system = simulation(tmp_path, cylinder, 3).system
+    if points:
+        galerkin.attach(system, points=points)
     u, sums = random_inputs(system, np.random.default_rng())
     results = []
     try:

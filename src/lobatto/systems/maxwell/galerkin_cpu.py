@@ -1,8 +1,10 @@
 """The Galerkin volume form (galerkin.py) as compiled C kernels for the CPU backend.
 
-kernels/galerkin.c computes WeightAdjustedOperator.rhs, M_W^-1 (volume + face load), element by
-element by sum factorisation, specialised on the GLL points N + 1 and the Gauss points Q per
-direction and the precision (affine elements in closed form, equal to round-off), and the
+kernels/galerkin.c computes WeightAdjustedOperator.rhs with the skew volume term (the default;
+volume="strong" runs as array code), M_W^-1 (volume + face load), element by element by sum
+factorisation, specialised on the GLL points N + 1 and the Gauss points Q per direction and the
+precision (at Q = N + 1 all at the Gauss points; affine elements in closed form, equal to
+round-off), and the
 energy's products (energy_products). `rhs_kernel` gives the rhs with the system's rhs-kernel
 signature and `energy_kernel` the products, or None where they do not apply (another backend,
 the NumPy oracle backend, no compiler): the array code stays the reference and the fallback.

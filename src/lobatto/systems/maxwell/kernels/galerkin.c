@@ -1,12 +1,14 @@
 /* Compiled CPU kernel of Maxwell's over-integrated weak form with the weight-adjusted mass
  * (wrapped by lobatto.systems.maxwell.galerkin_cpu; galerkin.py's WeightAdjustedOperator.rhs
- * defines what it computes):
+ * with its default skew volume term defines what it computes):
  *
- *     out = M_W^-1 (B(., H) / eps + S_E,  -B(., E) / mu + S_H),   M_W^-1 = M^-1 M_{1/J} M^-1.
+ *     out = M_W^-1 (K(H) / eps + S_E,  -K(E) / mu + S_H),   M_W^-1 = M^-1 M_{1/J} M^-1,
+ *     K(f) = (B(., f) + B_w(., f)) / 2   (volume_load: the strong form and the one by parts,
+ *                                         whose face sums take the element's own traces).
  *
  * Specialised at compile time on the GLL points NP = N + 1 and the Gauss points NG = Q per
  * direction and the floating-point type:
- *     cc -O3 -march=native -shared -fPIC -fopenmp -DNP=8 -DNG=14 -DREAL=double galerkin.c
+ *     cc -O3 -march=native -shared -fPIC -fopenmp -DNP=8 -DNG=8 -DREAL=double galerkin.c
  * so every contraction has constant trip counts.
  *
  * Layouts (C order, axes [k, j, i] with i fastest; those of WeightAdjustedOperator):
@@ -24,17 +26,20 @@
  * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
  *
  * Per element, by sum factorisation (every contraction a small matrix product on rows of
- * vectors, VROWS below), the Gauss planes (fixed k) one at a time:
- *  1. volume: V and V D along k for all planes; per plane the 18 reference derivatives at its
- *     Gauss points ((V D) along the derivative's axis, V along the others), the crossed
- *     products with w J a^b, V^T back along i, j; at the end V^T along k: the GLL load;
- *  2. faces: the jumps interpolated to Q x Q points, the upwind/central flux times w sJ, V^T
- *     back, added at the face's GLL points;
+ * vectors, VROWS below), the Gauss planes (fixed k) one at a time. Any Q (the general path):
+ *  1. volume: V and V D along k for all planes; per plane the field and its 3 reference
+ *     derivatives at its Gauss points ((V D) along the derivative's axis, V along the others),
+ *     the crossed products with w J a^b (strong S = sum_b w J a^b x d_b f, weak G_b =
+ *     w J a^b x f), back along i, j with V^T or (V D)^T as each part needs; at the end along k:
+ *     the GLL load;
+ *  2. faces: the jumps and the own traces interpolated to Q x Q points, the upwind/central flux
+ *     and B_w's own-trace term times w sJ, V^T back, added at the face's GLL points;
  *  3. mass: with A = V M^-1, M_W^-1 load = A^T (w/J . A load) (A along each axis), plane by
  *     plane again.
- * At N = 7 (10 elements, one thread) 1 took 62 %, 2 14 %, 3 23 % of the time; 3 ran about
- * 3.4e9 vector FMAs/s by its operation count, near two per cycle of the 2.1 GHz clock, so
- * what is left to gain is in the padding of the rows and the Q^3 = 8 N^3 of the Gauss rule.
+ * Q = N + 1 (the default rule; V square): square_rhs, the whole rhs at the Gauss points with
+ * their own derivative D_G = V D V^-1 (V^T's and A's products cancel: see there), half the
+ * contractions. Before the skew form (strong B only, Q = max(ceil(3N / 2), N + 1)), at N = 7
+ * (10 elements, one thread) 1 took 62 %, 2 14 %, 3 23 % of the time.
  * Elements are independent: an OpenMP `parallel for` over elements (static schedule), the
  * scratch in one per-thread buffer.
  */
@@ -515,7 +520,8 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
 
 /* ---- an affine element: the same rhs in closed form ----------------------------------------
  * With J a^b and J constant and flat faces (n, sJ constant) every Gauss rule here is exact, so
- * M_W^-1 = M^-1 / J and the volume part is the collocated chain rule, (1/J) sum_b J a^b x D_b f;
+ * B_w = B (by parts exactly), M_W^-1 = M^-1 / J and the volume part is the collocated chain
+ * rule, (1/J) sum_b J a^b x D_b f;
  * a face's part, M_W^-1 of (M x M) (sJ flux) at its GLL points, is (1/J) M^-1 e_end (x) sJ flux
  * (the inverse mass's column of the face's end along its normal axis). Equal to the general
  * path up to round-off. k: the element's constants, J a^b [b][a] (9), 1/J, n per face (18), sJ
@@ -595,7 +601,7 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
     }
 }
 
-/* ---- rhs: out = M_W^-1 (B + S) on elements [first, stop) of E ---------------------------
+/* ---- rhs: out = M_W^-1 ((B + B_w) / 2 + S) on elements [first, stop) of E ----------------
  * Returns 1 when a per-thread scratch buffer could not be allocated (out is then incomplete). */
 int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
                  const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
