@@ -114,8 +114,6 @@ typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * siz
 #define NGV PAD_(NG, VW) /* a padded Gauss row */
 #define NPW (NPV / VW)   /* its vectors */
 #define NGW (NGV / VW)
-#define NG2V PAD_(2 * NG, VW) /* a padded row of two Gauss rows side by side */
-#define NG2W (NG2V / VW)
 
 /* Rows of y (= or +=, OP) sum_k a[m * AM + k * AK] (row k of x) for m < M, each row NV vectors
  * (x's rows XS vectors apart, y's YS): a small matrix product, MB rows at a time so that each
@@ -202,23 +200,50 @@ typedef struct {
     vec zj[3][NG][NPW];          /* one plane, one field: along j */
     vec d[6][4][NG][NGW];        /* on one Gauss plane per field: d_r f, f, d_s f, d_t f */
     vec o[6][NG][NGW];           /* a face's fluxes; the mass's products */
-    vec os[6][NG][NG2W];         /* a plane's products for V^T along i | for (V D)^T along i */
+    vec os[6][2][NG][NGW];       /* a plane's products for V^T along i, then (V D)^T along i */
     vec ow[6][2][NG][NGW];       /* a plane's products for V^T along i, then (V D)^T along j | k */
     vec t[6][NG][NPW];           /* partial contractions */
     vec tv[6][3][NG][NPW];       /* the volume's along i: for V^T | (V D)^T along j, then for k */
     vec jo[12][NP][NPW];         /* a face's jumps and own values */
-    vec wp[9][NG][NGW];          /* square_rhs: one plane's w J a^b, rows padded */
+    vec wp[9][NG][NGW];          /* one plane's w J a^b, rows padded */
     vec g[12][NP][NGW];          /* those along b */
     vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
 
 #define R(x) ((REAL *)(x)) /* a vector array's values */
 
+/* The products at a vector of Gauss points: S[c] = (sum_b w J a^b x d_b H)_c for c < 3 (E's load),
+ * (sum_b w J a^b x d_b E)_c for c >= 3 (H's); G[b] likewise of w J a^b x H, w J a^b x E. w: the
+ * nine w J a^b [b * 3 + a], fv: the six fields, dv[f][b]: their derivatives. */
+static inline void products(const vec w[9], const vec fv[6], const vec dv[6][3], vec S[6], vec G[3][6])
+{
+    for (int c = 0; c < 6; ++c) S[c] = (vec){0};
+    for (int b = 0; b < 3; ++b) {
+        const vec w0 = w[b * 3], w1 = w[b * 3 + 1], w2 = w[b * 3 + 2];
+        S[0] += w1 * dv[5][b] - w2 * dv[4][b];
+        S[1] += w2 * dv[3][b] - w0 * dv[5][b];
+        S[2] += w0 * dv[4][b] - w1 * dv[3][b];
+        S[3] += w1 * dv[2][b] - w2 * dv[1][b];
+        S[4] += w2 * dv[0][b] - w0 * dv[2][b];
+        S[5] += w0 * dv[1][b] - w1 * dv[0][b];
+        G[b][0] = w1 * fv[5] - w2 * fv[4], G[b][1] = w2 * fv[3] - w0 * fv[5], G[b][2] = w0 * fv[4] - w1 * fv[3];
+        G[b][3] = w1 * fv[2] - w2 * fv[1], G[b][4] = w2 * fv[0] - w0 * fv[2], G[b][5] = w0 * fv[1] - w1 * fv[0];
+    }
+}
+
+/* one plane's w J a^b into padded rows (pad lanes zero: so are the products') */
+static inline void plane_cofactors(scratch_t *restrict s, const REAL *restrict w, idx_t cs)
+{
+    for (int ba = 0; ba < 9; ++ba)
+        for (int jq = 0; jq < NG; ++jq)
+            for (int iq = 0; iq < NG; ++iq) R(s->wp[ba][jq])[iq] = w[ba * cs + jq * NG + iq];
+}
+
 /* ---- 1. the volume load (B + B_w) / 2 on one element, B_w's face sums aside ------------
  * Per Gauss point the strong part S = sum_b w J a^b x d_b f and the weak parts
  * G_b = w J a^b x f (f at the point: V along each axis), then V^T_3 S / 2 - sum_b (V D)^T_b
  * V^T_(others) G_b / 2 back, grouped by the operators each axis needs: along i V^T (S) +
- * (V D)^T (G_r) in one contraction of two rows side by side, V^T (G_s), V^T (G_t); along j V^T
+ * (V D)^T (G_r) summed into one row, V^T (G_s), V^T (G_t); along j V^T
  * (the first) + (V D)^T (G_s's) into the plane stack for V^T_k, V^T (G_t's) into the one for
  * (V D)^T_k; along k both stacks in one contraction. */
 static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
@@ -242,44 +267,31 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
             VROWS(NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->VDt, NGW, s->d[f][0], NGW, =);
             VROWS(3 * NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
         }
-        /* the crossed products at the plane's points: S and -G_b, scaled */
-        const REAL *w = cof + e * NG3 + kq * NG2;
+        /* the products S and -G_b at the plane's points, scaled, a vector of points at a time */
+        plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
         for (int jq = 0; jq < NG; ++jq)
-            for (int iq = 0; iq < NG; ++iq) {
-                const int p = jq * NG + iq;
-                const REAL e0 = R(s->d[0][1][jq])[iq], e1 = R(s->d[1][1][jq])[iq], e2 = R(s->d[2][1][jq])[iq];
-                const REAL h0 = R(s->d[3][1][jq])[iq], h1 = R(s->d[4][1][jq])[iq], h2 = R(s->d[5][1][jq])[iq];
-                REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
-                REAL ge[3][3], gh[3][3]; /* G_b of E's load (from H) and H's (from E) */
-                for (int b = 0; b < 3; ++b) {
-                    const int db = b ? b + 1 : 0;
-                    const REAL w0 = w[(b * 3 + 0) * cs + p], w1 = w[(b * 3 + 1) * cs + p], w2 = w[(b * 3 + 2) * cs + p];
-                    const REAL de0 = R(s->d[0][db][jq])[iq], de1 = R(s->d[1][db][jq])[iq], de2 = R(s->d[2][db][jq])[iq];
-                    const REAL dh0 = R(s->d[3][db][jq])[iq], dh1 = R(s->d[4][db][jq])[iq], dh2 = R(s->d[5][db][jq])[iq];
-                    oe0 += w1 * dh2 - w2 * dh1;
-                    oe1 += w2 * dh0 - w0 * dh2;
-                    oe2 += w0 * dh1 - w1 * dh0;
-                    oh0 += w1 * de2 - w2 * de1;
-                    oh1 += w2 * de0 - w0 * de2;
-                    oh2 += w0 * de1 - w1 * de0;
-                    ge[b][0] = w1 * h2 - w2 * h1, ge[b][1] = w2 * h0 - w0 * h2, ge[b][2] = w0 * h1 - w1 * h0;
-                    gh[b][0] = w1 * e2 - w2 * e1, gh[b][1] = w2 * e0 - w0 * e2, gh[b][2] = w0 * e1 - w1 * e0;
+            for (int v = 0; v < NGW; ++v) {
+                vec w[9], fv[6], dv[6][3], S[6], G[3][6];
+                for (int ba = 0; ba < 9; ++ba) w[ba] = s->wp[ba][jq][v];
+                for (int f = 0; f < 6; ++f) {
+                    fv[f] = s->d[f][1][jq][v];
+                    dv[f][0] = s->d[f][0][jq][v];
+                    dv[f][1] = s->d[f][2][jq][v];
+                    dv[f][2] = s->d[f][3][jq][v];
                 }
-                const REAL oe[3] = {oe0, oe1, oe2}, oh[3] = {oh0, oh1, oh2};
-                for (int c = 0; c < 3; ++c) {
-                    R(s->os[c][jq])[iq] = oe[c] * ie;
-                    R(s->os[c][jq])[NG + iq] = -ge[0][c] * ie;
-                    R(s->ow[c][0][jq])[iq] = -ge[1][c] * ie;
-                    R(s->ow[c][1][jq])[iq] = -ge[2][c] * ie;
-                    R(s->os[3 + c][jq])[iq] = oh[c] * im;
-                    R(s->os[3 + c][jq])[NG + iq] = -gh[0][c] * im;
-                    R(s->ow[3 + c][0][jq])[iq] = -gh[1][c] * im;
-                    R(s->ow[3 + c][1][jq])[iq] = -gh[2][c] * im;
+                products(w, fv, dv, S, G);
+                for (int c = 0; c < 6; ++c) {
+                    const REAL h = c < 3 ? ie : im;
+                    s->os[c][0][jq][v] = S[c] * h;
+                    s->os[c][1][jq][v] = -G[0][c] * h;
+                    s->ow[c][0][jq][v] = -G[1][c] * h;
+                    s->ow[c][1][jq][v] = -G[2][c] * h;
                 }
             }
         for (int c = 0; c < 6; ++c) {
-            /* along i: tv0 = V^T S + (V D)^T G_r (rows of 2 NG), tv1, tv2 = V^T G_s, V^T G_t */
-            VROWS(NG, 2 * NG, NPW, ROWS(NPW), R(s->os[c]), NG2V, 1, m->VVD, NPW, s->tv[c][0], NPW, =);
+            /* along i: tv0 = V^T S + (V D)^T G_r, tv1, tv2 = V^T G_s, V^T G_t */
+            VROWS(NG, NG, NPW, ROWS(NPW), R(s->os[c][0]), NGV, 1, m->V, NPW, s->tv[c][0], NPW, =);
+            VROWS(NG, NG, NPW, ROWS(NPW), R(s->os[c][1]), NGV, 1, m->VVD[NG], NPW, s->tv[c][0], NPW, +=);
             VROWS(2 * NG, NG, NPW, ROWS(NPW), R(s->ow[c]), NGV, 1, m->V, NPW, s->tv[c][1], NPW, =);
             /* along j: V^T tv0 + (V D)^T tv1 (for V^T_k), V^T tv2 (for (V D)^T_k) */
             VROWS(NP, 2 * NG, NPW, ROWS(NPW), &m->vvd[0][0], 1, NP, s->tv[c][0], NPW, s->planes[c][kq], NPW, =);
@@ -456,42 +468,25 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
             VROWS(NG, NG, NGW, ROWS(NGW), R(s->zk[f][0][kq]), NGV, 1, m->DGt, NGW, s->d[f][0], NGW, =);
             VROWS(NG, NG, NGW, ROWS(NGW), &m->dg[0][0], NG, 1, s->zk[f][0][kq], NGW, s->d[f][2], NGW, =);
         }
-        /* the products S, -G_b at the plane's points, a vector of points at a time (w J a^b
-           copied into padded rows first: its pad lanes zero, so are the products') */
-        const REAL *w = cof + e * NG3 + kq * NG2;
-        for (int ba = 0; ba < 9; ++ba)
-            for (int jq = 0; jq < NG; ++jq)
-                for (int iq = 0; iq < NG; ++iq) R(s->wp[ba][jq])[iq] = w[ba * cs + jq * NG + iq];
+        /* the products S, -G_b at the plane's points, scaled, a vector of points at a time */
+        plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
         for (int jq = 0; jq < NG; ++jq)
             for (int v = 0; v < NGW; ++v) {
-                vec fv[6], dv[6][3];
+                vec w[9], fv[6], dv[6][3], S[6], G[3][6];
+                for (int ba = 0; ba < 9; ++ba) w[ba] = s->wp[ba][jq][v];
                 for (int f = 0; f < 6; ++f) {
                     fv[f] = s->zk[f][0][kq][jq][v];
                     dv[f][0] = s->d[f][0][jq][v];
                     dv[f][1] = s->d[f][2][jq][v];
                     dv[f][2] = s->zk[f][1][kq][jq][v];
                 }
-                vec oe[3] = {{0}, {0}, {0}}, oh[3] = {{0}, {0}, {0}}, ge[3][3], gh[3][3];
-                for (int b = 0; b < 3; ++b) {
-                    const vec w0 = s->wp[b * 3][jq][v], w1 = s->wp[b * 3 + 1][jq][v], w2 = s->wp[b * 3 + 2][jq][v];
-                    oe[0] += w1 * dv[5][b] - w2 * dv[4][b];
-                    oe[1] += w2 * dv[3][b] - w0 * dv[5][b];
-                    oe[2] += w0 * dv[4][b] - w1 * dv[3][b];
-                    oh[0] += w1 * dv[2][b] - w2 * dv[1][b];
-                    oh[1] += w2 * dv[0][b] - w0 * dv[2][b];
-                    oh[2] += w0 * dv[1][b] - w1 * dv[0][b];
-                    ge[b][0] = w1 * fv[5] - w2 * fv[4], ge[b][1] = w2 * fv[3] - w0 * fv[5], ge[b][2] = w0 * fv[4] - w1 * fv[3];
-                    gh[b][0] = w1 * fv[2] - w2 * fv[1], gh[b][1] = w2 * fv[0] - w0 * fv[2], gh[b][2] = w0 * fv[1] - w1 * fv[0];
-                }
-                for (int c = 0; c < 3; ++c) {
-                    s->load[c][kq][jq][v] = oe[c] * ie;
-                    s->ow[c][0][jq][v] = -ge[0][c] * ie;
-                    s->ow[c][1][jq][v] = -ge[1][c] * ie;
-                    s->planes[c][kq][jq][v] = -ge[2][c] * ie;
-                    s->load[3 + c][kq][jq][v] = oh[c] * im;
-                    s->ow[3 + c][0][jq][v] = -gh[0][c] * im;
-                    s->ow[3 + c][1][jq][v] = -gh[1][c] * im;
-                    s->planes[3 + c][kq][jq][v] = -gh[2][c] * im;
+                products(w, fv, dv, S, G);
+                for (int c = 0; c < 6; ++c) {
+                    const REAL h = c < 3 ? ie : im;
+                    s->load[c][kq][jq][v] = S[c] * h;
+                    s->ow[c][0][jq][v] = -G[0][c] * h;
+                    s->ow[c][1][jq][v] = -G[1][c] * h;
+                    s->planes[c][kq][jq][v] = -G[2][c] * h;
                 }
             }
         for (int c = 0; c < 6; ++c) { /* + D_G^T along i of -G_r, along j of -G_s */
