@@ -1,8 +1,9 @@
 """The Galerkin volume form's compiled CPU kernel (galerkin_cpu.py, kernels/galerkin.c) against its
-array code (galerkin.WeightAdjustedOperator.rhs, the reference) on fresh random data: deformed
-boxes with PEC and periodic faces and the O-grid cylinder of tests/cylwave.py (circle sides,
-PEC wall, periodic in z), N = 1, 2, 3, 5, float64 and float32; and a few time steps of a
-Simulation along either path."""
+array code (galerkin.WeightAdjustedOperator.rhs with the skew volume term, the reference) on fresh
+random data: deformed boxes with PEC and periodic faces and the O-grid cylinder of
+tests/cylwave.py (circle sides, PEC wall, periodic in z), N = 1, 2, 3, 5, Q = N + 1 (the default)
+and N + 2, float64 and float32; the energy identity through the kernel; and a few time steps of
+a Simulation along either path."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.jit import c as cbuild
 from lobatto.systems.dg import face_values
 from lobatto.systems.maxwell import galerkin_cpu
+from lobatto.systems.maxwell import galerkin
 from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator, quadrature_points
 
 pytestmark = pytest.mark.skipif(not cbuild.available(), reason="no C compiler (the array code runs instead)")
@@ -25,6 +27,9 @@ BOX = {"elements": [2, 1, 2], "boundary": "pec",
 PERIODIC = {"elements": [2, 2, 1], "periodic": [True, True, True],
             "deform": {"x": "0.1*sin(2*pi*y)*sin(2*pi*z)", "y": "0.08*sin(2*pi*x)*sin(2*pi*z)",
                        "z": "0.06*sin(2*pi*x)*sin(2*pi*y)"}}
+GENERAL = {**BOX, "elements": [2, 2, 2],  # components that differ (the box's c g(x, y, z) map is special)
+           "deform": {"x": BOX["deform"]["x"], "y": f"({BOX['deform']['y']})*(1+x)",
+                      "z": f"({BOX['deform']['z']})*(1+y*y)"}}
 SHEARED = {"elements": [2, 1, 2], "boundary": "pec",  # affine elements (parallelepipeds): the closed form
            "deform": {"x": "0.2*y + 0.1*z", "y": "0.1*x", "z": "-0.15*y"}}
 TOLERANCE = {"float64": 1e-13, "float32": 2e-5}  # relative to the largest value (measured: 2e-15, 7e-7)
@@ -33,8 +38,8 @@ TOLERANCE = {"float64": 1e-13, "float32": 2e-5}  # relative to the largest value
 @pytest.fixture(scope="module", autouse=True)
 def compiled_libraries():
     """The libraries the tests load, compiled side by side (a cold cache costs 1-2.5 s each)."""
-    cbuild.prebuild([galerkin_cpu.galerkin_spec(order, quadrature_points(order), precision)
-                     for order in (1, 2, 3, 5) for precision in ("float64", "float32")]
+    cbuild.prebuild([galerkin_cpu.galerkin_spec(order, quadrature_points(order) + extra, precision)
+                     for order in (1, 2, 3, 5) for extra in (0, 1) for precision in ("float64", "float32")]
                     + [galerkin_cpu.galerkin_spec(4, 8, "float64")])
 
 
@@ -72,13 +77,17 @@ def random_inputs(system, rng):
     return u, sums
 
 
+@pytest.mark.parametrize("extra", [0, 1])  # Q = N + 1 (the default), N + 2 (odd and even Q)
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
-def test_kernel_equals_array_code(tmp_path, cylinder, order, precision):
+def test_kernel_equals_array_code(tmp_path, cylinder, order, precision, extra):
     rng = np.random.default_rng()
     flat = 4 if order == 1 else 0  # at N = 1 the sine maps move no node: the boxes' elements are flat
     for mesh, affine in ((BOX, flat), (PERIODIC, flat), (SHEARED, 4), (cylinder, 2)):
         system = simulation(tmp_path, mesh, order, precision).system
+        if extra:
+            galerkin.attach(system, points=order + 1 + extra)
+        assert system.galerkin.points == order + 1 + extra and system.galerkin.volume == "skew"
         assert system.rhs_kernel.__module__ == galerkin_cpu.__name__  # attach() chose the C kernel
         assert system.rhs_kernel.affine_elements == affine  # the cylinder's middle ones are straight
         if mesh is BOX:  # a PEC wall's faces (factors not 1) are among them
@@ -109,8 +118,34 @@ def test_energy_products_equal_array_code(tmp_path, cylinder, precision):
         assert np.abs(got - ref).max() <= (1e-13 if precision == "float64" else 1e-5) * ref.max()
 
 
-def test_smaller_gauss_rule_and_element_range(tmp_path, cylinder):
-    """Any Q (here 8 at N = 4, the default being 6) and a range of elements: the others untouched."""
+def test_central_flux_conserves_through_the_kernel(tmp_path):
+    """The skew form's energy identity at Q = N + 1 with the rhs and the energy in C: the rate of
+    random data, B(u, L u) / (2 sqrt(E(u) E(L u))) by polarisation, is round-off with the central
+    flux on a general deformed box."""
+    rng = np.random.default_rng()
+    for order in (3, 5):
+        sim = simulation(tmp_path / str(order), GENERAL, order, flux="central")
+        system = sim.system
+        assert system.rhs_kernel.__module__ == galerkin_cpu.__name__ and system.galerkin.points == order + 1
+        assert "energy_products" in vars(system.galerkin)
+        u = rng.standard_normal(sim.u.shape)
+        du = system.rhs(u, 0.0, np.empty_like(u))
+        rate = 0.5 * (system.energy(u + du) - system.energy(u - du))
+        assert abs(rate) / (2 * np.sqrt(system.energy(u) * system.energy(du))) <= 1e-13
+        sim.close()
+
+
+def test_no_kernel_for_the_strong_form(tmp_path):
+    """volume="strong" (kept for comparisons) runs as array code; the energy's products stay in C."""
+    system = simulation(tmp_path, BOX, 2).system
+    galerkin.attach(system, volume="strong")
+    assert galerkin_cpu.rhs_kernel(system.backend, system.galerkin) is None
+    assert system.rhs_kernel.__module__ != galerkin_cpu.__name__
+    assert "energy_products" in vars(system.galerkin)
+
+
+def test_larger_gauss_rule_and_element_range(tmp_path, cylinder):
+    """Any Q (here 8 at N = 4, the default being 5) and a range of elements: the others untouched."""
     system = simulation(tmp_path, cylinder, 4).system
     operator = WeightAdjustedOperator(system.geometry, points=8).to(system.backend)
     system.galerkin = operator
@@ -124,9 +159,12 @@ def test_smaller_gauss_rule_and_element_range(tmp_path, cylinder):
     assert np.abs(out[:, 1:3] - ref[:, 1:3]).max() <= 1e-13 * np.abs(ref).max()
 
 
-def test_threads_agree(tmp_path, cylinder):
+@pytest.mark.parametrize("points", [None, 5])  # Q = N + 1 (square_rhs) and a larger rule (the general path)
+def test_threads_agree(tmp_path, cylinder, points):
     """OpenMP over elements: one and two threads give the same rhs and energy, bit for bit."""
     system = simulation(tmp_path, cylinder, 3).system
+    if points:
+        galerkin.attach(system, points=points)
     u, sums = random_inputs(system, np.random.default_rng())
     results = []
     try:

@@ -1,8 +1,10 @@
 """The Galerkin volume form (galerkin.py) as compiled C kernels for the CPU backend.
 
-kernels/galerkin.c computes WeightAdjustedOperator.rhs, M_W^-1 (volume + face load), element by
-element by sum factorisation, specialised on the GLL points N + 1 and the Gauss points Q per
-direction and the precision (affine elements in closed form, equal to round-off), and the
+kernels/galerkin.c computes WeightAdjustedOperator.rhs with the skew volume term (the default;
+volume="strong" runs as array code), M_W^-1 (volume + face load), element by element by sum
+factorisation, specialised on the GLL points N + 1 and the Gauss points Q per direction and the
+precision (at Q = N + 1 all at the Gauss points; affine elements in closed form, equal to
+round-off), and the
 energy's products (energy_products). `rhs_kernel` gives the rhs with the system's rhs-kernel
 signature and `energy_kernel` the products, or None where they do not apply (another backend,
 the NumPy oracle backend, no compiler): the array code stays the reference and the fallback.
@@ -89,8 +91,12 @@ def affine_constants(operator):
 def rhs_kernel(backend, operator):
     """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
     ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
-    backend is not the compiled CPU one or the library cannot be built. The operator's arrays
-    are checked and their addresses kept: it must not replace them afterwards."""
+    backend is not the compiled CPU one or the library cannot be built, or the operator's volume
+    term is not the skew one (``volume="strong"``, kept for comparisons: the array code runs it).
+    The operator's arrays are checked and their addresses kept: it must not replace them
+    afterwards."""
+    if getattr(operator, "volume", "skew") != "skew":
+        return None
     lib = _library(backend, operator)
     if lib is None:
         return None

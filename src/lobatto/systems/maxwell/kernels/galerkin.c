@@ -1,12 +1,14 @@
 /* Compiled CPU kernel of Maxwell's over-integrated weak form with the weight-adjusted mass
  * (wrapped by lobatto.systems.maxwell.galerkin_cpu; galerkin.py's WeightAdjustedOperator.rhs
- * defines what it computes):
+ * with its default skew volume term defines what it computes):
  *
- *     out = M_W^-1 (B(., H) / eps + S_E,  -B(., E) / mu + S_H),   M_W^-1 = M^-1 M_{1/J} M^-1.
+ *     out = M_W^-1 (K(H) / eps + S_E,  -K(E) / mu + S_H),   M_W^-1 = M^-1 M_{1/J} M^-1,
+ *     K(f) = (B(., f) + B_w(., f)) / 2   (volume_load: the strong form and the one by parts,
+ *                                         whose face sums take the element's own traces).
  *
  * Specialised at compile time on the GLL points NP = N + 1 and the Gauss points NG = Q per
  * direction and the floating-point type:
- *     cc -O3 -march=native -shared -fPIC -fopenmp -DNP=8 -DNG=14 -DREAL=double galerkin.c
+ *     cc -O3 -march=native -shared -fPIC -fopenmp -DNP=8 -DNG=8 -DREAL=double galerkin.c
  * so every contraction has constant trip counts.
  *
  * Layouts (C order, axes [k, j, i] with i fastest; those of WeightAdjustedOperator):
@@ -24,17 +26,20 @@
  * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
  *
  * Per element, by sum factorisation (every contraction a small matrix product on rows of
- * vectors, VROWS below), the Gauss planes (fixed k) one at a time:
- *  1. volume: V and V D along k for all planes; per plane the 18 reference derivatives at its
- *     Gauss points ((V D) along the derivative's axis, V along the others), the crossed
- *     products with w J a^b, V^T back along i, j; at the end V^T along k: the GLL load;
- *  2. faces: the jumps interpolated to Q x Q points, the upwind/central flux times w sJ, V^T
- *     back, added at the face's GLL points;
+ * vectors, VROWS below), the Gauss planes (fixed k) one at a time. Any Q (the general path):
+ *  1. volume: V and V D along k for all planes; per plane the field and its 3 reference
+ *     derivatives at its Gauss points ((V D) along the derivative's axis, V along the others),
+ *     the crossed products with w J a^b (strong S = sum_b w J a^b x d_b f, weak G_b =
+ *     w J a^b x f), back along i, j with V^T or (V D)^T as each part needs; at the end along k:
+ *     the GLL load;
+ *  2. faces: the jumps and the own traces interpolated to Q x Q points, the upwind/central flux
+ *     and B_w's own-trace term times w sJ, V^T back, added at the face's GLL points;
  *  3. mass: with A = V M^-1, M_W^-1 load = A^T (w/J . A load) (A along each axis), plane by
  *     plane again.
- * At N = 7 (10 elements, one thread) 1 took 62 %, 2 14 %, 3 23 % of the time; 3 ran about
- * 3.4e9 vector FMAs/s by its operation count, near two per cycle of the 2.1 GHz clock, so
- * what is left to gain is in the padding of the rows and the Q^3 = 8 N^3 of the Gauss rule.
+ * Q = N + 1 (the default rule; V square): square_rhs, the whole rhs at the Gauss points with
+ * their own derivative D_G = V D V^-1 (V^T's and A's products cancel: see there), half the
+ * contractions. Before the skew form (strong B only, Q = max(ceil(3N / 2), N + 1)), at N = 7
+ * (10 elements, one thread) 1 took 62 %, 2 14 %, 3 23 % of the time.
  * Elements are independent: an OpenMP `parallel for` over elements (static schedule), the
  * scratch in one per-thread buffer.
  */
@@ -147,10 +152,11 @@ typedef REAL vec __attribute__((vector_size(VW * sizeof(REAL)), aligned(VW * siz
 
 /* VROWS along the slowest axis of a padded GLL block [.][NP][NPW]: one j row (NPW vectors) at a
  * time, which keeps the accumulators in registers where a whole plane would not fit. */
-#define SLABS(M, K, a, AM, AK, x, y)                                                                        \
+#define SLABS_OP(M, K, a, AM, AK, x, y, OP)                                                                 \
     for (int j_ = 0; j_ < NP; ++j_)                                                                          \
         VROWS(M, K, NPW, ROWS(NPW), a, AM, AK, (const vec *)(x) + j_ * NPW, NP * NPW, (vec *)(y) + j_ * NPW, \
-              NP * NPW, =)
+              NP * NPW, OP)
+#define SLABS(M, K, a, AM, AK, x, y) SLABS_OP(M, K, a, AM, AK, x, y, =)
 
 /* rows per block: about 12 accumulator vectors */
 #define ROWS(nv) ((nv) >= 12 ? 1 : (nv) >= 6 ? 2 : (nv) >= 3 ? 4 : (nv) == 2 ? 6 : 8)
@@ -169,12 +175,18 @@ typedef struct {
     vec V[NG][NPW];     /* V[q][p]: interpolation to the Gauss points, rows padded */
     vec Vt[NP][NGW];    /* V^T */
     vec VDt[NP][NGW];   /* (V D)^T */
+    vec VVD[2 * NG][NPW]; /* V's rows, then (V D)'s */
     vec A[NG][NPW];     /* A = V M^-1 */
     vec At[NP][NGW];    /* A^T */
     REAL v[NG][NP];     /* V, (V D) stacked, A as plain coefficients */
     REAL vd[NG][NP];
+    REAL vvd[2 * NG][NP]; /* V, then V D */
     REAL a[NG][NP];
     REAL d[NP][NP], mi[NP][NP]; /* D and M^-1 (the affine path) */
+    /* Q = N + 1 (square_rhs): the Gauss points' derivative D_G = V D V^-1 (coefficients, rows),
+       1 / w, w_q A[q][end] of the ends 0 and NP - 1, A^T's coefficients */
+    vec DG[NG][NGW], DGt[NG][NGW];
+    REAL dg[NG][NG], winv[NG], wa[NG][2], att[NP][NG];
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
 } matrices_t;
 
@@ -183,18 +195,57 @@ typedef struct {
     vec u[6][NP][NP][NPW];       /* the element's fields */
     vec load[6][NP][NP][NPW];    /* M_W dU/dt at the GLL points */
     vec zk[6][2][NG][NP][NPW];   /* V, V D along k of each field: [Gauss k][GLL j][GLL i] */
-    vec planes[6][NG][NP][NPW];  /* per Gauss k plane, a field contracted back along i, j */
+    vec planes[6][2 * NG][NP][NPW]; /* per Gauss k plane, a field contracted back along i, j:
+                                        [k] for V^T along k, [NG + k] for (V D)^T */
     vec zj[3][NG][NPW];          /* one plane, one field: along j */
-    vec d[6][3][NG][NGW];        /* reference derivatives of the six fields on one Gauss plane */
-    vec o[6][NG][NGW];           /* the crossed products on that plane */
+    vec d[6][4][NG][NGW];        /* on one Gauss plane per field: d_r f, f, d_s f, d_t f */
+    vec o[6][NG][NGW];           /* a face's fluxes; the mass's products */
+    vec os[6][2][NG][NGW];       /* a plane's products for V^T along i, then (V D)^T along i */
+    vec ow[6][2][NG][NGW];       /* a plane's products for V^T along i, then (V D)^T along j | k */
     vec t[6][NG][NPW];           /* partial contractions */
-    vec g[6][NP][NGW];           /* a face's jumps along b */
+    vec tv[6][3][NG][NPW];       /* the volume's along i: for V^T | (V D)^T along j, then for k */
+    vec jo[12][NP][NPW];         /* a face's jumps and own values */
+    vec wp[9][NG][NGW];          /* one plane's w J a^b, rows padded */
+    vec g[12][NP][NGW];          /* those along b */
     vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
 
 #define R(x) ((REAL *)(x)) /* a vector array's values */
 
-/* ---- 1. the volume load B on one element ----------------------------------------------- */
+/* The products at a vector of Gauss points: S[c] = (sum_b w J a^b x d_b H)_c for c < 3 (E's load),
+ * (sum_b w J a^b x d_b E)_c for c >= 3 (H's); G[b] likewise of w J a^b x H, w J a^b x E. w: the
+ * nine w J a^b [b * 3 + a], fv: the six fields, dv[f][b]: their derivatives. */
+static inline void products(const vec w[9], const vec fv[6], const vec dv[6][3], vec S[6], vec G[3][6])
+{
+    for (int c = 0; c < 6; ++c) S[c] = (vec){0};
+    for (int b = 0; b < 3; ++b) {
+        const vec w0 = w[b * 3], w1 = w[b * 3 + 1], w2 = w[b * 3 + 2];
+        S[0] += w1 * dv[5][b] - w2 * dv[4][b];
+        S[1] += w2 * dv[3][b] - w0 * dv[5][b];
+        S[2] += w0 * dv[4][b] - w1 * dv[3][b];
+        S[3] += w1 * dv[2][b] - w2 * dv[1][b];
+        S[4] += w2 * dv[0][b] - w0 * dv[2][b];
+        S[5] += w0 * dv[1][b] - w1 * dv[0][b];
+        G[b][0] = w1 * fv[5] - w2 * fv[4], G[b][1] = w2 * fv[3] - w0 * fv[5], G[b][2] = w0 * fv[4] - w1 * fv[3];
+        G[b][3] = w1 * fv[2] - w2 * fv[1], G[b][4] = w2 * fv[0] - w0 * fv[2], G[b][5] = w0 * fv[1] - w1 * fv[0];
+    }
+}
+
+/* one plane's w J a^b into padded rows (pad lanes zero: so are the products') */
+static inline void plane_cofactors(scratch_t *restrict s, const REAL *restrict w, idx_t cs)
+{
+    for (int ba = 0; ba < 9; ++ba)
+        for (int jq = 0; jq < NG; ++jq)
+            for (int iq = 0; iq < NG; ++iq) R(s->wp[ba][jq])[iq] = w[ba * cs + jq * NG + iq];
+}
+
+/* ---- 1. the volume load (B + B_w) / 2 on one element, B_w's face sums aside ------------
+ * Per Gauss point the strong part S = sum_b w J a^b x d_b f and the weak parts
+ * G_b = w J a^b x f (f at the point: V along each axis), then V^T_3 S / 2 - sum_b (V D)^T_b
+ * V^T_(others) G_b / 2 back, grouped by the operators each axis needs: along i V^T (S) +
+ * (V D)^T (G_r) summed into one row, V^T (G_s), V^T (G_t); along j V^T
+ * (the first) + (V D)^T (G_s's) into the plane stack for V^T_k, V^T (G_t's) into the one for
+ * (V D)^T_k; along k both stacks in one contraction. */
 static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
                                idx_t E, idx_t e)
 {
@@ -204,55 +255,61 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
         SLABS(NG, NP, &m->v[0][0], NP, 1, s->u[f], s->zk[f][0]);
         SLABS(NG, NP, &m->vd[0][0], NP, 1, s->u[f], s->zk[f][1]);
     }
-    const REAL ie = m->inv_eps, im = m->inv_mu;
+    /* the halves of (B + B_w) / 2 with E's 1/eps and H's -1/mu */
+    const REAL ie = (REAL)0.5 * m->inv_eps, im = (REAL)-0.5 * m->inv_mu;
     for (int kq = 0; kq < NG; ++kq) {
         for (int f = 0; f < 6; ++f) {
             /* along j: zj0 = V zv, zj1 = VD zv, zj2 = V zd */
             VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[0], NPW, =);
             VROWS(NG, NP, NPW, ROWS(NPW), &m->vd[0][0], NP, 1, s->zk[f][0][kq], NPW, s->zj[1], NPW, =);
             VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][1][kq], NPW, s->zj[2], NPW, =);
-            /* along i: d_r = zj0 (V D)^T, d_s = zj1 V^T, d_t = zj2 V^T */
+            /* along i: d_r = zj0 (V D)^T; f = zj0 V^T, d_s = zj1 V^T, d_t = zj2 V^T */
             VROWS(NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->VDt, NGW, s->d[f][0], NGW, =);
-            VROWS(2 * NG, NP, NGW, ROWS(NGW), R(s->zj[1]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
+            VROWS(3 * NG, NP, NGW, ROWS(NGW), R(s->zj[0]), NPV, 1, m->Vt, NGW, s->d[f][1], NGW, =);
         }
-        /* the crossed products sum_b w J a^b x d_b f at the plane's points */
-        const REAL *w = cof + e * NG3 + kq * NG2;
+        /* the products S and -G_b at the plane's points, scaled, a vector of points at a time */
+        plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
         for (int jq = 0; jq < NG; ++jq)
-            for (int iq = 0; iq < NG; ++iq) {
-                const int p = jq * NG + iq;
-                REAL oe0 = 0, oe1 = 0, oe2 = 0, oh0 = 0, oh1 = 0, oh2 = 0;
-                for (int b = 0; b < 3; ++b) {
-                    const REAL w0 = w[(b * 3 + 0) * cs + p], w1 = w[(b * 3 + 1) * cs + p], w2 = w[(b * 3 + 2) * cs + p];
-                    const REAL e0 = R(s->d[0][b][jq])[iq], e1 = R(s->d[1][b][jq])[iq], e2 = R(s->d[2][b][jq])[iq];
-                    const REAL h0 = R(s->d[3][b][jq])[iq], h1 = R(s->d[4][b][jq])[iq], h2 = R(s->d[5][b][jq])[iq];
-                    oe0 += w1 * h2 - w2 * h1;
-                    oe1 += w2 * h0 - w0 * h2;
-                    oe2 += w0 * h1 - w1 * h0;
-                    oh0 += w1 * e2 - w2 * e1;
-                    oh1 += w2 * e0 - w0 * e2;
-                    oh2 += w0 * e1 - w1 * e0;
+            for (int v = 0; v < NGW; ++v) {
+                vec w[9], fv[6], dv[6][3], S[6], G[3][6];
+                for (int ba = 0; ba < 9; ++ba) w[ba] = s->wp[ba][jq][v];
+                for (int f = 0; f < 6; ++f) {
+                    fv[f] = s->d[f][1][jq][v];
+                    dv[f][0] = s->d[f][0][jq][v];
+                    dv[f][1] = s->d[f][2][jq][v];
+                    dv[f][2] = s->d[f][3][jq][v];
                 }
-                R(s->o[0][jq])[iq] = oe0 * ie;
-                R(s->o[1][jq])[iq] = oe1 * ie;
-                R(s->o[2][jq])[iq] = oe2 * ie;
-                R(s->o[3][jq])[iq] = -oh0 * im;
-                R(s->o[4][jq])[iq] = -oh1 * im;
-                R(s->o[5][jq])[iq] = -oh2 * im;
+                products(w, fv, dv, S, G);
+                for (int c = 0; c < 6; ++c) {
+                    const REAL h = c < 3 ? ie : im;
+                    s->os[c][0][jq][v] = S[c] * h;
+                    s->os[c][1][jq][v] = -G[0][c] * h;
+                    s->ow[c][0][jq][v] = -G[1][c] * h;
+                    s->ow[c][1][jq][v] = -G[2][c] * h;
+                }
             }
-        /* V^T along i (all six at once), then along j into the plane */
-        VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
-        for (int c = 0; c < 6; ++c)
-            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->t[c], NPW, s->planes[c][kq], NPW, =);
+        for (int c = 0; c < 6; ++c) {
+            /* along i: tv0 = V^T S + (V D)^T G_r, tv1, tv2 = V^T G_s, V^T G_t */
+            VROWS(NG, NG, NPW, ROWS(NPW), R(s->os[c][0]), NGV, 1, m->V, NPW, s->tv[c][0], NPW, =);
+            VROWS(NG, NG, NPW, ROWS(NPW), R(s->os[c][1]), NGV, 1, m->VVD[NG], NPW, s->tv[c][0], NPW, +=);
+            VROWS(2 * NG, NG, NPW, ROWS(NPW), R(s->ow[c]), NGV, 1, m->V, NPW, s->tv[c][1], NPW, =);
+            /* along j: V^T tv0 + (V D)^T tv1 (for V^T_k), V^T tv2 (for (V D)^T_k) */
+            VROWS(NP, 2 * NG, NPW, ROWS(NPW), &m->vvd[0][0], 1, NP, s->tv[c][0], NPW, s->planes[c][kq], NPW, =);
+            VROWS(NP, NG, NPW, ROWS(NPW), &m->v[0][0], 1, NP, s->tv[c][2], NPW, s->planes[c][NG + kq], NPW, =);
+        }
     }
-    /* V^T along k */
+    /* along k: V^T of the first stack + (V D)^T of the second */
     for (int c = 0; c < 6; ++c)
-        SLABS(NP, NG, &m->v[0][0], 1, NP, s->planes[c], s->load[c]);
+        SLABS(NP, 2 * NG, &m->vvd[0][0], 1, NP, s->planes[c], s->load[c]);
 }
 
 /* ---- 2. the face load S at the GLL face points ------------------------------------------ */
+static const int FACE_NORMAL[6] = {1, 1, NPV, NPV, PS2, PS2}; /* a face's normal axis stride, padded */
+
+/* square (Q = N + 1 only): the fluxes go to square_rhs's Gauss-point load instead (see there) */
 static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict sums,
                              const REAL *restrict factors, const REAL *restrict normals,
-                             const REAL *restrict face_weights, idx_t E, idx_t e)
+                             const REAL *restrict face_weights, idx_t E, idx_t e, const int square)
 {
     const idx_t ts = E * 6 * NP2, ns = E * 6 * NG2;
     REAL *uu = R(s->u);
@@ -262,7 +319,7 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
         const int interior = fe == (REAL)1 && fh == (REAL)1;
         const int off = FACE_OFF[f], sa = FACE_SA[f], sb = FACE_SB[f];
         const REAL *sm = sums + (e * 6 + f) * NP2;
-        REAL *jump = R(s->t); /* [6][NP][NPV] */
+        REAL *jump = R(s->jo); /* [12][NP][NPV]: the jumps, then the own values */
         for (int c = 0; c < 6; ++c) {
             const REAL *uc = uu + c * us + off;
             const REAL *sc = sm + c * ts;
@@ -271,13 +328,17 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                 for (int b = 0; b < NP; ++b) {
                     const REAL own = uc[a * sa + b * sb];
                     jump[(c * NP + a) * NPV + b] = interior ? 2 * own - sc[a * NP + b] : g * own;
+                    jump[((6 + c) * NP + a) * NPV + b] = own;
                 }
         }
-        /* to the Q x Q points: V along b (all six), then along a */
-        VROWS(6 * NP, NP, NGW, ROWS(NGW), jump, NPV, 1, m->Vt, NGW, s->g, NGW, =);
-        for (int c = 0; c < 6; ++c)
+        /* to the Q x Q points: V along b (all twelve), then along a */
+        VROWS(12 * NP, NP, NGW, ROWS(NGW), jump, NPV, 1, m->Vt, NGW, s->g, NGW, =);
+        for (int c = 0; c < 6; ++c) {
             VROWS(NG, NP, NGW, ROWS(NGW), &m->v[0][0], NP, 1, s->g[c], NGW, s->d[c][0], NGW, =);
-        /* the flux (reference.add_surface_terms with sums = -n x jump) times w sJ */
+            VROWS(NG, NP, NGW, ROWS(NGW), &m->v[0][0], NP, 1, s->g[6 + c], NGW, s->d[c][1], NGW, =);
+        }
+        /* the flux (reference.add_surface_terms with sums = -n x jump) times w sJ, and B_w's face
+           sum of the volume term, (1/2) w sJ n x (the own H) / eps for E, -(1/2) w sJ n x (own E) / mu */
         const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
         const REAL *fw = face_weights + (e * 6 + f) * NG2;
         const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
@@ -289,14 +350,36 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                 const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq];
                 const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
                 const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
+                const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq];
+                const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq];
                 const REAL we = he * fw[p], wh = hm * fw[p];
-                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1)) * we;
-                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2)) * we;
-                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0)) * we;
-                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1)) * wh;
-                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2)) * wh;
-                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0)) * wh;
+                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
+                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
+                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
+                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh;
+                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
+                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
             }
+        if (square) { /* along the normal w_q A[q][end] F at every Gauss point of that line */
+            const int end = f & 1, base = off - (end ? NP - 1 : 0) * FACE_NORMAL[f], ns_ = FACE_NORMAL[f];
+            for (int c = 0; c < 6; ++c) {
+                REAL *l = R(s->load[c]) + base;
+                if (ns_ == 1) /* the normal along i: contiguous along it */
+                    for (int a = 0; a < NP; ++a)
+                        for (int b = 0; b < NP; ++b) {
+                            const REAL F = R(s->o[c][a])[b];
+                            for (int q = 0; q < NP; ++q) l[a * sa + b * sb + q] += m->wa[q][end] * F;
+                        }
+                else /* b along i: whole padded rows (o's pad lanes are zero) */
+                    for (int a = 0; a < NP; ++a)
+                        for (int q = 0; q < NP; ++q) {
+                            const REAL x = m->wa[q][end];
+                            vec *lr = (vec *)(l + a * sa + q * ns_);
+                            for (int v = 0; v < NPW; ++v) lr[v] += x * s->o[c][a][v];
+                        }
+            }
+            continue;
+        }
         /* V^T back along b (all six), then along a, added at the face's GLL points */
         VROWS(6 * NG, NG, NPW, ROWS(NPW), R(s->o), NGV, 1, m->V, NPW, s->t, NPW, =);
         for (int c = 0; c < 6; ++c) {
@@ -306,6 +389,19 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
             for (int a = 0; a < NP; ++a)
                 for (int b = 0; b < NP; ++b) l[a * sa + b * sb] += R(r[a])[b];
         }
+    }
+}
+
+/* y = a along each axis of x (a NP x NP: coefficients and the rows of a^T) */
+static inline void tensor3(const REAL *restrict a, const vec (*restrict at)[NPW], const vec *restrict x,
+                           vec *restrict y, scratch_t *restrict s)
+{
+    vec (*z)[NP][NPW] = s->planes[0]; /* [NP][NP][NPW] of it */
+    SLABS(NP, NP, a, NP, 1, x, z);
+    vec (*yy)[NP][NPW] = (vec (*)[NP][NPW])y;
+    for (int k = 0; k < NP; ++k) {
+        VROWS(NP, NP, NPW, ROWS(NPW), a, NP, 1, z[k], NPW, s->t[0], NPW, =);
+        VROWS(NP, NP, NPW, ROWS(NPW), R(s->t[0]), NPV, 1, at, NPW, yy[k], NPW, =);
     }
 }
 
@@ -342,9 +438,85 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
     }
 }
 
+/* ---- Q = N + 1: the whole rhs at the Gauss points -------------------------------------------
+ * With V square (invertible) (V D)^T = V^T D_G^T, D_G = V D V^-1 the Gauss points' own
+ * derivative, and A V^T = V M^-1 V^T = W^-1 (M = V^T W V), so with Y the Gauss-point load,
+ * volume V^T Y, M_W^-1 V^T Y = A^T (w/J . W^-1 Y) = A^T (Y / J), and a face's V^T F at its end
+ * of the normal axis gives A^T (w_q A[q][end] F / J) along that normal line:
+ *     out = A^T [ (Y + faces) / J ],  Y = (S - sum_b D_G^T_b G_b) / 2,
+ * f = V u once, its derivatives D_G along each axis: 12 contractions of N^4 per field where the
+ * general path takes 24 (volume_load's 18 and the mass's 6). */
+#if NG == NP
+static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
+                              const REAL *restrict ijw, const REAL *restrict sums, const REAL *restrict factors,
+                              const REAL *restrict normals, const REAL *restrict face_weights, REAL *restrict out,
+                              idx_t E, idx_t e)
+{
+    const idx_t cs = E * NG3, fs = E * NP3;
+    /* zk[f][0] = V u_f (along k into zk[f][1], then per plane along j, i), zk[f][1] = D_G along k */
+    for (int f = 0; f < 6; ++f) {
+        SLABS(NG, NP, &m->v[0][0], NP, 1, s->u[f], s->zk[f][1]);
+        for (int kq = 0; kq < NG; ++kq) {
+            VROWS(NG, NP, NPW, ROWS(NPW), &m->v[0][0], NP, 1, s->zk[f][1][kq], NPW, s->t[0], NPW, =);
+            VROWS(NG, NP, NGW, ROWS(NGW), R(s->t[0]), NPV, 1, m->Vt, NGW, s->zk[f][0][kq], NGW, =);
+        }
+        SLABS(NG, NG, &m->dg[0][0], NG, 1, s->zk[f][0], s->zk[f][1]);
+    }
+    const REAL ie = (REAL)0.5 * m->inv_eps, im = (REAL)-0.5 * m->inv_mu;
+    for (int kq = 0; kq < NG; ++kq) {
+        for (int f = 0; f < 6; ++f) { /* d_r, d_s on the plane: D_G along i, j */
+            VROWS(NG, NG, NGW, ROWS(NGW), R(s->zk[f][0][kq]), NGV, 1, m->DGt, NGW, s->d[f][0], NGW, =);
+            VROWS(NG, NG, NGW, ROWS(NGW), &m->dg[0][0], NG, 1, s->zk[f][0][kq], NGW, s->d[f][2], NGW, =);
+        }
+        /* the products S, -G_b at the plane's points, scaled, a vector of points at a time */
+        plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
+        for (int jq = 0; jq < NG; ++jq)
+            for (int v = 0; v < NGW; ++v) {
+                vec w[9], fv[6], dv[6][3], S[6], G[3][6];
+                for (int ba = 0; ba < 9; ++ba) w[ba] = s->wp[ba][jq][v];
+                for (int f = 0; f < 6; ++f) {
+                    fv[f] = s->zk[f][0][kq][jq][v];
+                    dv[f][0] = s->d[f][0][jq][v];
+                    dv[f][1] = s->d[f][2][jq][v];
+                    dv[f][2] = s->zk[f][1][kq][jq][v];
+                }
+                products(w, fv, dv, S, G);
+                for (int c = 0; c < 6; ++c) {
+                    const REAL h = c < 3 ? ie : im;
+                    s->load[c][kq][jq][v] = S[c] * h;
+                    s->ow[c][0][jq][v] = -G[0][c] * h;
+                    s->ow[c][1][jq][v] = -G[1][c] * h;
+                    s->planes[c][kq][jq][v] = -G[2][c] * h;
+                }
+            }
+        for (int c = 0; c < 6; ++c) { /* + D_G^T along i of -G_r, along j of -G_s */
+            VROWS(NG, NG, NGW, ROWS(NGW), R(s->ow[c][0]), NGV, 1, m->DG, NGW, s->load[c][kq], NGW, +=);
+            VROWS(NG, NG, NGW, ROWS(NGW), &m->dg[0][0], 1, NG, s->ow[c][1], NGW, s->load[c][kq], NGW, +=);
+        }
+    }
+    for (int c = 0; c < 6; ++c) /* + D_G^T along k of -G_t */
+        SLABS_OP(NG, NG, &m->dg[0][0], 1, NG, s->planes[c], s->load[c], +=);
+    face_load(m, s, sums, factors, normals, face_weights, E, e, 1);
+    const REAL *wj = ijw + e * NG3;
+    for (int c = 0; c < 6; ++c) {
+        for (int k = 0; k < NG; ++k) /* / J = w/J . W^-1 */
+            for (int j = 0; j < NG; ++j) {
+                const REAL wkj = m->winv[k] * m->winv[j];
+                for (int i = 0; i < NG; ++i) R(s->load[c][k][j])[i] *= wj[(k * NG + j) * NG + i] * wkj * m->winv[i];
+            }
+        tensor3(&m->att[0][0], (const vec (*)[NPW])m->A, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
+        REAL *o = out + c * fs + e * NP3;
+        for (int k = 0; k < NP; ++k)
+            for (int j = 0; j < NP; ++j)
+                for (int i = 0; i < NP; ++i) o[(k * NP + j) * NP + i] = R(s->cg[0][k][j])[i];
+    }
+}
+#endif
+
 /* ---- an affine element: the same rhs in closed form ----------------------------------------
  * With J a^b and J constant and flat faces (n, sJ constant) every Gauss rule here is exact, so
- * M_W^-1 = M^-1 / J and the volume part is the collocated chain rule, (1/J) sum_b J a^b x D_b f;
+ * B_w = B (by parts exactly), M_W^-1 = M^-1 / J and the volume part is the collocated chain
+ * rule, (1/J) sum_b J a^b x D_b f;
  * a face's part, M_W^-1 of (M x M) (sJ flux) at its GLL points, is (1/J) M^-1 e_end (x) sJ flux
  * (the inverse mass's column of the face's end along its normal axis). Equal to the general
  * path up to round-off. k: the element's constants, J a^b [b][a] (9), 1/J, n per face (18), sJ
@@ -424,7 +596,7 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
     }
 }
 
-/* ---- rhs: out = M_W^-1 (B + S) on elements [first, stop) of E ---------------------------
+/* ---- rhs: out = M_W^-1 ((B + B_w) / 2 + S) on elements [first, stop) of E ----------------
  * Returns 1 when a per-thread scratch buffer could not be allocated (out is then incomplete). */
 int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
                  const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
@@ -444,6 +616,8 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
             }
             m->v[q][p] = R(m->V[q])[p] = R(m->Vt[p])[q] = v[q * NP + p];
             m->vd[q][p] = R(m->VDt[p])[q] = (REAL)vd;
+            m->vvd[q][p] = R(m->VVD[q])[p] = m->v[q][p];
+            m->vvd[NG + q][p] = R(m->VVD[NG + q])[p] = m->vd[q][p];
             m->a[q][p] = R(m->A[q])[p] = R(m->At[p])[q] = (REAL)a;
         }
     for (int i = 0; i < NP; ++i)
@@ -451,6 +625,44 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
             m->d[i][l] = D[i * NP + l];
             m->mi[i][l] = inverse_mass_1d[i * NP + l];
         }
+#if NG == NP
+    {   /* in double from V, D, M^-1: 1 / w = diag(V M^-1 V^T) (exact mass: M = V^T W V) and
+           D_G = V D V^-1 = (V D) (M^-1 V^T) W */
+        double w[NG], mv[NP][NG];
+        for (int p = 0; p < NP; ++p)
+            for (int r = 0; r < NG; ++r) {
+                double x = 0;
+                for (int l = 0; l < NP; ++l) x += (double)inverse_mass_1d[p * NP + l] * (double)v[r * NP + l];
+                mv[p][r] = x;
+            }
+        for (int q = 0; q < NG; ++q) {
+            double x = 0;
+            for (int p = 0; p < NP; ++p) x += (double)v[q * NP + p] * mv[p][q];
+            w[q] = 1.0 / x;
+            m->winv[q] = (REAL)x;
+        }
+        for (int q = 0; q < NG; ++q) {
+            double a0 = 0, a1 = 0;
+            for (int l = 0; l < NP; ++l) {
+                a0 += (double)v[q * NP + l] * (double)inverse_mass_1d[l * NP];
+                a1 += (double)v[q * NP + l] * (double)inverse_mass_1d[l * NP + NP - 1];
+            }
+            m->wa[q][0] = (REAL)(w[q] * a0);
+            m->wa[q][1] = (REAL)(w[q] * a1);
+            for (int r = 0; r < NG; ++r) {
+                double x = 0;
+                for (int p = 0; p < NP; ++p) {
+                    double vd = 0;
+                    for (int l = 0; l < NP; ++l) vd += (double)v[q * NP + l] * (double)D[l * NP + p];
+                    x += vd * mv[p][r];
+                }
+                m->dg[q][r] = R(m->DG[q])[r] = R(m->DGt[r])[q] = (REAL)(x * w[r]);
+            }
+        }
+        for (int p = 0; p < NP; ++p)
+            for (int q = 0; q < NG; ++q) m->att[p][q] = m->a[q][p];
+    }
+#endif
     const double z = sqrt(mu / eps);
     m->inv_eps = (REAL)(1.0 / eps);
     m->inv_mu = (REAL)(1.0 / mu);
@@ -487,9 +699,13 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
                     for (int j = 0; j < NP; ++j)
                         for (int i = 0; i < NP; ++i) R(s->u[c][k][j])[i] = uc[(k * NP + j) * NP + i];
             }
+#if NG == NP
+            square_rhs(m, s, cof, ijw, sums, factors, normals, face_weights, out, E, e);
+#else
             volume_load(m, s, cof, E, e);
-            face_load(m, s, sums, factors, normals, face_weights, E, e);
+            face_load(m, s, sums, factors, normals, face_weights, E, e, 0);
             inverse_mass(m, s, ijw, out, fs, e);
+#endif
         }
         free(s);
     }
@@ -504,19 +720,6 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
  * falls below tolerance times its start or after `iterations` steps. The array code stops all
  * systems together at the worst one's convergence; here each stops at its own (the products
  * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had. */
-
-/* y = a along each axis of x (a NP x NP: coefficients and the rows of a^T) */
-static inline void tensor3(const REAL *restrict a, const vec (*restrict at)[NPW], const vec *restrict x,
-                           vec *restrict y, scratch_t *restrict s)
-{
-    vec (*z)[NP][NPW] = s->planes[0]; /* [NP][NP][NPW] of it */
-    SLABS(NP, NP, a, NP, 1, x, z);
-    vec (*yy)[NP][NPW] = (vec (*)[NP][NPW])y;
-    for (int k = 0; k < NP; ++k) {
-        VROWS(NP, NP, NPW, ROWS(NPW), a, NP, 1, z[k], NPW, s->t[0], NPW, =);
-        VROWS(NP, NP, NPW, ROWS(NPW), R(s->t[0]), NPV, 1, at, NPW, yy[k], NPW, =);
-    }
-}
 
 static inline double dot(const vec *restrict x, const vec *restrict y)
 {
