@@ -7,7 +7,8 @@ power iteration in each form's own energy norm, ``--iterations`` steps) of the s
 the Galerkin form as built (skew volume term, invariant curl-form cofactors, Q = N + 1) and of
 the strong form of notes section 9 (Q = strong_points(N)), and prints the ratios and
 1 / ratio against the step factor. Meshes: the deformed PEC box (2^3), tests/cylwave.py's
-O-grid cylinder, a flat 2^3 PEC box.
+O-grid cylinder, a flat 2^3 PEC box, and (``--meshes gmsh``) examples/meshes/sphere_in_box.msh
+(104 hexahedra of geometry order 2, PEC walls).
 
     PYTHONPATH=src python benchmarks/galerkin_step_factor.py                 # N = 1, 2, 3, 6, 9
 """
@@ -37,7 +38,9 @@ from cylwave import cylinder_rea  # noqa: E402
 BUMP = "sin(pi*x)*sin(pi*y)*sin(pi*z)"
 MESHES = {"box": {"elements": [2, 2, 2], "boundary": "pec",
                   "deform": {"x": f"0.15*{BUMP}", "y": f"0.12*{BUMP}", "z": f"0.1*{BUMP}"}},
-          "flat": {"elements": [2, 2, 2], "boundary": "pec"}}
+          "flat": {"elements": [2, 2, 2], "boundary": "pec"},
+          "gmsh": {"generator": "gmsh", "file": str(HERE.parent / "examples" / "meshes" / "sphere_in_box.msh"),
+                   "boundary": "pec"}}
 
 
 def radius(mesh, order, form, iterations, workdir, variant=None) -> float:
