@@ -356,8 +356,17 @@ class _EmulatedFunction:
             assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
             self.lib.update_f64(*pointer[:3], *(float(x) for x in args[3:6]), int(args[6]))
             return
-        p, q, ctype, nt, _, kp = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
         e, elements = int(args[-1]), args[3]
+        if "square" in self.name:
+            p, ctype, nt, _ = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
+            assert ctype == "double" and grid == (2 * elements.size,) and block == (int(nt),)
+            assert shared_mem == square_shared_values(int(p)) * 8 and elements.dtype == np.int64
+            assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3] + args[4:10])
+            blocks = np.arange(2 * elements.size, dtype=np.int64)
+            self.lib.square_f64(int(p) - 1, int(nt), pointer[3], *pointer[:3], *pointer[4:10],
+                                *(float(x) for x in args[10:14]), e, blocks.ctypes.data, len(blocks))
+            return
+        p, q, ctype, nt, _, kp = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
         assert ctype == "double" and grid == (2 * elements.size,) and block == (int(nt),) and elements.dtype == np.int64
         assert shared_mem == shared_values(int(p), int(q), int(kp)) * 8
         assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3] + args[4:10])
@@ -382,7 +391,11 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel is not None and kernel.threads == default_threads(operator.points)
-    assert kernel.launch(np.float64)[1] == 1  # Q odd: one plane per pass
+    assert kernel.square  # Q = N + 1: the square kernel; the general passes below
+    general = galerkin_cuda.GalerkinCuda(backend, operator, square=False)
+    assert general.launch(np.float64)[1] == 1  # Q odd: one plane per pass
+    with pytest.raises(ValueError, match="N \\+ 1"):
+        galerkin_cuda.GalerkinCuda(backend, WeightAdjustedOperator(sim.system.geometry, points=5), square=True)
     # the strong form (kept for comparisons) is the array code's alone
     assert galerkin_cuda.kernel_for(backend, WeightAdjustedOperator(sim.system.geometry, volume="strong")) is None
     with pytest.raises(ValueError, match="skew"):
@@ -392,13 +405,17 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     sums = rng.standard_normal((6, e, 6, n, n))
     epsilon, mu, alpha, a, b, dt = 1.3, 0.8, 1.0, -0.6, 0.4, 0.01
     expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
-    out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
-    assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
+    for k in (kernel, general):
+        out = k(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
+        assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
     expected_residual = a * residual + dt * expected
     expected_u = u + b * expected_residual
     kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
     assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
     assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
+    # beyond the square block's shared memory (3176 bytes at N = 2; the general one's 2816) the general passes
+    small = types.SimpleNamespace(**{**vars(backend), "max_shared_per_block": 3000})
+    assert not galerkin_cuda.kernel_for(small, operator).square
     sim.close()
 
 
@@ -432,7 +449,7 @@ def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, c
     e, n = sim.u.shape[1], order + 1
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel.affine_elements == {"cylinder": 2, "sheared": e}[mesh_name]
-    assert kernel.q == (points or order + 1)
+    assert kernel.q == (points or order + 1) and kernel.square == (points is None)
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))
     epsilon, mu, a, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), -0.6, 0.4, 0.01
