@@ -617,43 +617,50 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
         const int gst = b == 0 ? 1 : b == 1 ? Q : Q2;      // along the line in the cofactors
         const T* cb = cof + 3 * b * cstride;
         for (int line = t; line < Q2; line += NT) {
-            const int x = line / Q, y = line - x * Q;  // (k, j), (k, i), (j, i)
-            const int base = b == 0 ? x * Q * QR + y * QR : b == 1 ? x * Q * QR + y : x * QR + y;
-            const int gbase = b == 0 ? x * Q2 + y * Q : b == 1 ? x * Q2 + y : x * Q + y;
+            const int la = line / Q, lb = line - la * Q;  // (k, j), (k, i), (j, i)
+            const int base = b == 0 ? (la * Q + lb) * QR : b == 1 ? la * Q * QR + lb : la * QR + lb;
+            const int gbase = b == 0 ? (la * Q + lb) * Q : b == 1 ? la * Q2 + lb : la * Q + lb;
+            // at each point l of the line: G_b (kept for the second loop) and S's share with D_G f
+            // along the line from shared memory (each cofactor read once per group)
             T G[3][Q];
 #pragma unroll
             for (int l = 0; l < Q; ++l) {
-                const T f0 = X[base + l * st], f1 = X[CS + base + l * st], f2 = X[2 * CS + base + l * st];
-                const int p = gbase + l * gst;
+                const int o = base + l * st, p = gbase + l * gst;
                 const T c0 = cb[p], c1 = cb[cstride + p], c2 = cb[2 * cstride + p];
+                const T f0 = X[o], f1 = X[CS + o], f2 = X[2 * CS + o];
                 G[0][l] = c1 * f2 - c2 * f1;
                 G[1][l] = c2 * f0 - c0 * f2;
                 G[2][l] = c0 * f1 - c1 * f0;
-            }
-#pragma unroll 1
-            for (int q = 0; q < Q; ++q) {  // not unrolled: G's 3 Q values stay the only long-lived ones
-                T d0 = T(0), d1 = T(0), d2 = T(0), w0 = T(0), w1 = T(0), w2 = T(0);
+                T d0 = T(0), d1 = T(0), d2 = T(0);
 #pragma unroll
-                for (int l = 0; l < Q; ++l) {
-                    const T dg = sDG[q * Q + l], dt = sDG[l * Q + q];
-                    const int o = base + l * st;
-                    d0 += dg * X[o];
-                    d1 += dg * X[CS + o];
-                    d2 += dg * X[2 * CS + o];
-                    w0 += dt * G[0][l];
-                    w1 += dt * G[1][l];
-                    w2 += dt * G[2][l];
+                for (int m = 0; m < Q; ++m) {
+                    const T dg = sDG[l * Q + m];
+                    const int om = base + m * st;
+                    d0 += dg * X[om];
+                    d1 += dg * X[CS + om];
+                    d2 += dg * X[2 * CS + om];
                 }
-                const int p = gbase + q * gst;
-                const T c0 = cb[p], c1 = cb[cstride + p], c2 = cb[2 * cstride + p];
-                T* y = Y + base + q * st;
-                const T y0 = half * (c1 * d2 - c2 * d1 - w0), y1 = half * (c2 * d0 - c0 * d2 - w1),
-                        y2 = half * (c0 * d1 - c1 * d0 - w2);
+                T* y = Y + o;
+                const T y0 = half * (c1 * d2 - c2 * d1), y1 = half * (c2 * d0 - c0 * d2), y2 = half * (c0 * d1 - c1 * d0);
                 if (b == 0) {
                     y[0] = y0, y[CS] = y1, y[2 * CS] = y2;
                 } else {
                     y[0] += y0, y[CS] += y1, y[2 * CS] += y2;
                 }
+            }
+            // less D_G^T G_b along the line (the thread's own points: no barrier)
+#pragma unroll 1
+            for (int q = 0; q < Q; ++q) {
+                T w0 = T(0), w1 = T(0), w2 = T(0);
+#pragma unroll
+                for (int l = 0; l < Q; ++l) {
+                    const T dt = sDG[l * Q + q];
+                    w0 += dt * G[0][l];
+                    w1 += dt * G[1][l];
+                    w2 += dt * G[2][l];
+                }
+                T* y = Y + base + q * st;
+                y[0] -= half * w0, y[CS] -= half * w1, y[2 * CS] -= half * w2;
             }
         }
         __syncthreads();  // the next axis's lines cross these
