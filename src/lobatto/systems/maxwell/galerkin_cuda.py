@@ -67,6 +67,17 @@ def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: 
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
 
 
+def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
+    """galerkin_square_kernel's blocks per SM (its __launch_bounds__): as many as the shared memory
+    and the SM's 2048 threads hold, with registers for a line pass's two lines of 3 Q values
+    (f_G and G_b) besides about 64, in whole 32s: nvcc 13.0 -Xptxas -v, sm_90, float64, N = 7 (64
+    threads): 160 registers unbounded, 128 with 64 bytes of spills at 7 blocks, none at 6 (the
+    default); N = 5: 4 bytes at 7, none at 6 (the default). Not measured on a GPU."""
+    registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
+    by_shared = max_shared // max(1, square_shared_values(p) * itemsize)
+    return int(max(1, min(by_shared, 2048 // threads, 65536 // (registers * threads), 32)))
+
+
 def default_planes(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
     """Gauss planes per pass: 2 (half the barriers, twice the work items per pass) where their
     buffers fit and cost no resident block (default_min_blocks), else 1. Not measured on a GPU:
@@ -148,9 +159,7 @@ class GalerkinCuda:
         """(blocks per SM, planes per pass) of the launch in this dtype."""
         size, limit = np.dtype(dtype).itemsize, self.backend.max_shared_per_block
         if self.square:
-            by_shared = limit // max(1, square_shared_values(self.p) * size)
-            return self.min_blocks or int(max(1, min(by_shared, 2048 // self.threads,
-                                                     65536 // (80 * self.threads), 32))), 1
+            return self.min_blocks or square_min_blocks(self.p, size, self.threads, limit), 1
         planes = self.planes or default_planes(self.p, self.q, size, self.threads, limit)
         return self.min_blocks or default_min_blocks(self.p, self.q, size, self.threads, limit, planes), planes
 
