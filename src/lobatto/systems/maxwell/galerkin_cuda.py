@@ -6,15 +6,22 @@ arguments.
 (B + B_w) / 2, any Q >= N + 1; an operator with volume = "strong" gets no kernel), and ``.stage(...)`` a whole
 low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
-transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). Affine elements (galerkin_cpu.
+transposes, V M^-1 and M^-1 V^T (M the exact 1D mass); at Q = N + 1 (the default rule)
+galerkin_square_kernel instead, the whole rhs at the Gauss points with their own derivative
+D_G = V D V^-1 (kernels/galerkin.c's square_rhs; square_matrices; about 0.6 of the general
+passes' flops, see benchmarks/galerkin_cuda_speed.py), unless its block does not fit (float64
+from N = 16: then the general passes). Affine elements (galerkin_cpu.
 affine_constants, as the C kernel) take galerkin_affine_kernel's closed form, one thread per
 node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes
-per pass where that costs no resident block (default_planes; an odd Q takes one); the shared
-memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
+per pass where that costs no resident block (default_planes; an odd Q takes one); the general
+passes' shared memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
 = N + 1: 25.5 KiB at N = 7, 70.9 KiB at N = 11, 128 KiB at N = 14, 205 KiB at N = 17). Where one
 plane does not fit the device (on an H100, 227 KiB: float64 from N = 18, 238 KiB; float32 from
 N = 24) ``kernel_for`` returns None and the array code runs; with the strong form's rule
 Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and float32 at 21.
+The square kernel's is ``square_shared_values(P)`` (two buffers of 3 Q^3 values, rows padded to
+an odd length, and the 1D matrices; float64: 30.7 KiB at N = 7, 92.5 KiB at N = 11, 166 KiB at
+N = 14, 212 KiB at N = 15; float32 to N = 19).
 Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
 CUDA graph.
 """

@@ -2,6 +2,9 @@
 // volume_form = "galerkin"): the rhs of systems/maxwell/galerkin.py (WeightAdjustedOperator.rhs
 // with its default volume = "skew"), one thread block per (element, field triple).
 //
+// Q = N + 1 (the default rule) takes galerkin_square_kernel below (the whole rhs at the Gauss
+// points, as kernels/galerkin.c's square_rhs); galerkin_rhs_kernel, described here, any Q >= N + 1.
+//
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
 // run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
@@ -520,15 +523,17 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 // with S = sum_b w J a^b x D_G_b f_G, G_b = w J a^b x f_G, f_G = V V V f; a face's V^T_2 F at its
 // end of the normal axis is V^T of w_q A[q][end] F along that normal line. Per group (the same
 // blocks as galerkin_rhs_kernel): f_G (V along i, j, k: 3 passes), then per axis b one pass over
-// the Q^2 lines along b, a thread a line: G_b on the line in registers (3 Q values), then at
-// each point of the line D_G f from shared memory, S's share cof_b x D_G_b f less D_G^T G_b,
-// added to Y (no Q^3 buffer of products: S and the weak half split by axis, each on its own
-// lines); faces as galerkin_rhs_kernel's (jumps less the own trace for the source triple, V along
+// the Q^2 lines along b, a thread a line: at each point of the line S's share cof_b x D_G_b f
+// (D_G along the line from shared memory; each cofactor read once per group) added to Y and
+// G_b kept in registers (3 Q values), then less D_G^T G_b along the line (no Q^3 buffer of
+// products: S and the weak half split by axis, each on its own lines); faces as galerkin_rhs_kernel's (jumps less the own trace for the source triple, V along
 // b, V along a, the flux times w sJ) into F (6 faces x 3 x Q^2), then one pass over the points:
 // Y + the six faces' F along their normals, times w/J / (w_i w_j w_k); A^T along i, j, k, the
 // last straight to out. 2 buffers of 3 Q^3 values (rows padded to an odd length: a line along i
 // is a thread's, so the threads of a warp read rows Q + 1 apart, conflict-free) and the 1D
-// matrices: float64 25.8 KiB at N = 7, 118 KiB at N = 14, 215 KiB at N = 15.
+// matrices (galerkin_cuda.square_shared_values): float64 30.7 KiB at N = 7, 166 KiB at N = 14,
+// 212 KiB at N = 15. A line pass keeps a thread's line of f_G and G_b (6 Q values) in registers:
+// 160 a thread at N = 7 (float64), hence 6 blocks per SM (galerkin_cuda.square_min_blocks).
 template <int P>
 struct GalerkinSquareLayout {
     static constexpr int Q = P, Q2 = Q * Q;
