@@ -54,7 +54,7 @@ def galerkin_launches() -> list:
 
 def galerkin_square_launches() -> list:
     """galerkin.cu's square kernel (Q = N + 1) as galerkin_cuda launches it on an H100 at ORDERS
-    and 11, where its block fits (float64 to N = 15, float32 to N = 19): (P, dtype, threads, blocks per SM)."""
+    and 11, where its block fits (float64 to N = 15, float32 to N = 20): (P, dtype, threads, blocks per SM)."""
     out = []
     for n in ORDERS + (11,):
         p = n + 1

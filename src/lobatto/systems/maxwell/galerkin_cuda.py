@@ -21,7 +21,7 @@ N = 24) ``kernel_for`` returns None and the array code runs; with the strong for
 Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and float32 at 21.
 The square kernel's is ``square_shared_values(P)`` (two buffers of 3 Q^3 values, rows padded to
 an odd length, and the 1D matrices; float64: 30.7 KiB at N = 7, 92.5 KiB at N = 11, 166 KiB at
-N = 14, 212 KiB at N = 15; float32 to N = 19).
+N = 14, 212 KiB at N = 15; float32 to N = 20).
 Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
 CUDA graph.
 """
