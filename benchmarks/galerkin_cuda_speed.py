@@ -8,8 +8,12 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     chain               volume_form = "chain"
     galerkin (array)    volume_form = "galerkin", WeightAdjustedOperator through CuPy
     galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks:
-                        its rhs kernel and the one-pass stage update)
-    galerkin (kernel, threads T, blocks per SM B, planes K)   other launches of the kernel (--launches)
+                        its rhs kernel and the one-pass stage update): at Q = N + 1
+                        galerkin_square_kernel (the whole rhs at the Gauss points)
+    galerkin (kernel, general passes)   the general-Q kernel (galerkin_rhs_kernel) at the same
+                        Q = N + 1 (GalerkinCuda(..., square=False)), default launch
+    galerkin (kernel, threads T, blocks per SM B[, planes K])   other launches of the default
+                        kernel (--launches; planes only for the general passes)
     galerkin (kernel, strong form's rule Q = max(ceil(3N/2), N + 1))
                         the same skew operator with the Gauss rule the strong form needed before
                         the skew form (galerkin.attach(system, points=galerkin.strong_points(N)))
@@ -20,7 +24,7 @@ plus, per Galerkin kernel row, the rhs kernel alone (one call, ms), its GFLOP/s 
 below, its GB/s by `bytes_per_element`, and the largest difference of one rhs between the kernel and the array code on random
 data (relative to the largest value: a check that the device agrees with the CPU-emulated test).
 Work model of one rhs per element (FMAs counted 2 flops; both field groups): galerkin_cuda's
-passes, see `work_per_element`. The operator as built has the skew volume term and Q = N + 1
+passes, see `work_per_element` (general passes) and `square_work_per_element` (the square kernel). The operator as built has the skew volume term and Q = N + 1
 Gauss points (N = 7: 8, N = 11: 12); the strong form's rule Q = max(ceil(3N/2), N + 1) (11, 17):
 both in one call. The kernel before the skew form (the strong term at Q = 11, 17) is this script
 at the commit before it.
@@ -65,6 +69,16 @@ def work_per_element(p: int, q: int) -> float:
     return 2.0 * 2 * (volume + faces + mass)
 
 
+def square_work_per_element(p: int) -> float:
+    """Flops of one rhs of one element by galerkin_square_kernel (Q = P; 2 per FMA, both groups):
+    f_G (V along 3 axes, 3 components: 9 P^4 FMAs), per axis and point D_G f and D_G^T G_b (6 Q
+    FMAs) and the cross products, scale and sums (36), the faces (V along b and a, 12 Q^3 FMAs
+    and 20 Q^2 for the fluxes), the faces along the normals and the weights (27 Q^3), A^T along
+    3 axes (9 P^4 FMAs): 72 Q^4 + 279 Q^3 + 240 Q^2 per group (general passes: work_per_element)."""
+    q = p
+    return 2.0 * (72 * q**4 + 279 * q**3 + 240 * q**2)
+
+
 def bytes_per_element(p: int, q: int, itemsize: int) -> float:
     """Device bytes one rhs must move per element, each array once: w J a^b and w/J (10 Q^3),
     face normals and w sJ (24 Q^2), u and out (12 P^3), the face sums (36 P^2). Near the copy
@@ -85,7 +99,8 @@ def build(backend, order, side, form):
 def launches_of(order: int, spec: str) -> list:
     """(threads, blocks per SM, planes per pass) launches beside the default: --launches
     "T:B:K,..." (B, K 0: the default for that launch)."""
-    if spec == "auto":  # one plane per pass; 2 blocks per SM (more registers a thread); twice the threads
+    if spec == "auto":  # one plane per pass (general passes only); 2 blocks per SM (more registers a
+        # thread); twice the threads
         t = default_threads(galerkin.quadrature_points(order))
         return [(t, 0, 1), (t, 2, 0), (2 * t, 0, 0)]
     return [tuple(int(x) for x in (item + ":0:0").split(":")[:3]) for item in spec.split(",") if item]
@@ -135,15 +150,21 @@ def main():
                     assert default is not None, "the kernel does not fit this device"
                     variants = [("galerkin (array)", None)] if not args.no_array else []
                     variants.append(("galerkin (kernel)", default))
+                    if default.square:  # the general passes at the same rule, for comparison
+                        general = GalerkinCuda(backend, system.galerkin, square=False)
+                        if general.fits(u.dtype):
+                            variants.append(("galerkin (kernel, general passes)", general))
                     seen = {(default.threads, *default.launch(u.dtype))}
                     for threads, blocks, planes in launches_of(order, args.launches):
-                        other = GalerkinCuda(backend, system.galerkin, threads, blocks or None, planes or None)
+                        other = GalerkinCuda(backend, system.galerkin, threads, blocks or None, planes or None,
+                                             square=default.square)
                         key = (threads, *other.launch(u.dtype))
                         if key in seen or not other.fits(u.dtype):
                             continue  # the default launch, one already listed, or too large
                         seen.add(key)
-                        variants.append((f"galerkin (kernel, threads {key[0]}, blocks per SM {key[1]}, "
-                                         f"planes {key[2]})", other))
+                        planes_label = "" if other.square else f", planes {key[2]}"
+                        variants.append((f"galerkin (kernel, threads {key[0]}, blocks per SM {key[1]}"
+                                         f"{planes_label})", other))
                     if not args.no_earlier:
                         variants.append((EARLIER, "earlier"))
                 for label, kernel in variants:
@@ -172,7 +193,9 @@ def main():
                         row.update(gauss_points=q, cofactors=system.galerkin.cofactors, threads=kernel.threads,
                                    blocks_per_sm=blocks, planes=planes,
                                    shared_bytes=kernel.shared_bytes(u.dtype), rhs_ms=1e3 * seconds,
-                                   rhs_gflops=work_per_element(p, q) * system.num_elements / seconds / 1e9,
+                                   square=kernel.square,
+                                   rhs_gflops=(square_work_per_element(p) if kernel.square else work_per_element(p, q))
+                                   * system.num_elements / seconds / 1e9,
                                    rhs_gbytes_per_s=bytes_per_element(p, q, u.dtype.itemsize) * system.num_elements
                                    / seconds / 1e9,
                                    rhs_relative_difference=err)

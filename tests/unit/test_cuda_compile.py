@@ -20,11 +20,13 @@ import subprocess
 import pytest
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import lobatto
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.maxwell.galerkin import quadrature_points
-from lobatto.systems.maxwell.galerkin_cuda import default_min_blocks, default_planes, default_threads, shared_values
+from lobatto.systems.maxwell.galerkin_cuda import (GalerkinCuda, default_min_blocks, default_planes, default_threads,
+                                                   shared_values)
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH (install the CUDA toolkit to run)")
@@ -47,6 +49,21 @@ def galerkin_launches() -> list:
             for kp in (planes, 3 - planes) if q % 2 == 0 else (1,):
                 if shared_values(p, q, kp) * size <= limit:
                     out.append((p, q, t, threads, default_min_blocks(p, q, size, threads, limit, kp), kp))
+    return out
+
+
+def galerkin_square_launches() -> list:
+    """galerkin.cu's square kernel (Q = N + 1) as galerkin_cuda launches it on an H100 at ORDERS
+    and 11, where its block fits (float64 to N = 15, float32 to N = 20): (P, dtype, threads, blocks per SM)."""
+    out = []
+    for n in ORDERS + (11,):
+        p = n + 1
+        for t, dtype in (("double", "float64"), ("float", "float32")):
+            kernel = GalerkinCuda.__new__(GalerkinCuda)  # launch() needs only these
+            kernel.p, kernel.q, kernel.square, kernel.threads, kernel.min_blocks = p, p, True, default_threads(p), None
+            kernel.backend = SimpleNamespace(max_shared_per_block=227 * 1024)
+            if kernel.fits(dtype):
+                out.append((p, t, kernel.threads, kernel.launch(dtype)[0]))
     return out
 
 
@@ -80,6 +97,7 @@ INSTANTIATIONS = {
     # (order + 1, Gauss points Q, dtype, threads per block, blocks per SM, Gauss planes per pass) as
     # systems/maxwell/galerkin_cuda.py picks them (galerkin_launches)
     "galerkin.cu": [f"LOBATTO_GALERKIN_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_launches()]
+    + [f"LOBATTO_GALERKIN_SQUARE_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_square_launches()]
     + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],

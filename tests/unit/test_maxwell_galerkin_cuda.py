@@ -2,8 +2,8 @@
 array code (WeightAdjustedOperator.rhs through CuPy, the skew volume term) on fresh random data,
 on the deformed PEC and periodic boxes, the O-grid cylinder of tests/cylwave.py (2 of its 10
 elements affine) and a sheared box (every element affine: the closed-form kernel alone),
-N = 1, 2, 3, 5, 7, 11 at the default rule Q = N + 1 and some rules of more points (odd and even
-Q), upwind and central fluxes, float64 (1e-12 of the largest value) and float32; an operator with
+N = 1, 2, 3, 5, 7, 11 at the default rule Q = N + 1 (the square kernel, and the general passes
+beside it) and some rules of more points (odd and even Q), upwind and central fluxes, float64 (1e-12 of the largest value) and float32; an operator with
 the strong volume term gets no kernel; and a Simulation stepping through it (graph replay
 included) follows the CPU. Skipped without CuPy and a GPU
 (test_maxwell_galerkin_cuda_emulated.py runs the kernel's source on the CPU)."""
@@ -84,11 +84,14 @@ def test_kernel_equals_the_array_code(tmp_path, cylinder, order, points):
             assert kernel.affine_elements == affine_count(geometry.coords)  # the closed form's
             u, sums, f = backend.asarray(u0), backend.asarray(sums0), backend.asarray(factors)
             expected = operator.rhs(xp, u, (face_values(xp, u, order), sums), f, xp.empty_like(u), epsilon, mu, alpha)
-            out = kernel(u, sums, f, xp.full_like(u, np.nan), epsilon, mu, alpha)
-            expected, out = backend.to_host(expected), backend.to_host(out)
+            assert kernel.square == (points is None)  # Q = N + 1: galerkin_square_kernel
+            kernels = [kernel] + ([GalerkinCuda(backend, operator, square=False)] if points is None else [])
+            expected = backend.to_host(expected)
             scale = np.abs(expected).max()
-            error = np.abs(out - expected).max()
-            assert error <= tolerance * scale, (label, precision, error, scale)
+            for k in kernels:  # at Q = N + 1 the general passes too
+                out = backend.to_host(k(u, sums, f, xp.full_like(u, np.nan), epsilon, mu, alpha))
+                error = np.abs(out - expected).max()
+                assert error <= tolerance * scale, (label, precision, k.square, error, scale)
     strong = WeightAdjustedOperator(geometry, volume="strong").to(get_backend("cuda"))
     assert kernel_for(get_backend("cuda"), strong) is None  # the strong form: the array code's alone
 

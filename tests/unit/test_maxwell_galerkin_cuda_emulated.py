@@ -26,7 +26,8 @@ import pytest
 from lobatto.jit.nvrtc import source_text
 from lobatto.systems.dg import face_values
 from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator, quadrature_points
-from lobatto.systems.maxwell.galerkin_cuda import SOURCE, default_threads, matrices, shared_values
+from lobatto.systems.maxwell.galerkin_cuda import (SOURCE, default_threads, matrices, shared_values,
+                                                   square_matrices, square_shared_values)
 
 from cylwave import cylinder_rea
 from test_maxwell_galerkin import BOX, PERIODIC, simulation
@@ -82,7 +83,33 @@ static void launch(const T* u, const T* sums, const T* factors, const long long*
         for (auto& t : threads) t.join();
     }
 }
+template <int P, typename T, int NT>
+static void launch_square(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof,
+                          const T* wj, const T* normals, const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch,
+                          long long E, const long long* blocks, int nblocks) {
+    std::vector<unsigned char> shared(sizeof(T) * lobatto::GalerkinSquareLayout<P>::SIZE);
+    for (int n = 0; n < nblocks; ++n) {
+        std::memset(shared.data(), 0xff, shared.size());  // NaN in every value
+        std::barrier<> block(NT);
+        lobatto_block_barrier = &block;
+        lobatto_block_shared = shared.data();
+        std::vector<std::thread> threads;
+        for (int x = 0; x < NT; ++x)
+            threads.emplace_back([=] {
+                threadIdx.x = x; blockIdx.x = (int)blocks[n];
+                lobatto::galerkin_square_kernel<P, T, NT, 1>(u, sums, factors, elements, cof, wj, normals, fw, mats,
+                                                             out, ie, im, ce, ch, E);
+            });
+        for (auto& t : threads) t.join();
+    }
+}
 """
+
+
+def square_launches():
+    """(N, threads) of the square kernel's emulated launches (Q = N + 1): default_threads, and at
+    N = 3 and 7 more threads than lines (idle ones in every pass), at N = 2 fewer than points."""
+    return [(n, default_threads(n + 1)) for n in ORDERS] + [(3, 96), (7, 128), (2, 32)]
 
 
 def launches():
@@ -137,6 +164,19 @@ def dispatch() -> str:
             lines.append(f"    if (order == {n} && q == {q} && planes == {kp}) "
                          f"return lobatto::GalerkinLayout<{n + 1}, {q}, {kp}>::SIZE;")
     lines.append("    return -1;\n}")
+    lines.append('extern "C" int square_layout_size(int p) {')
+    for n in ORDERS + (14, 15):
+        lines.append(f"    if (p == {n + 1}) return lobatto::GalerkinSquareLayout<{n + 1}>::SIZE;")
+    lines.append("    return -1;\n}")
+    for ctype, name in (("double", "f64"), ("float", "f32")):
+        p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
+        lines.append(f'extern "C" void square_{name}(int order, int threads, const long long* elements, {p}, '
+                     f'{ctype}* out, {ctype} ie, {ctype} im, {ctype} ce, {ctype} ch, long long E, '
+                     'const long long* blocks, int nblocks) {')
+        for n, nt in square_launches():
+            lines.append(f"    if (order == {n} && threads == {nt}) launch_square<{n + 1}, {ctype}, {nt}>"
+                         "(a0, a1, a2, elements, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
+        lines.append("}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
         lines.append(f'extern "C" void run_{name}(int order, int q, int threads, int planes, '
@@ -174,6 +214,10 @@ def emulated(tmp_path_factory):
         getattr(lib, name).argtypes = ([ctypes.c_int] * 4 + [ctypes.c_void_p] * 10
                                        + [ctypes.c_double if name == "run_f64" else ctypes.c_float] * 4
                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
+    for name in ("square_f64", "square_f32"):
+        getattr(lib, name).argtypes = ([ctypes.c_int] * 2 + [ctypes.c_void_p] * 10
+                                       + [ctypes.c_double if name == "square_f64" else ctypes.c_float] * 4
+                                       + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
     lib.affine_f64.argtypes = ([ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_longlong] + [ctypes.c_void_p] * 3
                                + [ctypes.c_double] * 4 + [ctypes.c_longlong])
     lib.update_f64.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double] * 3 + [ctypes.c_longlong]
@@ -187,18 +231,22 @@ def cylinder(tmp_path_factory):
     return {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}}
 
 
-def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads, planes):
-    """The kernel's out for the blocks of ``elements`` (NaN elsewhere)."""
+def emulate(lib, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads, planes, square=False):
+    """The kernel's out for the blocks of ``elements`` (NaN elsewhere); square: galerkin_square_kernel's."""
+    mats = square_matrices(operator.order) if square else matrices(operator.order, operator.points)
     cast = [np.ascontiguousarray(a, dtype=dtype) for a in (
         u, sums, factors, operator.weighted_cofactors, operator.inverse_jacobian_weights, operator.normals,
-        operator.face_weights, matrices(operator.order, operator.points))]
+        operator.face_weights, mats)]
     out = np.full(u.shape, np.nan, dtype=dtype)
     blocks = np.array([2 * e + g for e in elements for g in (0, 1)], dtype=np.int64)
     z = (mu / epsilon) ** 0.5
-    run = lib.run_f64 if dtype == np.float64 else lib.run_f32
     every = np.arange(u.shape[1], dtype=np.int64)  # block pair m computes element m
-    run(operator.order, operator.points, threads, planes, every.ctypes.data, *(a.ctypes.data for a in cast),
-        out.ctypes.data, 1 / epsilon, 1 / mu, alpha / z, alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
+    rest = (every.ctypes.data, *(a.ctypes.data for a in cast), out.ctypes.data, 1 / epsilon, 1 / mu, alpha / z,
+            alpha * z, u.shape[1], blocks.ctypes.data, len(blocks))
+    if square:
+        (lib.square_f64 if dtype == np.float64 else lib.square_f32)(operator.order, threads, *rest)
+    else:
+        (lib.run_f64 if dtype == np.float64 else lib.run_f32)(operator.order, operator.points, threads, planes, *rest)
     return out
 
 
@@ -233,6 +281,35 @@ def test_emulated_kernel_equals_the_array_code(tmp_path, emulated, cylinder, ord
         sim.close()
 
 
+@pytest.mark.parametrize("order,threads", square_launches())
+def test_emulated_square_kernel_equals_the_array_code(tmp_path, emulated, cylinder, order, threads):
+    """galerkin_square_kernel (Q = N + 1) against the array code: deformed PEC and periodic boxes
+    and the curved cylinder, upwind and central fluxes, float64 and float32."""
+    rng = np.random.default_rng()
+    meshes = {"box": BOX, "cylinder": cylinder} | ({"periodic": PERIODIC} if order <= 5 else {})
+    for label, mesh in meshes.items():
+        sim = simulation(tmp_path / label, mesh, order)
+        operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
+        assert operator.volume == "skew" and operator.points == order + 1
+        e, n = sim.u.shape[1], order + 1
+        u = rng.standard_normal(sim.u.shape)
+        sums = rng.standard_normal((6, e, 6, n, n))
+        epsilon, mu = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0)
+        alpha = 0.0 if label == "periodic" or (label == "cylinder" and order % 2) else rng.uniform(0.2, 1.0)
+        expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu,
+                                alpha)
+        elements = range(e) if order <= 3 else [0] if label == "box" else [e - 1]
+        for dtype, tolerance in ((np.float64, 1e-12), (np.float32, 2e-5)):
+            if dtype == np.float32 and (order > 7 or (order > 3 and label != "box")):
+                continue
+            out = emulate(emulated, operator, factors, u, sums, epsilon, mu, alpha, dtype, elements, threads, 1,
+                          square=True)
+            scale = np.abs(expected[:, elements]).max()
+            error = np.abs(out[:, elements] - expected[:, elements]).max()
+            assert error <= tolerance * scale, (label, np.dtype(dtype).name, alpha, error, scale)
+        sim.close()
+
+
 def test_emulated_stage_update(emulated):
     """residual = a residual + dt du, u += b residual; a = 0 discards the residual (NaN here)."""
     rng = np.random.default_rng()
@@ -253,6 +330,8 @@ def test_shared_size_is_the_kernels(emulated):
     for n, q in layouts():
         for planes in (1, 2):
             assert emulated.layout_size(n, q, planes) == shared_values(n + 1, q, planes), (n, q, planes)
+    for n in ORDERS + (14, 15):
+        assert emulated.square_layout_size(n + 1) == square_shared_values(n + 1), n
 
 
 class _EmulatedFunction:
@@ -277,8 +356,17 @@ class _EmulatedFunction:
             assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
             self.lib.update_f64(*pointer[:3], *(float(x) for x in args[3:6]), int(args[6]))
             return
-        p, q, ctype, nt, _, kp = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
         e, elements = int(args[-1]), args[3]
+        if "square" in self.name:
+            p, ctype, nt, _ = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
+            assert ctype == "double" and grid == (2 * elements.size,) and block == (int(nt),)
+            assert shared_mem == square_shared_values(int(p)) * 8 and elements.dtype == np.int64
+            assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3] + args[4:10])
+            blocks = np.arange(2 * elements.size, dtype=np.int64)
+            self.lib.square_f64(int(p) - 1, int(nt), pointer[3], *pointer[:3], *pointer[4:10],
+                                *(float(x) for x in args[10:14]), e, blocks.ctypes.data, len(blocks))
+            return
+        p, q, ctype, nt, _, kp = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
         assert ctype == "double" and grid == (2 * elements.size,) and block == (int(nt),) and elements.dtype == np.int64
         assert shared_mem == shared_values(int(p), int(q), int(kp)) * 8
         assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3] + args[4:10])
@@ -303,7 +391,11 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel is not None and kernel.threads == default_threads(operator.points)
-    assert kernel.launch(np.float64)[1] == 1  # Q odd: one plane per pass
+    assert kernel.square  # Q = N + 1: the square kernel; the general passes below
+    general = galerkin_cuda.GalerkinCuda(backend, operator, square=False)
+    assert general.launch(np.float64)[1] == 1  # Q odd: one plane per pass
+    with pytest.raises(ValueError, match="N \\+ 1"):
+        galerkin_cuda.GalerkinCuda(backend, WeightAdjustedOperator(sim.system.geometry, points=5), square=True)
     # the strong form (kept for comparisons) is the array code's alone
     assert galerkin_cuda.kernel_for(backend, WeightAdjustedOperator(sim.system.geometry, volume="strong")) is None
     with pytest.raises(ValueError, match="skew"):
@@ -313,13 +405,17 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     sums = rng.standard_normal((6, e, 6, n, n))
     epsilon, mu, alpha, a, b, dt = 1.3, 0.8, 1.0, -0.6, 0.4, 0.01
     expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
-    out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
-    assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
+    for k in (kernel, general):
+        out = k(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
+        assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
     expected_residual = a * residual + dt * expected
     expected_u = u + b * expected_residual
     kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
     assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
     assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
+    # beyond the square block's shared memory (3176 bytes at N = 2; the general one's 2816) the general passes
+    small = types.SimpleNamespace(**{**vars(backend), "max_shared_per_block": 3000})
+    assert not galerkin_cuda.kernel_for(small, operator).square
     sim.close()
 
 
@@ -353,7 +449,7 @@ def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, c
     e, n = sim.u.shape[1], order + 1
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel.affine_elements == {"cylinder": 2, "sheared": e}[mesh_name]
-    assert kernel.q == (points or order + 1)
+    assert kernel.q == (points or order + 1) and kernel.square == (points is None)
     u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))
     epsilon, mu, a, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), -0.6, 0.4, 0.01

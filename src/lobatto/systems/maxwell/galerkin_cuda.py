@@ -6,15 +6,22 @@ arguments.
 (B + B_w) / 2, any Q >= N + 1; an operator with volume = "strong" gets no kernel), and ``.stage(...)`` a whole
 low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
-transposes, V M^-1 and M^-1 V^T (M the exact 1D mass). Affine elements (galerkin_cpu.
+transposes, V M^-1 and M^-1 V^T (M the exact 1D mass); at Q = N + 1 (the default rule)
+galerkin_square_kernel instead, the whole rhs at the Gauss points with their own derivative
+D_G = V D V^-1 (kernels/galerkin.c's square_rhs; square_matrices; about 0.6 of the general
+passes' flops, see benchmarks/galerkin_cuda_speed.py), unless its block does not fit (float64
+from N = 16: then the general passes). Affine elements (galerkin_cpu.
 affine_constants, as the C kernel) take galerkin_affine_kernel's closed form, one thread per
 node; the others one block of ``threads`` threads per (element, field triple), two Gauss planes
-per pass where that costs no resident block (default_planes; an odd Q takes one); the shared
-memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
+per pass where that costs no resident block (default_planes; an odd Q takes one); the general
+passes' shared memory is ``shared_values(P, Q, planes)`` values (float64, one plane, Q = quadrature_points(N)
 = N + 1: 25.5 KiB at N = 7, 70.9 KiB at N = 11, 128 KiB at N = 14, 205 KiB at N = 17). Where one
 plane does not fit the device (on an H100, 227 KiB: float64 from N = 18, 238 KiB; float32 from
 N = 24) ``kernel_for`` returns None and the array code runs; with the strong form's rule
 Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and float32 at 21.
+The square kernel's is ``square_shared_values(P)`` (two buffers of 3 Q^3 values, rows padded to
+an odd length, and the 1D matrices; float64: 30.7 KiB at N = 7, 92.5 KiB at N = 11, 166 KiB at
+N = 14, 212 KiB at N = 15; float32 to N = 20).
 Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
 CUDA graph.
 """
@@ -42,6 +49,13 @@ def shared_values(p: int, q: int, planes: int = 1) -> int:
     return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * buffers
 
 
+def square_shared_values(p: int) -> int:
+    """Values of shared memory per block of galerkin_square_kernel (Q = P): GalerkinSquareLayout<P>::SIZE."""
+    q2, cs = p * p, p * p * (p | 1)
+    mats = 4 * q2 + 3 * p
+    return mats + mats % 2 + 3 * cs + max(3 * cs, 30 * q2)
+
+
 def default_threads(q: int) -> int:
     """One thread per Gauss point of a plane (the heaviest pass), in whole warps, 64 to 1024."""
     return int(min(1024, max(64, 32 * -(-q * q // 32))))
@@ -58,6 +72,17 @@ def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: 
     launches beside this one."""
     by_shared = max_shared // max(1, shared_values(p, q, planes) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
+
+
+def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
+    """galerkin_square_kernel's blocks per SM (its __launch_bounds__): as many as the shared memory
+    and the SM's 2048 threads hold, with registers for a line pass's two lines of 3 Q values
+    (f_G and G_b) besides about 64, in whole 32s: nvcc 13.0 -Xptxas -v, sm_90, float64, N = 7 (64
+    threads): 160 registers unbounded, 128 with 64 bytes of spills at 7 blocks, none at 6 (the
+    default); N = 5: 4 bytes at 7, none at 6 (the default). Not measured on a GPU."""
+    registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
+    by_shared = max_shared // max(1, square_shared_values(p) * itemsize)
+    return int(max(1, min(by_shared, 2048 // threads, 65536 // (registers * threads), 32)))
 
 
 def default_planes(p: int, q: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
@@ -80,6 +105,17 @@ def matrices(order: int, points: int) -> np.ndarray:
     return np.concatenate([m.ravel() for m in (v, vd, np.stack([v.T, vd.T], axis=-1), wt, wt.T)])
 
 
+def square_matrices(order: int) -> np.ndarray:
+    """galerkin_square_kernel's (Q = P = N + 1): V, V^T, D_G = V D V^-1, A^T (A = V M^-1),
+    w_q A[q][0, P - 1] (Q x 2), 1 / w (float64, 4 P^2 + 3 P values)."""
+    xg, wg = np.polynomial.legendre.leggauss(order + 1)
+    v = interpolation_matrix(order, xg)
+    a = v @ np.linalg.inv(v.T @ (wg[:, None] * v))
+    dg = v @ derivative_matrix(order) @ np.linalg.inv(v)
+    wa = wg[:, None] * a[:, [0, -1]]
+    return np.concatenate([m.ravel() for m in (v, v.T, dg, a.T, wa, 1.0 / wg)])
+
+
 def affine_matrices(order: int, points: int) -> np.ndarray:
     """D (P x P), then the columns 0 and P - 1 of M^-1 (M the exact 1D mass): galerkin_affine_kernel's."""
     xg, wg = np.polynomial.legendre.leggauss(points)
@@ -96,16 +132,22 @@ class GalerkinCuda:
     """The compiled rhs of one operator, per dtype (compiled on first use)."""
 
     def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None,
-                 planes: int | None = None):
+                 planes: int | None = None, square: bool | None = None):
         if getattr(operator, "volume", "skew") != "skew":
             raise ValueError(f"the CUDA kernel computes the skew volume term only, not {operator.volume!r} "
                              "(kernel_for: None, the array code runs it)")
         self.backend, self.operator = backend, operator
         self.p, self.q = operator.order + 1, operator.points
+        # Q = N + 1: galerkin_square_kernel (the whole rhs at the Gauss points) unless square=False
+        # (the general passes, kept for comparisons) or its block does not fit the device
+        self.square = self.q == self.p if square is None else bool(square)
+        if self.square and self.q != self.p:
+            raise ValueError(f"the square kernel needs Q = N + 1, not Q = {self.q} at N = {operator.order}")
         self.threads = default_threads(self.q) if threads is None else int(threads)
         self.min_blocks = min_blocks  # None: default_min_blocks per dtype
         self.planes = planes  # None: default_planes per dtype
-        self._host_matrices = matrices(operator.order, operator.points)
+        self._host_matrices = square_matrices(operator.order) if self.square else matrices(operator.order,
+                                                                                          operator.points)
         self._host_affine = affine_matrices(operator.order, operator.points)
         # the elements of the block kernel (curved) and of the closed form (affine), and the latter's constants
         flat, constants = affine_constants(SimpleNamespace(points=operator.points, **{
@@ -123,10 +165,14 @@ class GalerkinCuda:
     def launch(self, dtype) -> tuple[int, int]:
         """(blocks per SM, planes per pass) of the launch in this dtype."""
         size, limit = np.dtype(dtype).itemsize, self.backend.max_shared_per_block
+        if self.square:
+            return self.min_blocks or square_min_blocks(self.p, size, self.threads, limit), 1
         planes = self.planes or default_planes(self.p, self.q, size, self.threads, limit)
         return self.min_blocks or default_min_blocks(self.p, self.q, size, self.threads, limit, planes), planes
 
     def shared_bytes(self, dtype) -> int:
+        if self.square:
+            return square_shared_values(self.p) * np.dtype(dtype).itemsize
         return shared_values(self.p, self.q, self.launch(dtype)[1]) * np.dtype(dtype).itemsize
 
     def fits(self, dtype) -> bool:
@@ -137,8 +183,9 @@ class GalerkinCuda:
         entry = self._compiled.get(dtype.name)
         if entry is None:
             blocks, planes = self.launch(dtype)
-            name = (f"lobatto::galerkin_rhs_kernel<{self.p}, {self.q}, {ctype(dtype)}, {self.threads}, {blocks}, "
-                    f"{planes}>")
+            name = (f"lobatto::galerkin_square_kernel<{self.p}, {ctype(dtype)}, {self.threads}, {blocks}>"
+                    if self.square else f"lobatto::galerkin_rhs_kernel<{self.p}, {self.q}, {ctype(dtype)}, "
+                    f"{self.threads}, {blocks}, {planes}>")
             fn = get_module(SOURCE, (name,)).get_function(name)
             smem = self.shared_bytes(dtype)
             if smem > 48 * 1024:
@@ -219,4 +266,6 @@ def kernel_for(backend, operator) -> GalerkinCuda | None:
     if getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew":
         return None
     kernel = GalerkinCuda(backend, operator)
+    if kernel.square and not kernel.fits(backend.dtype):  # N + 1 beyond the square block: the general passes
+        kernel = GalerkinCuda(backend, operator, square=False)
     return kernel if kernel.fits(backend.dtype) else None

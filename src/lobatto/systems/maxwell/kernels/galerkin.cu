@@ -2,6 +2,9 @@
 // volume_form = "galerkin"): the rhs of systems/maxwell/galerkin.py (WeightAdjustedOperator.rhs
 // with its default volume = "skew"), one thread block per (element, field triple).
 //
+// Q = N + 1 (the default rule) takes galerkin_square_kernel below (the whole rhs at the Gauss
+// points, as kernels/galerkin.c's square_rhs); galerkin_rhs_kernel, described here, any Q >= N + 1.
+//
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
 // run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
@@ -513,6 +516,272 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     }
 }
 
+// Q = N + 1 (the default rule; V square): galerkin_square_kernel, the whole rhs at the Gauss
+// points (the C kernel's square_rhs). With V invertible, (V D)^T = V^T D_G^T (D_G = V D V^-1,
+// the Gauss points' own derivative) and A V^T = W^-1 (A = V M^-1, M = V^T W V), so
+//     out = A^T [ (Y + faces) w/J / w_i w_j w_k ],  Y = (scale / 2) (S - sum_b D_G^T_b G_b)
+// with S = sum_b w J a^b x D_G_b f_G, G_b = w J a^b x f_G, f_G = V V V f; a face's V^T_2 F at its
+// end of the normal axis is V^T of w_q A[q][end] F along that normal line. Per group (the same
+// blocks as galerkin_rhs_kernel): f_G (V along i, j, k: 3 passes), then per axis b one pass over
+// the Q^2 lines along b, a thread a line: at each point of the line S's share cof_b x D_G_b f
+// (D_G along the line from shared memory; each cofactor read once per group) added to Y and
+// G_b kept in registers (3 Q values), then less D_G^T G_b along the line (no Q^3 buffer of
+// products: S and the weak half split by axis, each on its own lines); faces as galerkin_rhs_kernel's (jumps less the own trace for the source triple, V along
+// b, V along a, the flux times w sJ) into F (6 faces x 3 x Q^2), then one pass over the points:
+// Y + the six faces' F along their normals, times w/J / (w_i w_j w_k); A^T along i, j, k, the
+// last straight to out. 2 buffers of 3 Q^3 values (rows padded to an odd length: a line along i
+// is a thread's, so the threads of a warp read rows Q + 1 apart, conflict-free) and the 1D
+// matrices (galerkin_cuda.square_shared_values): float64 30.7 KiB at N = 7, 166 KiB at N = 14,
+// 212 KiB at N = 15. A line pass keeps a thread's line of f_G and G_b (6 Q values) in registers:
+// 160 a thread at N = 7 (float64), hence 6 blocks per SM (galerkin_cuda.square_min_blocks).
+template <int P>
+struct GalerkinSquareLayout {
+    static constexpr int Q = P, Q2 = Q * Q;
+    static constexpr int QR = Q | 1;          // row stride of the Q^3 buffers: odd
+    static constexpr int CS = Q * Q * QR;     // component stride of a buffer
+    // matrices: V (Q x P), VT = V^T (P x Q), DG (Q x Q), AT = (V M^-1)^T (P x Q), WA (Q x 2) w_q A[q][0, P-1], WINV (Q) 1/w
+    static constexpr int V = 0, VT = Q2, DG = 2 * Q2, AT = 3 * Q2, WA = 4 * Q2, WINV = 4 * Q2 + 2 * Q;
+    static constexpr int MATS = 4 * Q2 + 3 * Q;
+    static constexpr int Y = MATS + (MATS & 1);
+    static constexpr int X = Y + 3 * CS;      // f_G; then the faces' scratch: J1 (6 P^2), J2 (6 P Q), F (18 Q^2)
+    static constexpr int J1 = 0, J2 = 6 * Q2, F = 12 * Q2;
+    static constexpr int XS = 3 * CS > 30 * Q2 ? 3 * CS : 30 * Q2;
+    static constexpr int SIZE = X + XS;
+};
+
+// u, sums, factors, elements, cofactors, wj, normals, face_weights, out, scalars: as
+// galerkin_rhs_kernel's; matrices: GalerkinSquareLayout's (galerkin_cuda.square_matrices).
+template <int P, typename T, int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                       const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
+                       const T* LOBATTO_RESTRICT wj, const T* LOBATTO_RESTRICT normals,
+                       const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
+                       T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E) {
+    using L = GalerkinSquareLayout<P>;
+    constexpr int Q = P, P2 = P * P, P3 = P2 * P, Q2 = Q * Q, Q3 = Q2 * Q, QR = L::QR, CS = L::CS;
+    LOBATTO_DYNAMIC_SHARED(galerkin_smem);
+    T* s = reinterpret_cast<T*>(galerkin_smem);
+    const T* sV = s + L::V;
+    const T* sVT = s + L::VT;
+    const T* sDG = s + L::DG;
+    const T* sAT = s + L::AT;
+    const T* sWA = s + L::WA;
+    const T* sWI = s + L::WINV;
+    T* Y = s + L::Y;
+    T* X = s + L::X;
+
+    const int t = threadIdx.x;
+    const index_t e = elements[blockIdx.x >> 1];
+    const int g = blockIdx.x & 1;
+    const int target = 3 * g, source = 3 - target;
+    const T half = T(0.5) * (g == 0 ? inv_eps : -inv_mu);  // the skew form's (B + B_w) / 2, scaled
+    const index_t field = E * P3;
+    const index_t cstride = E * (index_t)Q3;
+    const T* cof = cofactors + e * (index_t)Q3;
+
+    for (int q = t; q < L::MATS; q += NT) s[q] = matrices[q];
+    for (int q = t; q < 3 * P3; q += NT) {  // the source triple into Y [c][k][j][i] (rows of QR)
+        const int c = q / P3, r = q - c * P3, k = r / P2, j = (r / P) % P, i = r % P;
+        Y[c * CS + (k * Q + j) * QR + i] = u[(source + c) * field + e * P3 + r];
+    }
+    __syncthreads();
+    // f_G = V along i (Y -> X), j (X -> Y), k (Y -> X)
+    for (int q = t; q < 3 * Q3; q += NT) {
+        const int c = q / Q3, r = q - c * Q3, kj = r / Q, i = r - kj * Q;
+        const T* in = Y + c * CS + kj * QR;
+        T sum = T(0);
+#pragma unroll
+        for (int l = 0; l < P; ++l) sum += sVT[l * Q + i] * in[l];
+        X[c * CS + kj * QR + i] = sum;
+    }
+    __syncthreads();
+    for (int q = t; q < 3 * Q3; q += NT) {
+        const int c = q / Q3, r = q - c * Q3, k = r / Q2, j = (r / Q) % Q, i = r % Q;
+        const T* in = X + c * CS + k * Q * QR + i;
+        T sum = T(0);
+#pragma unroll
+        for (int l = 0; l < P; ++l) sum += sV[j * P + l] * in[l * QR];
+        Y[c * CS + (k * Q + j) * QR + i] = sum;
+    }
+    __syncthreads();
+    for (int q = t; q < 3 * Q3; q += NT) {
+        const int c = q / Q3, r = q - c * Q3, k = r / Q2, ji = r - k * Q2, j = ji / Q, i = ji - j * Q;
+        const T* in = Y + c * CS + j * QR + i;
+        T sum = T(0);
+#pragma unroll
+        for (int l = 0; l < P; ++l) sum += sV[k * P + l] * in[l * Q * QR];
+        X[c * CS + (k * Q + j) * QR + i] = sum;
+    }
+    __syncthreads();
+
+    // 1. volume: per axis b, Y (=, then +=) (scale / 2) (w J a^b x D_G f - D_G^T (w J a^b x f)) along b's lines
+#pragma unroll
+    for (int b = 0; b < 3; ++b) {
+        const int st = b == 0 ? 1 : b == 1 ? QR : Q * QR;  // along the line in X and Y
+        const int gst = b == 0 ? 1 : b == 1 ? Q : Q2;      // along the line in the cofactors
+        const T* cb = cof + 3 * b * cstride;
+        for (int line = t; line < Q2; line += NT) {
+            const int la = line / Q, lb = line - la * Q;  // (k, j), (k, i), (j, i)
+            const int base = b == 0 ? (la * Q + lb) * QR : b == 1 ? la * Q * QR + lb : la * QR + lb;
+            const int gbase = b == 0 ? (la * Q + lb) * Q : b == 1 ? la * Q2 + lb : la * Q + lb;
+            // at each point l of the line: G_b (kept for the second loop) and S's share with D_G f
+            // along the line from shared memory (each cofactor read once per group)
+            T G[3][Q];
+#pragma unroll
+            for (int l = 0; l < Q; ++l) {
+                const int o = base + l * st, p = gbase + l * gst;
+                const T c0 = cb[p], c1 = cb[cstride + p], c2 = cb[2 * cstride + p];
+                const T f0 = X[o], f1 = X[CS + o], f2 = X[2 * CS + o];
+                G[0][l] = c1 * f2 - c2 * f1;
+                G[1][l] = c2 * f0 - c0 * f2;
+                G[2][l] = c0 * f1 - c1 * f0;
+                T d0 = T(0), d1 = T(0), d2 = T(0);
+#pragma unroll
+                for (int m = 0; m < Q; ++m) {
+                    const T dg = sDG[l * Q + m];
+                    const int om = base + m * st;
+                    d0 += dg * X[om];
+                    d1 += dg * X[CS + om];
+                    d2 += dg * X[2 * CS + om];
+                }
+                T* y = Y + o;
+                const T y0 = half * (c1 * d2 - c2 * d1), y1 = half * (c2 * d0 - c0 * d2), y2 = half * (c0 * d1 - c1 * d0);
+                if (b == 0) {
+                    y[0] = y0, y[CS] = y1, y[2 * CS] = y2;
+                } else {
+                    y[0] += y0, y[CS] += y1, y[2 * CS] += y2;
+                }
+            }
+            // less D_G^T G_b along the line (the thread's own points: no barrier)
+#pragma unroll 1
+            for (int q = 0; q < Q; ++q) {
+                T w0 = T(0), w1 = T(0), w2 = T(0);
+#pragma unroll
+                for (int l = 0; l < Q; ++l) {
+                    const T dt = sDG[l * Q + q];
+                    w0 += dt * G[0][l];
+                    w1 += dt * G[1][l];
+                    w2 += dt * G[2][l];
+                }
+                T* y = Y + base + q * st;
+                y[0] -= half * w0, y[CS] -= half * w1, y[2 * CS] -= half * w2;
+            }
+        }
+        __syncthreads();  // the next axis's lines cross these
+    }
+
+    // 2. faces: F [f][a][qa][qb] = the flux (with B_w's own-trace part) times w sJ at the Gauss
+    // face points, as galerkin_rhs_kernel's (X is free now)
+    T* J1 = X + L::J1;
+    T* J2 = X + L::J2;
+    T* F = X + L::F;
+#pragma unroll 1
+    for (int f = 0; f < 6; ++f) {
+        const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+        const bool interior = fe == T(1) && fh == T(1);
+        for (int q = t; q < 6 * P2; q += NT) {  // J1 [comp][x][y]: the jumps, the source's less its own value
+            const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
+            const T own = u[comp * field + e * P3 + galerkin_face_node<P>(f, x, y)];
+            const T jump = interior ? T(2) * own - sums[((comp * E + e) * 6 + f) * P2 + xy] : (comp < 3 ? fe : fh) * own;
+            J1[q] = comp >= source && comp < source + 3 ? jump - own : jump;
+        }
+        __syncthreads();
+        for (int q = t; q < P * Q; q += NT) {  // J2 [comp][x][qb]: V along b
+            const int x = q / Q, qb = q - x * Q;
+            const T* in = J1 + x * P;
+            T sum[6];
+#pragma unroll
+            for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
+#pragma unroll
+            for (int l = 0; l < P; ++l) {
+                const T v = sVT[l * Q + qb];
+#pragma unroll
+                for (int comp = 0; comp < 6; ++comp) sum[comp] += v * in[comp * P2 + l];
+            }
+#pragma unroll
+            for (int comp = 0; comp < 6; ++comp) J2[comp * P * Q + q] = sum[comp];
+        }
+        __syncthreads();
+        for (int q = t; q < Q2; q += NT) {  // V along a, the flux (J1 and J2 are rewritten after barriers)
+            const int qa = q / Q, qb = q - qa * Q;
+            T jump[6];
+#pragma unroll
+            for (int comp = 0; comp < 6; ++comp) {
+                const T* in = J2 + comp * P * Q + qb;
+                T sum = T(0);
+#pragma unroll
+                for (int l = 0; l < P; ++l) sum += sV[qa * P + l] * in[l * Q];
+                jump[comp] = sum;
+            }
+            const index_t fp = (e * 6 + f) * Q2 + q;
+            const index_t nstride = E * 6 * Q2;
+            const T n0 = normals[fp], n1 = normals[nstride + fp], n2 = normals[2 * nstride + fp];
+            const T w = face_weights[fp];
+            const T se0 = n2 * jump[1] - n1 * jump[2], se1 = n0 * jump[2] - n2 * jump[0], se2 = n1 * jump[0] - n0 * jump[1];
+            const T sh0 = n2 * jump[4] - n1 * jump[5], sh1 = n0 * jump[5] - n2 * jump[3], sh2 = n1 * jump[3] - n0 * jump[4];
+            T* o = F + f * 3 * Q2 + q;
+            if (g == 0) {
+                const T c = T(0.5) * inv_eps * w;
+                o[0] = c * (sh0 - ce * (n1 * se2 - n2 * se1));
+                o[Q2] = c * (sh1 - ce * (n2 * se0 - n0 * se2));
+                o[2 * Q2] = c * (sh2 - ce * (n0 * se1 - n1 * se0));
+            } else {
+                const T c = T(0.5) * inv_mu * w;
+                o[0] = -c * (se0 + ch * (n1 * sh2 - n2 * sh1));
+                o[Q2] = -c * (se1 + ch * (n2 * sh0 - n0 * sh2));
+                o[2 * Q2] = -c * (se2 + ch * (n0 * sh1 - n1 * sh0));
+            }
+        }
+    }
+    __syncthreads();
+
+    // 3. Y + the faces along their normals, times w/J / (w_i w_j w_k) (= w/J . W^-1), in place
+    for (int q = t; q < Q3; q += NT) {
+        const int k = q / Q2, ji = q - k * Q2, j = ji / Q, i = ji - j * Q;
+        const T weight = wj[e * (index_t)Q3 + q] * sWI[i] * sWI[j] * sWI[k];
+        const T a0 = sWA[2 * i], a1 = sWA[2 * i + 1], b0 = sWA[2 * j], b1 = sWA[2 * j + 1];
+        const T k0 = sWA[2 * k], k1 = sWA[2 * k + 1];
+        const int kj = k * Q + j, ki = k * Q + i;
+        T* y = Y + kj * QR + i;
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+            const T* Fc = F + c * Q2;
+            const T faces = a0 * Fc[kj] + a1 * Fc[3 * Q2 + kj] + b0 * Fc[6 * Q2 + ki] + b1 * Fc[9 * Q2 + ki]
+                            + k0 * Fc[12 * Q2 + ji] + k1 * Fc[15 * Q2 + ji];
+            y[c * CS] = (y[c * CS] + faces) * weight;
+        }
+    }
+    __syncthreads();
+    // A^T along i (Y -> X), j (X -> Y), k (Y -> out)
+    for (int q = t; q < 3 * P3; q += NT) {
+        const int c = q / P3, r = q - c * P3, kj = r / P, i = r - kj * P;
+        const T* in = Y + c * CS + kj * QR;
+        T sum = T(0);
+#pragma unroll
+        for (int l = 0; l < Q; ++l) sum += sAT[i * Q + l] * in[l];
+        X[c * CS + kj * QR + i] = sum;
+    }
+    __syncthreads();
+    for (int q = t; q < 3 * P3; q += NT) {
+        const int c = q / P3, r = q - c * P3, k = r / P2, j = (r / P) % P, i = r % P;
+        const T* in = X + c * CS + k * Q * QR + i;
+        T sum = T(0);
+#pragma unroll
+        for (int l = 0; l < Q; ++l) sum += sAT[j * Q + l] * in[l * QR];
+        Y[c * CS + (k * Q + j) * QR + i] = sum;
+    }
+    __syncthreads();
+    for (int q = t; q < 3 * P3; q += NT) {
+        const int c = q / P3, r = q - c * P3, k = r / P2, ji = r - k * P2, j = ji / P, i = ji - j * P;
+        const T* in = Y + c * CS + j * QR + i;
+        T sum = T(0);
+#pragma unroll
+        for (int l = 0; l < Q; ++l) sum += sAT[k * Q + l] * in[l * Q * QR];
+        out[(target + c) * field + e * P3 + r] = sum;
+    }
+}
+
 // An affine element's rhs in closed form (kernels/galerkin.c affine_rhs, galerkin_cpu.affine_constants):
 // with J a^b, J, n and sJ constant every Gauss rule is exact, so M_W^-1 = M^-1 / J, the volume
 // part is the collocated chain rule (1/J) sum_b J a^b x D_b f and a face's part
@@ -615,6 +884,10 @@ __global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_R
 // galerkin_cuda.py names
 #define LOBATTO_GALERKIN_INSTANTIATE(P, Q, T, NT, MINB, KP)                                                    \
     template __global__ void lobatto::galerkin_rhs_kernel<P, Q, T, NT, MINB, KP>(                              \
+        const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
+        T*, T, T, T, T, lobatto::index_t);
+#define LOBATTO_GALERKIN_SQUARE_INSTANTIATE(P, T, NT, MINB)                                                   \
+    template __global__ void lobatto::galerkin_square_kernel<P, T, NT, MINB>(                                  \
         const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
         T*, T, T, T, T, lobatto::index_t);
 #define LOBATTO_GALERKIN_AFFINE_INSTANTIATE(P, T)                                                              \
