@@ -105,7 +105,7 @@ def test_gentle_curved_mesh_keeps_its_step_and_records_the_check(tmp_path):
 def test_galerkin_step_factors_are_within_the_reach(tmp_path):
     """The Galerkin form's fixed step factors (galerkin.STEP_FACTORS) keep dt rho within the
     reach on the deformed box: the check passes them unchanged."""
-    for order in (1, 2):
+    for order in (1, 2, 4, 7):
         data = {"mesh": {"elements": [2, 2, 2], "boundary": "pec", "deform": DEFORM},
                 "discretization": {"order": order, "volume_form": "galerkin"},
                 "time": {"t_end": 1.0, "cfl": 0.63}, "output": {"formats": []}}
@@ -152,15 +152,15 @@ def test_restart_with_a_faster_wave_refuses_the_kept_step(tmp_path):
 
 
 def test_galerkin_explicit_dt_is_checked_against_its_own_bound(tmp_path):
-    """volume_form = "galerkin" steps at 0.55 of the collocated forms' bound: an explicit dt is
+    """volume_form = "galerkin" steps at 0.61 (N = 4) of the collocated forms' bound: an explicit dt is
     checked against that (on a box, where the spectral-radius check does not run)."""
     def data(**time):
         return {"mesh": {"elements": [2, 2, 2], "boundary": "pec"},
                 "discretization": {"order": 4, "volume_form": "galerkin"},
                 "time": {"t_end": 1.0, **time}, "output": {"formats": []}}
     probe = Simulation(case_from_dict(data(cfl=0.5), name="g"), backend="cpu", output_dir=tmp_path / "p", comm=None)
-    dt = 0.6 * probe.min_spacing  # cfl 0.6: within the split form's 0.63, over the Galerkin form's 0.3465
-    with pytest.raises(InputError, match=r"bound cfl 0.3465 \(0.63 x 0.55 for \[discretization\] volume_form"):
+    dt = 0.6 * probe.min_spacing  # cfl 0.6: within the split form's 0.63, over the Galerkin form's 0.3843
+    with pytest.raises(InputError, match=r"bound cfl 0.3843 \(0.63 x 0.61 for \[discretization\] volume_form"):
         Simulation(case_from_dict(data(dt=dt), name="g"), backend="cpu", output_dir=tmp_path / "g", comm=None)
 
 
