@@ -216,3 +216,21 @@ def test_a_restart_may_not_switch_the_volume_form(tmp_path):
     other = simulation(tmp_path, BOX, 2, t_end=0.1)
     with pytest.raises(InputError, match="volume_form"):
         other.restart(checkpoint)
+
+
+@pytest.mark.parametrize("order", [2, 5])
+def test_square_rule_energy_in_closed_form(tmp_path, cylinder, order):
+    """At Q = N + 1, M_W = V^T diag(w J) V: the energy's products are sum_q w J (V u)^2, equal to
+    the conjugate-gradient products (the other rules' path) to round-off on fresh random data,
+    and a run uses the closed form (no C conjugate gradients installed)."""
+    sim = simulation(tmp_path, cylinder, order)
+    operator = sim.system.galerkin
+    assert operator.points == order + 1
+    assert operator.energy_products.__func__ is galerkin.WeightAdjustedOperator.energy_products
+    u = np.random.default_rng().standard_normal(sim.u.shape)
+    closed = operator.energy_products(np, u)
+    assert np.all(closed > 0)
+    same = galerkin.WeightAdjustedOperator(sim.system.geometry)
+    same.order = -1  # not "square" any more: the conjugate-gradient path on the same arrays
+    assert np.abs(same.energy_products(np, u) - closed).max() < 1e-12 * closed.max()
+    sim.close()

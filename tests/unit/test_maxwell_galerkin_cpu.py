@@ -104,10 +104,13 @@ def test_kernel_equals_array_code(tmp_path, cylinder, order, precision, extra):
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 def test_energy_products_equal_array_code(tmp_path, cylinder, precision):
-    """galerkin_energy (per element CG in C) against WeightAdjustedOperator.energy_products."""
+    """galerkin_energy (per element CG in C) against WeightAdjustedOperator.energy_products, at a
+    rule of N + 2 points (at N + 1 the products have a closed form and no C kernel is installed)."""
     rng = np.random.default_rng()
     for mesh, order in ((BOX, 2), (cylinder, 5)):
         system = simulation(tmp_path, mesh, order, precision).system
+        assert "energy_products" not in vars(system.galerkin)  # Q = N + 1: the closed form
+        galerkin.attach(system, points=order + 2)
         operator = system.galerkin
         assert "energy_products" in vars(operator)  # attach() installed the C products
         u = rng.standard_normal((6, system.num_elements) + (order + 1,) * 3).astype(precision)
@@ -119,7 +122,7 @@ def test_energy_products_equal_array_code(tmp_path, cylinder, precision):
 
 
 def test_central_flux_conserves_through_the_kernel(tmp_path):
-    """The skew form's energy identity at Q = N + 1 with the rhs and the energy in C: the rate of
+    """The skew form's energy identity at Q = N + 1 with the rhs in C (the energy in closed form): the rate of
     random data, B(u, L u) / (2 sqrt(E(u) E(L u))) by polarisation, is round-off with the central
     flux on a general deformed box."""
     rng = np.random.default_rng()
@@ -127,7 +130,6 @@ def test_central_flux_conserves_through_the_kernel(tmp_path):
         sim = simulation(tmp_path / str(order), GENERAL, order, flux="central")
         system = sim.system
         assert system.rhs_kernel.__module__ == galerkin_cpu.__name__ and system.galerkin.points == order + 1
-        assert "energy_products" in vars(system.galerkin)
         u = rng.standard_normal(sim.u.shape)
         du = system.rhs(u, 0.0, np.empty_like(u))
         rate = 0.5 * (system.energy(u + du) - system.energy(u - du))
@@ -136,12 +138,13 @@ def test_central_flux_conserves_through_the_kernel(tmp_path):
 
 
 def test_no_kernel_for_the_strong_form(tmp_path):
-    """volume="strong" (kept for comparisons) runs as array code; the energy's products stay in C."""
+    """volume="strong" (kept for comparisons) runs as array code; the energy's products (Q = N + 1)
+    in closed form as for the skew form."""
     system = simulation(tmp_path, BOX, 2).system
     galerkin.attach(system, volume="strong")
     assert galerkin_cpu.rhs_kernel(system.backend, system.galerkin) is None
     assert system.rhs_kernel.__module__ != galerkin_cpu.__name__
-    assert "energy_products" in vars(system.galerkin)
+    assert "energy_products" not in vars(system.galerkin)
 
 
 def test_larger_gauss_rule_and_element_range(tmp_path, cylinder):

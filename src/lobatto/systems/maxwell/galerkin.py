@@ -189,6 +189,7 @@ class WeightAdjustedOperator:
         self.order, self.points, self.cofactors, self.volume = order, q, cofactors, volume
         self.v, self.weighted_cofactors = v, cof * w3  # (3, 3, E, Q, Q, Q): w_q (J a^b)_a
         self.inverse_jacobian_weights = w3 / jac  # M_{1/J} at the Gauss points
+        self.square_energy_weights = w3 * jac  # w J: M_W's diagonal in the Gauss basis where Q = N + 1
         mass_1d = v.T @ (wg[:, None] * v)  # exact 1D mass of the GLL Lagrange basis
         self.mass_1d, self.inverse_mass_1d = mass_1d, np.linalg.inv(mass_1d)
         self.root_jacobian = np.sqrt(geometry.jacobian)
@@ -214,7 +215,8 @@ class WeightAdjustedOperator:
 
     def to(self, backend):
         """The factors as backend arrays (in place)."""
-        for name in ("v", "weighted_cofactors", "inverse_jacobian_weights", "mass_1d", "inverse_mass_1d",
+        for name in ("v", "weighted_cofactors", "inverse_jacobian_weights", "square_energy_weights", "mass_1d",
+                     "inverse_mass_1d",
                      "root_jacobian", "derivative",
                      "normals", "face_weights"):
             setattr(self, name, backend.asarray(getattr(self, name)))
@@ -260,10 +262,15 @@ class WeightAdjustedOperator:
         return along3(xp, self.inverse_mass_1d, y)
 
     def energy_products(self, xp, u, iterations: int = 100, tolerance: float | None = None):
-        """Per component c, the sum over elements of u_c . M_W u_c = y . M_{1/J}^-1 y (y = M u_c):
-        (6,) float64. M_{1/J} z = y is solved by conjugate gradients on all elements at once,
-        preconditioned by sqrt(J) M^-1 sqrt(J) at the nodes (its inverse where J is constant):
-        a few iterations to round-off."""
+        """Per component c, the sum over elements of u_c . M_W u_c: (6,) float64. With Q = N + 1
+        (V square) M_W = V^T diag(w J) V, so it is sum_q w_q J_q (V u_c)_q^2 (w J = w^2 / (w / J)):
+        three contractions. Otherwise it is y . M_{1/J}^-1 y (y = M u_c), M_{1/J} z = y solved by
+        conjugate gradients on all elements at once, preconditioned by sqrt(J) M^-1 sqrt(J) at the
+        nodes (its inverse where J is constant): a few iterations to round-off."""
+        if self.points == self.order + 1:
+            gauss = along3(xp, self.v, u).astype(xp.float64)  # float64 also in a float32 run
+            weights = self.square_energy_weights
+            return xp.sum(gauss * gauss * weights, axis=(2, 3, 4)).sum(axis=1)
         if tolerance is None:  # round-off of the working precision (float32 cannot reach 1e-14)
             tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
         y = along3(xp, self.mass_1d, u)
@@ -368,7 +375,8 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
         return operator.cuda.stage(u, residual, sums, geometry["face_factors"], epsilon, mu, alpha, a, b, dt)
 
     compiled = galerkin_cpu.rhs_kernel(system.backend, operator)  # None: the array code (no compiler, not cpu)
-    energy_products = galerkin_cpu.energy_kernel(system.backend, operator)
+    # the C energy's conjugate gradients only where the square rule's closed form does not hold
+    energy_products = None if operator.points == order + 1 else galerkin_cpu.energy_kernel(system.backend, operator)
     if energy_products is not None:
         operator.energy_products = energy_products  # the same products in C
     system.traces_kernel, system.rhs_kernel = traces, compiled or rhs
@@ -403,16 +411,17 @@ def energy(system, u) -> float:
 
 def memory_estimate(case, layout) -> list:
     """memory_items.MemoryItem of the Galerkin operator for ``[discretization] volume_form =
-    "galerkin"``: per element, with Q = quadrature_points(N) Gauss points per direction, about
-    10 Q^3 + 24 Q^2 values kept and 12 Q^3 of temporaries where the state lives, and a host peak
-    of 34 Q^3 float64 values while the operator is built (tracemalloc on a deformed 2^3 box:
-    kept exactly 10 Q^3 + 24 Q^2, i.e. 29, 32 and 32 values per GLL point at N = 3, 7, 11 (the
-    earlier Q = 2N: 47, 63, 68); peak 33.3, 31.5, 31.2 Q^3)."""
+    "galerkin"``: per element, with Q = quadrature_points(N) = N + 1 Gauss points per direction,
+    about 12 Q^3 + 24 Q^2 values kept and 12 Q^3 of temporaries where the state lives, and a host
+    peak of 41 Q^3 float64 values while the operator is built (tracemalloc on a deformed 2^3 box,
+    WeightAdjustedOperator alone: kept 18.9, 15.1 and 14.1 Q^3 at N = 3, 7, 11, i.e. as many values
+    per GLL point; peak 41.0, 38.3, 38.1 Q^3; the strong form's larger rule kept 29, 32 and 32
+    values per GLL point)."""
     if case.discretization.volume_form != "galerkin":
         return []
     q = quadrature_points(layout.order)
-    kept = (10 * q ** 3 + 24 * q ** 2 + 12 * q ** 3) * layout.elements * layout.value_bytes
+    kept = (12 * q ** 3 + 24 * q ** 2 + 12 * q ** 3) * layout.elements * layout.value_bytes
     return [layout.backend_item(f"[discretization] volume_form = \"galerkin\" (Gauss rules of {q} points: "
-                                f"{22 * q ** 3 + 24 * q ** 2:,} values per element)", kept,
-                                host=34.0 * q ** 3 * layout.elements * 8,
+                                f"{24 * q ** 3 + 24 * q ** 2:,} values per element)", kept,
+                                host=41.0 * q ** 3 * layout.elements * 8,
                                 advice="use volume_form = \"split\", a lower order or more ranks")]

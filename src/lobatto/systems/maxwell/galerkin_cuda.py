@@ -79,8 +79,13 @@ def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227
     and the SM's 2048 threads hold, with registers for a line pass's two lines of 3 Q values
     (f_G and G_b) besides about 64, in whole 32s: nvcc 13.0 -Xptxas -v, sm_90, float64, N = 7 (64
     threads): 160 registers unbounded, 128 with 64 bytes of spills at 7 blocks, none at 6 (the
-    default); N = 5: 4 bytes at 7, none at 6 (the default). Not measured on a GPU."""
+    default); N = 5: 4 bytes at 7, none at 6 (the default). From N = 11 the estimate (224 at
+    N = 11, 12 in float64) left one block per SM; capped at 168 registers (2 blocks) the step ran
+    in 2.713 against 3.647 ms at N = 11 (160 threads) and 3.465 against 4.323 at N = 12 (192),
+    H100, float64, benchmarks/galerkin_cuda_speed.py (notes-curved-maxwell.md section 11)."""
     registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
+    if p >= 12:
+        registers = min(registers, 168)
     by_shared = max_shared // max(1, square_shared_values(p) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (registers * threads), 32)))
 
