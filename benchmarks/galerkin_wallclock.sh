@@ -7,13 +7,13 @@
 # per step = (T(3S) - T(S)) / 2S, which removes the set-up time. Prints one line per form.
 # Output under $OUT.
 #
-#     OUT=$OUT sh benchmarks/galerkin_wallclock.sh [FORMS]      # FORMS default "split galerkin"
+#     OUT=$OUT [S=1000] sh benchmarks/galerkin_wallclock.sh [FORMS]      # FORMS default "split galerkin"
 set -e
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 OUT="${OUT:-.}"
 mkdir -p "$OUT"
-S=200
+S=${S:-1000}
 DT=0.0005
 for form in ${1:-split galerkin}; do
     for steps in 10 $S $((3 * S)); do
