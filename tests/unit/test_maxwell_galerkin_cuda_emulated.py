@@ -63,11 +63,10 @@ static unsigned char* lobatto_block_shared;
 """
 
 LAUNCH = """
-template <int P, int Q, typename T, int NT, int KP>
-static void launch(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof,
-                   const T* wj, const T* normals, const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch,
-                   long long E, const long long* blocks, int nblocks) {
-    std::vector<unsigned char> shared(sizeof(T) * lobatto::GalerkinLayout<P, Q, KP>::SIZE);
+// each block in turn: its shared memory filled with NaN, NT threads meeting at one barrier
+template <int NT, typename Body>
+static void run_blocks(size_t shared_bytes, const long long* blocks, int nblocks, Body body) {
+    std::vector<unsigned char> shared(shared_bytes);
     for (int n = 0; n < nblocks; ++n) {
         std::memset(shared.data(), 0xff, shared.size());  // NaN in every value
         std::barrier<> block(NT);
@@ -75,33 +74,27 @@ static void launch(const T* u, const T* sums, const T* factors, const long long*
         lobatto_block_shared = shared.data();
         std::vector<std::thread> threads;
         for (int x = 0; x < NT; ++x)
-            threads.emplace_back([=] {
-                threadIdx.x = x; blockIdx.x = (int)blocks[n];
-                lobatto::galerkin_rhs_kernel<P, Q, T, NT, 1, KP>(u, sums, factors, elements, cof, wj, normals, fw,
-                                                                  mats, out, ie, im, ce, ch, E);
-            });
+            threads.emplace_back([=] { threadIdx.x = x; blockIdx.x = (int)blocks[n]; body(); });
         for (auto& t : threads) t.join();
     }
+}
+template <int P, int Q, typename T, int NT, int KP>
+static void launch(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof,
+                   const T* wj, const T* normals, const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch,
+                   long long E, const long long* blocks, int nblocks) {
+    run_blocks<NT>(sizeof(T) * lobatto::GalerkinLayout<P, Q, KP>::SIZE, blocks, nblocks, [=] {
+        lobatto::galerkin_rhs_kernel<P, Q, T, NT, 1, KP>(u, sums, factors, elements, cof, wj, normals, fw, mats, out,
+                                                          ie, im, ce, ch, E);
+    });
 }
 template <int P, typename T, int NT>
 static void launch_square(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof,
                           const T* wj, const T* normals, const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch,
                           long long E, const long long* blocks, int nblocks) {
-    std::vector<unsigned char> shared(sizeof(T) * lobatto::GalerkinSquareLayout<P>::SIZE);
-    for (int n = 0; n < nblocks; ++n) {
-        std::memset(shared.data(), 0xff, shared.size());  // NaN in every value
-        std::barrier<> block(NT);
-        lobatto_block_barrier = &block;
-        lobatto_block_shared = shared.data();
-        std::vector<std::thread> threads;
-        for (int x = 0; x < NT; ++x)
-            threads.emplace_back([=] {
-                threadIdx.x = x; blockIdx.x = (int)blocks[n];
-                lobatto::galerkin_square_kernel<P, T, NT, 1>(u, sums, factors, elements, cof, wj, normals, fw, mats,
-                                                             out, ie, im, ce, ch, E);
-            });
-        for (auto& t : threads) t.join();
-    }
+    run_blocks<NT>(sizeof(T) * lobatto::GalerkinSquareLayout<P>::SIZE, blocks, nblocks, [=] {
+        lobatto::galerkin_square_kernel<P, T, NT, 1>(u, sums, factors, elements, cof, wj, normals, fw, mats, out, ie,
+                                                     im, ce, ch, E);
+    });
 }
 """
 
