@@ -99,6 +99,7 @@ INSTANTIATIONS = {
     "galerkin.cu": [f"LOBATTO_GALERKIN_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_launches()]
     + [f"LOBATTO_GALERKIN_SQUARE_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_square_launches()]
     + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
+    + [f"LOBATTO_GALERKIN_FACES_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],
     "combination.cu": [f"LOBATTO_COMBINATION_INSTANTIATE({t}, {k})" for t in DTYPES for k in range(1, 9)],
     # (order, dtype, elements per block as operators/differential_cuda.py picks them)

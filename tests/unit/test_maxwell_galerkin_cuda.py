@@ -84,6 +84,8 @@ def test_kernel_equals_the_array_code(tmp_path, cylinder, order, points):
             assert kernel.affine_elements == affine_count(geometry.coords)  # the closed form's
             u, sums, f = backend.asarray(u0), backend.asarray(sums0), backend.asarray(factors)
             expected = operator.rhs(xp, u, (face_values(xp, u, order), sums), f, xp.empty_like(u), epsilon, mu, alpha)
+            traces = kernel.face_values(u, xp.full((6, e, 6, n, n), np.nan, dtype=u.dtype))  # attach's traces
+            assert bool(xp.all(traces == face_values(xp, u, order)))
             assert kernel.square == (points is None)  # Q = N + 1: galerkin_square_kernel
             kernels = [kernel] + ([GalerkinCuda(backend, operator, square=False)] if points is None else [])
             expected = backend.to_host(expected)

@@ -130,6 +130,16 @@ extern "C" void update_f64(double* u, double* r, const double* du, double a, dou
     update<double>(u, r, du, a, b, dt, n);
 }
 template <int P, typename T>
+static void faces(const T* u, T* out, long long E) {
+    std::vector<std::thread> threads;
+    for (int x = 0; x < 8; ++x)  // one block of 8 threads: the grid-stride loop
+        threads.emplace_back([=] {
+            threadIdx.x = x; blockIdx.x = 0; blockDim.x = 8; gridDim.x = 1;
+            lobatto::galerkin_face_values_kernel<P, T>(u, out, E);
+        });
+    for (auto& t : threads) t.join();
+}
+template <int P, typename T>
 static void affine(const T* u, const T* sums, const T* factors, const long long* elements, long long count,
                    const T* constants, const T* am, T* out, T ie, T im, T ce, T ch, long long E) {
     std::vector<std::thread> threads;
@@ -181,6 +191,10 @@ def dispatch() -> str:
                          f"launch<{n + 1}, {q}, {ctype}, {nt}, {kp}>"
                          "(a0, a1, a2, elements, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
         lines.append("}")
+    lines.append('extern "C" void faces_f64(int order, const double* u, double* out, long long E) {')
+    for n in ORDERS:
+        lines.append(f"    if (order == {n}) faces<{n + 1}, double>(u, out, E);")
+    lines.append("}")
     lines.append('extern "C" void affine_f64(int order, const double* u, const double* sums, const double* factors, '
                  "const long long* elements, long long count, const double* constants, const double* am, double* out, "
                  "double ie, double im, double ce, double ch, long long E) {")
@@ -214,6 +228,7 @@ def emulated(tmp_path_factory):
     lib.affine_f64.argtypes = ([ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_longlong] + [ctypes.c_void_p] * 3
                                + [ctypes.c_double] * 4 + [ctypes.c_longlong])
     lib.update_f64.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double] * 3 + [ctypes.c_longlong]
+    lib.faces_f64.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
     return lib
 
 
@@ -318,6 +333,19 @@ def test_emulated_stage_update(emulated):
         assert np.allclose(got_u, expected_u, rtol=1e-14, atol=1e-15)
 
 
+@pytest.mark.parametrize("order", [1, 2, 5])
+def test_emulated_face_values(tmp_path, emulated, cylinder, order):
+    """galerkin_face_values_kernel equals systems/dg.face_values (the array code's traces) on
+    fresh random data, bit for bit (a copy)."""
+    sim = simulation(tmp_path, cylinder, order)
+    u = np.random.default_rng().standard_normal(sim.u.shape)
+    expected = face_values(np, u, order)
+    out = np.full(expected.shape, np.nan)
+    emulated.faces_f64(order, u.ctypes.data, out.ctypes.data, u.shape[1])
+    assert np.array_equal(out, expected)
+    sim.close()
+
+
 def test_shared_size_is_the_kernels(emulated):
     """galerkin_cuda.shared_values (what the launch asks for) equals GalerkinLayout::SIZE."""
     for n, q in layouts():
@@ -344,6 +372,11 @@ class _EmulatedFunction:
             assert args[3].dtype == np.int64 and args[3].shape == (count,) and block == (256,)
             assert grid[0] * block[0] >= min(count * p**3, 65536 * 256)
             self.lib.affine_f64(p - 1, *pointer[:4], count, *pointer[5:8], *(float(x) for x in args[8:12]), e)
+            return
+        if "face_values" in self.name:
+            p = int(self.name.split("<")[1].split(",")[0])
+            assert block == (256,) and grid[0] * block[0] >= min(args[1].size, 65536 * 256)
+            self.lib.faces_f64(p - 1, *pointer[:2], int(args[2]))
             return
         if "update" in self.name:
             assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
@@ -403,6 +436,8 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
         assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
     expected_residual = a * residual + dt * expected
     expected_u = u + b * expected_residual
+    traces = kernel.face_values(u, np.full((6, e, 6, n, n), np.nan))  # what attach's traces call
+    assert np.array_equal(traces, face_values(np, u, order))
     kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
     assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
     assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
@@ -452,6 +487,8 @@ def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, c
     assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
     expected_residual = a * residual + dt * expected
     expected_u = u + b * expected_residual
+    traces = kernel.face_values(u, np.full((6, e, 6, n, n), np.nan))  # what attach's traces call
+    assert np.array_equal(traces, face_values(np, u, order))
     kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
     assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
     assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())

@@ -165,6 +165,7 @@ class GalerkinCuda:
         self._compiled: dict = {}
         self._affine_compiled: dict = {}
         self._update: dict = {}  # dtype name -> the stage update kernel
+        self._faces: dict = {}  # dtype name -> the face values kernel
         self._stage_buffer: dict = {}  # (shape, dtype) -> du of stage()
 
     def launch(self, dtype) -> tuple[int, int]:
@@ -245,6 +246,20 @@ class GalerkinCuda:
                                                          amats, target, *scalars, np.int64(e)))
 
         return run_into(xp, out, launch)
+
+    def face_values(self, u, out):
+        """out (6, E, 6, P, P) = u's values at its face points (systems/dg.face_values) in one
+        kernel: the traces the exchange sums before each stage."""
+        check_kernel_arrays("galerkin_face_values", u.dtype, [(u, (6, u.shape[1]) + (self.p,) * 3, "u"),
+                                                             (out, (6, u.shape[1], 6, self.p, self.p), "out")])
+        fn = self._faces.get(u.dtype.name)
+        if fn is None:
+            name = f"lobatto::galerkin_face_values_kernel<{self.p}, {ctype(u.dtype)}>"
+            fn = self._faces[u.dtype.name] = get_module(SOURCE, (name,)).get_function(name)
+        n = out.size
+        if n:  # a rank without elements launches nothing
+            fn((min(-(-n // 256), 65536),), (256,), (u, out, np.int64(u.shape[1])))
+        return out
 
     def stage(self, u, residual, sums, factors, epsilon, mu, alpha, a, b, dt):
         """One low-storage Runge-Kutta stage: du = rhs(u) into a buffer kept here, then

@@ -878,6 +878,23 @@ __global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_R
     }
 }
 
+// The element's own values at its face points, out (6, E, 6, P, P) from u (6, E, P, P, P), face
+// f's [a, b] as galerkin_face_node (mesh/topology.py) orders them: what systems/dg.face_values
+// computes by six strided slices, a stack and a copy, here in one pass writing in order (the
+// traces the exchange sums before every stage).
+template <int P, typename T>
+__global__ void galerkin_face_values_kernel(const T* LOBATTO_RESTRICT u, T* LOBATTO_RESTRICT out, index_t E) {
+    constexpr int P2 = P * P, P3 = P2 * P;
+    const index_t n = 36 * E * P2;  // 6 fields x E elements x 6 faces x P^2 points
+    const index_t stride = (index_t)gridDim.x * blockDim.x;
+    for (index_t q = (index_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += stride) {
+        const int ab = (int)(q % P2);
+        const index_t cef = q / P2;
+        const int f = (int)(cef % 6);
+        out[q] = u[(cef / 6) * P3 + galerkin_face_node<P>(f, ab / P, ab % P)];
+    }
+}
+
 }  // namespace lobatto
 
 // (order + 1, Gauss points, dtype, threads per block, blocks per SM, planes per pass): what
@@ -894,5 +911,7 @@ __global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_R
     template __global__ void lobatto::galerkin_affine_kernel<P, T>(                                            \
         const T*, const T*, const T*, const lobatto::index_t*, lobatto::index_t, const T*, const T*, T*, T, T, T, T, \
         lobatto::index_t);
+#define LOBATTO_GALERKIN_FACES_INSTANTIATE(P, T) \
+    template __global__ void lobatto::galerkin_face_values_kernel<P, T>(const T*, T*, lobatto::index_t);
 #define LOBATTO_GALERKIN_UPDATE_INSTANTIATE(T) \
     template __global__ void lobatto::galerkin_stage_update_kernel<T>(T*, T*, const T*, T, T, T, lobatto::index_t);
