@@ -1,5 +1,6 @@
 """volume_form = "galerkin" under mpiexec: 2 and 3 ranks give the serial fields and energy (its
-exchange carries the raw face values; the energy's CG runs per element, summed over ranks)."""
+exchange carries the raw face values; the energy's products, in closed form at the default
+Q = N + 1, are per element, summed over ranks)."""
 
 from __future__ import annotations
 

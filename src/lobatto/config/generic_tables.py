@@ -53,8 +53,9 @@ MAX_ELEMENTS = 10**12  # far beyond any machine; keeps element ids within int64
 #: the DG systems' volume terms on curved elements: "split" (half chain rule, half
 #: conservative: the discrete energy never grows) or "chain" (the chain rule alone, more
 #: accurate on coarse curved elements at low N, but it can gain energy there) or "galerkin"
-#: (an over-integrated weak form, energy-stable and more accurate than the chain rule; array
-#: code only, and only for the systems that offer it: docs/case-file.md)
+#: (a weight-adjusted Galerkin form with a skew-symmetric volume term on Gauss rules of N + 1
+#: points, energy-stable and more accurate than the chain rule; only for the systems that offer
+#: it: docs/case-file.md)
 VOLUME_FORMS = ("split", "chain", "galerkin")
 
 

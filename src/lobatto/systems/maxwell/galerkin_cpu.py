@@ -4,10 +4,11 @@ kernels/galerkin.c computes WeightAdjustedOperator.rhs with the skew volume term
 volume="strong" runs as array code), M_W^-1 (volume + face load), element by element by sum
 factorisation, specialised on the GLL points N + 1 and the Gauss points Q per direction and the
 precision (at Q = N + 1 all at the Gauss points; affine elements in closed form, equal to
-round-off), and the
-energy's products (energy_products). `rhs_kernel` gives the rhs with the system's rhs-kernel
-signature and `energy_kernel` the products, or None where they do not apply (another backend,
-the NumPy oracle backend, no compiler): the array code stays the reference and the fallback.
+round-off), and the energy's products (energy_products; attach installs them only where Q is not
+N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). `rhs_kernel` gives
+the rhs with the system's rhs-kernel signature and `energy_kernel` the products, or None where
+they do not apply (another backend, the NumPy oracle backend, no compiler): the array code stays
+the reference and the fallback.
 Per thread the kernels take one element's scratch (about 0.7 MB at N = 9), not counted by
 galerkin.memory_estimate."""
 

@@ -82,7 +82,9 @@ def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227
     default); N = 5: 4 bytes at 7, none at 6 (the default). From N = 11 the estimate (224 at
     N = 11, 12 in float64) left one block per SM; capped at 168 registers (2 blocks) the step ran
     in 2.713 against 3.647 ms at N = 11 (160 threads) and 3.465 against 4.323 at N = 12 (192),
-    H100, float64, benchmarks/galerkin_cuda_speed.py (notes-curved-maxwell.md section 11)."""
+    H100, float64, benchmarks/galerkin_cuda_speed.py (notes-curved-maxwell.md section 11),
+    although the cap spills: 168 / 224 bytes of spill stores / loads at N = 11, 324 / 360 at
+    N = 12 (nvcc 13.0 -Xptxas -v, sm_90; none at N = 9 (168 registers) nor in float32 at N = 11)."""
     registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
     if p >= 12:
         registers = min(registers, 168)

@@ -172,7 +172,7 @@ class MaxwellSystem(FaceExchangeSystem):
         self.medium = None if material is None else HeterogeneousMedium(self, material, comm)
         if self.medium is not None:
             self.stage_kernel, self.wave_speed = None, self.medium.wave_speed
-        self.galerkin = None  # the over-integrated weak form's operator (galerkin.py), when chosen
+        self.galerkin = None  # the Galerkin form's operator (galerkin.py), when chosen
         if volume_form == "galerkin":
             galerkin.attach(self)
         #: the Bloch wraps' phases and the pair's exchange (bloch.py); None: plain periodic
