@@ -98,9 +98,9 @@ def test_the_skew_form_conserves_with_any_rule(tmp_path, order):
     """The skew-symmetric volume term conserves the energy to round-off at the default
     Q = N + 1, at Q = N + 2 and even with the map's exact cofactors (its identity is algebraic,
     per quadrature point), on a map whose components differ (the box's c g(x, y, z) map is too
-    special); the strong form alone breaks it at Q = N + 1 (measured: 8.9e-5 at N = 3, 1.4e-5 at
-    N = 4) and holds it only from strong_points(N) = max(ceil(3N / 2), N + 1) with the curl-form
-    cofactors."""
+    special); the strong form alone breaks it at Q = N + 1 (benchmarks/galerkin_energy_rule.py:
+    5.2e-5 at N = 3, 2.8e-5 at N = 4 on this map) and holds it only from strong_points(N) =
+    max(ceil(3N / 2), N + 1) with the curl-form cofactors."""
     rng = np.random.default_rng()
     sim = simulation(tmp_path, GENERAL, order, flux="central")
     assert sim.system.galerkin.points == order + 1 and sim.system.galerkin.volume == "skew"
@@ -118,7 +118,8 @@ def test_the_skew_form_conserves_with_any_rule(tmp_path, order):
 
 def test_imported_gmsh_mesh(tmp_path):
     """examples/meshes/sphere_in_box.msh (104 hexahedra, geometry order 2) at N = 3: central
-    conserves to round-off (the strong form at the same Q = 4 does not: 2.0e-6), upwind dissipates."""
+    conserves to round-off (the strong form at the same Q = 4 does not: 6.8e-6 by
+    benchmarks/galerkin_energy_rule.py), upwind dissipates."""
     pytest.importorskip("gmsh")
     mesh = {"generator": "gmsh", "file": str(ROOT / "examples" / "meshes" / "sphere_in_box.msh"), "boundary": "pec"}
     rng = np.random.default_rng()

@@ -211,7 +211,6 @@ class WeightAdjustedOperator:
             norm = np.sqrt(np.sum(area**2, axis=0))
             self.normals[:, :, face] = area / norm
             self.face_weights[:, face] = w2 * norm
-        self.energy_matrix = None
 
     def to(self, backend):
         """The factors as backend arrays (in place)."""

@@ -1,4 +1,4 @@
-/* Compiled CPU kernel of Maxwell's over-integrated weak form with the weight-adjusted mass
+/* Compiled CPU kernel of Maxwell's weight-adjusted Galerkin form (skew-symmetric volume term)
  * (wrapped by lobatto.systems.maxwell.galerkin_cpu; galerkin.py's WeightAdjustedOperator.rhs
  * with its default skew volume term defines what it computes):
  *

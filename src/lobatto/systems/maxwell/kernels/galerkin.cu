@@ -1,4 +1,4 @@
-// Maxwell's over-integrated weak form with the weight-adjusted mass ([discretization]
+// Maxwell's weight-adjusted Galerkin form, skew-symmetric volume term ([discretization]
 // volume_form = "galerkin"): the rhs of systems/maxwell/galerkin.py (WeightAdjustedOperator.rhs
 // with its default volume = "skew"), one thread block per (element, field triple).
 //
@@ -526,8 +526,9 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 // the Q^2 lines along b, a thread a line: at each point of the line S's share cof_b x D_G_b f
 // (D_G along the line from shared memory; each cofactor read once per group) added to Y and
 // G_b kept in registers (3 Q values), then less D_G^T G_b along the line (no Q^3 buffer of
-// products: S and the weak half split by axis, each on its own lines); faces as galerkin_rhs_kernel's (jumps less the own trace for the source triple, V along
-// b, V along a, the flux times w sJ) into F (6 faces x 3 x Q^2), then one pass over the points:
+// products: S and the weak half split by axis, each on its own lines); faces as
+// galerkin_rhs_kernel's (jumps less the own trace for the source triple, V along b, V along a,
+// the flux times w sJ) into F (6 faces x 3 x Q^2), then one pass over the points:
 // Y + the six faces' F along their normals, times w/J / (w_i w_j w_k); A^T along i, j, k, the
 // last straight to out. 2 buffers of 3 Q^3 values (rows padded to an odd length: a line along i
 // is a thread's, so the threads of a warp read rows Q + 1 apart, conflict-free) and the 1D
