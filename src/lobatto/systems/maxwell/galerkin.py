@@ -260,6 +260,13 @@ class WeightAdjustedOperator:
         y = along3(xp, self.v.T, self.inverse_jacobian_weights * along3(xp, self.v, y))
         return along3(xp, self.inverse_mass_1d, y)
 
+    def element_inverse_mass(self, xp, load, element: int):
+        """M_W^-1 of one element's load (n, n, n) (or (..., n, n, n)): a point source's consistent
+        delta M_W^-1 phi(x0), whose M_W-product with any nodal g is g(x0) (sources.py)."""
+        y = along3(xp, self.inverse_mass_1d, load)
+        y = along3(xp, self.v.T, self.inverse_jacobian_weights[element] * along3(xp, self.v, y))
+        return along3(xp, self.inverse_mass_1d, y)
+
     def energy_products(self, xp, u, iterations: int = 100, tolerance: float | None = None):
         """Per component c, the sum over elements of u_c . M_W u_c: (6,) float64. With Q = N + 1
         (V square) M_W = V^T diag(w J) V, so it is sum_q w_q J_q (V u_c)_q^2 (w J = w^2 / (w / J)):
@@ -385,13 +392,13 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
 
 
 def check_supported(system, where: str = "case") -> None:
-    """InputError for what the Galerkin form does not take yet: sources and the stage terms
-    (PML, dispersive poles, TF/SF) are written for the collocated forms' pointwise mass and
-    face traces."""
+    """InputError for what the Galerkin form does not take yet: the stage terms (PML, dispersive
+    poles, TF/SF) are written for the collocated forms' pointwise mass and face traces. Currents
+    and dipoles it takes (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its
+    nodal values, as for the collocated forms)."""
     from lobatto.errors import InputError
 
-    parts = ([_table_of(t.name) for t in system.terms if t.name != "sources"]
-             + (["[source] tables"] if system.sources is not None else []))
+    parts = [_table_of(t.name) for t in system.terms if t.name != "sources"]
     if parts:
         raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
                          'yet; use volume_form = "split"')

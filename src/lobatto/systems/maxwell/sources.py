@@ -11,7 +11,8 @@
   current (moment) per unit depth; direction z drives TM (Ez), an xy direction TE. The delta is discretised by
   the consistent discrete delta of the element that holds the point (the lowest global id
   among those that do, as for probes): nodal values phi_p(x0) / M_p, so that
-  sum_p M_p delta_p g_p = g(x0) for every nodal g.
+  sum_p M_p delta_p g_p = g(x0) for every nodal g (with ``volume_form = "galerkin"`` its own
+  mass: delta = M_W^-1 phi(x0), galerkin.py, so that g . M_W delta = g(x0)).
 
 Both are divided by the local eps (J) or mu (M); in a diagonal medium (anisotropy.py) each
 component c by its own eps_c or mu_c: the dipole's profile and the current's scale are then
@@ -244,7 +245,13 @@ class MaxwellSources:
             v = spec.values
             # (n, n, n); (1, n, n) on a 2-D mesh, where the mass is per unit depth: the discrete
             # delta in x, y of a line source along z, amplitude per unit depth (docs, "2-D")
-            delta = tensor_weights(system.order, reference, system.mesh.dim)[0] / geometry.mass[element]
+            phi = tensor_weights(system.order, reference, system.mesh.dim)[0]
+            operator = getattr(system, "galerkin", None)
+            if operator is None:  # the lumped (diagonal) mass
+                delta = phi / geometry.mass[element]
+            else:  # the Galerkin form's own mass (galerkin.py): sum_p (M_W g)_p delta_p = g(x0) too
+                delta = np.asarray(backend.to_host(operator.element_inverse_mass(xp, backend.asarray(phi), element)),
+                                   dtype=np.float64)
             d = np.array(unit_vector(v["direction"]))
             electric = spec.type == "electric_dipole"
             with np.errstate(over="ignore", invalid="ignore"):  # checked below, on every rank
