@@ -248,6 +248,8 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     T* r3 = s + L::R3;
 
     const int t = threadIdx.x;
+    const index_t e = elements[blockIdx.x >> 1];
+    const int g = blockIdx.x & 1;
     const int target = 3 * g, source = 3 - target;
     const T scale = g == 0 ? inv_eps : -inv_mu;
     const T half = T(0.5) * scale;  // the skew form's (B + B_w) / 2
