@@ -3,8 +3,9 @@ array code (WeightAdjustedOperator.rhs through CuPy, the skew volume term) on fr
 on the deformed PEC and periodic boxes, the O-grid cylinder of tests/cylwave.py (2 of its 10
 elements affine) and a sheared box (every element affine: the closed-form kernel alone),
 N = 1, 2, 3, 5, 7, 11 at the default rule Q = N + 1 (the square kernel, and the general passes
-beside it) and some rules of more points (odd and even Q), upwind and central fluxes, float64 (1e-12 of the largest value) and float32, the rhs and the
-stage (fused at Q = N + 1, and the rhs then the update); an operator with
+beside it) and some rules of more points (odd and even Q), upwind and central fluxes, float64
+(1e-12 of the largest value) and float32, the rhs and the stage (fused at Q = N + 1, and the rhs
+then the update); an operator with
 the strong volume term gets no kernel; and a Simulation stepping through it (graph replay
 included) follows the CPU. Skipped without CuPy and a GPU
 (test_maxwell_galerkin_cuda_emulated.py runs the kernel's source on the CPU)."""

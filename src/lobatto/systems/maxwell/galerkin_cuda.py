@@ -6,7 +6,8 @@ arguments.
 (B + B_w) / 2, any Q >= N + 1; an operator with volume = "strong" gets no kernel), and ``.stage(...)`` a whole
 low-storage Runge-Kutta stage with it (with the square kernel: galerkin_square_stage_kernel, one
 block per curved element computing both field groups and updating residual and u in place, no
-du buffer; else, or with fused=False, the rhs into a buffer then galerkin_stage_update_kernel), from the operator's own arrays (weighted_cofactors,
+du buffer; else, or with fused=False, the rhs into a buffer then galerkin_stage_update_kernel),
+from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
 transposes, V M^-1 and M^-1 V^T (M the exact 1D mass); at Q = N + 1 (the default rule)
 galerkin_square_kernel instead, the whole rhs at the Gauss points with their own derivative

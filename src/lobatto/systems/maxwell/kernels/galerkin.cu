@@ -551,17 +551,18 @@ struct GalerkinSquareLayout {
 };
 
 // One field group g of element e at Q = N + 1 (galerkin_square_kernel's block; the stage kernel
-// runs both groups in one block). What the last pass does with the group's rate du (MODE):
-//   0 (rhs): out = du;
-//   1 (stage, group 0, E's rate): residual_E = a residual_E + dt du in place; u_E is left as it is,
+// runs both groups in one block). What the last pass does with the group's rate du:
+//   rhs (STAGE false): out = du;
+//   stage, group 0 (E's rate): residual_E = a residual_E + dt du in place; u_E is left as it is,
 //     since group 1 still reads it (its source triple and the face jumps): residual_E itself
 //     keeps the rate until then, in no shared memory;
-//   2 (stage, group 1, H's rate, every read of u by the block done): residual_H likewise and
+//   stage, group 1 (H's rate, every read of u by the block done): residual_H likewise and
 //     u_H += b residual_H, then u_E += b residual_E (group 0's, written by this very thread:
 //     the same loop over the same points).
-// a = 0 discards the residual (it may be uninitialised). u is written in MODE 2 only (uw, the same
-// array as u): no other block reads this element's u (the neighbours' traces come from sums).
-template <int P, typename T, int NT, int MODE>
+// a = 0 discards the residual (it may be uninitialised). u is written by the stage's group 1 only
+// (uw, the same array as u): no other block reads this element's u (the neighbours' traces come
+// from sums).
+template <int P, typename T, int NT, bool STAGE>
 __device__ __forceinline__ void galerkin_square_group(
     T* s, const int g, const index_t e, const T* u, const T* sums, const T* factors, const T* cofactors, const T* wj,
     const T* normals, const T* face_weights, const T* matrices, T* out, T* uw, T* residual, T inv_eps, T inv_mu,
@@ -584,7 +585,7 @@ __device__ __forceinline__ void galerkin_square_group(
     const index_t cstride = E * (index_t)Q3;
     const T* cof = cofactors + e * (index_t)Q3;
 
-    if (MODE != 2)  // the stage's group 1 finds group 0's matrices in place
+    if (!STAGE || g == 0)  // the stage's group 1 finds group 0's matrices in place
         for (int q = t; q < L::MATS; q += NT) s[q] = matrices[q];
     for (int q = t; q < 3 * P3; q += NT) {  // the source triple into Y [c][k][j][i] (rows of QR)
         const int c = q / P3, r = q - c * P3, k = r / P2, j = (r / P) % P, i = r % P;
@@ -784,12 +785,12 @@ __device__ __forceinline__ void galerkin_square_group(
 #pragma unroll
         for (int l = 0; l < Q; ++l) sum += sAT[k * Q + l] * in[l * Q * QR];
         const index_t o = (target + c) * field + e * P3 + r;
-        if (MODE == 0) {
+        if (!STAGE) {
             out[o] = sum;
         } else {
             const T rate = a == T(0) ? dt * sum : a * residual[o] + dt * sum;
             residual[o] = rate;
-            if (MODE == 2) {
+            if (g == 1) {
                 const index_t oe = c * field + e * P3 + r;  // E's: group 0's residual, same thread
                 uw[o] += b * rate;
                 uw[oe] += b * residual[oe];
@@ -809,7 +810,7 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
                        const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
                        T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E) {
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
-    galerkin_square_group<P, T, NT, 0>(reinterpret_cast<T*>(galerkin_smem), blockIdx.x & 1, elements[blockIdx.x >> 1],
+    galerkin_square_group<P, T, NT, false>(reinterpret_cast<T*>(galerkin_smem), blockIdx.x & 1, elements[blockIdx.x >> 1],
                                        u, sums, factors, cofactors, wj, normals, face_weights, matrices, out, nullptr,
                                        nullptr, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), E);
 }
@@ -832,11 +833,13 @@ galerkin_square_stage_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_RESTRICT residual
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
     T* s = reinterpret_cast<T*>(galerkin_smem);
     const index_t e = elements[blockIdx.x];
-    galerkin_square_group<P, T, NT, 1>(s, 0, e, u, sums, factors, cofactors, wj, normals, face_weights, matrices,
-                                       nullptr, nullptr, residual, inv_eps, inv_mu, ce, ch, a, b, dt, E);
-    __syncthreads();  // group 1 rewrites the buffers whose values group 0's last pass read
-    galerkin_square_group<P, T, NT, 2>(s, 1, e, u, sums, factors, cofactors, wj, normals, face_weights, matrices,
-                                       nullptr, u, residual, inv_eps, inv_mu, ce, ch, a, b, dt, E);
+    // one copy of the passes for both groups (not unrolled): the rhs kernel's registers, not more
+#pragma unroll 1
+    for (int g = 0; g < 2; ++g) {
+        galerkin_square_group<P, T, NT, true>(s, g, e, u, sums, factors, cofactors, wj, normals, face_weights,
+                                              matrices, nullptr, u, residual, inv_eps, inv_mu, ce, ch, a, b, dt, E);
+        __syncthreads();  // group 1 rewrites the buffers whose values group 0's last pass read
+    }
 }
 
 // An affine element's rhs in closed form (kernels/galerkin.c affine_rhs, galerkin_cpu.affine_constants):
