@@ -87,7 +87,10 @@ def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227
     in 2.713 against 3.647 ms at N = 11 (160 threads) and 3.465 against 4.323 at N = 12 (192),
     H100, float64, benchmarks/galerkin_cuda_speed.py (notes-curved-maxwell.md section 11),
     although the cap spills: 168 / 224 bytes of spill stores / loads at N = 11, 324 / 360 at
-    N = 12 (nvcc 13.0 -Xptxas -v, sm_90; none at N = 9 (168 registers) nor in float32 at N = 11)."""
+    N = 12 (nvcc 13.0 -Xptxas -v, sm_90; none at N = 9 (168 registers) nor in float32 at N = 11).
+    galerkin_square_stage_kernel takes the same bounds (its two groups share one copy of the
+    passes): float64 N = 7 158 registers, no spills (the rhs kernel 158); N = 11 168 and 64 / 60
+    bytes of spill stores / loads (the rhs kernel 160 / 216); float32 N = 7 96, N = 11 127, none."""
     registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
     if p >= 12:
         registers = min(registers, 168)

@@ -4,6 +4,9 @@
 //
 // Q = N + 1 (the default rule) takes galerkin_square_kernel below (the whole rhs at the Gauss
 // points, as kernels/galerkin.c's square_rhs); galerkin_rhs_kernel, described here, any Q >= N + 1.
+// A Runge-Kutta stage at Q = N + 1 is galerkin_square_stage_kernel (one block per element: both
+// groups in turn, then residual and u updated in place, no du array); otherwise the rhs kernel
+// into a buffer and galerkin_stage_update_kernel.
 //
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
