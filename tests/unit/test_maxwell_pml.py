@@ -76,14 +76,15 @@ def test_auxiliary_system_realises_lambda():
 ORDER, H, INTERIOR = 4, 0.25, (0.0, 1.0)
 
 
-def beam_run(pad, layers, boundary, t_end=1.3):
+def beam_run(pad, layers, boundary, t_end=1.3, volume_form="split", step_factor=1.0):
     """A 2D-like pulse (uniform in z, periodic) travelling +x from the centre of the interior
     square [0, 1]^2, on a mesh of spacing H padded by ``pad`` on the four sides; returns the
-    fields on the interior's elements (sorted by centroid) every few steps and their mass."""
+    fields on the interior's elements (sorted by centroid) every few steps and their mass
+    (``step_factor`` scales the step: the Galerkin form's, test_maxwell_galerkin_pml.py)."""
     n = round((1 + 2 * pad) / H)
     mesh = box_mesh((n, n, 1), lower=(-pad, -pad, 0), upper=(1 + pad, 1 + pad, H), periodic=(False, False, True),
                     boundary=boundary)
-    system = MaxwellSystem(mesh, ORDER, get_backend("cpu"))
+    system = MaxwellSystem(mesh, ORDER, get_backend("cpu"), volume_form=volume_form)
     if layers:
         with_layer(system, spec(sides=ALL[:4], elements=layers))
     x, y, _ = system.geometry.coords
@@ -93,7 +94,7 @@ def beam_run(pad, layers, boundary, t_end=1.3):
     c = system.geometry.coords.mean(axis=(2, 3, 4))
     inside = np.nonzero((c[0] > 0) & (c[0] < 1) & (c[1] > 0) & (c[1] < 1))[0]
     inside = inside[np.lexsort((c[1, inside], c[0, inside]))]
-    dt = stable_time_step(0.5, H * 0.1727 / 2, 1.0)  # the same dt for every mesh (GLL spacing at N = 4)
+    dt = step_factor * stable_time_step(0.5, H * 0.1727 / 2, 1.0)  # the same dt for every mesh (GLL spacing at N = 4)
     stepper = Stepper(system, get_scheme("lsrk45"))
     samples = []
     for step in range(int(t_end / dt)):

@@ -392,16 +392,22 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
 
 
 def check_supported(system, where: str = "case") -> None:
-    """InputError for what the Galerkin form does not take yet: the stage terms (PML, dispersive
-    poles, TF/SF) are written for the collocated forms' pointwise mass and face traces. Currents
-    and dipoles it takes (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its
-    nodal values, as for the collocated forms)."""
+    """InputError for what the Galerkin form does not take yet: dispersive poles (they come with
+    [material] regions, a per-point medium) and TF/SF (its correction is lifted by the collocated
+    forms' lumped face mass). It takes currents and dipoles (sources.py: a dipole's delta is
+    M_W^-1 phi(x0), a current's rate its nodal values) and the PML: the layer's rates are local to
+    a point and of the polynomial space, and M_W^-1 M_W of them is themselves, so adding them
+    pointwise to M_W^-1 L u is the Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
     from lobatto.errors import InputError
 
-    parts = [_table_of(t.name) for t in system.terms if t.name != "sources"]
+    parts = [_table_of(t.name) for t in system.terms if t.name not in TAKEN_TERMS]
     if parts:
         raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
                          'yet; use volume_form = "split"')
+
+
+#: the stage terms (terms.py names) the Galerkin form takes (check_supported)
+TAKEN_TERMS = ("sources", "pml")
 
 
 def _table_of(term: str) -> str:

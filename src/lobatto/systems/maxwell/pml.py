@@ -369,9 +369,10 @@ def fit_time_step(case, term, system, comm=None) -> None:
     bound = system.spec.cfl_bounds.get((case.discretization.flux, time.integrator))
     if bound is None or not rate > 0:
         return
-    if time.dt is None:
+    if time.dt is None:  # (the system's dt_plain already carries a Galerkin step factor)
         term.step_fit = (rate, bound)
         return
+    bound *= system.cfl_bound_factor()  # a given dt: the wave's own bound (the Galerkin form's is smaller)
     spacing = float(allreduce(comm, system.geometry.min_spacing, "min"))
     cfl = time.dt * system.wave_speed / spacing
     if time.cfl_check and cfl / bound + time.dt * rate / RATE_REACH > 1 + 1e-12:
