@@ -7,13 +7,9 @@ steps), for each case ORDER:ELEMENTS_PER_SIDE and precision:
     split               volume_form = "split" (the default; fused stage)
     chain               volume_form = "chain"
     galerkin (array)    volume_form = "galerkin", WeightAdjustedOperator through CuPy
-    galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks):
-                        at Q = N + 1 galerkin_square_kernel (the whole rhs at the Gauss points)
-                        and its stage in one kernel (galerkin_square_stage_kernel: one block per
-                        element, both groups, residual and u updated in place)
-    galerkin (kernel, separate update)   the same kernel's stage as before that: the rhs kernel
-                        into a buffer, then galerkin_stage_update_kernel (GalerkinCuda(...,
-                        fused=False)); what the fused stage saves per step
+    galerkin (kernel)   the same system through galerkin_cuda.GalerkinCuda (what attach() picks:
+                        its rhs kernel and the one-pass stage update): at Q = N + 1
+                        galerkin_square_kernel (the whole rhs at the Gauss points)
     galerkin (kernel, general passes)   the general-Q kernel (galerkin_rhs_kernel) at the same
                         Q = N + 1 (GalerkinCuda(..., square=False)), default launch
     galerkin (kernel, threads T, blocks per SM B[, planes K])   other launches of the default
@@ -91,18 +87,6 @@ def bytes_per_element(p: int, q: int, itemsize: int) -> float:
     return itemsize * (10 * q**3 + 24 * q**2 + 12 * p**3 + 36 * p**2 + 12)
 
 
-def stage_bytes_per_element(p: int, itemsize: int, fused: bool, a_nonzero: bool = True) -> float:
-    """Device bytes a stage moves per element beyond one rhs's inputs (every access counted, none
-    cached). Separate: the rhs writes du (6 P^3), the update reads u, du and (a != 0) the residual
-    and writes the residual and u. Fused: the residual read (a != 0) and written, u read and
-    written, and E's residual read back (3 P^3: group 0's rate, kept there until group 1 has read
-    u). Fused saves 9 P^3 values (a != 0: 36 -> 27), more where the re-reads of the block's own
-    u and residual_E hit L2 (36 -> 18)."""
-    if fused:
-        return itemsize * p**3 * (6 * (3 + a_nonzero) + 3)
-    return itemsize * p**3 * 6 * (5 + a_nonzero)
-
-
 def build(backend, order, side, form):
     mesh = box_mesh((side,) * 3, deform=curved_deformation)
     system = MaxwellSystem(mesh, order, backend, flux="upwind", volume_form=form)
@@ -166,9 +150,6 @@ def main():
                     assert default is not None, "the kernel does not fit this device"
                     variants = [("galerkin (array)", None)] if not args.no_array else []
                     variants.append(("galerkin (kernel)", default))
-                    if default.fused:  # the rhs kernel and the update pass, for comparison
-                        variants.append(("galerkin (kernel, separate update)",
-                                         GalerkinCuda(backend, system.galerkin, fused=False)))
                     if default.square:  # the general passes at the same rule, for comparison
                         general = GalerkinCuda(backend, system.galerkin, square=False)
                         if general.fits(u.dtype):
@@ -212,9 +193,7 @@ def main():
                         row.update(gauss_points=q, cofactors=system.galerkin.cofactors, threads=kernel.threads,
                                    blocks_per_sm=blocks, planes=planes,
                                    shared_bytes=kernel.shared_bytes(u.dtype), rhs_ms=1e3 * seconds,
-                                   square=kernel.square, fused_stage=kernel.fused,
-                                   stage_extra_bytes_per_element=stage_bytes_per_element(
-                                       p, u.dtype.itemsize, kernel.fused),
+                                   square=kernel.square,
                                    rhs_gflops=(square_work_per_element(p) if kernel.square else work_per_element(p, q))
                                    * system.num_elements / seconds / 1e9,
                                    rhs_gbytes_per_s=bytes_per_element(p, q, u.dtype.itemsize) * system.num_elements

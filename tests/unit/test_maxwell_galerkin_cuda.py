@@ -3,9 +3,7 @@ array code (WeightAdjustedOperator.rhs through CuPy, the skew volume term) on fr
 on the deformed PEC and periodic boxes, the O-grid cylinder of tests/cylwave.py (2 of its 10
 elements affine) and a sheared box (every element affine: the closed-form kernel alone),
 N = 1, 2, 3, 5, 7, 11 at the default rule Q = N + 1 (the square kernel, and the general passes
-beside it) and some rules of more points (odd and even Q), upwind and central fluxes, float64
-(1e-12 of the largest value) and float32, the rhs and the stage (fused at Q = N + 1, and the rhs
-then the update); an operator with
+beside it) and some rules of more points (odd and even Q), upwind and central fluxes, float64 (1e-12 of the largest value) and float32; an operator with
 the strong volume term gets no kernel; and a Simulation stepping through it (graph replay
 included) follows the CPU. Skipped without CuPy and a GPU
 (test_maxwell_galerkin_cuda_emulated.py runs the kernel's source on the CPU)."""
@@ -96,19 +94,6 @@ def test_kernel_equals_the_array_code(tmp_path, cylinder, order, points):
                 out = backend.to_host(k(u, sums, f, xp.full_like(u, np.nan), epsilon, mu, alpha))
                 error = np.abs(out - expected).max()
                 assert error <= tolerance * scale, (label, precision, k.square, error, scale)
-            # the stage: the kernel's own (fused at Q = N + 1) and the rhs-then-update one, a = 0 with
-            # a NaN residual and a != 0, against the CPU's rhs and update
-            dt, b = 0.7 / scale, 0.4
-            for a, r0 in ((0.0, np.full(u0.shape, np.nan)), (-0.6, rng.standard_normal(u0.shape))):
-                want_r = dt * expected + (a * r0 if a else 0.0)
-                want_u = u0 + b * want_r
-                stages = [kernel] + ([GalerkinCuda(backend, operator, fused=False)] if points is None else [])
-                for k in stages:
-                    got_u, got_r = backend.asarray(u0), backend.asarray(r0)
-                    k.stage(got_u, got_r, sums, f, epsilon, mu, alpha, a, b, dt)
-                    for got, want in ((got_r, want_r), (got_u, want_u)):
-                        error = np.abs(backend.to_host(got) - want).max()
-                        assert error <= tolerance * np.abs(want).max(), (label, precision, k.fused, a, error)
     strong = WeightAdjustedOperator(geometry, volume="strong").to(get_backend("cuda"))
     assert kernel_for(get_backend("cuda"), strong) is None  # the strong form: the array code's alone
 

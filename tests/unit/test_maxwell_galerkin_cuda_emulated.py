@@ -96,15 +96,6 @@ static void launch_square(const T* u, const T* sums, const T* factors, const lon
                                                      im, ce, ch, E);
     });
 }
-template <int P, typename T, int NT>
-static void launch_stage(T* u, T* r, const T* sums, const T* factors, const long long* elements, const T* cof,
-                         const T* wj, const T* normals, const T* fw, const T* mats, T ie, T im, T ce, T ch, T a, T b,
-                         T dt, long long E, const long long* blocks, int nblocks) {
-    run_blocks<NT>(sizeof(T) * lobatto::GalerkinSquareLayout<P>::SIZE, blocks, nblocks, [=] {
-        lobatto::galerkin_square_stage_kernel<P, T, NT, 1>(u, r, sums, factors, elements, cof, wj, normals, fw, mats,
-                                                           ie, im, ce, ch, a, b, dt, E);
-    });
-}
 """
 
 
@@ -137,17 +128,6 @@ static void update(T* u, T* residual, const T* du, T a, T b, T dt, long long n) 
 }
 extern "C" void update_f64(double* u, double* r, const double* du, double a, double b, double dt, long long n) {
     update<double>(u, r, du, a, b, dt, n);
-}
-template <int P, typename T>
-static void update_elements(T* u, T* r, const T* du, const long long* elements, long long count, T a, T b, T dt,
-                            long long E) {
-    std::vector<std::thread> threads;
-    for (int x = 0; x < 8; ++x)  // one block of 8 threads: the grid-stride loop
-        threads.emplace_back([=] {
-            threadIdx.x = x; blockIdx.x = 0; blockDim.x = 8; gridDim.x = 1;
-            lobatto::galerkin_stage_update_elements_kernel<P, T>(u, r, du, elements, count, a, b, dt, E);
-        });
-    for (auto& t : threads) t.join();
 }
 template <int P, typename T>
 static void faces(const T* u, T* out, long long E) {
@@ -201,20 +181,6 @@ def dispatch() -> str:
                          "(a0, a1, a2, elements, a3, a4, a5, a6, a7, out, ie, im, ce, ch, E, blocks, nblocks);")
         lines.append("}")
     for ctype, name in (("double", "f64"), ("float", "f32")):
-        p = ", ".join(f"const {ctype}* a{i}" for i in range(7))
-        lines.append(f'extern "C" void stage_{name}(int order, int threads, const long long* elements, {ctype}* u, '
-                     f'{ctype}* r, {p}, {ctype} ie, {ctype} im, {ctype} ce, {ctype} ch, {ctype} a, {ctype} b, '
-                     f'{ctype} dt, long long E, const long long* blocks, int nblocks) {{')
-        for n, nt in square_launches():
-            lines.append(f"    if (order == {n} && threads == {nt}) launch_stage<{n + 1}, {ctype}, {nt}>"
-                         "(u, r, a0, a1, elements, a2, a3, a4, a5, a6, ie, im, ce, ch, a, b, dt, E, blocks, nblocks);")
-        lines.append("}")
-    lines.append('extern "C" void update_elements_f64(int order, double* u, double* r, const double* du, '
-                 "const long long* elements, long long count, double a, double b, double dt, long long E) {")
-    for n in ORDERS:
-        lines.append(f"    if (order == {n}) update_elements<{n + 1}, double>(u, r, du, elements, count, a, b, dt, E);")
-    lines.append("}")
-    for ctype, name in (("double", "f64"), ("float", "f32")):
         p = ", ".join(f"const {ctype}* a{i}" for i in range(8))
         lines.append(f'extern "C" void run_{name}(int order, int q, int threads, int planes, '
                      f'const long long* elements, {p}, '
@@ -259,12 +225,6 @@ def emulated(tmp_path_factory):
         getattr(lib, name).argtypes = ([ctypes.c_int] * 2 + [ctypes.c_void_p] * 10
                                        + [ctypes.c_double if name == "square_f64" else ctypes.c_float] * 4
                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
-    for name in ("stage_f64", "stage_f32"):
-        real = ctypes.c_double if name == "stage_f64" else ctypes.c_float
-        getattr(lib, name).argtypes = ([ctypes.c_int] * 2 + [ctypes.c_void_p] * 10 + [real] * 7
-                                       + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
-    lib.update_elements_f64.argtypes = ([ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_longlong]
-                                        + [ctypes.c_double] * 3 + [ctypes.c_longlong])
     lib.affine_f64.argtypes = ([ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_longlong] + [ctypes.c_void_p] * 3
                                + [ctypes.c_double] * 4 + [ctypes.c_longlong])
     lib.update_f64.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double] * 3 + [ctypes.c_longlong]
@@ -358,56 +318,6 @@ def test_emulated_square_kernel_equals_the_array_code(tmp_path, emulated, cylind
         sim.close()
 
 
-def emulate_stage(lib, operator, factors, u, residual, sums, epsilon, mu, alpha, a, b, dt, dtype, elements, threads):
-    """galerkin_square_stage_kernel's (u, residual) after the blocks of ``elements`` (one each)."""
-    u, residual = (np.array(x, dtype=dtype) for x in (u, residual))
-    cast = [np.ascontiguousarray(x, dtype=dtype) for x in (
-        sums, factors, operator.weighted_cofactors, operator.inverse_jacobian_weights, operator.normals,
-        operator.face_weights, square_matrices(operator.order))]
-    every = np.arange(u.shape[1], dtype=np.int64)  # block m computes element m
-    blocks = np.array(list(elements), dtype=np.int64)
-    z = (mu / epsilon) ** 0.5
-    (lib.stage_f64 if dtype == np.float64 else lib.stage_f32)(
-        operator.order, threads, every.ctypes.data, u.ctypes.data, residual.ctypes.data, *(x.ctypes.data for x in cast),
-        1 / epsilon, 1 / mu, alpha / z, alpha * z, a, b, dt, u.shape[1], blocks.ctypes.data, len(blocks))
-    return u, residual
-
-
-@pytest.mark.parametrize("order", [1, 2, 3, 5, 7])
-def test_emulated_fused_stage_equals_the_array_code(tmp_path, emulated, cylinder, order):
-    """galerkin_square_stage_kernel (one block per element: both groups, then residual and u in
-    place) equals the array code's stage, operator.rhs then residual = a residual + dt du,
-    u += b residual: a = 0 with the residual NaN (discarded) and a != 0, the cylinder (curved
-    and affine elements through the same block code), the deformed PEC box and the periodic box,
-    upwind and central, float64 and float32. Every element's block runs at N <= 3 (a block that
-    read a neighbour's u, updated by an earlier block, would show); from N = 5 two elements'."""
-    rng = np.random.default_rng()
-    for label, mesh in {"box": BOX, "cylinder": cylinder, "periodic": PERIODIC}.items():
-        sim = simulation(tmp_path / label, mesh, order)
-        operator, factors = sim.system.galerkin, np.asarray(sim.system.device_geometry["face_factors"])
-        e, n = sim.u.shape[1], order + 1
-        u = rng.standard_normal(sim.u.shape)
-        sums = rng.standard_normal((6, e, 6, n, n))
-        epsilon, mu = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0)
-        alpha = 0.0 if label == "periodic" else rng.uniform(0.2, 1.0)
-        du = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
-        dt, b = rng.uniform(0.5, 1.0) / np.abs(du).max(), rng.uniform(0.2, 1.0)  # a change of u's size
-        elements = range(e) if order <= 3 else [0, e - 1]
-        for a, residual in ((0.0, np.full(u.shape, np.nan)), (rng.uniform(-1.0, -0.2), rng.standard_normal(u.shape))):
-            expected_r = dt * du + (a * residual if a else 0.0)
-            expected_u = u + b * expected_r
-            for dtype, tolerance in ((np.float64, 1e-12), (np.float32, 2e-5)):
-                if dtype == np.float32 and order > 3 and label != "box":
-                    continue  # the float32 path is the same code; keep the test short
-                got_u, got_r = emulate_stage(emulated, operator, factors, u, residual, sums, epsilon, mu, alpha, a, b,
-                                             dt, dtype, elements, default_threads(n))
-                for got, want in ((got_r, expected_r), (got_u, expected_u)):
-                    scale = np.abs(want[:, elements]).max()
-                    error = np.abs(got[:, elements] - want[:, elements]).max()
-                    assert error <= tolerance * scale, (label, np.dtype(dtype).name, a, error, scale)
-        sim.close()
-
-
 def test_emulated_stage_update(emulated):
     """residual = a residual + dt du, u += b residual; a = 0 discards the residual (NaN here)."""
     rng = np.random.default_rng()
@@ -468,26 +378,9 @@ class _EmulatedFunction:
             assert block == (256,) and grid[0] * block[0] >= min(args[1].size, 65536 * 256)
             self.lib.faces_f64(p - 1, *pointer[:2], int(args[2]))
             return
-        if "update_elements" in self.name:
-            p = int(self.name.split("<")[1].split(",")[0])
-            count, e = int(args[4]), int(args[-1])
-            assert args[3].dtype == np.int64 and args[3].shape == (count,) and block == (256,)
-            assert grid[0] * block[0] >= min(6 * count * p**3, 65536 * 256)
-            self.lib.update_elements_f64(p - 1, *pointer[:4], count, *(float(x) for x in args[5:8]), e)
-            return
         if "update" in self.name:
             assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:3])
             self.lib.update_f64(*pointer[:3], *(float(x) for x in args[3:6]), int(args[6]))
-            return
-        if "square_stage" in self.name:
-            p, ctype, nt, _ = (x.strip() for x in self.name.split("<")[1].rstrip(">").split(","))
-            e, elements = int(args[-1]), args[4]
-            assert ctype == "double" and grid == (elements.size,) and block == (int(nt),)
-            assert shared_mem == square_shared_values(int(p)) * 8 and elements.dtype == np.int64
-            assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args[:4] + args[5:10])
-            blocks = np.arange(elements.size, dtype=np.int64)
-            self.lib.stage_f64(int(p) - 1, int(nt), pointer[4], *pointer[:4], *pointer[5:10],
-                               *(float(x) for x in args[10:17]), e, blocks.ctypes.data, len(blocks))
             return
         e, elements = int(args[-1]), args[3]
         if "square" in self.name:
@@ -545,17 +438,9 @@ def test_the_wrapper_launches_the_kernel(tmp_path, emulated, monkeypatch):
     expected_u = u + b * expected_residual
     traces = kernel.face_values(u, np.full((6, e, 6, n, n), np.nan))  # what attach's traces call
     assert np.array_equal(traces, face_values(np, u, order))
-    # the stage: fused (the square kernel's default), the rhs then the update (fused=False), and
-    # the general passes' (never fused)
-    assert kernel.fused and not general.fused
-    with pytest.raises(ValueError, match="square"):
-        galerkin_cuda.GalerkinCuda(backend, operator, square=False, fused=True)
-    separate = galerkin_cuda.GalerkinCuda(backend, operator, fused=False)
-    for k in (kernel, separate, general):
-        got_u, got_r = u.copy(), residual.copy()
-        k.stage(got_u, got_r, sums, factors, epsilon, mu, alpha, a, b, dt)
-        assert np.allclose(got_r, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
-        assert np.allclose(got_u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
+    kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
+    assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
+    assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
     # beyond the square block's shared memory (3176 bytes at N = 2; the general one's 2816) the general passes
     small = types.SimpleNamespace(**{**vars(backend), "max_shared_per_block": 3000})
     assert not galerkin_cuda.kernel_for(small, operator).square
@@ -593,23 +478,18 @@ def test_affine_elements_take_the_closed_form(tmp_path, emulated, monkeypatch, c
     kernel = galerkin_cuda.kernel_for(backend, operator)
     assert kernel.affine_elements == {"cylinder": 2, "sheared": e}[mesh_name]
     assert kernel.q == (points or order + 1) and kernel.square == (points is None)
-    u = rng.standard_normal(sim.u.shape)
+    u, residual = rng.standard_normal(sim.u.shape), rng.standard_normal(sim.u.shape)
     sums = rng.standard_normal((6, e, 6, n, n))
-    epsilon, mu, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), 0.4, 0.01
+    epsilon, mu, a, b, dt = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), -0.6, 0.4, 0.01
     alpha = 0.0 if central else rng.uniform(0.2, 1.0)
     expected = operator.rhs(np, u, (face_values(np, u, order), sums), factors, np.empty_like(u), epsilon, mu, alpha)
     out = kernel(u, sums, factors, np.full_like(u, np.nan), epsilon, mu, alpha)
     assert np.abs(out - expected).max() <= 1e-12 * np.abs(expected).max()
+    expected_residual = a * residual + dt * expected
+    expected_u = u + b * expected_residual
     traces = kernel.face_values(u, np.full((6, e, 6, n, n), np.nan))  # what attach's traces call
     assert np.array_equal(traces, face_values(np, u, order))
-    # the stage (fused at the default rule: the closed form and the listed update on the affine
-    # elements, the one-kernel stage on the curved ones), a = 0 with a NaN residual and a != 0
-    assert kernel.fused == (points is None)
-    for a, residual in ((0.0, np.full(u.shape, np.nan)), (-0.6, rng.standard_normal(sim.u.shape))):
-        expected_residual = dt * expected + (a * residual if a else 0.0)
-        expected_u = u + b * expected_residual
-        got_u, got_r = u.copy(), residual.copy()
-        kernel.stage(got_u, got_r, sums, factors, epsilon, mu, alpha, a, b, dt)
-        assert np.allclose(got_r, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
-        assert np.allclose(got_u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
+    kernel.stage(u, residual, sums, factors, epsilon, mu, alpha, a, b, dt)
+    assert np.allclose(residual, expected_residual, rtol=0, atol=1e-12 * np.abs(expected_residual).max())
+    assert np.allclose(u, expected_u, rtol=0, atol=1e-12 * np.abs(expected_u).max())
     sim.close()

@@ -4,10 +4,7 @@ arguments.
 ``GalerkinCuda(backend, operator)(u, sums, factors, out, epsilon, mu, alpha)`` computes what
 ``WeightAdjustedOperator.rhs`` computes (galerkin.py, the reference: the skew volume term
 (B + B_w) / 2, any Q >= N + 1; an operator with volume = "strong" gets no kernel), and ``.stage(...)`` a whole
-low-storage Runge-Kutta stage with it (with the square kernel: galerkin_square_stage_kernel, one
-block per curved element computing both field groups and updating residual and u in place, no
-du buffer; else, or with fused=False, the rhs into a buffer then galerkin_stage_update_kernel),
-from the operator's own arrays (weighted_cofactors,
+low-storage Runge-Kutta stage with it, from the operator's own arrays (weighted_cofactors,
 inverse_jacobian_weights, normals, face_weights) and 1D matrices built here once: V, V D, their
 transposes, V M^-1 and M^-1 V^T (M the exact 1D mass); at Q = N + 1 (the default rule)
 galerkin_square_kernel instead, the whole rhs at the Gauss points with their own derivative
@@ -87,10 +84,7 @@ def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227
     in 2.713 against 3.647 ms at N = 11 (160 threads) and 3.465 against 4.323 at N = 12 (192),
     H100, float64, benchmarks/galerkin_cuda_speed.py (notes-curved-maxwell.md section 11),
     although the cap spills: 168 / 224 bytes of spill stores / loads at N = 11, 324 / 360 at
-    N = 12 (nvcc 13.0 -Xptxas -v, sm_90; none at N = 9 (168 registers) nor in float32 at N = 11).
-    galerkin_square_stage_kernel takes the same bounds (its two groups share one copy of the
-    passes): float64 N = 7 158 registers, no spills (the rhs kernel 158); N = 11 168 and 64 / 60
-    bytes of spill stores / loads (the rhs kernel 160 / 216); float32 N = 7 96, N = 11 127, none."""
+    N = 12 (nvcc 13.0 -Xptxas -v, sm_90; none at N = 9 (168 registers) nor in float32 at N = 11)."""
     registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
     if p >= 12:
         registers = min(registers, 168)
@@ -145,7 +139,7 @@ class GalerkinCuda:
     """The compiled rhs of one operator, per dtype (compiled on first use)."""
 
     def __init__(self, backend, operator, threads: int | None = None, min_blocks: int | None = None,
-                 planes: int | None = None, square: bool | None = None, fused: bool | None = None):
+                 planes: int | None = None, square: bool | None = None):
         if getattr(operator, "volume", "skew") != "skew":
             raise ValueError(f"the CUDA kernel computes the skew volume term only, not {operator.volume!r} "
                              "(kernel_for: None, the array code runs it)")
@@ -156,11 +150,6 @@ class GalerkinCuda:
         self.square = self.q == self.p if square is None else bool(square)
         if self.square and self.q != self.p:
             raise ValueError(f"the square kernel needs Q = N + 1, not Q = {self.q} at N = {operator.order}")
-        # stage(): the one-kernel stage (square kernel only; it needs no more shared memory than
-        # the rhs, so it fits wherever that does) unless fused=False (the rhs kernel, then the update)
-        self.fused = self.square if fused is None else bool(fused)
-        if self.fused and not self.square:
-            raise ValueError("the fused stage is the square kernel's (Q = N + 1, square=True)")
         self.threads = default_threads(self.q) if threads is None else int(threads)
         self.min_blocks = min_blocks  # None: default_min_blocks per dtype
         self.planes = planes  # None: default_planes per dtype
@@ -177,9 +166,7 @@ class GalerkinCuda:
         self._host_constants = constants
         self._compiled: dict = {}
         self._affine_compiled: dict = {}
-        self._update: dict = {}  # (dtype name, listed elements) -> the stage update kernel
-        self._stage_compiled: dict = {}  # dtype name -> the fused stage kernel
-        self._matrices: dict = {}  # dtype name -> the 1D matrices on the device
+        self._update: dict = {}  # dtype name -> the stage update kernel
         self._faces: dict = {}  # dtype name -> the face values kernel
         self._stage_buffer: dict = {}  # (shape, dtype) -> du of stage()
 
@@ -214,16 +201,9 @@ class GalerkinCuda:
             if fn.max_threads_per_block < self.threads:
                 raise ValueError(f"{name}: {self.threads} threads per block, but its registers allow "
                                  f"{fn.max_threads_per_block}")
-            entry = self._compiled[dtype.name] = (fn, smem, self.matrices(dtype))
+            mats = self.backend.asarray(self._host_matrices, dtype=dtype)
+            entry = self._compiled[dtype.name] = (fn, smem, mats)
         return entry
-
-    def matrices(self, dtype):
-        """The 1D matrices on the device in this dtype (the rhs and stage kernels share them)."""
-        dtype = np.dtype(dtype)
-        mats = self._matrices.get(dtype.name)
-        if mats is None:
-            mats = self._matrices[dtype.name] = self.backend.asarray(self._host_matrices, dtype=dtype)
-        return mats
 
     def affine_function(self, dtype):
         """(the closed form's kernel, its 1D matrices, the elements' constants) in this dtype."""
@@ -237,49 +217,37 @@ class GalerkinCuda:
                 self.backend.asarray(self._host_constants, dtype=dtype))
         return entry
 
-    def _arguments(self, u, sums, factors, epsilon, mu, alpha):
-        """sums made contiguous, and the kernels' scalars 1/eps, 1/mu, alpha/Z, alpha Z; checks the arrays."""
+    def __call__(self, u, sums, factors, out, epsilon, mu, alpha):
         op, p, q = self.operator, self.p, self.q
-        dtype, e = u.dtype, u.shape[1]
-        sums = self.backend.xp.ascontiguousarray(sums)
+        xp, dtype, e = self.backend.xp, u.dtype, u.shape[1]
+        sums = xp.ascontiguousarray(sums)
         check_kernel_arrays("galerkin_rhs", dtype, [
             (u, (6, e, p, p, p), "u"), (sums, (6, e, 6, p, p), "sums"), (factors, (2, e, 6), "face_factors"),
             (op.weighted_cofactors, (3, 3, e, q, q, q), "weighted_cofactors"),
             (op.inverse_jacobian_weights, (e, q, q, q), "inverse_jacobian_weights"),
             (op.normals, (3, e, 6, q, q), "normals"), (op.face_weights, (e, 6, q, q), "face_weights")])
-        real = dtype.type
-        impedance = (float(mu) / float(epsilon)) ** 0.5
-        return sums, (real(1.0 / float(epsilon)), real(1.0 / float(mu)), real(float(alpha) / impedance),
-                      real(float(alpha) * impedance))
-
-    def _geometry(self):
-        op = self.operator
-        return op.weighted_cofactors, op.inverse_jacobian_weights, op.normals, op.face_weights
-
-    def _affine_rhs(self, u, sums, factors, target, scalars):
-        """The closed form's rhs of the affine elements into target (the others' values untouched)."""
-        affine, p, e = int(self._affine.size), self.p, u.shape[1]
-        if affine:
-            afn, amats, constants = self.affine_function(u.dtype)
-            n = affine * p ** 3
-            afn((min(-(-n // 256), 65536),), (256,), (u, sums, factors, self._affine, np.int64(affine), constants,
-                                                     amats, target, *scalars, np.int64(e)))
-
-    def __call__(self, u, sums, factors, out, epsilon, mu, alpha):
-        e = u.shape[1]
-        sums, scalars = self._arguments(u, sums, factors, epsilon, mu, alpha)
         if e == 0:
             return out
-        fn, smem, mats = self.function(u.dtype)
-        curved = int(self._curved.size)
+        fn, smem, mats = self.function(dtype)
+        real = dtype.type
+        impedance = (float(mu) / float(epsilon)) ** 0.5
+        scalars = (real(1.0 / float(epsilon)), real(1.0 / float(mu)), real(float(alpha) / impedance),
+                   real(float(alpha) * impedance))
+
+        curved, affine = int(self._curved.size), int(self._affine.size)
 
         def launch(target):
             if curved:
-                fn((2 * curved,), (self.threads,), (u, sums, factors, self._curved, *self._geometry(), mats, target,
-                                                    *scalars, np.int64(e)), shared_mem=smem)
-            self._affine_rhs(u, sums, factors, target, scalars)
+                fn((2 * curved,), (self.threads,), (u, sums, factors, self._curved, op.weighted_cofactors,
+                                                    op.inverse_jacobian_weights, op.normals, op.face_weights, mats,
+                                                    target, *scalars, np.int64(e)), shared_mem=smem)
+            if affine:
+                afn, amats, constants = self.affine_function(dtype)
+                n = affine * p ** 3
+                afn((min(-(-n // 256), 65536),), (256,), (u, sums, factors, self._affine, np.int64(affine), constants,
+                                                         amats, target, *scalars, np.int64(e)))
 
-        return run_into(self.backend.xp, out, launch)
+        return run_into(xp, out, launch)
 
     def face_values(self, u, out):
         """out (6, E, 6, P, P) = u's values at its face points (systems/dg.face_values) in one
@@ -295,65 +263,21 @@ class GalerkinCuda:
             fn((min(-(-n // 256), 65536),), (256,), (u, out, np.int64(u.shape[1])))
         return out
 
-    def update_function(self, dtype, listed: bool):
-        """galerkin_stage_update_kernel (every value), or its listed elements' variant."""
-        key = (np.dtype(dtype).name, listed)
-        fn = self._update.get(key)
-        if fn is None:
-            name = (f"lobatto::galerkin_stage_update_elements_kernel<{self.p}, {ctype(dtype)}>" if listed
-                    else f"lobatto::galerkin_stage_update_kernel<{ctype(dtype)}>")
-            fn = self._update[key] = get_module(SOURCE, (name,)).get_function(name)
-        return fn
-
-    def stage_function(self, dtype):
-        """galerkin_square_stage_kernel in this dtype: the rhs kernel's launch bounds and shared memory."""
-        dtype = np.dtype(dtype)
-        fn = self._stage_compiled.get(dtype.name)
-        if fn is None:
-            name = (f"lobatto::galerkin_square_stage_kernel<{self.p}, {ctype(dtype)}, {self.threads}, "
-                    f"{self.launch(dtype)[0]}>")
-            fn = get_module(SOURCE, (name,)).get_function(name)
-            if self.shared_bytes(dtype) > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = self.shared_bytes(dtype)
-            if fn.max_threads_per_block < self.threads:
-                raise ValueError(f"{name}: {self.threads} threads per block, but its registers allow "
-                                 f"{fn.max_threads_per_block}")
-            self._stage_compiled[dtype.name] = fn
-        return fn
-
-    def _du(self, u):
+    def stage(self, u, residual, sums, factors, epsilon, mu, alpha, a, b, dt):
+        """One low-storage Runge-Kutta stage: du = rhs(u) into a buffer kept here, then
+        residual = a residual + dt du, u += b residual in one pass (galerkin_stage_update_kernel)."""
         du = self._stage_buffer.get((u.shape, u.dtype.str))
         if du is None:
             du = self._stage_buffer[(u.shape, u.dtype.str)] = self.backend.xp.empty(u.shape, dtype=u.dtype)
-        return du
-
-    def stage(self, u, residual, sums, factors, epsilon, mu, alpha, a, b, dt):
-        """One low-storage Runge-Kutta stage, residual = a residual + dt rhs(u), u += b residual
-        (a = 0: the residual may be uninitialised), u and residual contiguous. Fused (the square
-        kernel's default): galerkin_square_stage_kernel on the curved elements (no du), and the
-        affine ones' closed form into a buffer, then the update on those elements only; else
-        du = rhs(u) into a buffer kept here, then galerkin_stage_update_kernel on every value."""
+        self(u, sums, factors, du, epsilon, mu, alpha)
         check_kernel_arrays("galerkin_stage", u.dtype, [(residual, u.shape, "residual")])
-        real, e = u.dtype.type, u.shape[1]
-        if not self.fused:
-            du = self(u, sums, factors, self._du(u), epsilon, mu, alpha)
-            if u.size:  # a rank without elements launches nothing
-                self.update_function(u.dtype, False)((min(-(-u.size // 256), 65536),), (256,),
-                                                     (u, residual, du, real(a), real(b), real(dt), np.int64(u.size)))
-            return u
-        sums, scalars = self._arguments(u, sums, factors, epsilon, mu, alpha)
-        coefficients = (real(a), real(b), real(dt))
-        curved, affine = int(self._curved.size), int(self._affine.size)
-        if affine:  # before the fused kernel or after: each reads its own elements' u only
-            du = self._du(u)
-            self._affine_rhs(u, sums, factors, du, scalars)
-            n = 6 * affine * self.p ** 3
-            self.update_function(u.dtype, True)((min(-(-n // 256), 65536),), (256,), (
-                u, residual, du, self._affine, np.int64(affine), *coefficients, np.int64(e)))
-        if curved:
-            self.stage_function(u.dtype)((curved,), (self.threads,), (
-                u, residual, sums, factors, self._curved, *self._geometry(), self.matrices(u.dtype), *scalars,
-                *coefficients, np.int64(e)), shared_mem=self.shared_bytes(u.dtype))
+        update = self._update.get(u.dtype.name)
+        if update is None:
+            name = f"lobatto::galerkin_stage_update_kernel<{ctype(u.dtype)}>"
+            update = self._update[u.dtype.name] = get_module(SOURCE, (name,)).get_function(name)
+        real, n = u.dtype.type, u.size
+        if n:  # a rank without elements launches nothing
+            update((min(-(-n // 256), 65536),), (256,), (u, residual, du, real(a), real(b), real(dt), np.int64(n)))
         return u
 
 

@@ -4,9 +4,6 @@
 //
 // Q = N + 1 (the default rule) takes galerkin_square_kernel below (the whole rhs at the Gauss
 // points, as kernels/galerkin.c's square_rhs); galerkin_rhs_kernel, described here, any Q >= N + 1.
-// A Runge-Kutta stage at Q = N + 1 is galerkin_square_stage_kernel (one block per element: both
-// groups in turn, then residual and u updated in place, no du array); otherwise the rhs kernel
-// into a buffer and galerkin_stage_update_kernel.
 //
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
@@ -553,25 +550,19 @@ struct GalerkinSquareLayout {
     static constexpr int SIZE = X + XS;
 };
 
-// One field group g of element e at Q = N + 1 (galerkin_square_kernel's block; the stage kernel
-// runs both groups in one block). What the last pass does with the group's rate du:
-//   rhs (STAGE false): out = du;
-//   stage, group 0 (E's rate): residual_E = a residual_E + dt du in place; u_E is left as it is,
-//     since group 1 still reads it (its source triple and the face jumps): residual_E itself
-//     keeps the rate until then, in no shared memory;
-//   stage, group 1 (H's rate, every read of u by the block done): residual_H likewise and
-//     u_H += b residual_H, then u_E += b residual_E (group 0's, written by this very thread:
-//     the same loop over the same points).
-// a = 0 discards the residual (it may be uninitialised). u is written by the stage's group 1 only
-// (uw, the same array as u): no other block reads this element's u (the neighbours' traces come
-// from sums).
-template <int P, typename T, int NT, bool STAGE>
-__device__ __forceinline__ void galerkin_square_group(
-    T* s, const int g, const index_t e, const T* u, const T* sums, const T* factors, const T* cofactors, const T* wj,
-    const T* normals, const T* face_weights, const T* matrices, T* out, T* uw, T* residual, T inv_eps, T inv_mu,
-    T ce, T ch, T a, T b, T dt, index_t E) {
+// u, sums, factors, elements, cofactors, wj, normals, face_weights, out, scalars: as
+// galerkin_rhs_kernel's; matrices: GalerkinSquareLayout's (galerkin_cuda.square_matrices).
+template <int P, typename T, int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                       const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
+                       const T* LOBATTO_RESTRICT wj, const T* LOBATTO_RESTRICT normals,
+                       const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
+                       T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E) {
     using L = GalerkinSquareLayout<P>;
     constexpr int Q = P, P2 = P * P, P3 = P2 * P, Q2 = Q * Q, Q3 = Q2 * Q, QR = L::QR, CS = L::CS;
+    LOBATTO_DYNAMIC_SHARED(galerkin_smem);
+    T* s = reinterpret_cast<T*>(galerkin_smem);
     const T* sV = s + L::V;
     const T* sVT = s + L::VT;
     const T* sDG = s + L::DG;
@@ -582,14 +573,15 @@ __device__ __forceinline__ void galerkin_square_group(
     T* X = s + L::X;
 
     const int t = threadIdx.x;
+    const index_t e = elements[blockIdx.x >> 1];
+    const int g = blockIdx.x & 1;
     const int target = 3 * g, source = 3 - target;
     const T half = T(0.5) * (g == 0 ? inv_eps : -inv_mu);  // the skew form's (B + B_w) / 2, scaled
     const index_t field = E * P3;
     const index_t cstride = E * (index_t)Q3;
     const T* cof = cofactors + e * (index_t)Q3;
 
-    if (!STAGE || g == 0)  // the stage's group 1 finds group 0's matrices in place
-        for (int q = t; q < L::MATS; q += NT) s[q] = matrices[q];
+    for (int q = t; q < L::MATS; q += NT) s[q] = matrices[q];
     for (int q = t; q < 3 * P3; q += NT) {  // the source triple into Y [c][k][j][i] (rows of QR)
         const int c = q / P3, r = q - c * P3, k = r / P2, j = (r / P) % P, i = r % P;
         Y[c * CS + (k * Q + j) * QR + i] = u[(source + c) * field + e * P3 + r];
@@ -787,61 +779,7 @@ __device__ __forceinline__ void galerkin_square_group(
         T sum = T(0);
 #pragma unroll
         for (int l = 0; l < Q; ++l) sum += sAT[k * Q + l] * in[l * Q * QR];
-        const index_t o = (target + c) * field + e * P3 + r;
-        if (!STAGE) {
-            out[o] = sum;
-        } else {
-            const T rate = a == T(0) ? dt * sum : a * residual[o] + dt * sum;
-            residual[o] = rate;
-            if (g == 1) {
-                const index_t oe = c * field + e * P3 + r;  // E's: group 0's residual, same thread
-                uw[o] += b * rate;
-                uw[oe] += b * residual[oe];
-            }
-        }
-    }
-}
-
-// u, sums, factors, elements, cofactors, wj, normals, face_weights, out, scalars: as
-// galerkin_rhs_kernel's (block b: element elements[b / 2], group b % 2); matrices:
-// GalerkinSquareLayout's (galerkin_cuda.square_matrices).
-template <int P, typename T, int NT, int MINB>
-__global__ void __launch_bounds__(NT, MINB)
-galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
-                       const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
-                       const T* LOBATTO_RESTRICT wj, const T* LOBATTO_RESTRICT normals,
-                       const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
-                       T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E) {
-    LOBATTO_DYNAMIC_SHARED(galerkin_smem);
-    galerkin_square_group<P, T, NT, false>(reinterpret_cast<T*>(galerkin_smem), blockIdx.x & 1, elements[blockIdx.x >> 1],
-                                       u, sums, factors, cofactors, wj, normals, face_weights, matrices, out, nullptr,
-                                       nullptr, inv_eps, inv_mu, ce, ch, T(0), T(0), T(0), E);
-}
-
-// A whole low-storage Runge-Kutta stage at Q = N + 1 in one kernel: ONE block per listed element
-// (block b: elements[b]) computes group 0 (E's rate) then group 1 (H's) with galerkin_square_kernel's
-// passes and shared memory (no more: group 0's rate waits in residual_E, see
-// galerkin_square_group), then updates residual and u of its element's six fields in place. Safe
-// because a block reads no other element's u (neighbours' face values come from sums, the
-// exchange's, computed before the stage). Replaces the rhs kernel writing du, and
-// galerkin_stage_update_kernel reading it back, on these elements.
-template <int P, typename T, int NT, int MINB>
-__global__ void __launch_bounds__(NT, MINB)
-galerkin_square_stage_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_RESTRICT residual, const T* LOBATTO_RESTRICT sums,
-                             const T* LOBATTO_RESTRICT factors, const index_t* LOBATTO_RESTRICT elements,
-                             const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
-                             const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
-                             const T* LOBATTO_RESTRICT matrices, T inv_eps, T inv_mu, T ce, T ch, T a, T b, T dt,
-                             index_t E) {
-    LOBATTO_DYNAMIC_SHARED(galerkin_smem);
-    T* s = reinterpret_cast<T*>(galerkin_smem);
-    const index_t e = elements[blockIdx.x];
-    // one copy of the passes for both groups (not unrolled): the rhs kernel's registers, not more
-#pragma unroll 1
-    for (int g = 0; g < 2; ++g) {
-        galerkin_square_group<P, T, NT, true>(s, g, e, u, sums, factors, cofactors, wj, normals, face_weights,
-                                              matrices, nullptr, u, residual, inv_eps, inv_mu, ce, ch, a, b, dt, E);
-        __syncthreads();  // group 1 rewrites the buffers whose values group 0's last pass read
+        out[(target + c) * field + e * P3 + r] = sum;
     }
 }
 
@@ -941,26 +879,6 @@ __global__ void galerkin_stage_update_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_R
     }
 }
 
-// The same update on the listed elements only (count of them; the six fields' P^3 values
-// each): the stage of the affine elements, whose rhs the closed form wrote into du, beside
-// galerkin_square_stage_kernel's elements.
-template <int P, typename T>
-__global__ void galerkin_stage_update_elements_kernel(T* LOBATTO_RESTRICT u, T* LOBATTO_RESTRICT residual,
-                                                      const T* LOBATTO_RESTRICT du,
-                                                      const index_t* LOBATTO_RESTRICT elements, index_t count, T a,
-                                                      T b, T dt, index_t E) {
-    constexpr int P3 = P * P * P;
-    const index_t n = 6 * count * P3;
-    const index_t stride = (index_t)gridDim.x * blockDim.x;
-    for (index_t q = (index_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += stride) {
-        const index_t c = q / (count * P3), m = q - c * count * P3;
-        const index_t i = c * E * P3 + elements[m / P3] * P3 + m % P3;
-        const T r = a == T(0) ? dt * du[i] : a * residual[i] + dt * du[i];
-        residual[i] = r;
-        u[i] += b * r;
-    }
-}
-
 // The element's own values at its face points, out (6, E, 6, P, P) from u (6, E, P, P, P), face
 // f's [a, b] as galerkin_face_node (mesh/topology.py) orders them: what systems/dg.face_values
 // computes by six strided slices, a stack and a copy, here in one pass writing in order (the
@@ -990,13 +908,6 @@ __global__ void galerkin_face_values_kernel(const T* LOBATTO_RESTRICT u, T* LOBA
     template __global__ void lobatto::galerkin_square_kernel<P, T, NT, MINB>(                                  \
         const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
         T*, T, T, T, T, lobatto::index_t);
-#define LOBATTO_GALERKIN_SQUARE_STAGE_INSTANTIATE(P, T, NT, MINB)                                              \
-    template __global__ void lobatto::galerkin_square_stage_kernel<P, T, NT, MINB>(                            \
-        T*, T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, T, T, \
-        T, T, T, T, T, lobatto::index_t);
-#define LOBATTO_GALERKIN_UPDATE_ELEMENTS_INSTANTIATE(P, T)                                                     \
-    template __global__ void lobatto::galerkin_stage_update_elements_kernel<P, T>(                             \
-        T*, T*, const T*, const lobatto::index_t*, lobatto::index_t, T, T, T, lobatto::index_t);
 #define LOBATTO_GALERKIN_AFFINE_INSTANTIATE(P, T)                                                              \
     template __global__ void lobatto::galerkin_affine_kernel<P, T>(                                            \
         const T*, const T*, const T*, const lobatto::index_t*, lobatto::index_t, const T*, const T*, T*, T, T, T, T, \
