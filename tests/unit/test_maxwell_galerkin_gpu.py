@@ -45,40 +45,38 @@ def test_cuda_equals_cpu_over_steps(tmp_path, mesh, order):
     assert np.abs(runs["cpu"] - u0).max() > 1e-3 * scale  # the steps changed the state
 
 
+def final_states(tmp_path, data, name):
+    """The state at t_end of ``data`` run on the CPU and on CUDA, as host arrays."""
+    runs = {}
+    for backend in ("cpu", "cuda"):
+        sim = Simulation(case_from_dict(data, name=name), backend=backend, output_dir=str(tmp_path / f"{name}{backend}"),
+                         comm=None)
+        sim.advance(sim.steps)
+        runs[backend] = np.array(sim.backend.to_host(sim.u))
+        sim.close()
+    scale = np.abs(runs["cpu"]).max()
+    return runs, scale
+
+
 def test_sources_cuda_equals_cpu(tmp_path):
     """A dipole (its delta M_W^-1 phi(x0), through the dipole kernel) and a current with the
     Galerkin form: whole steps on CUDA (the source folded into the stage) equal the CPU's."""
     source = {"d": {"type": "electric_dipole", "position": [0.43, 0.58, 0.37], "direction": [0.3, -0.5, 0.8],
                     "amplitude": 1.7, "waveform": "gaussian", "t0": 0.05, "width": 0.03},
               "j": {"type": "current", "Jz": "sin(pi*y)*sin(3*t)"}}
-    runs = {}
-    for backend in ("cpu", "cuda"):
-        data = {"mesh": BOX, "discretization": {"order": 4, "volume_form": "galerkin"},
-                "physics": {"equations": "maxwell"}, "time": {"t_end": 0.2, "cfl": 0.3}, "output": {"formats": []},
-                "source": source}
-        sim = Simulation(case_from_dict(data, name="galerkin"), backend=backend,
-                         output_dir=str(tmp_path / f"s{backend}"), comm=None)
-        sim.advance(sim.steps)
-        runs[backend] = np.array(sim.backend.to_host(sim.u))
-        sim.close()
-    scale = np.abs(runs["cpu"]).max()
+    data = {"mesh": BOX, "discretization": {"order": 4, "volume_form": "galerkin"}, "physics": {"equations": "maxwell"},
+            "time": {"t_end": 0.2, "cfl": 0.3}, "output": {"formats": []}, "source": source}
+    runs, scale = final_states(tmp_path, data, "sources")
     assert scale > 1e-3 and np.abs(runs["cuda"] - runs["cpu"]).max() < 1e-11 * scale
 
 
 def test_pml_cuda_equals_cpu(tmp_path):
     """A dipole in a box lined with the [pml] (the layer's kernels fold into the Galerkin stage):
     CUDA equals the CPU over whole steps."""
-    runs = {}
-    for backend in ("cpu", "cuda"):
-        data = {"mesh": {"elements": [4, 4, 4], "lower": [-1, -1, -1], "upper": [1, 1, 1], "boundary": "pec"},
-                "discretization": {"order": 3, "volume_form": "galerkin"}, "physics": {"equations": "maxwell"},
-                "pml": {"sides": "all", "elements": 1}, "time": {"t_end": 0.6, "cfl": 0.5}, "output": {"formats": []},
-                "source": {"d": {"type": "electric_dipole", "position": [0.05, -0.03, 0.02], "direction": [0, 0, 1],
-                                 "waveform": "ricker", "frequency": 2.0, "t0": 0.5}}}
-        sim = Simulation(case_from_dict(data, name="lined"), backend=backend,
-                         output_dir=str(tmp_path / f"p{backend}"), comm=None)
-        sim.advance(sim.steps)
-        runs[backend] = np.array(sim.backend.to_host(sim.u))
-        sim.close()
-    scale = np.abs(runs["cpu"]).max()
+    data = {"mesh": {"elements": [4, 4, 4], "lower": [-1, -1, -1], "upper": [1, 1, 1], "boundary": "pec"},
+            "discretization": {"order": 3, "volume_form": "galerkin"}, "physics": {"equations": "maxwell"},
+            "pml": {"sides": "all", "elements": 1}, "time": {"t_end": 0.6, "cfl": 0.5}, "output": {"formats": []},
+            "source": {"d": {"type": "electric_dipole", "position": [0.05, -0.03, 0.02], "direction": [0, 0, 1],
+                             "waveform": "ricker", "frequency": 2.0, "t0": 0.5}}}
+    runs, scale = final_states(tmp_path, data, "lined")
     assert scale > 1e-3 and np.abs(runs["cuda"] - runs["cpu"]).max() < 1e-11 * scale
