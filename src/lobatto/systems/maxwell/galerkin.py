@@ -320,15 +320,20 @@ class WeightAdjustedOperator:
         # the jump own - neighbour: 2 own - sum inside; f * own on a boundary (its ghost state)
         jump_e = xp.where(interior[:, :, None, None], 2 * own[0:3] - summed[0:3], factor[0][:, :, None, None] * own[0:3])
         jump_h = xp.where(interior[:, :, None, None], 2 * own[3:6] - summed[3:6], factor[1][:, :, None, None] * own[3:6])
-        n = self.normals
+        return self.jump_load(xp, jump_e, jump_h, self.normals, self.face_weights, epsilon, mu, alpha)
+
+    def jump_load(self, xp, jump_e, jump_h, normals, weights, epsilon, mu, alpha):
+        """S_E, S_H at the GLL face nodes from jumps at the GLL face nodes (3, ..., n, n), with
+        the faces' normals (3, ..., Q, Q) and w sJ (..., Q, Q): linear in the jumps (TF/SF's
+        correction is this of the incident field's jump, tfsf_galerkin.py)."""
+        n = normals
         je, jh = along2(xp, self.v, jump_e), along2(xp, self.v, jump_h)
         impedance = (mu / epsilon) ** 0.5
         # the reference kernels' flux (reference.add_surface_terms) with sums = -n x jump
         sum_e, sum_h = -cross(xp, n, je), -cross(xp, n, jh)
         flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, n, sum_e)) / epsilon
         flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, n, sum_h)) / mu
-        w = self.face_weights
-        return (along2(xp, self.v.T, flux_e * w), along2(xp, self.v.T, flux_h * w))
+        return (along2(xp, self.v.T, flux_e * weights), along2(xp, self.v.T, flux_h * weights))
 
     def loads(self, xp, u, face_values, factor, epsilon, mu, alpha):
         """(M_W dE/dt, M_W dH/dt): the volume and face integrals at the GLL nodes, (6, E, n, n, n)."""
@@ -393,8 +398,10 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
 
 def check_supported(system, where: str = "case") -> None:
     """InputError for what the Galerkin form does not take yet: dispersive poles (they come with
-    [material] regions, a per-point medium) and TF/SF (its correction is lifted by the collocated
-    forms' lumped face mass). It takes currents and dipoles (sources.py: a dipole's delta is
+    [material] regions, a per-point medium) and ports (their launch is the collocated forms'
+    TF/SF correction, lifted by their lumped face mass). It takes plane waves with the analytic
+    incident field (tfsf_galerkin.py: the incident field's jump through this form's own face
+    flux, lift and M_W^-1; plane_waves.py refuses incident_field = "discrete"), currents and dipoles (sources.py: a dipole's delta is
     M_W^-1 phi(x0), a current's rate its nodal values) and the PML: the layer's rates are local to
     a point and of the polynomial space, and M_W^-1 M_W of them is themselves, so adding them
     pointwise to M_W^-1 L u is the Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
@@ -407,7 +414,7 @@ def check_supported(system, where: str = "case") -> None:
 
 
 #: the stage terms (terms.py names) the Galerkin form takes (check_supported)
-TAKEN_TERMS = ("sources", "pml")
+TAKEN_TERMS = ("sources", "pml", "plane_wave")
 
 
 def _table_of(term: str) -> str:

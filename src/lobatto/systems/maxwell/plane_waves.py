@@ -25,6 +25,7 @@ from lobatto.machine.parallel import allreduce
 from lobatto.systems.maxwell.periodic_faces import check_plane_wave_periodicity, periodic_translations
 from lobatto.systems.maxwell.tfsf import PlaneWave, TotalFieldScatteredField, total_field_elements
 from lobatto.systems.maxwell.tfsf_discrete import DiscreteIncidentTFSF
+from lobatto.systems.maxwell.tfsf_galerkin import GalerkinTotalFieldScatteredField
 from lobatto.systems.maxwell.waveforms import WAVEFORMS, check_waveform
 
 
@@ -46,7 +47,13 @@ def build_plane_waves(case, system, comm=None) -> list:
                 translations = periodic_translations(system, comm, case.source)
             check_plane_wave_periodicity(system, spec, wave.direction, inside, translations, comm, case.source,
                                          bloch_wave_vector(wave))
-            if spec.values.get("incident_field", "analytic") == "discrete":
+            discrete = spec.values.get("incident_field", "analytic") == "discrete"
+            if system.galerkin is not None:  # its own lift of the correction (tfsf_galerkin.py)
+                if discrete:
+                    raise InputError(f'{case.source}: [source.{spec.name}] incident_field = "discrete" is not taken '
+                                     'by [discretization] volume_form = "galerkin"; use "analytic"')
+                terms.append(GalerkinTotalFieldScatteredField(system, wave, inside, comm, case.source))
+            elif discrete:
                 terms.append(DiscreteIncidentTFSF(system, wave, inside, comm, case.source))
             else:
                 terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
