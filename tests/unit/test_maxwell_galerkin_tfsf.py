@@ -1,0 +1,116 @@
+"""TF/SF plane waves with volume_form = "galerkin" (systems/maxwell/tfsf_galerkin.py), beside the
+split form's measures of test_maxwell_tfsf.py.
+
+- The correction is exactly the neighbour's trace in the other formulation, on a curved mesh
+  (the surface on curved faces) with a random total-field set: rhs(u) on a total-field element
+  equals the plain Galerkin operator applied to u + (incident field on the scattered-field
+  elements), on a scattered-field element to u - (incident on the total-field elements), to
+  round-off (upwind and central, the C kernels and the pure-array backend).
+- A pulse through a total-field box (no scatterer): inside the analytic wave to the
+  discretisation error, upstream round-off, downstream the leak; both below the split form's.
+- The oblique pulse through a box in a box on the stage (lsrk45) and rhs (rk4) paths;
+  incident_field = "discrete" is one InputError.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lobatto.api import Simulation, case_from_dict
+from lobatto.backends import get_backend
+from lobatto.backends.numpy_backend import NumpyBackend
+from lobatto.errors import InputError
+from lobatto.mesh import box_mesh
+from lobatto.systems.maxwell.system import MaxwellSystem
+from lobatto.systems.maxwell.tfsf_galerkin import GalerkinTotalFieldScatteredField
+
+from analytic import bump
+from test_maxwell_tfsf import box_case, plane_wave, run_case
+
+
+@pytest.mark.parametrize("backend,flux", [("cpu", "upwind"), ("cpu", "central"), ("numpy", "upwind")])
+def test_correction_is_the_neighbours_trace_in_the_other_formulation(backend, flux):
+    rng = np.random.default_rng()
+    mesh = box_mesh((4, 3, 3), deform=bump, boundary="pec", boundaries={"xmax": "absorbing"})
+    system = MaxwellSystem(mesh, 4, NumpyBackend() if backend == "numpy" else get_backend(backend), epsilon=2.0,
+                           mu=1.5, flux=flux, volume_form="galerkin")
+    inside = rng.random(system.num_elements) < 0.5
+    inside[:2] = True, False
+    k = rng.standard_normal(3)
+    p = np.cross(k, rng.standard_normal(3))
+    wave = plane_wave(k, p, "continuous", epsilon=2.0, mu=1.5, ramp=0.2)
+    term = GalerkinTotalFieldScatteredField(system, wave, inside)
+    system.add_term(term)
+    assert system.time_dependent and not system.energy_bounded
+    u = rng.standard_normal(system.allocate_state().shape)
+    t = 3.5  # past every point's ramp
+    incident = np.concatenate(wave.fields(np, system.geometry.coords, t))
+    xp = system.backend
+
+    def core(v):
+        return xp.to_host(system.core_rhs(xp.asarray(v), t, xp.asarray(np.zeros_like(u))))
+
+    got = xp.to_host(system.rhs(xp.asarray(u), t, xp.asarray(np.zeros_like(u))))
+    on_t = core(u + np.where(inside, 0.0, 1.0)[:, None, None, None] * incident)
+    on_s = core(u - np.where(inside, 1.0, 0.0)[:, None, None, None] * incident)
+    scale = np.abs(got).max()  # measured 4e-16 to 9e-16 of it
+    assert np.abs(got[:, inside] - on_t[:, inside]).max() < 1e-13 * scale
+    assert np.abs(got[:, ~inside] - on_s[:, ~inside]).max() < 1e-13 * scale
+    assert np.abs(got - core(u)).max() > 1e-2 * scale  # the correction did something
+    nb = mesh.face_neighbour
+    touching = np.any((nb >= 0) & (inside[np.maximum(nb, 0)] != inside[:, None]), axis=1)
+    assert np.array_equal(term.elements, np.nonzero(touching)[0])
+
+
+def slab_errors(order, form):
+    """test_maxwell_tfsf.py's slab: periodic in y and z, a gaussian pulse along x, box 1 <= x <= 2."""
+    case = case_from_dict({
+        "mesh": {"elements": [9, 1, 1], "periodic": [False, True, True], "upper": [3.0, 0.4, 0.4],
+                 "boundary": "absorbing"},
+        "discretization": {"order": order, "volume_form": form}, "physics": {"equations": "maxwell", "epsilon": 2.25},
+        "time": {"t_end": 3.6, "cfl": 0.3}, "output": {"formats": []},
+        "source": {"inc": {"type": "plane_wave", "direction": [1, 0, 0], "polarization": [0, 1, 1], "amplitude": 1.7,
+                           "waveform": "gaussian", "t0": 0.6, "width": 0.2, "origin": [0.0, 0.2, 0.1],
+                           "lower": [1.0, 0.0, 0.0], "upper": [2.0, 0.4, 0.4]}}})
+    system, u, t = run_case(case)
+    x = system.geometry.coords
+    centre = x[0].mean(axis=(1, 2, 3))
+    inside = (centre > 1) & (centre < 2)
+    exact = np.concatenate(system.terms[0].wave.fields(np, x, t))
+    return {"inside": np.abs(u[:, inside] - exact[:, inside]).max() / 1.7,
+            "upstream": np.abs(u[:, centre < 1]).max() / 1.7, "downstream": np.abs(u[:, centre > 2]).max() / 1.7}
+
+
+def test_pulse_through_an_empty_box():
+    # measured (of the amplitude), N = 3, 4, 5, 6: inside 0.040, 0.0107, 0.0047, 0.00032 (split form
+    # 0.094, 0.028, 0.0071, 0.0016); downstream 0.056, 0.011, 0.0014, 0.00017 (split 0.135, 0.030,
+    # 0.0042, 0.00056); upstream 1e-14 to 1e-13 (both)
+    coarse, fine = slab_errors(3, "galerkin"), slab_errors(4, "galerkin")
+    split = slab_errors(4, "split")
+    for e in (coarse, fine):
+        assert e["upstream"] < 1e-12  # upwind: nothing goes back out where the wave came in
+    assert fine["inside"] < 0.4 * coarse["inside"] and fine["inside"] < 0.6 * split["inside"]
+    assert fine["downstream"] < 0.3 * coarse["downstream"] and fine["downstream"] < 0.6 * split["downstream"]
+
+
+@pytest.mark.parametrize("integrator", ["lsrk45", "rk4"])  # the stage path and the rhs path
+def test_oblique_pulse_through_a_box_in_a_box(integrator):
+    system, u, t = run_case(box_case(integrator, discretization={"order": 3, "volume_form": "galerkin"}))
+    x = system.geometry.coords
+    c = x.mean(axis=(2, 3, 4))
+    inside = np.all((c > [[0.5], [0.5], [0.25]]) & (c < [[1.0], [1.25], [1.0]]), axis=0)
+    exact = np.concatenate(system.terms[0].wave.fields(np, x, t))
+    assert np.abs(exact[:, inside]).max() > 0.5
+    # measured 0.0226 inside and 0.023 outside, both integrators (split form: 0.041 and 0.036)
+    assert np.abs(u[:, inside] - exact[:, inside]).max() < 0.03
+    assert np.abs(u[:, ~inside]).max() < 0.03
+    summary = system.summary(type("S", (), {"describe": lambda self: {}})())["plane_wave.inc"]
+    assert summary["total_field_elements"] == 2 * 3 * 3 and summary["surface_faces"] == 2 * 2 * (9 + 6 + 6)
+    assert "Galerkin" in summary["type"]
+
+
+def test_discrete_incident_field_is_an_input_error():
+    case = box_case(discretization={"order": 3, "volume_form": "galerkin"}, wave={"incident_field": "discrete"})
+    with pytest.raises(InputError, match=r'\[source.inc\] incident_field = "discrete" is not taken'):
+        Simulation(case, backend="cpu", output_dir=None, comm=None)
