@@ -114,3 +114,32 @@ def test_discrete_incident_field_is_an_input_error():
     case = box_case(discretization={"order": 3, "volume_form": "galerkin"}, wave={"incident_field": "discrete"})
     with pytest.raises(InputError, match=r'\[source.inc\] incident_field = "discrete" is not taken'):
         Simulation(case, backend="cpu", output_dir=None, comm=None)
+
+
+def curved_case(form, order=3):
+    """A box curved inside (the deformation vanishes on the planes x, y, z = k/4, so the x faces at
+    odd multiples of 1/8 and the volumes are curved) with the total-field box on flat faces."""
+    bend = "sin(4*pi*x)*sin(4*pi*y)*sin(4*pi*z)"
+    return case_from_dict({
+        "mesh": {"elements": [8, 4, 4], "boundary": "absorbing", "deform": {"x": f"0.03*{bend}", "y": f"0.02*{bend}"}},
+        "discretization": {"order": order, "volume_form": form}, "physics": {"equations": "maxwell"},
+        "time": {"t_end": 0.7, "cfl": 0.3}, "output": {"formats": []},
+        "source": {"inc": {"type": "plane_wave", "direction": [1.0, 0.3, 0.2], "polarization": [-0.3, 1.0, 0.0],
+                           "waveform": "modulated_gaussian", "frequency": 2.0, "t0": 0.35, "width": 0.1,
+                           "origin": [0.25, 0.5, 0.5], "lower": [0.25, 0.25, 0.25], "upper": [0.75, 0.75, 0.75]}}})
+
+
+def test_oblique_pulse_on_a_curved_interior_mesh():
+    errors = {}
+    for form in ("split", "galerkin"):
+        system, u, t = run_case(curved_case(form))
+        x = system.geometry.coords
+        inside = np.all((x.mean(axis=(2, 3, 4)) > 0.25) & (x.mean(axis=(2, 3, 4)) < 0.75), axis=0)
+        exact = np.concatenate(system.terms[0].wave.fields(np, x, t))
+        assert np.abs(exact[:, inside]).max() > 0.5
+        errors[form] = (np.abs(u[:, inside] - exact[:, inside]).max(), np.abs(u[:, ~inside]).max())
+    # measured at N = 3 (4 elements per carrier wavelength), inside and outside: Galerkin 0.050 and
+    # 0.032, split 0.077 and 0.050; at N = 4 Galerkin 0.021 and 0.013, split 0.059 and 0.023
+    (gi, go), (si, so) = errors["galerkin"], errors["split"]
+    assert gi < 0.06 and go < 0.04
+    assert gi < 0.8 * si and go < 0.8 * so
