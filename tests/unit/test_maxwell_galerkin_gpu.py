@@ -1,5 +1,6 @@
 """volume_form = "galerkin" on the GPU: the same array code through CuPy equals the CPU's over
-steps from random data, and keeps the energy (test_maxwell_galerkin.py)."""
+steps from random data, and keeps the energy (test_maxwell_galerkin.py); with sources, the
+[pml] and a TF/SF plane wave CUDA equals the CPU."""
 
 from __future__ import annotations
 
@@ -80,3 +81,19 @@ def test_pml_cuda_equals_cpu(tmp_path):
                              "waveform": "ricker", "frequency": 2.0, "t0": 0.5}}}
     runs, scale = final_states(tmp_path, data, "lined")
     assert scale > 1e-3 and np.abs(runs["cuda"] - runs["cpu"]).max() < 1e-11 * scale
+
+
+def test_plane_wave_cuda_equals_cpu(tmp_path):
+    """An oblique TF/SF plane wave through a box with the Galerkin form (tfsf_galerkin.py: its
+    correction is array code on the surface's elements, CuPy here, around the Galerkin stage
+    kernel): CUDA equals the CPU over whole steps."""
+    wave = {"type": "plane_wave", "direction": [1.0, 0.5, 0.3], "polarization": [-0.5, 1.0, 0.0],
+            "waveform": "modulated_gaussian", "frequency": 1.0, "t0": 0.6, "width": 0.2,
+            "origin": [0.5, 0.5, 0.5], "lower": [0.5, 0.5, 0.25], "upper": [1.0, 1.25, 1.0]}
+    for integrator in ("lsrk45", "rk4"):  # the stage path and the rhs path
+        data = {"mesh": {"elements": [6, 6, 6], "upper": [1.5, 1.5, 1.5], "boundary": "absorbing"},
+                "discretization": {"order": 3, "volume_form": "galerkin"}, "physics": {"equations": "maxwell"},
+                "time": {"t_end": 1.2, "cfl": 0.3, "integrator": integrator}, "output": {"formats": []},
+                "source": {"inc": wave}}
+        runs, scale = final_states(tmp_path, data, f"plane{integrator}")
+        assert scale > 0.3 and np.abs(runs["cuda"] - runs["cpu"]).max() < 1e-11 * scale

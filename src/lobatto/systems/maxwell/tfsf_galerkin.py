@@ -57,7 +57,7 @@ class GalerkinTotalFieldScatteredField(StageTerm):
         p, h = wave.face_fields(system.face_normals[:, element, face], element, face)  # (3, K, n, n) per unit w
         s = sign[element, face][:, None, None].astype(float)
         # the jump's change per unit amplitude w(tau): -s u_inc at each surface GLL face node
-        self._gain = xp.asarray(np.concatenate([-s * p, -s * h]))
+        self._gain = system.backend.asarray(np.concatenate([-s * p, -s * h]))  # the backend's precision
         self._delay = xp.asarray(wave.delay(face_values(np, system.geometry.coords, order)[:, element, face]))
         at = (xp.asarray(element), xp.asarray(face))
         self._normals = operator.normals[:, at[0], at[1]]  # (3, K, Q, Q)
