@@ -1,6 +1,7 @@
 """volume_form = "galerkin" under mpiexec: 2 and 3 ranks give the serial fields and energy (its
 exchange carries the raw face values; the energy's products, in closed form at the default
-Q = N + 1, are per element, summed over ranks)."""
+Q = N + 1, are per element, summed over ranks); with sources, and with a TF/SF plane wave whose
+surface a partition cuts and the last rank does not touch (tfsf_galerkin.py)."""
 
 from __future__ import annotations
 
