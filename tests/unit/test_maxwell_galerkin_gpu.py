@@ -84,9 +84,9 @@ def test_pml_cuda_equals_cpu(tmp_path):
 
 
 def test_plane_wave_cuda_equals_cpu(tmp_path):
-    """An oblique TF/SF plane wave through a box with the Galerkin form (tfsf_galerkin.py: its
-    correction is array code on the surface's elements, CuPy here, around the Galerkin stage
-    kernel): CUDA equals the CPU over whole steps."""
+    """An oblique TF/SF plane wave through a box with the Galerkin form (tfsf_galerkin.py: the
+    exchanged sums corrected at the surface's face nodes, CuPy here, before the Galerkin stage
+    kernel reads them): CUDA equals the CPU over whole steps."""
     wave = {"type": "plane_wave", "direction": [1.0, 0.5, 0.3], "polarization": [-0.5, 1.0, 0.0],
             "waveform": "modulated_gaussian", "frequency": 1.0, "t0": 0.6, "width": 0.2,
             "origin": [0.5, 0.5, 0.5], "lower": [0.5, 0.5, 0.25], "upper": [1.0, 1.25, 1.0]}

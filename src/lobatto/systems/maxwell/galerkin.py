@@ -320,20 +320,15 @@ class WeightAdjustedOperator:
         # the jump own - neighbour: 2 own - sum inside; f * own on a boundary (its ghost state)
         jump_e = xp.where(interior[:, :, None, None], 2 * own[0:3] - summed[0:3], factor[0][:, :, None, None] * own[0:3])
         jump_h = xp.where(interior[:, :, None, None], 2 * own[3:6] - summed[3:6], factor[1][:, :, None, None] * own[3:6])
-        return self.jump_load(xp, jump_e, jump_h, self.normals, self.face_weights, epsilon, mu, alpha)
-
-    def jump_load(self, xp, jump_e, jump_h, normals, weights, epsilon, mu, alpha):
-        """S_E, S_H at the GLL face nodes from jumps at the GLL face nodes (3, ..., n, n), with
-        the faces' normals (3, ..., Q, Q) and w sJ (..., Q, Q): linear in the jumps (TF/SF's
-        correction is this of the incident field's jump, tfsf_galerkin.py)."""
-        n = normals
+        n = self.normals
         je, jh = along2(xp, self.v, jump_e), along2(xp, self.v, jump_h)
         impedance = (mu / epsilon) ** 0.5
         # the reference kernels' flux (reference.add_surface_terms) with sums = -n x jump
         sum_e, sum_h = -cross(xp, n, je), -cross(xp, n, jh)
         flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, n, sum_e)) / epsilon
         flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, n, sum_h)) / mu
-        return (along2(xp, self.v.T, flux_e * weights), along2(xp, self.v.T, flux_h * weights))
+        w = self.face_weights
+        return (along2(xp, self.v.T, flux_e * w), along2(xp, self.v.T, flux_h * w))
 
     def loads(self, xp, u, face_values, factor, epsilon, mu, alpha):
         """(M_W dE/dt, M_W dH/dt): the volume and face integrals at the GLL nodes, (6, E, n, n, n)."""
@@ -396,12 +391,36 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
     system.stage_kernel = stage if operator.cuda is not None else None  # otherwise: the rhs, then the update
 
 
+def correct_sums(system) -> None:
+    """Let terms with ``corrects_sums`` (tfsf_galerkin.py) change the exchanged sums before the
+    rhs and the stage kernel read them: the flux, linear in the jump 2 own - sums, then carries
+    their correction through this form's own lift and M_W^-1, whichever kernel runs (array
+    code, C or CUDA). Installed once, by the first such term (the plain kernels stay
+    themselves otherwise: tests read their attributes)."""
+    if getattr(system, "sums_corrected", False):
+        return
+    system.sums_corrected = True
+
+    def corrected(kernel):
+        def call(u, sums, *args, **keywords):
+            for term in system.terms:
+                if getattr(term, "corrects_sums", False):
+                    term.correct(sums)
+            return kernel(u, sums, *args, **keywords)
+        return call
+
+    system.rhs_kernel = corrected(system.rhs_kernel)
+    if system.stage_kernel is not None:
+        system.stage_kernel = corrected(system.stage_kernel)
+
+
 def check_supported(system, where: str = "case") -> None:
     """InputError for what the Galerkin form does not take yet: dispersive poles (they come with
     [material] regions, a per-point medium) and ports (their launch is the collocated forms'
     TF/SF correction, lifted by their lumped face mass). It takes plane waves with the analytic
-    incident field (tfsf_galerkin.py: the incident field's jump through this form's own face
-    flux, lift and M_W^-1; plane_waves.py refuses incident_field = "discrete"), currents and dipoles (sources.py: a dipole's delta is
+    incident field (tfsf_galerkin.py: the exchanged sums corrected at the surface's face nodes,
+    correct_sums; plane_waves.py refuses incident_field = "discrete"), currents and dipoles
+    (sources.py: a dipole's delta is
     M_W^-1 phi(x0), a current's rate its nodal values) and the PML: the layer's rates are local to
     a point and of the polynomial space, and M_W^-1 M_W of them is themselves, so adding them
     pointwise to M_W^-1 L u is the Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""

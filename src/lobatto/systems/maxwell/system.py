@@ -262,7 +262,14 @@ class MaxwellSystem(FaceExchangeSystem):
 
     # Operator -----------------------------------------------------------------------------
     def rhs(self, u, t, out):
-        self.core_rhs(u, t, out)
+        timed = [term for term in self.terms if getattr(term, "corrects_sums", False)]  # tfsf_galerkin.py
+        for term in timed:
+            term.at_time(t)
+        try:
+            self.core_rhs(u, t, out)
+        finally:
+            for term in timed:
+                term.at_time(None)
         for term in self.terms:
             if term.aux_count:
                 raise InputError(f"{term.name} has auxiliary fields, which only a 2N-storage integrator "
