@@ -389,6 +389,9 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
         operator.energy_products = energy_products  # the same products in C
     system.traces_kernel, system.rhs_kernel = traces, compiled or rhs
     system.stage_kernel = stage if operator.cuda is not None else None  # otherwise: the rhs, then the update
+    if any(getattr(term, "corrects_sums", False) for term in getattr(system, "terms", ())):
+        system.sums_corrected = False  # attached again to a built system with a plane wave: the new kernels too
+        correct_sums(system)
 
 
 def correct_sums(system) -> None:
@@ -420,8 +423,7 @@ def check_supported(system, where: str = "case") -> None:
     TF/SF correction, lifted by their lumped face mass). It takes plane waves with the analytic
     incident field (tfsf_galerkin.py: the exchanged sums corrected at the surface's face nodes,
     correct_sums; plane_waves.py refuses incident_field = "discrete"), currents and dipoles
-    (sources.py: a dipole's delta is
-    M_W^-1 phi(x0), a current's rate its nodal values) and the PML: the layer's rates are local to
+    (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its nodal values) and the PML: the layer's rates are local to
     a point and of the polynomial space, and M_W^-1 M_W of them is themselves, so adding them
     pointwise to M_W^-1 L u is the Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
     from lobatto.errors import InputError

@@ -48,7 +48,7 @@ def build_plane_waves(case, system, comm=None) -> list:
             check_plane_wave_periodicity(system, spec, wave.direction, inside, translations, comm, case.source,
                                          bloch_wave_vector(wave))
             discrete = spec.values.get("incident_field", "analytic") == "discrete"
-            if system.galerkin is not None:  # its own lift of the correction (tfsf_galerkin.py)
+            if system.galerkin is not None:  # the sums corrected before its kernels (tfsf_galerkin.py)
                 if discrete:
                     raise InputError(f'{case.source}: [source.{spec.name}] incident_field = "discrete" is not taken '
                                      'by [discretization] volume_form = "galerkin"; use "analytic"')
