@@ -404,17 +404,26 @@ def correct_sums(system) -> None:
         return
     system.sums_corrected = True
 
-    def corrected(kernel):
+    def correct(sums):
+        for term in system.terms:
+            if getattr(term, "corrects_sums", False):
+                term.correct(sums)
+
+    def corrected_rhs(kernel):  # rhs(u, sums, geometry, out, ...)
         def call(u, sums, *args, **keywords):
-            for term in system.terms:
-                if getattr(term, "corrects_sums", False):
-                    term.correct(sums)
+            correct(sums)
             return kernel(u, sums, *args, **keywords)
         return call
 
-    system.rhs_kernel = corrected(system.rhs_kernel)
+    def corrected_stage(kernel):  # stage(u, residual, sums, geometry, ...): the sums come third
+        def call(u, residual, sums, *args, **keywords):
+            correct(sums)
+            return kernel(u, residual, sums, *args, **keywords)
+        return call
+
+    system.rhs_kernel = corrected_rhs(system.rhs_kernel)
     if system.stage_kernel is not None:
-        system.stage_kernel = corrected(system.stage_kernel)
+        system.stage_kernel = corrected_stage(system.stage_kernel)
 
 
 def check_supported(system, where: str = "case") -> None:
