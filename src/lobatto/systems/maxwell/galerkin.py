@@ -432,9 +432,10 @@ def check_supported(system, where: str = "case") -> None:
     TF/SF correction, lifted by their lumped face mass). It takes plane waves with the analytic
     incident field (tfsf_galerkin.py: the exchanged sums corrected at the surface's face nodes,
     correct_sums; plane_waves.py refuses incident_field = "discrete"), currents and dipoles
-    (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its nodal values) and the PML: the layer's rates are local to
-    a point and of the polynomial space, and M_W^-1 M_W of them is themselves, so adding them
-    pointwise to M_W^-1 L u is the Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
+    (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its nodal values) and the
+    PML: the layer's rates are local to a point and of the polynomial space, and M_W^-1 M_W of
+    them is themselves, so adding them pointwise to M_W^-1 L u is the Galerkin form of the layer
+    (tests/unit/test_maxwell_galerkin_pml.py)."""
     from lobatto.errors import InputError
 
     parts = [_table_of(t.name) for t in system.terms if t.name.partition(".")[0] not in TAKEN_TERMS]
