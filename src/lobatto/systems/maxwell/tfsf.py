@@ -209,6 +209,23 @@ def total_field_elements(system, spec, comm=None, where: str = "case") -> np.nda
     return elements_in_box(system, v["lower"], v["upper"], comm, f"{what} the total-field box", where)
 
 
+def surface_of(term, system, wave, inside: np.ndarray, comm=None, where: str = "case"):
+    """Set ``term``'s surface (a TF/SF StageTerm of either form: here and tfsf_galerkin.py): its
+    faces on this rank, the background check, its elements' storage, the counts. Returns the
+    (E, faces) signs (+1 inside, -1 outside, 0 off the surface) and the faces' (element, face)."""
+    sign = surface_signs(system, inside)
+    if allreduce(comm, int(np.count_nonzero(sign))) == 0:
+        raise InputError(f"{where}: [{wave.table}] the total-field region has no face with the "
+                         "scattered-field region (it holds no element, or every element)")
+    element, face = np.nonzero(sign)
+    term.surface_faces = (element, face)  # (K,) each: the surface's faces on this rank
+    check_background(system, element, face, f"[{wave.table}] the total-field surface", where, comm)
+    term.setup_storage(system, np.unique(element))
+    term.faces_here = int(element.size)
+    term.total_field_elements = int(np.count_nonzero(inside))
+    return sign, element, face
+
+
 class TotalFieldScatteredField(StageTerm):
     """The flux correction of one plane wave on the elements that touch its surface. The wave
     may be any incident field of the same interface (``face_fields``, ``delay``, ``profile``,
@@ -219,16 +236,7 @@ class TotalFieldScatteredField(StageTerm):
 
     def __init__(self, system, wave: PlaneWave, inside: np.ndarray, comm=None, where: str = "case"):
         self.wave, self.name = wave, wave.term_name
-        sign = surface_signs(system, inside)
-        if allreduce(comm, int(np.count_nonzero(sign))) == 0:
-            raise InputError(f"{where}: [{wave.table}] the total-field region has no face with the "
-                             "scattered-field region (it holds no element, or every element)")
-        element, face = np.nonzero(sign)
-        self.surface_faces = (element, face)  # (K,) each: the surface's faces on this rank
-        check_background(system, element, face, f"[{wave.table}] the total-field surface", where, comm)
-        self.setup_storage(system, np.unique(element))
-        self.faces_here = int(element.size)
-        self.total_field_elements = int(np.count_nonzero(inside))
+        sign, element, face = surface_of(self, system, wave, inside, comm, where)
         # a rank without surface faces has no kernels (its prepare and finish do nothing)
         self.surface_add = self.compiled = None
         if not self.count:

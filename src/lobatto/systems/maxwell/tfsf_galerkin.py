@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lobatto.errors import InputError
 from lobatto.machine.parallel import allreduce
 from lobatto.systems.dg import face_values
 from lobatto.systems.maxwell import galerkin
-from lobatto.systems.maxwell.region_surface import check_background, surface_signs
 from lobatto.systems.maxwell.terms import StageTerm
+from lobatto.systems.maxwell.tfsf import surface_of
 
 
 class GalerkinTotalFieldScatteredField(StageTerm):
@@ -47,16 +46,7 @@ class GalerkinTotalFieldScatteredField(StageTerm):
 
     def __init__(self, system, wave, inside: np.ndarray, comm=None, where: str = "case"):
         self.wave, self.name = wave, wave.term_name
-        sign = surface_signs(system, inside)
-        if allreduce(comm, int(np.count_nonzero(sign))) == 0:
-            raise InputError(f"{where}: [{wave.table}] the total-field region has no face with the "
-                             "scattered-field region (it holds no element, or every element)")
-        element, face = np.nonzero(sign)
-        self.surface_faces = (element, face)
-        check_background(system, element, face, f"[{wave.table}] the total-field surface", where, comm)
-        self.setup_storage(system, np.unique(element))
-        self.faces_here = int(element.size)
-        self.total_field_elements = int(np.count_nonzero(inside))
+        sign, element, face = surface_of(self, system, wave, inside, comm, where)
         self._time = None  # the stage's (or rhs's) time while one runs
         galerkin.correct_sums(system)
         if not self.count:  # a rank without surface faces: nothing to correct
