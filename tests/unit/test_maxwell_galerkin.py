@@ -151,6 +151,9 @@ def test_upwind_energy_never_grows_in_time(tmp_path):
 
 
 def test_unsupported_combinations_are_input_errors(tmp_path):
+    # a refused term is named by its case-file table
+    assert [galerkin.table_of(t) for t in ("pml", "port.in", "dispersion.gold", "plane_wave.inc")] == [
+        "[pml]", "[port.in]", "[material.gold] (dispersive)", "[source.inc] (plane_wave)"]
     with pytest.raises(InputError, match="volume_form"):
         simulation(tmp_path, BOX, 2, extra={"material": {"ball": {"where": "0.09 - (x-0.5)**2 - (y-0.5)**2",
                                                                   "epsilon": 2.0}}})

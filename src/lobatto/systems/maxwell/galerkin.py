@@ -438,7 +438,7 @@ def check_supported(system, where: str = "case") -> None:
     (tests/unit/test_maxwell_galerkin_pml.py)."""
     from lobatto.errors import InputError
 
-    parts = [_table_of(t.name) for t in system.terms if t.name.partition(".")[0] not in TAKEN_TERMS]
+    parts = [table_of(t.name) for t in system.terms if t.name.partition(".")[0] not in TAKEN_TERMS]
     if parts:
         raise InputError(f'{where}: [discretization] volume_form = "galerkin" does not take {", ".join(parts)} '
                          'yet; use volume_form = "split"')
@@ -448,11 +448,12 @@ def check_supported(system, where: str = "case") -> None:
 TAKEN_TERMS = ("sources", "pml", "plane_wave")
 
 
-def _table_of(term: str) -> str:
-    """The case-file table a stage term comes from (its name: "pml", "plane_wave.<name>", "dispersion.<name>")."""
+def table_of(term: str) -> str:
+    """The case-file table a stage term comes from (its name: "pml", "plane_wave.<name>",
+    "dispersion.<name>", "port.<name>")."""
     kind, _, name = term.partition(".")
     return {"pml": "[pml]", "plane_wave": f"[source.{name}] (plane_wave)",
-            "dispersion": f"[material.{name}] (dispersive)"}.get(kind, term)
+            "dispersion": f"[material.{name}] (dispersive)", "port": f"[port.{name}]"}.get(kind, term)
 
 
 def energy(system, u) -> float:
