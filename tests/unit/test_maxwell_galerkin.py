@@ -305,7 +305,7 @@ def element_mass(operator, element):
     """One element's M_W (dense, n^3 x n^3), the inverse of its M_W^-1 columns."""
     n = operator.order + 1
     basis = np.eye(n ** 3).reshape(n ** 3, n, n, n)
-    inverse = np.stack([operator.element_inverse_mass(np, b, element).reshape(-1) for b in basis], axis=1)
+    inverse = np.stack([operator.inverse_mass(np, b, element).reshape(-1) for b in basis], axis=1)
     return np.linalg.inv(inverse)
 
 

@@ -1,11 +1,9 @@
 """TF/SF plane waves with volume_form = "galerkin" (systems/maxwell/tfsf_galerkin.py), beside the
 split form's measures of test_maxwell_tfsf.py.
 
-- The correction is exactly the neighbour's trace in the other formulation, on a curved mesh
-  (the surface on curved faces) with a random total-field set: rhs(u) on a total-field element
-  equals the plain Galerkin operator applied to u + (incident field on the scattered-field
-  elements), on a scattered-field element to u - (incident on the total-field elements), to
-  round-off (upwind and central, the C kernels and the pure-array backend).
+- The correction is exactly the neighbour's trace in the other formulation (rhs = the plain
+  Galerkin operator on u +- the incident field, to round-off): test_maxwell_tfsf.py's
+  test_correction_is_the_neighbours_trace_in_the_other_formulation with volume_form = "galerkin".
 - A pulse through a total-field box (no scatterer): inside the analytic wave to the
   discretisation error, upstream round-off, downstream the leak; both below the split form's;
   the same on a curved-interior mesh with the surface on flat faces.
@@ -19,49 +17,9 @@ import numpy as np
 import pytest
 
 from lobatto.api import Simulation, case_from_dict
-from lobatto.backends import get_backend
-from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.errors import InputError
-from lobatto.mesh import box_mesh
-from lobatto.systems.maxwell.system import MaxwellSystem
-from lobatto.systems.maxwell.tfsf_galerkin import GalerkinTotalFieldScatteredField
 
-from analytic import bump
-from test_maxwell_tfsf import box_case, plane_wave, run_case
-
-
-@pytest.mark.parametrize("backend,flux", [("cpu", "upwind"), ("cpu", "central"), ("numpy", "upwind")])
-def test_correction_is_the_neighbours_trace_in_the_other_formulation(backend, flux):
-    rng = np.random.default_rng()
-    mesh = box_mesh((4, 3, 3), deform=bump, boundary="pec", boundaries={"xmax": "absorbing"})
-    system = MaxwellSystem(mesh, 4, NumpyBackend() if backend == "numpy" else get_backend(backend), epsilon=2.0,
-                           mu=1.5, flux=flux, volume_form="galerkin")
-    inside = rng.random(system.num_elements) < 0.5
-    inside[:2] = True, False
-    k = rng.standard_normal(3)
-    p = np.cross(k, rng.standard_normal(3))
-    wave = plane_wave(k, p, "continuous", epsilon=2.0, mu=1.5, ramp=0.2)
-    term = GalerkinTotalFieldScatteredField(system, wave, inside)
-    system.add_term(term)
-    assert system.time_dependent and not system.energy_bounded
-    u = rng.standard_normal(system.allocate_state().shape)
-    t = 3.5  # past every point's ramp
-    incident = np.concatenate(wave.fields(np, system.geometry.coords, t))
-    xp = system.backend
-
-    def core(v):
-        return xp.to_host(system.core_rhs(xp.asarray(v), t, xp.asarray(np.zeros_like(u))))
-
-    got = xp.to_host(system.rhs(xp.asarray(u), t, xp.asarray(np.zeros_like(u))))
-    on_t = core(u + np.where(inside, 0.0, 1.0)[:, None, None, None] * incident)
-    on_s = core(u - np.where(inside, 1.0, 0.0)[:, None, None, None] * incident)
-    scale = np.abs(got).max()  # measured 3e-16 to 8e-16 of it
-    assert np.abs(got[:, inside] - on_t[:, inside]).max() < 1e-13 * scale
-    assert np.abs(got[:, ~inside] - on_s[:, ~inside]).max() < 1e-13 * scale
-    assert np.abs(got - core(u)).max() > 1e-2 * scale  # the correction did something
-    nb = mesh.face_neighbour
-    touching = np.any((nb >= 0) & (inside[np.maximum(nb, 0)] != inside[:, None]), axis=1)
-    assert np.array_equal(term.elements, np.nonzero(touching)[0])
+from test_maxwell_tfsf import box_case, run_case
 
 
 def slab_errors(order, form):

@@ -26,6 +26,7 @@ from lobatto.mesh import box_mesh
 from lobatto.systems.maxwell.sources import waveform_value
 from lobatto.systems.maxwell.system import MaxwellSystem
 from lobatto.systems.maxwell.tfsf import PlaneWave, TotalFieldScatteredField, waveform_array
+from lobatto.systems.maxwell.tfsf_galerkin import GalerkinTotalFieldScatteredField
 
 from analytic import bump
 
@@ -38,17 +39,23 @@ def plane_wave(direction, polarization, waveform="modulated_gaussian", epsilon=1
 
 
 @pytest.mark.parametrize("backend,flux", [("cpu", "upwind"), ("cpu", "central"), ("numpy", "upwind")])
-def test_correction_is_the_neighbours_trace_in_the_other_formulation(backend, flux):
+@pytest.mark.parametrize("volume_form", ["split", "galerkin"])
+def test_correction_is_the_neighbours_trace_in_the_other_formulation(backend, flux, volume_form):
+    """rhs(u) on a total-field element is the plain operator on u + (the incident field on the
+    scattered-field elements), on a scattered-field element on u - (incident on the total-field
+    ones), on a curved mesh with a random total-field set; with the Galerkin form through its own
+    term (tfsf_galerkin.py: the exchanged sums corrected; measured 3e-16 to 8e-16 of the scale)."""
     rng = np.random.default_rng()
     mesh = box_mesh((4, 3, 3), deform=bump, boundary="pec", boundaries={"xmax": "absorbing"})
     system = MaxwellSystem(mesh, 4, NumpyBackend() if backend == "numpy" else get_backend(backend), epsilon=2.0,
-                           mu=1.5, flux=flux)
+                           mu=1.5, flux=flux, volume_form=volume_form)
     inside = rng.random(system.num_elements) < 0.5
     inside[:2] = True, False
     k = rng.standard_normal(3)
     p = np.cross(k, rng.standard_normal(3))
     wave = plane_wave(k, p, "continuous", epsilon=2.0, mu=1.5, ramp=0.2)
-    term = TotalFieldScatteredField(system, wave, inside)
+    term = (GalerkinTotalFieldScatteredField if volume_form == "galerkin" else TotalFieldScatteredField)(
+        system, wave, inside)
     system.add_term(term)
     assert system.time_dependent and not system.energy_bounded
     u = rng.standard_normal(system.allocate_state().shape)

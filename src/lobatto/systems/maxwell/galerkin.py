@@ -254,17 +254,13 @@ class WeightAdjustedOperator:
             return self.load(xp, f)
         return 0.5 * (self.load(xp, f) + self.weak_load(xp, f, trace))
 
-    def inverse_mass(self, xp, load):
-        """M_W^-1 load = M^-1 M_{1/J} M^-1 load."""
+    def inverse_mass(self, xp, load, element: int | None = None):
+        """M_W^-1 load = M^-1 M_{1/J} M^-1 load, load (..., E, n, n, n); with ``element`` one
+        element's load (..., n, n, n): e.g. a point source's consistent delta M_W^-1 phi(x0), whose
+        M_W-product with any nodal g is g(x0) (sources.py)."""
+        weights = self.inverse_jacobian_weights if element is None else self.inverse_jacobian_weights[element]
         y = along3(xp, self.inverse_mass_1d, load)
-        y = along3(xp, self.v.T, self.inverse_jacobian_weights * along3(xp, self.v, y))
-        return along3(xp, self.inverse_mass_1d, y)
-
-    def element_inverse_mass(self, xp, load, element: int):
-        """M_W^-1 of one element's load (n, n, n) (or (..., n, n, n)): a point source's consistent
-        delta M_W^-1 phi(x0), whose M_W-product with any nodal g is g(x0) (sources.py)."""
-        y = along3(xp, self.inverse_mass_1d, load)
-        y = along3(xp, self.v.T, self.inverse_jacobian_weights[element] * along3(xp, self.v, y))
+        y = along3(xp, self.v.T, weights * along3(xp, self.v, y))
         return along3(xp, self.inverse_mass_1d, y)
 
     def energy_products(self, xp, u, iterations: int = 100, tolerance: float | None = None):

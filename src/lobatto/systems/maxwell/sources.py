@@ -250,7 +250,7 @@ class MaxwellSources:
             if operator is None:  # the lumped (diagonal) mass
                 delta = phi / geometry.mass[element]
             else:  # the Galerkin form's own mass (galerkin.py): sum_p (M_W g)_p delta_p = g(x0) too
-                delta = np.asarray(backend.to_host(operator.element_inverse_mass(xp, backend.asarray(phi), element)),
+                delta = np.asarray(backend.to_host(operator.inverse_mass(xp, backend.asarray(phi), element)),
                                    dtype=np.float64)
             d = np.array(unit_vector(v["direction"]))
             electric = spec.type == "electric_dipole"
