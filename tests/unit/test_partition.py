@@ -29,7 +29,13 @@ def random_boxes(seed, count=6):
 @pytest.mark.parametrize("method", METHODS)
 def test_parts_cover_the_box_once_and_are_balanced(method):
     for elements, parts in random_boxes(seed=None):
-        owned = [partition_box(elements, parts, p, method) for p in range(parts)]
+        try:
+            owned = [partition_box(elements, parts, p, method) for p in range(parts)]
+        except InputError as error:
+            # rcb cuts whole layers: some thin boxes (e.g. 3 x 1 x 3 in 8 parts, about 1 % of these
+            # random boxes) leave a rank empty, which it refuses in one line; the others must not
+            assert method == "rcb" and "without elements" in str(error), (elements, parts, error)
+            continue
         every = np.concatenate(owned)
         total = int(np.prod(elements))
         assert np.array_equal(np.sort(every), np.arange(total)), (elements, parts)
