@@ -154,9 +154,9 @@ def test_unsupported_combinations_are_input_errors(tmp_path):
     # a refused term is named by its case-file table
     assert [galerkin.table_of(t) for t in ("pml", "port.in", "dispersion.gold", "plane_wave.inc")] == [
         "[pml]", "[port.in]", "[material.gold] (dispersive)", "[source.inc] (plane_wave)"]
-    with pytest.raises(InputError, match="volume_form"):
-        simulation(tmp_path, BOX, 2, extra={"material": {"ball": {"where": "0.09 - (x-0.5)**2 - (y-0.5)**2",
-                                                                  "epsilon": 2.0}}})
+    with pytest.raises(InputError, match=r"volume_form = \"galerkin\" does not take \[material.gold\] \(dispersive\)"):
+        simulation(tmp_path, BOX, 2, extra={"material": {"gold": {"where": "x - 0.5", "sampling": "element",
+                                                                  "model": "drude", "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.1}]}}})
     with pytest.raises(InputError, match="volume_form"):
         data = {"mesh": {**BOX, "boundary": "wall"}, "discretization": {"order": 2, "volume_form": "galerkin"},
                 "physics": {"equations": "acoustics"}, "time": {"t_end": 0.1}, "output": {"formats": []}}

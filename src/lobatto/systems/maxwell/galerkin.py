@@ -194,6 +194,7 @@ class WeightAdjustedOperator:
         self.mass_1d, self.inverse_mass_1d = mass_1d, np.linalg.inv(mass_1d)
         self.root_jacobian = np.sqrt(geometry.jacobian)
         self.derivative = d
+        self.medium = None  # per-point eps, mu, sigma at the Gauss points (galerkin_media.py), set by attach
         # faces: unit normals, w sJ at the Q x Q Gauss points from sJ n = +-J a^b of the face's
         # axis, the same J a^b as the volume's (its trace), so the divergence theorem holds
         e = x.shape[1]
@@ -254,11 +255,15 @@ class WeightAdjustedOperator:
             return self.load(xp, f)
         return 0.5 * (self.load(xp, f) + self.weak_load(xp, f, trace))
 
-    def inverse_mass(self, xp, load, element: int | None = None):
+    def inverse_mass(self, xp, load, element: int | None = None, weights=None):
         """M_W^-1 load = M^-1 M_{1/J} M^-1 load, load (..., E, n, n, n); with ``element`` one
         element's load (..., n, n, n): e.g. a point source's consistent delta M_W^-1 phi(x0), whose
-        M_W-product with any nodal g is g(x0) (sources.py)."""
-        weights = self.inverse_jacobian_weights if element is None else self.inverse_jacobian_weights[element]
+        M_W-product with any nodal g is g(x0) (sources.py). ``weights`` replace w / J (broadcast
+        against the Gauss values): a medium's w / (J eps_c) gives M_{eps W}^-1 (galerkin_media.py)."""
+        if weights is None:
+            weights = self.inverse_jacobian_weights
+        if element is not None:
+            weights = weights[..., element, :, :, :]
         y = along3(xp, self.inverse_mass_1d, load)
         y = along3(xp, self.v.T, weights * along3(xp, self.v, y))
         return along3(xp, self.inverse_mass_1d, y)
@@ -269,17 +274,20 @@ class WeightAdjustedOperator:
         three contractions. Otherwise it is y . M_{1/J}^-1 y (y = M u_c), M_{1/J} z = y solved by
         conjugate gradients on all elements at once, preconditioned by sqrt(J) M^-1 sqrt(J) at the
         nodes (its inverse where J is constant): a few iterations to round-off."""
+        medium = self.medium  # with one, per component c the products in M_{eps_c W} (M_{mu_c W})
         if self.points == self.order + 1:
             gauss = along3(xp, self.v, u).astype(xp.float64)  # float64 also in a float32 run
-            weights = self.square_energy_weights
+            weights = self.square_energy_weights if medium is None else medium.energy_weights
             return xp.sum(gauss * gauss * weights, axis=(2, 3, 4)).sum(axis=1)
         if tolerance is None:  # round-off of the working precision (float32 cannot reach 1e-14)
             tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
         y = along3(xp, self.mass_1d, u)
         root = self.root_jacobian
 
+        inverse_weights = self.inverse_jacobian_weights if medium is None else medium.inverse_weights
+
         def apply(z):
-            return along3(xp, self.v.T, self.inverse_jacobian_weights * along3(xp, self.v, z))
+            return along3(xp, self.v.T, inverse_weights * along3(xp, self.v, z))
 
         def precondition(r):
             return root * along3(xp, self.inverse_mass_1d, root * r)
@@ -318,19 +326,28 @@ class WeightAdjustedOperator:
         jump_h = xp.where(interior[:, :, None, None], 2 * own[3:6] - summed[3:6], factor[1][:, :, None, None] * own[3:6])
         n = self.normals
         je, jh = along2(xp, self.v, jump_e), along2(xp, self.v, jump_h)
-        impedance = (mu / epsilon) ** 0.5
         # the reference kernels' flux (reference.add_surface_terms) with sums = -n x jump
         sum_e, sum_h = -cross(xp, n, je), -cross(xp, n, jh)
-        flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, n, sum_e)) / epsilon
-        flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, n, sum_h)) / mu
+        if self.medium is None:
+            impedance = (mu / epsilon) ** 0.5
+            flux_e = 0.5 * (sum_h - (alpha / impedance) * cross(xp, n, sum_e)) / epsilon
+            flux_h = 0.5 * (-sum_e - (alpha * impedance) * cross(xp, n, sum_h)) / mu
+        else:  # materials.py's Riemann fluxes per component, eps and mu in the masses (galerkin_media.py)
+            a, b, c, d = self.medium.flux  # (E, 6, Q, Q) each
+            flux_e = a * sum_h - alpha * b * cross(xp, n, sum_e)
+            flux_h = -(c * sum_e + alpha * d * cross(xp, n, sum_h))
         w = self.face_weights
         return (along2(xp, self.v.T, flux_e * w), along2(xp, self.v.T, flux_h * w))
 
     def loads(self, xp, u, face_values, factor, epsilon, mu, alpha):
         """(M_W dE/dt, M_W dH/dt): the volume and face integrals at the GLL nodes, (6, E, n, n, n)."""
         own = face_values[0]
+        if self.medium is not None:  # eps and mu in the masses, sigma a load (galerkin_media.py)
+            epsilon = mu = 1.0
         load = xp.concatenate([self.volume_load(xp, u[3:6], own[3:6]) / epsilon,
                                -self.volume_load(xp, u[0:3], own[0:3]) / mu])
+        if self.medium is not None and self.medium.loss_weights is not None:
+            load[0:3] -= along3(xp, self.v.T, self.medium.loss_weights * along3(xp, self.v, u[0:3]))
         face_e, face_h = self.face_load(xp, face_values, factor, epsilon, mu, alpha)
         for f in range(NUM_FACES):
             sl = face_slice(f, self.order)
@@ -339,7 +356,8 @@ class WeightAdjustedOperator:
         return load
 
     def rhs(self, xp, u, face_values, factor, out, epsilon, mu, alpha):
-        out[...] = self.inverse_mass(xp, self.loads(xp, u, face_values, factor, epsilon, mu, alpha))
+        weights = None if self.medium is None else self.medium.inverse_weights
+        out[...] = self.inverse_mass(xp, self.loads(xp, u, face_values, factor, epsilon, mu, alpha), weights=weights)
         return out
 
 
@@ -349,16 +367,15 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
     module's, and no fused stage runs (on the CUDA backend the rhs and the stage are
     galerkin_cuda's kernel). ``points``, ``cofactors`` and ``volume`` (WeightAdjustedOperator's) are for
     benchmarks and tests only, called again on a built system; no case key chooses them."""
-    from lobatto.errors import InputError
     from lobatto.systems.dg import face_values
     from lobatto.systems.maxwell import galerkin_cpu
     from lobatto.systems.maxwell.galerkin_cuda import kernel_for
+    from lobatto.systems.maxwell.galerkin_media import GalerkinMedium
 
-    if system.medium is not None:
-        raise InputError('[discretization] volume_form = "galerkin" takes uniform [physics] epsilon and mu '
-                         "only (no [material] regions, no sigma yet); use volume_form = \"split\"")
     xp, order = system.backend.xp, system.order
     operator = WeightAdjustedOperator(system.geometry, points, cofactors, volume).to(system.backend)
+    if system.medium is not None:  # per-point eps, mu, sigma at the Gauss points
+        operator.medium = GalerkinMedium(operator, system).to(system.backend)
     system.galerkin = operator
     operator.cuda = kernel_for(system.backend, operator)  # the CUDA kernel (None: this array code)
     system.overlap = False  # one exchange, then the whole rhs (the operator is not split by elements)
@@ -380,7 +397,8 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
 
     compiled = galerkin_cpu.rhs_kernel(system.backend, operator)  # None: the array code (no compiler, not cpu)
     # the C energy's conjugate gradients only where the square rule's closed form does not hold
-    energy_products = None if operator.points == order + 1 else galerkin_cpu.energy_kernel(system.backend, operator)
+    energy_products = (None if operator.points == order + 1 or operator.medium is not None
+                       else galerkin_cpu.energy_kernel(system.backend, operator))
     if energy_products is not None:
         operator.energy_products = energy_products  # the same products in C
     system.traces_kernel, system.rhs_kernel = traces, compiled or rhs
@@ -455,6 +473,8 @@ def table_of(term: str) -> str:
 def energy(system, u) -> float:
     """1/2 (eps E.M_W E + mu H.M_W H): the norm in which the Galerkin operator is stable."""
     parts = system.galerkin.energy_products(system.backend.xp, u)
+    if system.galerkin.medium is not None:  # eps_c, mu_c already in the products
+        return 0.5 * float(parts.sum())
     return 0.5 * float(system.epsilon * parts[0:3].sum() + system.mu * parts[3:6].sum())
 
 

@@ -96,8 +96,8 @@ def rhs_kernel(backend, operator):
     term is not the skew one (``volume="strong"``, kept for comparisons: the array code runs it).
     The operator's arrays are checked and their addresses kept: it must not replace them
     afterwards."""
-    if getattr(operator, "volume", "skew") != "skew":
-        return None
+    if getattr(operator, "volume", "skew") != "skew" or getattr(operator, "medium", None) is not None:
+        return None  # (a per-point medium: the array code, galerkin_media.py)
     lib = _library(backend, operator)
     if lib is None:
         return None

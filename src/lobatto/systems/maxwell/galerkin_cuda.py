@@ -285,7 +285,8 @@ def kernel_for(backend, operator) -> GalerkinCuda | None:
     """The CUDA kernel of ``operator`` on a CUDA backend whose shared memory holds its blocks;
     None elsewhere (the array code runs), and for an operator whose volume term is not the skew
     form (volume = "strong", kept for comparisons: the kernel computes the skew form only)."""
-    if getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew":
+    if (getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew"
+            or getattr(operator, "medium", None) is not None):  # (a per-point medium: the array code)
         return None
     kernel = GalerkinCuda(backend, operator)
     if kernel.square and not kernel.fits(backend.dtype):  # N + 1 beyond the square block: the general passes

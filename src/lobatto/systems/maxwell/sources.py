@@ -247,16 +247,22 @@ class MaxwellSources:
             # delta in x, y of a line source along z, amplitude per unit depth (docs, "2-D")
             phi = tensor_weights(system.order, reference, system.mesh.dim)[0]
             operator = getattr(system, "galerkin", None)
+            electric = spec.type == "electric_dipole"
+            scale = inverse("epsilon" if electric else "mu", element)
             if operator is None:  # the lumped (diagonal) mass
                 delta = phi / geometry.mass[element]
-            else:  # the Galerkin form's own mass (galerkin.py): sum_p (M_W g)_p delta_p = g(x0) too
+            elif operator.medium is None:  # the Galerkin form's own mass (galerkin.py): sum_p (M_W g)_p delta_p = g(x0) too
                 delta = np.asarray(backend.to_host(operator.inverse_mass(xp, backend.asarray(phi), element)),
                                    dtype=np.float64)
+            else:  # with a medium, M_{eps_c W}^-1 phi(x0) per component: eps is in the mass (galerkin_media.py)
+                weights = operator.medium.inverse_weights[0:3] if electric else operator.medium.inverse_weights[3:6]
+                delta = np.asarray(backend.to_host(operator.inverse_mass(
+                    xp, backend.asarray(np.broadcast_to(phi, (3,) + phi.shape)), element, weights)), dtype=np.float64)
+                scale = 1.0
             d = np.array(unit_vector(v["direction"]))
-            electric = spec.type == "electric_dipole"
             with np.errstate(over="ignore", invalid="ignore"):  # checked below, on every rank
                 # (n, n, n), or (3, n, n, n) in a diagonal medium: each component over its eps_c
-                delta = delta * v["amplitude"] * inverse("epsilon" if electric else "mu", element)
+                delta = delta * v["amplitude"] * scale
             field = (0 if electric else 3) - self.components.start
             self.dipoles.append((spec, field, position[element], delta, d))
         self._check_profiles(backend, comm, where)

@@ -286,7 +286,7 @@ class MaxwellSystem(FaceExchangeSystem):
 
     def part_rhs(self, u, out):
         """L(u) of a 6-field state (of one part of a Bloch pair)."""
-        if self.medium is not None:
+        if self.medium is not None and self.galerkin is None:  # (the Galerkin kernels take the medium)
             self.medium.rhs(self, u, out)
         else:
             self.background_rhs(u, out)
@@ -373,10 +373,10 @@ class MaxwellSystem(FaceExchangeSystem):
         """The fields' part of energy(u) (of a Bloch pair: the sum of both parts')."""
         if self.bloch is not None and u.shape[0] == 2 * self.trace_components:
             return self.field_energy(u[:self.trace_components]) + self.field_energy(u[self.trace_components:])
+        if self.galerkin is not None:  # its own (weight-adjusted) mass matrices, with the medium's eps, mu
+            return galerkin.energy(self, u)
         if self.medium is not None:
             return self.medium.energy(self, u)
-        if self.galerkin is not None:  # its own (weight-adjusted) mass matrix
-            return galerkin.energy(self, u)
         xp, mass = self.backend.xp, self.device_geometry["mass"]
         with np.errstate(all="ignore"):  # an overflow gives inf, which the driver reports
             e2 = xp.sum(mass * xp.sum(u[0:3] ** 2, axis=0), dtype=np.float64)
