@@ -50,7 +50,7 @@ class MeshSection:
 class DiscretizationSection:
     order: int
     flux: str
-    volume_form: str = "split"  # DG volume terms on curved elements: "split", "chain" or "galerkin" (VOLUME_FORMS)
+    volume_form: str = "auto"  # DG volume terms on curved elements: "auto", "split", "chain" or "galerkin" (VOLUME_FORMS)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ MAX_ELEMENTS = 10**12  # far beyond any machine; keeps element ids within int64
 #: (a weight-adjusted Galerkin form with a skew-symmetric volume term on Gauss rules of N + 1
 #: points, energy-stable and more accurate than the chain rule; only for the systems that offer
 #: it: docs/case-file.md)
-VOLUME_FORMS = ("split", "chain", "galerkin")
+VOLUME_FORMS = ("auto", "split", "chain", "galerkin")
 
 
 TOP = Table("", tuple(Key(name, "table", None, doc) for name, doc in (

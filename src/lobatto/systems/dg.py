@@ -126,6 +126,8 @@ class FaceExchangeSystem(System):
 
     def setup_faces(self, mesh, order, backend, geometry=None, comm=None, exchange_method="auto",
                     exchange="auto", overlap="auto", volume_form="split"):
+        if volume_form == "auto":  # systems without a Galerkin form: the split form (Maxwell resolves it itself)
+            volume_form = "split"
         if volume_form not in self.volume_forms:
             raise InputError(f"[discretization] volume_form = {volume_form!r} is not available for "
                              f"[physics] equations = {self.name!r}; expected one of "

@@ -10,7 +10,7 @@ the rhs with the system's rhs-kernel signature and `energy_kernel` the products,
 they do not apply (another backend, the NumPy oracle backend, no compiler): the array code stays
 the reference and the fallback.
 Per thread the kernels take one element's scratch (about 0.7 MB at N = 9), not counted by
-galerkin.memory_estimate."""
+galerkin_memory.memory_estimate."""
 
 from __future__ import annotations
 

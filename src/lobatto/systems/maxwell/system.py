@@ -22,6 +22,7 @@ import numpy as np
 from lobatto.config import Integrand, Key, PhysicsSpec
 from lobatto.config.ranges import MAGNITUDE
 from lobatto.errors import InputError
+from lobatto.mesh import compute_geometry
 from lobatto.systems.dg import FaceExchangeSystem
 from lobatto.systems.maxwell import cpu, cuda, far_field, reference  # noqa: F401  (register the kernels, [output.far_field])
 from lobatto.systems.maxwell import galerkin, planar
@@ -29,6 +30,7 @@ from lobatto.systems.maxwell.bloch import BlochWrap, with_bloch
 from lobatto.systems.maxwell.boundaries import BOUNDARY_FACTORS
 from lobatto.systems.maxwell.dispersive import dispersive_terms
 from lobatto.systems.maxwell.dispersive_memory import memory_estimate as dispersive_memory
+from lobatto.systems.maxwell.galerkin_memory import memory_estimate as galerkin_memory
 from lobatto.systems.maxwell.fluxes import FLUX_ALPHA
 from lobatto.systems.maxwell.injection import SourceInjection, growth_hints
 from lobatto.systems.maxwell.loss import check_pole_rates, fit_loss_step, loss_time_step
@@ -42,6 +44,7 @@ from lobatto.systems.maxwell.port_results import PortRuns
 from lobatto.systems.maxwell.ports import parse_port_tables, parse_ports
 from lobatto.systems.maxwell.source_term import SourceTerm
 from lobatto.systems.maxwell.sources import MaxwellSources, parse_sources
+from lobatto.systems.maxwell.volume_form import note as note_volume_form, resolve as resolve_volume_form
 
 FIELD_NAMES = ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz")
 
@@ -145,7 +148,7 @@ class MaxwellSystem(FaceExchangeSystem):
     def memory_estimate(cls, case, layout) -> list:
         """The [pml] layer's and the dispersive poles' arrays (pml.py, dispersive.py) and the
         Galerkin volume form's operator (galerkin.py)."""
-        return pml_memory(case, layout) + dispersive_memory(case, layout) + galerkin.memory_estimate(case, layout)
+        return pml_memory(case, layout) + dispersive_memory(case, layout) + galerkin_memory(case, layout)
 
     def __init__(self, mesh, order, backend, epsilon=1.0, mu=1.0, flux="upwind", comm=None, geometry=None,
                  exchange_method="auto", exchange="auto", overlap="auto", sources=(), source_file="case",
@@ -234,12 +237,17 @@ class MaxwellSystem(FaceExchangeSystem):
     @classmethod
     def from_case(cls, case, mesh, geometry, backend, comm=None):
         planar.check_case(case, mesh.dim, case.source)
+        if case.discretization.volume_form == "auto" and geometry is None:  # "auto" asks whether it is curved
+            geometry = compute_geometry(mesh, case.discretization.order)
+        form, why = resolve_volume_form(case, mesh, geometry, comm)
+        note_volume_form(case, form, why, comm)
         epsilon, mu, material = medium_from_case(case, mesh, geometry, comm)
         sources = [s for s in case.tables.get("source", ()) if s.type != "plane_wave"]  # tfsf.py
         system = cls(mesh, case.discretization.order, backend, geometry=geometry, epsilon=epsilon, material=material,
                      mu=mu, flux=case.discretization.flux, comm=comm, **cls.parallel_options(case),
-                     volume_form=case.discretization.volume_form, sources=sources, source_file=case.source,
+                     volume_form=form, sources=sources, source_file=case.source,
                      bloch_k=case.physics.values.get("bloch_k"))
+        system.volume_form_choice = {"setting": case.discretization.volume_form, "form": form, "reason": why}
         for build in TERM_BUILDERS:
             for term in build(case, system, comm):
                 system.add_term(term)
@@ -425,6 +433,8 @@ class MaxwellSystem(FaceExchangeSystem):
             out["sources"] = self.sources.describe(comm, stepper.path)
         if self.bloch is not None:
             out["bloch"] = self.bloch.describe(comm)
+        if getattr(self, "volume_form_choice", None) is not None:  # (from_case's; "auto" resolved)
+            out["volume_form"] = dict(self.volume_form_choice)
         return out
 
     def history(self) -> dict:
