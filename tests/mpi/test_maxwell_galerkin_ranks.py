@@ -104,3 +104,40 @@ def test_ranks_reproduce_serial_fields_with_a_plane_wave(integrator, tmp_path):
         assert max_relative_difference(fields, serial_fields) <= 1e-13
         for key in ("total_field_elements", "surface_faces", "elements"):
             assert summary["plane_wave.incident"][key] == serial_summary["plane_wave.incident"][key]
+
+
+# volume_form = "auto" (the default) on a box curved only where x < 1/3: a partition along x
+# leaves ranks 1 and 2 (of 3) with affine elements only; the choice is collective (galerkin on
+# every rank), and the fields are the serial run's
+AUTO = """
+[mesh]
+elements = [6, 2, 2]
+upper = [1.5, 0.5, 0.5]
+boundary = "pec"
+[mesh.deform]
+y = "0.05*max(0, 1 - 4*x)**2*sin(2*pi*y)*sin(2*pi*z)"
+[discretization]
+order = 3
+[initial]
+Ez = "sin(2*pi*y)*sin(pi*x/1.5)"
+Hy = "0.3*sin(2*pi*z)*cos(x)"
+[time]
+t_end = 0.1
+[output]
+formats = ["hdf5"]
+[material.film]
+where = "x - 1.2"
+sampling = "element"
+epsilon = 2.5
+sigma = 0.3
+"""
+
+
+def test_auto_chooses_galerkin_on_every_rank_and_ranks_reproduce_serial(tmp_path):
+    serial_summary, serial_ids, serial_fields = run_case(tmp_path / "serial", AUTO, 1)
+    assert serial_summary["volume_form"]["form"] == "galerkin"
+    for nprocs in (2, 3):
+        summary, ids, fields = run_case(tmp_path / str(nprocs), AUTO, nprocs)
+        assert summary["ranks"] == nprocs and summary["volume_form"]["form"] == "galerkin"
+        assert np.array_equal(ids, serial_ids)
+        assert max_relative_difference(fields, serial_fields) <= 1e-13
