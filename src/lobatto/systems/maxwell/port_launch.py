@@ -1,6 +1,7 @@
 """Waveguide ports on the mesh (docs/electromagnetics.md, "Ports and S-parameters"): each
 port's planes located on element faces and checked, its mode on them (port_modes.py), and the
-mode's launch as a total-field/scattered-field plane (tfsf.py), Meep's eigenmode source.
+mode's launch as a total-field/scattered-field plane (tfsf.py; with [discretization]
+volume_form = "galerkin" the exchanged sums corrected, tfsf_galerkin.py), Meep's eigenmode source.
 
 The launch: the total-field region is the half of the mesh on the device side of ``source``
 (the whole cross-section), and the incident field on its surface is
