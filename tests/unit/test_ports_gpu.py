@@ -1,6 +1,7 @@
 """The CUDA backend's waveguide ports against the CPU's: the same S-matrix of the two-port
 guide of test_ports.py (the mode launched by tfsf_cuda.SurfaceAdd with per-point gains and no
-delays, the DFT on the port planes on the device), both ports driven."""
+delays, or with volume_form = "galerkin" by tfsf_galerkin.py's sums correction; the DFT on the
+port planes on the device), both ports driven."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ import lobatto  # noqa: E402
 from test_ports import GUIDE  # noqa: E402
 
 
-def test_cuda_s_matrix_equals_cpu(tmp_path):
+@pytest.mark.parametrize("volume_form", ["split", "galerkin"])  # galerkin: tfsf_galerkin.py's sums correction
+def test_cuda_s_matrix_equals_cpu(tmp_path, volume_form):
     case = copy.deepcopy(GUIDE)
+    case["discretization"] = {**case["discretization"], "volume_form": volume_form}
     case["ports"]["drive"] = "all"
     case["time"] = {"t_end": 34.0}  # a fixed end: the decay stop's energy sums may differ in their last bits
     out = {}

@@ -442,10 +442,10 @@ def correct_sums(system) -> None:
 
 def check_supported(system, where: str = "case") -> None:
     """InputError for what the Galerkin form does not take yet: dispersive poles (they come with
-    [material] regions, a per-point medium) and ports (their launch is the collocated forms'
-    TF/SF correction, lifted by their lumped face mass). It takes plane waves with the analytic
-    incident field (tfsf_galerkin.py: the exchanged sums corrected at the surface's face nodes,
-    correct_sums; plane_waves.py refuses incident_field = "discrete"), currents and dipoles
+    [material] regions, a per-point medium). It takes plane waves with the analytic incident
+    field and ports' launches (tfsf_galerkin.py: the exchanged sums corrected at the surface's
+    face nodes, correct_sums; plane_waves.py refuses incident_field = "discrete"; port_launch.py
+    gives the port's mode as the incident field), currents and dipoles
     (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its nodal values) and the
     PML: the layer's rates are local to a point and of the polynomial space, and M_W^-1 M_W of
     them is themselves, so adding them pointwise to M_W^-1 L u is the Galerkin form of the layer
@@ -459,7 +459,7 @@ def check_supported(system, where: str = "case") -> None:
 
 
 #: the stage terms (terms.py names) the Galerkin form takes (check_supported)
-TAKEN_TERMS = ("sources", "pml", "plane_wave")
+TAKEN_TERMS = ("sources", "pml", "plane_wave", "port")
 
 
 def table_of(term: str) -> str:

@@ -1,6 +1,7 @@
 """Waveguide ports on the mesh (docs/electromagnetics.md, "Ports and S-parameters"): each
 port's planes located on element faces and checked, its mode on them (port_modes.py), and the
-mode's launch as a total-field/scattered-field plane (tfsf.py), Meep's eigenmode source.
+mode's launch as a total-field/scattered-field plane (tfsf.py; with [discretization]
+volume_form = "galerkin" the exchanged sums corrected, tfsf_galerkin.py), Meep's eigenmode source.
 
 The launch: the total-field region is the half of the mesh on the device side of ``source``
 (the whole cross-section), and the incident field on its surface is
@@ -32,6 +33,7 @@ from lobatto.systems.maxwell.port_modes import (MODES, cutoff_frequency, face_we
 from lobatto.systems.maxwell.ports import check_ports, driven, ports_of, pulse
 from lobatto.systems.maxwell.region_surface import check_background, surface_signs
 from lobatto.systems.maxwell.tfsf import TotalFieldScatteredField
+from lobatto.systems.maxwell.tfsf_galerkin import GalerkinTotalFieldScatteredField
 from lobatto.systems.maxwell.waveforms import waveform_array
 
 @dataclass
@@ -191,8 +193,9 @@ def total_field_side(system, port, comm, where: str) -> np.ndarray:
     return ahead
 
 
-def launch(system, port, k_c_plane: float, params: dict, comm, where: str) -> TotalFieldScatteredField:
-    """Collective: the TF/SF term launching the port's mode from its source plane."""
+def launch(system, port, k_c_plane: float, params: dict, comm, where: str):
+    """Collective: the TF/SF term launching the port's mode from its source plane (the
+    Galerkin form's, tfsf_galerkin.py, with [discretization] volume_form = "galerkin")."""
     chosen = locate(system, port, "source", port.source, comm, where)
     _, _, coords = gathered(system, chosen, comm)
     k_c, e_t = port_mode(port, coords, where)
@@ -208,7 +211,10 @@ def launch(system, port, k_c_plane: float, params: dict, comm, where: str) -> To
         raise InputError(f"{where}: [port.{port.name}] the device side of source \"{plane_name(port.axis, port.source)}"
                          "\" meets the rest of the mesh elsewhere than on that plane: the source must cut the whole "
                          "mesh across the guide")
-    return TotalFieldScatteredField(system, ModeWave(system, port, k_c, coords, e_t, params), inside, comm, where)
+    wave = ModeWave(system, port, k_c, coords, e_t, params)
+    if system.galerkin is not None:  # the sums corrected before the Galerkin kernels (tfsf_galerkin.py)
+        return GalerkinTotalFieldScatteredField(system, wave, inside, comm, where)
+    return TotalFieldScatteredField(system, wave, inside, comm, where)
 
 
 def check_walls(case, port) -> None:

@@ -21,7 +21,9 @@ The stage time: prepare(u, t) keeps it for the stage and finish drops it; the rh
 left alone, so L stays linear for the step checks' power iterations. The Galerkin form has no
 fused whole-step path (no device clock), so t is the host's. Only the analytic incident field:
 the discrete one (tfsf_discrete.py) steps the collocated operator alongside (plane_waves.py
-refuses it with this form).
+refuses it with this form). The incident field is any of tfsf.TotalFieldScatteredField's
+interface (face_fields, delay, profile): a plane wave (plane_waves.py) or a port's mode
+(port_launch.ModeWave, launched from its source plane).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from lobatto.systems.maxwell.tfsf import surface_of
 
 
 class GalerkinTotalFieldScatteredField(StageTerm):
-    """The Galerkin form's TF/SF correction of one plane wave (tfsf.PlaneWave): the exchanged
-    sums at its surface's face nodes gain s u_inc during a stage or an rhs."""
+    """The Galerkin form's TF/SF correction of one incident field (tfsf.PlaneWave, or a port's
+    port_launch.ModeWave): the exchanged sums at its surface's face nodes gain s u_inc during
+    a stage or an rhs."""
 
     time_dependent = True
     energy_bounded = False  # it brings the incident wave's energy in
@@ -84,7 +87,9 @@ class GalerkinTotalFieldScatteredField(StageTerm):
         pass  # MaxwellSystem.rhs set the time around L, which took the correction
 
     def describe(self, comm=None) -> dict:
-        return {"type": "plane_wave (total-field/scattered-field, Galerkin form)", **self.wave.describe(),
+        wave = self.wave.describe()
+        kind = wave.pop("type", "plane_wave (total-field/scattered-field)")  # a port's mode says what it is
+        return {"type": f"{kind[:-1]}, Galerkin form)" if kind.endswith(")") else f"{kind} (Galerkin form)", **wave,
                 "total_field_elements": int(allreduce(comm, self.total_field_elements)),
                 "surface_faces": int(allreduce(comm, self.faces_here)),
                 "elements": int(allreduce(comm, self.count))}
