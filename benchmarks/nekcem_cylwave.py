@@ -115,6 +115,7 @@ def run(rea: Path, form: str, order: int, steps: int, cfl: float, backend: str, 
     probe.close()
     data["time"] = {"t_end": steps * dt, "dt": dt}
     sim = Simulation(case_from_dict(data, name="cylwave"), backend=backend, output_dir=workdir, comm=None)
+    resolved = sim.system.volume_form_choice["form"]  # what "auto" (the default) ran
     if variant:
         galerkin.attach(sim.system, **galerkin.variant_options(":".join(variant), order))
     xp = sim.backend.xp
@@ -147,7 +148,7 @@ def run(rea: Path, form: str, order: int, steps: int, cfl: float, backend: str, 
         checks.append({"step": step, "l2": max(l2), "max": max(mx)})
     sim.close()
     passes = all(c["l2"] < L2_TOLERANCE and c["max"] < MAX_TOLERANCE for c in checks)
-    return {"form": form, "order": order, "steps": done, "dt": dt, "t": float(sim.t), "l2": l2, "max": mx,
+    return {"form": form, "resolved": resolved, "order": order, "steps": done, "dt": dt, "t": float(sim.t), "l2": l2, "max": mx,
             "passes": passes, "checks": checks, "seconds_per_step": seconds / max(timed, 1),
             "elements": int(coords.shape[1])}
 

@@ -41,6 +41,9 @@ def bench_parser() -> argparse.ArgumentParser:
                    help="NX NY NZ, or NX NY for a 2-D mesh of quadrilaterals (TE and TM fields)")
     m.add_argument("--curved", action="store_true", help="deformed (curvilinear) mesh: per-point metrics")
     m.add_argument("--periodic", action="store_true", help="periodic box instead of a PEC cavity")
+    m.add_argument("--volume-form", default="split", choices=("split", "chain", "galerkin"),
+                   help="the volume form (a case's default \"auto\" runs galerkin on curved 3-D meshes); the byte "
+                        "model and kernel timings are the collocated forms' only")
     m.add_argument("--precision", default="float64", choices=("float64", "float32"))
     m.add_argument("--steps", type=int, default=None, help="steps per timed repeat (default: about 0.2 s)")
     m.add_argument("--repeats", type=int, default=5, help="timed repeats; the median is reported")

@@ -94,12 +94,14 @@ def curved_deformation_2d(x, y, z):
     return (s, s, 0.0 * s)
 
 
-def build(backend, order, elements, curved=False, periodic=False, scheme="lsrk45"):
-    """Two counts: a 2-D box of quadrilaterals (TE and TM fields, docs/two-d.md)."""
+def build(backend, order, elements, curved=False, periodic=False, scheme="lsrk45", volume_form="split"):
+    """Two counts: a 2-D box of quadrilaterals (TE and TM fields, docs/two-d.md). ``volume_form``:
+    the system's (the bench's default "split"; "galerkin" the weight-adjusted Galerkin form that a
+    case's default "auto" runs on curved 3-D meshes)."""
     t0 = time.perf_counter()
     deform = (curved_deformation if len(elements) == 3 else curved_deformation_2d) if curved else None
     mesh = box_mesh(elements, periodic=(periodic,) * len(elements), deform=deform)
-    system = MaxwellSystem(mesh, order, backend, flux="upwind")
+    system = MaxwellSystem(mesh, order, backend, flux="upwind", volume_form=volume_form)
     stepper = Stepper(system, get_scheme(scheme))
     u = backend.asarray(system.evaluate_fields(INITIAL, 0.0))
     dt = system.stable_time_step(0.5, system.geometry.min_spacing)
@@ -153,11 +155,13 @@ def run(
     copy_bytes=2 << 30,
     kernels=True,
     stages=False,
+    volume_form="split",
 ) -> dict:
     backend = get_backend(backend_name, precision=precision, device_id=device)
     if launch and backend.name == "cuda":
         backend.launch_overrides[(order, np.dtype(precision).name)] = tuple(launch)
-    system, stepper, u, dt, setup = build(backend, order, elements, curved, periodic)
+    system, stepper, u, dt, setup = build(backend, order, elements, curved, periodic, volume_form=volume_form)
+    collocated = system.galerkin is None  # the byte and work models and the kernel timings are the collocated forms'
     if stages:  # the system's stage-by-stage path (gather-scatter), not its whole-step path
         stepper.whole_step = None  # Stepper.path then reads "stages"
     fused = stepper.whole_step if isinstance(stepper.whole_step, FusedExchangeStepper) else None
@@ -178,6 +182,7 @@ def run(
         "num_elements": system.num_elements,
         "points": points,
         "curved": bool(curved),
+        "volume_form": volume_form,
         "affine_fraction": float(np.mean(system.geometry.affine)),
         "precision": precision,
         "step_path": stepper.path,
@@ -188,10 +193,10 @@ def run(
         "point_stage_updates_per_s": points * stages / t,
         "point_steps_per_s": points / t,
         # the work model (benchmarks/notes) counts the 3-D operator: no figure for a 2-D mesh
-        "gflops": flops_per_step(order, points, stages) / t / 1e9 if len(elements) == 3 else None,
+        "gflops": flops_per_step(order, points, stages) / t / 1e9 if len(elements) == 3 and collocated else None,
         "energy": energy,
     }
-    if backend.name == "cuda":
+    if backend.name == "cuda" and collocated:
         model = fused_byte_model(system, stepper) if fused else byte_model(system, stepper)
         result["bytes_model"] = model
         result["bandwidth_model_bytes_per_s"] = model["total_per_stage"] * stages / t
@@ -209,7 +214,7 @@ def run(
             "stage_pairs": timer(lambda: fused.stage(u, 0, a, b, dt, True), 20),
             "stage_pairs_nowrite": timer(lambda: fused.stage(u, 0, a, b, dt, False), 20),
         }
-    elif kernels:
+    elif kernels and collocated:
         kt = kernel_times(system, stepper, u, dt, Timer(backend))
         result["kernel_seconds"] = kt
         if backend.name == "cuda":

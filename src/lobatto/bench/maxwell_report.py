@@ -21,7 +21,7 @@ def format_run(r: dict) -> str:
             f"maxwell  backend={be['name']}  device={be.get('device', '-')}  precision={r['precision']}  "
             f"N={r['order']}  elements={'x'.join(map(str, r['elements']))} ({r['num_elements']})  "
             f"points={r['points']}  {'curved' if r['curved'] else 'affine'}"
-            f"  {r.get('step_path', '')}"
+            f"  {r.get('step_path', '')}{'  ' + r['volume_form'] if r.get('volume_form', 'split') != 'split' else ''}"
         ),
         "",
         f"{'quantity':34s} {'value':>14s}",
@@ -127,7 +127,7 @@ def command(args) -> int:
         args.backend, args.order, tuple(args.elements), curved=args.curved, precision=args.precision,
         steps=args.steps, repeats=args.repeats, device=args.device, graph=not args.no_graph,
         periodic=args.periodic, launch=args.launch, copy_bytes=int(args.copy_bytes),
-        kernels=not args.no_kernels, stages=args.stages,
+        kernels=not args.no_kernels, stages=args.stages, volume_form=args.volume_form,
     )
     print(format_run(r))
     write_json(args.json, r)
