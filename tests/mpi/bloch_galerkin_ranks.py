@@ -3,8 +3,9 @@ with [discretization] volume_form = "galerkin" on 3 ranks, on 2 of them (a sub-c
 and on 1 (rank 0 alone), in one launch: a curved box periodic in x and y, its wrap faces curved
 too, cut along z (every rank owns wraps) with the central flux; a box periodic in x only cut
 across x (on 3 ranks the middle one owns no wrap point); a phased current sheet into a [pml] at
-both z ends. Rank 0 prints, per case and rank count, the fields by global element id, the
-energy, the steps and each rank's wrap points as JSON (bloch_ranks.run)."""
+both z ends; an oblique TF/SF plane wave (the Galerkin sums correction, one per part) whose
+surface only the middle of 3 ranks owns. Rank 0 prints, per case and rank count, the fields by
+global element id, the energy, the steps and each rank's wrap points as JSON (bloch_ranks.run)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import sys
 import tempfile
 
-from bloch_ranks import ACROSS, CASE, SHEET, run
+from bloch_ranks import ACROSS, CASE, SHEET, WAVE, run
 from mpi4py import MPI
 from quiet import quiet_barrier
 
@@ -42,7 +43,8 @@ def main() -> int:
     scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
     root = world.bcast(scratch.name if scratch is not None else None)
     out = {}
-    for name, data in (("curved", CURVED), ("across", galerkin(ACROSS)), ("sheet", galerkin(SHEET))):
+    for name, data in (("curved", CURVED), ("across", galerkin(ACROSS)), ("sheet", galerkin(SHEET)),
+                       ("wave", galerkin(WAVE))):
         found = {3: run(data, world, f"{root}/{name}3")}
         if world.rank < 2:
             found[2] = run(data, pair, f"{root}/{name}2")

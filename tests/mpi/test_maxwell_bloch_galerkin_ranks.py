@@ -1,7 +1,8 @@
 """Bloch-periodic boundaries with volume_form = "galerkin" on 1, 2 and 3 ranks in one mpiexec
 launch (bloch_galerkin_ranks.py): the rotated sums across ranks feed the Galerkin kernels alike,
 giving the serial fields and energy; on the mesh cut across its only wrap the middle of 3 ranks
-owns no wrap point; with the central flux the pair's Galerkin energy stays (up to the time
+owns no wrap point; a phased sheet and a [pml]; an oblique TF/SF plane wave whose surface one
+rank of 3 owns; with the central flux the pair's Galerkin energy stays (up to the time
 step's dissipation)."""
 
 from __future__ import annotations
@@ -33,3 +34,4 @@ def test_ranks_give_the_serial_fields():
     assert 0 in out["across"]["3"]["wraps"]  # a rank with no wrap point
     assert all(w > 0 for w in out["curved"]["3"]["wraps"])  # cut along z: every rank owns wraps
     assert np.abs(np.array(out["sheet"]["1"]["fields"])).max() > 1e-3  # the sheet radiated
+    assert np.abs(np.array(out["wave"]["1"]["fields"])).max() > 0.5  # the plane wave came in
