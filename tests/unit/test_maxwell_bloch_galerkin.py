@@ -119,6 +119,29 @@ def test_energy_conserved_with_central_and_decaying_with_upwind(backend):
     assert abs(system.field_energy(u) - half) <= 1e-14 * half
 
 
+def test_upwind_energy_never_grows_in_time(tmp_path):
+    """Random data on the curved periodic box (its wraps curved) at a random k, stepped at the
+    accepted dt: the pair's Galerkin energy falls every step with upwind; with central it
+    loses only the time scheme's dissipation."""
+    rng = np.random.default_rng()
+    k = [float(rng.uniform(-4, 4)), float(rng.uniform(-4, 4)), 0.0]
+    losses = {}
+    for flux in ("upwind", "central"):
+        case = mode_case(4, "galerkin", True, flux=flux, bloch_k=k)
+        sim = Simulation(case, backend="cpu", output_dir=tmp_path / flux, comm=None)
+        sim.u[...] = rng.standard_normal(sim.u.shape)
+        energies = [sim.system.energy(sim.u)]
+        for n in range(10):
+            sim.stepper.step(sim.u, n * sim.dt, sim.dt)
+            energies.append(sim.system.energy(sim.u))
+        steps = np.diff(energies) / energies[0]
+        losses[flux] = -steps.sum()
+        assert np.all(steps <= 1e-14), (flux, steps)
+    # measured: in 10 steps upwind loses 0.34 of random data's energy, central 0.008 (the time
+    # scheme damps the grid-scale modes)
+    assert losses["upwind"] > 10 * losses["central"] > 0, losses
+
+
 @pytest.mark.skipif(not cbuild.available(), reason="no C compiler (the array code runs instead)")
 def test_the_c_kernel_runs_each_part_and_equals_the_array_code():
     rng = np.random.default_rng()
@@ -158,9 +181,9 @@ CURVED = {"x": "0.03*sin(2*pi*y)*sin(2*pi*z)", "y": "0.03*sin(2*pi*x)*sin(2*pi*z
           "z": "0.02*sin(2*pi*x)*sin(2*pi*y)*sin(2*pi*z)"}
 
 
-def mode_case(order, form, curved, integrator="lsrk45", flux="upwind"):
+def mode_case(order, form, curved, integrator="lsrk45", flux="upwind", bloch_k=K):
     """E = z e^{i(k . x - omega t)}, H = k x E / omega (eps = mu = 1) on [0, 1]^2 x [0, 0.5],
-    periodic in x and y, PEC z."""
+    periodic in x and y, PEC z (with another ``bloch_k`` the initial field is not a mode)."""
     omega = math.hypot(K[0], K[1])
     phase = f"({K[0]!r}*x + {K[1]!r}*y - {omega!r}*t)"
     fields = {}
@@ -172,7 +195,7 @@ def mode_case(order, form, curved, integrator="lsrk45", flux="upwind"):
         mesh["deform"] = CURVED
     return case_from_dict({
         "mesh": mesh, "discretization": {"order": order, "flux": flux, "volume_form": form},
-        "physics": {"equations": "maxwell", "bloch_k": list(K)},
+        "physics": {"equations": "maxwell", "bloch_k": list(bloch_k)},
         "initial": {name: text.replace("*t)", "*0)") for name, text in fields.items()}, "exact": fields,
         "time": {"t_end": 0.5, "integrator": integrator}, "output": {"formats": []}})
 
