@@ -208,7 +208,6 @@ def test_case_file_errors(change, message):
     ({"material": {"m": {"where": "0.5 - x", "model": "drude", "poles": [{"plasma_frequency": 1.0,
                                                                           "collision_frequency": 0.5}]}}},
      r"bloch_k: Bloch-periodic boundaries do not yet take dispersion"),
-    ({"discretization": {"volume_form": "galerkin"}}, r"bloch_k: .* not yet tested with \[discretization\] volume_form"),
 ])
 def test_set_up_errors(change, message, tmp_path):
     with pytest.raises(InputError, match=message):

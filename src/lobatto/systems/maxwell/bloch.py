@@ -19,6 +19,17 @@ grow with upwind, as without it. A stage computes both parts' sums first, then r
 system's stage kernel (tuned C or CUDA where it has one) on each part. The CUDA fused whole
 step reads partner traces inside its kernel and is not taken; the stage path runs on CPU and
 CUDA alike (the rotation is backend.xp array code).
+
+With ``[discretization] volume_form = "galerkin"`` (galerkin.py) the exchange carries the raw
+face values and the kernels (array code, galerkin_cpu's C, galerkin_cuda's CUDA) read the jump
+2 own - S: the same rotated S, so the pair is the Galerkin operator continued by the phases
+(tests/unit/test_maxwell_bloch_galerkin.py: it equals the plain operator on a supercell), and
+its energy (both parts' M_W norms) is conserved with the central flux. A plane wave's TF/SF
+correction (tfsf_galerkin.py, one term per part) adds +-u_inc(x) to the sums the kernels read,
+after the rotation, which is right also where the surface is a wrap: the wave is Bloch-periodic,
+e^{i k . d} u_inc(x - d) = u_inc(x). galerkin.correct_sums corrects with every term of
+system.terms whose time is set, so each part must see its own only: a stage prepares only the
+part's terms, and rhs (whose caller set all of their times) hands the kernels the part's alone.
 """
 
 from __future__ import annotations
@@ -91,13 +102,16 @@ class BlochWrap:
     def rhs(self, system, u, out, part_rhs):
         """L(u) of the pair: ``part_rhs(u_part, out_part)`` on each part, whose exchange
         (system.with_exchange) takes that part's corrected sums."""
-        sums, parts = self.sums(system, u), system.trace_components
+        sums, parts, terms = self.sums(system, u), system.trace_components, system.terms
         try:
             for part in (slice(0, parts), slice(parts, 2 * parts)):
                 self.ready = sums[part]
+                # MaxwellSystem.rhs set every TF/SF sums correction's time (tfsf_galerkin.py), and
+                # galerkin.correct_sums corrects with each of system.terms: only the part's own here
+                system.terms = [t for t in terms if not getattr(t, "corrects_sums", False) or self.part(t) == part]
                 part_rhs(u[part], out[part])
         finally:
-            self.ready = None
+            self.ready, system.terms = None, terms
         return out
 
     def stage(self, system, u, residual, t, a, b, dt):
@@ -145,9 +159,6 @@ class BlochWrap:
         """Only sources, continuous plane waves and the [pml] run with Bloch-periodic boundaries
         (for now)."""
         others = [t.name for t in system.terms if t.name.split(".")[0] not in TAKEN]
-        if system.galerkin is not None:
-            raise InputError(f"{where}: [physics] bloch_k: Bloch-periodic boundaries are not yet tested with "
-                             "[discretization] volume_form = \"galerkin\"; use \"split\" or \"chain\"")
         if others:
             raise InputError(f"{where}: [physics] bloch_k: Bloch-periodic boundaries do not yet take "
                              f"{', '.join(others)} (only [source.*] currents, dipoles and continuous plane "

@@ -9,8 +9,9 @@ analytic incident field is taken: its complex field U = sin(phi) + i cos(phi), p
 k_w . x, k_w = (omega / c) k_hat, is i e^{-i omega t} e^{i k_w . x}, Bloch-periodic with k =
 k_w's components along the periodic axes (checked against bloch_k). The real part's term is the
 wave itself, the imaginary part's the same wave a quarter period ahead (cos(phi) = sin(phi +
-pi/2): its origin moved by c / (4 f) along k_hat). The ramp's transient is not Bloch-periodic
-(on(tau) differs across a wrap): it leaves as scattered field into the [pml].
+pi/2): its origin moved by c / (4 f) along k_hat), with either volume form (the Galerkin form's
+sums correction per part: bloch.py). The ramp's transient is not Bloch-periodic (on(tau)
+differs across a wrap): it leaves as scattered field into the [pml].
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def build_plane_waves(case, system, comm=None) -> list:
             inside = total_field_elements(system, spec, comm, case.source)
             if system.bloch is not None:  # the pair's two terms (the module's docstring)
                 check_bloch_wave(system, spec, wave, case.source)
-                terms.append(TotalFieldScatteredField(system, wave, inside, comm, case.source))
-                ahead = TotalFieldScatteredField(system, quarter_period_ahead(wave), inside, comm, case.source)
+                tfsf = TotalFieldScatteredField if system.galerkin is None else GalerkinTotalFieldScatteredField
+                terms.append(tfsf(system, wave, inside, comm, case.source))
+                ahead = tfsf(system, quarter_period_ahead(wave), inside, comm, case.source)
                 terms.append(system.bloch.imaginary_term(ahead))
                 continue
             if translations is None:  # where the mesh wraps (collective, once)
