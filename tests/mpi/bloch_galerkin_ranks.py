@@ -17,11 +17,6 @@ from bloch_ranks import ACROSS, CASE, SHEET, WAVE, run
 from mpi4py import MPI
 from quiet import quiet_barrier
 
-from lobatto.systems.maxwell import galerkin
-
-# the imaginary part's terms (bloch.imaginary_term: "sources_im", "pml_im") are the real part's
-# kinds; galerkin.check_supported does not know their names yet (see the report of branch blochg)
-galerkin.TAKEN_TERMS = tuple(sorted(set(galerkin.TAKEN_TERMS) | {"sources_im", "pml_im"}))
 
 
 def galerkin(data, **changes):

@@ -29,7 +29,7 @@ from lobatto.backends import get_backend
 from lobatto.backends.numpy_backend import NumpyBackend
 from lobatto.jit import c as cbuild
 from lobatto.mesh import box_mesh
-from lobatto.systems.maxwell import galerkin, galerkin_cpu
+from lobatto.systems.maxwell import galerkin_cpu
 from lobatto.systems.maxwell.system import MaxwellSystem
 
 LX, LY, LZ = 1.0, 0.8, 0.6
@@ -230,15 +230,7 @@ def test_a_bloch_mode_on_a_curved_periodic_box(tmp_path):
 
 
 
-@pytest.fixture
-def imaginary_terms_taken(monkeypatch):
-    """The imaginary part's terms (bloch.imaginary_term: "sources_im", "pml_im") are the real
-    part's kinds, but galerkin.check_supported refuses names it does not list: taken here until
-    galerkin.TAKEN_TERMS lists them (then this fixture goes)."""
-    monkeypatch.setattr(galerkin, "TAKEN_TERMS", tuple(galerkin.TAKEN_TERMS) + ("sources_im", "pml_im"))
-
-
-def test_a_phased_current_sheet_radiates_a_bloch_wave_into_the_pml(tmp_path, imaginary_terms_taken):
+def test_a_phased_current_sheet_radiates_a_bloch_wave_into_the_pml(tmp_path):
     """test_maxwell_bloch.py's sheet with the Galerkin form: the far probe is the near one times
     e^{i k dx} at every time."""
     from lobatto.analysis.resonance_table import probe_series

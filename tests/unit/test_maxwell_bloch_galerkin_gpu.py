@@ -22,7 +22,6 @@ from test_maxwell_bloch_galerkin import cell_system, mode_case, rhs  # noqa: E40
 from test_maxwell_bloch_tfsf import oblique_case  # noqa: E402
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
-from lobatto.systems.maxwell import galerkin  # noqa: E402
 
 GPU = "cuda"
 
@@ -58,10 +57,8 @@ def test_bloch_mode_run_cuda_equals_cpu(integrator, tmp_path):
     assert end <= start * (1 + 1e-14)  # central flux: only the time step's dissipation
 
 
-def test_oblique_plane_wave_and_pml_cuda_equals_cpu(tmp_path, monkeypatch):
-    """Both parts' Galerkin TF/SF corrections and [pml] terms (galerkin.TAKEN_TERMS does not yet
-    list the imaginary part's "pml_im": taken here, as in test_maxwell_bloch_galerkin.py)."""
-    monkeypatch.setattr(galerkin, "TAKEN_TERMS", tuple(galerkin.TAKEN_TERMS) + ("sources_im", "pml_im"))
+def test_oblique_plane_wave_and_pml_cuda_equals_cpu(tmp_path):
+    """Both parts' Galerkin TF/SF corrections and [pml] terms."""
     results = {}
     for backend in ("cpu", GPU):
         data = oblique_case("p")

@@ -40,7 +40,7 @@ def refused_tables(case) -> list[str]:
 
 
 #: whether the Galerkin form takes Bloch-periodic boundaries (bloch.py)
-BLOCH_TAKEN = False
+BLOCH_TAKEN = True
 
 
 def resolve(case, mesh, geometry, comm=None) -> tuple[str, str]:
