@@ -441,15 +441,15 @@ def correct_sums(system) -> None:
 
 
 def check_supported(system, where: str = "case") -> None:
-    """InputError for what the Galerkin form does not take yet: dispersive poles (they come with
-    [material] regions, a per-point medium) and ports (their launch is the collocated forms'
-    TF/SF correction, lifted by their lumped face mass). It takes plane waves with the analytic
-    incident field (tfsf_galerkin.py: the exchanged sums corrected at the surface's face nodes,
-    correct_sums; plane_waves.py refuses incident_field = "discrete"), currents and dipoles
-    (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its nodal values) and the
-    PML: the layer's rates are local to a point and of the polynomial space, and M_W^-1 M_W of
-    them is themselves, so adding them pointwise to M_W^-1 L u is the Galerkin form of the layer
-    (tests/unit/test_maxwell_galerkin_pml.py)."""
+    """InputError for what the Galerkin form does not take yet: ports (their launch is the
+    collocated forms' TF/SF correction, lifted by their lumped face mass). It takes dispersive
+    poles (dispersive_galerkin.py: the coupling -M_{eps W}^-1 W M_W J, the poles' energy in M_W),
+    plane waves with the analytic incident field (tfsf_galerkin.py: the exchanged sums corrected
+    at the surface's face nodes, correct_sums; plane_waves.py refuses incident_field =
+    "discrete"), currents and dipoles (sources.py: a dipole's delta is M_W^-1 phi(x0), a
+    current's rate its nodal values) and the PML: the layer's rates are local to a point and of
+    the polynomial space, and M_W^-1 M_W of them is themselves, so adding them pointwise to
+    M_W^-1 L u is the Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
     from lobatto.errors import InputError
 
     parts = [table_of(t.name) for t in system.terms if t.name.partition(".")[0] not in TAKEN_TERMS]
@@ -459,7 +459,7 @@ def check_supported(system, where: str = "case") -> None:
 
 
 #: the stage terms (terms.py names) the Galerkin form takes (check_supported)
-TAKEN_TERMS = ("sources", "pml", "plane_wave")
+TAKEN_TERMS = ("sources", "pml", "plane_wave", "dispersion")
 
 
 def table_of(term: str) -> str:
