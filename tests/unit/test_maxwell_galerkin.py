@@ -154,9 +154,14 @@ def test_unsupported_combinations_are_input_errors(tmp_path):
     # a refused term is named by its case-file table
     assert [galerkin.table_of(t) for t in ("pml", "port.in", "dispersion.gold", "plane_wave.inc")] == [
         "[pml]", "[port.in]", "[material.gold] (dispersive)", "[source.inc] (plane_wave)"]
-    with pytest.raises(InputError, match=r"volume_form = \"galerkin\" does not take \[material.gold\] \(dispersive\)"):
-        simulation(tmp_path, BOX, 2, extra={"material": {"gold": {"where": "x - 0.5", "sampling": "element",
-                                                                  "model": "drude", "poles": [{"plasma_frequency": 1.0, "collision_frequency": 0.1}]}}})
+    # ports are refused (dispersive poles it takes: test_maxwell_galerkin_dispersive.py)
+    guide = {"elements": [2, 1, 10], "lower": [0.0, 0.0, -2.0], "upper": [1.0, 0.5, 3.0], "boundary": "pec"}
+    ports = {"pml": {"sides": ["zmin", "zmax"], "elements": 2, "reflection": 1e-8},
+             "port": {"in": {"plane": "z = 0", "source": "z = -0.5", "direction": "+", "mode": "TE10"},
+                      "out": {"plane": "z = 1", "source": "z = 1.5", "direction": "-", "mode": "TE10"}},
+             "ports": {"fmin": 0.6, "fmax": 1.4, "count": 3, "drive": ["in"]}}
+    with pytest.raises(InputError, match=r"volume_form = \"galerkin\" does not take \[port.in\] yet"):
+        simulation(tmp_path, guide, 2, t_end=8.0, extra=ports)
     with pytest.raises(InputError, match="volume_form"):
         data = {"mesh": {**BOX, "boundary": "wall"}, "discretization": {"order": 2, "volume_form": "galerkin"},
                 "physics": {"equations": "acoustics"}, "time": {"t_end": 0.1}, "output": {"formats": []}}
