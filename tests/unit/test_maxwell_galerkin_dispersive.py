@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from lobatto.api import Simulation, case_from_dict, run
+from lobatto.backends import cuda_available
 from lobatto.systems.maxwell.dispersion_fit import Pole
 
 TWO_PI = 2 * math.pi
@@ -25,20 +26,23 @@ DEFORM = {"x": "0.08*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.06*sin(pi*x)*sin(pi
           "z": "0.05*sin(pi*x)*sin(pi*y)*sin(pi*z)"}
 
 
-def curved_case(flux, gamma=0.3, debye=True, order=3, form="galerkin"):
+def curved_case(flux, gamma=0.3, debye=True, medium=True):
     """Drude on whole elements (x > 0.66, sampling = "element"); Lorentz (+ Debye) on a cylinder
-    sampled per point, which cuts elements, with its own eps_inf (so eps varies inside them)."""
+    sampled per point, which cuts elements, with its own eps_inf (so eps varies inside them);
+    without ``medium`` the tables give no epsilon (no per-point medium: the [physics] eps_inf
+    and the Galerkin form's compiled rhs)."""
     film = [{"model": "lorentz", "resonance_frequency": 1.0, "delta_epsilon": 1.2, "damping_frequency": gamma}]
     if debye:
         film.append({"model": "debye", "delta_epsilon": 0.8, "relaxation_time": 0.3})
+    metal = {"where": "x - 0.66", "sampling": "element", "model": "drude",
+             "poles": [{"plasma_frequency": 1.2, "collision_frequency": gamma}]}
+    film = {"where": "0.1 - (x-0.35)**2 - (y-0.5)**2", "poles": film}
+    if medium:
+        metal["epsilon"], film["epsilon"] = 1.5, 2.2
     return {"mesh": {"elements": [3, 2, 2], "boundary": "pec", "deform": DEFORM},
-            "discretization": {"order": order, "flux": flux, "volume_form": form},
+            "discretization": {"order": 3, "flux": flux, "volume_form": "galerkin"},
             "physics": {"equations": "maxwell", "epsilon": 1.3, "mu": 1.1},
-            "time": {"t_end": 1.0, "cfl": 0.3}, "output": {"formats": []},
-            "material": {
-                "metal": {"where": "x - 0.66", "sampling": "element", "epsilon": 1.5, "model": "drude",
-                          "poles": [{"plasma_frequency": 1.2, "collision_frequency": gamma}]},
-                "film": {"where": "0.1 - (x-0.35)**2 - (y-0.5)**2", "epsilon": 2.2, "poles": film}}}
+            "time": {"t_end": 1.0, "cfl": 0.3}, "output": {"formats": []}, "material": {"metal": metal, "film": film}}
 
 
 def simulation(tmp_path, data, name="g"):
@@ -122,10 +126,12 @@ def test_regions_are_whole_and_cut_elements(tmp_path):
     assert film.count == 8 and film.weight is not None and film.galerkin.cut_count == 8 and film.compiled is None
 
 
+@pytest.mark.parametrize("medium", [True, False], ids=["medium", "uniform-eps"])
 @pytest.mark.parametrize("gamma", [0.0, 0.3], ids=["lossless", "lossy"])
-def test_central_flux_energy_rate_is_minus_the_poles_losses(tmp_path, gamma):
+def test_central_flux_energy_rate_is_minus_the_poles_losses(tmp_path, gamma, medium):
     """Measured |rate + losses| <= 8e-16 of the scale (seeds 2, 3, 4; the losses 0.5-1.2 of it)."""
-    sim = simulation(tmp_path, curved_case("central", gamma=gamma, debye=gamma > 0))
+    sim = simulation(tmp_path, curved_case("central", gamma=gamma, debye=gamma > 0, medium=medium))
+    assert (sim.system.galerkin.medium is not None) == medium
     randomize(sim, 2)
     rate, scale = energy_rate(sim.system, sim.u)
     loss = losses(sim.system, sim.u)
@@ -192,6 +198,40 @@ def test_whole_elements_couple_pointwise_and_the_kernels_equal_the_array_code(tm
     array.advance(20)
     compiled.advance(20)
     assert np.max(np.abs(array.u - compiled.u)) < 1e-12 * np.abs(array.u).max()
+
+
+CUDA, WHY_NOT = cuda_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason=f"needs CuPy and a CUDA GPU: {WHY_NOT}")
+@pytest.mark.parametrize("medium", [True, False], ids=["medium", "uniform-eps"])
+def test_cuda_equals_cpu_over_steps(tmp_path, medium):
+    """On CUDA the whole-element poles run dispersive_cuda.py's kernel (after the Galerkin stage:
+    CUDA's or, with a medium, the array code), the cut ones the array code through CuPy: 20 steps
+    from the same random state equal the CPU's (compiled kernels) and the total does not grow."""
+    runs = {}
+    for backend in ("cpu", "cuda"):
+        sim = Simulation(case_from_dict(curved_case("upwind", medium=medium), name=backend), backend=backend,
+                         output_dir=str(tmp_path / backend), comm=None)
+        metal, film = sim.system.terms
+        assert film.galerkin.cut_count == film.count and metal.galerkin.cut_count == 0
+        assert (metal.one_pass is not None) == (backend == "cuda") and film.one_pass is None
+        rng = np.random.default_rng(9)
+        sim.u[...] = sim.backend.asarray(rng.standard_normal(sim.u.shape))
+        for term in sim.system.terms:
+            aux = rng.standard_normal(term.aux.shape) * (1.0 if term.weight is None else sim.backend.to_host(term.weight))
+            term.aux[...] = sim.backend.asarray(aux)
+        energies = [sim.system.energy(sim.u)]
+        for _ in range(20):
+            sim.advance(1)
+            energies.append(sim.system.energy(sim.u))
+        assert np.all(np.diff(energies) <= 1e-13 * energies[0])
+        runs[backend] = [np.array(sim.backend.to_host(sim.u))] + [np.array(sim.backend.to_host(t.aux))
+                                                                  for t in sim.system.terms]
+        sim.close()
+    for cpu, cuda in zip(runs["cpu"], runs["cuda"]):
+        assert np.abs(cuda - cpu).max() < 1e-11 * np.abs(cpu).max()
 
 
 # ============================================================== slab against the analytic response
