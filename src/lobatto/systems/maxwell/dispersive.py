@@ -21,7 +21,11 @@ dotted with its J gives E.J = d/dt W_p + D_p with D_p >= 0, so the total
     W_debye = |P|^2 / (2 delta_eps)
 
 does not grow (D: gamma |J|^2 / omega_p^2, gamma |J|^2 / (delta_eps omega_0^2), tau |J|^2 / delta_eps).
-``energy()`` returns the poles' part of W, so the driver's log is the total.
+``energy()`` returns the poles' part of W, so the driver's log is the total. With
+``volume_form = "galerkin"`` eps_inf lives in the form's weight-adjusted mass: the coupling is
+-M_{eps W}^-1 W M_W sum_p J_p (pointwise -J / eps_inf where eps_inf is constant in the element
+and w = 1: the kernels' form) and W_p is measured in M_W instead of M, so the same identity
+holds in the form's norm (dispersive_galerkin.py).
 
 Case file: ``[material.<name>]`` with ``model`` and ``poles``, or ``data`` (a "wavelength, n, k"
 CSV), ``wavelength_unit`` and ``fit`` (dispersion_fit.py), parsed by dispersion_tables.py for
