@@ -242,7 +242,8 @@ def test_cuda_equals_cpu_over_steps(tmp_path, medium):
         rng = np.random.default_rng(9)
         sim.u[...] = sim.backend.asarray(rng.standard_normal(sim.u.shape))
         for term in sim.system.terms:
-            aux = rng.standard_normal(term.aux.shape) * (1.0 if term.weight is None else sim.backend.to_host(term.weight))
+            weight = 1.0 if term.weight is None else sim.backend.to_host(term.weight)
+            aux = rng.standard_normal(term.aux.shape) * weight
             term.aux[...] = sim.backend.asarray(aux)
         energies = [sim.system.energy(sim.u)]
         for _ in range(20):

@@ -56,7 +56,8 @@ class GalerkinCoupling:
     def __init__(self, system, elements: np.ndarray, weight, epsilon):
         operator = system.galerkin
         if operator.points != operator.order + 1:  # M_W's closed form (galerkin.energy_products)
-            raise ValueError(f"dispersive poles take the Galerkin form at Q = N + 1 points only, not Q = {operator.points}")
+            raise ValueError(f"dispersive poles take the Galerkin form at Q = N + 1 points only, "
+                             f"not Q = {operator.points}")
         self.system, xp = system, system.backend.xp
         self.elements = xp.asarray(np.asarray(elements, dtype=np.int64))
         positions = cut_elements(weight, epsilon, int(np.size(elements)))
