@@ -28,19 +28,22 @@ DEFORM = {"x": "0.08*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.06*sin(pi*x)*sin(pi
           "z": "0.05*sin(pi*x)*sin(pi*y)*sin(pi*z)"}
 
 
-def curved_case(flux, gamma=0.3, debye=True, medium=True):
+def curved_case(flux, gamma=0.3, debye=True, medium="isotropic"):
     """Drude on whole elements (x > 0.66, sampling = "element"); Lorentz (+ Debye) on a cylinder
     sampled per point, which cuts elements, with its own eps_inf (so eps varies inside them);
-    without ``medium`` the tables give no epsilon (no per-point medium: the [physics] eps_inf
-    and the Galerkin form's compiled rhs)."""
+    ``medium`` "diagonal": eps_inf per component (varying inside the cylinder, anisotropy.py);
+    None: the tables give no epsilon (no per-point medium: the [physics] eps_inf and the
+    Galerkin form's compiled rhs)."""
     film = [{"model": "lorentz", "resonance_frequency": 1.0, "delta_epsilon": 1.2, "damping_frequency": gamma}]
     if debye:
         film.append({"model": "debye", "delta_epsilon": 0.8, "relaxation_time": 0.3})
     metal = {"where": "x - 0.66", "sampling": "element", "model": "drude",
              "poles": [{"plasma_frequency": 1.2, "collision_frequency": gamma}]}
     film = {"where": "0.1 - (x-0.35)**2 - (y-0.5)**2", "poles": film}
-    if medium:
+    if medium == "isotropic":
         metal["epsilon"], film["epsilon"] = 1.5, 2.2
+    elif medium == "diagonal":
+        metal["epsilon"], film["epsilon"] = [1.5, 4.0, 2.25], ["3 + x*y", 2.0, "1.5 + z"]
     return {"mesh": {"elements": [3, 2, 2], "boundary": "pec", "deform": DEFORM},
             "discretization": {"order": 3, "flux": flux, "volume_form": "galerkin"},
             "physics": {"equations": "maxwell", "epsilon": 1.3, "mu": 1.1},
@@ -128,12 +131,13 @@ def test_regions_are_whole_and_cut_elements(tmp_path):
     assert film.count == 8 and film.weight is not None and film.galerkin.cut_count == 8 and film.compiled is None
 
 
-@pytest.mark.parametrize("medium", [True, False], ids=["medium", "uniform-eps"])
+@pytest.mark.parametrize("medium", ["isotropic", "diagonal", None], ids=["isotropic", "diagonal", "uniform-eps"])
 @pytest.mark.parametrize("gamma", [0.0, 0.3], ids=["lossless", "lossy"])
 def test_central_flux_energy_rate_is_minus_the_poles_losses(tmp_path, gamma, medium):
     """Measured |rate + losses| <= 8e-16 of the scale (seeds 2, 3, 4; the losses 0.5-1.2 of it)."""
     sim = simulation(tmp_path, curved_case("central", gamma=gamma, debye=gamma > 0, medium=medium))
-    assert (sim.system.galerkin.medium is not None) == medium
+    assert (sim.system.galerkin.medium is not None) == (medium is not None)
+    assert all(term.per_component == (medium == "diagonal") for term in sim.system.terms)
     randomize(sim, 2)
     rate, scale = energy_rate(sim.system, sim.u)
     loss = losses(sim.system, sim.u)
@@ -241,7 +245,7 @@ CUDA, WHY_NOT = cuda_available()
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason=f"needs CuPy and a CUDA GPU: {WHY_NOT}")
-@pytest.mark.parametrize("medium", [True, False], ids=["medium", "uniform-eps"])
+@pytest.mark.parametrize("medium", ["isotropic", None], ids=["medium", "uniform-eps"])
 def test_cuda_equals_cpu_over_steps(tmp_path, medium):
     """On CUDA the whole-element poles run dispersive_cuda.py's kernel (after the Galerkin stage:
     CUDA's or, with a medium, the array code), the cut ones the array code through CuPy: 20 steps
