@@ -62,7 +62,9 @@ def test_ranks_reproduce_serial_fields_with_poles(flux, tmp_path):
         assert summary["ranks"] == nprocs and np.array_equal(ids, serial_ids)
         assert summary["steps"] == serial_summary["steps"]
         for name in ("dispersion.metal", "dispersion.film"):
-            assert summary[name]["elements"] == serial_summary[name]["elements"]
+            for key in ("elements", "cut_elements"):
+                assert summary[name][key] == serial_summary[name][key]
+        assert summary["dispersion.metal"]["cut_elements"] == 0 < summary["dispersion.film"]["cut_elements"]
         assert max_relative_difference(fields, serial_fields) <= 1e-13
         energy, serial_energy = summary["energy"]["final"], serial_summary["energy"]["final"]
         assert abs(energy - serial_energy) <= 1e-12 * serial_energy

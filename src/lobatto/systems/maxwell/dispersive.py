@@ -266,6 +266,9 @@ class DispersiveTerm(StageTerm):
         out["fastest_rate"] = self.fastest_rate  # |eigenvalue| of the poles' ODE, angular
         # elements where a PML stretches the drive (stretch_with)
         out["elements_in_layer"] = int(allreduce(comm, 0 if self.stretch is None else int(self._stretch_at[0].size)))
+        if self.system.galerkin is not None:  # (the same on every rank: the allreduce is collective)
+            # elements whose coupling is the Galerkin one, not pointwise (dispersive_galerkin.py)
+            out["cut_elements"] = int(allreduce(comm, 0 if self.galerkin is None else self.galerkin.cut_count))
         if self.last_dt is not None:
             out["dt_times_fastest_rate"] = self.last_dt * self.fastest_rate
         return out
