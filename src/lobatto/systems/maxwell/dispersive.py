@@ -21,7 +21,11 @@ dotted with its J gives E.J = d/dt W_p + D_p with D_p >= 0, so the total
     W_debye = |P|^2 / (2 delta_eps)
 
 does not grow (D: gamma |J|^2 / omega_p^2, gamma |J|^2 / (delta_eps omega_0^2), tau |J|^2 / delta_eps).
-``energy()`` returns the poles' part of W, so the driver's log is the total.
+``energy()`` returns the poles' part of W, so the driver's log is the total. With
+``volume_form = "galerkin"`` eps_inf lives in the form's weight-adjusted mass: the coupling is
+-M_{eps W}^-1 W M_W sum_p J_p (pointwise -J / eps_inf where eps_inf is constant in the element
+and w = 1: the kernels' form) and W_p is measured in M_W instead of M, so the same identity
+holds in the form's norm (dispersive_galerkin.py).
 
 Case file: ``[material.<name>]`` with ``model`` and ``poles``, or ``data`` (a "wavelength, n, k"
 CSV), ``wavelength_unit`` and ``fit`` (dispersion_fit.py), parsed by dispersion_tables.py for
@@ -40,6 +44,7 @@ from lobatto.mesh.topology import element_shape
 from lobatto.systems.maxwell import subcell
 from lobatto.systems.maxwell.dispersion_fit import AUX_PER_POLE
 from lobatto.systems.maxwell.dispersion_tables import Dispersion, parse_dispersion
+from lobatto.systems.maxwell.dispersive_galerkin import GalerkinCoupling
 from lobatto.systems.maxwell.dispersive_memory import check_aux_memory
 from lobatto.systems.maxwell.materials import pole_mask, table_level
 from lobatto.systems.maxwell.pml import PerfectlyMatchedLayer
@@ -103,10 +108,15 @@ class DispersiveTerm(StageTerm):
         self.fastest_rate = float(np.max(np.abs(rates))) if rates.size else 0.0
         self.last_dt = None
         self.stretch = None  # Lambda E - E where the poles share elements with a PML (stretch_with)
+        # the Galerkin form's coupling and energy norm (dispersive_galerkin.py): on its cut
+        # elements the coupling is not pointwise, which only the array code here computes
+        self.galerkin = None if system.galerkin is None or not m else GalerkinCoupling(
+            system, self.elements, weight, epsilon)
+        pointwise = self.galerkin is None or not self.galerkin.cut_count
         # on CUDA the whole stage of the poles is one kernel (dispersive_cuda.py); the array
         # operations here are the reference
         self.one_pass = self.compiled = None
-        if backend.name == "cuda" and m:
+        if backend.name == "cuda" and m and pointwise:
             from lobatto.systems.maxwell.dispersive_cuda import DispersiveStep
 
             per_point = not isinstance(self.minus_inv_epsilon, float)
@@ -116,7 +126,7 @@ class DispersiveTerm(StageTerm):
                 per_component=self.per_component, dim=system.mesh.dim)
             self.writes_traces = self.folds = True  # the fused path's calls (terms.py)
         # on the CPU: one compiled pass over the poles' elements per stage (terms_cpu.py)
-        self.compiled = term_kernels(system) if m else None
+        self.compiled = term_kernels(system) if m and pointwise else None
         if self.compiled is not None:
             self._poles = compiled_poles(self.poles, self.offsets)
             self.folds_in_stage = True
@@ -198,7 +208,11 @@ class DispersiveTerm(StageTerm):
                 s[...] = current
             else:
                 s += current
+        cut = None if self.galerkin is None else self.galerkin.cut
+        consistent = None if cut is None else self.galerkin.couple(s[:, cut])  # -M_{eps W}^-1 W M_W J
         s *= self.minus_inv_epsilon
+        if consistent is not None:
+            s[:, cut] = consistent
 
     def finish(self, u, residual, a, b, dt, traces=None) -> None:
         """Only E changes: residual += dt S_E; u += b dt S_E; the poles step as in terms.py."""
@@ -231,16 +245,19 @@ class DispersiveTerm(StageTerm):
         if not self.count:
             return 0.0
         xp, total = self.backend.xp, 0.0
+        # the Galerkin form's norm M_W: the Gauss values and w J there (dispersive_galerkin.py)
+        mass = self.mass if self.galerkin is None else self.galerkin.weights()
+        values = (lambda x: x) if self.galerkin is None else self.galerkin.at_points
         for pole, k in zip(self.poles, self.offsets):
             a = pole.angular()
-            squares = lambda first: xp.sum(self.aux[first:first + 3] ** 2, axis=0)
+            squares = lambda first: xp.sum(values(self.aux[first:first + 3]) ** 2, axis=0)
             if pole.model == "drude":
                 density = squares(k) / a["omega_p"] ** 2
             elif pole.model == "lorentz":
                 density = (squares(k + 3) / a["omega0"] ** 2 + squares(k)) / a["delta"]
             else:
                 density = squares(k) / a["delta"]
-            total += 0.5 * float(xp.sum(self.mass * density, dtype=np.float64))
+            total += 0.5 * float(xp.sum(mass * density, dtype=np.float64))
         return total
 
     def describe(self, comm=None) -> dict:
@@ -249,6 +266,9 @@ class DispersiveTerm(StageTerm):
         out["fastest_rate"] = self.fastest_rate  # |eigenvalue| of the poles' ODE, angular
         # elements where a PML stretches the drive (stretch_with)
         out["elements_in_layer"] = int(allreduce(comm, 0 if self.stretch is None else int(self._stretch_at[0].size)))
+        if self.system.galerkin is not None:  # (the same on every rank: the allreduce is collective)
+            # elements whose coupling is the Galerkin one, not pointwise (dispersive_galerkin.py)
+            out["cut_elements"] = int(allreduce(comm, 0 if self.galerkin is None else self.galerkin.cut_count))
         if self.last_dt is not None:
             out["dt_times_fastest_rate"] = self.last_dt * self.fastest_rate
         return out

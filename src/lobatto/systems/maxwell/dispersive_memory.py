@@ -11,6 +11,9 @@ from lobatto.machine.resources import available_host_memory
 #: values per point of a dispersive element besides the poles' 3 x aux_count (auxiliary
 #: fields, rates, residuals): the term's rate (6), the mask, eps_inf and the mass
 TERM_VALUES = 9
+#: and with ``volume_form = "galerkin"`` (dispersive_galerkin.py) at most 5 more: w J at the
+#: Gauss points of its elements, and of its cut elements again with w / (J eps_c) (3)
+GALERKIN_VALUES = 5
 
 
 def memory_estimate(case, layout) -> list:
@@ -29,14 +32,18 @@ def memory_estimate(case, layout) -> list:
         items.append(MemoryItem(f"[material.{t.name}] {poles:,} poles: their {size:,} x {size:,} rate matrix",
                                 host=4.0 * 8 * size * size, advice=f"use fewer [material.{t.name}] poles"))
         everywhere = t.where is not None and t.where.is_constant
-        items.append(aux_item(t, layout, layout.elements, known=everywhere))
+        items.append(aux_item(t, layout, layout.elements, known=everywhere, galerkin=is_galerkin(case)))
     return items
 
 
-def aux_item(table, layout, elements: int, known: bool = True) -> MemoryItem:
+def is_galerkin(case) -> bool:
+    return getattr(case.discretization, "volume_form", "split") == "galerkin"
+
+
+def aux_item(table, layout, elements: int, known: bool = True, galerkin: bool = False) -> MemoryItem:
     """The auxiliary fields of ``table``'s poles on ``elements`` elements of the rank."""
     aux, poles = table.dispersion.aux_count, len(table.dispersion.poles)
-    values = 3 * aux + TERM_VALUES
+    values = 3 * aux + TERM_VALUES + (GALERKIN_VALUES if galerkin else 0)
     return layout.backend_item(
         f"[material.{table.name}] {poles:,} poles: {values:,} values per point on {elements:,} elements",
         values * elements * (layout.order + 1) ** layout.dim * layout.value_bytes,
@@ -49,7 +56,7 @@ def check_aux_memory(case, system, tables, counts) -> None:
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
                        fields=len(system.field_names), precision=system.backend.precision,
                        backend=system.backend.name, dim=system.mesh.dim)
-    items = [aux_item(t, layout, int(count)) for t, count in zip(tables, counts) if count]
+    items = [aux_item(t, layout, int(count), galerkin=is_galerkin(case)) for t, count in zip(tables, counts) if count]
     if items:
         host = available_host_memory()
         host = None if host is None else host // launched_local_size()

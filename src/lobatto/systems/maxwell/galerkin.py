@@ -441,15 +441,16 @@ def correct_sums(system) -> None:
 
 
 def check_supported(system, where: str = "case") -> None:
-    """InputError for what the Galerkin form does not take yet: dispersive poles (they come with
-    [material] regions, a per-point medium). It takes plane waves with the analytic incident
-    field and ports' launches (tfsf_galerkin.py: the exchanged sums corrected at the surface's
-    face nodes, correct_sums; plane_waves.py refuses incident_field = "discrete"; port_launch.py
-    gives the port's mode as the incident field), currents and dipoles
-    (sources.py: a dipole's delta is M_W^-1 phi(x0), a current's rate its nodal values) and the
-    PML: the layer's rates are local to a point and of the polynomial space, and M_W^-1 M_W of
-    them is themselves, so adding them pointwise to M_W^-1 L u is the Galerkin form of the layer
-    (tests/unit/test_maxwell_galerkin_pml.py)."""
+    """InputError for a stage term the Galerkin form does not take (a guard for terms added
+    later: every term kind lobatto has is taken now, TAKEN_TERMS). It takes dispersive poles
+    (dispersive_galerkin.py: the coupling -M_{eps W}^-1 W M_W J, the poles' energy in M_W),
+    plane waves with the analytic incident field and ports' launches (tfsf_galerkin.py: the
+    exchanged sums corrected at the surface's face nodes, correct_sums; plane_waves.py refuses
+    incident_field = "discrete"; port_launch.py gives the port's mode as the incident field),
+    currents and dipoles (sources.py: a dipole's delta is M_{eps W}^-1 phi(x0), a current's rate
+    its nodal values) and the PML: the layer's rates are local to a point and of the polynomial
+    space, and M_W^-1 M_W of them is themselves, so adding them pointwise to M_W^-1 L u is the
+    Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
     from lobatto.errors import InputError
 
     # (a Bloch pair's imaginary part's terms are the real part's kinds: "sources_im", "pml_im", bloch.py)
@@ -461,7 +462,7 @@ def check_supported(system, where: str = "case") -> None:
 
 
 #: the stage terms (terms.py names) the Galerkin form takes (check_supported)
-TAKEN_TERMS = ("sources", "pml", "plane_wave", "port")
+TAKEN_TERMS = ("sources", "pml", "plane_wave", "port", "dispersion")
 
 
 def table_of(term: str) -> str:
