@@ -125,7 +125,8 @@ INSTANTIATIONS = {
     # systems/maxwell/galerkin_cuda.py picks them (galerkin_launches)
     "galerkin.cu": [f"LOBATTO_GALERKIN_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_launches()]
     + [f"LOBATTO_GALERKIN_SQUARE_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_square_launches()]
-    + [f"LOBATTO_GALERKIN_{kind}_INSTANTIATE({', '.join(map(str, launch))})" for kind, launch in galerkin_media_launches()]
+    + [f"LOBATTO_GALERKIN_{kind}_INSTANTIATE({', '.join(map(str, launch))})"
+       for kind, launch in galerkin_media_launches()]
     + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_FACES_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],

@@ -100,10 +100,12 @@ def dispatch() -> str:
                 lines.append(f"    if (order == {n} && threads == {nt} && loss_on == {on}) "
                              f"square_media<{n + 1}, {ctype}, {nt}, {'true' if on else 'false'}>" + CALL)
         lines.append("}")
-        lines.append(f'extern "C" void general_{name}(int order, int q, int threads, int planes, int loss_on, {args}) {{')
+        lines.append(f'extern "C" void general_{name}(int order, int q, int threads, int planes, int loss_on, '
+                     f'{args}) {{')
         for n, q, nt, kp in GENERAL:
             for on in (0, 1):
-                lines.append(f"    if (order == {n} && q == {q} && threads == {nt} && planes == {kp} && loss_on == {on}) "
+                lines.append(f"    if (order == {n} && q == {q} && threads == {nt} && planes == {kp} "
+                             f"&& loss_on == {on}) "
                              f"media<{n + 1}, {q}, {ctype}, {nt}, {kp}, {'true' if on else 'false'}>" + CALL)
         lines.append("}")
     return "\n".join(lines)

@@ -5,6 +5,13 @@
 // Q = N + 1 (the default rule) takes galerkin_square_kernel below (the whole rhs at the Gauss
 // points, as kernels/galerkin.c's square_rhs); galerkin_rhs_kernel, described here, any Q >= N + 1.
 //
+// A per-point medium (galerkin_media.py) takes the same bodies' MEDIUM instantiations
+// (galerkin_rhs_media_kernel, galerkin_square_media_kernel; LOSS with a conductor): w / (J eps_c),
+// w / (J mu_c) per component instead of w / J and 1/eps, 1/mu; materials.py's fluxes with a, b, c, d
+// per Gauss face point, the source triple's jumps and own traces interpolated apart (9 components:
+// its flux weight a or c is not the 1/2 into which the uniform kernels fold B_w's face part); E's
+// load less V^T (w J sigma) V E. The template flags keep the uniform instantiations' code as it was.
+//
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
 // run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
@@ -259,7 +266,8 @@ __device__ __forceinline__ void galerkin_media_face_flux(const T* LOBATTO_RESTRI
 template <int P, int Q, typename T, int NT, int KP, bool MEDIUM, bool LOSS>
 __device__ __forceinline__ void
 galerkin_rhs_body(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
-                  const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
+                  const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
+                  const T* LOBATTO_RESTRICT wj,
                   const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
                   const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
                   index_t E, const T* LOBATTO_RESTRICT flux, const T* LOBATTO_RESTRICT loss) {
@@ -316,7 +324,7 @@ galerkin_rhs_body(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, c
                     galerkin_contract3<P, 1, P2, P, QP>(sV + j * P, r1 + kk * S3 + i, r2 + kk * S2 + q);
                 }
                 __syncthreads();
-                for (int qk = t; qk < KP * Q2; qk += NT) {  // r3 [kk][a][j][i]: V along r (V^T's pairs), times -w J sigma
+                for (int qk = t; qk < KP * Q2; qk += NT) {  // r3 [kk][a][j][i]: V along r, times -w J sigma
                     const int kk = qk / Q2, q = qk - kk * Q2, j = q / Q, i = q - j * Q;
                     const T weight = -loss[e * (index_t)(Q2 * Q) + (k0 + kk) * Q2 + q];
                     galerkin_contract3<P, 2 * Q, QP, 1, Q2>(sVTD + 2 * i, r2 + kk * S2 + j * P, r3 + kk * S3 + q,
@@ -856,7 +864,8 @@ galerkin_square_body(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums
                 const int node = e * P3 + galerkin_face_node<P>(f, x, y);
                 if (comp < 6) {
                     const T own = u[comp * field + node];
-                    J1[q] = interior ? T(2) * own - sums[((comp * E + e) * 6 + f) * P2 + xy] : (comp < 3 ? fe : fh) * own;
+                    const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
+                    J1[q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
                 } else {
                     J1[q] = u[(source + comp - 6) * field + node];
                 }
