@@ -61,9 +61,36 @@ def galerkin_square_launches() -> list:
         for t, dtype in (("double", "float64"), ("float", "float32")):
             kernel = GalerkinCuda.__new__(GalerkinCuda)  # launch() needs only these
             kernel.p, kernel.q, kernel.square, kernel.threads, kernel.min_blocks = p, p, True, default_threads(p), None
+            kernel.medium = None
             kernel.backend = SimpleNamespace(max_shared_per_block=227 * 1024)
             if kernel.fits(dtype):
                 out.append((p, t, kernel.threads, kernel.launch(dtype)[0]))
+    return out
+
+
+def galerkin_media_launches() -> list:
+    """The media instantiations (a per-point medium; LOSS true with a conductor) as galerkin_cuda
+    launches them on an H100, where their blocks fit: (kind, template arguments) of the square
+    kernel at ORDERS and 11 and of the general passes at Q = N + 1 to N = 7 and Q = N + 3 at
+    N = 2 and 7, each with LOSS false and true."""
+    out = []
+    for n, q in [(n, n + 1) for n in ORDERS + (11,)] + [(2, 5), (7, 10)]:
+        for square in (True, False) if q == n + 1 else (False,):
+            if not square and q == n + 1 and n > 7:  # there the square kernel's block fits
+                continue
+            for t, dtype in (("double", "float64"), ("float", "float32")):
+                kernel = GalerkinCuda.__new__(GalerkinCuda)  # launch() and fits() need only these
+                kernel.p, kernel.q, kernel.square, kernel.threads = n + 1, q, square, default_threads(q)
+                kernel.min_blocks, kernel.planes, kernel.medium = None, None, SimpleNamespace(loss_weights=None)
+                kernel.backend = SimpleNamespace(max_shared_per_block=227 * 1024)
+                if not kernel.fits(dtype):
+                    continue
+                blocks, planes = kernel.launch(dtype)
+                for loss in ("false", "true"):
+                    if square:
+                        out.append(("SQUARE_MEDIA", (n + 1, t, kernel.threads, blocks, loss)))
+                    else:
+                        out.append(("MEDIA", (n + 1, q, t, kernel.threads, blocks, planes, loss)))
     return out
 
 
@@ -98,6 +125,8 @@ INSTANTIATIONS = {
     # systems/maxwell/galerkin_cuda.py picks them (galerkin_launches)
     "galerkin.cu": [f"LOBATTO_GALERKIN_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_launches()]
     + [f"LOBATTO_GALERKIN_SQUARE_INSTANTIATE({', '.join(map(str, launch))})" for launch in galerkin_square_launches()]
+    + [f"LOBATTO_GALERKIN_{kind}_INSTANTIATE({', '.join(map(str, launch))})"
+       for kind, launch in galerkin_media_launches()]
     + [f"LOBATTO_GALERKIN_AFFINE_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_FACES_INSTANTIATE({n + 1}, {t})" for n in ORDERS for t in DTYPES]
     + [f"LOBATTO_GALERKIN_UPDATE_INSTANTIATE({t})" for t in DTYPES],

@@ -22,6 +22,12 @@ Q = max(ceil(3N / 2), N + 1) before the skew form, float64 stopped at N = 16 and
 The square kernel's is ``square_shared_values(P)`` (two buffers of 3 Q^3 values, rows padded to
 an odd length, and the 1D matrices; float64: 30.7 KiB at N = 7, 92.5 KiB at N = 11, 166 KiB at
 N = 14, 212 KiB at N = 15; float32 to N = 20).
+With a per-point medium (operator.medium, galerkin_media.py) the same two kernels' media
+instantiations (galerkin_rhs_media_kernel, galerkin_square_media_kernel; MEDIUM, and LOSS with a
+conductor: the uniform instantiations' code is unchanged) read the medium's w / (J eps_c),
+w / (J mu_c) rows, its face coefficients a, b, c, d and w J sigma, and every element takes the
+block kernel (the affine closed form has no medium). The square kernel's faces then carry 9
+components instead of 6 (square_shared_values(P, medium=True): more shared memory below N = 11).
 Nothing allocates once compiled and nothing waits for the host, so a step can be recorded as a
 CUDA graph.
 """
@@ -49,11 +55,12 @@ def shared_values(p: int, q: int, planes: int = 1) -> int:
     return 6 * q * p + 3 * p ** 3 + (3 * p ** 3) % 2 + planes * buffers
 
 
-def square_shared_values(p: int) -> int:
-    """Values of shared memory per block of galerkin_square_kernel (Q = P): GalerkinSquareLayout<P>::SIZE."""
+def square_shared_values(p: int, medium: bool = False) -> int:
+    """Values of shared memory per block of galerkin_square_kernel (Q = P): GalerkinSquareLayout<P, medium>::SIZE
+    (with a medium the faces' scratch holds 9 components instead of 6)."""
     q2, cs = p * p, p * p * (p | 1)
     mats = 4 * q2 + 3 * p
-    return mats + mats % 2 + 3 * cs + max(3 * cs, 30 * q2)
+    return mats + mats % 2 + 3 * cs + max(3 * cs, (2 * (9 if medium else 6) + 18) * q2)
 
 
 def default_threads(q: int) -> int:
@@ -74,7 +81,8 @@ def default_min_blocks(p: int, q: int, itemsize: int, threads: int, max_shared: 
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (80 * threads), 32)))
 
 
-def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227 * 1024) -> int:
+def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227 * 1024,
+                      medium: bool = False) -> int:
     """galerkin_square_kernel's blocks per SM (its __launch_bounds__): as many as the shared memory
     and the SM's 2048 threads hold, with registers for a line pass's two lines of 3 Q values
     (f_G and G_b) besides about 64, in whole 32s: nvcc 13.0 -Xptxas -v, sm_90, float64, N = 7 (64
@@ -88,7 +96,7 @@ def square_min_blocks(p: int, itemsize: int, threads: int, max_shared: int = 227
     registers = min(255, 32 * -(-(3 * 2 * p * max(1, itemsize // 4) + 64) // 32))
     if p >= 12:
         registers = min(registers, 168)
-    by_shared = max_shared // max(1, square_shared_values(p) * itemsize)
+    by_shared = max_shared // max(1, square_shared_values(p, medium) * itemsize)
     return int(max(1, min(by_shared, 2048 // threads, 65536 // (registers * threads), 32)))
 
 
@@ -144,6 +152,7 @@ class GalerkinCuda:
             raise ValueError(f"the CUDA kernel computes the skew volume term only, not {operator.volume!r} "
                              "(kernel_for: None, the array code runs it)")
         self.backend, self.operator = backend, operator
+        self.medium = getattr(operator, "medium", None)  # per-point media (galerkin_media.py): the media kernels
         self.p, self.q = operator.order + 1, operator.points
         # Q = N + 1: galerkin_square_kernel (the whole rhs at the Gauss points) unless square=False
         # (the general passes, kept for comparisons) or its block does not fit the device
@@ -156,10 +165,18 @@ class GalerkinCuda:
         self._host_matrices = square_matrices(operator.order) if self.square else matrices(operator.order,
                                                                                           operator.points)
         self._host_affine = affine_matrices(operator.order, operator.points)
-        # the elements of the block kernel (curved) and of the closed form (affine), and the latter's constants
-        flat, constants = affine_constants(SimpleNamespace(points=operator.points, **{
-            name: _host(getattr(operator, name))
-            for name in ("weighted_cofactors", "inverse_jacobian_weights", "normals", "face_weights")}))
+        # the elements of the block kernel (curved) and of the closed form (affine), and the latter's
+        # constants; with a medium every element takes the block kernel (the closed form has none)
+        if self.medium is not None:
+            flat, constants = np.zeros(operator.weighted_cofactors.shape[2], dtype=bool), None
+            # the raw pointers need C order (the medium's interpolated arrays may come strided)
+            xp, loss = backend.xp, self.medium.loss_weights
+            self._media = tuple(None if a is None else xp.ascontiguousarray(a)
+                                for a in (self.medium.inverse_weights, self.medium.flux, loss))
+        else:
+            flat, constants = affine_constants(SimpleNamespace(points=operator.points, **{
+                name: _host(getattr(operator, name))
+                for name in ("weighted_cofactors", "inverse_jacobian_weights", "normals", "face_weights")}))
         self.affine_elements = int(flat.sum())
         self._curved = backend.asarray(np.flatnonzero(flat == 0).astype(np.int64), dtype=np.int64)
         self._affine = backend.asarray(np.flatnonzero(flat).astype(np.int64), dtype=np.int64)
@@ -174,13 +191,14 @@ class GalerkinCuda:
         """(blocks per SM, planes per pass) of the launch in this dtype."""
         size, limit = np.dtype(dtype).itemsize, self.backend.max_shared_per_block
         if self.square:
-            return self.min_blocks or square_min_blocks(self.p, size, self.threads, limit), 1
+            medium = self.medium is not None
+            return self.min_blocks or square_min_blocks(self.p, size, self.threads, limit, medium), 1
         planes = self.planes or default_planes(self.p, self.q, size, self.threads, limit)
         return self.min_blocks or default_min_blocks(self.p, self.q, size, self.threads, limit, planes), planes
 
     def shared_bytes(self, dtype) -> int:
         if self.square:
-            return square_shared_values(self.p) * np.dtype(dtype).itemsize
+            return square_shared_values(self.p, self.medium is not None) * np.dtype(dtype).itemsize
         return shared_values(self.p, self.q, self.launch(dtype)[1]) * np.dtype(dtype).itemsize
 
     def fits(self, dtype) -> bool:
@@ -194,6 +212,9 @@ class GalerkinCuda:
             name = (f"lobatto::galerkin_square_kernel<{self.p}, {ctype(dtype)}, {self.threads}, {blocks}>"
                     if self.square else f"lobatto::galerkin_rhs_kernel<{self.p}, {self.q}, {ctype(dtype)}, "
                     f"{self.threads}, {blocks}, {planes}>")
+            if self.medium is not None:  # the media instantiation: LOSS with a conductor
+                loss = "true" if self.medium.loss_weights is not None else "false"
+                name = name.replace("_kernel<", "_media_kernel<")[:-1] + f", {loss}>"
             fn = get_module(SOURCE, (name,)).get_function(name)
             smem = self.shared_bytes(dtype)
             if smem > 48 * 1024:
@@ -228,6 +249,8 @@ class GalerkinCuda:
             (op.normals, (3, e, 6, q, q), "normals"), (op.face_weights, (e, 6, q, q), "face_weights")])
         if e == 0:
             return out
+        if self.medium is not None:
+            return self._media_call(u, sums, factors, out, alpha)
         fn, smem, mats = self.function(dtype)
         real = dtype.type
         impedance = (float(mu) / float(epsilon)) ** 0.5
@@ -248,6 +271,26 @@ class GalerkinCuda:
                                                          amats, target, *scalars, np.int64(e)))
 
         return run_into(xp, out, launch)
+
+    def _media_call(self, u, sums, factors, out, alpha):
+        """The rhs with the medium: every element's block pair (no closed form), eps and mu in its
+        arrays (the scalars epsilon, mu unused, as in WeightAdjustedOperator.loads)."""
+        op, q, dtype, e = self.operator, self.q, u.dtype, u.shape[1]
+        weights, flux, loss = self._media
+        check_kernel_arrays("galerkin_rhs", dtype, [
+            (weights, (6, e, q, q, q), "medium.inverse_weights"),
+            (flux, (4, e, 6, q, q), "medium.flux")] + ([] if loss is None else [
+            (loss, (e, q, q, q), "medium.loss_weights")]))
+        fn, smem, mats = self.function(dtype)
+        curved = int(self._curved.size)
+
+        def launch(target):  # without a conductor the loss pointer is not read (LOSS false): the flux stands in
+            fn((2 * curved,), (self.threads,), (u, sums, factors, self._curved, op.weighted_cofactors,
+                                                weights, op.normals, op.face_weights, mats, target,
+                                                flux, flux if loss is None else loss,
+                                                dtype.type(float(alpha)), np.int64(e)), shared_mem=smem)
+
+        return run_into(self.backend.xp, out, launch)
 
     def face_values(self, u, out):
         """out (6, E, 6, P, P) = u's values at its face points (systems/dg.face_values) in one
@@ -282,11 +325,11 @@ class GalerkinCuda:
 
 
 def kernel_for(backend, operator) -> GalerkinCuda | None:
-    """The CUDA kernel of ``operator`` on a CUDA backend whose shared memory holds its blocks;
-    None elsewhere (the array code runs), and for an operator whose volume term is not the skew
-    form (volume = "strong", kept for comparisons: the kernel computes the skew form only)."""
-    if (getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew"
-            or getattr(operator, "medium", None) is not None):  # (a per-point medium: the array code)
+    """The CUDA kernel of ``operator`` (with its per-point medium, if any) on a CUDA backend
+    whose shared memory holds its blocks; None elsewhere (the array code runs), and for an
+    operator whose volume term is not the skew form (volume = "strong", kept for comparisons:
+    the kernel computes the skew form only)."""
+    if getattr(backend, "name", None) != "cuda" or getattr(operator, "volume", "skew") != "skew":
         return None
     kernel = GalerkinCuda(backend, operator)
     if kernel.square and not kernel.fits(backend.dtype):  # N + 1 beyond the square block: the general passes

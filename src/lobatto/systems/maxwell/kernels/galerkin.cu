@@ -5,6 +5,13 @@
 // Q = N + 1 (the default rule) takes galerkin_square_kernel below (the whole rhs at the Gauss
 // points, as kernels/galerkin.c's square_rhs); galerkin_rhs_kernel, described here, any Q >= N + 1.
 //
+// A per-point medium (galerkin_media.py) takes the same bodies' MEDIUM instantiations
+// (galerkin_rhs_media_kernel, galerkin_square_media_kernel; LOSS with a conductor): w / (J eps_c),
+// w / (J mu_c) per component instead of w / J and 1/eps, 1/mu; materials.py's fluxes with a, b, c, d
+// per Gauss face point, the source triple's jumps and own traces interpolated apart (9 components:
+// its flux weight a or c is not the 1/2 into which the uniform kernels fold B_w's face part); E's
+// load less V^T (w J sigma) V E. The template flags keep the uniform instantiations' code as it was.
+//
 // Block b computes the three components of element e = b / 2 that group g = b % 2 owns: g = 0
 // E's rate from H (scale 1/eps), g = 1 H's rate from E (scale -1/mu). Both groups of an element
 // run side by side (adjacent blocks), so the second read of the element's cofactors mostly hits
@@ -214,6 +221,36 @@ __device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T
     }
 }
 
+// galerkin.face_load's medium branch times w sJ at one Gauss face point, with B_w's own-trace
+// part: jump[0..5] E's and H's jumps, jump[6..8] the source triple's own values (g = 0: H's,
+// g = 1: E's) there. F_E = w (a S_H - alpha b n x S_E), F_H = -w (c S_E + alpha d n x S_H), the
+// source triple's S = -n x (coefficient jump - own / 2): B_w's face part (1/2) w sJ n x own rides
+// along (the uniform kernels fold it into the jump as jump - own, their coefficient being 1/2).
+template <typename T>
+__device__ __forceinline__ void galerkin_media_face_flux(const T* LOBATTO_RESTRICT flux, index_t fp, index_t nstride,
+                                                         int g, const T (&jump)[9], T n0, T n1, T n2, T w, T alpha,
+                                                         T (&o)[3]) {
+    if (g == 0) {
+        const T a = flux[fp], b = alpha * flux[nstride + fp];
+        const T h0 = a * jump[3] - T(0.5) * jump[6], h1 = a * jump[4] - T(0.5) * jump[7];
+        const T h2 = a * jump[5] - T(0.5) * jump[8];
+        const T se0 = n2 * jump[1] - n1 * jump[2], se1 = n0 * jump[2] - n2 * jump[0], se2 = n1 * jump[0] - n0 * jump[1];
+        const T sh0 = n2 * h1 - n1 * h2, sh1 = n0 * h2 - n2 * h0, sh2 = n1 * h0 - n0 * h1;
+        o[0] = w * (sh0 - b * (n1 * se2 - n2 * se1));
+        o[1] = w * (sh1 - b * (n2 * se0 - n0 * se2));
+        o[2] = w * (sh2 - b * (n0 * se1 - n1 * se0));
+    } else {
+        const T c = flux[2 * nstride + fp], d = alpha * flux[3 * nstride + fp];
+        const T e0 = c * jump[0] - T(0.5) * jump[6], e1 = c * jump[1] - T(0.5) * jump[7];
+        const T e2 = c * jump[2] - T(0.5) * jump[8];
+        const T se0 = n2 * e1 - n1 * e2, se1 = n0 * e2 - n2 * e0, se2 = n1 * e0 - n0 * e1;
+        const T sh0 = n2 * jump[4] - n1 * jump[5], sh1 = n0 * jump[5] - n2 * jump[3], sh2 = n1 * jump[3] - n0 * jump[4];
+        o[0] = -w * (se0 + d * (n1 * sh2 - n2 * sh1));
+        o[1] = -w * (se1 + d * (n2 * sh0 - n0 * sh2));
+        o[2] = -w * (se2 + d * (n0 * sh1 - n1 * sh0));
+    }
+}
+
 // u, out: (6, E, P, P, P); sums: (6, E, 6, P, P) summed face values; factors: (2, E, 6);
 // elements: the element of each block pair (blocks 2 m and 2 m + 1 compute elements[m]: the
 // curved ones where affine elements take galerkin_affine_kernel); cofactors: (3, 3, E, Q, Q, Q)
@@ -222,13 +259,19 @@ __device__ __forceinline__ void galerkin_skew_back_to_nodes(const T* sV, const T
 // inv_eps = 1/eps, inv_mu = 1/mu, ce = alpha / Z, ch = alpha Z with Z = sqrt(mu / eps).
 // MINB: blocks per SM the registers must allow (galerkin_cuda.default_min_blocks); KP: Gauss
 // planes per pass (Q % KP == 0): KP = 2 halves the barriers and doubles each pass's work items.
-template <int P, int Q, typename T, int NT, int MINB, int KP>
-__global__ void __launch_bounds__(NT, MINB)
-galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
-                    const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
-                    const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
-                    const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
-                    index_t E) {
+// MEDIUM (galerkin_rhs_media_kernel, galerkin_media.py): wj is (6, E, Q, Q, Q) w / (J eps_c),
+// w / (J mu_c), a row per component of the rate; flux (4, E, 6, Q, Q) a, b, c, d at the Gauss
+// face points; the scalars inv_eps = inv_mu = 1 and ce = ch = alpha. LOSS: loss (E, Q, Q, Q)
+// w J sigma, E's load less V^T (w J sigma) V E. Both off: the uniform kernel, unchanged.
+template <int P, int Q, typename T, int NT, int KP, bool MEDIUM, bool LOSS>
+__device__ __forceinline__ void
+galerkin_rhs_body(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                  const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
+                  const T* LOBATTO_RESTRICT wj,
+                  const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
+                  const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
+                  index_t E, const T* LOBATTO_RESTRICT flux, const T* LOBATTO_RESTRICT loss) {
+    static_assert(MEDIUM || !LOSS, "a conductor comes with a medium");
     using L = GalerkinLayout<P, Q, KP>;
     using Pair = GalerkinPair<T>;
     constexpr int P2 = L::P2, P3 = L::P3, Q2 = L::Q2, QP = L::QP, PS = L::PS;
@@ -257,15 +300,47 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
     const index_t cstride = E * (index_t)(Q2 * Q);  // (b, a) stride of the cofactors
 
     for (int q = t; q < 6 * QP; q += NT) s[q] = matrices[q];
+    const int first = LOSS && g == 0 ? target : source;  // a conductor's E block first takes E for its loss
     for (int q = t; q < 3 * P3; q += NT) {
         const int c = q / P3;
-        load[q] = u[(source + c) * field + e * P3 + (q - c * P3)];
+        load[q] = u[(first + c) * field + e * P3 + (q - c * P3)];
     }
     __syncthreads();
 
     T acc[PER][3];
 #pragma unroll
     for (int m = 0; m < PER; ++m) acc[m][0] = acc[m][1] = acc[m][2] = T(0);
+    if constexpr (LOSS) {
+        if (g == 0) {  // 0. the loss -V^T (w J sigma) V E into acc, plane by plane as the mass's (3.) with V
+#pragma unroll 1
+            for (int k0 = 0; k0 < Q; k0 += KP) {
+                for (int qk = t; qk < KP * P2; qk += NT) {  // r1 [kk][a][j'][i']: V along t
+                    const int kk = qk / P2, q = qk - kk * P2;
+                    galerkin_contract3<P, 1, P3, P2, P2>(sV + (k0 + kk) * P, load + q, r1 + kk * S3 + q);
+                }
+                __syncthreads();
+                for (int qk = t; qk < KP * QP; qk += NT) {  // r2 [kk][a][j][i']: V along s
+                    const int kk = qk / QP, q = qk - kk * QP, j = q / P, i = q - j * P;
+                    galerkin_contract3<P, 1, P2, P, QP>(sV + j * P, r1 + kk * S3 + i, r2 + kk * S2 + q);
+                }
+                __syncthreads();
+                for (int qk = t; qk < KP * Q2; qk += NT) {  // r3 [kk][a][j][i]: V along r, times -w J sigma
+                    const int kk = qk / Q2, q = qk - kk * Q2, j = q / Q, i = q - j * Q;
+                    const T weight = -loss[e * (index_t)(Q2 * Q) + (k0 + kk) * Q2 + q];
+                    galerkin_contract3<P, 2 * Q, QP, 1, Q2>(sVTD + 2 * i, r2 + kk * S2 + j * P, r3 + kk * S3 + q,
+                                                           weight);
+                }
+                __syncthreads();
+                galerkin_back_to_nodes<P, Q, KP, NT, PER>(sV, r2, r3, k0, t, acc);  // V^T
+            }
+            __syncthreads();  // every thread is done reading E
+            for (int q = t; q < 3 * P3; q += NT) {
+                const int c = q / P3;
+                load[q] = u[(source + c) * field + e * P3 + (q - c * P3)];
+            }
+            __syncthreads();
+        }
+    }
 
     // 1. volume: (B(., f) + B_w(., f)) / 2 plane by plane (B_w's face part joins the flux) ------
 #pragma unroll 1
@@ -392,11 +467,30 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 
     // 2. faces: Q x Q Gauss quadrature of the flux; KP faces per pass (KP = 2: the opposite faces
     // f0, f0 + 1, which share no node), each in its plane buffers ----------------------------
+    // With a medium the source triple's flux weight (a or c) is not 1/2: its jumps and own values
+    // travel apart (NJ = 9 components), combined at the Gauss points as a J - own / 2
+    constexpr int NJ = MEDIUM ? 9 : 6;
 #pragma unroll 1
     for (int f0 = 0; f0 < 6; f0 += KP) {
         // r1 [ff][comp][x][y]: the jumps own - neighbour (f * own on a boundary: its ghost state),
         // the source triple's less its own value: the flux's central term (1/2) w sJ (-n x jump)
         // scaled then includes B_w's face part (1/2) w sJ (n x own)
+        if constexpr (MEDIUM) {  // [ff][comp][x][y]: the six jumps, then the source triple's own values
+            for (int qf = t; qf < KP * NJ * P2; qf += NT) {
+                const int ff = qf / (NJ * P2), q = qf - ff * NJ * P2, f = f0 + ff;
+                const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
+                const int node = e * P3 + galerkin_face_node<P>(f, x, y);
+                if (comp < 6) {
+                    const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
+                    const bool interior = fe == T(1) && fh == T(1);
+                    const T own = u[comp * field + node];
+                    const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
+                    r1[ff * S3 + q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
+                } else {
+                    r1[ff * S3 + q] = u[(source + comp - 6) * field + node];
+                }
+            }
+        } else
         for (int qf = t; qf < KP * 6 * P2; qf += NT) {
             const int ff = qf / (6 * P2), q = qf - ff * 6 * P2, f = f0 + ff;
             const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
@@ -412,25 +506,25 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         for (int qf = t; qf < KP * QP; qf += NT) {
             const int ff = qf / QP, q = qf - ff * QP, x = q / Q, qb = q - x * Q;
             const T* in = r1 + ff * S3 + x * P;
-            T sum[6];
+            T sum[NJ];
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
+            for (int comp = 0; comp < NJ; ++comp) sum[comp] = T(0);
 #pragma unroll
             for (int l = 0; l < P; ++l) {
                 const T v = sVTD[2 * (l * Q + qb)];
 #pragma unroll
-                for (int comp = 0; comp < 6; ++comp) sum[comp] += v * in[comp * P2 + l];
+                for (int comp = 0; comp < NJ; ++comp) sum[comp] += v * in[comp * P2 + l];
             }
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) r2[ff * S2 + comp * QP + q] = sum[comp];
+            for (int comp = 0; comp < NJ; ++comp) r2[ff * S2 + comp * QP + q] = sum[comp];
         }
         __syncthreads();
         // r3 [ff][a][qa][qb]: V along a, then the flux of the target triple times w sJ
         for (int qf = t; qf < KP * Q2; qf += NT) {
             const int ff = qf / Q2, q = qf - ff * Q2, f = f0 + ff, qa = q / Q, qb = q - qa * Q;
-            T jump[6];
+            T jump[NJ];
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) {
+            for (int comp = 0; comp < NJ; ++comp) {
                 const T* in = r2 + ff * S2 + comp * QP + qb;
                 T sum = T(0);
 #pragma unroll
@@ -441,6 +535,15 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             const index_t nstride = E * 6 * Q2;
             const T n0 = normals[fp], n1 = normals[nstride + fp], n2 = normals[2 * nstride + fp];
             const T w = face_weights[fp];
+            T* out3 = r3 + ff * S3;
+            if constexpr (MEDIUM) {
+                T o[3];
+                galerkin_media_face_flux(flux, fp, nstride, g, jump, n0, n1, n2, w, ce, o);
+                out3[q] = o[0];
+                out3[Q2 + q] = o[1];
+                out3[2 * Q2 + q] = o[2];
+                continue;
+            }
             // sum_E = -n x jump_E, sum_H = -n x jump_H (galerkin.face_load)
             const T se0 = n2 * jump[1] - n1 * jump[2], se1 = n0 * jump[2] - n2 * jump[0], se2 = n1 * jump[0] - n0 * jump[1];
             const T sh0 = n2 * jump[4] - n1 * jump[5], sh1 = n0 * jump[5] - n2 * jump[3], sh2 = n1 * jump[3] - n0 * jump[4];
@@ -456,7 +559,6 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
                 f1v = -c * (se1 + ch * (n2 * sh0 - n0 * sh2));
                 f2v = -c * (se2 + ch * (n0 * sh1 - n1 * sh0));
             }
-            T* out3 = r3 + ff * S3;
             out3[q] = f0v;
             out3[Q2 + q] = f1v;
             out3[2 * Q2 + q] = f2v;
@@ -500,8 +602,16 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
         // r3 [kk][a][j][i]: W^T along r (W[l][i] = WT[i][l]), times w/J
         for (int qk = t; qk < KP * Q2; qk += NT) {
             const int kk = qk / Q2, q = qk - kk * Q2, j = q / Q, i = q - j * Q;
-            const T weight = wj[e * (index_t)(Q2 * Q) + (k0 + kk) * Q2 + q];
-            galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + kk * S2 + j * P, r3 + kk * S3 + q, weight);
+            if constexpr (MEDIUM) {  // w / (J eps_c) (w / (J mu_c)): component c's row
+                const index_t p = e * (index_t)(Q2 * Q) + (k0 + kk) * Q2 + q, cs = E * (index_t)(Q2 * Q);
+                T* o = r3 + kk * S3 + q;
+                galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + kk * S2 + j * P, o);
+#pragma unroll
+                for (int a = 0; a < 3; ++a) o[a * Q2] *= wj[(target + a) * cs + p];
+            } else {
+                const T weight = wj[e * (index_t)(Q2 * Q) + (k0 + kk) * Q2 + q];
+                galerkin_contract3<P, Q, QP, 1, Q2>(sW + i, r2 + kk * S2 + j * P, r3 + kk * S3 + q, weight);
+            }
         }
         __syncthreads();
         galerkin_back_to_nodes<P, Q, KP, NT, PER>(sWT, r2, r3, k0, t, acc);  // W = (V M^-1)^T
@@ -514,6 +624,32 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
             for (int a = 0; a < 3; ++a) out[(target + a) * field + e * P3 + q] = acc[m][a];
         }
     }
+}
+
+template <int P, int Q, typename T, int NT, int MINB, int KP>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                    const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
+                    const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
+                    const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch,
+                    index_t E) {
+    galerkin_rhs_body<P, Q, T, NT, KP, false, false>(u, sums, factors, elements, cofactors, wj, normals, face_weights,
+                                                     matrices, out, inv_eps, inv_mu, ce, ch, E, nullptr, nullptr);
+}
+
+// With a per-point medium (galerkin_rhs_body's MEDIUM; LOSS: with a conductor): wj the medium's
+// inverse_weights (6, E, Q, Q, Q), flux its (4, E, 6, Q, Q) a, b, c, d, loss its loss_weights
+// (E, Q, Q, Q) (not read without LOSS), alpha the flux's upwind weight.
+template <int P, int Q, typename T, int NT, int MINB, int KP, bool LOSS>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_rhs_media_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
+                          const T* LOBATTO_RESTRICT factors, const index_t* LOBATTO_RESTRICT elements,
+                          const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
+                          const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
+                          const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out, const T* LOBATTO_RESTRICT flux,
+                          const T* LOBATTO_RESTRICT loss, T alpha, index_t E) {
+    galerkin_rhs_body<P, Q, T, NT, KP, true, LOSS>(u, sums, factors, elements, cofactors, wj, normals, face_weights,
+                                                   matrices, out, T(1), T(1), alpha, alpha, E, flux, loss);
 }
 
 // Q = N + 1 (the default rule; V square): galerkin_square_kernel, the whole rhs at the Gauss
@@ -535,7 +671,8 @@ galerkin_rhs_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
 // matrices (galerkin_cuda.square_shared_values): float64 30.7 KiB at N = 7, 166 KiB at N = 14,
 // 212 KiB at N = 15. A line pass keeps a thread's line of f_G and G_b (6 Q values) in registers:
 // 160 a thread at N = 7 (float64), hence 6 blocks per SM (galerkin_cuda.square_min_blocks).
-template <int P>
+// MEDIUM: the faces' scratch holds 9 components (galerkin_media_face_flux) instead of 6.
+template <int P, bool MEDIUM = false>
 struct GalerkinSquareLayout {
     static constexpr int Q = P, Q2 = Q * Q;
     static constexpr int QR = Q | 1;          // row stride of the Q^3 buffers: odd
@@ -545,21 +682,25 @@ struct GalerkinSquareLayout {
     static constexpr int MATS = 4 * Q2 + 3 * Q;
     static constexpr int Y = MATS + (MATS & 1);
     static constexpr int X = Y + 3 * CS;      // f_G; then the faces' scratch: J1 (6 P^2), J2 (6 P Q), F (18 Q^2)
-    static constexpr int J1 = 0, J2 = 6 * Q2, F = 12 * Q2;
-    static constexpr int XS = 3 * CS > 30 * Q2 ? 3 * CS : 30 * Q2;
+    static constexpr int NJ = MEDIUM ? 9 : 6;  // the components of J1 and J2
+    static constexpr int J1 = 0, J2 = NJ * Q2, F = 2 * NJ * Q2;
+    static constexpr int XS = 3 * CS > F + 18 * Q2 ? 3 * CS : F + 18 * Q2;
     static constexpr int SIZE = X + XS;
 };
 
-// u, sums, factors, elements, cofactors, wj, normals, face_weights, out, scalars: as
-// galerkin_rhs_kernel's; matrices: GalerkinSquareLayout's (galerkin_cuda.square_matrices).
-template <int P, typename T, int NT, int MINB>
-__global__ void __launch_bounds__(NT, MINB)
-galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
-                       const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
-                       const T* LOBATTO_RESTRICT wj, const T* LOBATTO_RESTRICT normals,
-                       const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
-                       T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E) {
-    using L = GalerkinSquareLayout<P>;
+// u, sums, factors, elements, cofactors, wj, normals, face_weights, out, scalars, MEDIUM, LOSS,
+// flux, loss: as galerkin_rhs_body's; matrices: GalerkinSquareLayout's (galerkin_cuda.square_matrices).
+// With LOSS the E block's r_G starts at -w J sigma E_G (r_G = the load's Gauss values, load = V^T r_G).
+template <int P, typename T, int NT, bool MEDIUM, bool LOSS>
+__device__ __forceinline__ void
+galerkin_square_body(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                     const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
+                     const T* LOBATTO_RESTRICT wj, const T* LOBATTO_RESTRICT normals,
+                     const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
+                     T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E,
+                     const T* LOBATTO_RESTRICT flux, const T* LOBATTO_RESTRICT loss) {
+    static_assert(MEDIUM || !LOSS, "a conductor comes with a medium");
+    using L = GalerkinSquareLayout<P, MEDIUM>;
     constexpr int Q = P, P2 = P * P, P3 = P2 * P, Q2 = Q * Q, Q3 = Q2 * Q, QR = L::QR, CS = L::CS;
     LOBATTO_DYNAMIC_SHARED(galerkin_smem);
     T* s = reinterpret_cast<T*>(galerkin_smem);
@@ -582,6 +723,40 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
     const T* cof = cofactors + e * (index_t)Q3;
 
     for (int q = t; q < L::MATS; q += NT) s[q] = matrices[q];
+    if constexpr (LOSS) {
+        // f_G into X and (E's block) -w J sigma E_G into Y: both triples interpolated in place, a
+        // line a thread (Q = P), as Y must keep E_G while f_G is made
+        const int nc = g == 0 ? 6 : 3;  // components 0-2 the source triple (X), 3-5 the target (Y)
+        for (int q = t; q < nc * P3; q += NT) {
+            const int c = q / P3, r = q - c * P3, k = r / P2, j = (r / P) % P, i = r % P;
+            T* buffer = c < 3 ? X + c * CS : Y + (c - 3) * CS;
+            buffer[(k * Q + j) * QR + i] = u[(c < 3 ? source + c : target + c - 3) * field + e * P3 + r];
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int axis = 0; axis < 3; ++axis) {  // V along i, j, k
+            const int st = axis == 0 ? 1 : axis == 1 ? QR : Q * QR;
+            for (int line = t; line < nc * Q2; line += NT) {
+                const int c = line / Q2, ab = line - c * Q2, la = ab / Q, lb = ab - la * Q;  // (k, j), (k, i), (j, i)
+                const int base = axis == 0 ? (la * Q + lb) * QR : axis == 1 ? la * Q * QR + lb : la * QR + lb;
+                T* x = (c < 3 ? X + c * CS : Y + (c - 3) * CS) + base;
+                T in[P];
+#pragma unroll
+                for (int l = 0; l < P; ++l) in[l] = x[l * st];
+#pragma unroll
+                for (int m = 0; m < Q; ++m) {
+                    T sum = T(0);
+#pragma unroll
+                    for (int l = 0; l < P; ++l) sum += sV[m * P + l] * in[l];
+                    if (axis == 2 && c >= 3) {  // point (m, j, i) of the element's w J sigma
+                        sum *= -loss[e * (index_t)Q3 + (m * Q + la) * Q + lb];
+                    }
+                    x[m * st] = sum;
+                }
+            }
+            __syncthreads();
+        }
+    } else {
     for (int q = t; q < 3 * P3; q += NT) {  // the source triple into Y [c][k][j][i] (rows of QR)
         const int c = q / P3, r = q - c * P3, k = r / P2, j = (r / P) % P, i = r % P;
         Y[c * CS + (k * Q + j) * QR + i] = u[(source + c) * field + e * P3 + r];
@@ -615,6 +790,7 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
         X[c * CS + (k * Q + j) * QR + i] = sum;
     }
     __syncthreads();
+    }
 
     // 1. volume: per axis b, Y (=, then +=) (scale / 2) (w J a^b x D_G f - D_G^T (w J a^b x f)) along b's lines
 #pragma unroll
@@ -648,7 +824,7 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
                 }
                 T* y = Y + o;
                 const T y0 = half * (c1 * d2 - c2 * d1), y1 = half * (c2 * d0 - c0 * d2), y2 = half * (c0 * d1 - c1 * d0);
-                if (b == 0) {
+                if (b == 0 && !(LOSS && g == 0)) {  // (with a conductor E's Y holds its loss)
                     y[0] = y0, y[CS] = y1, y[2 * CS] = y2;
                 } else {
                     y[0] += y0, y[CS] += y1, y[2 * CS] += y2;
@@ -681,6 +857,20 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
     for (int f = 0; f < 6; ++f) {
         const T fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
         const bool interior = fe == T(1) && fh == T(1);
+        constexpr int NJ = L::NJ;  // with a medium: the six jumps, then the source triple's own values
+        if constexpr (MEDIUM) {
+            for (int q = t; q < NJ * P2; q += NT) {  // J1 [comp][x][y]
+                const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
+                const int node = e * P3 + galerkin_face_node<P>(f, x, y);
+                if (comp < 6) {
+                    const T own = u[comp * field + node];
+                    const T summed = sums[((comp * E + e) * 6 + f) * P2 + xy];
+                    J1[q] = interior ? T(2) * own - summed : (comp < 3 ? fe : fh) * own;
+                } else {
+                    J1[q] = u[(source + comp - 6) * field + node];
+                }
+            }
+        } else
         for (int q = t; q < 6 * P2; q += NT) {  // J1 [comp][x][y]: the jumps, the source's less its own value
             const int comp = q / P2, xy = q - comp * P2, x = xy / P, y = xy - x * P;
             const T own = u[comp * field + e * P3 + galerkin_face_node<P>(f, x, y)];
@@ -691,24 +881,24 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
         for (int q = t; q < P * Q; q += NT) {  // J2 [comp][x][qb]: V along b
             const int x = q / Q, qb = q - x * Q;
             const T* in = J1 + x * P;
-            T sum[6];
+            T sum[NJ];
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) sum[comp] = T(0);
+            for (int comp = 0; comp < NJ; ++comp) sum[comp] = T(0);
 #pragma unroll
             for (int l = 0; l < P; ++l) {
                 const T v = sVT[l * Q + qb];
 #pragma unroll
-                for (int comp = 0; comp < 6; ++comp) sum[comp] += v * in[comp * P2 + l];
+                for (int comp = 0; comp < NJ; ++comp) sum[comp] += v * in[comp * P2 + l];
             }
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) J2[comp * P * Q + q] = sum[comp];
+            for (int comp = 0; comp < NJ; ++comp) J2[comp * P * Q + q] = sum[comp];
         }
         __syncthreads();
         for (int q = t; q < Q2; q += NT) {  // V along a, the flux (J1 and J2 are rewritten after barriers)
             const int qa = q / Q, qb = q - qa * Q;
-            T jump[6];
+            T jump[NJ];
 #pragma unroll
-            for (int comp = 0; comp < 6; ++comp) {
+            for (int comp = 0; comp < NJ; ++comp) {
                 const T* in = J2 + comp * P * Q + qb;
                 T sum = T(0);
 #pragma unroll
@@ -719,6 +909,13 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
             const index_t nstride = E * 6 * Q2;
             const T n0 = normals[fp], n1 = normals[nstride + fp], n2 = normals[2 * nstride + fp];
             const T w = face_weights[fp];
+            if constexpr (MEDIUM) {
+                T o[3];
+                galerkin_media_face_flux(flux, fp, nstride, g, jump, n0, n1, n2, w, ce, o);
+                T* fo = F + f * 3 * Q2 + q;
+                fo[0] = o[0], fo[Q2] = o[1], fo[2 * Q2] = o[2];
+                continue;
+            }
             const T se0 = n2 * jump[1] - n1 * jump[2], se1 = n0 * jump[2] - n2 * jump[0], se2 = n1 * jump[0] - n0 * jump[1];
             const T sh0 = n2 * jump[4] - n1 * jump[5], sh1 = n0 * jump[5] - n2 * jump[3], sh2 = n1 * jump[3] - n0 * jump[4];
             T* o = F + f * 3 * Q2 + q;
@@ -740,7 +937,8 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
     // 3. Y + the faces along their normals, times w/J / (w_i w_j w_k) (= w/J . W^-1), in place
     for (int q = t; q < Q3; q += NT) {
         const int k = q / Q2, ji = q - k * Q2, j = ji / Q, i = ji - j * Q;
-        const T weight = wj[e * (index_t)Q3 + q] * sWI[i] * sWI[j] * sWI[k];
+        // with a medium w / (J eps_c) (w / (J mu_c)), component c's row, times the same W^-1
+        const T weight = MEDIUM ? sWI[i] * sWI[j] * sWI[k] : wj[e * (index_t)Q3 + q] * sWI[i] * sWI[j] * sWI[k];
         const T a0 = sWA[2 * i], a1 = sWA[2 * i + 1], b0 = sWA[2 * j], b1 = sWA[2 * j + 1];
         const T k0 = sWA[2 * k], k1 = sWA[2 * k + 1];
         const int kj = k * Q + j, ki = k * Q + i;
@@ -750,7 +948,7 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
             const T* Fc = F + c * Q2;
             const T faces = a0 * Fc[kj] + a1 * Fc[3 * Q2 + kj] + b0 * Fc[6 * Q2 + ki] + b1 * Fc[9 * Q2 + ki]
                             + k0 * Fc[12 * Q2 + ji] + k1 * Fc[15 * Q2 + ji];
-            y[c * CS] = (y[c * CS] + faces) * weight;
+            y[c * CS] = (y[c * CS] + faces) * (MEDIUM ? wj[((target + c) * E + e) * (index_t)Q3 + q] * weight : weight);
         }
     }
     __syncthreads();
@@ -781,6 +979,31 @@ galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT su
         for (int l = 0; l < Q; ++l) sum += sAT[k * Q + l] * in[l * Q * QR];
         out[(target + c) * field + e * P3 + r] = sum;
     }
+}
+
+template <int P, typename T, int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_square_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums, const T* LOBATTO_RESTRICT factors,
+                       const index_t* LOBATTO_RESTRICT elements, const T* LOBATTO_RESTRICT cofactors,
+                       const T* LOBATTO_RESTRICT wj, const T* LOBATTO_RESTRICT normals,
+                       const T* LOBATTO_RESTRICT face_weights, const T* LOBATTO_RESTRICT matrices,
+                       T* LOBATTO_RESTRICT out, T inv_eps, T inv_mu, T ce, T ch, index_t E) {
+    galerkin_square_body<P, T, NT, false, false>(u, sums, factors, elements, cofactors, wj, normals, face_weights,
+                                                 matrices, out, inv_eps, inv_mu, ce, ch, E, nullptr, nullptr);
+}
+
+// With a per-point medium: the arguments of galerkin_rhs_media_kernel, shared memory
+// GalerkinSquareLayout<P, true>::SIZE (galerkin_cuda.square_shared_values(P, medium=True)).
+template <int P, typename T, int NT, int MINB, bool LOSS>
+__global__ void __launch_bounds__(NT, MINB)
+galerkin_square_media_kernel(const T* LOBATTO_RESTRICT u, const T* LOBATTO_RESTRICT sums,
+                             const T* LOBATTO_RESTRICT factors, const index_t* LOBATTO_RESTRICT elements,
+                             const T* LOBATTO_RESTRICT cofactors, const T* LOBATTO_RESTRICT wj,
+                             const T* LOBATTO_RESTRICT normals, const T* LOBATTO_RESTRICT face_weights,
+                             const T* LOBATTO_RESTRICT matrices, T* LOBATTO_RESTRICT out,
+                             const T* LOBATTO_RESTRICT flux, const T* LOBATTO_RESTRICT loss, T alpha, index_t E) {
+    galerkin_square_body<P, T, NT, true, LOSS>(u, sums, factors, elements, cofactors, wj, normals, face_weights,
+                                               matrices, out, T(1), T(1), alpha, alpha, E, flux, loss);
 }
 
 // An affine element's rhs in closed form (kernels/galerkin.c affine_rhs, galerkin_cpu.affine_constants):
@@ -908,6 +1131,15 @@ __global__ void galerkin_face_values_kernel(const T* LOBATTO_RESTRICT u, T* LOBA
     template __global__ void lobatto::galerkin_square_kernel<P, T, NT, MINB>(                                  \
         const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
         T*, T, T, T, T, lobatto::index_t);
+// with a per-point medium (LOSS: true with a conductor)
+#define LOBATTO_GALERKIN_MEDIA_INSTANTIATE(P, Q, T, NT, MINB, KP, LOSS)                                        \
+    template __global__ void lobatto::galerkin_rhs_media_kernel<P, Q, T, NT, MINB, KP, LOSS>(                  \
+        const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
+        T*, const T*, const T*, T, lobatto::index_t);
+#define LOBATTO_GALERKIN_SQUARE_MEDIA_INSTANTIATE(P, T, NT, MINB, LOSS)                                        \
+    template __global__ void lobatto::galerkin_square_media_kernel<P, T, NT, MINB, LOSS>(                      \
+        const T*, const T*, const T*, const lobatto::index_t*, const T*, const T*, const T*, const T*, const T*, \
+        T*, const T*, const T*, T, lobatto::index_t);
 #define LOBATTO_GALERKIN_AFFINE_INSTANTIATE(P, T)                                                              \
     template __global__ void lobatto::galerkin_affine_kernel<P, T>(                                            \
         const T*, const T*, const T*, const lobatto::index_t*, lobatto::index_t, const T*, const T*, T*, T, T, T, T, \
