@@ -33,7 +33,8 @@ through WeightAdjustedOperator(..., points, cofactors, volume) for comparisons.
 The array code here is the reference (NumPy/CuPy); on the compiled CPU backend the rhs and the
 energy's products are galerkin_cpu's C kernels (kernels/galerkin.c), on the CUDA backend the rhs
 and the stage are galerkin_cuda's kernel (kernels/galerkin.cu); both take any Q (skew form only).
-Uniform eps, mu only (no per-point medium).
+A per-point medium (eps, mu, sigma; materials.py) enters through the masses and the face
+coefficients at the Gauss points (galerkin_media.py, ``operator.medium``).
 """
 
 from __future__ import annotations

@@ -99,8 +99,8 @@ class GalerkinMedium:
     def to(self, backend):
         for name in ("inverse_weights", "energy_weights", "loss_weights", "flux"):
             value = getattr(self, name)
-            if value is not None:
-                setattr(self, name, backend.asarray(value))
+            if value is not None:  # (contiguous: the kernels index them flat)
+                setattr(self, name, backend.asarray(np.ascontiguousarray(value)))
         return self
 
 
