@@ -31,7 +31,7 @@ def test_cuda_time_series_equal_the_cpu_ones(tmp_path, equations):
         "physics": {"equations": equations},
         "mesh": {"elements": [3, 2, 2], "boundary": "absorbing",
                  "deform": {"x": "0.04*sin(pi*x)*sin(pi*y)*sin(pi*z)", "y": "0.03*sin(pi*x)*sin(pi*y)*sin(pi*z)"}},
-        "discretization": {"order": 5},
+        "discretization": {"volume_form": "split", "order": 5},
         "initial": INITIAL[equations],
         "time": {"t_end": 0.2},
         "output": {"formats": [], "probes": {"points": [[0.5, 0.5, 0.5], [0.1, 0.7, 0.3]], "every": 2},

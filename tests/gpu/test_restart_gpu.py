@@ -23,7 +23,7 @@ from lobatto.api import Simulation, case_from_dict  # noqa: E402
 CASES = {
     "maxwell": {
         "mesh": {"elements": [4, 3, 3], "deform": {"x": "0.04*sin(pi*x)*sin(pi*y)*sin(pi*z)"}},
-        "discretization": {"order": 5},
+        "discretization": {"volume_form": "split", "order": 5},
         "initial": {"Ez": "sin(pi*x)*sin(pi*y)", "Hx": "0.3*cos(pi*z)*x",
                     "Ey": "exp(-20*((x-0.4)**2+(y-0.5)**2+(z-0.6)**2))"},
         "time": {"t_end": 0.3},
@@ -31,7 +31,7 @@ CASES = {
     },
     "maxwell_discrete_tfsf": {  # the discrete incident wave's auxiliary state on its kernel path
         "mesh": {"elements": [6, 6, 6], "upper": [1.5, 1.5, 1.5], "boundary": "absorbing"},
-        "discretization": {"order": 4},
+        "discretization": {"volume_form": "split", "order": 4},
         "source": {"inc": {"type": "plane_wave", "incident_field": "discrete", "direction": [1.0, 0.5, 0.3],
                            "polarization": [-0.5, 1.0, 0.0], "waveform": "modulated_gaussian", "frequency": 1.0,
                            "t0": 0.15, "width": 0.1, "origin": [0.25, 0.25, 0.25], "lower": [0.25] * 3,
@@ -42,7 +42,7 @@ CASES = {
     "acoustics": {
         "physics": {"equations": "acoustics"},
         "mesh": {"elements": [3, 2, 3], "boundary": "wall"},
-        "discretization": {"order": 4},
+        "discretization": {"volume_form": "split", "order": 4},
         "initial": {"p": "cos(pi*x)*cos(pi*y)*cos(pi*z)", "ux": "0.2*sin(pi*z)"},
         "time": {"t_end": 0.3},
         "output": {"formats": ["hdf5"]},

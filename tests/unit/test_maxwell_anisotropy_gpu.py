@@ -31,7 +31,7 @@ def case(integrator="lsrk45", order=5):
     return case_from_dict({
         "mesh": {"elements": [4, 3, 2], "boundary": "pec", "boundaries": {"xmax": "absorbing"},
                  "deform": {"x": "0.02*sin(4*pi*x)*sin(pi*y)*sin(pi*z)"}},
-        "discretization": {"order": order}, "physics": {"equations": "maxwell"},
+        "discretization": {"volume_form": "split", "order": order}, "physics": {"equations": "maxwell"},
         "initial": {"Ey": "exp(-20*((x-0.5)**2 + (z-0.5)**2))", "Hz": "sin(pi*y)*exp(-20*(x-0.4)**2)",
                     "Ex": "exp(-20*(y-0.5)**2)"},
         "time": {"t_end": 0.3, "integrator": integrator}, "output": {"formats": []}, "material": MATERIALS})

@@ -47,7 +47,7 @@ def test_run_cuda_equals_cpu(integrator, tmp_path):
         case = case_from_dict({
             "mesh": {"elements": [3, 3, 2], "periodic": [True, True, False], "boundary": "pec",
                      "deform": {"x": "0.02*sin(2*pi*x)*sin(pi*y)*sin(pi*z)"}},
-            "discretization": {"order": 5, "flux": "central"},
+            "discretization": {"volume_form": "split", "order": 5, "flux": "central"},
             "physics": {"equations": "maxwell", "bloch_k": [2.1, -1.2, 0.0]},
             "material": {"slab": {"where": "0.2 - abs(z - 0.5)", "epsilon": 3.0}},
             "initial": {"Ey": "exp(-20*((x-0.5)**2 + (z-0.5)**2))", "Hz_im": "sin(pi*y)*exp(-20*(x-0.4)**2)"},
@@ -75,7 +75,7 @@ def test_phased_sheet_and_pml_cuda_equals_cpu(tmp_path):
         case = case_from_dict({
             "mesh": {"elements": [2, 1, 12], "periodic": [True, True, False], "upper": [0.5, 0.25, 3.0],
                      "boundary": "pec"},
-            "discretization": {"order": 5}, "physics": {"equations": "maxwell", "bloch_k": [3.1, 0.0, 0.0]},
+            "discretization": {"volume_form": "split", "order": 5}, "physics": {"equations": "maxwell", "bloch_k": [3.1, 0.0, 0.0]},
             "pml": {"sides": ["zmin", "zmax"], "elements": 2},
             "source": {"sheet": {"type": "current", "Jy": "exp(-((t-0.6)/0.3)**2)*exp(-200*(z-1.1)**2)"},
                        "dip": {"type": "electric_dipole", "position": [0.2, 0.1, 1.7], "direction": [1, 0, 1],
@@ -99,7 +99,7 @@ def test_oblique_plane_wave_cuda_equals_cpu(tmp_path):
         case = case_from_dict({
             "mesh": {"elements": [1, 1, 12], "periodic": [True, True, False], "upper": [0.25, 0.25, 3.0],
                      "boundary": "pec"},
-            "discretization": {"order": 5}, "physics": {"equations": "maxwell", "bloch_k": [3.141592653589793, 0, 0]},
+            "discretization": {"volume_form": "split", "order": 5}, "physics": {"equations": "maxwell", "bloch_k": [3.141592653589793, 0, 0]},
             "pml": {"sides": ["zmin", "zmax"], "elements": 2},
             "material": {"slab": {"where": "0.25 - abs(z - 1.5)", "epsilon": 2.25, "sampling": "element"}},
             "source": {"inc": {"type": "plane_wave", "direction": [0.5, 0.0, 0.75**0.5],

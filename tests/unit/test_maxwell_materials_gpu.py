@@ -32,7 +32,7 @@ def test_cuda_equals_cpu_with_materials(integrator, tmp_path):
         case = case_from_dict({
             "mesh": {"elements": [4, 3, 2], "boundary": "pec", "boundaries": {"xmax": "absorbing"},
                      "deform": {"x": "0.02*sin(4*pi*x)*sin(pi*y)*sin(pi*z)"}},
-            "discretization": {"order": 5}, "physics": {"equations": "maxwell", "epsilon": 2.0},
+            "discretization": {"volume_form": "split", "order": 5}, "physics": {"equations": "maxwell", "epsilon": 2.0},
             "initial": {"Ey": "exp(-20*((x-0.5)**2 + (z-0.5)**2))", "Hz": "sin(pi*y)*exp(-20*(x-0.4)**2)"},
             "time": {"t_end": 0.3, "integrator": integrator}, "output": {"formats": []}, "material": MATERIALS})
         sim = Simulation(case, backend=backend, output_dir=tmp_path / backend, comm=None)
@@ -59,7 +59,7 @@ def test_tuned_rhs_materials_equals_reference(order, face_phase, conducting, tmp
         materials.pop("lossy")
     case = case_from_dict({
         "mesh": {"elements": [3, 2, 2], "boundary": "pec", "deform": {"y": "0.03*sin(pi*x)*sin(pi*z)"}},
-        "discretization": {"order": order}, "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0},
+        "discretization": {"volume_form": "split", "order": order}, "physics": {"equations": "maxwell"}, "time": {"t_end": 1.0},
         "output": {"formats": []}, "material": materials})
     sim = Simulation(case, backend="cuda", output_dir=tmp_path, comm=None)
     system, backend = sim.system, sim.backend

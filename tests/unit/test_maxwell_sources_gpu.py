@@ -37,7 +37,7 @@ def test_cuda_equals_cpu_with_sources(integrator, tmp_path):
         case = case_from_dict({
             "mesh": {"elements": [4, 3, 2], "boundary": "pec", "boundaries": {"xmax": "absorbing"},
                      "deform": {"x": "0.02*sin(4*pi*x)*sin(pi*y)*sin(pi*z)"}},
-            "discretization": {"order": 5}, "physics": {"equations": "maxwell", "epsilon": 1.5},
+            "discretization": {"volume_form": "split", "order": 5}, "physics": {"equations": "maxwell", "epsilon": 1.5},
             "time": {"t_end": 0.3, "integrator": integrator}, "output": {"formats": []}, "source": SOURCES})
         sim = Simulation(case, backend=backend, output_dir=tmp_path / backend, comm=None)
         assert sim.system.time_dependent and not sim.system.energy_bounded
@@ -82,7 +82,7 @@ def test_fused_graph_step_with_sources_equals_cpu(label, sources, pml, tmp_path)
     results = {}
     for backend in ("cpu", "cuda"):
         data = {"mesh": {"elements": [6, 6, 6], "upper": [6.0, 6.0, 6.0], "boundary": "absorbing"},
-                "discretization": {"order": 3}, "physics": {"equations": "maxwell"},
+                "discretization": {"volume_form": "split", "order": 3}, "physics": {"equations": "maxwell"},
                 "initial": {"Ey": "exp(-((x-3)**2+(y-3.2)**2+(z-2.9)**2))"},
                 "time": {"t_end": 100.0}, "output": {"formats": []}, "source": sources}
         if pml:
