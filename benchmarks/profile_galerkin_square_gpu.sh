@@ -46,4 +46,6 @@ done
 for f in "$OUT"/*.details.txt; do
   echo "== $f"; grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Dynamic Shared|Executed Ipc A|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|FP64" "$f" | head -30
 done
-tar czf "$OUT/galerkin_profiles.tgz" -C "$OUT" $(cd "$OUT" && ls *.details.txt *.metrics.csv *.log *.json 2>/dev/null)
+# the device hands back only a few files: one archive of the text reports, nothing else
+(cd "$OUT" && tar czf galerkin_profiles.tgz $(ls *.details.txt *.metrics.csv *.log *.json device.txt 2>/dev/null) \
+  && rm -f *.details.txt *.metrics.csv *.log *.json *.ncu-rep)
