@@ -87,12 +87,16 @@ class Integrand:
               order, normals (3, ...). Plain array arithmetic, so NumPy and CuPy arrays alike.
     per_element: a volume density that also takes ``elements`` (the block's element indices),
               for coefficients that vary per point (a heterogeneous medium's eps and mu)
+    integral: ``(system, fields, elements) -> the volume integral over those elements`` where the
+              system's own inner product is not the nodal mass (Maxwell's Galerkin form's energy),
+              or None from it (and the default): the nodal mass times the density
     """
 
     kind: str
     doc: str
     density: Callable
     per_element: bool = False
+    integral: Callable | None = None
 
     def __post_init__(self):
         if self.kind not in INTEGRAND_KINDS:

@@ -315,6 +315,15 @@ class WeightAdjustedOperator:
             rh = rh_new
         return xp.sum(y * z, axis=axes, dtype=xp.float64).sum(axis=1)  # float64 also in a float32 run
 
+    def element_products(self, xp, u, elements):
+        """energy_products of the elements ``elements`` (u their fields, (6, K, n, n, n)) where Q = N + 1
+        (its closed form; [output.integrals] over a region), else None (no per-element form)."""
+        if self.points != self.order + 1:
+            return None
+        weights = self.square_energy_weights if self.medium is None else self.medium.energy_weights
+        gauss = along3(xp, self.v, u).astype(xp.float64)
+        return xp.sum(gauss * gauss * weights[..., elements, :, :, :], axis=(2, 3, 4)).sum(axis=1)
+
     def face_load(self, xp, face_values, factor, epsilon, mu, alpha):
         """S_E, S_H at the GLL face nodes (6, E, 6, n, n) from the jumps of the traces.
 
@@ -472,6 +481,18 @@ def table_of(term: str) -> str:
     kind, _, name = term.partition(".")
     return {"pml": "[pml]", "plane_wave": f"[source.{name}] (plane_wave)",
             "dispersion": f"[material.{name}] (dispersive)", "port": f"[port.{name}]"}.get(kind, term)
+
+
+def energy_integral(system, u, elements, groups=(0, 1)):
+    """[output.integrals]' energy of ``elements`` (u their fields) in the Galerkin form's own norm
+    (electric: group 0, magnetic: 1), or None where the system does not run it or the rule has
+    no per-element form (the nodal mass then integrates the density)."""
+    operator = getattr(system, "galerkin", None)
+    parts = None if operator is None else operator.element_products(system.backend.xp, u, elements)
+    if parts is None:
+        return None
+    scale = (1.0, 1.0) if operator.medium is not None else (system.epsilon, system.mu)
+    return 0.5 * sum(scale[g] * float(parts[3 * g:3 * g + 3].sum()) for g in groups)
 
 
 def energy(system, u) -> float:

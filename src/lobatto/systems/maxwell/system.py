@@ -79,14 +79,17 @@ def _weighted_square(system, key, v, elements):
 
 #: what [output.integrals] can integrate (docs/probes.md); "energy" is what energy() sums
 INTEGRANDS = {
+    # (with the Galerkin form, its own weight-adjusted masses: galerkin.energy_integral)
     "energy": Integrand("volume", "electromagnetic energy density (eps |E|^2 + mu |H|^2) / 2",
                         lambda s, f, e: 0.5 * (_weighted_square(s, "epsilon", f[0:3], e)
-                                               + _weighted_square(s, "mu", f[3:6], e)), per_element=True),
+                                               + _weighted_square(s, "mu", f[3:6], e)), per_element=True,
+                        integral=lambda s, f, e: galerkin.energy_integral(s, f, e)),
     "electric_energy": Integrand("volume", "electric energy density eps |E|^2 / 2",
                                  lambda s, f, e: 0.5 * _weighted_square(s, "epsilon", f[0:3], e),
-                                 per_element=True),
+                                 per_element=True, integral=lambda s, f, e: galerkin.energy_integral(s, f, e, (0,))),
     "magnetic_energy": Integrand("volume", "magnetic energy density mu |H|^2 / 2",
-                                 lambda s, f, e: 0.5 * _weighted_square(s, "mu", f[3:6], e), per_element=True),
+                                 lambda s, f, e: 0.5 * _weighted_square(s, "mu", f[3:6], e), per_element=True,
+                                 integral=lambda s, f, e: galerkin.energy_integral(s, f, e, (1,))),
     "poynting_flux": Integrand("surface", "outward Poynting flux (E x H) . n, the power leaving",
                                lambda s, f, n: _poynting(f, n)),
 }
