@@ -265,7 +265,7 @@ def test_wall_minutes_checkpoints(tmp_path, monkeypatch):
 @pytest.mark.parametrize("compression", ["gzip", "lz4", "zstd"])
 def test_compressed_checkpoints_and_snapshots(tmp_path, compression):
     pytest.importorskip("hdf5plugin")
-    data = {**MAXWELL, "checkpoint": {"every": 5, "compression": compression},
+    data = {**MAXWELL, "checkpoint": {"every": 5, "keep": 50, "compression": compression},
             "output": {"formats": ["hdf5"], "compression": compression}}
     case = case_from_dict(data, name="run")
     plain = uninterrupted(case_from_dict(MAXWELL, name="run"), "cpu", tmp_path / "plain")
