@@ -5,6 +5,7 @@
 # (--launch-skip), clocks left alone, the bench without graph replay so that each launch is its
 # own kernel; then the whole step of both forms with graph replay, side by side in this call.
 #   OUT=dir bash benchmarks/profile_galerkin_square_gpu.sh      (about 3 minutes on an H100)
+#   SKIP_BENCH=1 OUT=dir bash benchmarks/profile_galerkin_square_gpu.sh   (the profiles only)
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/lobatto_cupy_cache} PYTHONUNBUFFERED=1
@@ -34,7 +35,7 @@ smsp__average_warp_latency_issue_stalled_wait.ratio \
 }
 p g7_f64 7 32 float64
 p g14_f64 14 16 float64
-for c in "7 32 float64" "14 16 float64" "7 32 float32" "14 16 float32"; do
+[ -n "${SKIP_BENCH:-}" ] || for c in "7 32 float64" "14 16 float64" "7 32 float32" "14 16 float32"; do
   set -- $c
   for form in split galerkin; do
     timeout 150 python3 -m lobatto bench maxwell --backend cuda --curved --volume-form $form --order $1 \
