@@ -4,7 +4,8 @@ kernels/galerkin.c computes WeightAdjustedOperator.rhs with the skew volume term
 volume="strong" runs as array code), M_W^-1 (volume + face load), element by element by sum
 factorisation, specialised on the GLL points N + 1 and the Gauss points Q per direction and the
 precision (at Q = N + 1 all at the Gauss points; affine elements in closed form, equal to
-round-off), and the energy's products (energy_products; attach installs them only where Q is not
+round-off; with a per-point medium, galerkin_media.py, every element takes the general
+path: its masses and fluxes vary over an affine element's points too), and the energy's products (energy_products; attach installs them only where Q is not
 N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). `rhs_kernel` gives
 the rhs with the system's rhs-kernel signature and `energy_kernel` the products, or None where
 they do not apply (another backend, the NumPy oracle backend, no compiler): the array code stays
@@ -89,29 +90,49 @@ def affine_constants(operator):
     return flat.astype(np.int8), constants
 
 
+def _medium_pointers(operator, dtype, E):
+    """(arrays, (inverse_weights, loss_weights, flux) pointers) of the operator's per-point
+    medium (galerkin_media.GalerkinMedium), NULL for what it lacks (no medium, no conductor)."""
+    medium = getattr(operator, "medium", None)
+    if medium is None:
+        return [], (None, None, None)
+    q = operator.points
+    # (contiguous copies where needed: clipped interpolants may come strided; the kernel keeps them)
+    named = [(np.ascontiguousarray(a), shape, f"medium.{name}") for a, shape, name in
+             ((medium.inverse_weights, (6, E, q, q, q), "inverse_weights"), (medium.flux, (4, E, 6, q, q), "flux"),
+              (medium.loss_weights, (E, q, q, q), "loss_weights")) if a is not None]
+    check_kernel_arrays("galerkin_rhs", dtype, named)
+    arrays = [a for a, _, _ in named]
+    return arrays, (_ptr(arrays[0]), _ptr(arrays[2]) if len(arrays) > 2 else None, _ptr(arrays[1]))
+
+
 def rhs_kernel(backend, operator):
     """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
-    ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
-    backend is not the compiled CPU one or the library cannot be built, or the operator's volume
-    term is not the skew one (``volume="strong"``, kept for comparisons: the array code runs it).
-    The operator's arrays are checked and their addresses kept: it must not replace them
-    afterwards."""
-    if getattr(operator, "volume", "skew") != "skew" or getattr(operator, "medium", None) is not None:
-        return None  # (a per-point medium: the array code, galerkin_media.py)
+    ``operator.rhs`` (geometry["face_factors"] the boundary factors; with ``operator.medium`` its
+    per-point eps, mu, sigma, the scalars epsilon, mu unused) in C, or None where the backend is
+    not the compiled CPU one or the library cannot be built, or the operator's volume term is not
+    the skew one (``volume="strong"``, kept for comparisons: the array code runs it). The
+    operator's arrays (and its medium's) are checked and their addresses kept: it must not
+    replace them afterwards."""
+    if getattr(operator, "volume", "skew") != "skew":
+        return None
     lib = _library(backend, operator)
     if lib is None:
         return None
     function = lib.galerkin_rhs
-    function.argtypes = [_VP] * 13 + [_I64] * 3 + [_F64] * 3
+    function.argtypes = [_VP] * 16 + [_I64] * 3 + [_F64] * 3
     function.restype = ctypes.c_int
     dtype = np.dtype(backend.precision)
     n = operator.order + 1
     E = operator.face_weights.shape[0]
     arrays, pointers = _operator_pointers(operator, dtype, E)
     v, cof, ijw, minv, d, normals, weights = pointers
+    media, medium = _medium_pointers(operator, dtype, E)
     affine, constants = affine_constants(operator)
+    if media:  # the closed form assumes one eps, mu per element and the uniform flux: none is affine here
+        affine[:] = 0
     constants = constants.astype(dtype)
-    arrays = arrays + [affine, constants]
+    arrays = arrays + media + [affine, constants]
     rhs_affine = _ptr(affine), _ptr(constants)
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
@@ -125,7 +146,7 @@ def rhs_kernel(backend, operator):
             raise TypeError("galerkin_rhs: out must be writable")
         first, stop = element_bounds(elements, E)
         status = function(_ptr(u), _ptr(sums), _ptr(factors), v, cof, ijw, minv, d, normals, weights, *rhs_affine,
-                          _ptr(out), E, first, stop, float(epsilon), float(mu), float(alpha))
+                          *medium, _ptr(out), E, first, stop, float(epsilon), float(mu), float(alpha))
         if status:
             raise MemoryError("galerkin_rhs: could not allocate the per-thread element buffer")
         return out

@@ -22,6 +22,10 @@
  *     D               : (NP, NP)                D[i, l] = h_l'(x_i)
  *     normals         : (3, E, 6, NG, NG)       unit outward normals at the face Gauss points
  *     face_weights    : (E, 6, NG, NG)          w sJ
+ * and a per-point medium's arrays (galerkin_media.py; medium_t below), NULL without one: then
+ * M_{eps_c W}^-1 takes w / (J eps_c) per component for ijw and 1/eps, E's load gains the
+ * conductor's -V^T (w J sigma . V E), the faces take the medium's Riemann fluxes, and no element
+ * takes the affine closed form.
  * Face f's points [a, b] are the volume slice with the normal index fixed ([k, j] on faces
  * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
  *
@@ -190,6 +194,17 @@ typedef struct {
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
 } matrices_t;
 
+/* A per-point medium (galerkin_media.py's GalerkinMedium), or iw NULL for the uniform one:
+ *     iw   : (6, E, NG, NG, NG)  w / (J eps_c) for E_c, w / (J mu_c) for H_c: M_{eps W}^-1's middle,
+ *                                per component instead of ijw (and 1/eps, 1/mu, which are then 1)
+ *     loss : (E, NG, NG, NG)     w J sigma, or NULL: E's load gains -V^T (loss . V E)
+ *     flux : (4, E, 6, NG, NG)   a, b, c, d at the face Gauss points: F_E = a S_H - alpha b n x S_E,
+ *                                F_H = -(c S_E + alpha d n x S_H) */
+typedef struct {
+    const REAL *iw, *loss, *flux;
+    REAL alpha;
+} medium_t;
+
 /* Per-thread scratch of one element (rows padded to NPV or NGV). */
 typedef struct {
     vec u[6][NP][NP][NPW];       /* the element's fields */
@@ -206,11 +221,19 @@ typedef struct {
     vec tv[6][3][NG][NPW];       /* the volume's along i: for V^T | (V D)^T along j, then for k */
     vec jo[12][NP][NPW];         /* a face's jumps and own values */
     vec wp[9][NG][NGW];          /* one plane's w J a^b, rows padded */
+    vec lw[NG][NGW];             /* one plane's w J sigma (a medium with a conductor), rows padded */
     vec g[12][NP][NGW];          /* those along b */
     vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
 
 #define R(x) ((REAL *)(x)) /* a vector array's values */
+
+/* one plane's w J sigma into padded rows (pad lanes stay zero) */
+static inline void plane_loss(vec (*restrict lw)[NGW], const REAL *restrict w)
+{
+    for (int jq = 0; jq < NG; ++jq)
+        for (int iq = 0; iq < NG; ++iq) R(lw[jq])[iq] = w[jq * NG + iq];
+}
 
 /* The products at a vector of Gauss points: S[c] = (sum_b w J a^b x d_b H)_c for c < 3 (E's load),
  * (sum_b w J a^b x d_b E)_c for c >= 3 (H's); G[b] likewise of w J a^b x H, w J a^b x E. w: the
@@ -247,7 +270,7 @@ static inline void plane_cofactors(scratch_t *restrict s, const REAL *restrict w
  * (the first) + (V D)^T (G_s's) into the plane stack for V^T_k, V^T (G_t's) into the one for
  * (V D)^T_k; along k both stacks in one contraction. */
 static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
-                               idx_t E, idx_t e)
+                               const REAL *restrict loss, idx_t E, idx_t e)
 {
     const idx_t cs = E * NG3;
     /* along k for all Gauss planes: zk[f][0] = V u_f, zk[f][1] = (V D) u_f */
@@ -269,6 +292,7 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
         }
         /* the products S and -G_b at the plane's points, scaled, a vector of points at a time */
         plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
+        if (loss) plane_loss(s->lw, loss + e * NG3 + kq * NG2);
         for (int jq = 0; jq < NG; ++jq)
             for (int v = 0; v < NGW; ++v) {
                 vec w[9], fv[6], dv[6][3], S[6], G[3][6];
@@ -287,6 +311,8 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
                     s->ow[c][0][jq][v] = -G[1][c] * h;
                     s->ow[c][1][jq][v] = -G[2][c] * h;
                 }
+                if (loss) /* the conductor: -w J sigma E at the point, back with V^T as S */
+                    for (int c = 0; c < 3; ++c) s->os[c][0][jq][v] -= s->lw[jq][v] * fv[c];
             }
         for (int c = 0; c < 6; ++c) {
             /* along i: tv0 = V^T S + (V D)^T G_r, tv1, tv2 = V^T G_s, V^T G_t */
@@ -307,7 +333,8 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
 static const int FACE_NORMAL[6] = {1, 1, NPV, NPV, PS2, PS2}; /* a face's normal axis stride, padded */
 
 /* square (Q = N + 1 only): the fluxes go to square_rhs's Gauss-point load instead (see there) */
-static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict sums,
+static inline void face_load(const matrices_t *restrict m, const medium_t *restrict md, scratch_t *restrict s,
+                             const REAL *restrict sums,
                              const REAL *restrict factors, const REAL *restrict normals,
                              const REAL *restrict face_weights, idx_t E, idx_t e, const int square)
 {
@@ -342,6 +369,9 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
         const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
         const REAL *fw = face_weights + (e * 6 + f) * NG2;
         const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
+        /* a medium's a, b, c, d (eps, mu then 1: the own-trace term's 1/2 with he, hm) */
+        const REAL *fa = md->flux ? md->flux + (e * 6 + f) * NG2 : NULL;
+        const REAL al = md->alpha;
         for (int aq = 0; aq < NG; ++aq)
             for (int bq = 0; bq < NG; ++bq) {
                 const int p = aq * NG + bq;
@@ -353,6 +383,17 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
                 const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq];
                 const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq];
                 const REAL we = he * fw[p], wh = hm * fw[p];
+                if (fa) { /* F_E = a S_H - alpha b n x S_E, F_H = -(c S_E + alpha d n x S_H), over he, hm = 1/2 */
+                    const REAL a2 = 2 * fa[p], b2 = 2 * al * fa[ns + p], c2 = 2 * fa[2 * ns + p],
+                               d2 = 2 * al * fa[3 * ns + p];
+                    R(s->o[0][aq])[bq] = (a2 * sh0 - b2 * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
+                    R(s->o[1][aq])[bq] = (a2 * sh1 - b2 * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
+                    R(s->o[2][aq])[bq] = (a2 * sh2 - b2 * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
+                    R(s->o[3][aq])[bq] = (-c2 * se0 - d2 * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh;
+                    R(s->o[4][aq])[bq] = (-c2 * se1 - d2 * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
+                    R(s->o[5][aq])[bq] = (-c2 * se2 - d2 * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
+                    continue;
+                }
                 R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
                 R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
                 R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
@@ -425,11 +466,13 @@ static inline void sandwich(const REAL *restrict f, const vec (*restrict F)[NPW]
     SLABS(NP, NG, f, 1, NP, s->planes[0], y);
 }
 
-static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict ijw,
-                                REAL *restrict out, idx_t fs, idx_t e)
+static inline void inverse_mass(const matrices_t *restrict m, const medium_t *restrict md, scratch_t *restrict s,
+                                const REAL *restrict ijw, REAL *restrict out, idx_t E, idx_t e)
 {
+    const idx_t fs = E * NP3;
     for (int c = 0; c < 6; ++c) {
-        sandwich(&m->a[0][0], m->A, m->At, ijw + e * NG3, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
+        const REAL *wj = md->iw ? md->iw + (c * E + e) * NG3 : ijw + e * NG3; /* M_{eps_c W}^-1 or M_W^-1 */
+        sandwich(&m->a[0][0], m->A, m->At, wj, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
         const vec (*r)[NP][NPW] = s->cg[0];
         REAL *o = out + c * fs + e * NP3;
         for (int k = 0; k < NP; ++k)
@@ -447,10 +490,10 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
  * f = V u once, its derivatives D_G along each axis: 12 contractions of N^4 per field where the
  * general path takes 24 (volume_load's 18 and the mass's 6). */
 #if NG == NP
-static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
-                              const REAL *restrict ijw, const REAL *restrict sums, const REAL *restrict factors,
-                              const REAL *restrict normals, const REAL *restrict face_weights, REAL *restrict out,
-                              idx_t E, idx_t e)
+static inline void square_rhs(const matrices_t *restrict m, const medium_t *restrict md, scratch_t *restrict s,
+                              const REAL *restrict cof, const REAL *restrict ijw, const REAL *restrict sums,
+                              const REAL *restrict factors, const REAL *restrict normals,
+                              const REAL *restrict face_weights, REAL *restrict out, idx_t E, idx_t e)
 {
     const idx_t cs = E * NG3, fs = E * NP3;
     /* zk[f][0] = V u_f (along k into zk[f][1], then per plane along j, i), zk[f][1] = D_G along k */
@@ -470,6 +513,7 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
         }
         /* the products S, -G_b at the plane's points, scaled, a vector of points at a time */
         plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
+        if (md->loss) plane_loss(s->lw, md->loss + e * NG3 + kq * NG2);
         for (int jq = 0; jq < NG; ++jq)
             for (int v = 0; v < NGW; ++v) {
                 vec w[9], fv[6], dv[6][3], S[6], G[3][6];
@@ -488,6 +532,8 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
                     s->ow[c][1][jq][v] = -G[1][c] * h;
                     s->planes[c][kq][jq][v] = -G[2][c] * h;
                 }
+                if (md->loss) /* the conductor: -w J sigma E at the point (Y is V^T's argument) */
+                    for (int c = 0; c < 3; ++c) s->load[c][kq][jq][v] -= s->lw[jq][v] * fv[c];
             }
         for (int c = 0; c < 6; ++c) { /* + D_G^T along i of -G_r, along j of -G_s */
             VROWS(NG, NG, NGW, ROWS(NGW), R(s->ow[c][0]), NGV, 1, m->DG, NGW, s->load[c][kq], NGW, +=);
@@ -496,9 +542,9 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
     }
     for (int c = 0; c < 6; ++c) /* + D_G^T along k of -G_t */
         SLABS_OP(NG, NG, &m->dg[0][0], 1, NG, s->planes[c], s->load[c], +=);
-    face_load(m, s, sums, factors, normals, face_weights, E, e, 1);
-    const REAL *wj = ijw + e * NG3;
+    face_load(m, md, s, sums, factors, normals, face_weights, E, e, 1);
     for (int c = 0; c < 6; ++c) {
+        const REAL *wj = md->iw ? md->iw + (c * E + e) * NG3 : ijw + e * NG3; /* M_{eps_c W}^-1 or M_W^-1 */
         for (int k = 0; k < NG; ++k) /* / J = w/J . W^-1 */
             for (int j = 0; j < NG; ++j) {
                 const REAL wkj = m->winv[k] * m->winv[j];
@@ -600,9 +646,18 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
  * Returns 1 when a per-thread scratch buffer could not be allocated (out is then incomplete). */
 int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
                  const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
-                 const REAL *face_weights, const int8_t *affine, const REAL *constants, REAL *out, idx_t E,
+                 const REAL *face_weights, const int8_t *affine, const REAL *constants,
+                 const REAL *inverse_weights, const REAL *loss, const REAL *flux, REAL *out, idx_t E,
                  idx_t first, idx_t stop, double eps, double mu, double alpha)
 {
+    /* a per-point medium (inverse_weights not NULL): eps, mu in its masses and fluxes, so 1 here,
+       and no closed form (its masses and fluxes vary over an affine element's points too) */
+    const medium_t md = {inverse_weights, inverse_weights ? loss : NULL, inverse_weights ? flux : NULL,
+                         (REAL)alpha};
+    if (inverse_weights) {
+        eps = mu = 1.0;
+        affine = NULL;
+    }
     matrices_t *m = NULL;
     if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
     memset(m, 0, sizeof(matrices_t));
@@ -700,11 +755,11 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
                         for (int i = 0; i < NP; ++i) R(s->u[c][k][j])[i] = uc[(k * NP + j) * NP + i];
             }
 #if NG == NP
-            square_rhs(m, s, cof, ijw, sums, factors, normals, face_weights, out, E, e);
+            square_rhs(m, &md, s, cof, ijw, sums, factors, normals, face_weights, out, E, e);
 #else
-            volume_load(m, s, cof, E, e);
-            face_load(m, s, sums, factors, normals, face_weights, E, e, 0);
-            inverse_mass(m, s, ijw, out, fs, e);
+            volume_load(m, s, cof, md.loss, E, e);
+            face_load(m, &md, s, sums, factors, normals, face_weights, E, e, 0);
+            inverse_mass(m, &md, s, ijw, out, E, e);
 #endif
         }
         free(s);
