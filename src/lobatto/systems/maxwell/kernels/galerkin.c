@@ -369,38 +369,35 @@ static inline void face_load(const matrices_t *restrict m, const medium_t *restr
         const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
         const REAL *fw = face_weights + (e * 6 + f) * NG2;
         const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
-        /* a medium's a, b, c, d (eps, mu then 1: the own-trace term's 1/2 with he, hm) */
-        const REAL *fa = md->flux ? md->flux + (e * 6 + f) * NG2 : NULL;
-        const REAL al = md->alpha;
-        for (int aq = 0; aq < NG; ++aq)
-            for (int bq = 0; bq < NG; ++bq) {
-                const int p = aq * NG + bq;
-                const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];
-                const REAL je0 = R(s->d[0][0][aq])[bq], je1 = R(s->d[1][0][aq])[bq], je2 = R(s->d[2][0][aq])[bq];
-                const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq];
-                const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
-                const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
-                const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq];
-                const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq];
-                const REAL we = he * fw[p], wh = hm * fw[p];
-                if (fa) { /* F_E = a S_H - alpha b n x S_E, F_H = -(c S_E + alpha d n x S_H), over he, hm = 1/2 */
-                    const REAL a2 = 2 * fa[p], b2 = 2 * al * fa[ns + p], c2 = 2 * fa[2 * ns + p],
-                               d2 = 2 * al * fa[3 * ns + p];
-                    R(s->o[0][aq])[bq] = (a2 * sh0 - b2 * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
-                    R(s->o[1][aq])[bq] = (a2 * sh1 - b2 * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
-                    R(s->o[2][aq])[bq] = (a2 * sh2 - b2 * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
-                    R(s->o[3][aq])[bq] = (-c2 * se0 - d2 * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh;
-                    R(s->o[4][aq])[bq] = (-c2 * se1 - d2 * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
-                    R(s->o[5][aq])[bq] = (-c2 * se2 - d2 * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
-                    continue;
-                }
-                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
-                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
-                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
-                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh;
-                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
-                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
+        /* the face's points with the flux's weights A2 S_H - B2 n x S_E, -(C2 S_E + D2 n x S_H) (times
+           he, hm): a loop of its own per flux, so that the uniform one stays branch-free */
+#define FACE_POINTS(A2, B2, C2, D2)                                                                         \
+        for (int aq = 0; aq < NG; ++aq)                                                                     \
+            for (int bq = 0; bq < NG; ++bq) {                                                               \
+                const int p = aq * NG + bq;                                                                 \
+                const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];                                              \
+                const REAL je0 = R(s->d[0][0][aq])[bq], je1 = R(s->d[1][0][aq])[bq], je2 = R(s->d[2][0][aq])[bq]; \
+                const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq]; \
+                const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0); \
+                const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0); \
+                const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq]; \
+                const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq]; \
+                const REAL we = he * fw[p], wh = hm * fw[p];                                                \
+                const REAL a2 = (A2), b2 = (B2), c2 = (C2), d2 = (D2);                                      \
+                R(s->o[0][aq])[bq] = (a2 * sh0 - b2 * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we; \
+                R(s->o[1][aq])[bq] = (a2 * sh1 - b2 * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we; \
+                R(s->o[2][aq])[bq] = (a2 * sh2 - b2 * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we; \
+                R(s->o[3][aq])[bq] = (-c2 * se0 - d2 * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh; \
+                R(s->o[4][aq])[bq] = (-c2 * se1 - d2 * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh; \
+                R(s->o[5][aq])[bq] = (-c2 * se2 - d2 * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh; \
             }
+        if (md->flux) { /* a medium's a, b, c, d over he = hm = 1/2 (eps, mu then 1) */
+            const REAL *fa = md->flux + (e * 6 + f) * NG2, al = md->alpha;
+            FACE_POINTS(2 * fa[p], 2 * al * fa[ns + p], 2 * fa[2 * ns + p], 2 * al * fa[3 * ns + p]);
+        } else { /* uniform: 1, alpha / Z, 1, alpha Z (x 1 is exact: the same values as without media) */
+            FACE_POINTS((REAL)1, ae, (REAL)1, ah);
+        }
+#undef FACE_POINTS
         if (square) { /* along the normal w_q A[q][end] F at every Gauss point of that line */
             const int end = f & 1, base = off - (end ? NP - 1 : 0) * FACE_NORMAL[f], ns_ = FACE_NORMAL[f];
             for (int c = 0; c < 6; ++c) {
