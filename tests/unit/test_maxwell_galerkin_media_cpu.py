@@ -205,3 +205,44 @@ def test_steps_equal_the_numpy_backend(tmp_path, cylinder, precision):
     assert np.abs(results[0] - start).max() > 1e-2  # the steps changed the state
     tolerance = 1e-13 if precision == "float64" else 2e-5
     assert np.abs(results[0] - results[1]).max() <= tolerance * np.abs(results[1]).max()
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_energy_products_with_a_medium_equal_array_code(tmp_path, cylinder, precision):
+    """galerkin_energy (per element CG in C) with the medium's w / (J eps_c), w / (J mu_c) one
+    component apart, against WeightAdjustedOperator.energy_products (M_{eps_c W}, M_{mu_c W}), at
+    Q = N + 2 (at N + 1 the products have a closed form)."""
+    rng = np.random.default_rng()
+    order = 3
+    mesh, geometry = mesh_of(tmp_path, cylinder, order)
+    system = media_system(mesh, order, random_medium(geometry, rng, True, True),
+                          get_backend("cpu", precision=precision), points=order + 2)
+    operator = system.galerkin
+    kernel = galerkin_cpu.energy_kernel(system.backend, operator)
+    u = rng.standard_normal((6, system.num_elements) + (order + 1,) * 3).astype(precision)
+    u[1, 0] = 0  # a zero component of one element: its CG stops at once
+    ref = galerkin.WeightAdjustedOperator.energy_products(operator, np, u)
+    got = kernel(np, u)
+    assert got.dtype == np.float64 and got.shape == (6,)
+    assert np.abs(got - ref).max() <= (1e-13 if precision == "float64" else 1e-5) * ref.max()
+    operator.medium = None  # the same operator without its medium: other products (the kernel reads the medium)
+    plain = galerkin_cpu.energy_kernel(system.backend, operator)(np, u)
+    assert np.abs(plain - got).max() > 1e-2 * ref.max()
+
+
+@pytest.mark.parametrize("points", [None, 5])  # Q = N + 1 (square_rhs) and a larger rule (the general path)
+def test_threads_agree_with_a_medium(tmp_path, cylinder, points):
+    """OpenMP over elements with a medium: one and two threads give the same rhs, bit for bit."""
+    rng = np.random.default_rng()
+    mesh, geometry = mesh_of(tmp_path, cylinder, 3)
+    system = media_system(mesh, 3, random_medium(geometry, rng, True, True), get_backend("cpu"), points=points)
+    u, sums = random_inputs(system, rng)
+    results = []
+    try:
+        for threads in (1, 2):
+            cbuild.set_num_threads(threads)
+            results.append(system.rhs_kernel(u, sums, system.device_geometry, np.empty_like(u), system.epsilon,
+                                              system.mu, system.alpha))
+    finally:
+        cbuild.set_num_threads(None)
+    assert np.array_equal(results[0], results[1])

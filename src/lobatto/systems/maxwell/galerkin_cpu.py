@@ -4,9 +4,11 @@ kernels/galerkin.c computes WeightAdjustedOperator.rhs with the skew volume term
 volume="strong" runs as array code), M_W^-1 (volume + face load), element by element by sum
 factorisation, specialised on the GLL points N + 1 and the Gauss points Q per direction and the
 precision (at Q = N + 1 all at the Gauss points; affine elements in closed form, equal to
-round-off; with a per-point medium, galerkin_media.py, every element takes the general
-path: its masses and fluxes vary over an affine element's points too), and the energy's products (energy_products; attach installs them only where Q is not
-N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). `rhs_kernel` gives
+round-off), and the energy's products (energy_products; attach installs them only where Q is not
+N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). Both take a per-point
+medium (operator.medium, galerkin_media.py): M_{eps_c W}^-1 per component, the conductor's loss,
+the medium's fluxes; every element then takes the general path (its masses and fluxes vary over
+an affine element's points too). `rhs_kernel` gives
 the rhs with the system's rhs-kernel signature and `energy_kernel` the products, or None where
 they do not apply (another backend, the NumPy oracle backend, no compiler): the array code stays
 the reference and the fallback.
@@ -159,30 +161,36 @@ def rhs_kernel(backend, operator):
 def energy_kernel(backend, operator):
     """``energy_products(xp, u, iterations=100, tolerance=None)`` of ``operator`` in C (each
     component's and element's conjugate gradients stop at their own convergence, the array
-    code's all at the worst one's: the products agree to the tolerance), or None where the
-    kernel does not apply."""
+    code's all at the worst one's: the products agree to the tolerance; with ``operator.medium``
+    the products in M_{eps_c W}, M_{mu_c W}, as the array code's), or None where the kernel does
+    not apply."""
     lib = _library(backend, operator)
     if lib is None:
         return None
     function = lib.galerkin_energy
-    function.argtypes = [_VP] * 6 + [_I64, ctypes.c_int, _F64, _VP]
+    function.argtypes = [_VP] * 3 + [_I64] + [_VP] * 3 + [_I64, ctypes.c_int, _F64, _VP]
     function.restype = ctypes.c_int
     dtype = np.dtype(backend.precision)
     n, q = operator.order + 1, operator.points
     E = operator.face_weights.shape[0]
-    arrays = (operator.v, operator.inverse_jacobian_weights, operator.mass_1d, operator.inverse_mass_1d,
-              operator.root_jacobian)
-    check_kernel_arrays("galerkin_energy", dtype, zip(arrays, ((q, n), (E, q, q, q), (n, n), (n, n), (E, n, n, n)),
-                                                      ("v", "inverse_jacobian_weights", "mass_1d", "inverse_mass_1d",
-                                                       "root_jacobian")))
-    pointers = tuple(_ptr(a) for a in arrays)
+    medium = getattr(operator, "medium", None)
+    # w / J for every component, or the medium's w / (J eps_c), w / (J mu_c) one component apart
+    weights, stride = ((operator.inverse_jacobian_weights, 0) if medium is None else
+                       (np.ascontiguousarray(medium.inverse_weights), E * q ** 3))
+    arrays = (operator.v, weights, operator.mass_1d, operator.inverse_mass_1d, operator.root_jacobian)
+    check_kernel_arrays("galerkin_energy", dtype,
+                        zip(arrays, ((q, n), (6, E, q, q, q) if stride else (E, q, q, q), (n, n), (n, n), (E, n, n, n)),
+                            ("v", "inverse_jacobian_weights" if medium is None else "medium.inverse_weights",
+                             "mass_1d", "inverse_mass_1d", "root_jacobian")))
+    v, w, mass, inverse_mass, root = (_ptr(a) for a in arrays)
 
     def energy_products(xp, u, iterations: int = 100, tolerance: float | None = None):
         if tolerance is None:  # as the array code: round-off of the working precision
             tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
         check_kernel_arrays("galerkin_energy", dtype, ((u, (6, E, n, n, n), "u"),))
         parts = np.zeros(6)
-        if function(_ptr(u), *pointers, E, int(iterations), float(tolerance), _ptr(parts)):
+        if function(_ptr(u), v, w, stride, mass, inverse_mass, root, E, int(iterations), float(tolerance),
+                    _ptr(parts)):
             raise MemoryError("galerkin_energy: could not allocate the per-thread element buffer")
         return parts
 

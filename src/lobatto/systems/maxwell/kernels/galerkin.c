@@ -771,7 +771,10 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
  * sqrt(J) M^-1 sqrt(J) (root = sqrt(J) at the GLL points), until the preconditioned residual
  * falls below tolerance times its start or after `iterations` steps. The array code stops all
  * systems together at the worst one's convergence; here each stops at its own (the products
- * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had. */
+ * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had.
+ * component_stride: 0 (one w/J for all six components), or E NG^3 with a per-point medium's
+ * inverse weights (6, E, NG, NG, NG), w / (J eps_c), w / (J mu_c): then the products in
+ * M_{eps_c W}, M_{mu_c W} (galerkin_media.py). */
 
 static inline double dot(const vec *restrict x, const vec *restrict y)
 {
@@ -782,7 +785,7 @@ static inline double dot(const vec *restrict x, const vec *restrict y)
     return sum;
 }
 
-int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *mass_1d,
+int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, idx_t component_stride, const REAL *mass_1d,
                     const REAL *inverse_mass_1d, const REAL *root, idx_t E, int iterations, double tolerance,
                     double *parts)
 {
@@ -840,13 +843,13 @@ int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *m
 #endif
         for (idx_t e = 0; e < E; ++e) {
             if (!s) continue;
-            const REAL *re = root + e * NP3, *wj = ijw + e * NG3;
+            const REAL *re = root + e * NP3;
             vec *x = &s->cg[0][0][0][0], *y = &s->cg[1][0][0][0], *z = &s->cg[2][0][0][0];
             vec *r = &s->cg[3][0][0][0], *h = &s->cg[4][0][0][0], *p = &s->cg[5][0][0][0];
             vec *ap = &s->load[0][0][0][0], *w = &s->load[1][0][0][0];
             REAL *xr = R(x), *hr = R(h), *wr = R(w);
             for (int c = 0; c < 6; ++c) {
-                const REAL *uc = u + c * fs + e * NP3;
+                const REAL *uc = u + c * fs + e * NP3, *wj = ijw + c * component_stride + e * NG3;
                 for (int q = 0; q < NP3; ++q) xr[q / NP * NPV + q % NP] = uc[q];
                 tensor3(&mm[0][0], (const vec (*)[NPW])mt, x, y, s);
                 /* h = root M^-1 (root r) */
