@@ -61,17 +61,19 @@ def mesh_of(tmp_path, mesh, order):
     return sim.system.mesh, sim.system.geometry
 
 
-def random_medium(geometry, rng, anisotropic: bool, conductor: bool) -> dict:
+def random_medium(geometry, rng, anisotropic: bool, conductor: bool, constant=None) -> dict:
     """eps, mu, sigma at the GLL nodes: per element a random level (so a jump across every
-    element face) times a smooth random variation inside; sigma > 0 on about half the elements
+    element face) times a smooth random variation inside, none on the elements of the mask
+    ``constant`` (None: none, "all": every element); sigma > 0 on about half the elements
     (at least one) and 0 on the others (at least one) when ``conductor``."""
     x, y, z = geometry.coords
     E = x.shape[0]
+    inside = np.ones((E, 1, 1, 1)) if constant is None else 0.0 + ~np.broadcast_to(constant, (E,))[:, None, None, None]
 
     def varying(low, high, amplitude):
         level = rng.uniform(low, high, E)[:, None, None, None]
         k = rng.uniform(1.0, 3.0, 3)
-        return level * (1.0 + amplitude * np.sin(k[0] * x + rng.uniform(0, 6)) * np.cos(k[1] * y - k[2] * z))
+        return level * (1.0 + inside * amplitude * np.sin(k[0] * x + rng.uniform(0, 6)) * np.cos(k[1] * y - k[2] * z))
 
     eps = varying(1.0, 4.0, 0.3)
     if anisotropic:  # a diagonal eps: three components that differ
@@ -80,7 +82,7 @@ def random_medium(geometry, rng, anisotropic: bool, conductor: bool) -> dict:
     if conductor:
         lossy = rng.random(E) < 0.5
         lossy[0], lossy[-1] = True, False
-        sigma = np.where(lossy, rng.uniform(0.2, 1.5, E), 0.0)[:, None, None, None] * (1.0 + 0.5 * x * x)
+        sigma = np.where(lossy, rng.uniform(0.2, 1.5, E), 0.0)[:, None, None, None] * (1.0 + 0.5 * inside * x * x)
     return {"epsilon": eps, "mu": varying(0.5, 2.0, 0.25), "sigma": sigma + 0 * x}
 
 
@@ -114,18 +116,25 @@ def random_inputs(system, rng):
 def test_kernel_equals_array_code_with_a_medium(tmp_path, cylinder, order, precision, extra):
     rng = np.random.default_rng()
     backend = get_backend("cpu", precision=precision)
-    cases = ((BOX, False, True), (PERIODIC, True, True), (SHEARED, True, False), (cylinder, True, True),
-             (cylinder, False, False))
-    for number, (mesh, anisotropic, conductor) in enumerate(cases):
+    # (mesh, a diagonal eps, a conductor, the elements with a constant medium, those in closed form):
+    # an affine element takes it where its medium and its faces' fluxes are constant (the cylinder's
+    # two straight elements; on the sheared box, with element 0's medium varying, only the element
+    # that shares no face with it)
+    but_first = np.array([False, True, True, True])
+    cases = ((BOX, False, True, None, 0), (PERIODIC, True, True, None, 0), (SHEARED, True, False, None, 0),
+             (SHEARED, True, True, "all", 4), (SHEARED, False, True, but_first, 1), (cylinder, True, True, None, 0),
+             (cylinder, False, False, None, 0), (cylinder, True, True, "all", 2))
+    for number, (mesh, anisotropic, conductor, constant, closed) in enumerate(cases):
         mesh, geometry = mesh_of(tmp_path / str(number), mesh, order)
-        system = media_system(mesh, order, random_medium(geometry, rng, anisotropic, conductor), backend,
+        constant = np.ones(geometry.coords.shape[1], dtype=bool) if isinstance(constant, str) else constant
+        system = media_system(mesh, order, random_medium(geometry, rng, anisotropic, conductor, constant), backend,
                               points=order + 1 + extra if extra else None)
         operator = system.galerkin
         assert operator.points == order + 1 + extra and operator.medium is not None
         assert operator.medium.inverse_weights.dtype == np.dtype(precision)
         assert (operator.medium.loss_weights is not None) == conductor
         assert system.rhs_kernel.__module__ == galerkin_cpu.__name__  # attach() chose the C kernel
-        assert system.rhs_kernel.affine_elements == 0  # a medium: no closed form
+        assert system.rhs_kernel.affine_elements == closed, number
         for alpha in (system.alpha, 0.0):  # upwind and central
             u, sums = random_inputs(system, rng)
             ref = array_rhs(system, u, sums, alpha)

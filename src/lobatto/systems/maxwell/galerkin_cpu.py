@@ -92,6 +92,35 @@ def affine_constants(operator):
     return flat.astype(np.int8), constants
 
 
+def medium_constants(operator, affine):
+    """(affine (E,) int8, constants (E, 33) float64) of the closed form with a per-point medium
+    (operator.medium): ``affine`` (affine_constants') kept where the medium is also constant over
+    the element to AFFINE_TOLERANCE (eps_c, mu_c, sigma at its Gauss points, a, b, c, d over each
+    of its faces: regions on whole elements, sampling = "element"), else 0; per element 1/(J eps_c),
+    1/(J mu_c), sigma / eps_c and each face's a, b, c, d."""
+    medium = operator.medium
+    _, wg = np.polynomial.legendre.leggauss(operator.points)
+    w3 = wg[:, None, None] * wg[None, :, None] * wg[None, None, :]
+    ijw = np.asarray(operator.inverse_jacobian_weights, dtype=np.float64)  # w / J
+    ratio = np.asarray(medium.inverse_weights, dtype=np.float64) / ijw  # 1 / eps_c, 1 / mu_c (6, E, Q, Q, Q)
+    sigma = (np.zeros_like(ijw) if medium.loss_weights is None
+             else np.asarray(medium.loss_weights, dtype=np.float64) * ijw / (w3 * w3))  # w J sigma * (w / J) / w^2
+    flux = np.asarray(medium.flux, dtype=np.float64)  # (4, E, 6, Q, Q)
+    tolerance = max(AFFINE_TOLERANCE, 64 * float(np.finfo(medium.inverse_weights.dtype).eps))
+
+    def constant(a, axes):  # per element: a's spread over ``axes`` within the tolerance of its size
+        first = a[(Ellipsis,) + (slice(0, 1),) * len(axes)]
+        return np.abs(a - first).max(axis=axes) <= tolerance * np.abs(first).max(axis=axes)
+
+    flat = (constant(ratio, (2, 3, 4)).all(axis=0) & constant(sigma, (1, 2, 3))  # (sigma = 0: exactly)
+            & constant(flux, (3, 4)).all(axis=(0, 2)))
+    E = ijw.shape[0]
+    inverse = ratio[:, :, 0, 0, 0] * ijw[None, :, 0, 0, 0] / w3[0, 0, 0]  # 1 / (J eps_c): (6, E)
+    constants = np.concatenate([inverse.T, (sigma[:, 0, 0, 0] * ratio[0:3, :, 0, 0, 0]).T,
+                                flux[..., 0, 0].transpose(1, 2, 0).reshape(E, 24)], axis=1)
+    return (affine.astype(bool) & flat).astype(np.int8), constants
+
+
 def _medium_pointers(operator, dtype, E):
     """(arrays, (inverse_weights, loss_weights, flux) pointers) of the operator's per-point
     medium (galerkin_media.GalerkinMedium), NULL for what it lacks (no medium, no conductor)."""
@@ -122,7 +151,7 @@ def rhs_kernel(backend, operator):
     if lib is None:
         return None
     function = lib.galerkin_rhs
-    function.argtypes = [_VP] * 16 + [_I64] * 3 + [_F64] * 3
+    function.argtypes = [_VP] * 17 + [_I64] * 3 + [_F64] * 3
     function.restype = ctypes.c_int
     dtype = np.dtype(backend.precision)
     n = operator.order + 1
@@ -131,8 +160,14 @@ def rhs_kernel(backend, operator):
     v, cof, ijw, minv, d, normals, weights = pointers
     media, medium = _medium_pointers(operator, dtype, E)
     affine, constants = affine_constants(operator)
-    if media:  # the closed form assumes one eps, mu per element and the uniform flux: none is affine here
-        affine[:] = 0
+    medium_affine = None
+    if media:  # the closed form where the medium is constant over the element too
+        affine, medium_affine = medium_constants(operator, affine)
+        medium_affine = medium_affine.astype(dtype)
+        arrays.append(medium_affine)
+        medium = medium + (_ptr(medium_affine),)
+    else:
+        medium = medium + (None,)
     constants = constants.astype(dtype)
     arrays = arrays + media + [affine, constants]
     rhs_affine = _ptr(affine), _ptr(constants)

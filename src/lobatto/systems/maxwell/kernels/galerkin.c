@@ -199,9 +199,11 @@ typedef struct {
  *                                per component instead of ijw (and 1/eps, 1/mu, which are then 1)
  *     loss : (E, NG, NG, NG)     w J sigma, or NULL: E's load gains -V^T (loss . V E)
  *     flux : (4, E, 6, NG, NG)   a, b, c, d at the face Gauss points: F_E = a S_H - alpha b n x S_E,
- *                                F_H = -(c S_E + alpha d n x S_H) */
+ *                                F_H = -(c S_E + alpha d n x S_H)
+ *     affine: (E, MEDIUM_CONSTANTS) the closed form's constants of the medium (affine_rhs), or NULL */
 typedef struct {
     const REAL *iw, *loss, *flux;
+    const REAL *affine; /* (E, MEDIUM_CONSTANTS) of affine_rhs, or NULL: no element in closed form */
     REAL alpha;
 } medium_t;
 
@@ -563,18 +565,26 @@ static inline void square_rhs(const matrices_t *restrict m, const medium_t *rest
  * a face's part, M_W^-1 of (M x M) (sJ flux) at its GLL points, is (1/J) M^-1 e_end (x) sJ flux
  * (the inverse mass's column of the face's end along its normal axis). Equal to the general
  * path up to round-off. k: the element's constants, J a^b [b][a] (9), 1/J, n per face (18), sJ
- * per face (6). */
+ * per face (6).
+ * With a per-point medium the same holds where the medium is constant in the element and the
+ * flux's a, b, c, d on each of its faces (galerkin_cpu.affine_constants marks those elements):
+ * M_{eps_c W}^-1 = M^-1 / (J eps_c), the conductor's M_{eps_c W}^-1 M_sigma E_c = (sigma / eps_c)
+ * E_c, the fluxes a S_H - alpha b n x S_E, -(c S_E + alpha d n x S_H). km: 1/(J eps_c), 1/(J mu_c)
+ * (6), sigma / eps_c (3), a, b, c, d per face (24); NULL without a medium. */
 #define AFFINE_CONSTANTS 34
+#define MEDIUM_CONSTANTS 33
 static const int U_NORMAL[6] = {1, 1, NP, NP, NP2, NP2}; /* a face's normal axis stride */
 
-static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict k, const REAL *restrict u,
-                              const REAL *restrict sums, const REAL *restrict factors, REAL *restrict out, idx_t E,
-                              idx_t e)
+static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict k, const REAL *restrict km,
+                              REAL alpha, const REAL *restrict u, const REAL *restrict sums,
+                              const REAL *restrict factors, REAL *restrict out, idx_t E, idx_t e)
 {
     const idx_t fs = E * NP3, ts = E * 6 * NP2;
     const REAL *ue = u + e * NP3;
     REAL *oe = out + e * NP3;
-    const REAL ie = m->inv_eps * k[9], im = m->inv_mu * k[9];
+    /* each component's 1 / (J eps) (1 / (J mu)): one for all without a medium */
+    REAL ic[6];
+    for (int c = 0; c < 6; ++c) ic[c] = km ? km[c] : (c < 3 ? m->inv_eps * k[9] : m->inv_mu * k[9]);
     for (int kk = 0; kk < NP; ++kk)
         for (int j = 0; j < NP; ++j)
             for (int i = 0; i < NP; ++i) {
@@ -600,13 +610,16 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
                     oh2 += w0 * g[1][b] - w1 * g[0][b];
                 }
                 const int p = (kk * NP + j) * NP + i;
-                oe[p] = oe0 * ie;
-                oe[p + fs] = oe1 * ie;
-                oe[p + 2 * fs] = oe2 * ie;
-                oe[p + 3 * fs] = -oh0 * im;
-                oe[p + 4 * fs] = -oh1 * im;
-                oe[p + 5 * fs] = -oh2 * im;
+                oe[p] = oe0 * ic[0];
+                oe[p + fs] = oe1 * ic[1];
+                oe[p + 2 * fs] = oe2 * ic[2];
+                oe[p + 3 * fs] = -oh0 * ic[3];
+                oe[p + 4 * fs] = -oh1 * ic[4];
+                oe[p + 5 * fs] = -oh2 * ic[5];
             }
+    if (km && (km[6] != 0 || km[7] != 0 || km[8] != 0)) /* the conductor: -(sigma / eps_c) E_c */
+        for (int c = 0; c < 3; ++c)
+            for (int p = 0; p < NP3; ++p) oe[c * fs + p] -= km[6 + c] * ue[c * fs + p];
     const REAL ae = m->ae, ah = m->ah;
     for (int f = 0; f < 6; ++f) {
         const REAL fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
@@ -614,28 +627,43 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
         const int off = U_OFF[f], sa = U_SA[f], sb = U_SB[f], ns = U_NORMAL[f], end = (f & 1) ? NP - 1 : 0;
         const REAL *sm = sums + (e * 6 + f) * NP2;
         const REAL x0 = k[10 + 3 * f], x1 = k[11 + 3 * f], x2 = k[12 + 3 * f];
-        const REAL he = (REAL)0.5 * m->inv_eps * k[28 + f] * k[9], hm = (REAL)0.5 * m->inv_mu * k[28 + f] * k[9];
-        for (int a = 0; a < NP; ++a)
-            for (int b = 0; b < NP; ++b) {
-                const int v = off + a * sa + b * sb, q = a * NP + b;
-                REAL jmp[6];
-                for (int c = 0; c < 6; ++c) {
-                    const REAL own = ue[c * fs + v];
-                    jmp[c] = interior ? 2 * own - sm[c * ts + q] : (c < 3 ? fe : fh) * own;
-                }
-                const REAL se0 = -(x1 * jmp[2] - x2 * jmp[1]), se1 = -(x2 * jmp[0] - x0 * jmp[2]),
-                           se2 = -(x0 * jmp[1] - x1 * jmp[0]);
-                const REAL sh0 = -(x1 * jmp[5] - x2 * jmp[4]), sh1 = -(x2 * jmp[3] - x0 * jmp[5]),
-                           sh2 = -(x0 * jmp[4] - x1 * jmp[3]);
-                const REAL F[6] = {(sh0 - ae * (x1 * se2 - x2 * se1)) * he, (sh1 - ae * (x2 * se0 - x0 * se2)) * he,
-                                   (sh2 - ae * (x0 * se1 - x1 * se0)) * he, (-se0 - ah * (x1 * sh2 - x2 * sh1)) * hm,
-                                   (-se1 - ah * (x2 * sh0 - x0 * sh2)) * hm, (-se2 - ah * (x0 * sh1 - x1 * sh0)) * hm};
-                const int base = v - end * ns; /* the normal index 0 */
-                for (int l = 0; l < NP; ++l) {
-                    const REAL c_l = m->mi[l][end];
-                    for (int c = 0; c < 6; ++c) oe[c * fs + base + l * ns] += c_l * F[c];
-                }
+        /* F_E = (a S_H - alpha b n x S_E) sJ / (J eps_c), F_H = -(c S_E + alpha d n x S_H) sJ / (J mu_c)
+           with a medium (EXPRESSIONS below); uniform, (S_H - alpha/Z n x S_E) sJ / (2 eps J) and
+           (-S_E - alpha Z n x S_H) sJ / (2 mu J) */
+#define AFFINE_FACE(...)                                                                                     \
+        for (int a = 0; a < NP; ++a)                                                                         \
+            for (int b = 0; b < NP; ++b) {                                                                   \
+                const int v = off + a * sa + b * sb, q = a * NP + b;                                         \
+                REAL jmp[6];                                                                                 \
+                for (int c = 0; c < 6; ++c) {                                                                \
+                    const REAL own = ue[c * fs + v];                                                         \
+                    jmp[c] = interior ? 2 * own - sm[c * ts + q] : (c < 3 ? fe : fh) * own;                  \
+                }                                                                                            \
+                const REAL se0 = -(x1 * jmp[2] - x2 * jmp[1]), se1 = -(x2 * jmp[0] - x0 * jmp[2]),           \
+                           se2 = -(x0 * jmp[1] - x1 * jmp[0]);                                               \
+                const REAL sh0 = -(x1 * jmp[5] - x2 * jmp[4]), sh1 = -(x2 * jmp[3] - x0 * jmp[5]),           \
+                           sh2 = -(x0 * jmp[4] - x1 * jmp[3]);                                               \
+                const REAL F[6] = {__VA_ARGS__};                                                             \
+                const int base = v - end * ns; /* the normal index 0 */                                      \
+                for (int l = 0; l < NP; ++l) {                                                               \
+                    const REAL c_l = m->mi[l][end];                                                          \
+                    for (int c = 0; c < 6; ++c) oe[c * fs + base + l * ns] += c_l * F[c];                    \
+                }                                                                                            \
             }
+        if (km) {
+            const REAL *fk = km + 9 + 4 * f, A = fk[0], B = alpha * fk[1], C = fk[2], D = alpha * fk[3];
+            const REAL s0 = k[28 + f] * ic[0], s1 = k[28 + f] * ic[1], s2 = k[28 + f] * ic[2],
+                       s3 = k[28 + f] * ic[3], s4 = k[28 + f] * ic[4], s5 = k[28 + f] * ic[5];
+            AFFINE_FACE((A * sh0 - B * (x1 * se2 - x2 * se1)) * s0, (A * sh1 - B * (x2 * se0 - x0 * se2)) * s1,
+                          (A * sh2 - B * (x0 * se1 - x1 * se0)) * s2, (-C * se0 - D * (x1 * sh2 - x2 * sh1)) * s3,
+                          (-C * se1 - D * (x2 * sh0 - x0 * sh2)) * s4, (-C * se2 - D * (x0 * sh1 - x1 * sh0)) * s5);
+        } else {
+            const REAL he = (REAL)0.5 * m->inv_eps * k[28 + f] * k[9], hm = (REAL)0.5 * m->inv_mu * k[28 + f] * k[9];
+            AFFINE_FACE((sh0 - ae * (x1 * se2 - x2 * se1)) * he, (sh1 - ae * (x2 * se0 - x0 * se2)) * he,
+                          (sh2 - ae * (x0 * se1 - x1 * se0)) * he, (-se0 - ah * (x1 * sh2 - x2 * sh1)) * hm,
+                          (-se1 - ah * (x2 * sh0 - x0 * sh2)) * hm, (-se2 - ah * (x0 * sh1 - x1 * sh0)) * hm);
+        }
+#undef AFFINE_FACE
     }
 }
 
@@ -644,16 +672,16 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
 int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
                  const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
                  const REAL *face_weights, const int8_t *affine, const REAL *constants,
-                 const REAL *inverse_weights, const REAL *loss, const REAL *flux, REAL *out, idx_t E,
-                 idx_t first, idx_t stop, double eps, double mu, double alpha)
+                 const REAL *inverse_weights, const REAL *loss, const REAL *flux, const REAL *medium_affine,
+                 REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu, double alpha)
 {
-    /* a per-point medium (inverse_weights not NULL): eps, mu in its masses and fluxes, so 1 here,
-       and no closed form (its masses and fluxes vary over an affine element's points too) */
+    /* a per-point medium (inverse_weights not NULL): eps, mu in its masses and fluxes, so 1 here;
+       the closed form only with the medium's constants (where it is constant over the element) */
     const medium_t md = {inverse_weights, inverse_weights ? loss : NULL, inverse_weights ? flux : NULL,
-                         (REAL)alpha};
+                         inverse_weights ? medium_affine : NULL, (REAL)alpha};
     if (inverse_weights) {
         eps = mu = 1.0;
-        affine = NULL;
+        if (!medium_affine) affine = NULL;
     }
     matrices_t *m = NULL;
     if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
@@ -742,7 +770,8 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
         for (idx_t e = first; e < stop; ++e) {
             if (!s) continue;
             if (affine && affine[e]) {
-                affine_rhs(m, constants + e * AFFINE_CONSTANTS, u, sums, factors, out, E, e);
+                affine_rhs(m, constants + e * AFFINE_CONSTANTS, md.affine ? md.affine + e * MEDIUM_CONSTANTS : NULL,
+                           md.alpha, u, sums, factors, out, E, e);
                 continue;
             }
             for (int c = 0; c < 6; ++c) {
