@@ -7,8 +7,9 @@ precision (at Q = N + 1 all at the Gauss points; affine elements in closed form,
 round-off), and the energy's products (energy_products; attach installs them only where Q is not
 N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). Both take a per-point
 medium (operator.medium, galerkin_media.py): M_{eps_c W}^-1 per component, the conductor's loss,
-the medium's fluxes; every element then takes the general path (its masses and fluxes vary over
-an affine element's points too). `rhs_kernel` gives
+the medium's fluxes; an affine element keeps the closed form only where the medium is constant
+over it and the fluxes over its faces (medium_constants), the others take the general path.
+`rhs_kernel` gives
 the rhs with the system's rhs-kernel signature and `energy_kernel` the products, or None where
 they do not apply (another backend, the NumPy oracle backend, no compiler): the array code stays
 the reference and the fallback.
@@ -160,14 +161,10 @@ def rhs_kernel(backend, operator):
     v, cof, ijw, minv, d, normals, weights = pointers
     media, medium = _medium_pointers(operator, dtype, E)
     affine, constants = affine_constants(operator)
-    medium_affine = None
     if media:  # the closed form where the medium is constant over the element too
-        affine, medium_affine = medium_constants(operator, affine)
-        medium_affine = medium_affine.astype(dtype)
-        arrays.append(medium_affine)
-        medium = medium + (_ptr(medium_affine),)
-    else:
-        medium = medium + (None,)
+        affine, closed = medium_constants(operator, affine)
+        media.append(closed.astype(dtype))
+    medium = medium + ((_ptr(media[-1]),) if media else (None,))
     constants = constants.astype(dtype)
     arrays = arrays + media + [affine, constants]
     rhs_affine = _ptr(affine), _ptr(constants)

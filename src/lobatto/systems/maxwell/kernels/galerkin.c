@@ -24,8 +24,8 @@
  *     face_weights    : (E, 6, NG, NG)          w sJ
  * and a per-point medium's arrays (galerkin_media.py; medium_t below), NULL without one: then
  * M_{eps_c W}^-1 takes w / (J eps_c) per component for ijw and 1/eps, E's load gains the
- * conductor's -V^T (w J sigma . V E), the faces take the medium's Riemann fluxes, and no element
- * takes the affine closed form.
+ * conductor's -V^T (w J sigma . V E), the faces take the medium's Riemann fluxes, and an affine
+ * element takes the closed form only with the medium's constants (where it is constant there).
  * Face f's points [a, b] are the volume slice with the normal index fixed ([k, j] on faces
  * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
  *
