@@ -5,7 +5,11 @@ volume="strong" runs as array code), M_W^-1 (volume + face load), element by ele
 factorisation, specialised on the GLL points N + 1 and the Gauss points Q per direction and the
 precision (at Q = N + 1 all at the Gauss points; affine elements in closed form, equal to
 round-off), and the energy's products (energy_products; attach installs them only where Q is not
-N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). `rhs_kernel` gives
+N + 1: at N + 1 WeightAdjustedOperator.energy_products has a closed form). Both take a per-point
+medium (operator.medium, galerkin_media.py): M_{eps_c W}^-1 per component, the conductor's loss,
+the medium's fluxes; an affine element keeps the closed form only where the medium is constant
+over it and the fluxes over its faces (medium_constants), the others take the general path.
+`rhs_kernel` gives
 the rhs with the system's rhs-kernel signature and `energy_kernel` the products, or None where
 they do not apply (another backend, the NumPy oracle backend, no compiler): the array code stays
 the reference and the fallback.
@@ -89,29 +93,80 @@ def affine_constants(operator):
     return flat.astype(np.int8), constants
 
 
+def medium_constants(operator, affine):
+    """(affine (E,) int8, constants (E, 33) float64) of the closed form with a per-point medium
+    (operator.medium): ``affine`` (affine_constants') kept where the medium is also constant over
+    the element to AFFINE_TOLERANCE (eps_c, mu_c, sigma at its Gauss points, a, b, c, d over each
+    of its faces: regions on whole elements, sampling = "element"), else 0; per element 1/(J eps_c),
+    1/(J mu_c), sigma / eps_c and each face's a, b, c, d."""
+    medium = operator.medium
+    _, wg = np.polynomial.legendre.leggauss(operator.points)
+    w3 = wg[:, None, None] * wg[None, :, None] * wg[None, None, :]
+    ijw = np.asarray(operator.inverse_jacobian_weights, dtype=np.float64)  # w / J
+    ratio = np.asarray(medium.inverse_weights, dtype=np.float64) / ijw  # 1 / eps_c, 1 / mu_c (6, E, Q, Q, Q)
+    sigma = (np.zeros_like(ijw) if medium.loss_weights is None
+             else np.asarray(medium.loss_weights, dtype=np.float64) * ijw / (w3 * w3))  # w J sigma * (w / J) / w^2
+    flux = np.asarray(medium.flux, dtype=np.float64)  # (4, E, 6, Q, Q)
+    tolerance = max(AFFINE_TOLERANCE, 64 * float(np.finfo(medium.inverse_weights.dtype).eps))
+
+    def constant(a, axes):  # per element: a's spread over ``axes`` within the tolerance of its size
+        first = a[(Ellipsis,) + (slice(0, 1),) * len(axes)]
+        return np.abs(a - first).max(axis=axes) <= tolerance * np.abs(first).max(axis=axes)
+
+    flat = (constant(ratio, (2, 3, 4)).all(axis=0) & constant(sigma, (1, 2, 3))  # (sigma = 0: exactly)
+            & constant(flux, (3, 4)).all(axis=(0, 2)))
+    E = ijw.shape[0]
+    inverse = ratio[:, :, 0, 0, 0] * ijw[None, :, 0, 0, 0] / w3[0, 0, 0]  # 1 / (J eps_c): (6, E)
+    constants = np.concatenate([inverse.T, (sigma[:, 0, 0, 0] * ratio[0:3, :, 0, 0, 0]).T,
+                                flux[..., 0, 0].transpose(1, 2, 0).reshape(E, 24)], axis=1)
+    return (affine.astype(bool) & flat).astype(np.int8), constants
+
+
+def _medium_pointers(operator, dtype, E):
+    """(arrays, (inverse_weights, loss_weights, flux) pointers) of the operator's per-point
+    medium (galerkin_media.GalerkinMedium), NULL for what it lacks (no medium, no conductor)."""
+    medium = getattr(operator, "medium", None)
+    if medium is None:
+        return [], (None, None, None)
+    q = operator.points
+    # (contiguous copies where needed: clipped interpolants may come strided; the kernel keeps them)
+    named = [(np.ascontiguousarray(a), shape, f"medium.{name}") for a, shape, name in
+             ((medium.inverse_weights, (6, E, q, q, q), "inverse_weights"), (medium.flux, (4, E, 6, q, q), "flux"),
+              (medium.loss_weights, (E, q, q, q), "loss_weights")) if a is not None]
+    check_kernel_arrays("galerkin_rhs", dtype, named)
+    arrays = [a for a, _, _ in named]
+    return arrays, (_ptr(arrays[0]), _ptr(arrays[2]) if len(arrays) > 2 else None, _ptr(arrays[1]))
+
+
 def rhs_kernel(backend, operator):
     """``rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None)`` computing
-    ``operator.rhs`` (geometry["face_factors"] the boundary factors) in C, or None where the
-    backend is not the compiled CPU one or the library cannot be built, or the operator's volume
-    term is not the skew one (``volume="strong"``, kept for comparisons: the array code runs it).
-    The operator's arrays are checked and their addresses kept: it must not replace them
-    afterwards."""
-    if getattr(operator, "volume", "skew") != "skew" or getattr(operator, "medium", None) is not None:
-        return None  # (a per-point medium: the array code, galerkin_media.py)
+    ``operator.rhs`` (geometry["face_factors"] the boundary factors; with ``operator.medium`` its
+    per-point eps, mu, sigma, the scalars epsilon, mu unused) in C, or None where the backend is
+    not the compiled CPU one or the library cannot be built, or the operator's volume term is not
+    the skew one (``volume="strong"``, kept for comparisons: the array code runs it). The
+    operator's arrays (and its medium's) are checked and their addresses kept: it must not
+    replace them afterwards."""
+    if getattr(operator, "volume", "skew") != "skew":
+        return None
     lib = _library(backend, operator)
     if lib is None:
         return None
     function = lib.galerkin_rhs
-    function.argtypes = [_VP] * 13 + [_I64] * 3 + [_F64] * 3
+    function.argtypes = [_VP] * 17 + [_I64] * 3 + [_F64] * 3
     function.restype = ctypes.c_int
     dtype = np.dtype(backend.precision)
     n = operator.order + 1
     E = operator.face_weights.shape[0]
     arrays, pointers = _operator_pointers(operator, dtype, E)
     v, cof, ijw, minv, d, normals, weights = pointers
+    media, medium = _medium_pointers(operator, dtype, E)
     affine, constants = affine_constants(operator)
+    if media:  # the closed form where the medium is constant over the element too
+        affine, closed = medium_constants(operator, affine)
+        media.append(closed.astype(dtype))
+    medium = medium + ((_ptr(media[-1]),) if media else (None,))
     constants = constants.astype(dtype)
-    arrays = arrays + [affine, constants]
+    arrays = arrays + media + [affine, constants]
     rhs_affine = _ptr(affine), _ptr(constants)
 
     def rhs(u, sums, geometry, out, epsilon, mu, alpha, elements=None):
@@ -125,7 +180,7 @@ def rhs_kernel(backend, operator):
             raise TypeError("galerkin_rhs: out must be writable")
         first, stop = element_bounds(elements, E)
         status = function(_ptr(u), _ptr(sums), _ptr(factors), v, cof, ijw, minv, d, normals, weights, *rhs_affine,
-                          _ptr(out), E, first, stop, float(epsilon), float(mu), float(alpha))
+                          *medium, _ptr(out), E, first, stop, float(epsilon), float(mu), float(alpha))
         if status:
             raise MemoryError("galerkin_rhs: could not allocate the per-thread element buffer")
         return out
@@ -138,30 +193,36 @@ def rhs_kernel(backend, operator):
 def energy_kernel(backend, operator):
     """``energy_products(xp, u, iterations=100, tolerance=None)`` of ``operator`` in C (each
     component's and element's conjugate gradients stop at their own convergence, the array
-    code's all at the worst one's: the products agree to the tolerance), or None where the
-    kernel does not apply."""
+    code's all at the worst one's: the products agree to the tolerance; with ``operator.medium``
+    the products in M_{eps_c W}, M_{mu_c W}, as the array code's), or None where the kernel does
+    not apply."""
     lib = _library(backend, operator)
     if lib is None:
         return None
     function = lib.galerkin_energy
-    function.argtypes = [_VP] * 6 + [_I64, ctypes.c_int, _F64, _VP]
+    function.argtypes = [_VP] * 3 + [_I64] + [_VP] * 3 + [_I64, ctypes.c_int, _F64, _VP]
     function.restype = ctypes.c_int
     dtype = np.dtype(backend.precision)
     n, q = operator.order + 1, operator.points
     E = operator.face_weights.shape[0]
-    arrays = (operator.v, operator.inverse_jacobian_weights, operator.mass_1d, operator.inverse_mass_1d,
-              operator.root_jacobian)
-    check_kernel_arrays("galerkin_energy", dtype, zip(arrays, ((q, n), (E, q, q, q), (n, n), (n, n), (E, n, n, n)),
-                                                      ("v", "inverse_jacobian_weights", "mass_1d", "inverse_mass_1d",
-                                                       "root_jacobian")))
-    pointers = tuple(_ptr(a) for a in arrays)
+    medium = getattr(operator, "medium", None)
+    # w / J for every component, or the medium's w / (J eps_c), w / (J mu_c) one component apart
+    weights, stride = ((operator.inverse_jacobian_weights, 0) if medium is None else
+                       (np.ascontiguousarray(medium.inverse_weights), E * q ** 3))
+    arrays = (operator.v, weights, operator.mass_1d, operator.inverse_mass_1d, operator.root_jacobian)
+    check_kernel_arrays("galerkin_energy", dtype,
+                        zip(arrays, ((q, n), (6, E, q, q, q) if stride else (E, q, q, q), (n, n), (n, n), (E, n, n, n)),
+                            ("v", "inverse_jacobian_weights" if medium is None else "medium.inverse_weights",
+                             "mass_1d", "inverse_mass_1d", "root_jacobian")))
+    v, w, mass, inverse_mass, root = (_ptr(a) for a in arrays)
 
     def energy_products(xp, u, iterations: int = 100, tolerance: float | None = None):
         if tolerance is None:  # as the array code: round-off of the working precision
             tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
         check_kernel_arrays("galerkin_energy", dtype, ((u, (6, E, n, n, n), "u"),))
         parts = np.zeros(6)
-        if function(_ptr(u), *pointers, E, int(iterations), float(tolerance), _ptr(parts)):
+        if function(_ptr(u), v, w, stride, mass, inverse_mass, root, E, int(iterations), float(tolerance),
+                    _ptr(parts)):
             raise MemoryError("galerkin_energy: could not allocate the per-thread element buffer")
         return parts
 

@@ -22,6 +22,10 @@
  *     D               : (NP, NP)                D[i, l] = h_l'(x_i)
  *     normals         : (3, E, 6, NG, NG)       unit outward normals at the face Gauss points
  *     face_weights    : (E, 6, NG, NG)          w sJ
+ * and a per-point medium's arrays (galerkin_media.py; medium_t below), NULL without one: then
+ * M_{eps_c W}^-1 takes w / (J eps_c) per component for ijw and 1/eps, E's load gains the
+ * conductor's -V^T (w J sigma . V E), the faces take the medium's Riemann fluxes, and an affine
+ * element takes the closed form only with the medium's constants (where it is constant there).
  * Face f's points [a, b] are the volume slice with the normal index fixed ([k, j] on faces
  * 0/1, [k, i] on 2/3, [j, i] on 4/5), see mesh/topology.py.
  *
@@ -190,6 +194,19 @@ typedef struct {
     REAL inv_eps, inv_mu, ae, ah; /* 1/eps, 1/mu, alpha / Z, alpha Z */
 } matrices_t;
 
+/* A per-point medium (galerkin_media.py's GalerkinMedium), or iw NULL for the uniform one:
+ *     iw   : (6, E, NG, NG, NG)  w / (J eps_c) for E_c, w / (J mu_c) for H_c: M_{eps W}^-1's middle,
+ *                                per component instead of ijw (and 1/eps, 1/mu, which are then 1)
+ *     loss : (E, NG, NG, NG)     w J sigma, or NULL: E's load gains -V^T (loss . V E)
+ *     flux : (4, E, 6, NG, NG)   a, b, c, d at the face Gauss points: F_E = a S_H - alpha b n x S_E,
+ *                                F_H = -(c S_E + alpha d n x S_H)
+ *     affine: (E, MEDIUM_CONSTANTS) the closed form's constants of the medium (affine_rhs), or NULL */
+typedef struct {
+    const REAL *iw, *loss, *flux;
+    const REAL *affine; /* (E, MEDIUM_CONSTANTS) of affine_rhs, or NULL: no element in closed form */
+    REAL alpha;
+} medium_t;
+
 /* Per-thread scratch of one element (rows padded to NPV or NGV). */
 typedef struct {
     vec u[6][NP][NP][NPW];       /* the element's fields */
@@ -206,11 +223,19 @@ typedef struct {
     vec tv[6][3][NG][NPW];       /* the volume's along i: for V^T | (V D)^T along j, then for k */
     vec jo[12][NP][NPW];         /* a face's jumps and own values */
     vec wp[9][NG][NGW];          /* one plane's w J a^b, rows padded */
+    vec lw[NG][NGW];             /* one plane's w J sigma (a medium with a conductor), rows padded */
     vec g[12][NP][NGW];          /* those along b */
     vec cg[6][NP][NP][NPW];      /* the energy's conjugate gradients; the rhs's M_W^-1 load */
 } scratch_t;
 
 #define R(x) ((REAL *)(x)) /* a vector array's values */
+
+/* one plane's w J sigma into padded rows (pad lanes stay zero) */
+static inline void plane_loss(vec (*restrict lw)[NGW], const REAL *restrict w)
+{
+    for (int jq = 0; jq < NG; ++jq)
+        for (int iq = 0; iq < NG; ++iq) R(lw[jq])[iq] = w[jq * NG + iq];
+}
 
 /* The products at a vector of Gauss points: S[c] = (sum_b w J a^b x d_b H)_c for c < 3 (E's load),
  * (sum_b w J a^b x d_b E)_c for c >= 3 (H's); G[b] likewise of w J a^b x H, w J a^b x E. w: the
@@ -247,7 +272,7 @@ static inline void plane_cofactors(scratch_t *restrict s, const REAL *restrict w
  * (the first) + (V D)^T (G_s's) into the plane stack for V^T_k, V^T (G_t's) into the one for
  * (V D)^T_k; along k both stacks in one contraction. */
 static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
-                               idx_t E, idx_t e)
+                               const REAL *restrict loss, idx_t E, idx_t e)
 {
     const idx_t cs = E * NG3;
     /* along k for all Gauss planes: zk[f][0] = V u_f, zk[f][1] = (V D) u_f */
@@ -269,6 +294,7 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
         }
         /* the products S and -G_b at the plane's points, scaled, a vector of points at a time */
         plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
+        if (loss) plane_loss(s->lw, loss + e * NG3 + kq * NG2);
         for (int jq = 0; jq < NG; ++jq)
             for (int v = 0; v < NGW; ++v) {
                 vec w[9], fv[6], dv[6][3], S[6], G[3][6];
@@ -287,6 +313,8 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
                     s->ow[c][0][jq][v] = -G[1][c] * h;
                     s->ow[c][1][jq][v] = -G[2][c] * h;
                 }
+                if (loss) /* the conductor: -w J sigma E at the point, back with V^T as S */
+                    for (int c = 0; c < 3; ++c) s->os[c][0][jq][v] -= s->lw[jq][v] * fv[c];
             }
         for (int c = 0; c < 6; ++c) {
             /* along i: tv0 = V^T S + (V D)^T G_r, tv1, tv2 = V^T G_s, V^T G_t */
@@ -307,7 +335,8 @@ static inline void volume_load(const matrices_t *restrict m, scratch_t *restrict
 static const int FACE_NORMAL[6] = {1, 1, NPV, NPV, PS2, PS2}; /* a face's normal axis stride, padded */
 
 /* square (Q = N + 1 only): the fluxes go to square_rhs's Gauss-point load instead (see there) */
-static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict sums,
+static inline void face_load(const matrices_t *restrict m, const medium_t *restrict md, scratch_t *restrict s,
+                             const REAL *restrict sums,
                              const REAL *restrict factors, const REAL *restrict normals,
                              const REAL *restrict face_weights, idx_t E, idx_t e, const int square)
 {
@@ -342,24 +371,35 @@ static inline void face_load(const matrices_t *restrict m, scratch_t *restrict s
         const REAL *n0 = normals + (e * 6 + f) * NG2, *n1 = n0 + ns, *n2 = n1 + ns;
         const REAL *fw = face_weights + (e * 6 + f) * NG2;
         const REAL ae = m->ae, ah = m->ah, he = (REAL)0.5 * m->inv_eps, hm = (REAL)0.5 * m->inv_mu;
-        for (int aq = 0; aq < NG; ++aq)
-            for (int bq = 0; bq < NG; ++bq) {
-                const int p = aq * NG + bq;
-                const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];
-                const REAL je0 = R(s->d[0][0][aq])[bq], je1 = R(s->d[1][0][aq])[bq], je2 = R(s->d[2][0][aq])[bq];
-                const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq];
-                const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0);
-                const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0);
-                const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq];
-                const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq];
-                const REAL we = he * fw[p], wh = hm * fw[p];
-                R(s->o[0][aq])[bq] = (sh0 - ae * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we;
-                R(s->o[1][aq])[bq] = (sh1 - ae * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we;
-                R(s->o[2][aq])[bq] = (sh2 - ae * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we;
-                R(s->o[3][aq])[bq] = (-se0 - ah * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh;
-                R(s->o[4][aq])[bq] = (-se1 - ah * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh;
-                R(s->o[5][aq])[bq] = (-se2 - ah * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh;
+        /* the face's points with the flux's weights A2 S_H - B2 n x S_E, -(C2 S_E + D2 n x S_H) (times
+           he, hm): a loop of its own per flux, so that the uniform one stays branch-free */
+#define FACE_POINTS(A2, B2, C2, D2)                                                                         \
+        for (int aq = 0; aq < NG; ++aq)                                                                     \
+            for (int bq = 0; bq < NG; ++bq) {                                                               \
+                const int p = aq * NG + bq;                                                                 \
+                const REAL x0 = n0[p], x1 = n1[p], x2 = n2[p];                                              \
+                const REAL je0 = R(s->d[0][0][aq])[bq], je1 = R(s->d[1][0][aq])[bq], je2 = R(s->d[2][0][aq])[bq]; \
+                const REAL jh0 = R(s->d[3][0][aq])[bq], jh1 = R(s->d[4][0][aq])[bq], jh2 = R(s->d[5][0][aq])[bq]; \
+                const REAL se0 = -(x1 * je2 - x2 * je1), se1 = -(x2 * je0 - x0 * je2), se2 = -(x0 * je1 - x1 * je0); \
+                const REAL sh0 = -(x1 * jh2 - x2 * jh1), sh1 = -(x2 * jh0 - x0 * jh2), sh2 = -(x0 * jh1 - x1 * jh0); \
+                const REAL oe0 = R(s->d[0][1][aq])[bq], oe1 = R(s->d[1][1][aq])[bq], oe2 = R(s->d[2][1][aq])[bq]; \
+                const REAL oh0 = R(s->d[3][1][aq])[bq], oh1 = R(s->d[4][1][aq])[bq], oh2 = R(s->d[5][1][aq])[bq]; \
+                const REAL we = he * fw[p], wh = hm * fw[p];                                                \
+                const REAL a2 = (A2), b2 = (B2), c2 = (C2), d2 = (D2);                                      \
+                R(s->o[0][aq])[bq] = (a2 * sh0 - b2 * (x1 * se2 - x2 * se1) + (x1 * oh2 - x2 * oh1)) * we; \
+                R(s->o[1][aq])[bq] = (a2 * sh1 - b2 * (x2 * se0 - x0 * se2) + (x2 * oh0 - x0 * oh2)) * we; \
+                R(s->o[2][aq])[bq] = (a2 * sh2 - b2 * (x0 * se1 - x1 * se0) + (x0 * oh1 - x1 * oh0)) * we; \
+                R(s->o[3][aq])[bq] = (-c2 * se0 - d2 * (x1 * sh2 - x2 * sh1) - (x1 * oe2 - x2 * oe1)) * wh; \
+                R(s->o[4][aq])[bq] = (-c2 * se1 - d2 * (x2 * sh0 - x0 * sh2) - (x2 * oe0 - x0 * oe2)) * wh; \
+                R(s->o[5][aq])[bq] = (-c2 * se2 - d2 * (x0 * sh1 - x1 * sh0) - (x0 * oe1 - x1 * oe0)) * wh; \
             }
+        if (md->flux) { /* a medium's a, b, c, d over he = hm = 1/2 (eps, mu then 1) */
+            const REAL *fa = md->flux + (e * 6 + f) * NG2, al = md->alpha;
+            FACE_POINTS(2 * fa[p], 2 * al * fa[ns + p], 2 * fa[2 * ns + p], 2 * al * fa[3 * ns + p]);
+        } else { /* uniform: 1, alpha / Z, 1, alpha Z (x 1 is exact: the same values as without media) */
+            FACE_POINTS((REAL)1, ae, (REAL)1, ah);
+        }
+#undef FACE_POINTS
         if (square) { /* along the normal w_q A[q][end] F at every Gauss point of that line */
             const int end = f & 1, base = off - (end ? NP - 1 : 0) * FACE_NORMAL[f], ns_ = FACE_NORMAL[f];
             for (int c = 0; c < 6; ++c) {
@@ -425,11 +465,13 @@ static inline void sandwich(const REAL *restrict f, const vec (*restrict F)[NPW]
     SLABS(NP, NG, f, 1, NP, s->planes[0], y);
 }
 
-static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict ijw,
-                                REAL *restrict out, idx_t fs, idx_t e)
+static inline void inverse_mass(const matrices_t *restrict m, const medium_t *restrict md, scratch_t *restrict s,
+                                const REAL *restrict ijw, REAL *restrict out, idx_t E, idx_t e)
 {
+    const idx_t fs = E * NP3;
     for (int c = 0; c < 6; ++c) {
-        sandwich(&m->a[0][0], m->A, m->At, ijw + e * NG3, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
+        const REAL *wj = md->iw ? md->iw + (c * E + e) * NG3 : ijw + e * NG3; /* M_{eps_c W}^-1 or M_W^-1 */
+        sandwich(&m->a[0][0], m->A, m->At, wj, &s->load[c][0][0][0], &s->cg[0][0][0][0], s);
         const vec (*r)[NP][NPW] = s->cg[0];
         REAL *o = out + c * fs + e * NP3;
         for (int k = 0; k < NP; ++k)
@@ -447,10 +489,10 @@ static inline void inverse_mass(const matrices_t *restrict m, scratch_t *restric
  * f = V u once, its derivatives D_G along each axis: 12 contractions of N^4 per field where the
  * general path takes 24 (volume_load's 18 and the mass's 6). */
 #if NG == NP
-static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict s, const REAL *restrict cof,
-                              const REAL *restrict ijw, const REAL *restrict sums, const REAL *restrict factors,
-                              const REAL *restrict normals, const REAL *restrict face_weights, REAL *restrict out,
-                              idx_t E, idx_t e)
+static inline void square_rhs(const matrices_t *restrict m, const medium_t *restrict md, scratch_t *restrict s,
+                              const REAL *restrict cof, const REAL *restrict ijw, const REAL *restrict sums,
+                              const REAL *restrict factors, const REAL *restrict normals,
+                              const REAL *restrict face_weights, REAL *restrict out, idx_t E, idx_t e)
 {
     const idx_t cs = E * NG3, fs = E * NP3;
     /* zk[f][0] = V u_f (along k into zk[f][1], then per plane along j, i), zk[f][1] = D_G along k */
@@ -470,6 +512,7 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
         }
         /* the products S, -G_b at the plane's points, scaled, a vector of points at a time */
         plane_cofactors(s, cof + e * NG3 + kq * NG2, cs);
+        if (md->loss) plane_loss(s->lw, md->loss + e * NG3 + kq * NG2);
         for (int jq = 0; jq < NG; ++jq)
             for (int v = 0; v < NGW; ++v) {
                 vec w[9], fv[6], dv[6][3], S[6], G[3][6];
@@ -488,6 +531,8 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
                     s->ow[c][1][jq][v] = -G[1][c] * h;
                     s->planes[c][kq][jq][v] = -G[2][c] * h;
                 }
+                if (md->loss) /* the conductor: -w J sigma E at the point (Y is V^T's argument) */
+                    for (int c = 0; c < 3; ++c) s->load[c][kq][jq][v] -= s->lw[jq][v] * fv[c];
             }
         for (int c = 0; c < 6; ++c) { /* + D_G^T along i of -G_r, along j of -G_s */
             VROWS(NG, NG, NGW, ROWS(NGW), R(s->ow[c][0]), NGV, 1, m->DG, NGW, s->load[c][kq], NGW, +=);
@@ -496,9 +541,9 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
     }
     for (int c = 0; c < 6; ++c) /* + D_G^T along k of -G_t */
         SLABS_OP(NG, NG, &m->dg[0][0], 1, NG, s->planes[c], s->load[c], +=);
-    face_load(m, s, sums, factors, normals, face_weights, E, e, 1);
-    const REAL *wj = ijw + e * NG3;
+    face_load(m, md, s, sums, factors, normals, face_weights, E, e, 1);
     for (int c = 0; c < 6; ++c) {
+        const REAL *wj = md->iw ? md->iw + (c * E + e) * NG3 : ijw + e * NG3; /* M_{eps_c W}^-1 or M_W^-1 */
         for (int k = 0; k < NG; ++k) /* / J = w/J . W^-1 */
             for (int j = 0; j < NG; ++j) {
                 const REAL wkj = m->winv[k] * m->winv[j];
@@ -520,18 +565,26 @@ static inline void square_rhs(const matrices_t *restrict m, scratch_t *restrict 
  * a face's part, M_W^-1 of (M x M) (sJ flux) at its GLL points, is (1/J) M^-1 e_end (x) sJ flux
  * (the inverse mass's column of the face's end along its normal axis). Equal to the general
  * path up to round-off. k: the element's constants, J a^b [b][a] (9), 1/J, n per face (18), sJ
- * per face (6). */
+ * per face (6).
+ * With a per-point medium the same holds where the medium is constant in the element and the
+ * flux's a, b, c, d on each of its faces (galerkin_cpu.affine_constants marks those elements):
+ * M_{eps_c W}^-1 = M^-1 / (J eps_c), the conductor's M_{eps_c W}^-1 M_sigma E_c = (sigma / eps_c)
+ * E_c, the fluxes a S_H - alpha b n x S_E, -(c S_E + alpha d n x S_H). km: 1/(J eps_c), 1/(J mu_c)
+ * (6), sigma / eps_c (3), a, b, c, d per face (24); NULL without a medium. */
 #define AFFINE_CONSTANTS 34
+#define MEDIUM_CONSTANTS 33
 static const int U_NORMAL[6] = {1, 1, NP, NP, NP2, NP2}; /* a face's normal axis stride */
 
-static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict k, const REAL *restrict u,
-                              const REAL *restrict sums, const REAL *restrict factors, REAL *restrict out, idx_t E,
-                              idx_t e)
+static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict k, const REAL *restrict km,
+                              REAL alpha, const REAL *restrict u, const REAL *restrict sums,
+                              const REAL *restrict factors, REAL *restrict out, idx_t E, idx_t e)
 {
     const idx_t fs = E * NP3, ts = E * 6 * NP2;
     const REAL *ue = u + e * NP3;
     REAL *oe = out + e * NP3;
-    const REAL ie = m->inv_eps * k[9], im = m->inv_mu * k[9];
+    /* each component's 1 / (J eps) (1 / (J mu)): one for all without a medium */
+    REAL ic[6];
+    for (int c = 0; c < 6; ++c) ic[c] = km ? km[c] : (c < 3 ? m->inv_eps * k[9] : m->inv_mu * k[9]);
     for (int kk = 0; kk < NP; ++kk)
         for (int j = 0; j < NP; ++j)
             for (int i = 0; i < NP; ++i) {
@@ -557,13 +610,16 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
                     oh2 += w0 * g[1][b] - w1 * g[0][b];
                 }
                 const int p = (kk * NP + j) * NP + i;
-                oe[p] = oe0 * ie;
-                oe[p + fs] = oe1 * ie;
-                oe[p + 2 * fs] = oe2 * ie;
-                oe[p + 3 * fs] = -oh0 * im;
-                oe[p + 4 * fs] = -oh1 * im;
-                oe[p + 5 * fs] = -oh2 * im;
+                oe[p] = oe0 * ic[0];
+                oe[p + fs] = oe1 * ic[1];
+                oe[p + 2 * fs] = oe2 * ic[2];
+                oe[p + 3 * fs] = -oh0 * ic[3];
+                oe[p + 4 * fs] = -oh1 * ic[4];
+                oe[p + 5 * fs] = -oh2 * ic[5];
             }
+    if (km && (km[6] != 0 || km[7] != 0 || km[8] != 0)) /* the conductor: -(sigma / eps_c) E_c */
+        for (int c = 0; c < 3; ++c)
+            for (int p = 0; p < NP3; ++p) oe[c * fs + p] -= km[6 + c] * ue[c * fs + p];
     const REAL ae = m->ae, ah = m->ah;
     for (int f = 0; f < 6; ++f) {
         const REAL fe = factors[e * 6 + f], fh = factors[(E + e) * 6 + f];
@@ -571,28 +627,43 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
         const int off = U_OFF[f], sa = U_SA[f], sb = U_SB[f], ns = U_NORMAL[f], end = (f & 1) ? NP - 1 : 0;
         const REAL *sm = sums + (e * 6 + f) * NP2;
         const REAL x0 = k[10 + 3 * f], x1 = k[11 + 3 * f], x2 = k[12 + 3 * f];
-        const REAL he = (REAL)0.5 * m->inv_eps * k[28 + f] * k[9], hm = (REAL)0.5 * m->inv_mu * k[28 + f] * k[9];
-        for (int a = 0; a < NP; ++a)
-            for (int b = 0; b < NP; ++b) {
-                const int v = off + a * sa + b * sb, q = a * NP + b;
-                REAL jmp[6];
-                for (int c = 0; c < 6; ++c) {
-                    const REAL own = ue[c * fs + v];
-                    jmp[c] = interior ? 2 * own - sm[c * ts + q] : (c < 3 ? fe : fh) * own;
-                }
-                const REAL se0 = -(x1 * jmp[2] - x2 * jmp[1]), se1 = -(x2 * jmp[0] - x0 * jmp[2]),
-                           se2 = -(x0 * jmp[1] - x1 * jmp[0]);
-                const REAL sh0 = -(x1 * jmp[5] - x2 * jmp[4]), sh1 = -(x2 * jmp[3] - x0 * jmp[5]),
-                           sh2 = -(x0 * jmp[4] - x1 * jmp[3]);
-                const REAL F[6] = {(sh0 - ae * (x1 * se2 - x2 * se1)) * he, (sh1 - ae * (x2 * se0 - x0 * se2)) * he,
-                                   (sh2 - ae * (x0 * se1 - x1 * se0)) * he, (-se0 - ah * (x1 * sh2 - x2 * sh1)) * hm,
-                                   (-se1 - ah * (x2 * sh0 - x0 * sh2)) * hm, (-se2 - ah * (x0 * sh1 - x1 * sh0)) * hm};
-                const int base = v - end * ns; /* the normal index 0 */
-                for (int l = 0; l < NP; ++l) {
-                    const REAL c_l = m->mi[l][end];
-                    for (int c = 0; c < 6; ++c) oe[c * fs + base + l * ns] += c_l * F[c];
-                }
+        /* F_E = (a S_H - alpha b n x S_E) sJ / (J eps_c), F_H = -(c S_E + alpha d n x S_H) sJ / (J mu_c)
+           with a medium (EXPRESSIONS below); uniform, (S_H - alpha/Z n x S_E) sJ / (2 eps J) and
+           (-S_E - alpha Z n x S_H) sJ / (2 mu J) */
+#define AFFINE_FACE(...)                                                                                     \
+        for (int a = 0; a < NP; ++a)                                                                         \
+            for (int b = 0; b < NP; ++b) {                                                                   \
+                const int v = off + a * sa + b * sb, q = a * NP + b;                                         \
+                REAL jmp[6];                                                                                 \
+                for (int c = 0; c < 6; ++c) {                                                                \
+                    const REAL own = ue[c * fs + v];                                                         \
+                    jmp[c] = interior ? 2 * own - sm[c * ts + q] : (c < 3 ? fe : fh) * own;                  \
+                }                                                                                            \
+                const REAL se0 = -(x1 * jmp[2] - x2 * jmp[1]), se1 = -(x2 * jmp[0] - x0 * jmp[2]),           \
+                           se2 = -(x0 * jmp[1] - x1 * jmp[0]);                                               \
+                const REAL sh0 = -(x1 * jmp[5] - x2 * jmp[4]), sh1 = -(x2 * jmp[3] - x0 * jmp[5]),           \
+                           sh2 = -(x0 * jmp[4] - x1 * jmp[3]);                                               \
+                const REAL F[6] = {__VA_ARGS__};                                                             \
+                const int base = v - end * ns; /* the normal index 0 */                                      \
+                for (int l = 0; l < NP; ++l) {                                                               \
+                    const REAL c_l = m->mi[l][end];                                                          \
+                    for (int c = 0; c < 6; ++c) oe[c * fs + base + l * ns] += c_l * F[c];                    \
+                }                                                                                            \
             }
+        if (km) {
+            const REAL *fk = km + 9 + 4 * f, A = fk[0], B = alpha * fk[1], C = fk[2], D = alpha * fk[3];
+            const REAL s0 = k[28 + f] * ic[0], s1 = k[28 + f] * ic[1], s2 = k[28 + f] * ic[2],
+                       s3 = k[28 + f] * ic[3], s4 = k[28 + f] * ic[4], s5 = k[28 + f] * ic[5];
+            AFFINE_FACE((A * sh0 - B * (x1 * se2 - x2 * se1)) * s0, (A * sh1 - B * (x2 * se0 - x0 * se2)) * s1,
+                          (A * sh2 - B * (x0 * se1 - x1 * se0)) * s2, (-C * se0 - D * (x1 * sh2 - x2 * sh1)) * s3,
+                          (-C * se1 - D * (x2 * sh0 - x0 * sh2)) * s4, (-C * se2 - D * (x0 * sh1 - x1 * sh0)) * s5);
+        } else {
+            const REAL he = (REAL)0.5 * m->inv_eps * k[28 + f] * k[9], hm = (REAL)0.5 * m->inv_mu * k[28 + f] * k[9];
+            AFFINE_FACE((sh0 - ae * (x1 * se2 - x2 * se1)) * he, (sh1 - ae * (x2 * se0 - x0 * se2)) * he,
+                          (sh2 - ae * (x0 * se1 - x1 * se0)) * he, (-se0 - ah * (x1 * sh2 - x2 * sh1)) * hm,
+                          (-se1 - ah * (x2 * sh0 - x0 * sh2)) * hm, (-se2 - ah * (x0 * sh1 - x1 * sh0)) * hm);
+        }
+#undef AFFINE_FACE
     }
 }
 
@@ -600,9 +671,18 @@ static inline void affine_rhs(const matrices_t *restrict m, const REAL *restrict
  * Returns 1 when a per-thread scratch buffer could not be allocated (out is then incomplete). */
 int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REAL *v, const REAL *cof,
                  const REAL *ijw, const REAL *inverse_mass_1d, const REAL *D, const REAL *normals,
-                 const REAL *face_weights, const int8_t *affine, const REAL *constants, REAL *out, idx_t E,
-                 idx_t first, idx_t stop, double eps, double mu, double alpha)
+                 const REAL *face_weights, const int8_t *affine, const REAL *constants,
+                 const REAL *inverse_weights, const REAL *loss, const REAL *flux, const REAL *medium_affine,
+                 REAL *out, idx_t E, idx_t first, idx_t stop, double eps, double mu, double alpha)
 {
+    /* a per-point medium (inverse_weights not NULL): eps, mu in its masses and fluxes, so 1 here;
+       the closed form only with the medium's constants (where it is constant over the element) */
+    const medium_t md = {inverse_weights, inverse_weights ? loss : NULL, inverse_weights ? flux : NULL,
+                         inverse_weights ? medium_affine : NULL, (REAL)alpha};
+    if (inverse_weights) {
+        eps = mu = 1.0;
+        if (!medium_affine) affine = NULL;
+    }
     matrices_t *m = NULL;
     if (posix_memalign((void **)&m, 64, sizeof(matrices_t)) != 0) return 1;
     memset(m, 0, sizeof(matrices_t));
@@ -690,7 +770,8 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
         for (idx_t e = first; e < stop; ++e) {
             if (!s) continue;
             if (affine && affine[e]) {
-                affine_rhs(m, constants + e * AFFINE_CONSTANTS, u, sums, factors, out, E, e);
+                affine_rhs(m, constants + e * AFFINE_CONSTANTS, md.affine ? md.affine + e * MEDIUM_CONSTANTS : NULL,
+                           md.alpha, u, sums, factors, out, E, e);
                 continue;
             }
             for (int c = 0; c < 6; ++c) {
@@ -700,11 +781,11 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
                         for (int i = 0; i < NP; ++i) R(s->u[c][k][j])[i] = uc[(k * NP + j) * NP + i];
             }
 #if NG == NP
-            square_rhs(m, s, cof, ijw, sums, factors, normals, face_weights, out, E, e);
+            square_rhs(m, &md, s, cof, ijw, sums, factors, normals, face_weights, out, E, e);
 #else
-            volume_load(m, s, cof, E, e);
-            face_load(m, s, sums, factors, normals, face_weights, E, e, 0);
-            inverse_mass(m, s, ijw, out, fs, e);
+            volume_load(m, s, cof, md.loss, E, e);
+            face_load(m, &md, s, sums, factors, normals, face_weights, E, e, 0);
+            inverse_mass(m, &md, s, ijw, out, E, e);
 #endif
         }
         free(s);
@@ -719,7 +800,10 @@ int galerkin_rhs(const REAL *u, const REAL *sums, const REAL *factors, const REA
  * sqrt(J) M^-1 sqrt(J) (root = sqrt(J) at the GLL points), until the preconditioned residual
  * falls below tolerance times its start or after `iterations` steps. The array code stops all
  * systems together at the worst one's convergence; here each stops at its own (the products
- * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had. */
+ * agree to the tolerance). Dot products in double. Returns 1 if scratch could not be had.
+ * component_stride: 0 (one w/J for all six components), or E NG^3 with a per-point medium's
+ * inverse weights (6, E, NG, NG, NG), w / (J eps_c), w / (J mu_c): then the products in
+ * M_{eps_c W}, M_{mu_c W} (galerkin_media.py). */
 
 static inline double dot(const vec *restrict x, const vec *restrict y)
 {
@@ -730,7 +814,7 @@ static inline double dot(const vec *restrict x, const vec *restrict y)
     return sum;
 }
 
-int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *mass_1d,
+int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, idx_t component_stride, const REAL *mass_1d,
                     const REAL *inverse_mass_1d, const REAL *root, idx_t E, int iterations, double tolerance,
                     double *parts)
 {
@@ -788,13 +872,13 @@ int galerkin_energy(const REAL *u, const REAL *v, const REAL *ijw, const REAL *m
 #endif
         for (idx_t e = 0; e < E; ++e) {
             if (!s) continue;
-            const REAL *re = root + e * NP3, *wj = ijw + e * NG3;
+            const REAL *re = root + e * NP3;
             vec *x = &s->cg[0][0][0][0], *y = &s->cg[1][0][0][0], *z = &s->cg[2][0][0][0];
             vec *r = &s->cg[3][0][0][0], *h = &s->cg[4][0][0][0], *p = &s->cg[5][0][0][0];
             vec *ap = &s->load[0][0][0][0], *w = &s->load[1][0][0][0];
             REAL *xr = R(x), *hr = R(h), *wr = R(w);
             for (int c = 0; c < 6; ++c) {
-                const REAL *uc = u + c * fs + e * NP3;
+                const REAL *uc = u + c * fs + e * NP3, *wj = ijw + c * component_stride + e * NG3;
                 for (int q = 0; q < NP3; ++q) xr[q / NP * NPV + q % NP] = uc[q];
                 tensor3(&mm[0][0], (const vec (*)[NPW])mt, x, y, s);
                 /* h = root M^-1 (root r) */
