@@ -88,7 +88,7 @@ class Integrand:
     per_element: a volume density that also takes ``elements`` (the block's element indices),
               for coefficients that vary per point (a heterogeneous medium's eps and mu)
     integral: ``(system, fields, elements) -> the volume integral over those elements`` where the
-              system's own inner product is not the nodal mass (Maxwell's Galerkin form's energy),
+              system's own inner product is not the nodal mass (a Galerkin form's weight-adjusted masses),
               or None from it (and the default): the nodal mass times the density
     """
 

@@ -407,8 +407,7 @@ def attach(system, points: int | None = None, cofactors: str = "invariant", volu
 
     compiled = galerkin_cpu.rhs_kernel(system.backend, operator)  # None: the array code (no compiler, not cpu)
     # the C energy's conjugate gradients only where the square rule's closed form does not hold
-    energy_products = (None if operator.points == order + 1 or operator.medium is not None
-                       else galerkin_cpu.energy_kernel(system.backend, operator))
+    energy_products = None if operator.points == order + 1 else galerkin_cpu.energy_kernel(system.backend, operator)
     if energy_products is not None:
         operator.energy_products = energy_products  # the same products in C
     system.traces_kernel, system.rhs_kernel = traces, compiled or rhs
@@ -451,16 +450,10 @@ def correct_sums(system) -> None:
 
 
 def check_supported(system, where: str = "case") -> None:
-    """InputError for a stage term the Galerkin form does not take (a guard for terms added
-    later: every term kind lobatto has is taken now, TAKEN_TERMS). It takes dispersive poles
-    (dispersive_galerkin.py: the coupling -M_{eps W}^-1 W M_W J, the poles' energy in M_W),
-    plane waves with the analytic incident field and ports' launches (tfsf_galerkin.py: the
-    exchanged sums corrected at the surface's face nodes, correct_sums; plane_waves.py refuses
-    incident_field = "discrete"; port_launch.py gives the port's mode as the incident field),
-    currents and dipoles (sources.py: a dipole's delta is M_{eps W}^-1 phi(x0), a current's rate
-    its nodal values) and the PML: the layer's rates are local to a point and of the polynomial
-    space, and M_W^-1 M_W of them is themselves, so adding them pointwise to M_W^-1 L u is the
-    Galerkin form of the layer (tests/unit/test_maxwell_galerkin_pml.py)."""
+    """InputError for a stage term the Galerkin form does not take: a guard for kinds added later
+    (every kind is taken now, TAKEN_TERMS: poles through dispersive_galerkin.py, plane waves and
+    ports' launches through tfsf_galerkin.py's sums correction, dipoles with delta M_{eps W}^-1
+    phi(x0) (sources.py), the PML's pointwise rates, which are the layer's Galerkin form)."""
     from lobatto.errors import InputError
 
     # (a Bloch pair's imaginary part's terms are the real part's kinds: "sources_im", "pml_im", bloch.py)
