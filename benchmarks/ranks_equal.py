@@ -15,7 +15,9 @@ Built-in cases, on a box of --elements (cube elements, the longest side 1):
 
 - ``materials`` (default): curved elements (a smooth deformation of a quarter element), an
   absorbing side, a background epsilon, an element-wise material, a per-point lens with mu,
-  and a conductivity; a Gaussian E and H (the medium kernel on the CUDA whole-step path);
+  and a conductivity; a Gaussian E and H (the default volume form, "auto", runs the Galerkin
+  form on these curved elements: its medium kernels, one exchange before the whole rhs, no
+  overlap; --case with volume_form = "split" for the collocated medium kernel's whole step);
 - ``pml``: a perfectly matched layer on three sides, a Ricker electric dipole, periodic in z;
 - ``plain``: a PEC box, its TM110 mode plus a Gaussian H (the plain whole step);
 - or a case file, run as it is apart from --partitioner, --overlap, --method, --exchange and
@@ -184,6 +186,7 @@ def compare(reference, other) -> dict:
             "energy_relative_difference": abs(ep - e1) / abs(e1) if e1 else abs(ep - e1),
             "step_path": summary.get("step_path"), "exchange_method": summary.get("exchange_method"),
             "exchange": summary.get("exchange"), "overlap": summary.get("overlap"),
+            "volume_form": (summary.get("volume_form") or {}).get("form"),
             "cuda_graph": summary.get("cuda_graph"), "seconds_per_step": summary.get("seconds_per_step")}
 
 
