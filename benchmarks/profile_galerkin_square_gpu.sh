@@ -6,6 +6,7 @@
 # own kernel; then the whole step of both forms with graph replay, side by side in this call.
 #   OUT=dir bash benchmarks/profile_galerkin_square_gpu.sh      (about 3 minutes on an H100)
 #   SKIP_BENCH=1 OUT=dir bash benchmarks/profile_galerkin_square_gpu.sh   (the profiles only)
+#   PROFILES="g7_f32:7:32:float32 g14_f32:14:16:float32" SKIP_BENCH=1 OUT=dir bash ...   (other cases)
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/lobatto_cupy_cache} PYTHONUNBUFFERED=1
@@ -33,8 +34,8 @@ smsp__average_warp_latency_issue_stalled_mio_throttle.ratio,smsp__average_warp_l
 smsp__average_warp_latency_issue_stalled_wait.ratio \
     > "$OUT/$label.metrics.csv" 2>&1
 }
-p g7_f64 7 32 float64
-p g14_f64 14 16 float64
+# LABEL:ORDER:NX:PRECISION of each profile (PROFILES= to choose others)
+for spec in ${PROFILES:-g7_f64:7:32:float64 g14_f64:14:16:float64}; do p $(echo "$spec" | tr ':' ' '); done
 [ -n "${SKIP_BENCH:-}" ] || for c in "7 32 float64" "14 16 float64" "7 32 float32" "14 16 float32"; do
   set -- $c
   for form in split galerkin; do
