@@ -62,7 +62,8 @@ static unsigned char* lobatto_block_shared;
 #define LOBATTO_DYNAMIC_SHARED(name) unsigned char* name = lobatto_block_shared
 """
 
-LAUNCH = """
+#: the emulated launch: each block in turn (also test_maxwell_galerkin_cuda_media_emulated.py's)
+RUN_BLOCKS = """
 // each block in turn: its shared memory filled with NaN, NT threads meeting at one barrier
 template <int NT, typename Body>
 static void run_blocks(size_t shared_bytes, const long long* blocks, int nblocks, Body body) {
@@ -78,6 +79,9 @@ static void run_blocks(size_t shared_bytes, const long long* blocks, int nblocks
         for (auto& t : threads) t.join();
     }
 }
+"""
+
+LAUNCH = RUN_BLOCKS + """
 template <int P, int Q, typename T, int NT, int KP>
 static void launch(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof,
                    const T* wj, const T* normals, const T* fw, const T* mats, T* out, T ie, T im, T ce, T ch,

@@ -22,8 +22,7 @@ from lobatto.backends import cuda_available  # noqa: E402
 OK, WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"needs CuPy and a CUDA GPU: {WHY}")]
 
-from cylwave import cylinder_rea  # noqa: E402
-from test_maxwell_galerkin import BOX, PERIODIC  # noqa: E402
+from test_maxwell_galerkin import BOX, PERIODIC, cylinder  # noqa: E402, F401  (cylinder: a fixture)
 from test_maxwell_galerkin_cuda_media_emulated import medium_case  # noqa: E402
 
 from lobatto.api import Simulation, case_from_dict  # noqa: E402
@@ -32,13 +31,6 @@ from lobatto.systems.dg import face_values  # noqa: E402
 from lobatto.systems.maxwell.galerkin import WeightAdjustedOperator  # noqa: E402
 from lobatto.systems.maxwell.galerkin_cuda import GalerkinCuda, kernel_for  # noqa: E402
 from lobatto.systems.maxwell.galerkin_media import GalerkinMedium  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def cylinder(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cylwave") / "cylwave.rea"
-    assert cylinder_rea(path, m=1, layers=2, length=4.0) == 10
-    return {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}}
 
 
 def on_device(operator, backend):

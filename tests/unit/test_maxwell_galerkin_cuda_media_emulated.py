@@ -34,9 +34,8 @@ from lobatto.systems.maxwell.galerkin_cuda import (SOURCE, default_threads, matr
 from lobatto.systems.maxwell.galerkin_media import GalerkinMedium
 from lobatto.systems.maxwell.system import MaxwellSystem
 
-from cylwave import cylinder_rea
-from test_maxwell_galerkin import BOX, PERIODIC, simulation
-from test_maxwell_galerkin_cuda_emulated import CXX, SHIM
+from test_maxwell_galerkin import BOX, PERIODIC, cylinder, simulation  # noqa: F401  (cylinder: a fixture)
+from test_maxwell_galerkin_cuda_emulated import CXX, RUN_BLOCKS, SHIM
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or clang++) on the PATH")
 
@@ -47,21 +46,7 @@ SQUARE = [(n, default_threads(n + 1)) for n in (1, 2, 3, 4, 7)] + [(3, 96)]
 #: pass, and rules of more points (odd and even Q)
 GENERAL = [(1, 2, 64, 2), (2, 3, 64, 1), (3, 4, 64, 2), (3, 4, 64, 1), (3, 5, 64, 1), (4, 6, 64, 2), (7, 8, 64, 1)]
 
-LAUNCH = """
-template <int NT, typename Body>
-static void run_blocks(size_t shared_bytes, const long long* blocks, int nblocks, Body body) {
-    std::vector<unsigned char> shared(shared_bytes);
-    for (int n = 0; n < nblocks; ++n) {
-        std::memset(shared.data(), 0xff, shared.size());  // NaN in every value
-        std::barrier<> block(NT);
-        lobatto_block_barrier = &block;
-        lobatto_block_shared = shared.data();
-        std::vector<std::thread> threads;
-        for (int x = 0; x < NT; ++x)
-            threads.emplace_back([=] { threadIdx.x = x; blockIdx.x = (int)blocks[n]; body(); });
-        for (auto& t : threads) t.join();
-    }
-}
+LAUNCH = RUN_BLOCKS + """
 template <int P, int Q, typename T, int NT, int KP, bool LOSS>
 static void media(const T* u, const T* sums, const T* factors, const long long* elements, const T* cof, const T* iw,
                   const T* normals, const T* fw, const T* mats, T* out, const T* flux, const T* loss, T alpha,
@@ -128,13 +113,6 @@ def emulated(tmp_path_factory):
             getattr(lib, f"{kind}_{name}").argtypes = ([ctypes.c_int] * leading + [ctypes.c_void_p] * 12 + [real]
                                                        + [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int])
     return lib
-
-
-@pytest.fixture(scope="module")
-def cylinder(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cylwave") / "cylwave.rea"
-    assert cylinder_rea(path, m=1, layers=2, length=4.0) == 10
-    return {"generator": "nek", "file": str(path), "boundaries": {"PEC": "pec"}}
 
 
 def random_media(coords, rng, diagonal=False, conductor=True) -> dict:
