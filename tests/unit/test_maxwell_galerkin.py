@@ -228,6 +228,29 @@ def test_a_restart_may_not_switch_the_volume_form(tmp_path):
         other.restart(checkpoint)
 
 
+def test_a_restart_compares_the_form_that_runs(tmp_path):
+    """The checkpoint stores the form that ran ("auto" resolved): "auto" on a curved box continues
+    as "galerkin" and the reverse; "auto" on an affine box (split) continues as "split", not as
+    "galerkin"."""
+    affine = {"elements": [2, 2, 2], "boundary": "pec"}
+    for mesh, first, then, accepted in ((BOX, "auto", "galerkin", True), (BOX, "galerkin", "auto", True),
+                                        (affine, "auto", "split", True), (affine, "auto", "galerkin", False)):
+        where = tmp_path / f"{first}-{then}-{accepted}-{len(mesh)}"
+        sim = simulation(where, mesh, 2, form=first, t_end=0.05, extra={"checkpoint": {"at_end": True}})
+        sim.run()
+        checkpoint = sorted((where / first / "checkpoints").iterdir())[-1]
+        other = simulation(where, mesh, 2, form=then, t_end=0.1)
+        if accepted:
+            other.restart(checkpoint)
+            other.run()
+            assert other.t == pytest.approx(0.1)
+        else:
+            with pytest.raises(InputError, match=r"volume_form \(the form that runs\) differs \(the case: galerkin; the "
+                                                 r"checkpoint: split\)"):
+                other.restart(checkpoint)
+        other.close()
+
+
 @pytest.mark.parametrize("order", [2, 5])
 def test_square_rule_energy_in_closed_form(tmp_path, cylinder, order):
     """At Q = N + 1, M_W = V^T diag(w J) V: the energy's products are sum_q w J (V u)^2, equal to

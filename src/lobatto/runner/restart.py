@@ -115,7 +115,7 @@ def save(sim, path=None) -> Path:
         "energy_initial": sim.energy_initial,
         "integrator": sim.stepper.scheme.name, "substeps": int(case.time.substeps), "equations": system.name,
         "order": system.order, "field_names": list(system.field_names), "num_global_elements": int(system.mesh.num_global_elements),
-        "mesh": case.to_dict()["mesh"], "config": case.to_toml(),
+        "mesh": case.to_dict()["mesh"], "config": case.to_toml(), "volume_form": running_form(system, case),
         "lobatto_version": __version__, "backend": backend.name, "precision": backend.precision,
         "ranks": sim.size, "history_numbers": numbers, "time_origin": list(getattr(sim, "time_origin", (0, 0.0))),
         "writer": _writer_state(sim.writer), "restarts": sim.restarts, "outputs_state": _outputs_state(sim),
@@ -143,6 +143,16 @@ def _stored_discretization(checkpoint: Checkpoint) -> dict:
         return {}
 
 
+def running_form(system, case) -> str:
+    """The volume form the run computes: "auto" resolved (a system that resolves it records its choice;
+    the other systems take the split form for it)."""
+    choice = getattr(system, "volume_form_choice", None)
+    if choice is not None:
+        return choice["form"]
+    setting = case.discretization.volume_form
+    return "split" if setting == "auto" else setting
+
+
 def check_compatible(sim, checkpoint: Checkpoint) -> None:
     """InputError unless the checkpoint was written by a run of the same system, mesh, order,
     fields and integrator."""
@@ -158,11 +168,12 @@ def check_compatible(sim, checkpoint: Checkpoint) -> None:
         ("the fields", list(system.field_names), attrs.get("field_names")),
         ("the mesh's element count", int(system.mesh.num_global_elements), attrs.get("num_global_elements")),
     ]
-    # the volume form changes the operator, its stable dt and the energy's norm; a checkpoint
-    # whose stored case does not name one (older ones) is taken as the case's
-    stored = _stored_discretization(checkpoint)
-    pairs.append(("[discretization] volume_form", case.discretization.volume_form,
-                  stored.get("volume_form", case.discretization.volume_form)))
+    # the volume form changes the operator, its stable dt and the energy's norm: the form that ran
+    # (attrs "volume_form", "auto" resolved; before 2026-11-28 the stored case's setting, where
+    # "auto" did not exist, and before that none: taken as the case's) against the one that runs
+    ours = running_form(system, case)
+    theirs = attrs.get("volume_form") or _stored_discretization(checkpoint).get("volume_form") or ours
+    pairs.append(("[discretization] volume_form (the form that runs)", ours, theirs))
     for what, ours, theirs in pairs:
         if ours != theirs:
             raise _incompatible(case, checkpoint, what, ours, theirs)

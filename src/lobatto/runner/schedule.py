@@ -49,8 +49,11 @@ def stable_dt(case, system, scheme, min_spacing: float) -> float:
     if case.time.cfl_check and bound is not None and cfl > bound * (1 + 1e-12):
         given = f"dt = {dt:.4g} (cfl {cfl:.4g})" if case.time.dt is not None else f"cfl = {cfl:.4g}"
         factor = system.cfl_bound_factor()
+        setting = case.discretization.volume_form
+        form = (getattr(system, "volume_form_choice", None) or {}).get("form", setting)
+        named = f"{setting!r}" if form == setting else f"{setting!r}, the {form} form on this mesh"
         scaled = ("" if factor == 1 else f" ({round(bound / factor, 4)} x {factor} for [discretization] volume_form = "
-                  f"{case.discretization.volume_form!r})")
+                  f"{named}; \"split\" takes the full bound)")
         raise InputError(f"{case.source}: [time] {given} is above the stability bound cfl {bound}{scaled} of the "
                          f"{scheme.name} integrator with the {case.discretization.flux} flux of {system.name}; "
                          f"lower it (stable dt <= {bound * min_spacing / wave:.4g}), or set [time] "

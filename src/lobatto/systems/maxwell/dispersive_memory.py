@@ -37,7 +37,12 @@ def memory_estimate(case, layout) -> list:
 
 
 def is_galerkin(case) -> bool:
-    return getattr(case.discretization, "volume_form", "split") == "galerkin"
+    """Before the system is built: the Galerkin form may run ("auto" on a mesh that may be curved:
+    a file mesh or a deformed box; galerkin_memory.py counts the same way)."""
+    form = getattr(case.discretization, "volume_form", "split")
+    if form == "auto":
+        return case.mesh.generator != "box" or bool(case.mesh.deform)
+    return form == "galerkin"
 
 
 def aux_item(table, layout, elements: int, known: bool = True, galerkin: bool = False) -> MemoryItem:
@@ -56,7 +61,8 @@ def check_aux_memory(case, system, tables, counts) -> None:
     layout = RunLayout(elements=system.num_elements, total_elements=system.num_elements, order=system.order,
                        fields=len(system.field_names), precision=system.backend.precision,
                        backend=system.backend.name, dim=system.mesh.dim)
-    items = [aux_item(t, layout, int(count), galerkin=is_galerkin(case)) for t, count in zip(tables, counts) if count]
+    galerkin = getattr(system, "galerkin", None) is not None  # the form that runs (built)
+    items = [aux_item(t, layout, int(count), galerkin=galerkin) for t, count in zip(tables, counts) if count]
     if items:
         host = available_host_memory()
         host = None if host is None else host // launched_local_size()

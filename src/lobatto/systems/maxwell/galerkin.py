@@ -321,7 +321,7 @@ class WeightAdjustedOperator:
         if self.points != self.order + 1:
             return None
         weights = self.square_energy_weights if self.medium is None else self.medium.energy_weights
-        gauss = along3(xp, self.v, u).astype(xp.float64)
+        gauss = along3(xp, self.v, u[:6]).astype(xp.float64)  # (a Bloch pair's real part, as the densities)
         return xp.sum(gauss * gauss * weights[..., elements, :, :, :], axis=(2, 3, 4)).sum(axis=1)
 
     def face_load(self, xp, face_values, factor, epsilon, mu, alpha):

@@ -27,4 +27,5 @@ def memory_estimate(case, layout) -> list:
     return [layout.backend_item(f"[discretization] volume_form = \"galerkin\" (Gauss rules of {q} points: "
                                 f"{24 * q ** 3 + 24 * q ** 2:,} values per element)", kept,
                                 host=41.0 * q ** 3 * layout.elements * 8,
-                                advice="use volume_form = \"split\", a lower order or more ranks")]
+                                advice="use volume_form = \"split\", a lower order or more ranks",
+                                known=form == "galerkin")]  # "auto": only if the mesh turns out curved

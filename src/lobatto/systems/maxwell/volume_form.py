@@ -2,11 +2,12 @@
 
 On a 3-D mesh with a curved element (on any rank) it is "galerkin" (galerkin.py): energy-stable
 and as accurate as NekCEM's chain rule on curved elements, where the collocated split form is
-2-13x less accurate (benchmarks/notes-curved-maxwell.md: NekCEM's cylwave at N = 11 fails with
-split, passes with galerkin). Everywhere else it is "split": on affine elements the collocated
-forms are NekCEM's scheme (the chain rule, the conservative and the split forms are one
-operator there) and cheaper than the Galerkin form's exact mass, and 2-D meshes do not take
-the Galerkin form. Where a curved case uses a table the Galerkin form does not take yet
+1.4-17.6 times less accurate in L2 on NekCEM's cylwave (N = 3..11; it fails NekCEM's check at
+N = 11, the Galerkin form passes: benchmarks/notes-curved-maxwell.md). Everywhere else it is
+"split": on affine elements the collocated forms are NekCEM's scheme (the chain rule, the
+conservative and the split forms are one operator there; the Galerkin form differs slightly,
+its exact mass: 3dboxper at N = 7 L2 1.70e-9 against 1.75e-9) and cheaper, with a larger time
+step; 2-D meshes do not take the Galerkin form. Where a curved case uses a table the Galerkin form does not take yet
 (``refused_tables``) it is "split" too, and the run says so once (``note``). The choice and its
 reason are in the run's summary (MaxwellSystem.summary, "volume_form").
 """
@@ -18,29 +19,12 @@ import numpy as np
 from lobatto.machine.parallel import allreduce, rank_and_size
 
 def refused_tables(case) -> list[str]:
-    """The case's tables that the Galerkin form does not take (yet), by their case-file names:
-    from the case alone, so that "auto" chooses before the system is built (galerkin.
-    check_supported refuses the same terms of a built system where the case names the form)."""
-    from lobatto.systems.maxwell.galerkin import TAKEN_TERMS
-    from lobatto.systems.maxwell.ports import ports_of
-
-    refused = []
-    for spec in case.tables.get("source", ()):
-        if spec.type == "plane_wave" and spec.values.get("incident_field", "analytic") == "discrete":
-            refused.append(f'[source.{spec.name}] incident_field = "discrete"')
-    if "port" not in TAKEN_TERMS:
-        refused += [f"[port.{t.name}]" for t in ports_of(case)[0]]
-    if "dispersion" not in TAKEN_TERMS:
-        materials = case.tables.get("material")
-        refused += [f"[material.{t.name}] (dispersive)" for t in (materials.tables if materials is not None else ())
-                    if t.dispersion is not None]
-    if case.physics.values.get("bloch_k") is not None and not BLOCH_TAKEN:
-        refused.append("[physics] bloch_k")
-    return refused
-
-
-#: whether the Galerkin form takes Bloch-periodic boundaries (bloch.py)
-BLOCH_TAKEN = True
+    """The case's tables that the Galerkin form does not take, by their case-file names: from the
+    case alone, so that "auto" chooses before the system is built. Only a plane wave's discrete
+    incident field now (it steps the collocated operator alongside: plane_waves.py); every stage
+    term kind is taken (galerkin.TAKEN_TERMS, checked again on the built system)."""
+    return [f'[source.{spec.name}] incident_field = "discrete"' for spec in case.tables.get("source", ())
+            if spec.type == "plane_wave" and spec.values.get("incident_field", "analytic") == "discrete"]
 
 
 def resolve(case, mesh, geometry, comm=None) -> tuple[str, str]:
@@ -53,7 +37,7 @@ def resolve(case, mesh, geometry, comm=None) -> tuple[str, str]:
         return "split", "a 2-D mesh (the Galerkin form is 3-D only)"
     curved = int(allreduce(comm, int(np.any(~np.asarray(geometry.affine, dtype=bool))), "max"))
     if not curved:
-        return "split", "every element is affine (the collocated forms are exact there and cheaper)"
+        return "split", "every element is affine (the collocated forms are NekCEM's scheme there, and cheaper)"
     refused = refused_tables(case)
     if refused:
         return "split", f"curved elements, but the Galerkin form does not take {', '.join(refused)} yet"
@@ -69,4 +53,4 @@ def note(case, form: str, reason: str, comm=None) -> None:
               "(docs/meshes.md)", flush=True)
 
 
-__all__ = ["BLOCH_TAKEN", "note", "refused_tables", "resolve"]
+__all__ = ["note", "refused_tables", "resolve"]
