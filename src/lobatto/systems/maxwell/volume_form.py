@@ -7,9 +7,9 @@ N = 11, the Galerkin form passes: benchmarks/notes-curved-maxwell.md). Everywher
 "split": on affine elements the collocated forms are NekCEM's scheme (the chain rule, the
 conservative and the split forms are one operator there; the Galerkin form differs slightly,
 its exact mass: 3dboxper at N = 7 L2 1.70e-9 against 1.75e-9) and cheaper, with a larger time
-step; 2-D meshes do not take the Galerkin form. Where a curved case uses a table the Galerkin form does not take yet
-(``refused_tables``) it is "split" too, and the run says so once (``note``). The choice and its
-reason are in the run's summary (MaxwellSystem.summary, "volume_form").
+step; 2-D meshes do not take the Galerkin form. Where a curved case uses a table the Galerkin
+form does not take (``refused_tables``) it is "split" too, and the run says so once (``note``).
+The choice and its reason are in the run's summary (MaxwellSystem.summary, "volume_form").
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from lobatto.machine.parallel import allreduce, rank_and_size
+
 
 def refused_tables(case) -> list[str]:
     """The case's tables that the Galerkin form does not take, by their case-file names: from the
