@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 
 from bloch_ranks import ACROSS, CASE, SHEET, WAVE, run
 from mpi4py import MPI
-from quiet import quiet_barrier
+from quiet import on_three_two_one
 
 
 
@@ -34,22 +33,10 @@ CURVED["discretization"]["flux"] = "central"
 
 def main() -> int:
     world = MPI.COMM_WORLD
-    pair = world.Split(0 if world.rank < 2 else 1, world.rank)
-    scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
-    root = world.bcast(scratch.name if scratch is not None else None)
-    out = {}
-    for name, data in (("curved", CURVED), ("across", galerkin(ACROSS)), ("sheet", galerkin(SHEET)),
-                       ("wave", galerkin(WAVE))):
-        found = {3: run(data, world, f"{root}/{name}3")}
-        if world.rank < 2:
-            found[2] = run(data, pair, f"{root}/{name}2")
-        if world.rank == 0:
-            found[1] = run(data, None, f"{root}/{name}1")
-        out[name] = found
-        quiet_barrier(world)  # the ranks left out of the 2- and 1-rank runs wait asleep
+    out = on_three_two_one(world, {"curved": CURVED, "across": galerkin(ACROSS), "sheet": galerkin(SHEET),
+                                   "wave": galerkin(WAVE)}, run)
     if world.rank == 0:
         json.dump(out, sys.stdout)
-        scratch.cleanup()
     return 0
 
 

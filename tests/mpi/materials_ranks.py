@@ -12,11 +12,10 @@ import contextlib
 import io
 import json
 import sys
-import tempfile
 
 import numpy as np
 from mpi4py import MPI
-from quiet import quiet_barrier
+from quiet import on_three_two_one
 
 from lobatto.api import Simulation, case_from_dict
 
@@ -65,22 +64,9 @@ def fields(name, comm, directory):
 
 def main() -> int:
     world = MPI.COMM_WORLD
-    pair = world.Split(0 if world.rank < 2 else 1, world.rank)
-    scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
-    root = world.bcast(scratch.name if scratch is not None else None)
-    out = {}
-    names = sys.argv[1:] or sorted(CASES)
-    for name in names:
-        found = {3: fields(name, world, f"{root}/{name}3")}
-        if world.rank < 2:
-            found[2] = fields(name, pair, f"{root}/{name}2")
-        if world.rank == 0:
-            found[1] = fields(name, None, f"{root}/{name}1")
-        out[name] = found
-        quiet_barrier(world)  # the ranks left out of the 2- and 1-rank runs wait asleep
+    out = on_three_two_one(world, {name: name for name in (sys.argv[1:] or sorted(CASES))}, fields)
     if world.rank == 0:
         json.dump(out, sys.stdout)
-        scratch.cleanup()
     return 0
 
 

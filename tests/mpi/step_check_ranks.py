@@ -9,10 +9,9 @@ import contextlib
 import io
 import json
 import sys
-import tempfile
 
 from mpi4py import MPI
-from quiet import quiet_barrier
+from quiet import on_three_two_one
 
 from lobatto.api import Simulation, case_from_dict
 
@@ -35,21 +34,9 @@ def checked(equations, comm, directory):
 
 def main() -> int:
     world = MPI.COMM_WORLD
-    pair = world.Split(0 if world.rank < 2 else 1, world.rank)
-    scratch = tempfile.TemporaryDirectory() if world.rank == 0 else None
-    root = world.bcast(scratch.name if scratch is not None else None)
-    out = {}
-    for equations in CASES:
-        found = {3: checked(equations, world, f"{root}/{equations}3")}
-        if world.rank < 2:
-            found[2] = checked(equations, pair, f"{root}/{equations}2")
-        if world.rank == 0:
-            found[1] = checked(equations, None, f"{root}/{equations}1")
-        out[equations] = found
-        quiet_barrier(world)  # the ranks left out of the 2- and 1-rank runs wait asleep
+    out = on_three_two_one(world, {equations: equations for equations in CASES}, checked)
     if world.rank == 0:
         json.dump(out, sys.stdout)
-        scratch.cleanup()
     return 0
 
 
