@@ -102,6 +102,7 @@ SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 CHOICES = {
     ("mesh", "generator"): ("box",),
     ("discretization", "flux"): ("upwind", "central"),
+    ("discretization", "volume_form"): ("auto", "split", "chain", "galerkin"),
     ("time", "integrator"): ("lsrk45", "rk4", "ssprk3"),
     ("backend", "name"): ("cpu", "cuda", "auto"),
     ("backend", "precision"): ("float64", "float32"),
@@ -112,7 +113,7 @@ CHOICES = {
 }
 ALL_KEYS = {
     "mesh": ("generator", "elements", "lower", "upper", "periodic", "boundary", "boundaries", "deform", "extrude"),
-    "discretization": ("order", "flux"),
+    "discretization": ("order", "flux", "volume_form"),
     "physics": ("equations", "epsilon", "mu", "density", "sound_speed"),
     "time": ("integrator", "t_end", "cfl", "dt"),
     "output": ("every", "formats", "name"),

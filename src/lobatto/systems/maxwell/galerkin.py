@@ -277,9 +277,7 @@ class WeightAdjustedOperator:
         nodes (its inverse where J is constant): a few iterations to round-off."""
         medium = self.medium  # with one, per component c the products in M_{eps_c W} (M_{mu_c W})
         if self.points == self.order + 1:
-            gauss = along3(xp, self.v, u).astype(xp.float64)  # float64 also in a float32 run
-            weights = self.square_energy_weights if medium is None else medium.energy_weights
-            return xp.sum(gauss * gauss * weights, axis=(2, 3, 4)).sum(axis=1)
+            return self.element_products(xp, u, slice(None))
         if tolerance is None:  # round-off of the working precision (float32 cannot reach 1e-14)
             tolerance = max(1e-14, 20 * float(np.finfo(u.dtype).eps))
         y = along3(xp, self.mass_1d, u)
@@ -321,7 +319,8 @@ class WeightAdjustedOperator:
         if self.points != self.order + 1:
             return None
         weights = self.square_energy_weights if self.medium is None else self.medium.energy_weights
-        gauss = along3(xp, self.v, u[:6]).astype(xp.float64)  # (a Bloch pair's real part, as the densities)
+        # float64 also in a float32 run; a Bloch pair's real part only (as the integrals' densities)
+        gauss = along3(xp, self.v, u[:6]).astype(xp.float64)
         return xp.sum(gauss * gauss * weights[..., elements, :, :, :], axis=(2, 3, 4)).sum(axis=1)
 
     def face_load(self, xp, face_values, factor, epsilon, mu, alpha):
@@ -352,11 +351,11 @@ class WeightAdjustedOperator:
     def loads(self, xp, u, face_values, factor, epsilon, mu, alpha):
         """(M_W dE/dt, M_W dH/dt): the volume and face integrals at the GLL nodes, (6, E, n, n, n)."""
         own = face_values[0]
-        if self.medium is not None:  # eps and mu in the masses, sigma a load (galerkin_media.py)
-            epsilon = mu = 1.0
-        load = xp.concatenate([self.volume_load(xp, u[3:6], own[3:6]) / epsilon,
-                               -self.volume_load(xp, u[0:3], own[0:3]) / mu])
-        if self.medium is not None and self.medium.loss_weights is not None:
+        load = xp.concatenate([self.volume_load(xp, u[3:6], own[3:6]), -self.volume_load(xp, u[0:3], own[0:3])])
+        if self.medium is None:
+            load[0:3] /= epsilon
+            load[3:6] /= mu
+        elif self.medium.loss_weights is not None:  # eps and mu in the masses, sigma a load (galerkin_media.py)
             load[0:3] -= along3(xp, self.v.T, self.medium.loss_weights * along3(xp, self.v, u[0:3]))
         face_e, face_h = self.face_load(xp, face_values, factor, epsilon, mu, alpha)
         for f in range(NUM_FACES):

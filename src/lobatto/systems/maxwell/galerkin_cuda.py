@@ -169,7 +169,7 @@ class GalerkinCuda:
         # constants; with a medium every element takes the block kernel (the closed form has none)
         if self.medium is not None:
             flat, constants = np.zeros(operator.weighted_cofactors.shape[2], dtype=bool), None
-            # the raw pointers need C order (the medium's interpolated arrays may come strided)
+            # the raw pointers need C order (GalerkinMedium.to gives it: no copy then)
             xp, loss = backend.xp, self.medium.loss_weights
             self._media = tuple(None if a is None else xp.ascontiguousarray(a)
                                 for a in (self.medium.inverse_weights, self.medium.flux, loss))
